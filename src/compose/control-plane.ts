@@ -1,0 +1,159 @@
+import { homedir } from 'node:os';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { randomIds, systemClock } from '../adapters/system/clock-ids.js';
+import type { SbxConfig } from '../config/index.js';
+import { secretValues } from '../config/index.js';
+import { Admission } from '../core/admission/admission.js';
+import { EventBus } from '../core/events/bus.js';
+import type { Clock, IdSource, Store } from '../core/ports.js';
+import { ProviderRegistry } from '../core/providers/registry.js';
+import { ExecService } from '../core/sandboxes/exec.js';
+import { FileService } from '../core/sandboxes/files.js';
+import { reconcileSandboxes } from '../core/sandboxes/reconcile.js';
+import { SandboxService } from '../core/sandboxes/service.js';
+import { TemplateService } from '../core/sandboxes/templates.js';
+import { WorkerService } from '../core/scheduler/workers.js';
+import type { CoreSettings } from '../core/settings.js';
+import { createLogger } from '../log/logger.js';
+import { buildApp } from '../transports/http/app.js';
+import type { HttpDeps } from '../transports/http/deps.js';
+import { buildProviders } from './providers.js';
+import { coreSettings } from './settings.js';
+import { openStore } from './store.js';
+
+export interface ControlPlaneOptions {
+  logger?: Logger;
+  clock?: Clock;
+  ids?: IdSource;
+  /** Home directory used to expand `~` in paths (tests pass a temp dir). */
+  home?: string;
+  /** Run startup reconciliation (default true). */
+  reconcile?: boolean;
+}
+
+export interface ControlPlane {
+  app: FastifyInstance;
+  deps: HttpDeps;
+  settings: CoreSettings;
+  logger: Logger;
+  installationId: string;
+  /** Listens on the configured (or given) host/port; resolves with the base URL. */
+  listen(opts?: { host?: string; port?: number }): Promise<string>;
+  /** Stops timers, drains in-flight requests, closes providers and the store. */
+  close(): Promise<void>;
+}
+
+const REAP_EVERY_MS = 10_000;
+const HEARTBEAT_EVERY_MS = 30_000;
+export const LOCAL_WORKER_CAPABILITIES = ['api', 'single_node', 'spawn', 'exec', 'files'];
+
+/** The composition root of `sbx serve`: the only place adapters meet core. */
+export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const logger = opts.logger ?? createLogger({ level: config.logging.level, format: config.logging.format, secrets: secretValues(config) });
+  const clock = opts.clock ?? systemClock;
+  const ids = opts.ids ?? randomIds;
+  const store: Store = await openStore(config, opts.home ?? homedir());
+  const timers: NodeJS.Timeout[] = [];
+  try {
+    await store.migrate();
+    let installationId = await store.getMeta('installation_id');
+    if (!installationId) {
+      installationId = ids.randomId(8);
+      await store.setMeta('installation_id', installationId);
+    }
+
+    const bus = new EventBus(clock);
+    const built = await buildProviders(config, installationId, bus, logger);
+    const providers = new ProviderRegistry(clock, built.defaultName);
+    for (const p of built.providers) providers.register(p);
+
+    const settings = coreSettings(config, built.defaultName);
+    const admission = new Admission(store, settings, clock);
+    const sandboxes = new SandboxService({ store, providers, admission, bus, clock, ids, settings });
+    const workers = new WorkerService(store, clock);
+    const deps: HttpDeps = {
+      settings,
+      clock,
+      store,
+      bus,
+      providers,
+      admission,
+      sandboxes,
+      exec: new ExecService(sandboxes),
+      files: new FileService(sandboxes),
+      templates: new TemplateService(store, clock, sandboxes),
+      workers,
+      startedAt: Date.now(),
+      bodyLimit: Math.floor(config.server.body_limit_mb * 1024 * 1024),
+    };
+
+    const heartbeat = () =>
+      workers.heartbeat(settings.worker_id, {
+        hostname: settings.hostname,
+        status: 'online',
+        providers: providers.names(),
+        capabilities: LOCAL_WORKER_CAPABILITIES,
+        capacity: { max_sandboxes: settings.defaults.max_sandboxes, max_sandboxes_per_owner: settings.defaults.max_sandboxes_per_owner },
+      });
+    await heartbeat();
+
+    if (opts.reconcile !== false) {
+      const report = await reconcileSandboxes({
+        store,
+        providers: new Map(providers.all().map((p) => [p.name, p])),
+        bus,
+        clock,
+        installationId,
+        workerId: settings.worker_id,
+      });
+      for (const a of report.actions) logger.info({ ...a }, 'reconcile');
+    }
+
+    const app = await buildApp(deps, { logger });
+
+    let reaping = false;
+    timers.push(
+      setInterval(() => {
+        if (reaping) return;
+        reaping = true;
+        sandboxes
+          .reap()
+          .catch((err: unknown) => logger.warn({ err: String(err) }, 'reaper pass failed'))
+          .finally(() => (reaping = false));
+      }, REAP_EVERY_MS),
+      setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS),
+    );
+    for (const t of timers) t.unref();
+
+    let closed = false;
+    return {
+      app,
+      deps,
+      settings,
+      logger,
+      installationId,
+      async listen(o = {}) {
+        const host = o.host ?? config.server.host;
+        const port = o.port ?? config.server.port;
+        await app.listen({ host, port });
+        const addr = app.server.address();
+        const actualPort = typeof addr === 'object' && addr ? addr.port : port;
+        const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+        return `http://${shownHost}:${actualPort}`;
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        for (const t of timers) clearInterval(t);
+        await app.close();
+        await providers.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    for (const t of timers) clearInterval(t);
+    await store.close().catch(() => undefined);
+    throw err;
+  }
+}

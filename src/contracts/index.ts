@@ -1,0 +1,6 @@
+export * from './common.js';
+export * from './sandboxes.js';
+export * from './exec.js';
+export * from './files.js';
+export * from './templates.js';
+export * from './system.js';

@@ -1,0 +1,62 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Duration, StringMap, Timestamp } from './common.js';
+
+export const SandboxId = Type.String({ minLength: 1, maxLength: 128 });
+
+export const Sandbox = Type.Object(
+  {
+    id: Type.String(),
+    state: Type.String(),
+    provider: Type.String(),
+    image: Type.String(),
+    memory_mb: Type.Integer(),
+    vcpus: Type.Integer(),
+    created_at: Timestamp,
+    expires_at: Timestamp,
+    metadata: StringMap,
+    preview_domain: Type.String(),
+    owner_id: Type.Optional(Type.String()),
+    template: Type.Optional(Type.String()),
+  },
+  { $id: 'Sandbox' },
+);
+export type Sandbox = Static<typeof Sandbox>;
+
+export const SpawnRequest = Type.Object(
+  {
+    image: Type.Optional(Type.String({ minLength: 1 })),
+    provider: Type.Optional(Type.String({ minLength: 1 })),
+    memory_mb: Type.Optional(Type.Integer({ minimum: 1 })),
+    vcpus: Type.Optional(Type.Integer({ minimum: 1 })),
+    ttl: Type.Optional(Duration),
+    metadata: Type.Optional(StringMap),
+    owner_id: Type.Optional(Type.String()),
+  },
+  { $id: 'SpawnRequest', additionalProperties: false },
+);
+export type SpawnRequest = Static<typeof SpawnRequest>;
+
+export const ExtendRequest = Type.Object({ ttl: Duration }, { additionalProperties: false });
+export type ExtendRequest = Static<typeof ExtendRequest>;
+
+export const DestroyResponse = Type.Object({ status: Type.Literal('destroyed') });
+export const PruneResponse = Type.Object({ pruned: Type.Integer() });
+
+export const LogsQuery = Type.Object({
+  lines: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 100 })),
+});
+
+export const AdmissionDecision = Type.Object(
+  {
+    allowed: Type.Boolean(),
+    queueable: Type.Boolean(),
+    reason: Type.Optional(Type.String()),
+    active_sandboxes: Type.Integer(),
+    max_sandboxes: Type.Integer(),
+    active_owner_sandboxes: Type.Integer(),
+    max_owner_sandboxes: Type.Integer(),
+    max_ttl: Duration,
+  },
+  { $id: 'AdmissionDecision' },
+);
+export type AdmissionDecision = Static<typeof AdmissionDecision>;

@@ -1,0 +1,108 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Duration, StringMap, Timestamp } from './common.js';
+
+export const ProviderListItem = Type.Object(
+  {
+    name: Type.String(),
+    healthy: Type.Boolean(),
+    default: Type.Boolean(),
+    latency_ms: Type.Integer(),
+    last_checked: Timestamp,
+    error: Type.Optional(Type.String()),
+    capabilities: Type.Array(Type.String()),
+    runtime_count: Type.Optional(Type.Integer()),
+  },
+  { $id: 'ProviderListItem' },
+);
+export type ProviderListItem = Static<typeof ProviderListItem>;
+
+export const ProviderDetail = Type.Object(
+  {
+    name: Type.String(),
+    healthy: Type.Boolean(),
+    default: Type.Boolean(),
+    sandbox_count: Type.Integer(),
+    health: ProviderListItem,
+    config: Type.Record(Type.String(), Type.Unknown()),
+  },
+  { $id: 'ProviderDetail' },
+);
+export type ProviderDetail = Static<typeof ProviderDetail>;
+
+export const ProviderTestResult = Type.Record(Type.String(), Type.Boolean());
+
+export const WorkerCapacity = Type.Object({
+  max_sandboxes: Type.Integer(),
+  max_sandboxes_per_owner: Type.Integer(),
+  rpc_url: Type.Optional(Type.String()),
+  preview_domain: Type.Optional(Type.String()),
+});
+
+export const Worker = Type.Object(
+  {
+    id: Type.String(),
+    hostname: Type.String(),
+    status: Type.String(),
+    providers: Type.Array(Type.String()),
+    capabilities: Type.Array(Type.String()),
+    capacity: WorkerCapacity,
+    last_heartbeat: Timestamp,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    stale: Type.Boolean(),
+  },
+  { $id: 'Worker' },
+);
+export type Worker = Static<typeof Worker>;
+
+export const HeartbeatRequest = Type.Object({
+  hostname: Type.String({ minLength: 1 }),
+  status: Type.Optional(Type.String()),
+  providers: Type.Optional(Type.Array(Type.String())),
+  capabilities: Type.Optional(Type.Array(Type.String())),
+  capacity: Type.Optional(Type.Partial(WorkerCapacity)),
+});
+export type HeartbeatRequest = Static<typeof HeartbeatRequest>;
+
+export const Lease = Type.Object({
+  resource_id: Type.String(),
+  holder_id: Type.String(),
+  generation: Type.Integer(),
+  expires_at: Timestamp,
+});
+
+export const SnapshotSummary = Type.Object({
+  name: Type.String(),
+  image: Type.String(),
+  kernel: Type.String(),
+  size_bytes: Type.Integer(),
+  created_at: Timestamp,
+  provider: Type.String(),
+});
+
+export const PoolStatus = Type.Object({
+  enabled: Type.Boolean(),
+  vms: Type.Optional(Type.Integer()),
+  max_vms: Type.Optional(Type.Integer()),
+  total_users: Type.Optional(Type.Integer()),
+  max_users_per_vm: Type.Optional(Type.Integer()),
+});
+
+export const Health = Type.Object({
+  status: Type.String(),
+  version: Type.String(),
+  uptime: Duration,
+  providers: Type.Optional(Type.Unknown()),
+  store: Type.Optional(Type.Unknown()),
+});
+
+export const Readiness = Type.Object({
+  status: Type.String(),
+  version: Type.String(),
+  uptime: Duration,
+  ready_providers: Type.Integer(),
+  total_providers: Type.Integer(),
+  providers: Type.Array(ProviderListItem),
+});
+
+export const Labels = StringMap;

@@ -1,0 +1,71 @@
+import type { Clock } from '../ports.js';
+import type { EventInput, EventKind, SbxEvent } from './kinds.js';
+
+export type EventListener = (event: SbxEvent) => void;
+
+export interface EventFilter {
+  /** Kinds or `group.*` wildcards; empty = all. */
+  types?: string[];
+  sandbox_id?: string;
+}
+
+/**
+ * In-process publish/subscribe with a bounded history. Publishing never blocks: listeners are
+ * called synchronously and must only enqueue (the SSE transport keeps its own bounded buffer).
+ */
+export class EventBus {
+  private readonly history: SbxEvent[] = [];
+  private readonly listeners = new Set<EventListener>();
+  private nextId = 1;
+  private total = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    readonly historySize = 1000,
+  ) {}
+
+  publish(input: EventInput): SbxEvent {
+    const event: SbxEvent = { id: this.nextId++, timestamp: this.clock.now().toISOString(), ...input };
+    this.total++;
+    this.history.push(event);
+    if (this.history.length > this.historySize) this.history.shift();
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A faulty subscriber must never break publishers.
+      }
+    }
+    return event;
+  }
+
+  subscribe(listener: EventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Events after `afterId` (exclusive) still in history, oldest first. */
+  since(afterId: number, filter?: EventFilter): SbxEvent[] {
+    return this.history.filter((e) => e.id > afterId && matches(e, filter));
+  }
+
+  recent(filter?: EventFilter): SbxEvent[] {
+    return this.history.filter((e) => matches(e, filter));
+  }
+
+  stats(): { subscribers: number; history_size: number; events_total: number } {
+    return { subscribers: this.listeners.size, history_size: this.history.length, events_total: this.total };
+  }
+}
+
+/** True when the event passes the filter (kinds, `group.*` wildcards, sandbox id). */
+export function matches(event: SbxEvent, filter?: EventFilter): boolean {
+  if (!filter) return true;
+  if (filter.sandbox_id && event.sandbox_id !== filter.sandbox_id) return false;
+  if (filter.types && filter.types.length > 0) {
+    return filter.types.some((t) => t === '*' || t === event.type || (t.endsWith('.*') && event.type.startsWith(t.slice(0, -1))));
+  }
+  return true;
+}
+
+export type { EventKind, SbxEvent };

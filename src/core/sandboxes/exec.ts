@@ -1,0 +1,175 @@
+import { formatDuration, parseDuration } from '../duration.js';
+import { badRequest, isAbortError, SbxError } from '../errors.js';
+import type { ExecSpec } from '../ports.js';
+import type { Caller } from './caller.js';
+import { sandboxPath } from './paths.js';
+import { asProviderError, type SandboxService } from './service.js';
+
+export interface ExecInput {
+  command: string;
+  args?: string[];
+  env?: Record<string, string>;
+  workdir?: string;
+  timeout?: string;
+  mode?: 'shell' | 'argv';
+  stdin?: Uint8Array;
+}
+
+/** One item of an exec stream: output text, then exactly one `exit` record last. */
+export type ExecItem =
+  | { stream: 'stdout' | 'stderr'; data: string }
+  | { stream: 'exit'; exit_code: number; duration_ms: number; timed_out: boolean };
+
+export interface BufferedExecResult {
+  exit_code: number;
+  stdout: string;
+  stderr: string;
+  duration: string;
+  truncated?: boolean;
+}
+
+export const TIMEOUT_EXIT_CODE = 124;
+
+/**
+ * Command execution (spec 4.1 exec rules). Limits are checked before anything runs, so an HTTP
+ * stream can still answer with a status code; deadlines kill the command and are reported as
+ * `exec.timeout` plus a stderr line, caller cancellation is not.
+ */
+export class ExecService {
+  constructor(private readonly sandboxes: SandboxService) {}
+
+  /** Validates and resolves everything; the returned iterable runs the command when iterated. */
+  async start(id: string, input: ExecInput, caller: Caller, signal?: AbortSignal): Promise<AsyncIterable<ExecItem>> {
+    if (typeof input.command !== 'string' || input.command.length === 0) throw badRequest('command is required');
+    const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    const timeoutMs = await this.effectiveTimeout(rec.owner_id, input.timeout);
+    const spec: ExecSpec = {
+      command: input.command,
+      args: input.args ?? [],
+      mode: input.mode ?? 'shell',
+      env: input.env ?? {},
+      workdir: input.workdir !== undefined ? sandboxPath(input.workdir, 'workdir') : undefined,
+      stdin: input.stdin,
+    };
+    const { bus } = this.sandboxes.deps;
+    const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
+    // Event data names the program only: arguments and env may carry secrets.
+    const program = spec.mode === 'argv' ? spec.command : (spec.command.trim().split(/\s+/)[0] ?? '');
+
+    return {
+      [Symbol.asyncIterator]: async function* (): AsyncGenerator<ExecItem> {
+        const ac = new AbortController();
+        let timedOut = false;
+        const onCancel = () => ac.abort(signal?.reason);
+        if (signal?.aborted) onCancel();
+        signal?.addEventListener('abort', onCancel, { once: true });
+        const timer = timeoutMs > 0 ? setTimeout(() => { timedOut = true; ac.abort(new Error('deadline')); }, timeoutMs) : undefined;
+        const started = Date.now();
+        const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+        let exitCode: number | null = null;
+        let finished = false;
+        bus.publish({ type: 'exec.started', ...common, data: { program, mode: spec.mode, provider: rec.provider } });
+        try {
+          try {
+            for await (const ev of provider.exec(runtimeId, spec, ac.signal)) {
+              if (ev.type === 'exit') {
+                exitCode = ev.exit_code;
+                continue;
+              }
+              const data = decoders[ev.type].decode(ev.data, { stream: true });
+              if (data.length > 0) yield { stream: ev.type, data };
+            }
+          } catch (err) {
+            if (!timedOut && (ac.signal.aborted || isAbortError(err))) throw err;
+            if (!timedOut) {
+              const e = asProviderError(err, `exec failed on provider ${rec.provider}`);
+              bus.publish({ type: 'exec.failed', ...common, data: { program, code: e.code, message: e.message } });
+              bus.publish({ type: 'operation.failed', ...common, data: { operation: 'exec', provider: rec.provider, code: e.code } });
+              throw e;
+            }
+          }
+          for (const s of ['stdout', 'stderr'] as const) {
+            const tail = decoders[s].decode();
+            if (tail.length > 0) yield { stream: s, data: tail };
+          }
+          const duration_ms = Date.now() - started;
+          if (timedOut) {
+            bus.publish({ type: 'exec.timeout', ...common, data: { program, timeout: formatDuration(timeoutMs), duration_ms } });
+            yield { stream: 'stderr', data: `sbx: command timed out after ${formatDuration(timeoutMs)}\n` };
+            finished = true;
+            yield { stream: 'exit', exit_code: TIMEOUT_EXIT_CODE, duration_ms, timed_out: true };
+            return;
+          }
+          if (ac.signal.aborted) throw new SbxError('unavailable', 'exec cancelled');
+          const code = exitCode ?? -1;
+          bus.publish({ type: 'exec.completed', ...common, data: { program, exit_code: code, duration_ms } });
+          finished = true;
+          yield { stream: 'exit', exit_code: code, duration_ms, timed_out: false };
+        } finally {
+          if (timer) clearTimeout(timer);
+          signal?.removeEventListener('abort', onCancel);
+          // The consumer went away (client disconnected): kill the command.
+          if (!finished && !ac.signal.aborted) ac.abort(new Error('consumer stopped'));
+        }
+      },
+    };
+  }
+
+  /** Runs to completion and collects output, at most `max_exec_output_bytes` per stream. */
+  async run(id: string, input: ExecInput, caller: Caller, signal?: AbortSignal): Promise<BufferedExecResult> {
+    const items = await this.start(id, input, caller, signal);
+    const max = this.sandboxes.deps.settings.limits.max_exec_output_bytes;
+    const out = { stdout: [] as string[], stderr: [] as string[] };
+    const size = { stdout: 0, stderr: 0 };
+    let truncated = false;
+    for await (const item of items) {
+      if (item.stream === 'exit') {
+        const result: BufferedExecResult = {
+          exit_code: item.exit_code,
+          stdout: out.stdout.join(''),
+          stderr: out.stderr.join(''),
+          duration: formatDuration(item.duration_ms),
+        };
+        if (truncated) {
+          result.truncated = true;
+          for (const s of ['stdout', 'stderr'] as const) {
+            if (size[s] > max) result[s] += `\n[sbx: output truncated, ${size[s] - max} bytes dropped]\n`;
+          }
+        }
+        if (item.timed_out) {
+          throw new SbxError('timeout', `command timed out after ${result.duration}`, { ...result });
+        }
+        return result;
+      }
+      const bytes = Buffer.byteLength(item.data);
+      const room = max - size[item.stream];
+      size[item.stream] += bytes;
+      if (room <= 0) {
+        truncated = true;
+      } else if (bytes > room) {
+        truncated = true;
+        out[item.stream].push(Buffer.from(item.data).subarray(0, room).toString());
+      } else {
+        out[item.stream].push(item.data);
+      }
+    }
+    throw new SbxError('provider_error', 'exec ended without an exit status');
+  }
+
+  /** Request timeout bounded by the owner's max and the global max; none → default, else the max. */
+  private async effectiveTimeout(ownerId: string | null, timeout: string | undefined): Promise<number> {
+    const limits = await this.sandboxes.deps.admission.limitsFor(ownerId);
+    const max = limits.max_exec_timeout_ms;
+    if (timeout !== undefined) {
+      const ms = parseDuration(timeout, 'timeout');
+      if (ms < 0) throw badRequest('timeout must not be negative');
+      if (max > 0 && ms > max) {
+        throw new SbxError('resource_limit', `timeout ${timeout} exceeds the maximum exec timeout of ${formatDuration(max)}`, { reason: 'max_exec_timeout' });
+      }
+      if (ms > 0) return ms;
+    }
+    const def = this.sandboxes.deps.settings.defaults.default_exec_timeout_ms;
+    if (def > 0) return max > 0 ? Math.min(def, max) : def;
+    return max;
+  }
+}

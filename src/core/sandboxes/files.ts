@@ -1,0 +1,88 @@
+import { SbxError } from '../errors.js';
+import type { FileInfo } from '../ports.js';
+import type { Caller } from './caller.js';
+import { parseOctalMode, sandboxGlob, sandboxPath } from './paths.js';
+import type { SandboxService } from './service.js';
+
+/**
+ * File operations inside a sandbox (spec 4.2). Paths are validated and normalized here, once,
+ * for every provider; providers still confine them to the sandbox.
+ */
+export class FileService {
+  constructor(private readonly sandboxes: SandboxService) {}
+
+  async write(id: string, path: string, content: Uint8Array, mode: string | undefined, caller: Caller): Promise<void> {
+    const p = sandboxPath(path);
+    const m = mode !== undefined ? parseOctalMode(mode) : undefined;
+    const max = this.sandboxes.deps.settings.limits.max_file_bytes;
+    if (content.byteLength > max) {
+      throw new SbxError('payload_too_large', `file content is ${content.byteLength} bytes; the limit is ${max}`);
+    }
+    const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    await provider.writeFile(runtimeId, p, content, m);
+    this.publish('file.written', rec.id, rec.owner_id, { path: p, size: content.byteLength });
+  }
+
+  async read(id: string, path: string, caller: Caller): Promise<Uint8Array> {
+    const p = sandboxPath(path);
+    const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    const info = await provider.stat(runtimeId, p);
+    if (info.is_dir) throw new SbxError('bad_request', `${p} is a directory`);
+    const max = this.sandboxes.deps.settings.limits.max_file_bytes;
+    if (info.size > max) throw new SbxError('payload_too_large', `file is ${info.size} bytes; the limit is ${max}`);
+    const data = await provider.readFile(runtimeId, p);
+    this.publish('file.read', rec.id, rec.owner_id, { path: p, size: data.byteLength });
+    return data;
+  }
+
+  async remove(id: string, path: string, recursive: boolean, caller: Caller): Promise<void> {
+    const p = sandboxPath(path);
+    if (p === '/') throw new SbxError('bad_request', 'refusing to delete the sandbox root');
+    const { provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    await provider.deleteFile(runtimeId, p, recursive);
+  }
+
+  async list(id: string, path: string | undefined, caller: Caller): Promise<FileInfo[]> {
+    const p = sandboxPath(path ?? '/');
+    const { provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    const items = await provider.listFiles(runtimeId, p);
+    return [...items].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async move(id: string, oldPath: string, newPath: string, caller: Caller): Promise<void> {
+    const from = sandboxPath(oldPath, 'old_path');
+    const to = sandboxPath(newPath, 'new_path');
+    if (from === '/' || to === '/') throw new SbxError('bad_request', 'cannot move the sandbox root');
+    const { provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    await provider.moveFile(runtimeId, from, to);
+  }
+
+  async chmod(id: string, path: string, mode: string, caller: Caller): Promise<void> {
+    const p = sandboxPath(path);
+    const m = parseOctalMode(mode);
+    const { provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    await provider.chmod(runtimeId, p, m);
+  }
+
+  async stat(id: string, path: string, caller: Caller): Promise<FileInfo> {
+    const p = sandboxPath(path);
+    const { provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    return provider.stat(runtimeId, p);
+  }
+
+  async glob(id: string, pattern: string, caller: Caller): Promise<string[]> {
+    const g = sandboxGlob(pattern);
+    const { provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    return [...(await provider.glob(runtimeId, g))].sort();
+  }
+
+  async logs(id: string, lines: number, caller: Caller): Promise<string[]> {
+    const { provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    if (lines <= 0) return [];
+    return provider.logs(runtimeId, lines);
+  }
+
+  private publish(type: 'file.written' | 'file.read', sandboxId: string, ownerId: string | null, data: Record<string, unknown>) {
+    this.sandboxes.deps.bus.publish({ type, sandbox_id: sandboxId, owner_id: ownerId ?? undefined, worker_id: this.sandboxes.deps.settings.worker_id, data });
+  }
+}

@@ -1,0 +1,254 @@
+import type { Admission } from '../admission/admission.js';
+import { validateOwnerId } from '../admission/owner.js';
+import { formatDuration, parseDuration } from '../duration.js';
+import { badRequest, isSbxError, notFound, SbxError } from '../errors.js';
+import type { EventBus } from '../events/bus.js';
+import type { ProviderRegistry } from '../providers/registry.js';
+import type { Clock, IdSource, Provider, SandboxRecord, Store } from '../ports.js';
+import type { CoreSettings } from '../settings.js';
+import type { Caller } from './caller.js';
+
+export interface SpawnInput {
+  image?: string;
+  provider?: string;
+  memory_mb?: number;
+  vcpus?: number;
+  ttl?: string;
+  metadata?: Record<string, string>;
+  owner_id?: string | null;
+  template?: string | null;
+}
+
+/** A spawn request with every default applied. */
+export interface ResolvedSpawn {
+  image: string;
+  provider: string;
+  memory_mb: number;
+  vcpus: number;
+  ttl_ms: number;
+  metadata: Record<string, string>;
+  owner_id: string | null;
+  template: string | null;
+}
+
+export interface SandboxDeps {
+  store: Store;
+  providers: ProviderRegistry;
+  admission: Admission;
+  bus: EventBus;
+  clock: Clock;
+  ids: IdSource;
+  settings: CoreSettings;
+}
+
+const GONE = new Set(['destroyed', 'expired']);
+
+/**
+ * Sandbox lifecycle (spec 3.1): spawn, get, list, extend, destroy, prune, reap. Every mutation is
+ * persisted before the call resolves. A sandbox past `expires_at` is gone for every read at once,
+ * whatever the reaper's timing (DESIGN.md §3 "Expiry").
+ */
+export class SandboxService {
+  constructor(readonly deps: SandboxDeps) {}
+
+  /** Applies defaults, validates sizes, TTL syntax, provider name. Does not check limits. */
+  resolveSpawn(input: SpawnInput): ResolvedSpawn {
+    const d = this.deps.settings.defaults;
+    const provider = input.provider ?? this.deps.providers.defaultProvider;
+    if (!this.deps.providers.has(provider)) {
+      throw badRequest(`unknown provider "${provider}" (available: ${this.deps.providers.names().join(', ')})`);
+    }
+    const memory_mb = input.memory_mb ?? d.memory_mb;
+    const vcpus = input.vcpus ?? d.vcpus;
+    if (!Number.isInteger(memory_mb) || memory_mb <= 0) throw badRequest('memory_mb must be a positive integer');
+    if (!Number.isInteger(vcpus) || vcpus <= 0) throw badRequest('vcpus must be a positive integer');
+    const ttl_ms = input.ttl !== undefined ? parseDuration(input.ttl, 'ttl') : d.ttl_ms;
+    if (ttl_ms <= 0) throw badRequest('ttl must be positive');
+    const metadata = input.metadata ?? {};
+    for (const [k, v] of Object.entries(metadata)) {
+      if (typeof v !== 'string') throw badRequest(`metadata.${k} must be a string`);
+    }
+    return {
+      image: input.image ?? d.image,
+      provider,
+      memory_mb,
+      vcpus,
+      ttl_ms,
+      metadata,
+      owner_id: validateOwnerId(input.owner_id),
+      template: input.template ?? null,
+    };
+  }
+
+  /** Spawns a sandbox: admission, provider, store, events. */
+  async spawn(input: SpawnInput, signal?: AbortSignal): Promise<SandboxRecord> {
+    const req = this.resolveSpawn(input);
+    const ticket = await this.deps.admission.admit({ owner_id: req.owner_id, ttl_ms: req.ttl_ms }, signal);
+    try {
+      return await this.create(req, signal);
+    } finally {
+      ticket.release();
+    }
+  }
+
+  private async create(req: ResolvedSpawn, signal?: AbortSignal): Promise<SandboxRecord> {
+    const { store, bus, clock, ids, settings } = this.deps;
+    const provider = this.deps.providers.get(req.provider);
+    const id = ids.sandboxId();
+    let runtimeId: string;
+    try {
+      ({ runtime_id: runtimeId } = await provider.spawn(
+        { sandbox_id: id, image: req.image, memory_mb: req.memory_mb, vcpus: req.vcpus, metadata: req.metadata, owner_id: req.owner_id },
+        signal,
+      ));
+    } catch (err) {
+      const e = asProviderError(err, `spawn failed on provider ${req.provider}`);
+      bus.publish({ type: 'provider.failed', sandbox_id: id, owner_id: req.owner_id ?? undefined, data: { provider: req.provider, operation: 'spawn', code: e.code, message: e.message } });
+      bus.publish({ type: 'operation.failed', sandbox_id: id, data: { operation: 'spawn', provider: req.provider, code: e.code } });
+      throw e;
+    }
+    const now = clock.now();
+    const rec: SandboxRecord = {
+      id,
+      state: 'running',
+      provider: req.provider,
+      image: req.image,
+      memory_mb: req.memory_mb,
+      vcpus: req.vcpus,
+      created_at: now.toISOString(),
+      updated_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + req.ttl_ms).toISOString(),
+      metadata: req.metadata,
+      owner_id: req.owner_id,
+      worker_id: settings.worker_id,
+      runtime_id: runtimeId,
+      template: req.template,
+    };
+    try {
+      await store.insertSandbox(rec);
+    } catch (err) {
+      // Never leave a runtime nobody knows about.
+      await provider.destroy(runtimeId).catch(() => undefined);
+      throw err;
+    }
+    const common = { sandbox_id: id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
+    bus.publish({ type: 'sandbox.created', ...common, data: { provider: rec.provider, image: rec.image, template: rec.template } });
+    bus.publish({ type: 'sandbox.running', ...common, data: { expires_at: rec.expires_at } });
+    return rec;
+  }
+
+  /** A live sandbox visible to the caller, or `not_found`. */
+  async get(id: string, caller: Caller): Promise<SandboxRecord> {
+    const rec = await this.deps.store.getSandbox(id);
+    if (!rec || !this.visible(rec, caller) || GONE.has(rec.state) || this.pastTtl(rec)) {
+      throw notFound(`sandbox ${id} not found`);
+    }
+    return rec;
+  }
+
+  /** Live sandboxes visible to the caller, oldest first. */
+  async list(caller: Caller): Promise<SandboxRecord[]> {
+    const rows = await this.deps.store.listSandboxes({ states: ['running', 'unhealthy', 'error'] });
+    return rows.filter((r) => this.visible(r, caller) && !this.pastTtl(r));
+  }
+
+  async extend(id: string, ttl: string, caller: Caller): Promise<SandboxRecord> {
+    const rec = await this.get(id, caller);
+    const ttlMs = parseDuration(ttl, 'ttl');
+    if (ttlMs <= 0) throw badRequest('ttl must be positive');
+    const limits = await this.deps.admission.limitsFor(rec.owner_id);
+    if (limits.max_ttl_ms > 0 && ttlMs > limits.max_ttl_ms) {
+      throw new SbxError('resource_limit', `ttl exceeds the maximum of ${formatDuration(limits.max_ttl_ms)}`, { reason: 'max_ttl' });
+    }
+    const now = this.deps.clock.now();
+    const updated = await this.deps.store.updateSandbox(id, {
+      expires_at: new Date(now.getTime() + ttlMs).toISOString(),
+      updated_at: now.toISOString(),
+    });
+    if (!updated) throw notFound(`sandbox ${id} not found`);
+    return updated;
+  }
+
+  /** Idempotent: an already destroyed or expired sandbox answers success; unknown → not_found. */
+  async destroy(id: string, caller: Caller, reason = 'requested'): Promise<void> {
+    const rec = await this.deps.store.getSandbox(id);
+    if (!rec || !this.visible(rec, caller)) throw notFound(`sandbox ${id} not found`);
+    await this.teardown(rec, reason);
+  }
+
+  /** Destroys every sandbox whose TTL passed; returns how many. */
+  async prune(caller: Caller): Promise<number> {
+    const now = this.deps.clock.now().getTime();
+    const rows = await this.deps.store.listSandboxes({ states: ['running', 'unhealthy', 'error', 'expired'] });
+    let pruned = 0;
+    for (const rec of rows) {
+      if (!this.visible(rec, caller)) continue;
+      if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
+      await this.teardown(rec, 'expired');
+      pruned++;
+    }
+    return pruned;
+  }
+
+  /** The reaper's pass: tears down every sandbox past its TTL. Failures are retried next pass. */
+  async reap(): Promise<number> {
+    const now = this.deps.clock.now().getTime();
+    const rows = await this.deps.store.listSandboxes({ states: ['running', 'unhealthy', 'error', 'expired'], worker_id: this.deps.settings.worker_id });
+    let n = 0;
+    for (const rec of rows) {
+      if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
+      try {
+        await this.teardown(rec, 'expired');
+        n++;
+      } catch {
+        // provider down: the record stays and the next pass tries again
+      }
+    }
+    return n;
+  }
+
+  /** Tears the runtime down, then marks the record destroyed and publishes. */
+  private async teardown(rec: SandboxRecord, reason: string): Promise<void> {
+    const { store, bus, clock } = this.deps;
+    if (rec.runtime_id && this.deps.providers.has(rec.provider)) {
+      const provider = this.deps.providers.get(rec.provider);
+      try {
+        await provider.destroy(rec.runtime_id, AbortSignal.timeout(60_000));
+      } catch (err) {
+        const e = asProviderError(err, `destroy failed on provider ${rec.provider}`);
+        bus.publish({ type: 'provider.failed', sandbox_id: rec.id, data: { provider: rec.provider, operation: 'destroy', code: e.code, message: e.message } });
+        throw e;
+      }
+    }
+    const wasLive = rec.state !== 'destroyed';
+    await store.updateSandbox(rec.id, { state: 'destroyed', updated_at: clock.now().toISOString() });
+    if (wasLive) {
+      bus.publish({ type: 'sandbox.destroyed', sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id, data: { reason } });
+    }
+  }
+
+  /** A running sandbox with its provider, for exec/files/logs. */
+  async resolveRuntime(id: string, caller: Caller): Promise<{ rec: SandboxRecord; provider: Provider; runtimeId: string }> {
+    const rec = await this.get(id, caller);
+    if (rec.state !== 'running' || !rec.runtime_id) {
+      throw new SbxError('unavailable', `sandbox ${id} is ${rec.state}, not running`);
+    }
+    return { rec, provider: this.deps.providers.get(rec.provider), runtimeId: rec.runtime_id };
+  }
+
+  /** Ownership (DESIGN.md §3 "Auth"): with enforcement on, an owned sandbox is private to its owner and admins. */
+  visible(rec: SandboxRecord, caller: Caller): boolean {
+    if (!this.deps.settings.enforce_ownership || caller.admin || rec.owner_id === null) return true;
+    return rec.owner_id === caller.owner_id;
+  }
+
+  pastTtl(rec: SandboxRecord): boolean {
+    return Date.parse(rec.expires_at) <= this.deps.clock.now().getTime();
+  }
+}
+
+/** Keeps typed SbxErrors; anything else becomes a generic provider_error (no backend text leaks). */
+export function asProviderError(err: unknown, message: string): SbxError {
+  if (isSbxError(err)) return err;
+  return new SbxError('provider_error', message);
+}

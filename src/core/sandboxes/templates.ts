@@ -1,0 +1,94 @@
+import { parseDuration } from '../duration.js';
+import { badRequest, notFound } from '../errors.js';
+import type { Clock, SandboxRecord, Store, TemplateRecord } from '../ports.js';
+import type { SandboxService } from './service.js';
+
+export interface TemplateFields {
+  image?: string;
+  memory_mb?: number;
+  vcpus?: number;
+  ttl?: string;
+  provider?: string;
+  metadata?: Record<string, string>;
+}
+
+export interface TemplateSpawnOverrides {
+  ttl?: string;
+  provider?: string;
+  metadata?: Record<string, string>;
+  owner_id?: string | null;
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Named spawn presets (spec 4.3). */
+export class TemplateService {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly sandboxes: SandboxService,
+  ) {}
+
+  async create(name: string, fields: TemplateFields): Promise<TemplateRecord> {
+    if (!NAME.test(name)) throw badRequest('name must start with a letter or digit and use only letters, digits, ".", "_" and "-" (at most 128)');
+    const now = this.clock.now().toISOString();
+    const rec: TemplateRecord = { name, ...this.validate(fields), created_at: now, updated_at: now };
+    await this.store.createTemplate(rec);
+    return rec;
+  }
+
+  async get(name: string): Promise<TemplateRecord> {
+    const rec = await this.store.getTemplate(name);
+    if (!rec) throw notFound(`template ${name} not found`);
+    return rec;
+  }
+
+  list(): Promise<TemplateRecord[]> {
+    return this.store.listTemplates();
+  }
+
+  async update(name: string, fields: TemplateFields): Promise<TemplateRecord> {
+    const rec = await this.store.updateTemplate(name, { ...this.validate(fields), updated_at: this.clock.now().toISOString() });
+    if (!rec) throw notFound(`template ${name} not found`);
+    return rec;
+  }
+
+  async remove(name: string): Promise<void> {
+    if (!(await this.store.deleteTemplate(name))) throw notFound(`template ${name} not found`);
+  }
+
+  /** Spawns from the template; overrides win over template fields, template over server defaults. */
+  async spawn(name: string, overrides: TemplateSpawnOverrides, signal?: AbortSignal): Promise<SandboxRecord> {
+    const t = await this.get(name);
+    return this.sandboxes.spawn(
+      {
+        image: t.image ?? undefined,
+        memory_mb: t.memory_mb ?? undefined,
+        vcpus: t.vcpus ?? undefined,
+        provider: overrides.provider ?? t.provider ?? undefined,
+        ttl: overrides.ttl ?? t.ttl ?? undefined,
+        metadata: { ...t.metadata, ...(overrides.metadata ?? {}) },
+        owner_id: overrides.owner_id ?? null,
+        template: t.name,
+      },
+      signal,
+    );
+  }
+
+  private validate(f: TemplateFields): Omit<TemplateRecord, 'name' | 'created_at' | 'updated_at'> {
+    if (f.ttl !== undefined && parseDuration(f.ttl, 'ttl') <= 0) throw badRequest('ttl must be positive');
+    if (f.memory_mb !== undefined && (!Number.isInteger(f.memory_mb) || f.memory_mb <= 0)) throw badRequest('memory_mb must be a positive integer');
+    if (f.vcpus !== undefined && (!Number.isInteger(f.vcpus) || f.vcpus <= 0)) throw badRequest('vcpus must be a positive integer');
+    if (f.provider !== undefined && !this.sandboxes.deps.providers.has(f.provider)) {
+      throw badRequest(`unknown provider "${f.provider}"`);
+    }
+    return {
+      image: f.image ?? null,
+      memory_mb: f.memory_mb ?? null,
+      vcpus: f.vcpus ?? null,
+      ttl: f.ttl ?? null,
+      provider: f.provider ?? null,
+      metadata: f.metadata ?? {},
+    };
+  }
+}

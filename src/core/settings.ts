@@ -1,0 +1,38 @@
+/**
+ * What core needs to know of the configuration, already parsed (durations in ms).
+ * compose/ derives it from the validated config.
+ */
+export interface CoreSettings {
+  version: string;
+  /** This node's worker id (`local` in single-node mode). */
+  worker_id: string;
+  hostname: string;
+  preview_domain: string;
+  default_provider: string;
+  defaults: {
+    image: string;
+    memory_mb: number;
+    vcpus: number;
+    ttl_ms: number;
+    max_ttl_ms: number;
+    /** 0 = no default timeout. */
+    default_exec_timeout_ms: number;
+    /** 0 = no maximum. */
+    max_exec_timeout_ms: number;
+    /** 0 = unlimited. */
+    max_sandboxes: number;
+    /** 0 = unlimited. */
+    max_sandboxes_per_owner: number;
+    spawn_overflow: 'reject' | 'queue';
+    spawn_queue_timeout_ms: number;
+    max_spawn_queue: number;
+  };
+  limits: {
+    /** Largest file accepted on write / returned on read, bytes. */
+    max_file_bytes: number;
+    /** Buffered exec keeps at most this many bytes per stream; the rest is dropped with a marker. */
+    max_exec_output_bytes: number;
+  };
+  /** Pool mode or auth.enforce_ownership: sandboxes with an owner are private to it. */
+  enforce_ownership: boolean;
+}

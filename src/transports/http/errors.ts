@@ -1,0 +1,94 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isSbxError, type ErrorCode } from '../../core/errors.js';
+
+/** HTTP status for each error code (spec Part 7, DESIGN.md §3). */
+export const STATUS_BY_CODE: Record<ErrorCode, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  timeout: 408,
+  conflict: 409,
+  payload_too_large: 413,
+  resource_limit: 429,
+  provider_error: 500,
+  internal: 500,
+  unavailable: 503,
+  remote_worker_rpc_unavailable: 503,
+};
+
+export function sendError(reply: FastifyReply, status: number, code: string, message: string, extra?: Record<string, unknown>) {
+  return reply.code(status).type('application/json; charset=utf-8').send({ code, message, ...(extra ?? {}) });
+}
+
+interface RouteShape {
+  method: string;
+  regex: RegExp;
+}
+
+/**
+ * Error body everywhere: SbxError → its status; schema validation → 400; body parser problems →
+ * 400/413; unknown route → 404; known path with another method → 405 with `Allow`.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  const routes: RouteShape[] = [];
+  app.addHook('onRoute', (opts) => {
+    const methods = Array.isArray(opts.method) ? opts.method : [opts.method];
+    const pattern = opts.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+').replace(/\*/g, '.*');
+    for (const m of methods) routes.push({ method: m.toUpperCase(), regex: new RegExp(`^${pattern}/?$`) });
+  });
+
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (isSbxError(err)) {
+      const status = STATUS_BY_CODE[err.code] ?? 500;
+      const extra = err.details ? sanitizeDetails(err.details) : undefined;
+      if (status >= 500) request.log.warn({ code: err.code, msg: err.message }, 'request failed');
+      return sendError(reply, status, err.code, err.message, extra);
+    }
+    if (err.validation) {
+      const where = err.validationContext ?? 'request';
+      const first = err.validation[0];
+      const field = first?.instancePath ? first.instancePath.replace(/^\//, '').replace(/\//g, '.') : (first?.params as { missingProperty?: string } | undefined)?.missingProperty;
+      const extraProp = (first?.params as { additionalProperty?: string } | undefined)?.additionalProperty;
+      const detail = extraProp ? `unknown field "${extraProp}"` : `${field ? `${field}: ` : ''}${first?.message ?? 'invalid'}`;
+      return sendError(reply, 400, 'bad_request', `invalid ${where}: ${detail}`);
+    }
+    const code = (err as { code?: string }).code;
+    if (err.statusCode === 413 || code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return sendError(reply, 413, 'payload_too_large', 'request body is larger than the server accepts');
+    }
+    if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return sendError(reply, 415, 'bad_request', 'unsupported content type; send application/json');
+    }
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      const message = err instanceof SyntaxError || code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || /JSON/i.test(err.message)
+        ? `malformed JSON body: ${err.message}`
+        : err.message;
+      return sendError(reply, 400, 'bad_request', message);
+    }
+    request.log.error({ err }, 'unhandled error');
+    return sendError(reply, 500, 'internal', 'internal server error');
+  });
+
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = [...new Set(routes.filter((r) => r.regex.test(path) && r.method !== 'HEAD').map((r) => r.method))];
+    if (allowed.length > 0 && !allowed.includes(request.method)) {
+      reply.header('Allow', allowed.join(', '));
+      return sendError(reply, 405, 'method_not_allowed', `method ${request.method} is not allowed on ${path} (allowed: ${allowed.join(', ')})`);
+    }
+    return sendError(reply, 404, 'not_found', `no route for ${request.method} ${path}`);
+  });
+}
+
+/** Error details go to clients: keep plain data only. */
+function sanitizeDetails(details: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(details)) {
+    if (k === 'code' || k === 'message') continue;
+    if (v === undefined || typeof v === 'function') continue;
+    out[k] = v;
+  }
+  return out;
+}

@@ -1,0 +1,80 @@
+import { Readable } from 'node:stream';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { ErrorBody } from '../../../contracts/common.js';
+import { ExecRequest, ExecResult, type ExecRequest as ExecBody } from '../../../contracts/exec.js';
+import { formatDuration } from '../../../core/duration.js';
+import { badRequest, isSbxError } from '../../../core/errors.js';
+import type { ExecInput, ExecItem } from '../../../core/sandboxes/exec.js';
+import { callerOf } from '../caller.js';
+import type { HttpDeps } from '../deps.js';
+import { abortOnClose } from '../request-signal.js';
+
+const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
+
+/** Decodes the sbx `stdin` extension field. */
+export function execInput(body: ExecBody): ExecInput {
+  let stdin: Uint8Array | undefined;
+  if (body.stdin !== undefined) {
+    if (body.stdin_encoding === 'base64') {
+      if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(body.stdin)) throw badRequest('stdin is not valid base64');
+      stdin = Buffer.from(body.stdin, 'base64');
+    } else {
+      stdin = Buffer.from(body.stdin, 'utf8');
+    }
+  }
+  return { command: body.command, args: body.args, env: body.env, workdir: body.workdir, timeout: body.timeout, mode: body.mode, stdin };
+}
+
+/** Spec 4.1 exec: buffered result, or NDJSON chunks when `stream` is true (DESIGN.md §3 "Exec"). */
+export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
+  app.post<{ Params: { id: string }; Body: ExecBody }>(
+    '/api/v1/sandboxes/:id/exec',
+    {
+      schema: {
+        tags: ['exec'],
+        summary: 'Run a command (buffered, or NDJSON stream when stream=true)',
+        params: IdParams,
+        body: ExecRequest,
+        response: { 200: ExecResult, 400: ErrorBody, 404: ErrorBody, 408: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const caller = callerOf(request);
+      const input = execInput(request.body);
+      const signal = abortOnClose(reply);
+      if (!request.body.stream) {
+        return deps.exec.run(request.params.id, input, caller, signal);
+      }
+      // Limits and lookups fail here, before the stream starts, with their normal status.
+      const items = await deps.exec.start(request.params.id, input, caller, signal);
+      const exitRecord = request.body.exit_record === true;
+      reply.header('Content-Type', 'application/x-ndjson; charset=utf-8');
+      reply.header('Cache-Control', 'no-store');
+      reply.header('X-Accel-Buffering', 'no');
+      return reply.send(Readable.from(ndjson(items, exitRecord), { objectMode: false }));
+    },
+  );
+}
+
+async function* ndjson(items: AsyncIterable<ExecItem>, exitRecord: boolean): AsyncGenerator<string> {
+  try {
+    for await (const item of items) {
+      if (item.stream === 'exit') {
+        if (exitRecord) {
+          const rec: Record<string, unknown> = { stream: 'exit', data: '', exit_code: item.exit_code, duration: formatDuration(item.duration_ms) };
+          if (item.timed_out) rec.timed_out = true;
+          yield JSON.stringify(rec) + '\n';
+        }
+        return;
+      }
+      yield JSON.stringify({ stream: item.stream, data: item.data }) + '\n';
+    }
+  } catch (err) {
+    // Headers are gone: report on stderr, and in the exit record when asked (125 = sbx failed).
+    const code = isSbxError(err) ? err.code : 'provider_error';
+    const message = isSbxError(err) ? err.message : 'exec failed';
+    yield JSON.stringify({ stream: 'stderr', data: `sbx: ${message}\n` }) + '\n';
+    if (exitRecord) yield JSON.stringify({ stream: 'exit', data: '', exit_code: 125, error: { code, message } }) + '\n';
+  }
+}

@@ -1,0 +1,99 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { ErrorBody, StatusBody } from '../../../contracts/common.js';
+import {
+  ChmodRequest,
+  DeleteQuery,
+  FileInfo,
+  GlobQuery,
+  ListQuery,
+  MoveRequest,
+  PathQuery,
+  WriteFileRequest,
+  type WriteFileRequest as WriteBody,
+} from '../../../contracts/files.js';
+import { badRequest } from '../../../core/errors.js';
+import { callerOf } from '../caller.js';
+import type { HttpDeps } from '../deps.js';
+
+const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
+const errors = { 400: ErrorBody, 404: ErrorBody, 413: ErrorBody, 500: ErrorBody, 503: ErrorBody };
+const BASE = '/api/v1/sandboxes/:id/files';
+type P = { Params: { id: string } };
+
+function decodeContent(body: WriteBody): Buffer {
+  if (body.encoding === 'base64') {
+    const clean = body.content.replace(/\s+/g, '');
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean) || clean.length % 4 === 1) throw badRequest('content is not valid base64');
+    return Buffer.from(clean, 'base64');
+  }
+  return Buffer.from(body.content, 'utf8');
+}
+
+/** Spec 4.2: the eight file operations. */
+export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
+  const tags = ['files'];
+
+  app.post<P & { Body: WriteBody }>(
+    BASE,
+    { schema: { tags, summary: 'Write a file (encoding base64 for binary)', params: IdParams, body: WriteFileRequest, response: { 200: StatusBody('written'), ...errors } } },
+    async (request) => {
+      await deps.files.write(request.params.id, request.body.path, decodeContent(request.body), request.body.mode, callerOf(request));
+      return { status: 'written' as const };
+    },
+  );
+
+  app.get<P & { Querystring: { path: string } }>(
+    BASE,
+    { schema: { tags, summary: 'Read a file (raw bytes)', params: IdParams, querystring: PathQuery, response: errors } },
+    async (request, reply) => {
+      const data = await deps.files.read(request.params.id, request.query.path, callerOf(request));
+      return reply.type('application/octet-stream').send(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    },
+  );
+
+  app.delete<P & { Querystring: { path: string; recursive?: boolean } }>(
+    BASE,
+    { schema: { tags, summary: 'Delete a file or directory', params: IdParams, querystring: DeleteQuery, response: { 200: StatusBody('deleted'), ...errors } } },
+    async (request) => {
+      await deps.files.remove(request.params.id, request.query.path, request.query.recursive ?? false, callerOf(request));
+      return { status: 'deleted' as const };
+    },
+  );
+
+  app.get<P & { Querystring: { path?: string } }>(
+    `${BASE}/list`,
+    { schema: { tags, summary: 'List a directory', params: IdParams, querystring: ListQuery, response: { 200: Type.Array(FileInfo), ...errors } } },
+    async (request) => deps.files.list(request.params.id, request.query.path, callerOf(request)),
+  );
+
+  app.post<P & { Body: { old_path: string; new_path: string } }>(
+    `${BASE}/move`,
+    { schema: { tags, summary: 'Move or rename', params: IdParams, body: MoveRequest, response: { 200: StatusBody('moved'), ...errors } } },
+    async (request) => {
+      await deps.files.move(request.params.id, request.body.old_path, request.body.new_path, callerOf(request));
+      return { status: 'moved' as const };
+    },
+  );
+
+  app.post<P & { Body: { path: string; mode: string } }>(
+    `${BASE}/chmod`,
+    { schema: { tags, summary: 'Change mode', params: IdParams, body: ChmodRequest, response: { 200: StatusBody('chmod applied'), ...errors } } },
+    async (request) => {
+      await deps.files.chmod(request.params.id, request.body.path, request.body.mode, callerOf(request));
+      return { status: 'chmod applied' as const };
+    },
+  );
+
+  app.get<P & { Querystring: { path: string } }>(
+    `${BASE}/stat`,
+    { schema: { tags, summary: 'Stat a path', params: IdParams, querystring: PathQuery, response: { 200: FileInfo, ...errors } } },
+    async (request) => deps.files.stat(request.params.id, request.query.path, callerOf(request)),
+  );
+
+  app.get<P & { Querystring: { pattern: string } }>(
+    `${BASE}/glob`,
+    { schema: { tags, summary: 'Glob paths', params: IdParams, querystring: GlobQuery, response: { 200: Type.Array(Type.String()), ...errors } } },
+    async (request) => deps.files.glob(request.params.id, request.query.pattern, callerOf(request)),
+  );
+}

@@ -1,0 +1,86 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { ErrorBody } from '../../../contracts/common.js';
+import {
+  AdmissionDecision,
+  DestroyResponse,
+  ExtendRequest,
+  LogsQuery,
+  PruneResponse,
+  Sandbox,
+  SpawnRequest,
+  type SpawnRequest as SpawnBody,
+} from '../../../contracts/sandboxes.js';
+import { callerOf } from '../caller.js';
+import type { HttpDeps } from '../deps.js';
+import { presentSandbox } from '../presenters.js';
+import { abortOnClose } from '../request-signal.js';
+
+const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
+const errors = { 400: ErrorBody, 404: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody };
+
+/** Spec 4.1: lifecycle routes and console logs. */
+export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
+  const present = (rec: Parameters<typeof presentSandbox>[0]) => presentSandbox(rec, deps.settings.preview_domain);
+
+  app.post<{ Body: SpawnBody | undefined }>(
+    '/api/v1/sandboxes',
+    { schema: { tags: ['sandboxes'], summary: 'Spawn a sandbox', body: Type.Optional(SpawnRequest), response: { 201: Sandbox, ...errors } } },
+    async (request, reply) => {
+      const body = request.body ?? {};
+      const caller = callerOf(request, body.owner_id);
+      const rec = await deps.sandboxes.spawn({ ...body, owner_id: caller.owner_id }, abortOnClose(reply));
+      return reply.code(201).send(present(rec));
+    },
+  );
+
+  app.post<{ Body: SpawnBody | undefined }>(
+    '/api/v1/sandboxes/admission',
+    { schema: { tags: ['sandboxes'], summary: 'Spawn admission preflight; creates nothing', body: Type.Optional(SpawnRequest), response: { 200: AdmissionDecision, ...errors } } },
+    async (request) => {
+      const body = request.body ?? {};
+      const caller = callerOf(request, body.owner_id);
+      const req = deps.sandboxes.resolveSpawn({ ...body, owner_id: caller.owner_id });
+      return deps.admission.decide({ owner_id: req.owner_id, ttl_ms: req.ttl_ms });
+    },
+  );
+
+  app.get(
+    '/api/v1/sandboxes',
+    { schema: { tags: ['sandboxes'], summary: 'List live sandboxes', response: { 200: Type.Array(Sandbox), ...errors } } },
+    async (request) => (await deps.sandboxes.list(callerOf(request))).map(present),
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/api/v1/sandboxes/:id',
+    { schema: { tags: ['sandboxes'], summary: 'Get a sandbox', params: IdParams, response: { 200: Sandbox, ...errors } } },
+    async (request) => present(await deps.sandboxes.get(request.params.id, callerOf(request))),
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/api/v1/sandboxes/:id',
+    { schema: { tags: ['sandboxes'], summary: 'Destroy a sandbox (idempotent)', params: IdParams, response: { 200: DestroyResponse, ...errors } } },
+    async (request) => {
+      await deps.sandboxes.destroy(request.params.id, callerOf(request));
+      return { status: 'destroyed' as const };
+    },
+  );
+
+  app.delete(
+    '/api/v1/sandboxes',
+    { schema: { tags: ['sandboxes'], summary: 'Prune expired sandboxes', response: { 200: PruneResponse, ...errors } } },
+    async (request) => ({ pruned: await deps.sandboxes.prune(callerOf(request)) }),
+  );
+
+  app.post<{ Params: { id: string }; Body: { ttl: string } }>(
+    '/api/v1/sandboxes/:id/extend',
+    { schema: { tags: ['sandboxes'], summary: 'Extend the TTL (expires_at = now + ttl)', params: IdParams, body: ExtendRequest, response: { 200: Sandbox, ...errors } } },
+    async (request) => present(await deps.sandboxes.extend(request.params.id, request.body.ttl, callerOf(request))),
+  );
+
+  app.get<{ Params: { id: string }; Querystring: { lines?: number } }>(
+    '/api/v1/sandboxes/:id/logs',
+    { schema: { tags: ['sandboxes'], summary: 'Console log lines', params: IdParams, querystring: LogsQuery, response: { 200: Type.Array(Type.String()), ...errors } } },
+    async (request) => deps.files.logs(request.params.id, request.query.lines ?? 100, callerOf(request)),
+  );
+}

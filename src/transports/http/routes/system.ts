@@ -1,0 +1,39 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { Health, PoolStatus, Readiness, SnapshotSummary } from '../../../contracts/system.js';
+import { formatDuration } from '../../../core/duration.js';
+import type { HttpDeps } from '../deps.js';
+
+/** Health, liveness, readiness (spec 2.14, 4.8), snapshots and pool (4.7). */
+export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
+  const base = () => ({ version: deps.settings.version, uptime: formatDuration(Math.floor((Date.now() - deps.startedAt) / 1000) * 1000) });
+
+  app.get('/api/v1/health', { schema: { tags: ['system'], summary: 'Health with dependency summary', response: { 200: Health } } }, async () => {
+    const providers = await deps.providers.statuses();
+    let store: { healthy: boolean; latency_ms: number };
+    try {
+      store = { healthy: true, latency_ms: Math.round(await deps.store.ping()) };
+    } catch {
+      store = { healthy: false, latency_ms: 0 };
+    }
+    return {
+      status: 'ok',
+      ...base(),
+      store,
+      providers: { total: providers.length, healthy: providers.filter((p) => p.healthy).length, default: deps.providers.defaultProvider },
+    };
+  });
+
+  app.get('/api/v1/live', { schema: { tags: ['system'], summary: 'Liveness', response: { 200: Health } } }, async () => ({ status: 'alive', ...base() }));
+
+  app.get('/api/v1/ready', { schema: { tags: ['system'], summary: 'Readiness; 503 when no provider is healthy', response: { 200: Readiness, 503: Readiness } } }, async (_req, reply) => {
+    const providers = await deps.providers.statuses();
+    const ready = providers.filter((p) => p.healthy).length;
+    const body = { status: ready > 0 ? 'ready' : 'not_ready', ...base(), ready_providers: ready, total_providers: providers.length, providers };
+    return reply.code(ready > 0 ? 200 : 503).send(body);
+  });
+
+  app.get('/api/v1/snapshots', { schema: { tags: ['system'], summary: 'Snapshot summaries', response: { 200: Type.Array(SnapshotSummary) } } }, async () => []);
+
+  app.get('/api/v1/pool/status', { schema: { tags: ['system'], summary: 'Shared pool status', response: { 200: PoolStatus } } }, async () => ({ enabled: false }));
+}

@@ -1,0 +1,47 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { createControlPlane, type ControlPlane } from '../../src/compose/control-plane.js';
+import { loadConfig } from '../../src/config/index.js';
+
+export interface TestServer {
+  url: string;
+  plane: ControlPlane;
+  dir: string;
+  close(): Promise<void>;
+}
+
+function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && typeof out[k] === 'object' ? merge(out[k] as Record<string, unknown>, v as Record<string, unknown>) : v;
+  }
+  return out;
+}
+
+/**
+ * A real control plane on 127.0.0.1:0: mock provider (unless overridden), a temp SQLite file,
+ * temp home and cwd so no developer config leaks in.
+ */
+export async function startTestServer(overrides: Record<string, unknown> = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'sbx-test-'));
+  const base = {
+    server: { host: '127.0.0.1', port: 0 },
+    database: { driver: 'sqlite', path: join(dir, 'sbx.db') },
+    providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
+    logging: { level: 'silent' },
+  };
+  const { config } = await loadConfig({ cwd: dir, home: dir, env: {}, overrides: merge(base, overrides) as never });
+  const plane = await createControlPlane(config, { home: dir, logger: pino({ level: 'silent' }) });
+  const url = await plane.listen();
+  return {
+    url,
+    plane,
+    dir,
+    async close() {
+      await plane.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

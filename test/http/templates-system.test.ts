@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { call } from '../helpers/http.js';
+
+let srv: TestServer;
+beforeAll(async () => {
+  srv = await startTestServer();
+});
+afterAll(async () => srv?.close());
+
+describe('templates (spec 4.3)', () => {
+  it('creates, conflicts, lists, gets, updates, spawns with overrides, deletes', async () => {
+    const c = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py', image: 'python:3', memory_mb: 256, ttl: '10m', metadata: { kind: 'py' } });
+    expect(c.status).toBe(201);
+    expect(c.body).toMatchObject({ name: 'py', image: 'python:3', memory_mb: 256, vcpus: null, ttl: '10m', metadata: { kind: 'py' } });
+    const dup = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py' });
+    expect(dup.status).toBe(409);
+    expect(dup.body.code).toBe('conflict');
+    await call(srv.url, 'POST', '/api/v1/templates', { name: 'a-first' });
+    expect((await call(srv.url, 'GET', '/api/v1/templates')).body.map((t: { name: string }) => t.name)).toEqual(['a-first', 'py']);
+    expect((await call(srv.url, 'GET', '/api/v1/templates/py')).body.image).toBe('python:3');
+    expect((await call(srv.url, 'GET', '/api/v1/templates/none')).status).toBe(404);
+
+    const up = await call(srv.url, 'PUT', '/api/v1/templates/py', { image: 'python:3.12', vcpus: 2, metadata: { kind: 'py' } });
+    expect(up.status).toBe(200);
+    expect(up.body).toMatchObject({ name: 'py', image: 'python:3.12', vcpus: 2, memory_mb: null });
+    expect((await call(srv.url, 'PUT', '/api/v1/templates/none', { image: 'x' })).status).toBe(404);
+
+    const sp = await call(srv.url, 'POST', '/api/v1/templates/py/spawn', { ttl: '5m', metadata: { extra: '1' } });
+    expect(sp.status).toBe(201);
+    expect(sp.body).toMatchObject({ image: 'python:3.12', vcpus: 2, memory_mb: 512, metadata: { kind: 'py', extra: '1' }, template: 'py' });
+    expect(Date.parse(sp.body.expires_at) - Date.parse(sp.body.created_at)).toBe(5 * 60_000);
+    expect((await call(srv.url, 'POST', '/api/v1/templates/none/spawn')).status).toBe(404);
+
+    expect((await call(srv.url, 'DELETE', '/api/v1/templates/py')).body).toEqual({ status: 'deleted' });
+    expect((await call(srv.url, 'DELETE', '/api/v1/templates/py')).status).toBe(404);
+  });
+
+  it('validates template input', async () => {
+    expect((await call(srv.url, 'POST', '/api/v1/templates', { image: 'x' })).status).toBe(400);
+    expect((await call(srv.url, 'POST', '/api/v1/templates', { name: 'bad name' })).status).toBe(400);
+    expect((await call(srv.url, 'POST', '/api/v1/templates', { name: 't', ttl: 'x' })).status).toBe(400);
+    expect((await call(srv.url, 'POST', '/api/v1/templates', { name: 't', provider: 'nope' })).status).toBe(400);
+  });
+});
+
+describe('providers, workers, system (spec 4.5–4.8)', () => {
+  it('lists providers with health and capabilities', async () => {
+    const res = await call(srv.url, 'GET', '/api/v1/providers');
+    expect(res.status).toBe(200);
+    expect(res.body).toHaveLength(1);
+    expect(res.body[0]).toMatchObject({ name: 'mock', healthy: true, default: true, capabilities: expect.arrayContaining(['spawn', 'exec', 'files']) });
+    expect(typeof res.body[0].latency_ms).toBe('number');
+    expect(Date.parse(res.body[0].last_checked)).not.toBeNaN();
+    const d = await call(srv.url, 'GET', '/api/v1/providers/mock');
+    expect(d.body).toMatchObject({ name: 'mock', healthy: true, default: true, health: { name: 'mock' } });
+    expect(typeof d.body.sandbox_count).toBe('number');
+    expect(d.body.config).toHaveProperty('runtime');
+    expect((await call(srv.url, 'GET', '/api/v1/providers/zzz')).status).toBe(404);
+    expect((await call(srv.url, 'POST', '/api/v1/providers/test')).body).toEqual({ mock: true });
+  });
+
+  it('lists the local worker', async () => {
+    const res = await call(srv.url, 'GET', '/api/v1/workers');
+    expect(res.body).toHaveLength(1);
+    expect(res.body[0]).toMatchObject({ id: 'local', status: 'online', stale: false, providers: ['mock'] });
+    expect(res.body[0].capabilities).toEqual(expect.arrayContaining(['api', 'single_node', 'spawn', 'exec', 'files']));
+    expect((await call(srv.url, 'GET', '/api/v1/workers/local')).body.id).toBe('local');
+    expect((await call(srv.url, 'GET', '/api/v1/workers/nope')).status).toBe(404);
+  });
+
+  it('answers health, live, ready, snapshots, pool', async () => {
+    const h = await call(srv.url, 'GET', '/api/v1/health');
+    expect(h.body).toMatchObject({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    expect(h.body.uptime).toMatch(/s$/);
+    expect((await call(srv.url, 'GET', '/api/v1/live')).body.status).toBe('alive');
+    const r = await call(srv.url, 'GET', '/api/v1/ready');
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ status: 'ready', ready_providers: 1, total_providers: 1 });
+    expect((await call(srv.url, 'GET', '/api/v1/snapshots')).body).toEqual([]);
+    expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toEqual({ enabled: false });
+  });
+});

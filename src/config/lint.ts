@@ -1,0 +1,91 @@
+/**
+ * `sbx config lint`: security and consistency checks on a loaded config (spec 5.1, 5.2).
+ * Findings name keys, never values, so they are safe to print.
+ */
+import { tryParseDuration } from '../core/duration.js';
+import type { SbxConfig } from './types.js';
+
+export interface LintFinding {
+  level: 'fail' | 'warn';
+  key: string;
+  message: string;
+  fix: string;
+}
+
+export interface LintOptions {
+  /** Production mode turns the exposure findings (auth off, open CORS, unverified TLS, weak keys) into failures. */
+  production: boolean;
+}
+
+export const MIN_KEY_BYTES = 32;
+const GENERATE = 'generate one with `openssl rand -hex 32` and load it from a file (the `_file` key)';
+
+const set = (v: string | undefined): v is string => typeof v === 'string' && v !== '';
+const ms = (d: string) => tryParseDuration(d) ?? 0;
+
+/** Lints a loaded config; production mode fails what is only a warning on a dev box. */
+export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] {
+  const out: LintFinding[] = [];
+  const serious: LintFinding['level'] = opts.production ? 'fail' : 'warn';
+  const add = (level: LintFinding['level'], key: string, message: string, fix: string) => out.push({ level, key, message, fix });
+  const { auth, server, defaults } = config;
+
+  if (!auth.enabled) {
+    add(serious, 'auth.enabled', 'auth is disabled: anyone who can reach the API can create sandboxes and run commands', 'set auth.enabled: true and auth.api_key_file (or SVC_AUTH_API_KEY_FILE)');
+  }
+
+  const keys: [string, string | undefined][] = [
+    ['auth.api_key', auth.api_key],
+    ['auth.admin_api_key', auth.admin_api_key],
+    ['auth.worker_token', auth.worker_token],
+    ['auth.worker_signing_key', auth.worker_signing_key],
+    ...Object.keys(auth.worker_tokens)
+      .sort()
+      .map((id): [string, string] => [`auth.worker_tokens.${id}`, auth.worker_tokens[id]!]),
+    ...auth.worker_signing_keys.map((k, i): [string, string] => [`auth.worker_signing_keys[${i}]`, k]),
+  ];
+  for (const [key, value] of keys) {
+    if (set(value) && Buffer.byteLength(value, 'utf8') < MIN_KEY_BYTES) {
+      add(serious, key, `${key} is shorter than ${MIN_KEY_BYTES} bytes`, GENERATE);
+    }
+  }
+
+  if (set(auth.admin_api_key) && auth.admin_api_key === auth.api_key) {
+    add(serious, 'auth.admin_api_key', 'auth.admin_api_key equals auth.api_key, so every API client is also an admin', 'set a different, separately distributed admin key');
+  }
+
+  const origins = server.cors_allowed_origins;
+  if (origins.length === 0 || origins.some((o) => o.trim() === '*')) {
+    const what = origins.length === 0 ? 'is empty' : 'contains the wildcard "*"';
+    add(serious, 'server.cors_allowed_origins', `server.cors_allowed_origins ${what}: any web page may call the API from a browser`, 'list the exact origins that need browser access, e.g. https://app.example.com');
+  }
+
+  if (config.worker.rpc_tls.insecure_skip_verify) {
+    add(serious, 'worker.rpc_tls.insecure_skip_verify', 'worker RPC accepts any TLS certificate, so a man in the middle can impersonate a worker', 'set worker.rpc_tls.ca_file to the CA that signed the worker certificates and insecure_skip_verify: false');
+  }
+
+  const signing = set(auth.worker_signing_key) || auth.worker_signing_keys.length > 0;
+  if (set(auth.worker_token) && signing) {
+    add('warn', 'auth.worker_token', 'a shared worker token is still accepted beside signed worker tokens', 'remove auth.worker_token once every worker uses signed tokens');
+  }
+  if (set(auth.worker_signing_key) && auth.worker_signing_keys.includes(auth.worker_signing_key)) {
+    add('warn', 'auth.worker_signing_keys', 'the active auth.worker_signing_key is repeated in the rotation list', 'keep only previous keys in auth.worker_signing_keys');
+  }
+  const seen = new Set<string>();
+  auth.worker_signing_keys.forEach((k, i) => {
+    if (seen.has(k)) add('warn', `auth.worker_signing_keys[${i}]`, `auth.worker_signing_keys[${i}] repeats an earlier rotation key`, 'remove the duplicate entry');
+    seen.add(k);
+  });
+
+  if (!set(auth.admin_audit_retention) || ms(auth.admin_audit_retention) === 0) {
+    add('warn', 'auth.admin_audit_retention', 'no admin audit retention is set, so audit history is never pruned', 'set auth.admin_audit_retention, e.g. 720h (30 days)');
+  }
+
+  if (ms(defaults.max_ttl) > 0 && ms(defaults.ttl) > ms(defaults.max_ttl)) {
+    add('warn', 'defaults.ttl', `defaults.ttl (${defaults.ttl}) is above defaults.max_ttl (${defaults.max_ttl}), so a spawn without a ttl is rejected`, 'lower defaults.ttl or raise defaults.max_ttl');
+  }
+  if (ms(defaults.max_exec_timeout) > 0 && ms(defaults.default_exec_timeout) > ms(defaults.max_exec_timeout)) {
+    add('warn', 'defaults.default_exec_timeout', `defaults.default_exec_timeout (${defaults.default_exec_timeout}) is above defaults.max_exec_timeout (${defaults.max_exec_timeout})`, 'lower defaults.default_exec_timeout or raise defaults.max_exec_timeout');
+  }
+  return out;
+}

@@ -1,0 +1,83 @@
+/**
+ * Steps after all sources are merged: path expansion, secret `_file` twins, and checks that
+ * involve more than one key.
+ */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import type { Problems } from './errors.js';
+import { leafEntries } from './schema.js';
+import type { SbxConfig } from './types.js';
+
+type Obj = Record<string, unknown>;
+
+/** Expands a leading `~` against `home` and makes relative paths absolute against `cwd`. */
+export function expandPath(p: string, home: string, cwd: string): string {
+  if (p === '~') return home;
+  if (p.startsWith('~/')) return join(home, p.slice(2));
+  return isAbsolute(p) ? p : resolve(cwd, p);
+}
+
+function parentOf(config: SbxConfig, path: string[]): Obj {
+  let node = config as unknown as Obj;
+  for (const part of path.slice(0, -1)) node = node[part] as Obj;
+  return node;
+}
+
+const isSet = (v: unknown): v is string => typeof v === 'string' && v !== '';
+
+/** Expands every path-valued key (`~`, relative paths); SQLite's `:memory:` is left alone. */
+export function expandPaths(config: SbxConfig, home: string, cwd: string): void {
+  for (const { path, leaf } of leafEntries()) {
+    if (leaf.kind !== 'string' || !leaf.path) continue;
+    const parent = parentOf(config, path);
+    const key = path[path.length - 1]!;
+    const value = parent[key];
+    if (!isSet(value) || value === ':memory:') continue;
+    parent[key] = expandPath(value, home, cwd);
+  }
+}
+
+/**
+ * Fills each secret from its `_file` twin (content trimmed). Setting both is a problem, as is a
+ * file that cannot be read or is empty; messages name the path, never the content.
+ */
+export function resolveSecretFiles(config: SbxConfig, origin: Map<string, string>, problems: Problems): void {
+  for (const { path, leaf } of leafEntries()) {
+    if (leaf.kind !== 'string' || !leaf.twinOf) continue;
+    const parent = parentOf(config, path);
+    const fileKey = path.join('.');
+    const secretKey = [...path.slice(0, -1), leaf.twinOf].join('.');
+    const file = parent[path[path.length - 1]!];
+    if (!isSet(file)) continue;
+    if (isSet(parent[leaf.twinOf])) {
+      const from = [...new Set([origin.get(secretKey) ?? 'defaults', origin.get(fileKey) ?? 'defaults'])].join(' and ');
+      problems.add(secretKey, `set together with ${fileKey}; set only one of them`, from);
+      continue;
+    }
+    let content: string;
+    try {
+      content = readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? 'error'})`;
+      problems.add(fileKey, `secret file ${file} ${why}`, origin.get(fileKey) ?? 'defaults');
+      continue;
+    }
+    if (content === '') {
+      problems.add(fileKey, `secret file ${file} is empty`, origin.get(fileKey) ?? 'defaults');
+      continue;
+    }
+    parent[leaf.twinOf] = content;
+  }
+}
+
+/** Checks that span keys: auth needs a key, postgres needs a DSN. Run after secret files are read. */
+export function crossCheck(config: SbxConfig, origin: Map<string, string>, problems: Problems): void {
+  const { auth, database } = config;
+  if (auth.enabled && !isSet(auth.api_key) && !isSet(auth.api_key_file)) {
+    problems.add('auth.enabled', 'auth is enabled but no auth.api_key or auth.api_key_file is set', origin.get('auth.enabled') ?? 'defaults');
+  }
+  if (database.driver === 'postgres' && !isSet(database.dsn) && !isSet(database.dsn_file)) {
+    problems.add('database.driver', 'postgres needs database.dsn or database.dsn_file', origin.get('database.driver') ?? 'defaults');
+  }
+}

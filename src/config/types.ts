@@ -1,0 +1,156 @@
+/**
+ * The typed configuration tree. Durations stay Go-style strings here (validated on load);
+ * compose/ turns them into milliseconds. Optional keys have no meaningful default.
+ */
+
+export type ProviderChoice = 'auto' | 'docker' | 'proot' | 'mock' | 'firecracker' | 'hosted' | 'custom-http';
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+/** Docker registry credentials: an encoded X-Registry-Auth string or an auth object. */
+export type RegistryAuth = string | Record<string, string>;
+
+export interface ServerConfig {
+  host: string;
+  /** 0 asks the OS for a free port. */
+  port: number;
+  preview_domain: string;
+  cors_allowed_origins: string[];
+  body_limit_mb: number;
+}
+
+export interface DefaultsConfig {
+  ttl: string;
+  image: string;
+  memory_mb: number;
+  vcpus: number;
+  /** `0s` = no maximum. */
+  max_ttl: string;
+  /** `0s` = no default timeout. */
+  default_exec_timeout: string;
+  /** `0s` = no maximum. */
+  max_exec_timeout: string;
+  /** 0 = unlimited. */
+  max_sandboxes: number;
+  /** 0 = unlimited. */
+  max_sandboxes_per_owner: number;
+  spawn_overflow: 'reject' | 'queue';
+  spawn_queue_timeout: string;
+  max_spawn_queue: number;
+  max_file_mb: number;
+  max_exec_output_mb: number;
+}
+
+export interface AuthConfig {
+  enabled: boolean;
+  api_key?: string;
+  api_key_file?: string;
+  admin_api_key?: string;
+  admin_api_key_file?: string;
+  admin_fallback_enabled: boolean;
+  enforce_ownership: boolean;
+  admin_audit_retention: string;
+  worker_token?: string;
+  worker_token_file?: string;
+  /** worker id → token; a worker with an entry accepts only that token. */
+  worker_tokens: Record<string, string>;
+  worker_signing_key?: string;
+  worker_signing_key_file?: string;
+  /** Extra verification keys accepted during rotation. */
+  worker_signing_keys: string[];
+  worker_revoked_token_ids: string[];
+}
+
+export interface RateLimitConfig {
+  enabled: boolean;
+  requests_per_minute: number;
+  burst: number;
+  key_by: 'owner' | 'api_key' | 'ip';
+  bucket_ttl: string;
+  cleanup_interval: string;
+}
+
+export interface ProvidersConfig {
+  default: ProviderChoice;
+  docker: {
+    socket_path: string;
+    runtime: string;
+    network_mode: string;
+    pids_limit: number;
+    added_caps: string[];
+    seccomp_profile: string;
+    read_only_rootfs: boolean;
+    user: string;
+    registry_auth?: RegistryAuth;
+  };
+  proot: { binary: string; rootfs: string };
+  mock: { root_dir: string };
+  hosted: { api_url?: string; api_key?: string; api_key_file?: string };
+  custom_http: { url?: string; token?: string; token_file?: string };
+}
+
+export interface PoolConfig {
+  enabled: boolean;
+  max_vms: number;
+  max_users_per_vm: number;
+  image?: string;
+  memory_mb?: number;
+  vcpus?: number;
+}
+
+export interface RpcTlsConfig {
+  enabled: boolean;
+  server_cert_file?: string;
+  server_key_file?: string;
+  client_ca_file?: string;
+  ca_file?: string;
+  client_cert_file?: string;
+  client_key_file?: string;
+  server_name?: string;
+  insecure_skip_verify: boolean;
+}
+
+export interface WorkerConfig {
+  id?: string;
+  control_plane_url?: string;
+  listen_addr?: string;
+  advertise_url?: string;
+  preview_domain?: string;
+  heartbeat_interval: string;
+  rpc_tls: RpcTlsConfig;
+}
+
+export interface DatabaseConfig {
+  driver: 'sqlite' | 'postgres';
+  /** SQLite file; `~` is expanded against the home directory on load. */
+  path: string;
+  dsn?: string;
+  dsn_file?: string;
+}
+
+export interface LoggingConfig {
+  level: LogLevel;
+  format: 'auto' | 'json' | 'pretty';
+}
+
+/** The whole sbx configuration (DESIGN.md §3 "Config"). */
+export interface SbxConfig {
+  server: ServerConfig;
+  defaults: DefaultsConfig;
+  auth: AuthConfig;
+  rate_limit: RateLimitConfig;
+  providers: ProvidersConfig;
+  pool: PoolConfig;
+  worker: WorkerConfig;
+  database: DatabaseConfig;
+  logging: LoggingConfig;
+}
+
+/** Every key optional, recursively; arrays and maps are replaced whole. */
+export type DeepPartial<T> = {
+  [K in keyof T]?: T[K] extends readonly unknown[]
+    ? T[K]
+    : T[K] extends object
+      ? string extends keyof T[K]
+        ? T[K]
+        : DeepPartial<T[K]>
+      : T[K];
+};

@@ -1,0 +1,151 @@
+/**
+ * SQL both adapters run verbatim (written with `?` placeholders; the PostgreSQL adapter numbers
+ * them). One text for both keeps filters and sort orders identical across drivers. Sorting relies
+ * on byte order of ids and ISO timestamps: SQLite's default, `COLLATE "C"` columns in PostgreSQL.
+ */
+import { badRequest } from '../../../core/errors.js';
+import type { AuditFilter, SandboxFilter } from '../../../core/ports.js';
+import {
+  AUDIT_COLUMNS,
+  LEASE_COLUMNS,
+  QUOTA_COLUMNS,
+  SANDBOX_COLUMNS,
+  TEMPLATE_COLUMNS,
+  WORKER_COLUMNS,
+} from './records.js';
+
+export const AUDIT_DEFAULT_LIMIT = 100;
+export const AUDIT_MAX_LIMIT = 10_000;
+
+export interface SqlQuery {
+  sql: string;
+  params: unknown[];
+}
+
+const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+const list = (cols: readonly string[]) => cols.join(', ');
+
+export const SQL = {
+  getMeta: 'SELECT value FROM meta WHERE key = ?',
+  setMeta: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+
+  insertSandbox: `INSERT INTO sandboxes (${list(SANDBOX_COLUMNS)}) VALUES (${marks(SANDBOX_COLUMNS.length)})
+    ON CONFLICT (id) DO NOTHING`,
+  getSandbox: `SELECT ${list(SANDBOX_COLUMNS)} FROM sandboxes WHERE id = ?`,
+
+  insertTemplate: `INSERT INTO templates (${list(TEMPLATE_COLUMNS)}) VALUES (${marks(TEMPLATE_COLUMNS.length)})
+    ON CONFLICT (name) DO NOTHING`,
+  getTemplate: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates WHERE name = ?`,
+  listTemplates: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates ORDER BY name`,
+  updateTemplate: `UPDATE templates SET image = ?, memory_mb = ?, vcpus = ?, ttl = ?, provider = ?, metadata = ?,
+    updated_at = ? WHERE name = ? RETURNING ${list(TEMPLATE_COLUMNS)}`,
+  deleteTemplate: 'DELETE FROM templates WHERE name = ?',
+
+  upsertQuota: `INSERT INTO owner_quotas (${list(QUOTA_COLUMNS)}) VALUES (${marks(QUOTA_COLUMNS.length)})
+    ON CONFLICT (owner_id) DO UPDATE SET max_sandboxes = excluded.max_sandboxes, max_ttl_ms = excluded.max_ttl_ms,
+    max_exec_timeout_ms = excluded.max_exec_timeout_ms, updated_at = excluded.updated_at
+    RETURNING ${list(QUOTA_COLUMNS)}`,
+  getQuota: `SELECT ${list(QUOTA_COLUMNS)} FROM owner_quotas WHERE owner_id = ?`,
+  listQuotas: `SELECT ${list(QUOTA_COLUMNS)} FROM owner_quotas ORDER BY owner_id`,
+  deleteQuota: 'DELETE FROM owner_quotas WHERE owner_id = ?',
+
+  upsertWorker: `INSERT INTO workers (${list(WORKER_COLUMNS)}) VALUES (${marks(WORKER_COLUMNS.length)})
+    ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, status = excluded.status,
+    providers = excluded.providers, capabilities = excluded.capabilities, capacity = excluded.capacity,
+    last_heartbeat = excluded.last_heartbeat, updated_at = excluded.updated_at
+    RETURNING ${list(WORKER_COLUMNS)}`,
+  getWorker: `SELECT ${list(WORKER_COLUMNS)} FROM workers WHERE id = ?`,
+  listWorkers: `SELECT ${list(WORKER_COLUMNS)} FROM workers ORDER BY id`,
+  deleteWorker: 'DELETE FROM workers WHERE id = ?',
+
+  getLease: `SELECT ${list(LEASE_COLUMNS)} FROM leases WHERE resource_id = ?`,
+  listLeases: `SELECT ${list(LEASE_COLUMNS)} FROM leases ORDER BY resource_id`,
+  renewLease: `UPDATE leases SET generation = generation + 1, expires_at = ? WHERE resource_id = ? AND holder_id = ?
+    RETURNING ${list(LEASE_COLUMNS)}`,
+  releaseLease: 'DELETE FROM leases WHERE resource_id = ? AND holder_id = ?',
+
+  insertAudit: `INSERT INTO admin_audit (${list(AUDIT_COLUMNS)}) VALUES (${marks(AUDIT_COLUMNS.length)})`,
+  pruneAudit: 'DELETE FROM admin_audit WHERE created_at < ?',
+} as const;
+
+/** UPDATE for a sandbox patch given as [column, value] pairs (columns come from SANDBOX_COLUMNS only). */
+export function updateSandboxQuery(id: string, pairs: Array<[string, unknown]>): SqlQuery {
+  return {
+    sql: `UPDATE sandboxes SET ${pairs.map(([c]) => `${c} = ?`).join(', ')} WHERE id = ?
+      RETURNING ${list(SANDBOX_COLUMNS)}`,
+    params: [...pairs.map(([, v]) => v), id],
+  };
+}
+
+/** Sandboxes matching every given filter member, by created_at then id. Empty `states` = any state. */
+export function listSandboxesQuery(filter: SandboxFilter = {}): SqlQuery {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (filter.states && filter.states.length > 0) {
+    where.push(`state IN (${marks(filter.states.length)})`);
+    params.push(...filter.states);
+  }
+  if (filter.owner_id !== undefined) {
+    where.push('owner_id = ?');
+    params.push(filter.owner_id);
+  }
+  if (filter.worker_id !== undefined) {
+    where.push('worker_id = ?');
+    params.push(filter.worker_id);
+  }
+  const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
+  return { sql: `SELECT ${list(SANDBOX_COLUMNS)} FROM sandboxes${clause} ORDER BY created_at, id`, params };
+}
+
+/** Clamps an audit limit: absent or below 1 → 100, above 10000 → 10000. */
+export function auditLimit(limit: number | undefined): number {
+  if (limit === undefined || !Number.isFinite(limit) || limit < 1) return AUDIT_DEFAULT_LIMIT;
+  return Math.min(Math.floor(limit), AUDIT_MAX_LIMIT);
+}
+
+/** Parses a filter bound and returns it in the stored ISO form, so text comparison is time comparison. */
+export function isoBound(value: string, field: string): string {
+  const t = Date.parse(value);
+  if (!Number.isFinite(t)) throw badRequest(`invalid ${field} timestamp: ${JSON.stringify(value)}`);
+  return new Date(t).toISOString();
+}
+
+/**
+ * Audit records matching every filter member, newest first. `method` matches case-insensitively,
+ * `path` by prefix, `since` and `until` are inclusive bounds on created_at.
+ */
+export function listAuditQuery(filter: AuditFilter = {}): SqlQuery {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (filter.actor !== undefined) {
+    where.push('actor = ?');
+    params.push(filter.actor);
+  }
+  if (filter.method !== undefined) {
+    where.push('upper(method) = upper(?)');
+    params.push(filter.method);
+  }
+  if (filter.status !== undefined) {
+    where.push('status = ?');
+    params.push(filter.status);
+  }
+  if (filter.path !== undefined && filter.path !== '') {
+    // substr instead of LIKE: no escaping of `%`/`_`, same meaning on both drivers (lengths in code points).
+    where.push('substr(path, 1, ?) = ?');
+    params.push([...filter.path].length, filter.path);
+  }
+  if (filter.since !== undefined) {
+    where.push('created_at >= ?');
+    params.push(isoBound(filter.since, 'since'));
+  }
+  if (filter.until !== undefined) {
+    where.push('created_at <= ?');
+    params.push(isoBound(filter.until, 'until'));
+  }
+  const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
+  params.push(auditLimit(filter.limit));
+  return {
+    sql: `SELECT ${list(AUDIT_COLUMNS)} FROM admin_audit${clause} ORDER BY created_at DESC, id DESC LIMIT ?`,
+    params,
+  };
+}

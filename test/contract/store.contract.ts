@@ -1,0 +1,253 @@
+/**
+ * The Store contract (src/core/ports.ts), run against every adapter. Each test gets a fresh,
+ * migrated store from the factory; time is passed explicitly, never waited for.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SbxError } from '../../src/core/errors.js';
+import { auditContract } from './store-audit.contract.js';
+import {
+  at,
+  ids,
+  sandbox,
+  template,
+  type ContractContext,
+  type StoreFactory,
+  type StoreHarness,
+  when,
+} from './store-fixtures.js';
+import { leaseContract } from './store-leases.contract.js';
+import { registryContract } from './store-registry.contract.js';
+
+export type { StoreFactory, StoreHarness } from './store-fixtures.js';
+
+export interface StoreContractOptions {
+  /** When set, the suite is skipped and the reason is shown in its title. */
+  skipReason?: string;
+}
+
+/** Registers the shared Store contract suite for one adapter. */
+export function runStoreContract(name: string, factory: StoreFactory, options: StoreContractOptions = {}): void {
+  const skip = options.skipReason !== undefined;
+  const title = skip ? `${name} store contract (skipped: ${options.skipReason})` : `${name} store contract`;
+  describe.skipIf(skip)(title, () => {
+    const ctx = {} as ContractContext;
+    let harness: StoreHarness | undefined;
+
+    beforeEach(async () => {
+      harness = await factory();
+      ctx.harness = harness;
+      ctx.store = harness.store;
+      await ctx.store.migrate();
+    });
+
+    afterEach(async () => {
+      await harness?.cleanup();
+      harness = undefined;
+    });
+
+    lifecycleContract(ctx);
+    sandboxContract(ctx);
+    templateContract(ctx);
+    registryContract(ctx);
+    leaseContract(ctx);
+    auditContract(ctx);
+  });
+}
+
+function lifecycleContract(ctx: ContractContext): void {
+  describe('lifecycle and meta', () => {
+    it('names its driver and answers ping with a latency', async () => {
+      expect(ctx.store.driver).toMatch(/^[a-z]+$/);
+      const latency = await ctx.store.ping();
+      expect(typeof latency).toBe('number');
+      expect(Number.isFinite(latency)).toBe(true);
+      expect(latency).toBeGreaterThanOrEqual(0);
+    });
+
+    it('gets, sets and overwrites meta values', async () => {
+      expect(await ctx.store.getMeta('installation_id')).toBeNull();
+      await ctx.store.setMeta('installation_id', 'abc123');
+      expect(await ctx.store.getMeta('installation_id')).toBe('abc123');
+      await ctx.store.setMeta('installation_id', 'def456');
+      expect(await ctx.store.getMeta('installation_id')).toBe('def456');
+      await ctx.store.setMeta('empty', '');
+      expect(await ctx.store.getMeta('empty')).toBe('');
+      expect(await ctx.store.getMeta('schema_version')).toMatch(/^[1-9][0-9]*$/);
+    });
+
+    it('migrates again without harm', async () => {
+      await ctx.store.insertSandbox(sandbox('sb-keep'));
+      await ctx.store.setMeta('k', 'v');
+      await ctx.store.migrate();
+      await ctx.store.migrate();
+      expect((await ctx.store.getSandbox('sb-keep'))?.id).toBe('sb-keep');
+      expect(await ctx.store.getMeta('k')).toBe('v');
+    });
+
+    it('keeps every kind of data across close and reopen', async () => {
+      const s = ctx.store;
+      await s.insertSandbox(sandbox('sb-persist', { metadata: { team: 'core' }, owner_id: 'alice' }));
+      await s.createTemplate(template('py', { image: 'python:3' }));
+      await s.upsertQuota({ owner_id: 'alice', max_sandboxes: 2, max_ttl_ms: 0, max_exec_timeout_ms: 0, updated_at: at(0) });
+      await s.upsertWorker({
+        id: 'w1', hostname: 'h1', status: 'online', providers: ['mock'], capabilities: ['spawn'],
+        capacity: { max_sandboxes: 4, max_sandboxes_per_owner: 2 }, last_heartbeat: at(0), updated_at: at(0),
+      });
+      const lease = await s.acquireLease('sb-persist', 'w1', 60_000, when(0));
+      await s.setMeta('installation_id', 'inst-1');
+      await s.close();
+      await s.close(); // idempotent
+
+      const reopened = await ctx.harness.reopen();
+      await reopened.migrate();
+      expect(await reopened.getSandbox('sb-persist')).toEqual(sandbox('sb-persist', { metadata: { team: 'core' }, owner_id: 'alice' }));
+      expect((await reopened.getTemplate('py'))?.image).toBe('python:3');
+      expect((await reopened.getQuota('alice'))?.max_sandboxes).toBe(2);
+      expect((await reopened.getWorker('w1'))?.capacity).toEqual({ max_sandboxes: 4, max_sandboxes_per_owner: 2 });
+      expect(await reopened.getLease('sb-persist')).toEqual(lease);
+      expect(await reopened.getMeta('installation_id')).toBe('inst-1');
+    });
+  });
+}
+
+function sandboxContract(ctx: ContractContext): void {
+  describe('sandboxes', () => {
+    it('round-trips every field, including metadata and nulls', async () => {
+      const full = sandbox('sb-full', {
+        state: 'unhealthy',
+        provider: 'docker',
+        memory_mb: 2048,
+        vcpus: 4,
+        created_at: '2025-02-03T04:05:06.789Z',
+        updated_at: '2025-02-03T04:05:07.001Z',
+        expires_at: '2025-02-03T05:05:06.789Z',
+        metadata: { team: 'infra', 'with space': 'ünïcødé ✓', empty: '', json: '{"a":[1]}' },
+        owner_id: 'alice',
+        worker_id: 'worker-7',
+        runtime_id: 'c0ffee',
+        template: 'python',
+      });
+      await ctx.store.insertSandbox(full);
+      await ctx.store.insertSandbox(sandbox('sb-bare'));
+      expect(await ctx.store.getSandbox('sb-full')).toEqual(full);
+      expect(await ctx.store.getSandbox('sb-bare')).toEqual(sandbox('sb-bare'));
+      expect(await ctx.store.getSandbox('sb-unknown')).toBeNull();
+    });
+
+    it('refuses a duplicate id with conflict', async () => {
+      await ctx.store.insertSandbox(sandbox('sb-dup'));
+      const err = await ctx.store.insertSandbox(sandbox('sb-dup', { image: 'other' })).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SbxError);
+      expect((err as SbxError).code).toBe('conflict');
+      expect((await ctx.store.getSandbox('sb-dup'))?.image).toBe('sbx-test/busybox:latest');
+    });
+
+    it('applies a patch, returns the new record and persists it', async () => {
+      await ctx.store.insertSandbox(sandbox('sb-1', { owner_id: 'alice', metadata: { a: '1' } }));
+      const updated = await ctx.store.updateSandbox('sb-1', {
+        state: 'destroyed',
+        updated_at: at(5000),
+        runtime_id: 'rt-9',
+        metadata: { b: '2' },
+        owner_id: null,
+      });
+      const expected = sandbox('sb-1', { state: 'destroyed', updated_at: at(5000), runtime_id: 'rt-9', metadata: { b: '2' }, owner_id: null });
+      expect(updated).toEqual(expected);
+      expect(await ctx.store.getSandbox('sb-1')).toEqual(expected);
+
+      const extended = await ctx.store.updateSandbox('sb-1', { expires_at: at(99_000), worker_id: 'w2', template: 't' });
+      expect(extended).toEqual({ ...expected, expires_at: at(99_000), worker_id: 'w2', template: 't' });
+      expect(await ctx.store.updateSandbox('sb-1', {})).toEqual(extended);
+    });
+
+    it('returns null when patching an unknown id', async () => {
+      expect(await ctx.store.updateSandbox('sb-nope', { state: 'destroyed' })).toBeNull();
+      expect(await ctx.store.updateSandbox('sb-nope', {})).toBeNull();
+      expect(await ctx.store.getSandbox('sb-nope')).toBeNull();
+    });
+
+    it('lists by created_at then id, with each filter alone and combined', async () => {
+      const s = ctx.store;
+      await s.insertSandbox(sandbox('sb-d', { created_at: at(2000), owner_id: 'alice', worker_id: 'w1' }));
+      await s.insertSandbox(sandbox('sb-a', { created_at: at(1000), state: 'destroyed', owner_id: 'bob', worker_id: 'w1' }));
+      await s.insertSandbox(sandbox('sb-c', { created_at: at(0), owner_id: 'alice' }));
+      await s.insertSandbox(sandbox('sb-b', { created_at: at(0), state: 'unhealthy', worker_id: 'w1' }));
+      await s.insertSandbox(sandbox('sb-e', { created_at: at(3000), state: 'expired', owner_id: 'bob' }));
+
+      expect(ids(await s.listSandboxes())).toEqual(['sb-b', 'sb-c', 'sb-a', 'sb-d', 'sb-e']);
+      expect(ids(await s.listSandboxes({}))).toEqual(['sb-b', 'sb-c', 'sb-a', 'sb-d', 'sb-e']);
+      expect(ids(await s.listSandboxes({ states: [] }))).toEqual(['sb-b', 'sb-c', 'sb-a', 'sb-d', 'sb-e']);
+      expect(ids(await s.listSandboxes({ states: ['running'] }))).toEqual(['sb-c', 'sb-d']);
+      expect(ids(await s.listSandboxes({ states: ['running', 'unhealthy', 'expired'] }))).toEqual(['sb-b', 'sb-c', 'sb-d', 'sb-e']);
+      expect(ids(await s.listSandboxes({ states: ['error'] }))).toEqual([]);
+      expect(ids(await s.listSandboxes({ owner_id: 'alice' }))).toEqual(['sb-c', 'sb-d']);
+      expect(ids(await s.listSandboxes({ owner_id: 'nobody' }))).toEqual([]);
+      expect(ids(await s.listSandboxes({ worker_id: 'w1' }))).toEqual(['sb-b', 'sb-a', 'sb-d']);
+      expect(ids(await s.listSandboxes({ worker_id: 'local' }))).toEqual(['sb-c', 'sb-e']);
+      expect(ids(await s.listSandboxes({ states: ['running'], worker_id: 'w1' }))).toEqual(['sb-d']);
+      expect(ids(await s.listSandboxes({ owner_id: 'bob', states: ['destroyed', 'expired'], worker_id: 'local' }))).toEqual(['sb-e']);
+      const [first] = await s.listSandboxes({ owner_id: 'alice' });
+      expect(first).toEqual(sandbox('sb-c', { created_at: at(0), owner_id: 'alice' }));
+    });
+
+    it('sorts ids by byte order, the same on every driver', async () => {
+      const names = ['sb-b', 'sb-B', 'sb-a', 'sb-_', 'sb-A', 'sb-1', 'sb-a1'];
+      for (const id of names) await ctx.store.insertSandbox(sandbox(id));
+      expect(ids(await ctx.store.listSandboxes())).toEqual([...names].sort());
+    });
+  });
+}
+
+function templateContract(ctx: ContractContext): void {
+  describe('templates', () => {
+    it('creates, reads and round-trips nulls and metadata', async () => {
+      const full = template('python', {
+        image: 'python:3.12', memory_mb: 1024, vcpus: 2, ttl: '1h30m', provider: 'docker',
+        metadata: { lang: 'py', note: 'ñ' }, created_at: at(1), updated_at: at(2),
+      });
+      await ctx.store.createTemplate(full);
+      await ctx.store.createTemplate(template('bare'));
+      expect(await ctx.store.getTemplate('python')).toEqual(full);
+      expect(await ctx.store.getTemplate('bare')).toEqual(template('bare'));
+      expect(await ctx.store.getTemplate('missing')).toBeNull();
+    });
+
+    it('refuses a duplicate name with conflict and keeps the original', async () => {
+      await ctx.store.createTemplate(template('x', { image: 'first' }));
+      const err = await ctx.store.createTemplate(template('x', { image: 'second' })).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SbxError);
+      expect((err as SbxError).code).toBe('conflict');
+      expect((err as SbxError).message).toBe('template "x" already exists');
+      expect((await ctx.store.getTemplate('x'))?.image).toBe('first');
+    });
+
+    it('lists sorted by name (byte order)', async () => {
+      const names = ['node', 'Alpha', 'alpha', 'a-b', 'a_b', 'beta', 'B'];
+      for (const n of names) await ctx.store.createTemplate(template(n));
+      expect((await ctx.store.listTemplates()).map((t) => t.name)).toEqual([...names].sort());
+    });
+
+    it('updates every field but name and created_at; null when unknown', async () => {
+      await ctx.store.createTemplate(template('t', { image: 'old', memory_mb: 256, metadata: { a: '1' }, created_at: at(0) }));
+      const updated = await ctx.store.updateTemplate('t', {
+        image: null, memory_mb: 512, vcpus: 2, ttl: '10m', provider: 'proot', metadata: { b: '2' }, updated_at: at(9000),
+      });
+      const expected = template('t', {
+        image: null, memory_mb: 512, vcpus: 2, ttl: '10m', provider: 'proot', metadata: { b: '2' }, created_at: at(0), updated_at: at(9000),
+      });
+      expect(updated).toEqual(expected);
+      expect(await ctx.store.getTemplate('t')).toEqual(expected);
+      expect(await ctx.store.updateTemplate('nope', { ...expected })).toBeNull();
+      expect(await ctx.store.getTemplate('nope')).toBeNull();
+    });
+
+    it('deletes once', async () => {
+      await ctx.store.createTemplate(template('gone'));
+      expect(await ctx.store.deleteTemplate('gone')).toBe(true);
+      expect(await ctx.store.getTemplate('gone')).toBeNull();
+      expect(await ctx.store.deleteTemplate('gone')).toBe(false);
+      await ctx.store.createTemplate(template('gone', { image: 'again' }));
+      expect((await ctx.store.getTemplate('gone'))?.image).toBe('again');
+    });
+  });
+}

@@ -1,0 +1,86 @@
+import { chmod, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { badRequest, conflict } from '../../../core/errors.js';
+import type { ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
+import { buildShellCommand } from '../shared/shell.js';
+
+export interface MockProviderOptions {
+  /** Where sandbox directories live; default `<os tmpdir>/sbx-mock`. */
+  rootDir?: string;
+  name?: string;
+}
+
+const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health'] as const;
+
+/**
+ * A provider without isolation, for development and tests: each sandbox is a host directory with
+ * `/workspace` and `/tmp`, and commands run directly on the host inside it.
+ */
+export function createMockProvider(opts: MockProviderOptions = {}): Provider {
+  const rootDir = opts.rootDir ?? join(tmpdir(), 'sbx-mock');
+  const rt = new HostRuntimes(rootDir);
+
+  return {
+    name: opts.name ?? 'mock',
+    capabilities: CAPABILITIES,
+
+    config: () => ({ runtime: 'host', network_mode: 'host', root_dir: rootDir }),
+
+    async health(): Promise<ProviderHealth> {
+      const started = performance.now();
+      try {
+        await mkdir(rootDir, { recursive: true });
+      } catch {
+        return { healthy: false, latency_ms: Math.round(performance.now() - started), error: 'sandbox root directory is not writable' };
+      }
+      const runtime_count = (await rt.list()).length;
+      return { healthy: true, latency_ms: Math.round(performance.now() - started), runtime_count };
+    },
+
+    async spawn(spec: SpawnSpec): Promise<SpawnResult> {
+      if (!isRuntimeId(spec.sandbox_id)) throw badRequest(`sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
+      const dir = join(rootDir, spec.sandbox_id);
+      await mkdir(rootDir, { recursive: true });
+      try {
+        await mkdir(dir);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw conflict(`runtime ${spec.sandbox_id} already exists`);
+        throw err;
+      }
+      await mkdir(join(dir, 'workspace'));
+      await mkdir(join(dir, 'tmp'));
+      await chmod(join(dir, 'tmp'), 0o1777);
+      return { runtime_id: spec.sandbox_id };
+    },
+
+    destroy: (runtimeId: string) => rt.destroy(runtimeId),
+    status: (runtimeId: string): Promise<RuntimeStatus> => rt.status(runtimeId),
+    listRuntimes: (): Promise<RuntimeInfo[]> => rt.list(),
+
+    exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
+      return rt.exec(
+        runtimeId,
+        async (fs, dir) => {
+          const cwd = await fs.hostDir(spec.workdir ?? '/workspace');
+          const env = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: join(dir, 'workspace'), ...spec.env };
+          return spec.mode === 'argv'
+            ? { file: spec.command, args: spec.args, cwd, env, stdin: spec.stdin }
+            : { file: '/bin/sh', args: ['-c', buildShellCommand(spec.command, spec.args)], cwd, env, stdin: spec.stdin };
+        },
+        signal,
+      );
+    },
+
+    writeFile: (id: string, path: string, content: Uint8Array, mode: number | undefined) => rt.fs(id).writeFile(path, content, mode),
+    readFile: (id: string, path: string) => rt.fs(id).readFile(path),
+    deleteFile: (id: string, path: string, recursive: boolean) => rt.fs(id).deleteFile(path, recursive),
+    listFiles: (id: string, path: string): Promise<FileInfo[]> => rt.fs(id).listFiles(path),
+    moveFile: (id: string, from: string, to: string) => rt.fs(id).moveFile(from, to),
+    chmod: (id: string, path: string, mode: number) => rt.fs(id).chmod(path, mode),
+    stat: (id: string, path: string) => rt.fs(id).stat(path),
+    glob: (id: string, pattern: string) => rt.fs(id).glob(pattern),
+    logs: (id: string, lines: number) => rt.logs(id, lines),
+  };
+}

@@ -1,0 +1,177 @@
+import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
+import { badRequest, providerError } from '../../../core/errors.js';
+import type { ExecEvent } from '../../../core/ports.js';
+
+export interface ProcessSpec {
+  file: string;
+  args: readonly string[];
+  cwd?: string;
+  env: Record<string, string>;
+  /** Bytes written to stdin, then EOF. */
+  stdin?: Uint8Array;
+}
+
+/** Exit code reported for a command killed by SIGKILL (abort, early stop). */
+export const KILLED_EXIT_CODE = 128 + constants.signals.SIGKILL;
+/** Pause the child's pipes above this many queued bytes; resume below the low mark. */
+const HIGH_WATER = 1024 * 1024;
+const LOW_WATER = 256 * 1024;
+/**
+ * After the command exits, keep reading until its pipes close, or until they stay quiet this long:
+ * a background process (`server &`) may hold them open for good and must not hold the exec.
+ */
+const QUIET_AFTER_EXIT_MS = 200;
+/** After a kill, end even if the exit is never observed (e.g. an unkillable process). */
+const KILL_GRACE_MS = 2_000;
+
+function signalExitCode(signal: NodeJS.Signals | null): number {
+  const n = signal ? constants.signals[signal] : undefined;
+  return n !== undefined ? 128 + n : KILLED_EXIT_CODE;
+}
+
+/** Rejects what the OS cannot pass to a process, as the caller's mistake rather than a crash. */
+function checkSpec(spec: ProcessSpec): void {
+  if (spec.file.length === 0) throw badRequest('command is empty');
+  if ([spec.file, ...spec.args].some((a) => a.includes('\0'))) throw badRequest('command and args must not contain NUL bytes');
+  checkEnv(spec.env);
+}
+
+/** Environment names must be non-empty without `=` or NUL; values without NUL. */
+export function checkEnv(env: Record<string, string>): void {
+  for (const [k, v] of Object.entries(env)) {
+    if (k.length === 0 || k.includes('=') || k.includes('\0')) throw badRequest(`invalid environment variable name ${JSON.stringify(k)}`);
+    if (v.includes('\0')) throw badRequest(`environment variable ${k} must not contain NUL bytes`);
+  }
+}
+
+/**
+ * Runs a host process in its own process group and yields its output in arrival order, then one
+ * `exit` (a signal death is 128 + signo). Aborting the signal, or the consumer stopping early, kills
+ * the whole group with SIGKILL. A slow consumer pauses the child's pipes instead of buffering.
+ */
+export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): AsyncGenerator<ExecEvent, void, undefined> {
+  checkSpec(spec);
+  if (signal.aborted) {
+    yield { type: 'exit', exit_code: KILLED_EXIT_CODE };
+    return;
+  }
+  const child = spawn(spec.file, [...spec.args], {
+    cwd: spec.cwd,
+    env: spec.env,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+
+  const queue: ExecEvent[] = [];
+  let queuedBytes = 0;
+  let paused = false;
+  let exitCode: number | null = null;
+  let closed = false;
+  let spawnError: NodeJS.ErrnoException | null = null;
+  let killedAt: number | null = null;
+  let lastOutputAt = Date.now();
+  let notify: (() => void) | null = null;
+  const wake = () => {
+    const n = notify;
+    notify = null;
+    n?.();
+  };
+
+  const killGroup = () => {
+    if (killedAt === null) killedAt = Date.now();
+    if (child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // ESRCH: the group is already gone.
+    }
+  };
+  const onData = (type: 'stdout' | 'stderr') => (buf: Buffer) => {
+    queue.push({ type, data: buf });
+    queuedBytes += buf.length;
+    lastOutputAt = Date.now();
+    if (!paused && queuedBytes > HIGH_WATER) {
+      paused = true;
+      child.stdout.pause();
+      child.stderr.pause();
+    }
+    wake();
+  };
+  child.stdout.on('data', onData('stdout'));
+  child.stderr.on('data', onData('stderr'));
+  child.on('error', (err) => {
+    spawnError = err;
+    wake();
+  });
+  child.on('exit', (code, sig) => {
+    exitCode = code ?? signalExitCode(sig);
+    lastOutputAt = Date.now();
+    wake();
+  });
+  child.on('close', () => {
+    closed = true;
+    wake();
+  });
+  // EPIPE when the command exits without reading its stdin is expected.
+  child.stdin.on('error', () => undefined);
+  child.stdin.end(spec.stdin && spec.stdin.byteLength > 0 ? Buffer.from(spec.stdin) : undefined);
+
+  const onAbort = () => {
+    killGroup();
+    wake();
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+
+  try {
+    for (;;) {
+      const ev = queue.shift();
+      if (ev) {
+        if (ev.type !== 'exit') queuedBytes -= ev.data.byteLength;
+        if (paused && queuedBytes < LOW_WATER) {
+          paused = false;
+          child.stdout.resume();
+          child.stderr.resume();
+        }
+        yield ev;
+        continue;
+      }
+      if (spawnError) break;
+      if (exitCode !== null && closed) break;
+      let waitMs: number | undefined;
+      if (killedAt !== null) {
+        const left = killedAt + KILL_GRACE_MS - Date.now();
+        if (left <= 0) break;
+        waitMs = left;
+      }
+      if (exitCode !== null && !paused) {
+        const left = lastOutputAt + QUIET_AFTER_EXIT_MS - Date.now();
+        if (left <= 0) break;
+        waitMs = Math.min(waitMs ?? left, left);
+      }
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        notify = resolve;
+        if (waitMs !== undefined) timer = setTimeout(wake, waitMs);
+      });
+      clearTimeout(timer);
+    }
+    if (spawnError && exitCode === null) {
+      const err: NodeJS.ErrnoException = spawnError;
+      // Like a shell: a missing program is 127, one that cannot be executed is 126.
+      if (err.code === 'ENOENT' || err.code === 'EACCES') {
+        yield { type: 'stderr', data: Buffer.from(`${spec.file}: ${err.code === 'ENOENT' ? 'not found' : 'permission denied'}\n`) };
+        yield { type: 'exit', exit_code: err.code === 'ENOENT' ? 127 : 126 };
+        return;
+      }
+      throw providerError(`could not start the command (${err.code ?? 'unknown error'})`);
+    }
+    yield { type: 'exit', exit_code: exitCode ?? KILLED_EXIT_CODE };
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    if (exitCode === null) killGroup();
+    child.stdout.destroy();
+    child.stderr.destroy();
+    child.stdin.destroy();
+  }
+}

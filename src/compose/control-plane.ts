@@ -5,7 +5,11 @@ import { randomIds, systemClock } from '../adapters/system/clock-ids.js';
 import type { SbxConfig } from '../config/index.js';
 import { secretValues } from '../config/index.js';
 import { Admission } from '../core/admission/admission.js';
+import { QuotaService } from '../core/admission/quotas.js';
+import { RateLimiter } from '../core/admission/rate-limiter.js';
 import { EventBus } from '../core/events/bus.js';
+import { instrumentProvider } from '../core/observability/instrument.js';
+import { OperationStats } from '../core/observability/operations.js';
 import type { Clock, IdSource, Store } from '../core/ports.js';
 import { ProviderRegistry } from '../core/providers/registry.js';
 import { ExecService } from '../core/sandboxes/exec.js';
@@ -18,8 +22,9 @@ import type { CoreSettings } from '../core/settings.js';
 import { createLogger } from '../log/logger.js';
 import { buildApp } from '../transports/http/app.js';
 import type { HttpDeps } from '../transports/http/deps.js';
+import { startAuditPruner } from '../transports/http/plugins/audit.js';
 import { buildProviders } from './providers.js';
-import { coreSettings } from './settings.js';
+import { authSettings, coreSettings, rateLimitSettings } from './settings.js';
 import { openStore } from './store.js';
 
 export interface ControlPlaneOptions {
@@ -66,10 +71,12 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const bus = new EventBus(clock);
     const built = await buildProviders(config, installationId, bus, logger);
     const providers = new ProviderRegistry(clock, built.defaultName);
-    for (const p of built.providers) providers.register(p);
+    const operations = new OperationStats(() => clock.now());
+    // Every provider call is timed and counted for diagnostics `operations` and the Prometheus histograms.
+    for (const p of built.providers) providers.register(instrumentProvider(p, operations));
 
     const settings = coreSettings(config, built.defaultName);
-    const admission = new Admission(store, settings, clock);
+    const admission = new Admission(store, settings, clock, bus);
     const sandboxes = new SandboxService({ store, providers, admission, bus, clock, ids, settings });
     const workers = new WorkerService(store, clock);
     const deps: HttpDeps = {
@@ -79,6 +86,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       bus,
       providers,
       admission,
+      quotas: new QuotaService({ store, bus, clock, ids, admission }),
+      rateLimiter: new RateLimiter(rateLimitSettings(config), clock),
       sandboxes,
       exec: new ExecService(sandboxes),
       files: new FileService(sandboxes),
@@ -86,6 +95,10 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       workers,
       startedAt: Date.now(),
       bodyLimit: Math.floor(config.server.body_limit_mb * 1024 * 1024),
+      auth: authSettings(config),
+      corsAllowedOrigins: config.server.cors_allowed_origins,
+      operations,
+      secrets: secretValues(config),
     };
 
     const heartbeat = () =>
@@ -125,6 +138,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS),
     );
     for (const t of timers) t.unref();
+    const auditPruner = startAuditPruner(store, clock, deps.auth.audit_retention_ms, (err) => logger.warn({ err: String(err) }, 'admin audit pruning failed'));
+    if (auditPruner) timers.push(auditPruner);
 
     let closed = false;
     return {
@@ -146,6 +161,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         if (closed) return;
         closed = true;
         for (const t of timers) clearInterval(t);
+        // Queued spawns fail now instead of holding the drain for their whole queue timeout.
+        deps.admission.close();
         await app.close();
         await providers.close();
         await store.close();

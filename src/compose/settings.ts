@@ -1,5 +1,7 @@
 import { hostname } from 'node:os';
 import type { SbxConfig } from '../config/index.js';
+import type { RateLimitSettings } from '../core/admission/rate-limiter.js';
+import type { AuthSettings } from '../core/auth/settings.js';
 import { tryParseDuration } from '../core/duration.js';
 import type { CoreSettings } from '../core/settings.js';
 import { VERSION } from '../version.js';
@@ -35,5 +37,37 @@ export function coreSettings(config: SbxConfig, defaultProvider: string): CoreSe
       max_exec_output_bytes: Math.floor(d.max_exec_output_mb * MiB),
     },
     enforce_ownership: config.pool.enabled || config.auth.enforce_ownership,
+  };
+}
+
+/** Credentials for the HTTP transport and worker RPC (spec Part 5); secret files are already read. */
+export function authSettings(config: SbxConfig): AuthSettings {
+  const a = config.auth;
+  const signing = [a.worker_signing_key ?? '', ...a.worker_signing_keys].filter((k) => k !== '');
+  return {
+    enabled: a.enabled,
+    api_key: a.api_key ?? '',
+    admin_api_key: a.admin_api_key ?? '',
+    admin_fallback_enabled: a.admin_fallback_enabled,
+    audit_retention_ms: ms(a.admin_audit_retention),
+    worker: {
+      shared_token: a.worker_token ?? '',
+      tokens: Object.fromEntries(Object.entries(a.worker_tokens).filter(([, t]) => typeof t === 'string' && t !== '')),
+      signing_keys: [...new Set(signing)],
+      revoked_token_ids: [...a.worker_revoked_token_ids],
+    },
+  };
+}
+
+/** API rate limiting (spec 8), durations in ms. */
+export function rateLimitSettings(config: SbxConfig): RateLimitSettings {
+  const r = config.rate_limit;
+  return {
+    enabled: r.enabled,
+    requests_per_minute: r.requests_per_minute,
+    burst: r.burst,
+    key_by: r.key_by,
+    bucket_ttl_ms: ms(r.bucket_ttl, 15 * 60_000),
+    cleanup_interval_ms: ms(r.cleanup_interval, 60_000),
   };
 }

@@ -1,7 +1,10 @@
 import { formatDuration } from '../duration.js';
 import { SbxError } from '../errors.js';
+import type { EventBus } from '../events/bus.js';
 import type { Clock, SandboxRecord, Store } from '../ports.js';
 import type { CoreSettings } from '../settings.js';
+import { SpawnQueue, type Waiter } from './queue.js';
+import { limitsSnapshot, QueueCounters, schedulerStats, type LimitsSnapshot, type SchedulerStats } from './stats.js';
 
 export interface AdmissionRequest {
   owner_id: string | null;
@@ -34,26 +37,51 @@ export interface EffectiveLimits {
   quota_configured: boolean;
 }
 
+/** Active sandboxes as the store has them, counted once per evaluation round. */
+interface ActiveSnapshot {
+  total: number;
+  byOwner: Map<string, number>;
+  /** Earliest expires_at (ms) among them: the moment capacity opens by itself. */
+  nextExpiryMs: number | null;
+}
+
+/** Events after which a queued spawn may fit. */
+const WAKE_EVENTS = new Set(['sandbox.destroyed', 'sandbox.error', 'quota.saved', 'quota.deleted']);
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** A sandbox counts against limits while it is running or unhealthy and not past its TTL. */
 export function isActive(rec: SandboxRecord, now: Date): boolean {
   return (rec.state === 'running' || rec.state === 'unhealthy') && Date.parse(rec.expires_at) > now.getTime();
 }
 
 /**
- * Spawn admission (spec 3.4): one decision function for spawn, template spawn and the preflight
+ * Spawn admission (spec 2.7, 3.4): one decision function for spawn, template spawn and the preflight
  * route. `admit` is serialized and counts granted-but-not-yet-stored slots, so concurrent spawns
- * cannot over-admit.
+ * cannot over-admit. In `queue` mode a capacity denial waits in a FIFO queue that is re-evaluated
+ * whenever capacity may have opened (destroy, expiry, a failed spawn, a quota change).
  */
 export class Admission {
   private chain: Promise<unknown> = Promise.resolve();
   private pending = new Map<string, number>();
   private pendingTotal = 0;
+  private readonly queue: SpawnQueue<AdmissionRequest, AdmissionTicket>;
+  private readonly counters = new QueueCounters();
+  private pumpScheduled = false;
+  private expiryTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly unsubscribe: (() => void) | undefined;
+  private closed = false;
 
   constructor(
     private readonly store: Store,
     private readonly settings: CoreSettings,
     private readonly clock: Clock,
-  ) {}
+    private readonly bus?: EventBus,
+  ) {
+    this.queue = new SpawnQueue(() => settings.defaults.spawn_queue_timeout_ms, () => clock.now().getTime());
+    this.unsubscribe = bus?.subscribe((e) => {
+      if (WAKE_EVENTS.has(e.type)) this.wake();
+    });
+  }
 
   async limitsFor(ownerId: string | null): Promise<EffectiveLimits> {
     const d = this.settings.defaults;
@@ -67,24 +95,107 @@ export class Admission {
     };
   }
 
+  /** Active sandboxes in total and for one owner, including granted slots not yet stored. */
   async countActive(ownerId: string | null): Promise<{ total: number; owner: number }> {
-    const now = this.clock.now();
-    const active = (await this.store.listSandboxes({ states: ['running', 'unhealthy'] })).filter((r) => isActive(r, now));
-    const owner = ownerId ? active.filter((r) => r.owner_id === ownerId).length : 0;
-    return {
-      total: active.length + this.pendingTotal,
-      owner: owner + (ownerId ? (this.pending.get(ownerId) ?? 0) : 0),
-    };
+    const snap = await this.snapshot();
+    return { total: snap.total + this.pendingTotal, owner: this.ownerCount(snap, ownerId) };
   }
 
   /** Evaluates the request without reserving anything (preflight). */
   async decide(req: AdmissionRequest): Promise<AdmissionDecision> {
     const limits = await this.limitsFor(req.owner_id);
-    const counts = await this.countActive(req.owner_id);
+    return this.evaluate(req, limits, await this.snapshot());
+  }
+
+  /**
+   * Serialized decide-and-reserve. Throws the typed denial; in `queue` mode a capacity denial waits
+   * for a slot instead. The signal takes a waiting spawn out of the queue (client went away).
+   */
+  async admit(req: AdmissionRequest, signal?: AbortSignal): Promise<AdmissionTicket> {
+    const step = await this.serialize(async (): Promise<{ ticket: AdmissionTicket } | { wait: Promise<AdmissionTicket> }> => {
+      if (this.closed) throw new SbxError('unavailable', 'server is shutting down');
+      // Waiters first: a newcomer never overtakes a queued spawn that now fits.
+      await this.pumpLocked();
+      const snap = await this.snapshot();
+      const decision = this.evaluate(req, await this.limitsFor(req.owner_id), snap);
+      if (decision.allowed) return { ticket: this.reserve(req.owner_id) };
+      if (!decision.queueable) {
+        this.publishLimit(decision.reason ?? 'limit', req.owner_id, { decision, action: 'rejected' });
+        throw denial(decision);
+      }
+      const wait = this.enqueue(req, decision, signal);
+      this.armExpiryTimer(snap);
+      return { wait };
+    });
+    return 'ticket' in step ? step.ticket : step.wait;
+  }
+
+  /** Re-evaluates the queue soon (capacity may have opened). Cheap and coalesced. */
+  wake(): void {
+    if (this.closed || this.queue.depth === 0 || this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    void this.serialize(async () => {
+      this.pumpScheduled = false;
+      await this.pumpLocked();
+    }).catch(() => undefined);
+  }
+
+  /** Diagnostics `scheduler` member (spec 2.15). */
+  stats(): SchedulerStats {
+    return schedulerStats(this.settings, this.counters, this.queue.depth);
+  }
+
+  /** Diagnostics `limits` member (spec 2.15). */
+  limitsSnapshot(): LimitsSnapshot {
+    return limitsSnapshot(this.settings);
+  }
+
+  /** Fails every queued spawn and stops listening; later admits fail with `unavailable`. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsubscribe?.();
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.queue.failAll(new SbxError('unavailable', 'server is shutting down'));
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private serialize<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async snapshot(): Promise<ActiveSnapshot> {
+    const now = this.clock.now();
+    const rows = await this.store.listSandboxes({ states: ['running', 'unhealthy'] });
+    const byOwner = new Map<string, number>();
+    let total = 0;
+    let nextExpiryMs: number | null = null;
+    for (const r of rows) {
+      if (!isActive(r, now)) continue;
+      total++;
+      if (r.owner_id) byOwner.set(r.owner_id, (byOwner.get(r.owner_id) ?? 0) + 1);
+      const exp = Date.parse(r.expires_at);
+      if (nextExpiryMs === null || exp < nextExpiryMs) nextExpiryMs = exp;
+    }
+    return { total, byOwner, nextExpiryMs };
+  }
+
+  private ownerCount(snap: ActiveSnapshot, ownerId: string | null): number {
+    if (!ownerId) return 0;
+    return (snap.byOwner.get(ownerId) ?? 0) + (this.pending.get(ownerId) ?? 0);
+  }
+
+  /** The decision rule. Reads live pending counts, so slots reserved earlier in a round count. */
+  private evaluate(req: AdmissionRequest, limits: EffectiveLimits, snap: ActiveSnapshot): AdmissionDecision {
+    const total = snap.total + this.pendingTotal;
+    const owner = this.ownerCount(snap, req.owner_id);
     const base = {
-      active_sandboxes: counts.total,
+      active_sandboxes: total,
       max_sandboxes: limits.max_sandboxes,
-      active_owner_sandboxes: counts.owner,
+      active_owner_sandboxes: owner,
       max_owner_sandboxes: limits.max_owner_sandboxes,
       max_ttl: formatDuration(limits.max_ttl_ms),
     };
@@ -92,24 +203,13 @@ export class Admission {
     if (limits.max_ttl_ms > 0 && req.ttl_ms > limits.max_ttl_ms) {
       return { allowed: false, queueable: false, reason: 'max_ttl', ...base };
     }
-    if (limits.max_sandboxes > 0 && counts.total >= limits.max_sandboxes) {
+    if (limits.max_sandboxes > 0 && total >= limits.max_sandboxes) {
       return { allowed: false, queueable: queueMode, reason: 'max_sandboxes', ...base };
     }
-    if (req.owner_id && limits.max_owner_sandboxes > 0 && counts.owner >= limits.max_owner_sandboxes) {
+    if (req.owner_id && limits.max_owner_sandboxes > 0 && owner >= limits.max_owner_sandboxes) {
       return { allowed: false, queueable: queueMode, reason: 'max_sandboxes_per_owner', ...base };
     }
     return { allowed: true, queueable: false, ...base };
-  }
-
-  /** Serialized decide-and-reserve. Throws the typed denial. The signal cancels a queued wait. */
-  admit(req: AdmissionRequest, _signal?: AbortSignal): Promise<AdmissionTicket> {
-    const run = this.chain.then(async () => {
-      const decision = await this.decide(req);
-      if (!decision.allowed) throw denial(decision);
-      return this.reserve(req.owner_id);
-    });
-    this.chain = run.catch(() => undefined);
-    return run;
   }
 
   private reserve(ownerId: string | null): AdmissionTicket {
@@ -126,8 +226,108 @@ export class Admission {
           if (n <= 0) this.pending.delete(ownerId);
           else this.pending.set(ownerId, n);
         }
+        // A failed spawn gives its slot back; a stored one is counted by the store from now on.
+        this.wake();
       },
     };
+  }
+
+  /** Called inside the serialized section: queues the spawn or fails at once when the queue is full. */
+  private enqueue(req: AdmissionRequest, decision: AdmissionDecision, signal?: AbortSignal): Promise<AdmissionTicket> {
+    const d = this.settings.defaults;
+    if (this.queue.depth >= d.max_spawn_queue) {
+      this.publishLimit(decision.reason ?? 'limit', req.owner_id, { decision, action: 'queue_full' });
+      throw new SbxError('resource_limit', `spawn queue is full (${this.queue.depth}/${d.max_spawn_queue} waiting)`, {
+        reason: 'spawn_queue_full',
+        queue_depth: this.queue.depth,
+        max_spawn_queue: d.max_spawn_queue,
+        decision,
+      });
+    }
+    if (signal?.aborted) throw new SbxError('unavailable', 'spawn cancelled before it was queued');
+    const timeout = formatDuration(d.spawn_queue_timeout_ms);
+    const owner = req.owner_id ?? undefined;
+    const { done } = this.queue.enqueue(req, signal, {
+      onTimeout: (w) => {
+        const waited = this.waitedMs(w);
+        this.counters.timeouts++;
+        this.counters.recordWait(waited);
+        this.bus?.publish({ type: 'spawn.queue_timeout', owner_id: owner, data: { owner: req.owner_id, reason: decision.reason, wait_ms: waited, timeout, queue_depth: this.queue.depth } });
+        this.publishLimit('spawn_queue_timeout', req.owner_id, { wait_ms: waited, timeout });
+        return new SbxError('resource_limit', `spawn waited ${timeout} in the queue without capacity`, {
+          reason: 'spawn_queue_timeout',
+          spawn_queue_timeout: timeout,
+          wait_ms: waited,
+        });
+      },
+      onCancel: () => new SbxError('unavailable', 'spawn cancelled while queued'),
+    });
+    this.counters.queued++;
+    this.publishLimit(decision.reason ?? 'limit', req.owner_id, { decision, action: 'queued' });
+    this.bus?.publish({ type: 'spawn.queued', owner_id: owner, data: { owner: req.owner_id, reason: decision.reason, queue_depth: this.queue.depth, timeout } });
+    return done;
+  }
+
+  /** Admits queued spawns that now fit, oldest first. Runs inside the serialized section. */
+  private async pumpLocked(): Promise<void> {
+    if (this.queue.depth === 0) return;
+    try {
+      const snap = await this.snapshot();
+      const limits = new Map<string | null, EffectiveLimits>();
+      for (const w of this.queue.list()) {
+        if (w.settled) continue;
+        const owner = w.req.owner_id;
+        let l = limits.get(owner);
+        if (!l) {
+          l = await this.limitsFor(owner);
+          limits.set(owner, l);
+        }
+        if (w.settled) continue; // timed out or cancelled while the quota was read
+        const d = this.evaluate(w.req, l, snap);
+        if (d.allowed) {
+          this.dequeue(w);
+          continue;
+        }
+        if (!d.queueable) {
+          // A quota change lowered the TTL limit below this request: it can never fit now.
+          this.publishLimit(d.reason ?? 'limit', owner, { decision: d, action: 'rejected' });
+          w.fail(denial(d));
+          continue;
+        }
+        // Nobody behind a global-capacity denial fits either; an owner-limit denial blocks only that owner.
+        if (d.reason === 'max_sandboxes') break;
+      }
+      this.armExpiryTimer(snap);
+    } catch {
+      // Store trouble: waiters stay queued; the next wake or their timeout settles them.
+    }
+  }
+
+  private dequeue(w: Waiter<AdmissionRequest, AdmissionTicket>): void {
+    const waited = this.waitedMs(w);
+    const ticket = this.reserve(w.req.owner_id);
+    w.admit(ticket);
+    this.counters.dequeued++;
+    this.counters.recordWait(waited);
+    this.bus?.publish({ type: 'spawn.dequeued', owner_id: w.req.owner_id ?? undefined, data: { owner: w.req.owner_id, wait_ms: waited, wait: formatDuration(waited), queue_depth: this.queue.depth } });
+  }
+
+  /** Expiry frees capacity without any event: wake when the earliest active sandbox expires. */
+  private armExpiryTimer(snap: ActiveSnapshot): void {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer = undefined;
+    if (this.closed || this.queue.depth === 0 || snap.nextExpiryMs === null) return;
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, snap.nextExpiryMs - this.clock.now().getTime()) + 5);
+    this.expiryTimer = setTimeout(() => this.wake(), delay);
+    this.expiryTimer.unref?.();
+  }
+
+  private waitedMs(w: Waiter<AdmissionRequest, AdmissionTicket>): number {
+    return Math.max(0, this.clock.now().getTime() - w.enqueuedAt);
+  }
+
+  private publishLimit(reason: string, ownerId: string | null, extra: Record<string, unknown>): void {
+    this.bus?.publish({ type: 'resource.limit', owner_id: ownerId ?? undefined, data: { reason, owner: ownerId, ...extra } });
   }
 }
 

@@ -1,15 +1,27 @@
 import { randomUUID } from 'node:crypto';
+import { Ajv } from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { HttpDeps } from './deps.js';
 import './schema-meta.js';
 import { installErrorHandling } from './errors.js';
+import { auditPlugin } from './plugins/audit.js';
+import { authPlugin } from './plugins/auth.js';
+import { corsPlugin } from './plugins/cors.js';
+import { rateLimitPlugin } from './plugins/rate-limit.js';
+import { adminRoutes } from './routes/admin.js';
 import { execRoutes } from './routes/exec.js';
 import { fileRoutes } from './routes/files.js';
 import { providerRoutes } from './routes/providers.js';
+import { quotaRoutes } from './routes/quotas.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
 import { systemRoutes } from './routes/system.js';
 import { templateRoutes } from './routes/templates.js';
 import { workerRoutes } from './routes/workers.js';
+import { workerFacingRoutes } from './routes/worker-facing.js';
+import { installHttpMetrics } from './metrics/prometheus.js';
+import { eventRoutes } from './routes/events.js';
+import { observabilityRoutes } from './routes/observability.js';
+import { collectRoutes, openapiRoutes } from './routes/openapi.js';
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['loggerInstance'] | boolean;
@@ -27,6 +39,8 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   const app = Fastify({
     ...(typeof logger === 'object' ? { loggerInstance: logger } : { logger }),
     bodyLimit: deps.bodyLimit,
+    // Owner ids may be 128 characters (spec 8); the default 100 would answer 414 for valid ones.
+    routerOptions: { maxParamLength: 512 },
     disableRequestLogging: true,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
@@ -35,10 +49,33 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
       const id = Array.isArray(given) ? given[0] : given;
       return id && SAFE_REQUEST_ID.test(id) ? id : randomUUID();
     },
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+  });
+
+  // Query strings and params are text and need coercion ('5' → 5); JSON bodies are typed and must
+  // not be coerced (metadata {a: 1} is an error, not "1"). A missing body validates as {}.
+  const textAjv = new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
+  const bodyAjv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
+  // Shared schemas (same object or same $id on several routes) compile once per instance.
+  const compile = (ajv: Ajv, schema: Record<string, unknown>) => {
+    const id = typeof schema.$id === 'string' ? schema.$id : undefined;
+    return (id && ajv.getSchema(id)) || ajv.compile(schema);
+  };
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const validate = compile(httpPart === 'body' ? bodyAjv : textAjv, schema as Record<string, unknown>);
+    if (httpPart !== 'body') return validate;
+    const withEmpty = (data: unknown) => validate(data === undefined || data === null ? {} : data);
+    Object.defineProperty(withEmpty, 'errors', { get: () => validate.errors });
+    return withEmpty;
+  });
+  app.addHook('preValidation', async (request) => {
+    const writes = request.method === 'POST' || request.method === 'PUT' || request.method === 'PATCH';
+    if (writes && (request.body === undefined || request.body === null)) (request as { body: unknown }).body = {};
   });
 
   installErrorHandling(app);
+  // Before any route: the OpenAPI document and the per-route request histogram must see them all.
+  const routeTable = collectRoutes(app);
+  installHttpMetrics(app, deps);
 
   // An empty JSON body is "no body" (a spawn with server defaults), not a parse error.
   app.removeContentTypeParser('application/json');
@@ -58,6 +95,12 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
     reply.header('X-Request-ID', request.id);
   });
 
+  // CORS answers preflights before auth looks at credentials; audit records admin requests.
+  corsPlugin(app, deps);
+  authPlugin(app, deps);
+  auditPlugin(app, deps);
+  // After auth: a request with a bad key is refused before it costs a token.
+  rateLimitPlugin(app, deps);
   for (const plugin of opts.plugins ?? []) await plugin(app, deps);
 
   systemRoutes(app, deps);
@@ -65,8 +108,14 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   execRoutes(app, deps);
   fileRoutes(app, deps);
   templateRoutes(app, deps);
+  quotaRoutes(app, deps);
   providerRoutes(app, deps);
   workerRoutes(app, deps);
+  eventRoutes(app, deps);
+  observabilityRoutes(app, deps);
+  openapiRoutes(app, deps, routeTable);
+  workerFacingRoutes(app, deps);
+  adminRoutes(app, deps);
   for (const group of opts.routes ?? []) await group(app, deps);
 
   return app;

@@ -1,5 +1,9 @@
 import type { Admission } from '../../core/admission/admission.js';
+import type { QuotaService } from '../../core/admission/quotas.js';
+import type { AuthSettings } from '../../core/auth/settings.js';
+import type { RateLimitStats } from '../../core/admission/rate-limiter.js';
 import type { EventBus } from '../../core/events/bus.js';
+import type { OperationStats } from '../../core/observability/operations.js';
 import type { Clock, Store } from '../../core/ports.js';
 import type { ProviderRegistry } from '../../core/providers/registry.js';
 import type { ExecService } from '../../core/sandboxes/exec.js';
@@ -9,6 +13,16 @@ import type { TemplateService } from '../../core/sandboxes/templates.js';
 import type { WorkerService } from '../../core/scheduler/workers.js';
 import type { CoreSettings } from '../../core/settings.js';
 
+/** Event stream tuning; tests shorten the keep-alive and the slow-subscriber limits. */
+export interface EventStreamOptions {
+  /** Comment keep-alive interval (default 15 s). */
+  keepAliveMs?: number;
+  /** Events a subscriber may have waiting before it is dropped (default 1000). */
+  maxBufferedEvents?: number;
+  /** Bytes a subscriber may have waiting before it is dropped (default 4 MiB). */
+  maxBufferedBytes?: number;
+}
+
 /** Everything the HTTP transport drives. Built by compose/. */
 export interface HttpDeps {
   settings: CoreSettings;
@@ -17,6 +31,8 @@ export interface HttpDeps {
   bus: EventBus;
   providers: ProviderRegistry;
   admission: Admission;
+  /** Owner quotas (spec 4.4). */
+  quotas: QuotaService;
   sandboxes: SandboxService;
   exec: ExecService;
   files: FileService;
@@ -26,4 +42,16 @@ export interface HttpDeps {
   startedAt: number;
   /** Request body limit in bytes. */
   bodyLimit: number;
+  /** API keys, admin key, worker credentials (spec Part 5). */
+  auth: AuthSettings;
+  /** `server.cors_allowed_origins`; '*' allows any origin. */
+  corsAllowedOrigins: string[];
+  /** Per operation and provider counts and latency (diagnostics `operations`). */
+  operations?: OperationStats;
+  /** API rate limiter, when configured (diagnostics `rate_limit`). */
+  rateLimiter?: { stats(): RateLimitStats };
+  /** Configured secret values: scrubbed from diagnostics, metrics and events as a last line of defence. */
+  secrets?: string[];
+  /** Event stream tuning (read per request). */
+  eventStream?: EventStreamOptions;
 }

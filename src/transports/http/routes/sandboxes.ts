@@ -25,7 +25,7 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<{ Body: SpawnBody | undefined }>(
     '/api/v1/sandboxes',
-    { schema: { tags: ['sandboxes'], summary: 'Spawn a sandbox', body: Type.Optional(SpawnRequest), response: { 201: Sandbox, ...errors } } },
+    { schema: { tags: ['sandboxes'], summary: 'Spawn a sandbox', body: SpawnRequest, response: { 201: Sandbox, ...errors } } },
     async (request, reply) => {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);
@@ -36,7 +36,7 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<{ Body: SpawnBody | undefined }>(
     '/api/v1/sandboxes/admission',
-    { schema: { tags: ['sandboxes'], summary: 'Spawn admission preflight; creates nothing', body: Type.Optional(SpawnRequest), response: { 200: AdmissionDecision, ...errors } } },
+    { schema: { tags: ['sandboxes'], summary: 'Spawn admission preflight; creates nothing', body: SpawnRequest, response: { 200: AdmissionDecision, ...errors } } },
     async (request) => {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);

@@ -54,7 +54,7 @@ export function templateRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<N & { Body: SpawnBody | undefined }>(
     '/api/v1/templates/:name/spawn',
-    { schema: { tags, summary: 'Spawn from a template', params: NameParams, body: Type.Optional(TemplateSpawnRequest), response: { 201: Sandbox, ...errors } } },
+    { schema: { tags, summary: 'Spawn from a template', params: NameParams, body: TemplateSpawnRequest, response: { 201: Sandbox, ...errors } } },
     async (request, reply) => {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);

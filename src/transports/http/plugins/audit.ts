@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { realmOf } from '../../../core/auth/realm.js';
+import type { Clock, Store } from '../../../core/ports.js';
+import type { HttpDeps } from '../deps.js';
+
+const AUDIT_EVERY_MS = 60 * 60_000;
+const MAX_FIELD = 512;
+
+const clip = (s: string) => (s.length > MAX_FIELD ? s.slice(0, MAX_FIELD) : s);
+
+/**
+ * Admin audit history (DESIGN.md §3): every request to `/api/v1/admin/…`, allowed or refused, is
+ * recorded after its response with actor (credential kind, never its value), method, path
+ * (no query), status, duration, request id, remote address and user agent.
+ */
+export function auditPlugin(app: FastifyInstance, deps: HttpDeps): void {
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.method === 'OPTIONS') return; // CORS preflights carry no credentials and do nothing
+    const path = request.url.split('?')[0] ?? '/';
+    if (realmOf(request.routeOptions.url ?? path) !== 'admin') return;
+    const ua = request.headers['user-agent'];
+    try {
+      await deps.store.insertAudit({
+        id: randomUUID(),
+        created_at: deps.clock.now().toISOString(),
+        actor: request.sbxActor,
+        method: request.method,
+        path: clip(path),
+        status: reply.statusCode,
+        duration_ms: Math.round(reply.elapsedTime),
+        request_id: String(request.id),
+        remote_addr: request.ip ?? '',
+        user_agent: clip((Array.isArray(ua) ? ua[0] : ua) ?? ''),
+      });
+    } catch (err) {
+      // The response is already sent; a store hiccup must not crash the request pipeline.
+      request.log.warn({ err: String(err) }, 'admin audit insert failed');
+    }
+  });
+}
+
+/** Deletes audit records older than the retention; 0 = keep forever. Returns how many. */
+export async function pruneAudit(store: Store, clock: Clock, retentionMs: number): Promise<number> {
+  if (retentionMs <= 0) return 0;
+  return store.pruneAudit(new Date(clock.now().getTime() - retentionMs));
+}
+
+/**
+ * Prunes once now and then hourly (`auth.admin_audit_retention`). Returns the unref'd timer for
+ * the caller to clear on close, or null when retention is off.
+ */
+export function startAuditPruner(
+  store: Store,
+  clock: Clock,
+  retentionMs: number,
+  onError: (err: unknown) => void = () => undefined,
+): NodeJS.Timeout | null {
+  if (retentionMs <= 0) return null;
+  const run = () => void pruneAudit(store, clock, retentionMs).catch(onError);
+  run();
+  const timer = setInterval(run, AUDIT_EVERY_MS);
+  timer.unref();
+  return timer;
+}

@@ -1,0 +1,127 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { validateOwnerId } from '../../../core/admission/owner.js';
+import { realmOf, type Realm } from '../../../core/auth/realm.js';
+import { effectiveAdminKey } from '../../../core/auth/settings.js';
+import { AUD_CONTROL_PLANE, type WorkerIdentity } from '../../../core/auth/worker-claims.js';
+import { SbxError } from '../../../core/errors.js';
+import type { HttpDeps } from '../deps.js';
+import { authenticateWorker, safeEqual } from '../worker-auth.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who the credential says the caller is, for the audit: `admin-key`, `api-key` or `anonymous` (+ `:<X-User-ID>`). Never a key. */
+    sbxActor: string;
+    /** Set on worker routes once the worker credential is verified. */
+    sbxWorker: WorkerIdentity | null;
+  }
+}
+
+/** One registered route, for tests that must cover every route (the auth matrix). */
+export interface RouteEntry {
+  method: string;
+  url: string;
+  realm: Realm;
+}
+
+const tables = new WeakMap<FastifyInstance, RouteEntry[]>();
+
+/** Every route registered after the auth plugin (HEAD twins left out). */
+export function routeTable(app: FastifyInstance): RouteEntry[] {
+  return [...(tables.get(app) ?? [])];
+}
+
+const unauthorized = (message: string) => new SbxError('unauthorized', message);
+
+function headerOf(request: FastifyRequest, name: string): string {
+  const v = request.headers[name];
+  return (Array.isArray(v) ? v[0] : v)?.trim() ?? '';
+}
+
+function ownerSuffix(request: FastifyRequest): string {
+  try {
+    const id = validateOwnerId(headerOf(request, 'x-user-id'), 'X-User-ID');
+    return id ? `:${id}` : '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Authentication (spec Part 5, DESIGN.md §3 "Auth"), one onRequest hook for every route:
+ * - probes (`/live`, `/ready`) and paths outside /api/v1 are open;
+ * - `/api/v1/worker/…` takes worker credentials only, whatever `auth.enabled` says; the worker ID
+ *   must equal the `:workerID` path segment (403 otherwise);
+ * - `/api/v1/admin/…` needs the admin key (X-Admin-API-Key, or X-API-Key equal to it); with no
+ *   admin key it falls back to `auth.api_key` (auth on, fallback allowed). A valid user key alone
+ *   → 403. With auth off and no admin key at all, admin routes are open (single-user dev box);
+ * - other /api/v1 routes need X-API-Key (or an admin credential) when `auth.enabled`.
+ * `request.sbxAdmin` is set on normal routes only by an explicit admin credential (X-Admin-API-Key,
+ * or X-API-Key equal to a separate admin key), so with one shared key ownership still applies.
+ * Any presented key that is wrong is a 401, never silently ignored.
+ */
+export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
+  const auth = deps.auth;
+  const adminKey = effectiveAdminKey(auth);
+  const table: RouteEntry[] = [];
+  tables.set(app, table);
+
+  app.addHook('onRoute', (opts) => {
+    for (const m of Array.isArray(opts.method) ? opts.method : [opts.method]) {
+      if (m.toUpperCase() === 'HEAD') continue;
+      table.push({ method: m.toUpperCase(), url: opts.url, realm: realmOf(opts.url) });
+    }
+  });
+
+  app.decorateRequest('sbxAdmin', false);
+  app.decorateRequest('sbxActor', 'anonymous');
+  app.decorateRequest('sbxWorker', null);
+
+  app.addHook('onRequest', async (request) => {
+    const path = request.routeOptions.url ?? request.url.split('?')[0] ?? '/';
+    const realm = realmOf(path);
+    if (realm === 'probe' || realm === 'outside') return;
+
+    if (realm === 'worker') {
+      const identity = authenticateWorker(request.headers, auth.worker, AUD_CONTROL_PLANE, deps.clock.now());
+      request.sbxWorker = identity;
+      request.sbxActor = `worker:${identity.worker_id}`;
+      const pathWorker = (request.params as { workerID?: string } | undefined)?.workerID;
+      if (pathWorker !== undefined && pathWorker !== identity.worker_id) {
+        throw new SbxError('forbidden', 'the authenticated worker may act only for itself (X-Worker-ID differs from the path worker ID)');
+      }
+      return;
+    }
+
+    const suffix = ownerSuffix(request);
+    if (!auth.enabled && adminKey === '') {
+      // Nothing to check: a single-user dev box. Everyone administers it.
+      request.sbxAdmin = realm === 'admin';
+      request.sbxActor = `anonymous${suffix}`;
+      return;
+    }
+
+    const givenAdmin = headerOf(request, 'x-admin-api-key');
+    const givenApi = headerOf(request, 'x-api-key');
+    const adminViaHeader = givenAdmin !== '' && safeEqual(givenAdmin, adminKey);
+    const apiIsAdmin = givenApi !== '' && safeEqual(givenApi, adminKey);
+    const apiIsUser = auth.enabled && givenApi !== '' && safeEqual(givenApi, auth.api_key);
+    const separateAdminKey = auth.admin_api_key !== '' && apiIsAdmin;
+    const actor = adminViaHeader || (realm === 'admin' ? apiIsAdmin : separateAdminKey) ? 'admin-key' : apiIsUser ? 'api-key' : 'anonymous';
+    request.sbxActor = `${actor}${suffix}`;
+
+    if (givenAdmin !== '' && !adminViaHeader) throw unauthorized('invalid X-Admin-API-Key');
+    if (givenApi !== '' && auth.enabled && !apiIsUser && !apiIsAdmin) throw unauthorized('invalid X-API-Key');
+
+    if (realm === 'admin') {
+      if (adminViaHeader || apiIsAdmin) {
+        request.sbxAdmin = true;
+        return;
+      }
+      if (apiIsUser) throw new SbxError('forbidden', 'admin routes need the admin API key (X-Admin-API-Key)');
+      throw unauthorized(givenApi !== '' ? 'invalid X-API-Key' : 'admin routes need X-Admin-API-Key');
+    }
+
+    if (auth.enabled && !apiIsUser && !adminViaHeader && !apiIsAdmin) throw unauthorized('missing X-API-Key');
+    request.sbxAdmin = adminViaHeader || separateAdminKey;
+  });
+}

@@ -1,0 +1,55 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { LeaseRenewRequest, LeaseRenewResponse, type LeaseRenewRequest as RenewBody } from '../../../contracts/admin.js';
+import { ErrorBody } from '../../../contracts/common.js';
+import { HeartbeatRequest, Worker, type HeartbeatRequest as HeartbeatBody } from '../../../contracts/system.js';
+import { hasWorkerScope, type WorkerScope } from '../../../core/auth/worker-claims.js';
+import { parseDuration } from '../../../core/duration.js';
+import { SbxError, badRequest, conflict, notFound } from '../../../core/errors.js';
+import { STALE_AFTER_MS } from '../../../core/scheduler/workers.js';
+import type { HttpDeps } from '../deps.js';
+import { presentWorker } from '../presenters.js';
+
+const WorkerParams = Type.Object({ workerID: Type.String({ minLength: 1, maxLength: 128 }) });
+const LeaseParams = Type.Object({ workerID: Type.String({ minLength: 1, maxLength: 128 }), resourceID: Type.String({ minLength: 1, maxLength: 128 }) });
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
+
+/** The worker the auth plugin verified, holding `scope`; 403 when the token's scopes leave it out. */
+function workerWith(request: FastifyRequest, scope: WorkerScope): string {
+  const w = request.sbxWorker;
+  if (!w) throw new SbxError('unauthorized', 'worker credentials are required');
+  if (!hasWorkerScope(w, scope)) throw new SbxError('forbidden', `worker token lacks the ${scope} scope`);
+  return w.worker_id;
+}
+
+/**
+ * Worker → control plane routes (spec 4.6, 5.2). Worker credentials only — the auth plugin
+ * verifies them and that X-Worker-ID equals the path worker ID before these handlers run.
+ */
+export function workerFacingRoutes(app: FastifyInstance, deps: HttpDeps): void {
+  const tags = ['workers'];
+
+  app.post<{ Params: { workerID: string }; Body: HeartbeatBody }>(
+    '/api/v1/worker/:workerID/heartbeat',
+    { schema: { tags, summary: 'Worker heartbeat (worker credentials)', params: WorkerParams, body: HeartbeatRequest, response: { 200: Worker, ...errors } } },
+    async (request) => {
+      const id = workerWith(request, 'worker:heartbeat');
+      return presentWorker(await deps.workers.heartbeat(id, request.body), STALE_AFTER_MS, deps.clock.now());
+    },
+  );
+
+  app.post<{ Params: { workerID: string; resourceID: string }; Body: RenewBody }>(
+    '/api/v1/worker/:workerID/leases/:resourceID/renew',
+    { schema: { tags, summary: 'Renew a lease the worker holds (worker credentials)', params: LeaseParams, body: LeaseRenewRequest, response: { 200: LeaseRenewResponse, ...errors } } },
+    async (request) => {
+      const id = workerWith(request, 'worker:lease');
+      const ttlMs = parseDuration(request.body.ttl, 'ttl');
+      if (ttlMs <= 0) throw badRequest('ttl must be positive');
+      const { resourceID } = request.params;
+      const result = await deps.store.renewLease(resourceID, id, ttlMs, deps.clock.now());
+      if (result.ok) return { lease: result.lease };
+      if (result.reason === 'not_found') throw notFound(`lease ${resourceID} not found`);
+      throw conflict(result.reason === 'expired' ? `lease ${resourceID} has expired` : `lease ${resourceID} is held by another worker`);
+    },
+  );
+}

@@ -7,6 +7,7 @@ import type { ProviderRegistry } from '../providers/registry.js';
 import type { Clock, IdSource, Provider, SandboxRecord, Store } from '../ports.js';
 import type { CoreSettings } from '../settings.js';
 import type { Caller } from './caller.js';
+import { guardRuntime } from './runtime-guard.js';
 
 export interface SpawnInput {
   image?: string;
@@ -104,7 +105,7 @@ export class SandboxService {
     } catch (err) {
       const e = asProviderError(err, `spawn failed on provider ${req.provider}`);
       bus.publish({ type: 'provider.failed', sandbox_id: id, owner_id: req.owner_id ?? undefined, data: { provider: req.provider, operation: 'spawn', code: e.code, message: e.message } });
-      bus.publish({ type: 'operation.failed', sandbox_id: id, data: { operation: 'spawn', provider: req.provider, code: e.code } });
+      bus.publish({ type: 'operation.failed', sandbox_id: id, owner_id: req.owner_id ?? undefined, data: { operation: 'spawn', provider: req.provider, code: e.code } });
       throw e;
     }
     const now = clock.now();
@@ -158,6 +159,8 @@ export class SandboxService {
     if (ttlMs <= 0) throw badRequest('ttl must be positive');
     const limits = await this.deps.admission.limitsFor(rec.owner_id);
     if (limits.max_ttl_ms > 0 && ttlMs > limits.max_ttl_ms) {
+      const data = { reason: 'max_ttl', operation: 'extend', requested: ttl, max: formatDuration(limits.max_ttl_ms) };
+      this.deps.bus.publish({ type: 'resource.limit', sandbox_id: id, owner_id: rec.owner_id ?? undefined, data });
       throw new SbxError('resource_limit', `ttl exceeds the maximum of ${formatDuration(limits.max_ttl_ms)}`, { reason: 'max_ttl' });
     }
     const now = this.deps.clock.now();
@@ -216,7 +219,10 @@ export class SandboxService {
         await provider.destroy(rec.runtime_id, AbortSignal.timeout(60_000));
       } catch (err) {
         const e = asProviderError(err, `destroy failed on provider ${rec.provider}`);
-        bus.publish({ type: 'provider.failed', sandbox_id: rec.id, data: { provider: rec.provider, operation: 'destroy', code: e.code, message: e.message } });
+        // Owner set so the stream's ownership filter keeps other tenants' sandbox ids private.
+        const owner = rec.owner_id ?? undefined;
+        bus.publish({ type: 'provider.failed', sandbox_id: rec.id, owner_id: owner, data: { provider: rec.provider, operation: 'destroy', code: e.code, message: e.message } });
+        bus.publish({ type: 'operation.failed', sandbox_id: rec.id, owner_id: owner, data: { operation: 'destroy', provider: rec.provider, code: e.code } });
         throw e;
       }
     }
@@ -233,7 +239,8 @@ export class SandboxService {
     if (rec.state !== 'running' || !rec.runtime_id) {
       throw new SbxError('unavailable', `sandbox ${id} is ${rec.state}, not running`);
     }
-    return { rec, provider: this.deps.providers.get(rec.provider), runtimeId: rec.runtime_id };
+    // Guarded: a failure publishes provider.failed, and a vanished runtime moves the sandbox to `error`.
+    return { rec, provider: guardRuntime(this.deps, rec, this.deps.providers.get(rec.provider)), runtimeId: rec.runtime_id };
   }
 
   /** Ownership (DESIGN.md §3 "Auth"): with enforcement on, an owned sandbox is private to its owner and admins. */

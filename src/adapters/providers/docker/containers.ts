@@ -1,0 +1,185 @@
+import type Docker from 'dockerode';
+import { badRequest, isAbortError, SbxError } from '../../../core/errors.js';
+import type { ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import { bounded, call, isNotFound, statusOf, toSbxError } from './errors.js';
+import type { ImageCache } from './images.js';
+import { type ResolvedOptions, WORKDIR } from './options.js';
+
+export const LABEL_SANDBOX = 'sbx.sandbox_id';
+export const LABEL_INSTALLATION = 'sbx.installation_id';
+export const LABEL_OWNER = 'sbx.owner_id';
+
+/**
+ * PID 1 is docker-init (Init: true), which reaps zombies; its child idles in `wait` so TERM ends
+ * it at once (a plain `sleep` would ignore the signal until the stop timeout).
+ */
+const KEEPALIVE = `mkdir -p ${WORKDIR} 2>/dev/null; trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`;
+
+const MIB = 1024 * 1024;
+
+// @types/dockerode omits the options argument (with abortSignal) that dockerode accepts here.
+type Signalled<T> = (opts: { abortSignal?: AbortSignal }) => Promise<T>;
+const ping = (d: Docker, s: AbortSignal) => (d.ping as unknown as Signalled<unknown>).call(d, { abortSignal: s });
+const engineInfo = (d: Docker, s: AbortSignal) => (d.info as unknown as Signalled<{ MemTotal?: number; NCPU?: number }>).call(d, { abortSignal: s });
+
+/** Container name for a sandbox: one container per sandbox id. */
+export function containerName(sandboxId: string): string {
+  return `sbx-${sandboxId}`;
+}
+
+/** Spawn, destroy, status and inventory of sandbox containers. */
+export class Containers {
+  private engineInfo: Promise<{ memTotal: number; ncpu: number }> | undefined;
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly opts: ResolvedOptions,
+    private readonly images: ImageCache,
+  ) {}
+
+  async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
+    await this.validateSize(spec, signal);
+    await this.images.ensure(spec.image, signal);
+    const { opts } = this;
+    const labels: Record<string, string> = { [LABEL_SANDBOX]: spec.sandbox_id, [LABEL_INSTALLATION]: opts.installationId };
+    if (spec.owner_id) labels[LABEL_OWNER] = spec.owner_id;
+    const memory = spec.memory_mb * MIB;
+    const hostConfig: Docker.HostConfig = {
+      Memory: memory,
+      MemorySwap: memory, // equal to Memory: no swap beyond the limit
+      NanoCpus: Math.round(spec.vcpus * 1e9),
+      PidsLimit: opts.pidsLimit,
+      CapDrop: ['ALL'],
+      CapAdd: opts.addedCaps.length > 0 ? opts.addedCaps : undefined,
+      SecurityOpt: ['no-new-privileges', ...(opts.seccompOpt ? [opts.seccompOpt] : [])],
+      NetworkMode: opts.networkMode,
+      Init: true,
+      ReadonlyRootfs: opts.readOnlyRootfs,
+      Tmpfs: opts.readOnlyRootfs ? { '/tmp': 'rw,nosuid,nodev,mode=1777', [WORKDIR]: 'rw,nosuid,nodev,exec,mode=0755' } : undefined,
+      ...(opts.runtime ? { Runtime: opts.runtime } : {}),
+    };
+    let container: Docker.Container;
+    try {
+      container = await this.docker.createContainer({
+        name: containerName(spec.sandbox_id),
+        Image: spec.image,
+        // Entrypoint too: an image's own entrypoint must not swallow the keep-alive.
+        Entrypoint: ['/bin/sh', '-c'],
+        Cmd: [KEEPALIVE],
+        WorkingDir: WORKDIR,
+        Labels: labels,
+        User: opts.user,
+        Tty: false,
+        OpenStdin: false,
+        AttachStdout: false,
+        AttachStderr: false,
+        HostConfig: hostConfig,
+        abortSignal: bounded(signal),
+      } as Docker.ContainerCreateOptions);
+    } catch (err) {
+      if (signal?.aborted && isAbortError(err)) throw err;
+      if (statusOf(err) === 409) throw new SbxError('conflict', `a container for sandbox ${spec.sandbox_id} already exists`);
+      if (statusOf(err) === 400) throw badRequest(`the docker engine rejected the sandbox settings for image ${spec.image}`);
+      throw toSbxError(err, `spawn ${spec.image}`);
+    }
+    try {
+      await container.start({ abortSignal: bounded(signal) });
+    } catch (err) {
+      // Never leave a created-but-dead container behind.
+      await this.remove(container.id).catch(() => undefined);
+      if (signal?.aborted && isAbortError(err)) throw err;
+      throw new SbxError('provider_error', `spawn ${spec.image}: the container did not start (does the image have /bin/sh?)`);
+    }
+    if (signal?.aborted) {
+      await this.remove(container.id).catch(() => undefined);
+      throw signal.reason;
+    }
+    return { runtime_id: container.id };
+  }
+
+  /** Stop (bounded) then remove with anonymous volumes; a container already gone is fine. */
+  async destroy(runtimeId: string, signal?: AbortSignal): Promise<void> {
+    const c = this.docker.getContainer(runtimeId);
+    try {
+      await c.stop({ t: 2, abortSignal: bounded(signal) });
+    } catch (err) {
+      if (isNotFound(err)) return;
+      // 304 = already stopped; anything else: removal with force still does the job.
+      if (signal?.aborted && isAbortError(err)) throw err;
+    }
+    await this.remove(runtimeId, signal);
+  }
+
+  private async remove(runtimeId: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.docker.getContainer(runtimeId).remove({ force: true, v: true, abortSignal: bounded(signal) });
+    } catch (err) {
+      // 404: gone; 409: removal already in progress (a concurrent destroy).
+      if (isNotFound(err) || statusOf(err) === 409) return;
+      throw toSbxError(err, 'destroy');
+    }
+  }
+
+  async status(runtimeId: string, signal?: AbortSignal): Promise<RuntimeStatus> {
+    try {
+      const info = await this.docker.getContainer(runtimeId).inspect({ abortSignal: bounded(signal) });
+      return info.State?.Running && !info.State?.Paused ? 'running' : 'stopped';
+    } catch (err) {
+      if (isNotFound(err)) return 'missing';
+      throw toSbxError(err, 'status');
+    }
+  }
+
+  /** Every container labelled with an sbx installation id (ours and other installations'). */
+  async listRuntimes(signal?: AbortSignal): Promise<RuntimeInfo[]> {
+    const list = await call('list runtimes', (s) => this.docker.listContainers({ all: true, filters: { label: [LABEL_INSTALLATION] }, abortSignal: s }), signal);
+    return list
+      .map((c) => ({
+        runtime_id: c.Id,
+        sandbox_id: c.Labels?.[LABEL_SANDBOX] ?? null,
+        installation_id: c.Labels?.[LABEL_INSTALLATION] ?? null,
+        status: (c.State === 'running' ? 'running' : 'stopped') as RuntimeStatus,
+      }))
+      .sort((a, b) => (a.runtime_id < b.runtime_id ? -1 : 1));
+  }
+
+  /** Engine ping with latency; the error text is generic (no engine bodies). */
+  async health(signal?: AbortSignal): Promise<ProviderHealth> {
+    const started = performance.now();
+    try {
+      await ping(this.docker, bounded(signal, 5_000));
+    } catch {
+      return { healthy: false, latency_ms: Math.round(performance.now() - started), error: 'docker engine unreachable' };
+    }
+    const latency_ms = Math.round(performance.now() - started);
+    try {
+      const mine = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL_INSTALLATION}=${this.opts.installationId}`] }, abortSignal: bounded(signal, 5_000) });
+      return { healthy: true, latency_ms, runtime_count: mine.length };
+    } catch {
+      return { healthy: true, latency_ms };
+    }
+  }
+
+  private async validateSize(spec: SpawnSpec, signal?: AbortSignal): Promise<void> {
+    if (!Number.isInteger(spec.memory_mb) || spec.memory_mb <= 0) throw badRequest('memory_mb must be a positive integer');
+    if (!Number.isFinite(spec.vcpus) || spec.vcpus <= 0) throw badRequest('vcpus must be positive');
+    // The engine itself refuses less than 6 MiB.
+    if (spec.memory_mb < 6) throw badRequest('memory_mb must be at least 6 for docker sandboxes');
+    const { memTotal, ncpu } = await this.info(signal);
+    if (memTotal > 0 && spec.memory_mb * MIB > memTotal) {
+      throw badRequest(`memory_mb ${spec.memory_mb} exceeds the docker host's memory (${Math.floor(memTotal / MIB)} MB)`);
+    }
+    if (ncpu > 0 && spec.vcpus > ncpu) throw badRequest(`vcpus ${spec.vcpus} exceeds the docker host's ${ncpu} CPUs`);
+  }
+
+  private info(signal?: AbortSignal): Promise<{ memTotal: number; ncpu: number }> {
+    this.engineInfo ??= call('engine info', (s) => engineInfo(this.docker, s), signal).then(
+      (i) => ({ memTotal: i.MemTotal ?? 0, ncpu: i.NCPU ?? 0 }),
+      (err: unknown) => {
+        this.engineInfo = undefined; // retry on the next spawn
+        throw err;
+      },
+    );
+    return this.engineInfo;
+  }
+}

@@ -1,0 +1,190 @@
+import { randomBytes } from 'node:crypto';
+import type { Duplex, Readable } from 'node:stream';
+import type Docker from 'dockerode';
+import type { ExecEvent, ExecSpec } from '../../../core/ports.js';
+import { buildShellCommand } from '../shared/shell.js';
+import { badRequest, isAbortError, isSbxError, SbxError } from '../../../core/errors.js';
+import { API_TIMEOUT_MS, bounded, call, toSbxError } from './errors.js';
+import { demux } from './frames.js';
+import { WORKDIR } from './options.js';
+
+/**
+ * Every exec carries a unique marker in its environment, which all its descendants inherit, so
+ * an abort can find and kill the whole tree (background jobs and daemonized children included)
+ * from a second exec, without wrapping the command or writing files in the sandbox. Passes repeat
+ * while processes that were forking during a pass still show up.
+ */
+const MARKER = 'SBX_EXEC_ID';
+const KILLER = [
+  'for i in 1 2 3 4 5 6 7 8; do',
+  '  l=$(grep -lxzsF "$1" /proc/[0-9]*/environ)',
+  '  if [ -z "$l" ]; then [ "$i" -gt 3 ] && exit 0; sleep 0.05; continue; fi',
+  '  for f in $l; do d=${f%/environ}; kill -9 "${d#/proc/}" 2>/dev/null; done',
+  'done',
+].join('\n');
+
+/** Grace after the kill for the output stream to end by itself before it is cut. */
+const KILL_GRACE_MS = 1_000;
+
+// What runc prints (as output, exit 126) when the working directory cannot be entered.
+const BAD_WORKDIR = /^OCI runtime exec failed: exec failed: .*chdir to cwd \("\//;
+
+export interface ExecOptions {
+  /** Called with every output chunk (console capture); must not block. */
+  onOutput?: (stream: 'stdout' | 'stderr', data: Uint8Array) => void;
+}
+
+/** The argv the engine runs for `spec`. */
+export function execArgv(spec: Pick<ExecSpec, 'command' | 'args' | 'mode'>): string[] {
+  return spec.mode === 'argv' ? [spec.command, ...spec.args] : ['/bin/sh', '-c', buildShellCommand(spec.command, spec.args)];
+}
+
+/**
+ * Streams one command through the engine exec API: output chunks as they arrive (pulled, so a
+ * slow consumer slows the command instead of growing a buffer), then the exit code from exec
+ * inspect. On abort, or when the consumer stops early, every process of the command is killed
+ * inside the container and the iteration ends.
+ */
+export async function* streamExec(
+  docker: Docker,
+  runtimeId: string,
+  spec: ExecSpec,
+  signal: AbortSignal,
+  options: ExecOptions = {},
+): AsyncGenerator<ExecEvent> {
+  if (signal.aborted) return;
+  const container = docker.getContainer(runtimeId);
+  const marker = `${MARKER}=${randomBytes(12).toString('hex')}`;
+  const withStdin = spec.stdin !== undefined && spec.stdin.byteLength > 0;
+  const workdir = spec.workdir ?? WORKDIR;
+  const exec = await call(
+    'exec',
+    (s) =>
+      container.exec({
+        Cmd: execArgv(spec),
+        // The marker goes last so a caller's own SBX_EXEC_ID cannot hide the command from the killer.
+        Env: [...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`), marker],
+        WorkingDir: workdir,
+        AttachStdin: withStdin,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        abortSignal: s,
+      } as Docker.ExecCreateOptions),
+    signal,
+  );
+  const stream = await startStream(exec, withStdin, signal);
+  if (withStdin) {
+    // Half-close after the bytes: the command sees EOF, the output side stays open.
+    (stream as Duplex).end(Buffer.from(spec.stdin!.buffer, spec.stdin!.byteOffset, spec.stdin!.byteLength));
+  }
+
+  let killing: Promise<void> | undefined;
+  const killTree = () => {
+    killing ??= killMarked(docker, runtimeId, exec, marker).finally(() => {
+      const t = setTimeout(() => stream.destroy(), KILL_GRACE_MS);
+      stream.once('close', () => clearTimeout(t));
+    });
+    return killing;
+  };
+  signal.addEventListener('abort', killTree, { once: true });
+  // An abort that landed while the exec was being created or started has no event left to fire.
+  if (signal.aborted) void killTree();
+  let done = false;
+  try {
+    let first = true;
+    try {
+      const frames = demux(stream as AsyncIterable<Uint8Array>);
+      for await (const frame of frames) {
+        if (signal.aborted) break;
+        if (first) {
+          first = false;
+          if (frame.stream === 'stdout' && BAD_WORKDIR.test(Buffer.from(frame.data.subarray(0, 200)).toString('latin1'))) {
+            for await (const _ of frames) void _;
+            if ((await exitCodeOf(exec, signal)) === 126) {
+              done = true;
+              throw badRequest(`workdir ${workdir} is not an existing directory in the sandbox`);
+            }
+          }
+        }
+        options.onOutput?.(frame.stream, frame.data);
+        yield { type: frame.stream, data: frame.data };
+      }
+    } catch (err) {
+      // A stream cut by our own kill is the expected end of an aborted exec.
+      if (!signal.aborted || isSbxError(err)) throw err;
+    }
+    if (signal.aborted) {
+      await killTree();
+      done = true;
+      return;
+    }
+    const exitCode = await exitCodeOf(exec, signal);
+    done = true;
+    yield { type: 'exit', exit_code: exitCode };
+  } finally {
+    signal.removeEventListener('abort', killTree);
+    if (!done) {
+      // The consumer stopped early: nobody will read the output, so nothing may keep running.
+      void killTree().catch(() => undefined);
+    }
+    if (!stream.destroyed && done) stream.destroy();
+  }
+}
+
+/**
+ * Starts the exec's output stream. No AbortSignal goes to the request: node would destroy the
+ * response whenever it fired, cutting a long quiet command. Only the wait for the engine's answer
+ * is bounded; an abort after that is handled by killing the command.
+ */
+async function startStream(exec: Docker.Exec, withStdin: boolean, signal: AbortSignal): Promise<Readable | Duplex> {
+  const started = exec.start({ hijack: withStdin, stdin: withStdin, Detach: false, Tty: false } as Docker.ExecStartOptions) as Promise<Readable | Duplex>;
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SbxError('timeout', 'exec: docker engine did not answer in time')), API_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([started, limit]);
+  } catch (err) {
+    // If the engine answers after all, nobody reads that stream: close it.
+    started.then((s) => s.destroy(), () => undefined);
+    if (signal.aborted && isAbortError(err)) throw err;
+    throw toSbxError(err, 'exec');
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Kills every process of the exec (found by its environment marker) once it has started. */
+async function killMarked(docker: Docker, runtimeId: string, exec: Docker.Exec, marker: string): Promise<void> {
+  try {
+    // An abort can race the engine starting the process: wait until it runs (or already ended).
+    for (let i = 0; i < 40; i++) {
+      const info = await exec.inspect({ abortSignal: bounded(undefined, 5_000) });
+      if (!info.Running && typeof info.ExitCode === 'number') return;
+      if (info.Running && info.Pid > 0) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const killer = await docker.getContainer(runtimeId).exec({
+      Cmd: ['/bin/sh', '-c', KILLER, 'sbx-kill', marker],
+      AttachStdout: true,
+      AttachStderr: true,
+      abortSignal: bounded(undefined, 10_000),
+    } as Docker.ExecCreateOptions);
+    const out = (await killer.start({ Detach: false, Tty: false, abortSignal: bounded(undefined, 10_000) } as Docker.ExecStartOptions)) as Readable;
+    // Draining to the end means the kill has happened.
+    for await (const _ of out) void _;
+  } catch {
+    // Container gone or engine down: nothing left to kill from here.
+  }
+}
+
+/** Exit code from exec inspect; the stream can end a moment before the engine records it. */
+async function exitCodeOf(exec: Docker.Exec, signal: AbortSignal): Promise<number> {
+  for (let i = 0; i < 40; i++) {
+    const info = await call('exec', (s) => exec.inspect({ abortSignal: s }), signal);
+    if (!info.Running && typeof info.ExitCode === 'number') return info.ExitCode;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return -1;
+}

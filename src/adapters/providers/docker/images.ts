@@ -1,0 +1,116 @@
+import type Docker from 'dockerode';
+import { isAbortError, SbxError } from '../../../core/errors.js';
+import { bounded, isNotFound, toSbxError } from './errors.js';
+import type { ResolvedOptions } from './options.js';
+
+interface PullProgress {
+  status?: string;
+  progress?: string;
+  error?: string;
+  errorDetail?: unknown;
+}
+
+/**
+ * Makes sure `image` is present locally, pulling it when it is not. Concurrent spawns of one
+ * image share one pull. A failed or timed-out pull is `provider_error` naming the image, never a
+ * hang; the engine's own error text is not passed on (it may echo registry credentials).
+ */
+export class ImageCache {
+  private readonly inflight = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly opts: ResolvedOptions,
+  ) {}
+
+  async ensure(image: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.docker.getImage(image).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions);
+      return;
+    } catch (err) {
+      if (!isNotFound(err)) {
+        if (signal?.aborted && isAbortError(err)) throw err;
+        throw toSbxError(err, `image ${image}`);
+      }
+    }
+    let p = this.inflight.get(image);
+    if (!p) {
+      p = this.pull(image).finally(() => this.inflight.delete(image));
+      this.inflight.set(image, p);
+    }
+    // The shared pull is not cancelled by one caller going away; the caller just stops waiting.
+    await abortable(p, signal);
+  }
+
+  private pull(image: string): Promise<void> {
+    const { onPull, registryAuth, pullTimeoutMs } = this.opts;
+    const report = (status: string, progress?: string) => {
+      try {
+        onPull?.({ image, status, ...(progress ? { progress } : {}) });
+      } catch {
+        // a faulty listener never breaks a spawn
+      }
+    };
+    const failed = (why: string) => new SbxError('provider_error', `image ${image} could not be pulled: ${why}`);
+    return new Promise<void>((resolve, reject) => {
+      const signal = AbortSignal.timeout(pullTimeoutMs);
+      let settled = false;
+      const settle = (err?: SbxError) => {
+        if (settled) return;
+        settled = true;
+        if (err) {
+          report('failed');
+          reject(err);
+        } else {
+          report('complete');
+          resolve();
+        }
+      };
+      report('pulling');
+      const pullOpts: Record<string, unknown> = { abortSignal: signal };
+      if (registryAuth) pullOpts.authconfig = registryAuth;
+      this.docker.pull(image, pullOpts, (err: unknown, stream?: NodeJS.ReadableStream) => {
+        if (err || !stream) {
+          settle(failed(isNotFound(err) ? 'not found in the registry' : 'registry unreachable or access denied'));
+          return;
+        }
+        signal.addEventListener('abort', () => {
+          (stream as unknown as { destroy?: () => void }).destroy?.();
+          settle(failed(`timed out after ${Math.round(pullTimeoutMs / 1000)}s`));
+        });
+        this.docker.modem.followProgress(
+          stream,
+          (doneErr: unknown, output: PullProgress[] | undefined) => {
+            // The engine reports most pull failures in-band, as an `error` member of the last event.
+            const inBand = output?.find((o) => o && (o.error || o.errorDetail));
+            if (doneErr || inBand) settle(failed('the registry refused or the image does not exist'));
+            else settle();
+          },
+          (ev: PullProgress) => {
+            if (ev && typeof ev.status === 'string') report(ev.status, typeof ev.progress === 'string' ? ev.progress : undefined);
+          },
+        );
+      });
+    });
+  }
+}
+
+function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+

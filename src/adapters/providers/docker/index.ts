@@ -1,0 +1,69 @@
+import Docker from 'dockerode';
+import type { ExecEvent, ExecSpec, Provider } from '../../../core/ports.js';
+import { DockerConsole } from './console.js';
+import { Containers } from './containers.js';
+import { streamExec } from './exec.js';
+import { DockerFiles } from './files.js';
+import { ImageCache } from './images.js';
+import { type DockerProviderOptions, resolveOptions } from './options.js';
+
+export type { DockerProviderOptions, PullEvent } from './options.js';
+export { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX, containerName } from './containers.js';
+
+export const DOCKER_CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'runtime_inventory', 'container'] as const;
+
+/**
+ * The docker provider: one container per sandbox (dockerode over the engine socket), hardened by
+ * default (all capabilities dropped, no-new-privileges, pids and memory limits without swap,
+ * an init as PID 1), labelled with the installation id so reconciliation only touches its own.
+ */
+export function createDockerProvider(options: DockerProviderOptions): Provider {
+  const opts = resolveOptions(options);
+  // No client-wide timeout: it would cut quiet streaming execs. Each call carries its own bound.
+  const docker = new Docker({ socketPath: opts.socketPath });
+  const images = new ImageCache(docker, opts);
+  const containers = new Containers(docker, opts, images);
+  const files = new DockerFiles(docker, { viaExec: opts.readOnlyRootfs, copyUidGid: opts.user !== undefined });
+  const console_ = new DockerConsole(docker);
+
+  return {
+    name: 'docker',
+    capabilities: DOCKER_CAPABILITIES,
+    config: () => ({
+      runtime: opts.runtime ?? 'runc',
+      network_mode: opts.networkMode,
+      pids_limit: opts.pidsLimit,
+      read_only_rootfs: opts.readOnlyRootfs,
+    }),
+    health: (signal) => containers.health(signal),
+    spawn: (spec, signal) => containers.spawn(spec, signal),
+    destroy: async (runtimeId, signal) => {
+      await containers.destroy(runtimeId, signal);
+      console_.forget(runtimeId);
+    },
+    status: (runtimeId, signal) => containers.status(runtimeId, signal),
+    listRuntimes: (signal) => containers.listRuntimes(signal),
+    exec: (runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> => ({
+      [Symbol.asyncIterator]: async function* () {
+        const cap = console_.capture(runtimeId);
+        try {
+          yield* streamExec(docker, runtimeId, spec, signal, { onOutput: cap.onOutput });
+        } finally {
+          cap.end();
+        }
+      },
+    }),
+    writeFile: (runtimeId, path, content, mode, signal) => files.write(runtimeId, path, content, mode, signal),
+    readFile: (runtimeId, path, signal) => files.read(runtimeId, path, signal),
+    deleteFile: (runtimeId, path, recursive, signal) => files.remove(runtimeId, path, recursive, signal),
+    listFiles: (runtimeId, path, signal) => files.list(runtimeId, path, signal),
+    moveFile: (runtimeId, from, to, signal) => files.move(runtimeId, from, to, signal),
+    chmod: (runtimeId, path, mode, signal) => files.chmod(runtimeId, path, mode, signal),
+    stat: (runtimeId, path, signal) => files.stat(runtimeId, path, signal),
+    glob: (runtimeId, pattern, signal) => files.glob(runtimeId, pattern, signal),
+    logs: (runtimeId, lines, signal) => console_.logs(runtimeId, lines, signal),
+    close: async () => {
+      // dockerode keeps no pooled connections or timers of its own; nothing to release.
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs';
+
+/** Progress of an image pull, as reported to `onPull`. */
+export interface PullEvent {
+  image: string;
+  status: string;
+  progress?: string;
+}
+
+export interface DockerProviderOptions {
+  /** Engine socket; default `/var/run/docker.sock`. */
+  socketPath?: string;
+  /** Label value that marks containers as ours (reconciliation only ever touches these). */
+  installationId: string;
+  /** OCI runtime: `runc` (engine default), `runsc`, `kata-runtime`, … */
+  runtime?: string;
+  /** `bridge` (default), `none`, or a user-defined network. */
+  networkMode?: string;
+  /** Default 256. */
+  pidsLimit?: number;
+  /** Capabilities added back after `CapDrop: ALL`. */
+  addedCaps?: string[];
+  /** Seccomp profile: a file path, inline JSON or `unconfined`; engine default when absent. */
+  seccompProfile?: string;
+  /** Read-only root filesystem with tmpfs on /tmp and /workspace. */
+  readOnlyRootfs?: boolean;
+  /** `uid[:gid]` or a user name known to the image. */
+  user?: string;
+  onPull?: (event: PullEvent) => void;
+  /**
+   * Registry credentials, never logged or reported: an object (`username`, `password`,
+   * `serveraddress`, or `identitytoken`), its JSON text, or a ready X-Registry-Auth base64 value.
+   */
+  registryAuth?: unknown;
+  /** Bound on one image pull; default 10 minutes. */
+  pullTimeoutMs?: number;
+}
+
+/** Options with defaults applied and the seccomp profile resolved to what the engine expects. */
+export interface ResolvedOptions {
+  socketPath: string;
+  installationId: string;
+  runtime: string | undefined;
+  networkMode: string;
+  pidsLimit: number;
+  addedCaps: string[];
+  /** `seccomp=<json or unconfined>` security option, when configured. */
+  seccompOpt: string | undefined;
+  readOnlyRootfs: boolean;
+  user: string | undefined;
+  onPull: ((event: PullEvent) => void) | undefined;
+  /** dockerode `authconfig`, or undefined. */
+  registryAuth: Record<string, unknown> | undefined;
+  pullTimeoutMs: number;
+}
+
+export const DEFAULT_PIDS_LIMIT = 256;
+export const WORKDIR = '/workspace';
+
+/** Applies defaults; reads a seccomp profile file once, at construction. */
+export function resolveOptions(opts: DockerProviderOptions): ResolvedOptions {
+  if (!opts.installationId) throw new Error('docker provider: installationId is required');
+  return {
+    socketPath: opts.socketPath || '/var/run/docker.sock',
+    installationId: opts.installationId,
+    runtime: opts.runtime || undefined,
+    networkMode: opts.networkMode || 'bridge',
+    pidsLimit: opts.pidsLimit && opts.pidsLimit > 0 ? opts.pidsLimit : DEFAULT_PIDS_LIMIT,
+    addedCaps: [...(opts.addedCaps ?? [])],
+    seccompOpt: seccompOption(opts.seccompProfile),
+    readOnlyRootfs: opts.readOnlyRootfs ?? false,
+    user: opts.user || undefined,
+    onPull: opts.onPull,
+    registryAuth: authConfig(opts.registryAuth),
+    pullTimeoutMs: opts.pullTimeoutMs ?? 10 * 60_000,
+  };
+}
+
+// The engine API takes the profile's JSON text, not a path (the docker CLI reads the file itself).
+function seccompOption(profile: string | undefined): string | undefined {
+  if (!profile) return undefined;
+  const p = profile.trim();
+  if (p === 'unconfined' || p.startsWith('{')) return `seccomp=${p}`;
+  const text = readFileSync(p, 'utf8');
+  JSON.parse(text); // fail at startup, not at the first spawn
+  return `seccomp=${text}`;
+}
+
+// docker-modem sends `authconfig.base64` verbatim as X-Registry-Auth and JSON-encodes anything else.
+function authConfig(auth: unknown): Record<string, unknown> | undefined {
+  if (auth === undefined || auth === null || auth === '') return undefined;
+  if (typeof auth === 'string') {
+    const t = auth.trim();
+    if (t.startsWith('{')) {
+      try {
+        return JSON.parse(t) as Record<string, unknown>;
+      } catch {
+        throw new Error('docker provider: registry auth is neither valid JSON nor a base64 value');
+      }
+    }
+    return { base64: t };
+  }
+  if (typeof auth === 'object') return { ...(auth as Record<string, unknown>) };
+  throw new Error('docker provider: registry auth must be an object or a string');
+}

@@ -1,0 +1,56 @@
+import type Docker from 'dockerode';
+import { SbxError } from '../../../core/errors.js';
+import { streamExec } from './exec.js';
+
+export interface RunResult {
+  exitCode: number;
+  stdout: Buffer;
+  stderr: string;
+}
+
+export interface RunOptions {
+  stdin?: Uint8Array;
+  signal?: AbortSignal;
+  /** Bound on stdout bytes kept; more is an error, not a silent truncation. Default 64 MiB. */
+  maxBytes?: number;
+  timeoutMs?: number;
+  workdir?: string;
+}
+
+/**
+ * Runs an argv (never a shell string built from caller data) to completion and collects its
+ * output, bounded in time and size. The helper behind every file operation that is not an
+ * archive transfer.
+ */
+export async function runArgv(docker: Docker, runtimeId: string, argv: string[], opts: RunOptions = {}): Promise<RunResult> {
+  const max = opts.maxBytes ?? 64 * 1024 * 1024;
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(new Error('deadline')), opts.timeoutMs ?? 60_000);
+  const onCancel = () => ac.abort(opts.signal?.reason);
+  opts.signal?.addEventListener('abort', onCancel, { once: true });
+  const out: Buffer[] = [];
+  let outBytes = 0;
+  let err = '';
+  let exitCode: number | undefined;
+  try {
+    const [command, ...args] = argv;
+    for await (const ev of streamExec(docker, runtimeId, { command: command!, args, mode: 'argv', env: { LC_ALL: 'C' }, workdir: opts.workdir ?? '/', stdin: opts.stdin }, ac.signal)) {
+      if (ev.type === 'exit') exitCode = ev.exit_code;
+      else if (ev.type === 'stdout') {
+        outBytes += ev.data.byteLength;
+        if (outBytes > max) throw new SbxError('payload_too_large', `output exceeds ${max} bytes`);
+        out.push(Buffer.from(ev.data));
+      } else if (err.length < 4096) {
+        err += Buffer.from(ev.data).toString('utf8');
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onCancel);
+  }
+  if (exitCode === undefined) {
+    if (opts.signal?.aborted) throw opts.signal.reason;
+    throw new SbxError('timeout', 'file operation did not finish in time');
+  }
+  return { exitCode, stdout: Buffer.concat(out), stderr: err };
+}

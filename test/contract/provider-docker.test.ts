@@ -1,0 +1,15 @@
+import { describe } from 'vitest';
+import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE, testInstallationId, testProvider } from '../docker/engine.js';
+import { runProviderContract } from './provider.contract.js';
+
+describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider'), () => {
+  runProviderContract('docker', async () => {
+    const docker = await requireEngine();
+    const installationId = testInstallationId();
+    return {
+      provider: testProvider(installationId),
+      image: TEST_IMAGE,
+      cleanup: () => removeInstallation(docker, installationId),
+    };
+  });
+});

@@ -103,6 +103,9 @@ export const Readiness = Type.Object({
   ready_providers: Type.Integer(),
   total_providers: Type.Integer(),
   providers: Type.Array(ProviderListItem),
+  /** On 503 only: the error-body members (spec Part 7) beside the readiness fields. */
+  code: Type.Optional(Type.String()),
+  message: Type.Optional(Type.String()),
 });
 
 export const Labels = StringMap;

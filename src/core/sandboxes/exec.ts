@@ -54,7 +54,8 @@ export class ExecService {
     const { bus } = this.sandboxes.deps;
     const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
     // Event data names the program only: arguments and env may carry secrets.
-    const program = spec.mode === 'argv' ? spec.command : (spec.command.trim().split(/\s+/)[0] ?? '');
+    // Leading `NAME=value` shell assignments are env values, never part of the program name.
+    const program = spec.mode === 'argv' ? spec.command : (spec.command.trim().split(/\s+/).find((t) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(t)) ?? '');
 
     return {
       [Symbol.asyncIterator]: async function* (): AsyncGenerator<ExecItem> {
@@ -164,6 +165,7 @@ export class ExecService {
       const ms = parseDuration(timeout, 'timeout');
       if (ms < 0) throw badRequest('timeout must not be negative');
       if (max > 0 && ms > max) {
+        this.sandboxes.deps.bus.publish({ type: 'resource.limit', owner_id: ownerId ?? undefined, data: { reason: 'max_exec_timeout', requested: timeout, max: formatDuration(max) } });
         throw new SbxError('resource_limit', `timeout ${timeout} exceeds the maximum exec timeout of ${formatDuration(max)}`, { reason: 'max_exec_timeout' });
       }
       if (ms > 0) return ms;

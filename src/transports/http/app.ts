@@ -63,7 +63,8 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const validate = compile(httpPart === 'body' ? bodyAjv : textAjv, schema as Record<string, unknown>);
     if (httpPart !== 'body') return validate;
-    const withEmpty = (data: unknown) => validate(data === undefined || data === null ? {} : data);
+    // Schemas here are never async, so the result is a plain boolean.
+    const withEmpty = (data: unknown): boolean => validate(data === undefined || data === null ? {} : data) as boolean;
     Object.defineProperty(withEmpty, 'errors', { get: () => validate.errors });
     return withEmpty;
   });

@@ -30,7 +30,9 @@ export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
     const providers = await deps.providers.statuses();
     const ready = providers.filter((p) => p.healthy).length;
     const body = { status: ready > 0 ? 'ready' : 'not_ready', ...base(), ready_providers: ready, total_providers: providers.length, providers };
-    return reply.code(ready > 0 ? 200 : 503).send(body);
+    if (ready > 0) return reply.code(200).send(body);
+    const message = providers.length === 0 ? 'no provider is configured' : `no configured provider is healthy (0/${providers.length} ready)`;
+    return reply.code(503).send({ ...body, code: 'unavailable', message });
   });
 
   app.get('/api/v1/snapshots', { schema: { tags: ['system'], summary: 'Snapshot summaries', response: { 200: Type.Array(SnapshotSummary) } } }, async () => []);

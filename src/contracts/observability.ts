@@ -1,0 +1,121 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Duration, Timestamp } from './common.js';
+import { ProviderListItem, Worker } from './system.js';
+
+const Counts = Type.Record(Type.String(), Type.Integer());
+/** Nested members whose exact shape belongs to another module: kept open, never trimmed. */
+const Open = (props: Parameters<typeof Type.Object>[0], description?: string) =>
+  Type.Object(props, { additionalProperties: true, ...(description ? { description } : {}) });
+
+/** Event JSON (DESIGN.md §3): one frame's `data:` on the event stream. */
+export const SbxEvent = Type.Object(
+  {
+    id: Type.Integer({ minimum: 1 }),
+    type: Type.String(),
+    timestamp: Timestamp,
+    sandbox_id: Type.Optional(Type.String()),
+    owner_id: Type.Optional(Type.String()),
+    worker_id: Type.Optional(Type.String()),
+    data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { $id: 'Event' },
+);
+export type SbxEvent = Static<typeof SbxEvent>;
+
+export const EventStreamQuery = Type.Object({
+  types: Type.Optional(Type.String({ description: 'Comma-separated kinds or group wildcards: sandbox.created,exec.*' })),
+  sandbox_id: Type.Optional(Type.String()),
+  last_event_id: Type.Optional(Type.String({ description: 'Replay history after this id (same as the Last-Event-ID header)' })),
+});
+export type EventStreamQuery = Static<typeof EventStreamQuery>;
+
+export const OperationStat = Type.Object(
+  {
+    operation: Type.String(),
+    provider: Type.String(),
+    count: Type.Integer(),
+    success: Type.Integer(),
+    failure: Type.Integer(),
+    latency_ms: Type.Object({ total: Type.Number(), min: Type.Number(), max: Type.Number(), avg: Type.Number() }),
+    last_error_code: Type.Optional(Type.String()),
+    last_failure_at: Type.Optional(Timestamp),
+  },
+  { $id: 'OperationStat' },
+);
+
+const SandboxesSummary = Type.Object({ total: Type.Integer(), active: Type.Integer(), by_state: Counts, by_provider: Counts, by_worker: Counts });
+const LeasesSummary = Type.Object({ total: Type.Integer(), active: Type.Integer(), expired: Type.Integer(), by_holder: Counts });
+const EventsSummary = Type.Object({ subscribers: Type.Integer(), history_size: Type.Integer(), events_total: Type.Integer() });
+const QuotaSummary = Open({ total: Type.Integer(), with_max_sandboxes: Type.Integer(), with_max_ttl: Type.Integer(), with_max_exec_timeout: Type.Integer() });
+const RateLimit = Open({
+  enabled: Type.Boolean(),
+  requests_per_minute: Type.Integer(),
+  burst: Type.Integer(),
+  key_by: Type.String(),
+  active_buckets: Type.Integer(),
+  allowed_total: Type.Integer(),
+  limited_total: Type.Integer(),
+  evicted_total: Type.Integer(),
+  bucket_ttl: Duration,
+  cleanup_interval: Duration,
+});
+const Scheduler = Open({}, 'Spawn queue and placement: spawn_overflow, spawn_queue_depth, … (spec 2.15)');
+const Limits = Open({}, 'Global limits: max_sandboxes, max_sandboxes_per_owner, default_exec_timeout, … (spec 2.15)');
+const StoreHealth = Open({ healthy: Type.Boolean(), latency_ms: Type.Number() });
+
+/** Spec 2.15: read-only and redacted. */
+export const Diagnostics = Type.Object(
+  {
+    generated_at: Timestamp,
+    build: Open({ version: Type.String(), goos: Type.String(), goarch: Type.String() }),
+    process: Type.Object({
+      uptime: Duration,
+      uptime_seconds: Type.Integer(),
+      goroutines: Type.Integer(),
+      memory: Type.Object({ alloc: Type.Integer(), sys: Type.Integer(), heap_alloc: Type.Integer(), gc_cycles: Type.Integer() }),
+    }),
+    store: StoreHealth,
+    limits: Limits,
+    scheduler: Scheduler,
+    quotas: QuotaSummary,
+    rate_limit: RateLimit,
+    providers: Type.Array(ProviderListItem),
+    workers: Type.Object({ total: Type.Integer(), online: Type.Integer(), stale: Type.Integer(), unhealthy: Type.Integer(), items: Type.Array(Worker) }),
+    leases: LeasesSummary,
+    sandboxes: SandboxesSummary,
+    events: EventsSummary,
+    operations: Type.Array(OperationStat),
+    remediation: Type.Record(Type.String(), Type.String()),
+    redactions: Type.Array(Type.String()),
+  },
+  { $id: 'Diagnostics' },
+);
+
+/** Spec 2.16; members after `scheduler` are sbx's. */
+export const Metrics = Type.Object(
+  {
+    uptime: Duration,
+    goroutines: Type.Integer(),
+    memory_alloc: Type.Integer(),
+    memory_sys: Type.Integer(),
+    memory_heap_alloc: Type.Integer(),
+    gc_cycles: Type.Integer(),
+    sandboxes: SandboxesSummary,
+    providers: Type.Object({
+      total: Type.Integer(),
+      healthy: Type.Integer(),
+      items: Type.Array(Type.Object({ name: Type.String(), healthy: Type.Boolean(), default: Type.Boolean() })),
+    }),
+    workers: Type.Object({ total: Type.Integer(), online: Type.Integer(), stale: Type.Integer(), unhealthy: Type.Integer() }),
+    leases: LeasesSummary,
+    events: EventsSummary,
+    scheduler: Scheduler,
+    uptime_seconds: Type.Integer(),
+    operations: Type.Array(OperationStat),
+    quotas: QuotaSummary,
+    rate_limit: RateLimit,
+    store: StoreHealth,
+    version: Type.String(),
+  },
+  { $id: 'Metrics' },
+);

@@ -1,0 +1,236 @@
+import { isActive } from '../../../core/admission/admission.js';
+import type { QuotaSummary } from '../../../core/admission/quotas.js';
+import type { RateLimitStats } from '../../../core/admission/rate-limiter.js';
+import type { LimitsSnapshot, SchedulerStats } from '../../../core/admission/stats.js';
+import type { OperationStat } from '../../../core/observability/operations.js';
+import type { ProviderStatus } from '../../../core/providers/registry.js';
+import { STALE_AFTER_MS } from '../../../core/scheduler/workers.js';
+import type { Worker } from '../../../contracts/system.js';
+import type { HttpDeps } from '../deps.js';
+import { presentWorker } from '../presenters.js';
+import { eventSubscribers } from '../routes/events.js';
+import { buildInfo, processStats, type ProcessStats } from './process.js';
+
+export interface SandboxesSummary {
+  total: number;
+  active: number;
+  by_state: Record<string, number>;
+  by_provider: Record<string, number>;
+  by_worker: Record<string, number>;
+}
+
+export interface WorkersSummary {
+  total: number;
+  online: number;
+  stale: number;
+  unhealthy: number;
+  items: Worker[];
+}
+
+export interface LeasesSummary {
+  total: number;
+  active: number;
+  expired: number;
+  by_holder: Record<string, number>;
+}
+
+/** Everything diagnostics, JSON metrics and Prometheus report, gathered once per request. */
+export interface Snapshot {
+  generated_at: string;
+  process: ProcessStats;
+  store: { healthy: boolean; latency_ms: number };
+  limits: LimitsSnapshot;
+  scheduler: SchedulerStats;
+  quotas: QuotaSummary;
+  rate_limit: RateLimitStats;
+  providers: ProviderStatus[];
+  workers: WorkersSummary;
+  leases: LeasesSummary;
+  sandboxes: SandboxesSummary;
+  events: { subscribers: number; history_size: number; events_total: number };
+  operations: OperationStat[];
+}
+
+/** Repo documents explaining what to do about each condition diagnostics can show. */
+export const REMEDIATION: Record<string, string> = {
+  provider_unhealthy: 'docs/remediation/provider-unhealthy.md',
+  store_unhealthy: 'docs/remediation/store-unhealthy.md',
+  worker_stale: 'docs/remediation/worker-stale.md',
+  lease_expired: 'docs/remediation/lease-expired.md',
+  spawn_queue: 'docs/remediation/spawn-queue.md',
+  quota_exceeded: 'docs/remediation/quota-exceeded.md',
+  rate_limited: 'docs/remediation/rate-limited.md',
+  sandbox_error: 'docs/remediation/sandbox-error.md',
+  event_subscriber_dropped: 'docs/remediation/event-stream.md',
+};
+
+/** What diagnostics, metrics and events never show. */
+export const REDACTIONS = [
+  'provider secrets',
+  'registry credentials',
+  'environment secrets',
+  'API keys',
+  'worker tokens',
+  'signing keys',
+  'database credentials',
+  'rate-limit identities',
+];
+
+const ZERO_RATE_LIMIT: RateLimitStats = {
+  enabled: false,
+  requests_per_minute: 0,
+  burst: 0,
+  key_by: 'owner',
+  active_buckets: 0,
+  allowed_total: 0,
+  limited_total: 0,
+  evicted_total: 0,
+  bucket_ttl: '0s',
+  cleanup_interval: '0s',
+};
+
+/** Gathers every member; a failing source degrades to zeros instead of failing the whole report. */
+export async function collectSnapshot(deps: HttpDeps): Promise<Snapshot> {
+  const now = deps.clock.now();
+  const [store, providers, sandboxes, workers, leases, quotas] = await Promise.all([
+    storeHealth(deps),
+    deps.providers.statuses().catch(() => [] as ProviderStatus[]),
+    sandboxesSummary(deps, now).catch(() => ({ total: 0, active: 0, by_state: {}, by_provider: {}, by_worker: {} })),
+    workersSummary(deps, now).catch(() => ({ total: 0, online: 0, stale: 0, unhealthy: 0, items: [] })),
+    leasesSummary(deps, now).catch(() => ({ total: 0, active: 0, expired: 0, by_holder: {} })),
+    deps.quotas.summary().catch(() => ({ total: 0, with_max_sandboxes: 0, with_max_ttl: 0, with_max_exec_timeout: 0 })),
+  ]);
+  return {
+    generated_at: now.toISOString(),
+    process: processStats(deps.startedAt),
+    store,
+    limits: deps.admission.limitsSnapshot(),
+    scheduler: deps.admission.stats(),
+    quotas,
+    rate_limit: deps.rateLimiter?.stats() ?? ZERO_RATE_LIMIT,
+    providers,
+    workers,
+    leases,
+    sandboxes,
+    events: { ...deps.bus.stats(), subscribers: eventSubscribers(deps) },
+    operations: deps.operations?.snapshot() ?? [],
+  };
+}
+
+async function storeHealth(deps: HttpDeps): Promise<{ healthy: boolean; latency_ms: number }> {
+  try {
+    return { healthy: true, latency_ms: Math.round((await deps.store.ping()) * 1000) / 1000 };
+  } catch {
+    return { healthy: false, latency_ms: 0 };
+  }
+}
+
+const bump = (m: Record<string, number>, k: string) => {
+  m[k] = (m[k] ?? 0) + 1;
+};
+
+async function sandboxesSummary(deps: HttpDeps, now: Date): Promise<SandboxesSummary> {
+  const rows = await deps.store.listSandboxes();
+  const out: SandboxesSummary = { total: rows.length, active: 0, by_state: {}, by_provider: {}, by_worker: {} };
+  for (const r of rows) {
+    // A record past its TTL is expired for every reader, whatever the reaper has done yet.
+    const state = r.state !== 'destroyed' && r.state !== 'expired' && Date.parse(r.expires_at) <= now.getTime() ? 'expired' : r.state;
+    bump(out.by_state, state);
+    if (state === 'destroyed' || state === 'expired') continue;
+    if (isActive(r, now)) out.active++;
+    bump(out.by_provider, r.provider);
+    bump(out.by_worker, r.worker_id);
+  }
+  return out;
+}
+
+async function workersSummary(deps: HttpDeps, now: Date): Promise<WorkersSummary> {
+  const items = (await deps.workers.list()).map((w) => presentWorker(w, STALE_AFTER_MS, now));
+  const out: WorkersSummary = { total: items.length, online: 0, stale: 0, unhealthy: 0, items: items.map(safeWorker) };
+  for (const w of items) {
+    if (w.stale) out.stale++;
+    else if (w.status === 'online') out.online++;
+    else if (w.status !== 'draining') out.unhealthy++;
+  }
+  return out;
+}
+
+/** An rpc_url may carry credentials in its user-info part; diagnostics never shows them. */
+function safeWorker(w: Worker): Worker {
+  const url = w.capacity.rpc_url;
+  if (!url) return w;
+  try {
+    const u = new URL(url);
+    if (!u.username && !u.password && !u.search) return w;
+    u.username = '';
+    u.password = '';
+    u.search = '';
+    return { ...w, capacity: { ...w.capacity, rpc_url: u.toString() } };
+  } catch {
+    return { ...w, capacity: { ...w.capacity, rpc_url: '[redacted]' } };
+  }
+}
+
+async function leasesSummary(deps: HttpDeps, now: Date): Promise<LeasesSummary> {
+  const rows = await deps.store.listLeases();
+  const out: LeasesSummary = { total: rows.length, active: 0, expired: 0, by_holder: {} };
+  for (const l of rows) {
+    if (Date.parse(l.expires_at) > now.getTime()) {
+      out.active++;
+      bump(out.by_holder, l.holder_id);
+    } else {
+      out.expired++;
+    }
+  }
+  return out;
+}
+
+/** Spec 2.15 diagnostics object. */
+export function diagnosticsBody(deps: HttpDeps, s: Snapshot): Record<string, unknown> {
+  return {
+    generated_at: s.generated_at,
+    build: buildInfo(deps.settings.version),
+    process: s.process,
+    store: { ...s.store, driver: deps.store.driver },
+    limits: s.limits,
+    scheduler: s.scheduler,
+    quotas: s.quotas,
+    rate_limit: s.rate_limit,
+    providers: s.providers,
+    workers: s.workers,
+    leases: s.leases,
+    sandboxes: s.sandboxes,
+    events: s.events,
+    operations: s.operations,
+    remediation: REMEDIATION,
+    redactions: REDACTIONS,
+  };
+}
+
+/** Spec 2.16 JSON metrics object; members after `scheduler` are sbx's. */
+export function metricsBody(deps: HttpDeps, s: Snapshot): Record<string, unknown> {
+  return {
+    uptime: s.process.uptime,
+    goroutines: s.process.goroutines,
+    memory_alloc: s.process.memory.alloc,
+    memory_sys: s.process.memory.sys,
+    memory_heap_alloc: s.process.memory.heap_alloc,
+    gc_cycles: s.process.memory.gc_cycles,
+    sandboxes: s.sandboxes,
+    providers: {
+      total: s.providers.length,
+      healthy: s.providers.filter((p) => p.healthy).length,
+      items: s.providers.map((p) => ({ name: p.name, healthy: p.healthy, default: p.default })),
+    },
+    workers: { total: s.workers.total, online: s.workers.online, stale: s.workers.stale, unhealthy: s.workers.unhealthy },
+    leases: s.leases,
+    events: s.events,
+    scheduler: s.scheduler,
+    uptime_seconds: s.process.uptime_seconds,
+    operations: s.operations,
+    quotas: s.quotas,
+    rate_limit: s.rate_limit,
+    store: s.store,
+    version: deps.settings.version,
+  };
+}

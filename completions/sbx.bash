@@ -1,0 +1,179 @@
+# bash completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
+# Install: source <(sbx completion bash)   or copy to /etc/bash_completion.d/sbx
+
+_sbx_subs() {
+  case "$1" in
+    '') echo 'spawn ls list get rm destroy extend exec files logs templates template admission quota quotas providers workers watch doctor serve worker config completion' ;;
+    'files') echo 'ls cat put get rm mv chmod stat glob' ;;
+    'templates') echo 'ls list get create update rm delete spawn' ;;
+    'quota') echo 'ls list get set rm delete usage summary' ;;
+    'config') echo 'lint' ;;
+  esac
+}
+
+_sbx_opts() {
+  case "$1" in
+    '') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --url --api-key --admin-key --user --json --no-color' ;;
+    'ls') echo '-q --quiet --url --api-key --admin-key --user --json --no-color' ;;
+    'get') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'rm') echo '--all-expired --url --api-key --admin-key --user --json --no-color' ;;
+    'extend') echo '--ttl --url --api-key --admin-key --user --json --no-color' ;;
+    'exec') echo '-e --env -w --workdir -t --timeout --sh --no-stdin --url --api-key --admin-key --user --json --no-color' ;;
+    'files') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'files ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'files cat') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'files put') echo '--mode -r --recursive --url --api-key --admin-key --user --json --no-color' ;;
+    'files get') echo '-r --recursive --url --api-key --admin-key --user --json --no-color' ;;
+    'files rm') echo '-r --recursive --url --api-key --admin-key --user --json --no-color' ;;
+    'files mv') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'files chmod') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'files stat') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'files glob') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'logs') echo '-n --lines -f --follow --url --api-key --admin-key --user --json --no-color' ;;
+    'templates') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'templates ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'templates get') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --url --api-key --admin-key --user --json --no-color' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --url --api-key --admin-key --user --json --no-color' ;;
+    'templates rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user --json --no-color' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --owner --url --api-key --admin-key --user --json --no-color' ;;
+    'quota') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'quota ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'quota get') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'quota set') echo '--max-sandboxes --max-ttl --max-exec-timeout --url --api-key --admin-key --user --json --no-color' ;;
+    'quota rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'quota usage') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'quota summary') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'providers') echo '--test --url --api-key --admin-key --user --json --no-color' ;;
+    'workers') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'watch') echo '--types --sandbox --since --url --api-key --admin-key --user --json --no-color' ;;
+    'doctor') echo '-c --config --url --api-key --admin-key --user --json --no-color' ;;
+    'serve') echo '-p --port --host -c --config --url --api-key --admin-key --user --json --no-color' ;;
+    'worker') echo '-c --config --id --control-plane --listen --url --api-key --admin-key --user --json --no-color' ;;
+    'config') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'config lint') echo '--production -c --config --url --api-key --admin-key --user --json --no-color' ;;
+    'completion') echo '--url --api-key --admin-key --user --json --no-color' ;;
+  esac
+}
+
+_sbx_value_opts() {
+  case "$1" in
+    '') echo '--url --api-key --admin-key --user' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --url --api-key --admin-key --user' ;;
+    'ls') echo '--url --api-key --admin-key --user' ;;
+    'get') echo '--url --api-key --admin-key --user' ;;
+    'rm') echo '--url --api-key --admin-key --user' ;;
+    'extend') echo '--ttl --url --api-key --admin-key --user' ;;
+    'exec') echo '-e --env -w --workdir -t --timeout --sh --url --api-key --admin-key --user' ;;
+    'files') echo '--url --api-key --admin-key --user' ;;
+    'files ls') echo '--url --api-key --admin-key --user' ;;
+    'files cat') echo '--url --api-key --admin-key --user' ;;
+    'files put') echo '--mode --url --api-key --admin-key --user' ;;
+    'files get') echo '--url --api-key --admin-key --user' ;;
+    'files rm') echo '--url --api-key --admin-key --user' ;;
+    'files mv') echo '--url --api-key --admin-key --user' ;;
+    'files chmod') echo '--url --api-key --admin-key --user' ;;
+    'files stat') echo '--url --api-key --admin-key --user' ;;
+    'files glob') echo '--url --api-key --admin-key --user' ;;
+    'logs') echo '-n --lines --url --api-key --admin-key --user' ;;
+    'templates') echo '--url --api-key --admin-key --user' ;;
+    'templates ls') echo '--url --api-key --admin-key --user' ;;
+    'templates get') echo '--url --api-key --admin-key --user' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --url --api-key --admin-key --user' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --url --api-key --admin-key --user' ;;
+    'templates rm') echo '--url --api-key --admin-key --user' ;;
+    'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --owner --url --api-key --admin-key --user' ;;
+    'quota') echo '--url --api-key --admin-key --user' ;;
+    'quota ls') echo '--url --api-key --admin-key --user' ;;
+    'quota get') echo '--url --api-key --admin-key --user' ;;
+    'quota set') echo '--max-sandboxes --max-ttl --max-exec-timeout --url --api-key --admin-key --user' ;;
+    'quota rm') echo '--url --api-key --admin-key --user' ;;
+    'quota usage') echo '--url --api-key --admin-key --user' ;;
+    'quota summary') echo '--url --api-key --admin-key --user' ;;
+    'providers') echo '--url --api-key --admin-key --user' ;;
+    'workers') echo '--url --api-key --admin-key --user' ;;
+    'watch') echo '--types --sandbox --since --url --api-key --admin-key --user' ;;
+    'doctor') echo '-c --config --url --api-key --admin-key --user' ;;
+    'serve') echo '-p --port --host -c --config --url --api-key --admin-key --user' ;;
+    'worker') echo '-c --config --id --control-plane --listen --url --api-key --admin-key --user' ;;
+    'config') echo '--url --api-key --admin-key --user' ;;
+    'config lint') echo '-c --config --url --api-key --admin-key --user' ;;
+    'completion') echo '--url --api-key --admin-key --user' ;;
+  esac
+}
+
+_sbx_file_opts() {
+  case "$1" in
+    'doctor') echo '-c --config' ;;
+    'serve') echo '-c --config' ;;
+    'worker') echo '-c --config' ;;
+    'config lint') echo '-c --config' ;;
+  esac
+}
+
+_sbx_opt_choices() {
+  case "$1|$2" in
+
+  esac
+}
+
+_sbx_arg_words() {
+  case "$1" in
+    'completion') echo 'bash zsh fish' ;;
+  esac
+}
+
+_sbx_arg_files() {
+  case "$1" in
+    'files put') echo 'yes' ;;
+    'files get') echo 'yes' ;;
+  esac
+}
+
+_sbx() {
+  local cur prev path word i skip=0 subs
+  COMPREPLY=()
+  cur="${COMP_WORDS[COMP_CWORD]}"
+  prev="${COMP_WORDS[COMP_CWORD-1]}"
+  path=""
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    word="${COMP_WORDS[i]}"
+    if ((skip)); then skip=0; continue; fi
+    case "$word" in
+      --) return 0 ;;
+      -*) [[ " $(_sbx_value_opts "$path") " == *" $word "* ]] && skip=1 ;;
+      *)
+        subs=" $(_sbx_subs "$path") "
+        [[ "$subs" == *" $word "* ]] && path="${path:+$path }$word"
+        ;;
+    esac
+  done
+  if [[ " $(_sbx_value_opts "$path") " == *" $prev "* ]]; then
+    local choices
+    choices="$(_sbx_opt_choices "$path" "$prev")"
+    if [[ -n "$choices" ]]; then
+      COMPREPLY=($(compgen -W "$choices" -- "$cur"))
+    elif [[ " $(_sbx_file_opts "$path") " == *" $prev "* ]]; then
+      COMPREPLY=($(compgen -f -- "$cur"))
+    fi
+    return 0
+  fi
+  if [[ "$cur" == -* ]]; then
+    COMPREPLY=($(compgen -W "$(_sbx_opts "$path")" -- "$cur"))
+    return 0
+  fi
+  subs="$(_sbx_subs "$path")"
+  if [[ -n "$subs" ]]; then
+    COMPREPLY=($(compgen -W "$subs" -- "$cur"))
+  elif [[ -n "$(_sbx_arg_words "$path")" ]]; then
+    COMPREPLY=($(compgen -W "$(_sbx_arg_words "$path")" -- "$cur"))
+  elif [[ -n "$(_sbx_arg_files "$path")" ]]; then
+    COMPREPLY=($(compgen -f -- "$cur"))
+  fi
+  return 0
+}
+
+complete -o default -F _sbx sbx

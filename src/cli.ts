@@ -1,0 +1,74 @@
+/**
+ * `sbx` entry: `main(argv, io)` parses, runs one command and returns its exit code. Nothing runs at
+ * import time; the bin shim sets the process exit code from the returned value, in one place.
+ */
+import type { Readable } from 'node:stream';
+
+export interface CliIo {
+  stdout?: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  stderr?: NodeJS.WritableStream & { isTTY?: boolean };
+  stdin?: Readable & { isTTY?: boolean };
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  /** Aborting it cancels the running command (follow modes, watch, serve). */
+  signal?: AbortSignal;
+}
+
+/** Runs `sbx` with `argv` (without node and script); resolves to the exit code. */
+export async function main(argv: string[], io: CliIo = {}): Promise<number> {
+  const stdout = io.stdout ?? process.stdout;
+  const stderr = io.stderr ?? process.stderr;
+  const env = io.env ?? process.env;
+  const [{ COMMANDS }, { buildProgram, commanderExit, CommanderError }] = await Promise.all([
+    import('./transports/cli/registry.js'),
+    import('./transports/cli/program.js'),
+  ]);
+
+  let selected: import('./transports/cli/program.js').Selected | undefined;
+  const program = buildProgram(
+    COMMANDS,
+    { writeOut: (s) => void stdout.write(s), writeErr: (s) => void stderr.write(s), columns: stdout.columns },
+    (s) => (selected = s),
+  );
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) return commanderExit(err);
+    throw err;
+  }
+  if (!selected) return 0;
+  const { spec, opts, globals } = selected;
+
+  const [{ Output }, { createContext }, errors, os] = await Promise.all([
+    import('./transports/cli/output/output.js'),
+    import('./transports/cli/context.js'),
+    import('./transports/cli/errors.js'),
+    import('node:os'),
+  ]);
+  const color = globals.color !== false && !env.NO_COLOR && env.TERM !== 'dumb';
+  const out = new Output({ stdout, stderr, json: Boolean(globals.json), color });
+  const stdin = io.stdin ?? process.stdin;
+  let ctx: Awaited<ReturnType<typeof createContext>> | undefined;
+  try {
+    ctx = await createContext({
+      out,
+      flags: globals,
+      env,
+      cwd: io.cwd ?? process.cwd(),
+      home: env.HOME || os.homedir(),
+      stdin: { stream: stdin, isTTY: Boolean(stdin.isTTY) },
+      signal: io.signal ?? new AbortController().signal,
+      useProfile: !spec.offline,
+    });
+    return await spec.run!(ctx, opts);
+  } catch (err) {
+    const keys = { apiKey: Boolean(ctx?.config.apiKey), adminKey: Boolean(ctx?.config.adminKey) };
+    const problems = (err as { problems?: unknown }).problems;
+    const message = Array.isArray(problems) ? `invalid configuration: ${problems.join('; ')}` : errors.messageFor(err, keys);
+    if (message) out.error(message);
+    return errors.exitCodeFor(err);
+  } finally {
+    await ctx?.close();
+    await out.flush();
+  }
+}

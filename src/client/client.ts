@@ -1,0 +1,211 @@
+/**
+ * The typed sbx client — the package's library API and what every CLI command uses.
+ *
+ *   const sbx = new Client({ url: 'http://127.0.0.1:7423', apiKey });
+ *   const box = await sbx.spawn({ ttl: '10m' });
+ *   for await (const chunk of sbx.execStream(box.id, { command: 'ls', mode: 'argv' })) …
+ */
+import { SbxError } from '../core/errors.js';
+import { eventStream, type EventStreamOptions } from './events.js';
+import { FilesApi } from './files.js';
+import { Http, type ClientOptions } from './http.js';
+import { parseNdjson } from './ndjson.js';
+import { ProvidersApi, QuotasApi, TemplatesApi, WorkersApi } from './resources.js';
+import type {
+  AdmissionDecision,
+  AuditQuery,
+  AuditRecord,
+  Diagnostics,
+  ExecChunk,
+  ExecInput,
+  ExecRequest,
+  ExecResult,
+  Health,
+  Metrics,
+  PoolStatus,
+  Readiness,
+  RequestOptions,
+  Sandbox,
+  SbxEvent,
+  SnapshotSummary,
+  SpawnRequest,
+} from './types.js';
+
+const enc = encodeURIComponent;
+
+function execBody(input: ExecInput, stream: boolean): ExecRequest {
+  const { stdin, ...rest } = input;
+  const body: ExecRequest = { ...rest, stream };
+  if (stdin !== undefined) {
+    if (typeof stdin === 'string') {
+      body.stdin = stdin;
+      body.stdin_encoding = 'utf8';
+    } else {
+      body.stdin = Buffer.from(stdin.buffer, stdin.byteOffset, stdin.byteLength).toString('base64');
+      body.stdin_encoding = 'base64';
+    }
+  }
+  return body;
+}
+
+export class Client {
+  /** The normalized server URL. */
+  readonly url: string;
+  readonly files: FilesApi;
+  readonly templates: TemplatesApi;
+  readonly quotas: QuotasApi;
+  readonly providers: ProvidersApi;
+  readonly workers: WorkersApi;
+  private readonly http: Http;
+
+  constructor(opts: ClientOptions = {}) {
+    this.http = new Http(opts);
+    this.url = this.http.baseUrl;
+    this.files = new FilesApi(this.http);
+    this.templates = new TemplatesApi(this.http);
+    this.quotas = new QuotasApi(this.http);
+    this.providers = new ProvidersApi(this.http);
+    this.workers = new WorkersApi(this.http);
+  }
+
+  // Sandboxes (spec 4.1)
+
+  /** Spawns a sandbox; an empty request uses server defaults. */
+  spawn(req: SpawnRequest = {}, opts: RequestOptions = {}): Promise<Sandbox> {
+    return this.http.json('POST', '/api/v1/sandboxes', { body: req, signal: opts.signal });
+  }
+
+  /** Admission preflight: would this spawn be admitted? Creates nothing. */
+  admission(req: SpawnRequest = {}, opts: RequestOptions = {}): Promise<AdmissionDecision> {
+    return this.http.json('POST', '/api/v1/sandboxes/admission', { body: req, signal: opts.signal });
+  }
+
+  list(opts: RequestOptions = {}): Promise<Sandbox[]> {
+    return this.http.json('GET', '/api/v1/sandboxes', opts);
+  }
+
+  get(id: string, opts: RequestOptions = {}): Promise<Sandbox> {
+    return this.http.json('GET', `/api/v1/sandboxes/${enc(id)}`, opts);
+  }
+
+  /** Destroys a sandbox (idempotent for destroyed/expired ones). */
+  destroy(id: string, opts: RequestOptions = {}): Promise<{ status: 'destroyed' }> {
+    return this.http.json('DELETE', `/api/v1/sandboxes/${enc(id)}`, opts);
+  }
+
+  /** Removes expired sandboxes; returns how many. */
+  prune(opts: RequestOptions = {}): Promise<{ pruned: number }> {
+    return this.http.json('DELETE', '/api/v1/sandboxes', opts);
+  }
+
+  /** Sets `expires_at` to now + ttl. */
+  extend(id: string, ttl: string, opts: RequestOptions = {}): Promise<Sandbox> {
+    return this.http.json('POST', `/api/v1/sandboxes/${enc(id)}/extend`, { body: { ttl }, signal: opts.signal });
+  }
+
+  /** Console log lines (default 100). */
+  logs(id: string, lines?: number, opts: RequestOptions = {}): Promise<string[]> {
+    return this.http.json('GET', `/api/v1/sandboxes/${enc(id)}/logs`, { query: { lines }, signal: opts.signal });
+  }
+
+  // Exec
+
+  /** Buffered exec. A deadline answers 408 → SbxError `timeout` with details {stdout, stderr, duration}. */
+  exec(id: string, input: ExecInput, opts: RequestOptions = {}): Promise<ExecResult> {
+    return this.http.json('POST', `/api/v1/sandboxes/${enc(id)}/exec`, { body: execBody(input, false), signal: opts.signal });
+  }
+
+  /**
+   * Streamed exec: chunks `{stream: 'stdout'|'stderr', data}` as they come, then (unless
+   * `exit_record: false`) one `{stream: 'exit', exit_code, duration}`. Errors before the stream
+   * starts throw the mapped SbxError (before `onStart` is called); a broken stream throws
+   * `unavailable`.
+   */
+  async *execStream(id: string, input: ExecInput, opts: RequestOptions & { onStart?: () => void } = {}): AsyncGenerator<ExecChunk> {
+    const path = `/api/v1/sandboxes/${enc(id)}/exec`;
+    const body = execBody({ exit_record: true, ...input }, true);
+    const res = await this.http.send('POST', path, { body, signal: opts.signal });
+    await this.http.check(res, 'POST', path);
+    // From here on the command runs; callers tell "rejected" from "failed while running" by this.
+    opts.onStart?.();
+    try {
+      yield* parseNdjson<ExecChunk>(res.body);
+    } catch (err) {
+      if (opts.signal?.aborted || err instanceof SbxError) throw err;
+      throw new SbxError('unavailable', `exec stream from ${this.url} broke off: ${(err as Error).message}`, { network: true, url: this.url });
+    } finally {
+      if (!res.body.destroyed) res.body.destroy();
+    }
+  }
+
+  // Events (DESIGN.md §3)
+
+  /** Server-sent events as an async iterator; reconnects with `Last-Event-ID` on drops. */
+  events(opts: EventStreamOptions = {}): AsyncGenerator<SbxEvent> {
+    return eventStream(this.http, opts);
+  }
+
+  // System (spec 4.7, 4.8, 4.9)
+
+  health(opts: RequestOptions = {}): Promise<Health> {
+    return this.http.json('GET', '/api/v1/health', opts);
+  }
+
+  live(opts: RequestOptions = {}): Promise<Health> {
+    return this.http.json('GET', '/api/v1/live', opts);
+  }
+
+  /** Readiness; answers with the body for 503 (not ready) too. */
+  ready(opts: RequestOptions = {}): Promise<Readiness> {
+    return this.http.json('GET', '/api/v1/ready', { ...opts, accept: [503] });
+  }
+
+  snapshots(opts: RequestOptions = {}): Promise<SnapshotSummary[]> {
+    return this.http.json('GET', '/api/v1/snapshots', opts);
+  }
+
+  poolStatus(opts: RequestOptions = {}): Promise<PoolStatus> {
+    return this.http.json('GET', '/api/v1/pool/status', opts);
+  }
+
+  /** Diagnostics (the admin alias when an admin key is configured). */
+  diagnostics(opts: RequestOptions = {}): Promise<Diagnostics> {
+    return this.http.json('GET', this.adminOr('/diagnostics'), opts);
+  }
+
+  /** JSON metrics (the admin alias when an admin key is configured). */
+  metrics(opts: RequestOptions = {}): Promise<Metrics> {
+    return this.http.json('GET', this.adminOr('/metrics'), opts);
+  }
+
+  /** Prometheus text metrics. */
+  prometheus(opts: RequestOptions = {}): Promise<string> {
+    return this.http.text('GET', this.adminOr('/metrics/prometheus'), opts);
+  }
+
+  /** The OpenAPI document. */
+  openapi(opts: RequestOptions = {}): Promise<Record<string, unknown>> {
+    return this.http.json('GET', '/api/v1/openapi.json', opts);
+  }
+
+  /** Admin audit history, newest first. */
+  audit(query: AuditQuery = {}, opts: RequestOptions = {}): Promise<AuditRecord[]> {
+    return this.http.json('GET', '/api/v1/admin/audit', { query: { ...query }, signal: opts.signal });
+  }
+
+  /** Admin audit history as CSV. */
+  auditCsv(query: AuditQuery = {}, opts: RequestOptions = {}): Promise<string> {
+    return this.http.text('GET', '/api/v1/admin/audit', { query: { ...query, format: 'csv' }, signal: opts.signal });
+  }
+
+  /** Releases pooled connections; call when done so the process can exit. */
+  close(): Promise<void> {
+    return this.http.close();
+  }
+
+  private adminOr(suffix: string): string {
+    return `/api/v1${this.http.hasAdminKey ? '/admin' : ''}${suffix}`;
+  }
+}
+
+export type { ClientOptions, EventStreamOptions };

@@ -1,0 +1,238 @@
+/**
+ * HTTP transport of the client: one keep-alive undici Agent, auth headers, `{code, message}` error
+ * bodies mapped back to SbxError. undici is imported on first use so merely loading the client
+ * (e.g. for `sbx --help`) costs nothing.
+ */
+import type { Readable } from 'node:stream';
+import { ERROR_CODES, SbxError, type ErrorCode } from '../core/errors.js';
+
+type Undici = typeof import('undici');
+type Agent = InstanceType<Undici['Agent']>;
+
+export interface ClientOptions {
+  /** Server origin (optionally with a path prefix); default `http://127.0.0.1:7423`. */
+  url?: string;
+  /** Sent as `X-API-Key`. */
+  apiKey?: string;
+  /** Sent as `X-Admin-API-Key`, only on `/api/v1/admin/…` paths. */
+  adminKey?: string;
+  /** Sent as `X-User-ID` (owner attribution, pool tenant). */
+  userId?: string;
+  /** Extra headers on every request (e.g. `X-Request-ID`). */
+  headers?: Record<string, string>;
+}
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface CallOptions {
+  query?: Query;
+  body?: unknown;
+  signal?: AbortSignal;
+  /** Statuses returned as success instead of thrown (readiness answers 503 with a body). */
+  accept?: number[];
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable & { text(): Promise<string>; arrayBuffer(): Promise<ArrayBuffer> };
+}
+
+export const DEFAULT_URL = 'http://127.0.0.1:7423';
+
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  408: 'timeout',
+  409: 'conflict',
+  413: 'payload_too_large',
+  429: 'resource_limit',
+  500: 'provider_error',
+  503: 'unavailable',
+};
+
+/** Normalizes a base URL (no trailing slash); throws TypeError when it is not http(s). */
+export function normalizeBaseUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new TypeError(`unsupported URL scheme ${parsed.protocol} (use http:// or https://)`);
+  }
+  return parsed.toString().replace(/\/+$/, '');
+}
+
+/** One short reason for a network failure (`connection refused (ECONNREFUSED)`). */
+export function describeNetworkError(err: unknown): string {
+  const e = err as { code?: string; message?: string; cause?: unknown };
+  const inner = (e.cause as { code?: string; message?: string } | undefined) ?? e;
+  const code = inner.code ?? e.code;
+  const words: Record<string, string> = {
+    ECONNREFUSED: 'connection refused',
+    ECONNRESET: 'connection reset',
+    ENOTFOUND: 'host not found',
+    EAI_AGAIN: 'host lookup failed',
+    ETIMEDOUT: 'connection timed out',
+    EHOSTUNREACH: 'host unreachable',
+    UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+    UND_ERR_SOCKET: 'connection closed',
+  };
+  if (code && words[code]) return `${words[code]} (${code})`;
+  return inner.message ?? e.message ?? String(err);
+}
+
+/** Maps an HTTP error answer to SbxError; `details` keeps extra body members plus status and path. */
+export function errorFromBody(status: number, text: string, method: string, path: string): SbxError {
+  let body: Record<string, unknown> | undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
+  } catch {
+    body = undefined;
+  }
+  const given = typeof body?.code === 'string' ? body.code : undefined;
+  const code: ErrorCode = given && (ERROR_CODES as readonly string[]).includes(given) ? (given as ErrorCode) : (CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal' : 'bad_request'));
+  const message = typeof body?.message === 'string' && body.message !== '' ? body.message : `HTTP ${status} from ${method} ${path}`;
+  const { code: _c, message: _m, ...rest } = body ?? {};
+  return new SbxError(code, message, { ...rest, status, method, path, ...(given && given !== code ? { server_code: given } : {}) });
+}
+
+export class Http {
+  readonly baseUrl: string;
+  private readonly opts: ClientOptions;
+  private lib?: Promise<{ undici: Undici; agent: Agent }>;
+
+  constructor(opts: ClientOptions = {}) {
+    this.opts = opts;
+    this.baseUrl = normalizeBaseUrl(opts.url ?? DEFAULT_URL);
+  }
+
+  /** undici and the shared Agent, created once. */
+  async undici(): Promise<{ undici: Undici; agent: Agent }> {
+    this.lib ??= import('undici').then((undici) => ({
+      undici,
+      // No header/body timeouts: exec and event streams may stay quiet for a long time; commands
+      // carry their own deadlines.
+      agent: new undici.Agent({ keepAliveTimeout: 10_000, connectTimeout: 10_000, headersTimeout: 0, bodyTimeout: 0 }),
+    }));
+    return this.lib;
+  }
+
+  /** Auth and attribution headers for a path; the admin key only travels to admin paths. */
+  headersFor(path: string): Record<string, string> {
+    const h: Record<string, string> = { 'user-agent': 'sbx-cli', ...(this.opts.headers ?? {}) };
+    if (this.opts.apiKey) h['x-api-key'] = this.opts.apiKey;
+    if (this.opts.adminKey && path.startsWith('/api/v1/admin/')) h['x-admin-api-key'] = this.opts.adminKey;
+    if (this.opts.userId) h['x-user-id'] = this.opts.userId;
+    return h;
+  }
+
+  get hasAdminKey(): boolean {
+    return Boolean(this.opts.adminKey);
+  }
+
+  get hasApiKey(): boolean {
+    return Boolean(this.opts.apiKey);
+  }
+
+  url(path: string, query?: Query): string {
+    let out = this.baseUrl + path;
+    if (query) {
+      const qs = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
+      const s = qs.toString();
+      if (s) out += `?${s}`;
+    }
+    return out;
+  }
+
+  unreachable(err: unknown): SbxError {
+    return new SbxError('unavailable', `cannot reach sbx server at ${this.baseUrl}: ${describeNetworkError(err)}`, { network: true, url: this.baseUrl });
+  }
+
+  /** Sends a request; returns the raw response whatever its status (network failure → `unavailable`). */
+  async send(method: string, path: string, opts: CallOptions = {}): Promise<RawResponse> {
+    const { undici, agent } = await this.undici();
+    const headers = this.headersFor(path);
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] = 'application/json';
+    }
+    try {
+      const res = await undici.request(this.url(path, opts.query), {
+        method: method as 'GET',
+        headers,
+        body,
+        dispatcher: agent,
+        signal: opts.signal,
+      });
+      return { status: res.statusCode, headers: res.headers, body: res.body as RawResponse['body'] };
+    } catch (err) {
+      if (opts.signal?.aborted) throw err;
+      throw this.unreachable(err);
+    }
+  }
+
+  /** Throws the mapped SbxError when the status is an error (and not accepted). */
+  async check(res: RawResponse, method: string, path: string, accept: number[] = []): Promise<void> {
+    if (res.status < 400 || accept.includes(res.status)) return;
+    const text = await res.body.text().catch(() => '');
+    throw errorFromBody(res.status, text, method, path);
+  }
+
+  /** JSON request → parsed JSON answer. */
+  async json<T>(method: string, path: string, opts: CallOptions = {}): Promise<T> {
+    const res = await this.send(method, path, opts);
+    await this.check(res, method, path, opts.accept);
+    const text = await this.readText(res);
+    if (text === '') return undefined as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new SbxError('internal', `invalid JSON from ${method} ${path}`, { status: res.status });
+    }
+  }
+
+  /** Request → raw bytes answer (file reads). */
+  async bytes(method: string, path: string, opts: CallOptions = {}): Promise<Uint8Array> {
+    const res = await this.send(method, path, opts);
+    await this.check(res, method, path, opts.accept);
+    try {
+      return new Uint8Array(await res.body.arrayBuffer());
+    } catch (err) {
+      if (opts.signal?.aborted) throw err;
+      throw this.unreachable(err);
+    }
+  }
+
+  /** Request → text answer (Prometheus, CSV). */
+  async text(method: string, path: string, opts: CallOptions = {}): Promise<string> {
+    const res = await this.send(method, path, opts);
+    await this.check(res, method, path, opts.accept);
+    return this.readText(res);
+  }
+
+  private async readText(res: RawResponse): Promise<string> {
+    try {
+      return await res.body.text();
+    } catch (err) {
+      throw this.unreachable(err);
+    }
+  }
+
+  /** Closes idle keep-alive sockets so the process can exit. */
+  async close(): Promise<void> {
+    if (!this.lib) return;
+    const { agent } = await this.lib;
+    // close() waits for in-flight requests; a stream left open must not keep the process alive.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), 500);
+    });
+    const result = await Promise.race([agent.close().then(() => 'closed' as const), late]);
+    clearTimeout(timer);
+    if (result === 'late') await agent.destroy().catch(() => undefined);
+  }
+}

@@ -1,0 +1,243 @@
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, posix, relative, resolve, sep } from 'node:path';
+import type { FileInfo } from '../../../client/types.js';
+import { ExitError, UsageError } from '../errors.js';
+import { EXIT } from '../exit-codes.js';
+import { bytes, relativeTime } from '../output/format.js';
+import { parseMode, parseRemote } from '../shared/parse.js';
+import { readPipedStdin } from '../shared/stdin.js';
+import type { CliContext } from '../context.js';
+import type { CommandSpec } from '../spec.js';
+
+const REMOTE = 'SANDBOX_ID:/path';
+
+function fileColumns(ctx: CliContext) {
+  return [
+    { header: 'MODE', value: (f: FileInfo) => `${f.is_dir ? 'd' : '-'}${f.mode}` },
+    { header: 'SIZE', value: (f: FileInfo) => (f.is_dir ? '-' : bytes(f.size)), align: 'right' as const },
+    { header: 'MODIFIED', value: (f: FileInfo) => relativeTime(f.mod_time) },
+    { header: 'NAME', value: (f: FileInfo) => (f.is_dir ? `${f.name}/` : f.name), style: (t: string, f: FileInfo) => (f.is_dir ? ctx.out.c.blue(t) : t) },
+  ];
+}
+
+/** Local paths of every file under `dir` (recursive), sorted. */
+async function walk(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    const p = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await walk(p)));
+    else if (entry.isFile()) out.push(p);
+  }
+  return out;
+}
+
+/** Remote files under `path` (recursive) as sandbox paths. */
+async function walkRemote(ctx: CliContext, id: string, path: string): Promise<FileInfo[]> {
+  const out: FileInfo[] = [];
+  for (const f of await ctx.client.files.list(id, path, { signal: ctx.signal })) {
+    if (f.is_dir) out.push(...(await walkRemote(ctx, id, f.path)));
+    else out.push(f);
+  }
+  return out;
+}
+
+async function localStat(path: string) {
+  try {
+    return await stat(path);
+  } catch {
+    return undefined;
+  }
+}
+
+const put: CommandSpec = {
+  name: 'put',
+  summary: 'upload a local file (or - for stdin) into a sandbox',
+  args: [
+    { name: 'local', description: 'local file, directory with -r, or - for stdin', required: true, complete: 'file' },
+    { name: 'remote', description: `${REMOTE} (a trailing / keeps the local name)`, required: true },
+  ],
+  options: [
+    { flags: '--mode <octal>', description: 'file mode, e.g. 755' },
+    { flags: '-r, --recursive', description: 'upload a directory tree' },
+  ],
+  examples: ['sbx files put ./main.py $ID:/workspace/', 'echo hi | sbx files put - $ID:/tmp/hi.txt'],
+  async run(ctx, opts: { local: string; remote: string; mode?: string; recursive?: boolean }) {
+    const { id, path } = parseRemote(opts.remote);
+    const mode = opts.mode !== undefined ? parseMode(opts.mode, '--mode') : undefined;
+    const uploads: Array<{ from: string; to: string; data?: Uint8Array }> = [];
+    if (opts.local === '-') {
+      if (path.endsWith('/')) throw new UsageError('with - (stdin) the remote path must name a file');
+      uploads.push({ from: '-', to: path, data: (await readPipedStdin(ctx.stdin)) ?? new Uint8Array() });
+    } else {
+      const local = resolve(ctx.cwd, opts.local);
+      const st = await localStat(local);
+      if (!st) throw new ExitError(EXIT.failure, `${opts.local}: no such local file`);
+      if (st.isDirectory()) {
+        if (!opts.recursive) throw new ExitError(EXIT.failure, `${opts.local} is a directory (use -r)`);
+        const root = path.endsWith('/') ? posix.join(path, basename(local)) : path;
+        for (const f of await walk(local)) uploads.push({ from: f, to: posix.join(root, relative(local, f).split(sep).join('/')) });
+      } else {
+        uploads.push({ from: local, to: path.endsWith('/') ? posix.join(path, basename(local)) : path });
+      }
+    }
+    for (const u of uploads) {
+      const data = u.data ?? new Uint8Array(await readFile(u.from));
+      await ctx.out.spin(`uploading ${u.to}`, ctx.client.files.write(id, u.to, data, { mode, signal: ctx.signal }));
+      if (!ctx.out.json) ctx.out.note(`${u.from === '-' ? 'stdin' : relative(ctx.cwd, u.from) || u.from} → ${id}:${u.to} (${bytes(data.byteLength)})`);
+    }
+    if (ctx.out.json) ctx.out.printJson(uploads.map((u) => ({ path: u.to, status: 'written' })));
+    return 0;
+  },
+};
+
+const get: CommandSpec = {
+  name: 'get',
+  summary: 'download a file from a sandbox (LOCAL - writes to stdout)',
+  args: [
+    { name: 'remote', description: REMOTE, required: true },
+    { name: 'local', description: 'local path or directory (default: the remote name in the current directory); - for stdout', complete: 'file' },
+  ],
+  options: [{ flags: '-r, --recursive', description: 'download a directory tree' }],
+  async run(ctx, opts: { remote: string; local?: string; recursive?: boolean }) {
+    const { id, path } = parseRemote(opts.remote);
+    if (opts.local === '-') {
+      await ctx.out.raw('stdout', await ctx.client.files.read(id, path, { signal: ctx.signal }));
+      return 0;
+    }
+    const info = await ctx.client.files.stat(id, path, { signal: ctx.signal });
+    const target = resolve(ctx.cwd, opts.local ?? basename(path));
+    const targetStat = await localStat(target);
+    const dest = targetStat?.isDirectory() ? join(target, basename(path)) : target;
+    const downloads: Array<{ from: string; to: string }> = [];
+    if (info.is_dir) {
+      if (!opts.recursive) throw new ExitError(EXIT.failure, `${path} is a directory (use -r)`);
+      for (const f of await walkRemote(ctx, id, path)) downloads.push({ from: f.path, to: join(dest, ...posix.relative(path, f.path).split('/')) });
+    } else {
+      downloads.push({ from: path, to: dest });
+    }
+    for (const d of downloads) {
+      const data = await ctx.out.spin(`downloading ${d.from}`, ctx.client.files.read(id, d.from, { signal: ctx.signal }));
+      await mkdir(dirname(d.to), { recursive: true });
+      await writeFile(d.to, data);
+      if (!ctx.out.json) ctx.out.note(`${id}:${d.from} → ${relative(ctx.cwd, d.to) || d.to} (${bytes(data.byteLength)})`);
+    }
+    if (ctx.out.json) ctx.out.printJson(downloads.map((d) => ({ path: d.from, local: d.to })));
+    return 0;
+  },
+};
+
+const cat: CommandSpec = {
+  name: 'cat',
+  summary: 'print a file from a sandbox (raw bytes)',
+  args: [{ name: 'remote', description: REMOTE, required: true }],
+  async run(ctx, opts: { remote: string }) {
+    const { id, path } = parseRemote(opts.remote);
+    await ctx.out.raw('stdout', await ctx.client.files.read(id, path, { signal: ctx.signal }));
+    return 0;
+  },
+};
+
+const ls: CommandSpec = {
+  name: 'ls',
+  summary: 'list a directory in a sandbox',
+  args: [{ name: 'target', description: 'SANDBOX_ID[:/path] (default path /)', required: true }],
+  async run(ctx, opts: { target: string }) {
+    const { id, path } = parseRemote(opts.target, '/');
+    const items = await ctx.client.files.list(id, path, { signal: ctx.signal });
+    if (ctx.out.json) ctx.out.printJson(items);
+    else if (items.length > 0) ctx.out.table(fileColumns(ctx), items);
+    return 0;
+  },
+};
+
+const rm: CommandSpec = {
+  name: 'rm',
+  summary: 'delete a file or directory in a sandbox',
+  args: [{ name: 'remote', description: REMOTE, required: true }],
+  options: [{ flags: '-r, --recursive', description: 'delete a directory and its contents' }],
+  async run(ctx, opts: { remote: string; recursive?: boolean }) {
+    const { id, path } = parseRemote(opts.remote);
+    const r = await ctx.client.files.remove(id, path, { recursive: opts.recursive, signal: ctx.signal });
+    if (ctx.out.json) ctx.out.printJson(r);
+    else ctx.out.note(`deleted ${id}:${path}`);
+    return 0;
+  },
+};
+
+const mv: CommandSpec = {
+  name: 'mv',
+  summary: 'move or rename inside a sandbox',
+  args: [
+    { name: 'from', description: REMOTE, required: true },
+    { name: 'to', description: 'new path (/path or SANDBOX_ID:/path, same sandbox)', required: true },
+  ],
+  async run(ctx, opts: { from: string; to: string }) {
+    const from = parseRemote(opts.from);
+    const to = opts.to.startsWith('/') ? { id: from.id, path: opts.to } : parseRemote(opts.to);
+    if (to.id !== from.id) throw new UsageError('mv works inside one sandbox (use get and put to copy between sandboxes)');
+    const r = await ctx.client.files.move(from.id, from.path, to.path, { signal: ctx.signal });
+    if (ctx.out.json) ctx.out.printJson(r);
+    else ctx.out.note(`moved ${from.id}:${from.path} → ${to.path}`);
+    return 0;
+  },
+};
+
+const chmod: CommandSpec = {
+  name: 'chmod',
+  summary: 'change the mode of a file in a sandbox',
+  args: [
+    { name: 'mode', description: 'octal mode, e.g. 755', required: true },
+    { name: 'remote', description: REMOTE, required: true },
+  ],
+  async run(ctx, opts: { mode: string; remote: string }) {
+    const mode = parseMode(opts.mode);
+    const { id, path } = parseRemote(opts.remote);
+    const r = await ctx.client.files.chmod(id, path, mode, { signal: ctx.signal });
+    if (ctx.out.json) ctx.out.printJson(r);
+    else ctx.out.note(`mode of ${id}:${path} set to ${mode}`);
+    return 0;
+  },
+};
+
+const statCmd: CommandSpec = {
+  name: 'stat',
+  summary: 'show file information',
+  args: [{ name: 'remote', description: REMOTE, required: true }],
+  async run(ctx, opts: { remote: string }) {
+    const { id, path } = parseRemote(opts.remote);
+    const f = await ctx.client.files.stat(id, path, { signal: ctx.signal });
+    if (ctx.out.json) ctx.out.printJson(f);
+    else
+      ctx.out.fields([
+        ['path', f.path],
+        ['type', f.is_dir ? 'directory' : 'file'],
+        ['size', `${f.size} (${bytes(f.size)})`],
+        ['mode', f.mode],
+        ['modified', f.mod_time],
+      ]);
+    return 0;
+  },
+};
+
+const glob: CommandSpec = {
+  name: 'glob',
+  summary: 'find paths matching a pattern in a sandbox',
+  args: [
+    { name: 'target', description: 'SANDBOX_ID:PATTERN, or SANDBOX_ID followed by PATTERN', required: true },
+    { name: 'pattern', description: 'glob pattern, e.g. /workspace/*.py' },
+  ],
+  async run(ctx, opts: { target: string; pattern?: string }) {
+    const { id, path: pattern } = opts.pattern !== undefined ? { id: opts.target, path: opts.pattern } : parseRemote(opts.target);
+    const paths = await ctx.client.files.glob(id, pattern, { signal: ctx.signal });
+    if (ctx.out.json) ctx.out.printJson(paths);
+    else for (const p of paths) ctx.out.line(p);
+    return 0;
+  },
+};
+
+export const filesCommand: CommandSpec = {
+  name: 'files',
+  summary: 'file operations inside a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob',
+  description: `Remote paths are written ${REMOTE}; - means stdin (put) or stdout (get).`,
+  subcommands: [ls, cat, put, get, rm, mv, chmod, statCmd, glob],
+};

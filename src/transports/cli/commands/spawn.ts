@@ -1,0 +1,26 @@
+import { UsageError } from '../errors.js';
+import { printSpawned } from '../shared/render.js';
+import { OWNER_OPTION, RESOURCE_OPTIONS, spawnRequest, type ResourceFlags } from '../shared/spawn-flags.js';
+import type { CommandSpec } from '../spec.js';
+
+export const spawnCommand: CommandSpec = {
+  name: 'spawn',
+  summary: 'create a sandbox (prints its id when stdout is not a terminal)',
+  options: [...RESOURCE_OPTIONS, { flags: '--template <name>', description: 'spawn from a template (with --ttl, --provider, --meta, --owner overrides)' }, OWNER_OPTION],
+  examples: ['ID=$(sbx spawn --ttl 10m)', 'sbx spawn --image python:3.12 --memory 512 --meta team=ml', 'sbx spawn --template py'],
+  async run(ctx, opts: ResourceFlags & { template?: string }) {
+    const req = spawnRequest(opts);
+    let sandbox;
+    if (opts.template !== undefined) {
+      for (const [flag, set] of [['--image', opts.image], ['--memory', opts.memory], ['--vcpus', opts.vcpus]] as const) {
+        if (set !== undefined) throw new UsageError(`${flag} cannot be combined with --template (edit the template instead)`);
+      }
+      const { image: _i, memory_mb: _m, vcpus: _v, ...overrides } = req;
+      sandbox = await ctx.out.spin(`spawning from template ${opts.template}`, ctx.client.templates.spawn(opts.template, overrides, { signal: ctx.signal }));
+    } else {
+      sandbox = await ctx.out.spin('spawning sandbox', ctx.client.spawn(req, { signal: ctx.signal }));
+    }
+    printSpawned(ctx.out, sandbox);
+    return 0;
+  },
+};

@@ -1,0 +1,51 @@
+/**
+ * Every command of `sbx`, in help order. Command modules are small data + handler files; the heavy
+ * parts (undici, ink, the server stack) load inside the handlers.
+ */
+import { admissionCommand } from './commands/admission.js';
+import { completionCommand } from './commands/completion.js';
+import { configCommand } from './commands/config.js';
+import { doctorCommand } from './commands/doctor.js';
+import { execCommand } from './commands/exec.js';
+import { extendCommand } from './commands/extend.js';
+import { filesCommand } from './commands/files.js';
+import { getCommand } from './commands/get.js';
+import { logsCommand } from './commands/logs.js';
+import { lsCommand } from './commands/ls.js';
+import { providersCommand } from './commands/providers.js';
+import { quotaCommand } from './commands/quota.js';
+import { rmCommand } from './commands/rm.js';
+import { serveCommand } from './commands/serve.js';
+import { spawnCommand } from './commands/spawn.js';
+import { templatesCommand } from './commands/templates.js';
+import { watchCommand } from './commands/watch.js';
+import { workerCommand } from './commands/worker.js';
+import { workersCommand } from './commands/workers.js';
+import type { CommandSpec } from './spec.js';
+
+export const COMMANDS: readonly CommandSpec[] = [
+  spawnCommand,
+  lsCommand,
+  getCommand,
+  rmCommand,
+  extendCommand,
+  execCommand,
+  filesCommand,
+  logsCommand,
+  templatesCommand,
+  admissionCommand,
+  quotaCommand,
+  providersCommand,
+  workersCommand,
+  watchCommand,
+  doctorCommand,
+  serveCommand,
+  workerCommand,
+  configCommand,
+  completionCommand,
+];
+
+/** Depth-first list of every command with its full path (`['files', 'put']`). */
+export function allCommands(commands: readonly CommandSpec[] = COMMANDS, prefix: string[] = []): Array<{ path: string[]; spec: CommandSpec }> {
+  return commands.flatMap((spec) => [{ path: [...prefix, spec.name], spec }, ...allCommands(spec.subcommands ?? [], [...prefix, spec.name])]);
+}

@@ -1,0 +1,37 @@
+/** Spawn flags shared by `spawn`, `admission` and `templates create|update`. */
+import type { SpawnRequest } from '../../../client/types.js';
+import type { OptionSpec } from '../spec.js';
+
+export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
+  { flags: '--image <image>', description: 'runtime image' },
+  { flags: '--provider <name>', description: 'provider (docker, proot, mock, …); default: the server default' },
+  { flags: '--memory <mb>', description: 'memory limit in MB', kind: 'int' },
+  { flags: '--vcpus <n>', description: 'virtual CPUs', kind: 'int' },
+  { flags: '--ttl <duration>', description: 'time to live, e.g. 30m, 2h', kind: 'duration' },
+  { flags: '--meta <key=value>', description: 'metadata label (repeatable)', kind: 'kv' },
+];
+
+export const OWNER_OPTION: OptionSpec = { flags: '--owner <id>', description: 'owner for quota attribution (X-User-ID / --user overrides it)' };
+
+export interface ResourceFlags {
+  image?: string;
+  provider?: string;
+  memory?: number;
+  vcpus?: number;
+  ttl?: string;
+  meta?: Record<string, string>;
+  owner?: string;
+}
+
+/** Spawn request from flags; unset flags are left out so server defaults apply. */
+export function spawnRequest(f: ResourceFlags): SpawnRequest {
+  const req: SpawnRequest = {};
+  if (f.image !== undefined) req.image = f.image;
+  if (f.provider !== undefined) req.provider = f.provider;
+  if (f.memory !== undefined) req.memory_mb = f.memory;
+  if (f.vcpus !== undefined) req.vcpus = f.vcpus;
+  if (f.ttl !== undefined) req.ttl = f.ttl;
+  if (f.meta !== undefined) req.metadata = f.meta;
+  if (f.owner !== undefined) req.owner_id = f.owner;
+  return req;
+}

@@ -1,0 +1,114 @@
+import { createServer, connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { sbxAt } from './run-sbx.js';
+
+let server: TestServer;
+let sbx: ReturnType<typeof sbxAt>;
+let id: string;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  sbx = sbxAt(server.url);
+  id = (await sbx(['spawn'])).stdout.trim();
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+describe('sbx exec', () => {
+  it.each([0, 1, 42])('passes exit code %i through', async (code) => {
+    const r = await sbx(['exec', id, '--', 'sh', '-c', `exit ${code}`]);
+    expect(r.code).toBe(code);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe('');
+  });
+
+  it('keeps stdout and stderr apart, byte for byte', async () => {
+    const script = "printf 'out-1\\n'; printf 'err-1\\n' >&2; printf 'tab\\there  é ✓\\n'; printf 'no newline' >&2; printf 'last'";
+    const r = await sbx(['exec', id, '--', 'sh', '-c', script]);
+    expect(r.code).toBe(0);
+    expect(r.stdoutBytes.equals(Buffer.from('out-1\ntab\there  é ✓\nlast'))).toBe(true);
+    expect(r.stderrBytes.equals(Buffer.from('err-1\nno newline'))).toBe(true);
+  });
+
+  it('runs argv without a shell: arguments arrive verbatim', async () => {
+    const r = await sbx(['exec', id, '--', 'printf', '%s|', 'a b', '$HOME', "it's", '*']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("a b|$HOME|it's|*|");
+  });
+
+  it('--sh runs a shell script; --env and --workdir apply', async () => {
+    const r = await sbx(['exec', id, '--env', 'GREETING=hi there', '--env', 'N=2', '--workdir', '/tmp', '--sh', 'echo "$GREETING $N"; pwd']);
+    expect(r.code).toBe(0);
+    // The mock provider roots sandbox paths in a host directory; the workdir is its /tmp.
+    expect(r.stdout).toMatch(/^hi there 2\n(.*\/)?tmp\n$/);
+  });
+
+  it('exits 124 when the command hits --timeout, and says so on stderr', async () => {
+    const started = Date.now();
+    const r = await sbx(['exec', id, '--timeout', '1s', '--', 'sh', '-c', 'echo started; sleep 10']);
+    expect(r.code).toBe(124);
+    expect(r.stdout).toBe('started\n');
+    expect(r.stderr).toMatch(/time/i);
+    expect(Date.now() - started).toBeLessThan(8000);
+  });
+
+  it('sends piped stdin to the command (binary-safe); --no-stdin does not', async () => {
+    const bytes = Buffer.from([0, 1, 2, 255, 10, 0x80, 65]);
+    const r = await sbx(['exec', id, '--', 'od', '-An', '-tu1'], { stdin: bytes });
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split(/\s+/).map(Number)).toEqual([0, 1, 2, 255, 10, 128, 65]);
+    const text = await sbx(['exec', id, '--', 'cat'], { stdin: 'line one\nline two\n' });
+    expect(text.stdout).toBe('line one\nline two\n');
+    const skipped = await sbx(['exec', id, '--no-stdin', '--', 'sh', '-c', 'cat; echo done'], { stdin: 'ignored' });
+    expect(skipped.stdout).toBe('done\n');
+  });
+
+  it('--json prints the buffered result and exits with its code', async () => {
+    const r = await sbx(['--json', 'exec', id, '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
+    expect(r.code).toBe(3);
+    const result = JSON.parse(r.stdout);
+    expect(result).toMatchObject({ exit_code: 3, stdout: 'out\n', stderr: 'err\n' });
+    expect(typeof result.duration).toBe('string');
+    const slow = await sbx(['--json', 'exec', id, '--timeout', '1s', '--', 'sh', '-c', 'echo partial; sleep 10']);
+    expect(slow.code).toBe(124);
+    expect(JSON.parse(slow.stdout)).toMatchObject({ exit_code: 124, timed_out: true });
+  });
+
+  it('maps errors before the command starts to sbx exit codes', async () => {
+    const missing = await sbx(['exec', 'sb-nope', '--', 'true']);
+    expect(missing.code).toBe(4);
+    expect(missing.stderr).toMatch(/^sbx: .*\n$/);
+    const tooLong = await sbxAt(server.url)(['exec', id, '--timeout', '100h', '--', 'true']);
+    expect(tooLong.code).toBe(5);
+    const unreachable = await sbxAt('http://127.0.0.1:9')(['exec', id, '--', 'true']);
+    expect(unreachable.code).toBe(6);
+    expect(unreachable.stderr).toContain('http://127.0.0.1:9');
+  });
+
+  it('exits 125 when the connection breaks while the command runs', async () => {
+    // A TCP proxy in front of the real server that cuts the connection once output has started.
+    const upstream = new URL(server.url);
+    const sockets: Socket[] = [];
+    const proxy = createServer((client) => {
+      const up = connect(Number(upstream.port), upstream.hostname);
+      sockets.push(client, up);
+      client.pipe(up);
+      up.on('data', (d: Buffer) => {
+        client.write(d);
+        if (d.toString().includes('"stream":"stdout"')) setTimeout(() => (client.destroy(), up.destroy()), 50);
+      });
+      client.on('error', () => undefined);
+      up.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const port = (proxy.address() as { port: number }).port;
+    const r = await sbxAt(`http://127.0.0.1:${port}`)(['exec', id, '--', 'sh', '-c', 'echo begun; sleep 5; echo never']);
+    for (const s of sockets) s.destroy();
+    proxy.close();
+    expect(r.code).toBe(125);
+    expect(r.stdout).toBe('begun\n');
+    expect(r.stderr).toMatch(/^sbx: exec failed while the command ran: .+\n$/);
+  });
+});

@@ -11,4 +11,4 @@ runProviderContract('mock', async () => {
     image: 'host',
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
-});
+}, { hostFilesystem: true });

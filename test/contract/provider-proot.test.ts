@@ -21,5 +21,5 @@ describe.skipIf(!enabled)(`proot provider (${reason})`, () => {
       image: 'busybox',
       cleanup: async () => rmSync(dir, { recursive: true, force: true }),
     };
-  });
+  }, { hostFilesystem: true });
 });

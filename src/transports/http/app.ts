@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Ajv } from 'ajv';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { HttpDeps } from './deps.js';
 import './schema-meta.js';
 import { installErrorHandling } from './errors.js';
@@ -41,7 +41,8 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
     bodyLimit: deps.bodyLimit,
     // Owner ids may be 128 characters (spec 8); the default 100 would answer 414 for valid ones.
     routerOptions: { maxParamLength: 512 },
-    disableRequestLogging: true,
+    // Request lines come from our own hooks (audit, metrics); fastify's own per-request lines are off.
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     genReqId: (req) => {

@@ -1,0 +1,148 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { DOCKER_SKIP, dockerTitle, requireEngine, SOCKET, TEST_IMAGE } from './engine.js';
+
+/**
+ * A unix-socket relay in front of the real engine: closing it is, to sbx, the engine going away
+ * mid-run (the daemon itself stays up for the other suites running in parallel).
+ */
+class EngineRelay {
+  readonly path: string;
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+
+  constructor(dir: string) {
+    this.path = join(dir, 'engine.sock');
+  }
+
+  async open(): Promise<void> {
+    const server = createServer((client) => {
+      const engine = createConnection(SOCKET);
+      for (const s of [client, engine]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => (s === client ? engine : client).destroy());
+      }
+      client.pipe(engine).pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(this.path, resolve));
+    this.server = server;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    const server = this.server;
+    this.server = undefined;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+async function call(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(base + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : undefined };
+}
+
+/** Polls until `check` holds (provider health is cached for two seconds). */
+async function eventually(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the docker provider'), () => {
+  let docker: Docker;
+  let dir: string;
+  let relay: EngineRelay;
+  let srv: TestServer | undefined;
+
+  const start = () =>
+    startTestServer({
+      providers: { default: 'docker', docker: { socket_path: relay.path } },
+      defaults: { image: TEST_IMAGE, memory_mb: 64 },
+      database: { driver: 'sqlite', path: join(dir, 'sbx.db') },
+    });
+
+  beforeAll(async () => {
+    docker = await requireEngine();
+    dir = mkdtempSync(join(tmpdir(), 'sbx-docker-cp-'));
+    relay = new EngineRelay(dir);
+    await relay.open();
+  });
+  afterAll(async () => {
+    await relay.open().catch(() => undefined);
+    if (srv) {
+      // Destroy what is left through the API so this suite leaves no container behind.
+      const list = await call(srv.url, 'GET', '/api/v1/sandboxes');
+      for (const s of list.json ?? []) await call(srv.url, 'DELETE', `/api/v1/sandboxes/${s.id}`);
+      await srv.close();
+    }
+    await relay.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('rejects memory and vcpus the host cannot give with 400, creating nothing', async () => {
+    srv = await start();
+    for (const body of [{ memory_mb: 0 }, { memory_mb: -5 }, { memory_mb: 1_000_000_000 }, { vcpus: 0 }, { vcpus: 100_000 }]) {
+      const r = await call(srv.url, 'POST', '/api/v1/sandboxes', body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.json.code).toBe('bad_request');
+    }
+    expect((await call(srv.url, 'GET', '/api/v1/sandboxes')).json).toEqual([]);
+  });
+
+  it('keeps a sandbox working across a control-plane restart, without a respawn', async () => {
+    srv ??= await start();
+    const spawned = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    expect(spawned.status).toBe(201);
+    const id: string = spawned.json.id;
+    expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/kept.txt', content: 'still here' })).status).toBe(200);
+    const before = await docker.getContainer(`sbx-${id}`).inspect();
+
+    await srv.close();
+    srv = await start();
+
+    const got = await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`);
+    expect(got.status).toBe(200);
+    expect(got.json.state).toBe('running');
+    const exec = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'cat /workspace/kept.txt' });
+    expect(exec.json).toMatchObject({ exit_code: 0, stdout: 'still here' });
+    const after = await docker.getContainer(`sbx-${id}`).inspect();
+    expect(after.Id).toBe(before.Id);
+    expect(after.State.StartedAt).toBe(before.State.StartedAt);
+  });
+
+  it('answers provider_error while the engine is gone, keeps serving, turns not ready, and recovers', async () => {
+    srv ??= await start();
+    const { json: sb } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    expect((await call(srv.url, 'GET', '/api/v1/ready')).status).toBe(200);
+
+    await relay.close();
+    const exec = await call(srv.url, 'POST', `/api/v1/sandboxes/${sb.id}/exec`, { command: 'echo hi' });
+    expect(exec.status).toBe(500);
+    expect(exec.json.code).toBe('provider_error');
+    expect(exec.json.message).not.toMatch(/ECONNREFUSED|ENOENT|\.sock/);
+    const spawn = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    expect(spawn.status).toBe(500);
+    expect(spawn.json.code).toBe('provider_error');
+    expect((await call(srv.url, 'GET', '/api/v1/health')).status).toBe(200);
+    await eventually(async () => (await call(srv!.url, 'GET', '/api/v1/ready')).status === 503);
+    expect((await call(srv.url, 'GET', '/api/v1/sandboxes')).status).toBe(200);
+
+    await relay.open();
+    await eventually(async () => (await call(srv!.url, 'GET', '/api/v1/ready')).status === 200);
+    const again = await call(srv.url, 'POST', `/api/v1/sandboxes/${sb.id}/exec`, { command: 'echo back' });
+    expect(again.json).toMatchObject({ exit_code: 0, stdout: 'back\n' });
+  });
+});

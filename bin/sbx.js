@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 // The sbx shim: check Node, load the built CLI, run main(argv). The exit code is set here, once.
+// CommonJS on purpose (bin/package.json): a bare `sbx --version` answers without starting the ES
+// module loader, which alone costs about a third of Node's own start-up.
+'use strict';
 const [major, minor] = process.versions.node.split('.').map(Number);
+const argv = process.argv.slice(2);
 
 function finish(code) {
   process.exitCode = code;
@@ -17,12 +21,14 @@ process.stdout.on('error', (err) => {
 if (major < 20 || (major === 20 && minor < 18)) {
   process.stderr.write(`sbx: Node.js 20.18 or newer is required (this is ${process.version})\n`);
   finish(1);
+} else if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+  process.stdout.write(`${require('../package.json').version}\n`);
+  finish(0);
 } else {
-  try {
-    const { main } = await import('../dist/cli.js');
-    finish(await main(process.argv.slice(2)));
-  } catch (err) {
-    process.stderr.write(`sbx: unexpected error: ${err && err.stack ? err.stack : String(err)}\n`);
-    finish(1);
-  }
+  import('../dist/cli.js')
+    .then(({ main }) => main(argv))
+    .then(finish, (err) => {
+      process.stderr.write(`sbx: unexpected error: ${err && err.stack ? err.stack : String(err)}\n`);
+      finish(1);
+    });
 }

@@ -71,7 +71,8 @@ describe('built bin/sbx.js', () => {
 
   it.each([[['--version']], [['exec', '--help']]])('start-up budget: `sbx %s` loads no server, HTTP or UI modules', async (args) => {
     const urls = await loadedModules(args);
-    expect(urls.some((u) => u.endsWith('/dist/cli.js'))).toBe(true);
+    // `--version` is answered by the bin shim itself; everything else goes through dist/cli.js.
+    expect(urls.some((u) => u.endsWith('/dist/cli.js'))).toBe(args[0] !== '--version');
     expect(urls.filter((u) => HEAVY.test(u))).toEqual([]);
     expect(urls.filter((u) => /\/dist\/(compose|adapters|config|transports\/http)\//.test(u))).toEqual([]);
   });

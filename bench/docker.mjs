@@ -5,7 +5,7 @@
 // throughput of 200 MiB of stdout (NDJSON over HTTP versus the engine's multiplexed stream).
 // Usage: scripts/test-docker-up.sh && npm run build && node bench/docker.mjs
 //        (prints a markdown section on stdout; progress on stderr)
-// Env: BENCH_ITERATIONS (default 7), BENCH_STREAM_MIB (200), BENCH_STREAM_RUNS (3), SBX_TEST_IMAGE.
+// Env: BENCH_ITERATIONS (default 15), BENCH_STREAM_MIB (200), BENCH_STREAM_RUNS (3), SBX_TEST_IMAGE.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,8 +15,9 @@ import { pino } from 'pino';
 import * as tar from 'tar-stream';
 import { createControlPlane } from '../dist/compose/control-plane.js';
 import { loadConfig } from '../dist/config/index.js';
+import { Client } from '../dist/index.js';
 
-const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 7);
+const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 15);
 const STREAM_MIB = Number(process.env.BENCH_STREAM_MIB ?? 200);
 const STREAM_RUNS = Number(process.env.BENCH_STREAM_RUNS ?? 3);
 const IMAGE = process.env.SBX_TEST_IMAGE ?? 'sbx-test/busybox:latest';
@@ -64,50 +65,33 @@ const { config } = await loadConfig({
   },
 });
 const plane = await createControlPlane(config, { home: dir, logger: pino({ level: 'silent' }), reconcile: false });
-const base = `${await plane.listen()}/api/v1`;
 
-async function api(method, path, body) {
-  const res = await fetch(base + path, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return res;
-}
+// The sbx side speaks HTTP through sbx's own typed client (undici), the same code the CLI uses.
+const client = new Client({ url: await plane.listen() });
 
 const sbx = {
   async spawn() {
-    return (await (await api('POST', '/sandboxes', { image: IMAGE, memory_mb: MEMORY_MB, vcpus: 1, ttl: '30m' })).json()).id;
+    return (await client.spawn({ image: IMAGE, memory_mb: MEMORY_MB, vcpus: 1, ttl: '30m' })).id;
   },
   async exec(id) {
-    const r = await (await api('POST', `/sandboxes/${id}/exec`, { command: 'echo hi' })).json();
+    const r = await client.exec(id, { command: 'echo hi' });
     if (r.stdout !== 'hi\n' || r.exit_code !== 0) throw new Error(`sbx exec: unexpected ${JSON.stringify(r)}`);
   },
   async write(id, path, bytes) {
-    await api('POST', `/sandboxes/${id}/files`, { path, content: bytes.toString('base64'), encoding: 'base64' });
+    // Bytes travel raw (application/octet-stream, path in the query): an sbx extension of spec 4.2.
+    await client.files.write(id, path, bytes);
   },
   async read(id, path) {
-    return Buffer.from(await (await api('GET', `/sandboxes/${id}/files?path=${encodeURIComponent(path)}`)).arrayBuffer());
+    return Buffer.from(await client.files.read(id, path));
   },
   async destroy(id) {
-    await api('DELETE', `/sandboxes/${id}`);
+    await client.destroy(id);
   },
   /** Streams `bytes` of stdout as NDJSON; returns the stdout bytes received. */
   async stream(id, bytes) {
-    const res = await api('POST', `/sandboxes/${id}/exec`, { command: streamCommand(bytes), stream: true });
-    const decoder = new TextDecoder();
-    let pending = '';
     let got = 0;
-    for await (const chunk of res.body) {
-      pending += decoder.decode(chunk, { stream: true });
-      let nl;
-      while ((nl = pending.indexOf('\n')) !== -1) {
-        const line = pending.slice(0, nl);
-        pending = pending.slice(nl + 1);
-        const item = JSON.parse(line);
-        if (item.stream === 'stdout') got += Buffer.byteLength(item.data);
-      }
+    for await (const item of client.execStream(id, { command: streamCommand(bytes) })) {
+      if (item.stream === 'stdout') got += Buffer.byteLength(item.data);
     }
     return got;
   },
@@ -292,6 +276,7 @@ try {
     await raw.destroy(rawId).catch(() => undefined);
   }
 } finally {
+  await client.close().catch(() => undefined);
   await plane.close().catch(() => undefined);
   const leftovers = await docker.listContainers({ all: true, filters: { label: [`${BENCH_LABEL}=${rawLabel}`] } });
   for (const c of leftovers) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
@@ -322,9 +307,10 @@ console.log(`## docker
 
 sbx HTTP API (real control plane on 127.0.0.1, SQLite store, docker provider) versus raw dockerode doing
 the same work, on one engine (Docker ${engine.Version ?? '?'}, runtime runc) and image \`${IMAGE}\`. Latencies
-are medians of ${ITERATIONS} interleaved iterations after one warm-up; the sbx side includes HTTP, JSON,
+are medians of ${ITERATIONS} interleaved iterations after one warm-up; the sbx side is sbx's typed client over HTTP and includes JSON,
 validation, the store write and events. Files go through the engine archive API on both sides (sbx
-sends 10 MiB as base64 JSON). The raw container has the same limits and hardening as an sbx sandbox.
+writes send the raw bytes as an \`application/octet-stream\` body, path in the query; reads answer
+raw bytes). The raw container has the same limits and hardening as an sbx sandbox.
 
 | operation | sbx (HTTP API) | raw dockerode | sbx / raw |
 |---|---:|---:|---:|

@@ -11,13 +11,17 @@ export class FilesApi {
     return `/api/v1/sandboxes/${encodeURIComponent(id)}/files`;
   }
 
-  /** Writes a file; bytes travel base64-encoded so any content is safe, strings as utf8. */
+  /**
+   * Writes a file. Strings travel as the spec's JSON form (utf8); bytes as a raw
+   * `application/octet-stream` body with path and mode in the query (an sbx extension: no base64,
+   * no JSON, any content is safe).
+   */
   write(id: string, path: string, content: string | Uint8Array, opts: { mode?: string } & RequestOptions = {}): Promise<Status<'written'>> {
-    const body =
-      typeof content === 'string'
-        ? { path, content, encoding: 'utf8', ...(opts.mode ? { mode: opts.mode } : {}) }
-        : { path, content: Buffer.from(content.buffer, content.byteOffset, content.byteLength).toString('base64'), encoding: 'base64', ...(opts.mode ? { mode: opts.mode } : {}) };
-    return this.http.json('POST', this.base(id), { body, signal: opts.signal });
+    if (typeof content === 'string') {
+      const body = { path, content, encoding: 'utf8', ...(opts.mode ? { mode: opts.mode } : {}) };
+      return this.http.json('POST', this.base(id), { body, signal: opts.signal });
+    }
+    return this.http.json('POST', this.base(id), { query: { path, mode: opts.mode || undefined }, bytes: content, signal: opts.signal });
   }
 
   /** Reads a file as raw bytes. */

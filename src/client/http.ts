@@ -26,7 +26,10 @@ export type Query = Record<string, string | number | boolean | undefined>;
 
 export interface CallOptions {
   query?: Query;
+  /** Sent as JSON. */
   body?: unknown;
+  /** Sent as is with `Content-Type: application/octet-stream` (raw file writes); instead of `body`. */
+  bytes?: Uint8Array;
   signal?: AbortSignal;
   /** Statuses returned as success instead of thrown (readiness answers 503 with a body). */
   accept?: number[];
@@ -155,8 +158,11 @@ export class Http {
   async send(method: string, path: string, opts: CallOptions = {}): Promise<RawResponse> {
     const { undici, agent } = await this.undici();
     const headers = this.headersFor(path);
-    let body: string | undefined;
-    if (opts.body !== undefined) {
+    let body: string | Uint8Array | undefined;
+    if (opts.bytes !== undefined) {
+      body = opts.bytes;
+      headers['content-type'] = 'application/octet-stream';
+    } else if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
       headers['content-type'] = 'application/json';
     }

@@ -27,6 +27,20 @@ export const WriteFileRequest = Type.Object(
 );
 export type WriteFileRequest = Static<typeof WriteFileRequest>;
 
+/**
+ * sbx extension: the same write with the raw bytes as an `application/octet-stream` body and
+ * `path`/`mode` in the query string. `path` is optional here only because JSON writes carry it in
+ * the body; a raw write without it is refused (400) by the same path check as the JSON form.
+ */
+export const WriteFileQuery = Type.Object({
+  path: Type.Optional(Type.String({ minLength: 1, description: 'raw (application/octet-stream) writes only: absolute path' })),
+  mode: Type.Optional(Type.String({ ...FileMode, description: 'raw (application/octet-stream) writes only: octal, e.g. 644 or 0755' })),
+});
+export type WriteFileQuery = Static<typeof WriteFileQuery>;
+
+/** A raw request body: the bytes themselves, checked by the content-type parser, not by a schema. */
+export const RawBytes = Type.Unsafe<Uint8Array>({ type: 'string', format: 'binary', description: 'raw file content' });
+
 export const PathQuery = Type.Object({ path: Type.String({ minLength: 1 }) });
 export const ListQuery = Type.Object({ path: Type.Optional(Type.String({ minLength: 1, default: '/' })) });
 export const DeleteQuery = Type.Object({

@@ -5,12 +5,23 @@ import { call } from '../helpers/http.js';
 let srv: TestServer;
 let id: string;
 beforeAll(async () => {
-  srv = await startTestServer({ defaults: { max_file_mb: 1 } });
+  // Body limit above the file limit, so both 413s can be told apart.
+  srv = await startTestServer({ defaults: { max_file_mb: 1 }, server: { body_limit_mb: 2 } });
   id = (await call(srv.url, 'POST', '/api/v1/sandboxes')).body.id;
 });
 afterAll(async () => srv?.close());
 
 const f = (method: string, suffix: string, body?: unknown) => call(srv.url, method, `/api/v1/sandboxes/${id}/files${suffix}`, body);
+/** POST of raw bytes as application/octet-stream; status and the parsed JSON answer. */
+async function postBytes(path: string, bytes: Uint8Array): Promise<{ status: number; headers: Headers; body: any }> {
+  const res = await fetch(srv.url + path, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: bytes });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+/** A raw write; `query` is the query string without `?`. */
+const raw = (query: string, bytes: Uint8Array, sandbox = id, suffix = '') =>
+  postBytes(`/api/v1/sandboxes/${sandbox}/files${suffix}${query ? `?${query}` : ''}`, bytes);
+const readBack = async (path: string) => Buffer.from(await (await fetch(`${srv.url}/api/v1/sandboxes/${id}/files?path=${encodeURIComponent(path)}`)).arrayBuffer());
 
 describe('files (spec 4.2)', () => {
   it('writes and reads text, creating parents, with mode', async () => {
@@ -32,6 +43,15 @@ describe('files (spec 4.2)', () => {
     const r = await fetch(`${srv.url}/api/v1/sandboxes/${id}/files?path=/workspace/bin.dat`);
     expect(Buffer.from(await r.arrayBuffer()).equals(bytes)).toBe(true);
     expect((await f('POST', '', { path: '/workspace/x', content: '!!!', encoding: 'base64' })).status).toBe(400);
+    // Line-wrapped base64 is accepted; padding only at the end, at most two.
+    const wrapped = bytes.toString('base64').replace(/.{76}/g, '$&\r\n');
+    expect((await f('POST', '', { path: '/workspace/wrapped.dat', content: wrapped, encoding: 'base64' })).status).toBe(200);
+    expect(Buffer.from(await (await fetch(`${srv.url}/api/v1/sandboxes/${id}/files?path=/workspace/wrapped.dat`)).arrayBuffer()).equals(bytes)).toBe(true);
+    for (const bad of ['QQ=A', 'QQ===', '=QQQ', 'QUJD-_', 'Q']) {
+      const res = await f('POST', '', { path: '/workspace/x', content: bad, encoding: 'base64' });
+      expect(res.status, bad).toBe(400);
+      expect(res.body).toEqual({ code: 'bad_request', message: 'content is not valid base64' });
+    }
   });
 
   it('lists (default /), moves, chmods, globs, deletes', async () => {
@@ -90,6 +110,112 @@ describe('files (spec 4.2)', () => {
     const res = await f('POST', '', { path: '/workspace/big', content: big, encoding: 'base64' });
     expect(res.status).toBe(413);
     expect(res.body.code).toBe('payload_too_large');
+  });
+
+  describe('raw application/octet-stream writes (sbx extension)', () => {
+    const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+
+    it('writes every byte value exactly, read back through GET', async () => {
+      const w = await raw('path=/workspace/raw/all.bin', all);
+      expect(w.status).toBe(200);
+      expect(w.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(w.body).toEqual({ status: 'written' });
+      const back = await readBack('/workspace/raw/all.bin');
+      expect(back.length).toBe(256);
+      expect(back.equals(all)).toBe(true);
+      const st = await f('GET', '/stat?path=/workspace/raw/all.bin');
+      expect(st.body).toMatchObject({ name: 'all.bin', size: 256, is_dir: false, mode: '0644' });
+      // Overwrite with different bytes; the path is normalized like the JSON form's.
+      const rev = Buffer.from(all).reverse();
+      expect((await raw('path=/workspace/raw/./x/../all.bin', rev)).status).toBe(200);
+      expect((await readBack('/workspace/raw/all.bin')).equals(rev)).toBe(true);
+    });
+
+    it('writes an empty body as an empty file', async () => {
+      expect((await raw('path=/workspace/raw/empty', new Uint8Array(0))).body).toEqual({ status: 'written' });
+      expect((await f('GET', '/stat?path=/workspace/raw/empty')).body).toMatchObject({ size: 0, is_dir: false });
+      expect((await readBack('/workspace/raw/empty')).length).toBe(0);
+    });
+
+    it('applies mode from the query string', async () => {
+      expect((await raw('path=/workspace/raw/run.sh&mode=0755', Buffer.from('#!/bin/sh\n'))).status).toBe(200);
+      expect((await f('GET', '/stat?path=/workspace/raw/run.sh')).body).toMatchObject({ mode: '0755', size: 10 });
+      expect((await raw('path=/workspace/raw/secret&mode=600', Buffer.from('s'))).status).toBe(200);
+      expect((await f('GET', '/stat?path=/workspace/raw/secret')).body.mode).toBe('0600');
+      // An overwrite without a mode keeps the file's mode, as with the JSON form.
+      expect((await raw('path=/workspace/raw/run.sh', Buffer.from('#!/bin/sh\nexit 0\n'))).status).toBe(200);
+      expect((await f('GET', '/stat?path=/workspace/raw/run.sh')).body).toMatchObject({ mode: '0755', size: 17 });
+    });
+
+    it('refuses a missing or relative path, NUL, escapes and bad modes with 400', async () => {
+      const cases: Array<[string, RegExp]> = [
+        ['', /path is required/],
+        ['mode=0644', /path is required/],
+        ['path=', /path/],
+        ['path=relative.txt', /path must be absolute/],
+        ['path=workspace/x', /path must be absolute/],
+        ['path=/workspace/a%00b', /NUL/],
+        ['path=/../../etc/passwd', /escapes the sandbox root/],
+        ['path=/workspace/m&mode=999', /mode/],
+        ['path=/workspace/m&mode=rwx', /mode/],
+        ['path=/workspace/m&mode=', /mode/],
+      ];
+      for (const [query, message] of cases) {
+        const res = await raw(query, Buffer.from('x'));
+        expect(res.status, query).toBe(400);
+        expect(res.body.code, query).toBe('bad_request');
+        expect(res.body.message, query).toMatch(message);
+      }
+      expect((await f('GET', '/stat?path=/workspace/m')).status).toBe(404);
+    });
+
+    it('answers 413 over the body limit and over the file limit', async () => {
+      // server.body_limit_mb = 2: refused by the parser before anything is written.
+      const overBody = await raw('path=/workspace/raw/huge', Buffer.alloc(2 * 1024 * 1024 + 1, 7));
+      expect(overBody.status).toBe(413);
+      expect(overBody.body).toEqual({ code: 'payload_too_large', message: 'request body is larger than the server accepts' });
+      // defaults.max_file_mb = 1: within the body limit, refused by the file limit.
+      const overFile = await raw('path=/workspace/raw/huge', Buffer.alloc(1024 * 1024 + 1, 7));
+      expect(overFile.status).toBe(413);
+      expect(overFile.body.code).toBe('payload_too_large');
+      expect(overFile.body.message).toBe(`file content is ${1024 * 1024 + 1} bytes; the limit is ${1024 * 1024}`);
+      expect((await f('GET', '/stat?path=/workspace/raw/huge')).status).toBe(404);
+      // Exactly at the file limit is fine.
+      const atLimit = Buffer.alloc(1024 * 1024, 9);
+      expect((await raw('path=/workspace/raw/huge', atLimit)).status).toBe(200);
+      expect((await readBack('/workspace/raw/huge')).equals(atLimit)).toBe(true);
+    });
+
+    it('answers 404 for an unknown sandbox', async () => {
+      const res = await raw('path=/workspace/x', Buffer.from('x'), 'sbx-does-not-exist');
+      expect(res.status).toBe(404);
+      expect(res.body.code).toBe('not_found');
+    });
+
+    it('keeps octet-stream unsupported elsewhere, and other body types on the JSON check', async () => {
+      const move = await raw('', Buffer.from('{}'), id, '/move');
+      expect(move.status).toBe(415);
+      expect(move.body.code).toBe('bad_request');
+      const unknown = await postBytes('/api/v1/nope', Buffer.from('x'));
+      expect(unknown.status).toBe(404);
+      // No body, or text/plain: validated as the JSON form, as before the extension.
+      const empty = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files?path=/workspace/x`);
+      expect(empty.status).toBe(400);
+      expect(empty.body.message).toMatch(/^invalid body: .*path/);
+      const text = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files?path=/workspace/x`, 'hello', { 'content-type': 'text/plain' });
+      expect(text.status).toBe(400);
+      expect(text.body).toEqual({ code: 'bad_request', message: 'invalid body: must be object' });
+      // A JSON body ignores the raw form's query path.
+      expect((await f('POST', '?path=/workspace/ignored', { path: '/workspace/json.txt', content: 'j' })).status).toBe(200);
+      expect((await readBack('/workspace/json.txt')).toString()).toBe('j');
+      expect((await f('GET', '/stat?path=/workspace/ignored')).status).toBe(404);
+    });
+
+    it('publishes file.written with the byte size', async () => {
+      await raw('path=/workspace/raw/ev.bin', all);
+      const ev = srv.plane.deps.bus.recent({ sandbox_id: id }).filter((e) => e.type === 'file.written' && e.data?.path === '/workspace/raw/ev.bin');
+      expect(ev.map((e) => e.data)).toEqual([{ path: '/workspace/raw/ev.bin', size: 256 }]);
+    });
   });
 
   it('publishes file.written and file.read events', async () => {

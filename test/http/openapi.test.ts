@@ -117,6 +117,13 @@ describe('GET /api/v1/openapi.json', () => {
     expect(exec.parameters).toEqual([expect.objectContaining({ name: 'id', in: 'path', required: true })]);
     expect(deref(exec.requestBody.content['application/json'].schema).properties.command).toMatchObject({ type: 'string' });
     expect(exec.responses['200'].content['application/json'].schema).toBeDefined();
+    // The file write takes the spec's JSON body or (sbx extension) raw bytes with path/mode in the query.
+    const write = doc.paths['/api/v1/sandboxes/{id}/files'].post;
+    expect(Object.keys(write.requestBody.content).sort()).toEqual(['application/json', 'application/octet-stream']);
+    expect(write.requestBody.content['application/json'].schema.required).toEqual(['path', 'content']);
+    expect(write.requestBody.content['application/octet-stream'].schema).toMatchObject({ type: 'string', format: 'binary' });
+    expect(write.parameters.map((p: Json) => `${p.in}:${p.name}:${p.required}`)).toEqual(['path:id:true', 'query:path:false', 'query:mode:false']);
+    expect(write.parameters.find((p: Json) => p.name === 'mode').schema).toMatchObject({ type: 'string', pattern: '^0?[0-7]{1,4}$' });
     const ev = doc.paths['/api/v1/events'].get;
     expect(ev.parameters.map((p: Json) => `${p.in}:${p.name}`).sort()).toEqual(['header:last-event-id', 'query:last_event_id', 'query:sandbox_id', 'query:types']);
     expect(ev.responses['200'].content['text/event-stream'].schema).toEqual({ $ref: '#/components/schemas/Event' });

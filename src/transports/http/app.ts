@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Ajv } from 'ajv';
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { errorCodes, LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { HttpDeps } from './deps.js';
 import './schema-meta.js';
 import { installErrorHandling } from './errors.js';
@@ -32,6 +32,11 @@ export interface BuildAppOptions {
 }
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const RAW_TYPE = 'application/octet-stream';
+
+const rawBodyValidator = Object.assign((data: unknown): boolean => Buffer.isBuffer(data), {
+  errors: [{ instancePath: '', schemaPath: '#', keyword: 'type', params: {}, message: 'must be raw bytes (application/octet-stream)' }],
+});
 
 /** Builds the HTTP API. Only `serve` calls listen; tests use a real port 0 or inject(). */
 export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
@@ -61,7 +66,10 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
     const id = typeof schema.$id === 'string' ? schema.$id : undefined;
     return (id && ajv.getSchema(id)) || ajv.compile(schema);
   };
-  app.setValidatorCompiler(({ schema, httpPart }) => {
+  app.setValidatorCompiler(({ schema, httpPart, contentType }) => {
+    // A raw body (RawBytes, per-content-type body schemas) is bytes from the octet-stream parser
+    // below; there is nothing for Ajv to check.
+    if (httpPart === 'body' && contentType === RAW_TYPE) return rawBodyValidator;
     const validate = compile(httpPart === 'body' ? bodyAjv : textAjv, schema as Record<string, unknown>);
     if (httpPart !== 'body') return validate;
     // Schemas here are never async, so the result is a plain boolean.
@@ -91,6 +99,16 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
       e.statusCode = 400;
       done(e, undefined);
     }
+  });
+
+  // Raw bytes (sbx extension), within the same body limit, only for routes that declare an
+  // application/octet-stream body (the raw file write); anywhere else the type stays unsupported.
+  app.addContentTypeParser(RAW_TYPE, { parseAs: 'buffer', bodyLimit: deps.bodyLimit }, (req, body, done) => {
+    // Unknown route or method: the not-found handler answers 404/405 as for any other type.
+    if (req.is404) return done(null, undefined);
+    const content = (req.routeOptions.schema?.body as { content?: Record<string, unknown> } | undefined)?.content;
+    if (!content || !(RAW_TYPE in content)) return done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined);
+    done(null, body);
   });
 
   app.addHook('onRequest', async (request, reply) => {

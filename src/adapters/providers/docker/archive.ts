@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { posix } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import { badRequest, isAbortError, notFound, SbxError } from '../../../core/errors.js';
@@ -95,10 +95,11 @@ export async function writeViaArchive(
 ): Promise<void> {
   const dir = posix.dirname(path);
   const name = posix.basename(path);
-  const body = await packOne(name, content, mode);
+  const parts = await packOne(name, content, mode);
   const container = docker.getContainer(runtimeId);
   const put = () =>
-    container.putArchive(body, {
+    // A fresh stream per attempt over the same parts: the content is sent as is, never copied.
+    container.putArchive(Readable.from(parts, { objectMode: false }), {
       path: dir,
       noOverwriteDirNonDir: true,
       ...(opts.copyUidGid ? { copyUIDGID: true } : {}),
@@ -131,12 +132,16 @@ function writeError(err: unknown, path: string, retried = false): SbxError {
   return toSbxError(err, `write ${path}`);
 }
 
-function packOne(name: string, content: Uint8Array, mode: number): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
+/**
+ * A one-entry tar as its parts (header, the content itself, padding and end blocks), so a large
+ * file is not copied into one more buffer of its size before it goes to the engine.
+ */
+function packOne(name: string, content: Uint8Array, mode: number): Promise<Buffer[]> {
+  return new Promise<Buffer[]>((resolve, reject) => {
     const pack = tar.pack();
     const chunks: Buffer[] = [];
     pack.on('data', (c: unknown) => chunks.push(c as Buffer));
-    pack.on('end', () => resolve(Buffer.concat(chunks)));
+    pack.on('end', () => resolve(chunks));
     pack.on('error', reject);
     pack.entry({ name, mode, mtime: new Date(), size: content.byteLength, type: 'file' }, Buffer.from(content.buffer, content.byteOffset, content.byteLength), (err) => {
       if (err) reject(err);

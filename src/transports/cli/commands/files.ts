@@ -81,7 +81,7 @@ const put: CommandSpec = {
       }
     }
     for (const u of uploads) {
-      const data = u.data ?? new Uint8Array(await readFile(u.from));
+      const data = u.data ?? (await readFile(u.from));
       await ctx.out.spin(`uploading ${u.to}`, ctx.client.files.write(id, u.to, data, { mode, signal: ctx.signal }));
       if (!ctx.out.json) ctx.out.note(`${u.from === '-' ? 'stdin' : relative(ctx.cwd, u.from) || u.from} → ${id}:${u.to} (${bytes(data.byteLength)})`);
     }

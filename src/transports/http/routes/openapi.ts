@@ -60,7 +60,7 @@ export function buildOpenApi(table: readonly RouteEntry[], version: string): Jso
       if (!parameters.some((p) => p.in === 'path' && p.name === name)) parameters.unshift({ name, in: 'path', required: true, schema: { type: 'string' } });
     }
     if (parameters.length) op.parameters = parameters;
-    if (s.body) op.requestBody = { content: { 'application/json': { schema: conv(s.body) } } };
+    if (s.body) op.requestBody = { content: requestContent(s.body, conv) };
     op.responses = responses(s.response, conv);
     (paths[path] ??= {})[r.method.toLowerCase()] = op;
   }
@@ -104,6 +104,15 @@ function params(schema: unknown, where: 'path' | 'query' | 'header', conv: (s: u
     if (typeof p.description === 'string') out.description = p.description;
     return out;
   });
+}
+
+/** A body schema, or fastify's per-media-type form `{content: {'<type>': {schema}}}`. */
+function requestContent(body: unknown, conv: (s: unknown) => unknown): Json {
+  const content = (body as { content?: unknown }).content;
+  if (!content || typeof content !== 'object') return { 'application/json': { schema: conv(body) } };
+  const out: Json = {};
+  for (const [type, media] of Object.entries(content as Record<string, Json>)) out[type] = { schema: conv(media.schema ?? {}) };
+  return out;
 }
 
 function responses(response: unknown, conv: (s: unknown) => unknown): Json {

@@ -14,7 +14,11 @@ export interface ClientOptions {
   url?: string;
   /** Sent as `X-API-Key`. */
   apiKey?: string;
-  /** Sent as `X-Admin-API-Key`, only on `/api/v1/admin/…` paths. */
+  /**
+   * Sent as `X-Admin-API-Key` on every API path but the worker-facing ones (which take worker
+   * credentials only): admin routes need it, and on sandbox routes and the event stream it lets an
+   * admin see and manage every owner's sandboxes when ownership is enforced.
+   */
   adminKey?: string;
   /** Sent as `X-User-ID` (owner attribution, pool tenant). */
   userId?: string;
@@ -122,11 +126,13 @@ export class Http {
     return this.lib;
   }
 
-  /** Auth and attribution headers for a path; the admin key only travels to admin paths. */
+  /** Auth and attribution headers for a path; no user or admin key ever travels to worker paths. */
   headersFor(path: string): Record<string, string> {
     const h: Record<string, string> = { 'user-agent': 'sbx-cli', ...(this.opts.headers ?? {}) };
-    if (this.opts.apiKey) h['x-api-key'] = this.opts.apiKey;
-    if (this.opts.adminKey && path.startsWith('/api/v1/admin/')) h['x-admin-api-key'] = this.opts.adminKey;
+    // Worker routes take worker credentials only (spec 5.2): user and admin keys never go there.
+    const workerPath = path.startsWith('/api/v1/worker/');
+    if (this.opts.apiKey && !workerPath) h['x-api-key'] = this.opts.apiKey;
+    if (this.opts.adminKey && !workerPath) h['x-admin-api-key'] = this.opts.adminKey;
     if (this.opts.userId) h['x-user-id'] = this.opts.userId;
     return h;
   }

@@ -115,3 +115,35 @@ describe('sbx config lint', () => {
     expect(bad.stderr).toMatch(/^sbx: invalid configuration: .*server\.port/);
   });
 });
+
+describe('ownership through the CLI (auth.enforce_ownership)', () => {
+  let owned: TestServer;
+  beforeAll(async () => {
+    owned = await startTestServer({ auth: { enabled: true, api_key: API_KEY, admin_api_key: ADMIN_KEY, enforce_ownership: true } });
+  });
+  afterAll(async () => {
+    await owned?.close();
+  });
+
+  it('another owner cannot see the sandbox; the admin key sees and removes it', async () => {
+    const as = (env: Record<string, string>) => sbxAt(owned.url, { SBX_API_KEY: API_KEY, ...env });
+    const spawned = await as({ SBX_USER_ID: 'alice' })(['spawn']);
+    expect(spawned.code).toBe(0);
+    const id = spawned.stdout.trim();
+
+    const bob = as({ SBX_USER_ID: 'bob' });
+    expect((await bob(['get', id])).code).toBe(4);
+    expect((await bob(['ls', '-q'])).stdout).toBe('');
+
+    const admin = as({ SBX_ADMIN_API_KEY: ADMIN_KEY });
+    const got = await admin(['get', id, '--json']);
+    expect(got.code).toBe(0);
+    expect(JSON.parse(got.stdout).id).toBe(id);
+    expect((await admin(['ls', '-q'])).stdout).toBe(`${id}\n`);
+    const exec = await admin(['exec', id, '--', 'echo', 'as admin']);
+    expect(exec.code).toBe(0);
+    expect(exec.stdout).toBe('as admin\n');
+    expect((await admin(['rm', id])).code).toBe(0);
+    expect((await as({ SBX_USER_ID: 'alice' })(['get', id])).code).toBe(4);
+  });
+});

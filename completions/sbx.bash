@@ -3,7 +3,7 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend exec files logs templates template admission quota quotas providers workers watch doctor serve worker config completion' ;;
+    '') echo 'spawn ls list get rm destroy extend exec files logs templates template admission quota quotas providers workers watch doctor serve config completion' ;;
     'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'quota') echo 'ls list get set rm delete usage summary' ;;
@@ -38,7 +38,7 @@ _sbx_opts() {
     'templates update') echo '--image --provider --memory --vcpus --ttl --meta --url --api-key --admin-key --user --json --no-color' ;;
     'templates rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user --json --no-color' ;;
-    'admission') echo '--image --provider --memory --vcpus --ttl --meta --owner --url --api-key --admin-key --user --json --no-color' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --url --api-key --admin-key --user --json --no-color' ;;
     'quota') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota get') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -51,7 +51,6 @@ _sbx_opts() {
     'watch') echo '--types --sandbox --since --url --api-key --admin-key --user --json --no-color' ;;
     'doctor') echo '-c --config --url --api-key --admin-key --user --json --no-color' ;;
     'serve') echo '-p --port --host -c --config --url --api-key --admin-key --user --json --no-color' ;;
-    'worker') echo '-c --config --id --control-plane --listen --url --api-key --admin-key --user --json --no-color' ;;
     'config') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'config lint') echo '--production -c --config --url --api-key --admin-key --user --json --no-color' ;;
     'completion') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -85,7 +84,7 @@ _sbx_value_opts() {
     'templates update') echo '--image --provider --memory --vcpus --ttl --meta --url --api-key --admin-key --user' ;;
     'templates rm') echo '--url --api-key --admin-key --user' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user' ;;
-    'admission') echo '--image --provider --memory --vcpus --ttl --meta --owner --url --api-key --admin-key --user' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --url --api-key --admin-key --user' ;;
     'quota') echo '--url --api-key --admin-key --user' ;;
     'quota ls') echo '--url --api-key --admin-key --user' ;;
     'quota get') echo '--url --api-key --admin-key --user' ;;
@@ -98,7 +97,6 @@ _sbx_value_opts() {
     'watch') echo '--types --sandbox --since --url --api-key --admin-key --user' ;;
     'doctor') echo '-c --config --url --api-key --admin-key --user' ;;
     'serve') echo '-p --port --host -c --config --url --api-key --admin-key --user' ;;
-    'worker') echo '-c --config --id --control-plane --listen --url --api-key --admin-key --user' ;;
     'config') echo '--url --api-key --admin-key --user' ;;
     'config lint') echo '-c --config --url --api-key --admin-key --user' ;;
     'completion') echo '--url --api-key --admin-key --user' ;;
@@ -109,7 +107,6 @@ _sbx_file_opts() {
   case "$1" in
     'doctor') echo '-c --config' ;;
     'serve') echo '-c --config' ;;
-    'worker') echo '-c --config' ;;
     'config lint') echo '-c --config' ;;
   esac
 }

@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'workers' 'watch' 'doctor' 'serve' 'worker' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'workers' 'watch' 'doctor' 'serve' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -35,7 +35,6 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'workers' -d 'list registered work
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'watch' -d 'follow the event stream (live view on a terminal, one line per event otherwise)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'doctor' -d 'check the server, keys, providers and the local setup; exit 1 when a check fails'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'serve' -d 'run the control plane: HTTP API, store, providers, reaper, events'
-complete -c sbx -n '__sbx_path_is \'\'' -f -a 'worker' -d 'run a remote worker: heartbeats to a control plane and serves worker RPC'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'config' -d 'server configuration tools: lint'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'completion' -d 'print a shell completion script (bash, zsh, fish)'
 complete -c sbx -l url -x -d 'server URL (env SBX_URL; default http://127.0.0.1:7423)'
@@ -105,6 +104,7 @@ complete -c sbx -n '__sbx_path_is \'admission\'' -l memory -x -d 'memory limit i
 complete -c sbx -n '__sbx_path_is \'admission\'' -l vcpus -x -d 'virtual CPUs'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l ttl -x -d 'time to live, e.g. 30m, 2h'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l meta -x -d 'metadata label (repeatable)'
+complete -c sbx -n '__sbx_path_is \'admission\'' -l template -x -d 'ask for a spawn from this template (its settings, then the flags)'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l owner -x -d 'owner for quota attribution (X-User-ID / --user overrides it)'
 complete -c sbx -n '__sbx_path_is \'quota\'' -f -a 'ls' -d 'list owner quotas'
 complete -c sbx -n '__sbx_path_is \'quota\'' -f -a 'get' -d 'show an owner\'s quota'
@@ -123,10 +123,6 @@ complete -c sbx -n '__sbx_path_is \'doctor\'' -l config -s c -r -F -d 'server co
 complete -c sbx -n '__sbx_path_is \'serve\'' -l port -s p -x -d 'listen port (server.port; default 7423)'
 complete -c sbx -n '__sbx_path_is \'serve\'' -l host -x -d 'listen address (server.host; default 127.0.0.1)'
 complete -c sbx -n '__sbx_path_is \'serve\'' -l config -s c -r -F -d 'config file (env SBX_CONFIG)'
-complete -c sbx -n '__sbx_path_is \'worker\'' -l config -s c -r -F -d 'config file (env SBX_CONFIG)'
-complete -c sbx -n '__sbx_path_is \'worker\'' -l id -x -d 'worker id (worker.id)'
-complete -c sbx -n '__sbx_path_is \'worker\'' -l control-plane -x -d 'control plane URL (worker.control_plane_url)'
-complete -c sbx -n '__sbx_path_is \'worker\'' -l listen -x -d 'worker RPC listen address (worker.listen_addr)'
 complete -c sbx -n '__sbx_path_is \'config\'' -f -a 'lint' -d 'check the server configuration for security and consistency problems'
 complete -c sbx -n '__sbx_path_is \'config lint\'' -l production -d 'production rules: auth off, open CORS, weak keys, unverified TLS fail'
 complete -c sbx -n '__sbx_path_is \'config lint\'' -l config -s c -r -F -d 'config file (env SBX_CONFIG)'

@@ -63,6 +63,9 @@ const Scheduler = Open({}, 'Spawn queue and placement: spawn_overflow, spawn_que
 const Limits = Open({}, 'Global limits: max_sandboxes, max_sandboxes_per_owner, default_exec_timeout, … (spec 2.15)');
 const StoreHealth = Open({ healthy: Type.Boolean(), latency_ms: Type.Number() });
 
+/** Workers with counts, in diagnostics and (spec 2.16 "as in diagnostics") in JSON metrics. */
+const WorkersSummary = Type.Object({ total: Type.Integer(), online: Type.Integer(), stale: Type.Integer(), unhealthy: Type.Integer(), items: Type.Array(Worker) });
+
 /** Spec 2.15: read-only and redacted. */
 export const Diagnostics = Type.Object(
   {
@@ -80,7 +83,7 @@ export const Diagnostics = Type.Object(
     quotas: QuotaSummary,
     rate_limit: RateLimit,
     providers: Type.Array(ProviderListItem),
-    workers: Type.Object({ total: Type.Integer(), online: Type.Integer(), stale: Type.Integer(), unhealthy: Type.Integer(), items: Type.Array(Worker) }),
+    workers: WorkersSummary,
     leases: LeasesSummary,
     sandboxes: SandboxesSummary,
     events: EventsSummary,
@@ -91,7 +94,7 @@ export const Diagnostics = Type.Object(
   { $id: 'Diagnostics' },
 );
 
-/** Spec 2.16; members after `scheduler` are sbx's. */
+/** Spec 2.16; members after `scheduler` are sbx's: operations, quotas, rate_limit, then the rest. */
 export const Metrics = Type.Object(
   {
     uptime: Duration,
@@ -106,14 +109,14 @@ export const Metrics = Type.Object(
       healthy: Type.Integer(),
       items: Type.Array(Type.Object({ name: Type.String(), healthy: Type.Boolean(), default: Type.Boolean() })),
     }),
-    workers: Type.Object({ total: Type.Integer(), online: Type.Integer(), stale: Type.Integer(), unhealthy: Type.Integer() }),
+    workers: WorkersSummary,
     leases: LeasesSummary,
     events: EventsSummary,
     scheduler: Scheduler,
-    uptime_seconds: Type.Integer(),
     operations: Type.Array(OperationStat),
     quotas: QuotaSummary,
     rate_limit: RateLimit,
+    uptime_seconds: Type.Integer(),
     store: StoreHealth,
     version: Type.String(),
   },

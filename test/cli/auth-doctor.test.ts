@@ -94,6 +94,20 @@ describe('sbx doctor', () => {
     const checks = JSON.parse(badKey.stdout).checks;
     expect(checks.find((c: { title: string }) => c.title === 'API key accepted')).toMatchObject({ status: 'fail', fix: expect.stringContaining('--api-key') });
   });
+
+  it('does not blame the key for a refusal that is not about keys (rate limit)', async () => {
+    const limited = await startTestServer({ rate_limit: { enabled: true, requests_per_minute: 1, burst: 1, key_by: 'ip' } });
+    try {
+      expect((await fetch(`${limited.url}/api/v1/sandboxes`)).status).toBe(200);
+      const r = await sbxAt(limited.url)(['doctor', '--json']);
+      expect(r.code).toBe(1);
+      const check = JSON.parse(r.stdout).checks.find((c: { title: string }) => c.title === 'API key accepted');
+      expect(check).toMatchObject({ status: 'fail', detail: expect.stringMatching(/rate limit/) });
+      expect(check.fix).not.toContain('--api-key');
+    } finally {
+      await limited.close();
+    }
+  });
 });
 
 describe('sbx config lint', () => {

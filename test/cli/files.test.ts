@@ -43,6 +43,13 @@ describe('sbx files', () => {
     const r = await sbx(['files', 'put', '-', `${id}:/tmp/from-stdin.txt`], { stdin: 'piped text\n' });
     expect(r.code).toBe(0);
     expect((await sbx(['files', 'cat', `${id}:/tmp/from-stdin.txt`])).stdout).toBe('piped text\n');
+    // An empty pipe writes an empty file; a terminal on stdin is a usage error, not an empty write.
+    expect((await sbx(['files', 'put', '-', `${id}:/tmp/empty.txt`], { stdin: '' })).code).toBe(0);
+    expect(JSON.parse((await sbx(['files', 'stat', `${id}:/tmp/empty.txt`, '--json'])).stdout).size).toBe(0);
+    const tty = await sbx(['files', 'put', '-', `${id}:/tmp/tty.txt`], { stdinTTY: true });
+    expect(tty.code).toBe(2);
+    expect(tty.stderr).toMatch(/^sbx: with - the content comes from stdin, which is a terminal/);
+    expect((await sbx(['files', 'stat', `${id}:/tmp/tty.txt`])).code).toBe(4);
     writeFileSync(join(work, 'run.sh'), '#!/bin/sh\necho ran\n');
     const dir = await sbx(['files', 'put', '--mode', '755', 'run.sh', `${id}:/tmp/`], { cwd: work });
     expect(dir.code).toBe(0);

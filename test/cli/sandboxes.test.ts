@@ -94,6 +94,14 @@ describe('sbx spawn / ls / get / extend / rm', () => {
     const denied = await sbx(['admission', '--ttl', '5h']);
     expect(denied.code).toBe(5);
     expect(denied.stdout).toMatch(/allowed:\s+no/);
+    // --template asks about the template's spawn: its TTL counts unless a flag overrides it.
+    expect((await sbx(['templates', 'create', 'long', '--ttl', '5h'])).code).toBe(0);
+    const viaTemplate = await sbx(['admission', '--template', 'long', '--json']);
+    expect(viaTemplate.code).toBe(5);
+    expect(JSON.parse(viaTemplate.stdout)).toMatchObject({ allowed: false, reason: 'max_ttl' });
+    expect((await sbx(['admission', '--template', 'long', '--ttl', '1h'])).code).toBe(0);
+    expect((await sbx(['admission', '--template', 'missing'])).code).toBe(4);
+    expect((await sbx(['templates', 'rm', 'long'])).code).toBe(0);
   });
 
   it('spawn over the TTL maximum is rejected with exit 5', async () => {

@@ -1,11 +1,14 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { copyFileSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ensureBuilt, ROOT } from './build.js';
 
 const enabled = process.env.SBX_TEST_PACK === '1';
+const run = promisify(execFile);
 
 /**
  * The published artifact works: `npm pack`, then in an empty directory `npx ./sbx-cli-*.tgz` one-shot
@@ -15,9 +18,15 @@ const enabled = process.env.SBX_TEST_PACK === '1';
 describe.skipIf(!enabled)('npm pack → npx / install → sbx (set SBX_TEST_PACK=1 to run; needs the npm registry or a warm cache)', () => {
   let tgz: string;
   let app: string;
+  let server: TestServer;
   const npm = (args: string[], cwd: string) => execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
 
-  beforeAll(() => {
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  beforeAll(async () => {
+    server = await startTestServer();
     ensureBuilt();
     const packDir = mkdtempSync(join(tmpdir(), 'sbx-pack-'));
     // dist/ is built above; skip `prepare` so packing does not rebuild.
@@ -42,16 +51,17 @@ describe.skipIf(!enabled)('npm pack → npx / install → sbx (set SBX_TEST_PACK
     expect(help).toContain('Usage: sbx exec');
   });
 
-  it('npx runs the tarball one-shot in an empty directory', () => {
+  it('npx runs the tarball one-shot in an empty directory', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'sbx-npx-'));
     copyFileSync(tgz, join(empty, basename(tgz)));
-    const out = execFileSync('npx', ['--yes', '--prefer-offline', '--ignore-scripts', `./${basename(tgz)}`, '--version'], {
-      cwd: empty,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 300_000,
-    });
-    expect(out.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    // Asynchronous: the test server answering `ls` lives in this process.
+    const npx = async (args: string[]) =>
+      (await run('npx', ['--yes', '--prefer-offline', '--ignore-scripts', `./${basename(tgz)}`, ...args], { cwd: empty, encoding: 'utf8', timeout: 300_000 })).stdout;
+    expect((await npx(['--version'])).trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    // Past the shim's own --version: the built CLI, commander and the command tree load from the install.
+    expect(await npx(['exec', '--help'])).toContain('Usage: sbx exec');
+    // And a real request: the HTTP client (undici) loads from the tarball's dependencies.
+    expect(JSON.parse(await npx(['--url', server.url, 'ls', '--json']))).toEqual([]);
   }, 300_000);
 
   it('the library entry exports Client and SbxError', () => {

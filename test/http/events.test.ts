@@ -260,7 +260,7 @@ describe('resource.limit from exec and extend', () => {
       expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/extend`, { ttl: '48h' })).status).toBe(429);
       await s.until((f) => eventsOf(f).length >= 2);
       const [ex, ext] = eventsOf(s.frames).map((e) => e.event);
-      expect(ex).toMatchObject({ type: 'resource.limit', owner_id: 'limited', data: { reason: 'max_exec_timeout', requested: '1h', max: '10m0s' } });
+      expect(ex).toMatchObject({ type: 'resource.limit', sandbox_id: id, owner_id: 'limited', data: { reason: 'max_exec_timeout', operation: 'exec', requested: '1h', max: '10m0s' } });
       expect(ext).toMatchObject({ type: 'resource.limit', sandbox_id: id, owner_id: 'limited', data: { reason: 'max_ttl', operation: 'extend', requested: '48h' } });
     } finally {
       s.close();

@@ -153,10 +153,12 @@ describe('diagnostics, metrics, health (spec 2.14–2.16, 4.8)', () => {
     const res = await call(srv.url, 'GET', '/api/v1/metrics');
     expect(res.status).toBe(200);
     const m = res.body;
-    expect(Object.keys(m).slice(0, 12)).toEqual([
+    expect(Object.keys(m).slice(0, 15)).toEqual([
       'uptime', 'goroutines', 'memory_alloc', 'memory_sys', 'memory_heap_alloc', 'gc_cycles', 'sandboxes', 'providers', 'workers', 'leases', 'events', 'scheduler',
+      'operations', 'quotas', 'rate_limit',
     ]);
-    expect(Object.keys(m)).toEqual(expect.arrayContaining(['operations', 'quotas', 'rate_limit']));
+    expect(m.workers).toMatchObject({ total: 1, online: 1 });
+    expect(m.workers.items.map((w: { id: string }) => w.id)).toEqual(['local']);
     expect(m.providers).toEqual({ total: 1, healthy: 1, items: [{ name: 'mock', healthy: true, default: true }] });
     expect(m.sandboxes.by_state).toEqual({ running: 1, destroyed: 1 });
     expect(m.memory_heap_alloc).toBeGreaterThan(0);

@@ -134,7 +134,7 @@ describe('GET /api/v1/openapi.json', () => {
     expect(doc.components.securitySchemes.ApiKey).toEqual({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
   });
 
-  it('matches the published docs/openapi.json (regenerate: SBX_UPDATE_OPENAPI=1 npx vitest run test/http/openapi.test.ts)', () => {
+  it('matches the published docs/openapi.json (regenerate: npm run gen:openapi)', () => {
     const text = JSON.stringify(doc, null, 2) + '\n';
     if (process.env.SBX_UPDATE_OPENAPI === '1') writeFileSync(PUBLISHED, text);
     expect(existsSync(PUBLISHED)).toBe(true);

@@ -47,9 +47,15 @@ describe('rate limiting keyed by owner', () => {
     expect(retry).toBeGreaterThanOrEqual(1);
     expect(limited.headers.get('x-ratelimit-limit')).toBe('60');
     expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
+    // One resource.limit event when alice starts being refused, naming no identity.
+    const limitEvents = () => srv.plane.deps.bus.since(0, { types: ['resource.limit'] });
+    expect(limitEvents()).toHaveLength(1);
+    expect(limitEvents()[0]).toMatchObject({ data: { reason: 'rate_limit', key_by: 'owner', retry_after: retry } });
+    expect(JSON.stringify(limitEvents())).not.toContain('alice');
     // A spawn from alice is limited too, before it reaches admission.
     expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'alice' })).status).toBe(429);
     expect(await srv.plane.deps.store.listSandboxes()).toEqual([]);
+    expect(limitEvents()).toHaveLength(1);
 
     const bob = await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': 'bob' });
     expect(bob.status).toBe(200);

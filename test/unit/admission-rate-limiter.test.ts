@@ -18,10 +18,12 @@ describe('rate limiter token buckets', () => {
     const rl = new RateLimiter(base, clock);
     expect([rl.take('k'), rl.take('k'), rl.take('k')].map((d) => d.remaining)).toEqual([2, 1, 0]);
     const limited = rl.take('k');
-    expect(limited).toEqual({ allowed: false, limit: 60, remaining: 0, retry_after_s: 1 });
+    expect(limited).toEqual({ allowed: false, limit: 60, remaining: 0, retry_after_s: 1, first_denial: true });
+    expect(rl.take('k').first_denial).toBe(false);
     clock.t += 1000; // 60/min = one token per second
-    expect(rl.take('k')).toMatchObject({ allowed: true, remaining: 0 });
-    expect(rl.take('k').allowed).toBe(false);
+    expect(rl.take('k')).toMatchObject({ allowed: true, remaining: 0, first_denial: false });
+    // Refused again after an allowed request: a new first denial.
+    expect(rl.take('k')).toMatchObject({ allowed: false, first_denial: true });
     clock.t += 10 * 60_000; // refill is capped at burst
     expect(rl.take('k').remaining).toBe(2);
   });

@@ -22,6 +22,8 @@ export interface RateDecision {
   remaining: number;
   /** `Retry-After` seconds when limited (integer ≥ 1); 0 when allowed. */
   retry_after_s: number;
+  /** Limited, and the bucket's previous request was allowed: the moment worth one event. */
+  first_denial: boolean;
 }
 
 /** Diagnostics `rate_limit` member (spec 2.15). */
@@ -42,6 +44,8 @@ interface Bucket {
   tokens: number;
   /** Clock ms of the last refill (= last request). */
   last: number;
+  /** The last request was refused. */
+  throttled: boolean;
 }
 
 /**
@@ -72,7 +76,7 @@ export class RateLimiter {
     const perMs = rpm / 60_000;
     let b = this.buckets.get(keyDigest);
     if (!b) {
-      b = { tokens: burst, last: now };
+      b = { tokens: burst, last: now, throttled: false };
       this.buckets.set(keyDigest, b);
     } else {
       b.tokens = Math.min(burst, b.tokens + Math.max(0, now - b.last) * perMs);
@@ -80,12 +84,15 @@ export class RateLimiter {
     }
     if (b.tokens >= 1) {
       b.tokens -= 1;
+      b.throttled = false;
       this.allowed++;
-      return { allowed: true, limit: rpm, remaining: Math.floor(b.tokens), retry_after_s: 0 };
+      return { allowed: true, limit: rpm, remaining: Math.floor(b.tokens), retry_after_s: 0, first_denial: false };
     }
     this.limited++;
+    const first_denial = !b.throttled;
+    b.throttled = true;
     const waitMs = perMs > 0 ? (1 - b.tokens) / perMs : 60_000;
-    return { allowed: false, limit: rpm, remaining: 0, retry_after_s: Math.max(1, Math.ceil(waitMs / 1000)) };
+    return { allowed: false, limit: rpm, remaining: 0, retry_after_s: Math.max(1, Math.ceil(waitMs / 1000)), first_denial };
   }
 
   /** Drops buckets idle for longer than `bucket_ttl`; returns how many. */

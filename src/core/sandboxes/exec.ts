@@ -1,6 +1,6 @@
 import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isAbortError, SbxError } from '../errors.js';
-import type { ExecSpec } from '../ports.js';
+import type { ExecSpec, SandboxRecord } from '../ports.js';
 import type { Caller } from './caller.js';
 import { sandboxPath } from './paths.js';
 import { asProviderError, type SandboxService } from './service.js';
@@ -42,7 +42,7 @@ export class ExecService {
   async start(id: string, input: ExecInput, caller: Caller, signal?: AbortSignal): Promise<AsyncIterable<ExecItem>> {
     if (typeof input.command !== 'string' || input.command.length === 0) throw badRequest('command is required');
     const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
-    const timeoutMs = await this.effectiveTimeout(rec.owner_id, input.timeout);
+    const timeoutMs = await this.effectiveTimeout(rec, input.timeout);
     const spec: ExecSpec = {
       command: input.command,
       args: input.args ?? [],
@@ -158,14 +158,15 @@ export class ExecService {
   }
 
   /** Request timeout bounded by the owner's max and the global max; none → default, else the max. */
-  private async effectiveTimeout(ownerId: string | null, timeout: string | undefined): Promise<number> {
-    const limits = await this.sandboxes.deps.admission.limitsFor(ownerId);
+  private async effectiveTimeout(rec: SandboxRecord, timeout: string | undefined): Promise<number> {
+    const limits = await this.sandboxes.deps.admission.limitsFor(rec.owner_id);
     const max = limits.max_exec_timeout_ms;
     if (timeout !== undefined) {
       const ms = parseDuration(timeout, 'timeout');
       if (ms < 0) throw badRequest('timeout must not be negative');
       if (max > 0 && ms > max) {
-        this.sandboxes.deps.bus.publish({ type: 'resource.limit', owner_id: ownerId ?? undefined, data: { reason: 'max_exec_timeout', requested: timeout, max: formatDuration(max) } });
+        const data = { reason: 'max_exec_timeout', operation: 'exec', requested: timeout, max: formatDuration(max) };
+        this.sandboxes.deps.bus.publish({ type: 'resource.limit', sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, data });
         throw new SbxError('resource_limit', `timeout ${timeout} exceeds the maximum exec timeout of ${formatDuration(max)}`, { reason: 'max_exec_timeout' });
       }
       if (ms > 0) return ms;

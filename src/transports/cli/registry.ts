@@ -19,7 +19,6 @@ import { serveCommand } from './commands/serve.js';
 import { spawnCommand } from './commands/spawn.js';
 import { templatesCommand } from './commands/templates.js';
 import { watchCommand } from './commands/watch.js';
-import { workerCommand } from './commands/worker.js';
 import { workersCommand } from './commands/workers.js';
 import type { CommandSpec } from './spec.js';
 
@@ -40,7 +39,6 @@ export const COMMANDS: readonly CommandSpec[] = [
   watchCommand,
   doctorCommand,
   serveCommand,
-  workerCommand,
   configCommand,
   completionCommand,
 ];

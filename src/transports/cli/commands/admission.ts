@@ -1,14 +1,27 @@
 import { EXIT } from '../exit-codes.js';
 import { OWNER_OPTION, RESOURCE_OPTIONS, spawnRequest, type ResourceFlags } from '../shared/spawn-flags.js';
+import type { SpawnRequest } from '../../../client/types.js';
 import type { CommandSpec } from '../spec.js';
 
 export const admissionCommand: CommandSpec = {
   name: 'admission',
   summary: 'would this spawn be admitted? (creates nothing; exit 5 when denied)',
-  options: [...RESOURCE_OPTIONS, OWNER_OPTION],
-  examples: ['sbx admission --ttl 2h --owner alice'],
-  async run(ctx, opts: ResourceFlags) {
-    const d = await ctx.client.admission(spawnRequest(opts), { signal: ctx.signal });
+  options: [...RESOURCE_OPTIONS, { flags: '--template <name>', description: 'ask for a spawn from this template (its settings, then the flags)' }, OWNER_OPTION],
+  examples: ['sbx admission --ttl 2h --owner alice', 'sbx admission --template py --owner alice'],
+  async run(ctx, opts: ResourceFlags & { template?: string }) {
+    let req = spawnRequest(opts);
+    if (opts.template !== undefined) {
+      // The same request a template spawn makes: the template's fields, with the flags on top.
+      const t = await ctx.client.templates.get(opts.template, { signal: ctx.signal });
+      const fromTemplate: SpawnRequest = {};
+      if (t.image !== null) fromTemplate.image = t.image;
+      if (t.provider !== null) fromTemplate.provider = t.provider;
+      if (t.memory_mb !== null) fromTemplate.memory_mb = t.memory_mb;
+      if (t.vcpus !== null) fromTemplate.vcpus = t.vcpus;
+      if (t.ttl !== null) fromTemplate.ttl = t.ttl;
+      req = { ...fromTemplate, ...req, metadata: { ...t.metadata, ...(req.metadata ?? {}) } };
+    }
+    const d = await ctx.client.admission(req, { signal: ctx.signal });
     const { out } = ctx;
     if (out.json) out.printJson(d);
     else {

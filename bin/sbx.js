@@ -3,7 +3,7 @@
 // CommonJS on purpose (bin/package.json): a bare `sbx --version` answers without starting the ES
 // module loader, which alone costs about a third of Node's own start-up.
 'use strict';
-const [major, minor] = process.versions.node.split('.').map(Number);
+const [major, minor, patch] = process.versions.node.split('.').map(Number);
 const argv = process.argv.slice(2);
 
 function finish(code) {
@@ -18,8 +18,9 @@ process.stdout.on('error', (err) => {
   throw err;
 });
 
-if (major < 20 || (major === 20 && minor < 18)) {
-  process.stderr.write(`sbx: Node.js 20.18 or newer is required (this is ${process.version})\n`);
+// The same floor as package.json `engines` (undici 7 needs 20.18.1).
+if (major < 20 || (major === 20 && (minor < 18 || (minor === 18 && patch < 1)))) {
+  process.stderr.write(`sbx: Node.js 20.18.1 or newer is required (this is ${process.version})\n`);
   finish(1);
 } else if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
   process.stdout.write(`${require('../package.json').version}\n`);

@@ -123,7 +123,11 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       for (const a of report.actions) logger.info({ ...a }, 'reconcile');
     }
 
-    const app = await buildApp(deps, { logger });
+    // Fastify's own info lines ("Server listening at …") would repeat what `serve` logs once; what
+    // the HTTP layer itself logs is warn and above.
+    const values = logger.levels.values;
+    const httpLevel = (values[logger.level] ?? 0) > (values.warn ?? 40) ? logger.level : 'warn';
+    const app = await buildApp(deps, { logger: logger.child({}, { level: httpLevel }) });
 
     let reaping = false;
     timers.push(
@@ -163,7 +167,14 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         for (const t of timers) clearInterval(t);
         // Queued spawns fail now instead of holding the drain for their whole queue timeout.
         deps.admission.close();
-        await app.close();
+        // In-flight requests finish; a keep-alive connection is closed as soon as its last response
+        // is out (fastify closes only the connections idle at the moment close starts).
+        const sweeper = setInterval(() => app.server.closeIdleConnections(), 100);
+        try {
+          await app.close();
+        } finally {
+          clearInterval(sweeper);
+        }
         await providers.close();
         await store.close();
       },

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import type { Logger } from 'pino';
@@ -62,14 +63,15 @@ export async function buildProviders(config: SbxConfig, installationId: string, 
   const prootOk = pc.proot.rootfs !== '' && prootUsable(pc.proot.binary, pc.proot.rootfs);
   if (prootOk || wanted === 'proot') {
     const { createProotProvider } = await import('../adapters/providers/proot/index.js');
-    providers.push(createProotProvider({ binary: pc.proot.binary, rootfs: pc.proot.rootfs }));
+    providers.push(createProotProvider({ binary: pc.proot.binary, rootfs: pc.proot.rootfs, workDir: join(tmpdir(), `sbx-proot-${installationId}`) }));
   }
 
   let defaultName: string = wanted;
   if (wanted === 'auto') defaultName = dockerOk ? 'docker' : prootOk ? 'proot' : 'mock';
   if (defaultName === 'mock') {
     const { createMockProvider } = await import('../adapters/providers/mock/index.js');
-    providers.push(createMockProvider({ rootDir: pc.mock.root_dir || undefined }));
+    // Per installation by default, so two servers on one host never count each other's sandboxes.
+    providers.push(createMockProvider({ rootDir: pc.mock.root_dir || join(tmpdir(), `sbx-mock-${installationId}`) }));
     log.warn('provider "mock" is the default: commands run directly on this host, without isolation');
   }
   if (!providers.some((p) => p.name === defaultName)) {

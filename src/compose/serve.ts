@@ -64,8 +64,15 @@ export async function runServe(opts: ServeOptions): Promise<number> {
   opts.onListening?.(url);
 
   await new Promise<void>((resolve) => {
-    const stop = () => resolve();
     if (opts.signal?.aborted) return resolve();
+    // Whichever comes first stops the server; the other listeners go with it (in-process runs
+    // such as tests would otherwise pile them up on `process`).
+    const stop = () => {
+      opts.signal?.removeEventListener('abort', stop);
+      process.removeListener('SIGINT', stop);
+      process.removeListener('SIGTERM', stop);
+      resolve();
+    };
     opts.signal?.addEventListener('abort', stop, { once: true });
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);

@@ -44,13 +44,4 @@ describe('sbx serve / worker', () => {
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/^sbx: invalid configuration[\s\S]*server\.port/);
   });
-
-  it('worker either runs or says it is not available; it never crashes', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sbx-cli-worker-'));
-    const stop = new AbortController();
-    setTimeout(() => stop.abort(), 1500);
-    const r = await runSbx(['worker', '--config', join(dir, 'none.yaml')], { cwd: dir, env: { HOME: dir }, signal: stop.signal });
-    expect([0, 1, 3]).toContain(r.code);
-    if (r.code !== 0) expect(r.stderr).toMatch(/^sbx: /);
-  });
 });

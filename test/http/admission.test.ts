@@ -16,7 +16,8 @@ describe('admission in reject mode', () => {
   });
 
   it('20 concurrent spawns against max_sandboxes=3 admit exactly 3; the rest get 503', async () => {
-    const results = await Promise.all(Array.from({ length: 20 }, () => call(srv.url, 'POST', '/api/v1/sandboxes', {})));
+    // Twenty owners, so only the global limit can refuse them.
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': `u${i}` })));
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(3);
     expect(statuses.filter((s) => s === 503)).toHaveLength(17);
@@ -26,6 +27,24 @@ describe('admission in reject mode', () => {
     const limits = srv.plane.deps.bus.recent({ types: ['resource.limit'] });
     expect(limits.length).toBeGreaterThanOrEqual(17);
     expect(limits.every((e) => e.data?.reason === 'max_sandboxes')).toBe(true);
+  });
+
+  it('without an owner id the API key, then the client address, is the owner (spec 5.1 rule 7)', async () => {
+    const first = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    expect(first.status).toBe(201);
+    // The derived owner is a digest: neither the address nor a key is stored or shown.
+    expect(first.body.owner_id).toMatch(/^ip\/[0-9a-f]{16}$/);
+    const again = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    expect(again.status).toBe(429);
+    expect(again.body).toMatchObject({ code: 'resource_limit', reason: 'max_sandboxes_per_owner' });
+    const preflight = await call(srv.url, 'POST', '/api/v1/sandboxes/admission', {});
+    expect(preflight.body).toMatchObject({ allowed: false, reason: 'max_sandboxes_per_owner', active_owner_sandboxes: 1, max_owner_sandboxes: 1 });
+    // The same address with an API key is another owner (auth is off here, the key is attribution).
+    const withKey = await call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-API-Key': 'team-key-0123456789' });
+    expect(withKey.status).toBe(201);
+    expect(withKey.body.owner_id).toMatch(/^key\/[0-9a-f]{16}$/);
+    expect(JSON.stringify(withKey.body)).not.toContain('team-key');
+    expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-API-Key': 'team-key-0123456789' })).status).toBe(429);
   });
 
   it('the owner limit and TTL are 429 resource_limit; template spawns share the decision', async () => {
@@ -42,7 +61,7 @@ describe('admission in reject mode', () => {
     expect(viaTemplate.status).toBe(429);
     expect(viaTemplate.body.reason).toBe('max_sandboxes_per_owner');
     expect((await call(srv.url, 'POST', '/api/v1/templates/adm-t/spawn', {}, { 'X-User-ID': 'carol' })).status).toBe(201);
-    expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {})).status).toBe(201);
+    expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'erin' })).status).toBe(201);
     const full = await call(srv.url, 'POST', '/api/v1/templates/adm-t/spawn', {}, { 'X-User-ID': 'dave' });
     expect(full.status).toBe(503);
   });

@@ -194,8 +194,9 @@ describe('files (spec 4.2)', () => {
 
     it('keeps octet-stream unsupported elsewhere, and other body types on the JSON check', async () => {
       const move = await raw('', Buffer.from('{}'), id, '/move');
-      expect(move.status).toBe(415);
+      expect(move.status).toBe(400);
       expect(move.body.code).toBe('bad_request');
+      expect(move.body.message).toMatch(/^unsupported content type/);
       const unknown = await postBytes('/api/v1/nope', Buffer.from('x'));
       expect(unknown.status).toBe(404);
       // No body, or text/plain: validated as the JSON form, as before the extension.

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { call } from '../helpers/http.js';
@@ -52,7 +54,7 @@ describe('sandbox lifecycle (spec 4.1)', () => {
 
   it('rejects bad input with {code, message}', async () => {
     const cases: Array<[unknown, RegExp]> = [
-      ['{"image":', /malformed JSON/],
+      ['{"image":', /^malformed JSON body: (?!malformed)/],
       [{ memory_mb: 'big' }, /memory_mb/],
       [{ memory_mb: 0 }, /memory_mb/],
       [{ vcpus: -1 }, /vcpus/],
@@ -99,6 +101,23 @@ describe('sandbox lifecycle (spec 4.1)', () => {
     expect(res.status).toBe(200);
     expect(res.body.pruned).toBeGreaterThanOrEqual(1);
     expect((await call(srv.url, 'DELETE', '/api/v1/sandboxes')).body).toEqual({ pruned: 0 });
+  });
+
+  it('the reaper tears down expired sandboxes: runtime gone, record destroyed, event published', async () => {
+    const { sandboxes, store, bus } = srv.plane.deps;
+    const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', { ttl: '1s' })).body.id as string;
+    const keep = (await call(srv.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' })).body.id as string;
+    const runtimeDir = join(srv.dir, 'mock', id);
+    expect(existsSync(runtimeDir)).toBe(true);
+    await new Promise((r) => setTimeout(r, 1100));
+    // The server's own 10 s reaper pass may have come first; either way exactly one pass did it.
+    expect([0, 1]).toContain(await sandboxes.reap());
+    expect(existsSync(runtimeDir)).toBe(false);
+    expect((await store.getSandbox(id))?.state).toBe('destroyed');
+    expect((await store.getSandbox(keep))?.state).toBe('running');
+    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([expect.objectContaining({ data: { reason: 'expired' } })]);
+    expect(await sandboxes.reap()).toBe(0);
+    await call(srv.url, 'DELETE', `/api/v1/sandboxes/${keep}`);
   });
 
   it('answers unknown routes 404 and wrong methods 405 as JSON, echoes X-Request-ID', async () => {

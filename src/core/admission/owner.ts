@@ -16,3 +16,23 @@ export function validateOwnerId(input: unknown, field = 'owner_id'): string | nu
   }
   return id;
 }
+
+/**
+ * Owners derived from the credential or the client address when no owner id was given (spec 5.1
+ * rule 7: X-User-ID, then X-API-Key, then client IP): `key/<digest>` and `ip/<digest>`. The `/`
+ * cannot appear in an explicit owner id, so the two never collide; ownership checks treat derived
+ * owners as unowned (only an explicit owner makes a sandbox private), while quotas count them.
+ */
+export function isDerivedOwner(id: string | null | undefined): boolean {
+  return typeof id === 'string' && (id.startsWith('key/') || id.startsWith('ip/'));
+}
+
+/** An explicit owner id (validated) or a derived one as built at the edge. */
+export function ownerForQuota(input: unknown): string | null {
+  return isDerivedOwner(input as string) ? (input as string) : validateOwnerId(input);
+}
+
+/** True when `owner` makes a sandbox or event private to that owner (explicit owners only). */
+export function isPrivateOwner(owner: string | null | undefined): owner is string {
+  return typeof owner === 'string' && owner !== '' && !isDerivedOwner(owner);
+}

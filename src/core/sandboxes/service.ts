@@ -1,12 +1,12 @@
 import type { Admission } from '../admission/admission.js';
-import { validateOwnerId } from '../admission/owner.js';
+import { ownerForQuota } from '../admission/owner.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isSbxError, notFound, SbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Clock, IdSource, Provider, SandboxRecord, Store } from '../ports.js';
 import type { CoreSettings } from '../settings.js';
-import type { Caller } from './caller.js';
+import { ownerVisible, type Caller } from './caller.js';
 import { guardRuntime } from './runtime-guard.js';
 
 export interface SpawnInput {
@@ -76,7 +76,7 @@ export class SandboxService {
       vcpus,
       ttl_ms,
       metadata,
-      owner_id: validateOwnerId(input.owner_id),
+      owner_id: ownerForQuota(input.owner_id),
       template: input.template ?? null,
     };
   }
@@ -245,8 +245,7 @@ export class SandboxService {
 
   /** Ownership (DESIGN.md §3 "Auth"): with enforcement on, an owned sandbox is private to its owner and admins. */
   visible(rec: SandboxRecord, caller: Caller): boolean {
-    if (!this.deps.settings.enforce_ownership || caller.admin || rec.owner_id === null) return true;
-    return rec.owner_id === caller.owner_id;
+    return !this.deps.settings.enforce_ownership || ownerVisible(rec.owner_id, caller);
   }
 
   pastTtl(rec: SandboxRecord): boolean {

@@ -59,12 +59,13 @@ export function installErrorHandling(app: FastifyInstance): void {
       return sendError(reply, 413, 'payload_too_large', 'request body is larger than the server accepts');
     }
     if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return sendError(reply, 415, 'bad_request', 'unsupported content type; send application/json');
+      // Invalid input, so the spec's 400 bad_request (its error table has no 415).
+      return sendError(reply, 400, 'bad_request', 'unsupported content type: send application/json (file writes also take application/octet-stream)');
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-      const message = err instanceof SyntaxError || code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || /JSON/i.test(err.message)
-        ? `malformed JSON body: ${err.message}`
-        : err.message;
+      const malformed = err instanceof SyntaxError || code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || /JSON/i.test(err.message);
+      // Our own JSON parser already words its message; fastify's need the prefix.
+      const message = malformed && !err.message.startsWith('malformed JSON body') ? `malformed JSON body: ${err.message}` : err.message;
       return sendError(reply, 400, 'bad_request', message);
     }
     request.log.error({ err }, 'unhandled error');

@@ -5,6 +5,7 @@ import { EventStreamQuery, SbxEvent } from '../../../contracts/observability.js'
 import { matches, type EventFilter } from '../../../core/events/bus.js';
 import { EVENT_KINDS, type SbxEvent as BusEvent } from '../../../core/events/kinds.js';
 import { badRequest } from '../../../core/errors.js';
+import { ownerVisible } from '../../../core/sandboxes/caller.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
 import { secretScrubber } from '../metrics/redact.js';
@@ -92,11 +93,11 @@ export function eventRoutes(app: FastifyInstance, deps: HttpDeps): void {
   );
 }
 
-/** With ownership enforced, a non-admin sees its own events and those with no owner. */
+/** With ownership enforced, a non-admin sees its own events and those with no (explicit) owner. */
 function visibility(request: FastifyRequest, deps: HttpDeps): (e: BusEvent) => boolean {
   if (!deps.settings.enforce_ownership || request.sbxAdmin === true) return () => true;
   const caller = callerOf(request);
-  return (e) => !e.owner_id || e.owner_id === caller.owner_id;
+  return (e) => ownerVisible(e.owner_id, caller);
 }
 
 interface StreamSetup {

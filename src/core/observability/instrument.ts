@@ -1,21 +1,9 @@
 import { isAbortError, isSbxError } from '../errors.js';
 import type { ExecEvent, ExecSpec, Provider } from '../ports.js';
-import { isProviderFailure, type OperationStats } from './operations.js';
+import { isProviderFailure, RUNTIME_OPERATIONS, type OperationStats } from './operations.js';
 
 /** Provider methods measured, with the operation name they are reported under. */
-const MEASURED: Record<string, string> = {
-  spawn: 'spawn',
-  destroy: 'destroy',
-  writeFile: 'write_file',
-  readFile: 'read_file',
-  deleteFile: 'delete_file',
-  listFiles: 'list_files',
-  moveFile: 'move_file',
-  chmod: 'chmod',
-  stat: 'stat',
-  glob: 'glob',
-  logs: 'logs',
-};
+const MEASURED: Record<string, string> = { spawn: 'spawn', destroy: 'destroy', ...RUNTIME_OPERATIONS };
 
 const now = () => globalThis.performance.now();
 

@@ -109,3 +109,16 @@ export class OperationStats {
 
 const round = (n: number) => Math.round(n * 1000) / 1000;
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Provider methods that act on one running sandbox (files, logs), with the operation name they are reported under. */
+export const RUNTIME_OPERATIONS: Readonly<Record<string, string>> = {
+  writeFile: 'write_file',
+  readFile: 'read_file',
+  deleteFile: 'delete_file',
+  listFiles: 'list_files',
+  moveFile: 'move_file',
+  chmod: 'chmod',
+  stat: 'stat',
+  glob: 'glob',
+  logs: 'logs',
+};

@@ -1,6 +1,6 @@
 import { isAbortError, isSbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import { isProviderFailure } from '../observability/operations.js';
+import { isProviderFailure, RUNTIME_OPERATIONS } from '../observability/operations.js';
 import type { Clock, ExecSpec, Provider, SandboxRecord, Store } from '../ports.js';
 
 interface GuardDeps {
@@ -8,18 +8,6 @@ interface GuardDeps {
   bus: EventBus;
   clock: Clock;
 }
-
-const OPERATIONS: Record<string, string> = {
-  writeFile: 'write_file',
-  readFile: 'read_file',
-  deleteFile: 'delete_file',
-  listFiles: 'list_files',
-  moveFile: 'move_file',
-  chmod: 'chmod',
-  stat: 'stat',
-  glob: 'glob',
-  logs: 'logs',
-};
 
 /**
  * The provider as seen by one running sandbox's exec/file/log operations. When an operation fails
@@ -47,12 +35,12 @@ export function guardRuntime(deps: GuardDeps, rec: SandboxRecord, provider: Prov
           },
         });
       }
-      if (typeof prop === 'string' && Object.hasOwn(OPERATIONS, prop)) {
+      if (typeof prop === 'string' && Object.hasOwn(RUNTIME_OPERATIONS, prop)) {
         return async (...args: unknown[]) => {
           try {
             return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
           } catch (err) {
-            await failed(OPERATIONS[prop]!, err);
+            await failed(RUNTIME_OPERATIONS[prop]!, err);
             throw err;
           }
         };

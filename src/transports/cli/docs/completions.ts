@@ -78,35 +78,7 @@ ${caseArms(list, (n) => n.options.flatMap(spellings).join(' '))}
   esac
 }
 
-_sbx_value_opts() {
-  case "$1" in
-${caseArms(list, valueOpts)}
-  esac
-}
-
-_sbx_file_opts() {
-  case "$1" in
-${caseArms(list, fileOpts)}
-  esac
-}
-
-_sbx_opt_choices() {
-  case "$1|$2" in
-${choiceArms.join('\n')}
-  esac
-}
-
-_sbx_arg_words() {
-  case "$1" in
-${caseArms(list, (n) => argChoices(n.spec).join(' '))}
-  esac
-}
-
-_sbx_arg_files() {
-  case "$1" in
-${caseArms(list, (n) => (argFiles(n.spec) ? 'yes' : ''))}
-  esac
-}
+${lookupFunctions(list, caseArms(list, valueOpts), caseArms(list, fileOpts), choiceArms)}
 
 _sbx() {
   local cur prev path word i skip=0 subs
@@ -157,27 +129,9 @@ complete -o default -F _sbx sbx
 
 const zq = (s: string) => s.replace(/\\/g, '\\\\').replace(/:/g, '\\:').replace(/'/g, `'\\''`);
 
-function zsh(list: Node[]): string {
-  const subArms = list
-    .filter((n) => n.subs.length > 0)
-    .map((n) => `    ${sq(n.path)}) subs=(${n.subs.map((s) => `'${zq(s.name)}:${zq(s.summary)}'`).join(' ')}) ;;`)
-    .join('\n');
-  const optArms = list
-    .map((n) => {
-      const specs = n.options.flatMap((o) => spellings(o).map((s) => `'${zq(s)}:${zq(o.description)}'`));
-      return `    ${sq(n.path)}) opts=(${specs.join(' ')}) ;;`;
-    })
-    .join('\n');
-  const valueArms = caseArms(list, (n) => n.options.filter((o) => takesValue(o.flags)).flatMap(spellings).join(' '));
-  const choiceArms = list.flatMap((n) =>
-    n.options.filter((o) => o.choices).flatMap((o) => spellings(o).map((s) => `    ${sq(`${n.path}|${s}`)}) echo ${sq(o.choices!.join(' '))} ;;`)),
-  );
-  const fileOptArms = caseArms(list, (n) => n.options.filter((o) => o.complete).flatMap(spellings).join(' '));
-  return `#compdef sbx
-# zsh completion for sbx — ${HEADER}
-# Install: sbx completion zsh > "\${fpath[1]}/_sbx"
-
-_sbx_value_opts() {
+/** The lookup functions bash and zsh share: options that take values or files, option choices, argument words and files. */
+function lookupFunctions(list: Node[], valueArms: string, fileOptArms: string, choiceArms: string[]): string {
+  return `_sbx_value_opts() {
   case "$1" in
 ${valueArms}
   esac
@@ -205,7 +159,30 @@ _sbx_arg_files() {
   case "$1" in
 ${caseArms(list, (n) => (argFiles(n.spec) ? 'yes' : ''))}
   esac
+}`;
 }
+
+function zsh(list: Node[]): string {
+  const subArms = list
+    .filter((n) => n.subs.length > 0)
+    .map((n) => `    ${sq(n.path)}) subs=(${n.subs.map((s) => `'${zq(s.name)}:${zq(s.summary)}'`).join(' ')}) ;;`)
+    .join('\n');
+  const optArms = list
+    .map((n) => {
+      const specs = n.options.flatMap((o) => spellings(o).map((s) => `'${zq(s)}:${zq(o.description)}'`));
+      return `    ${sq(n.path)}) opts=(${specs.join(' ')}) ;;`;
+    })
+    .join('\n');
+  const valueArms = caseArms(list, (n) => n.options.filter((o) => takesValue(o.flags)).flatMap(spellings).join(' '));
+  const choiceArms = list.flatMap((n) =>
+    n.options.filter((o) => o.choices).flatMap((o) => spellings(o).map((s) => `    ${sq(`${n.path}|${s}`)}) echo ${sq(o.choices!.join(' '))} ;;`)),
+  );
+  const fileOptArms = caseArms(list, (n) => n.options.filter((o) => o.complete).flatMap(spellings).join(' '));
+  return `#compdef sbx
+# zsh completion for sbx — ${HEADER}
+# Install: sbx completion zsh > "\${fpath[1]}/_sbx"
+
+${lookupFunctions(list, valueArms, fileOptArms, choiceArms)}
 
 _sbx() {
   local path="" word i skip=0 cur prev

@@ -3,7 +3,7 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend exec files logs templates template admission quota quotas providers workers watch doctor serve config completion' ;;
+    '') echo 'spawn ls list get rm destroy extend exec shell files logs templates template admission quota quotas providers workers watch doctor serve config completion' ;;
     'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'quota') echo 'ls list get set rm delete usage summary' ;;
@@ -19,7 +19,8 @@ _sbx_opts() {
     'get') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'rm') echo '--all-expired --url --api-key --admin-key --user --json --no-color' ;;
     'extend') echo '--ttl --url --api-key --admin-key --user --json --no-color' ;;
-    'exec') echo '-e --env -w --workdir -t --timeout --sh --no-stdin --url --api-key --admin-key --user --json --no-color' ;;
+    'exec') echo '-e --env -w --workdir -t --timeout --sh -n --no-stdin --url --api-key --admin-key --user --json --no-color' ;;
+    'shell') echo '--sh -e --env -w --workdir --url --api-key --admin-key --user --json --no-color' ;;
     'files') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files cat') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -66,6 +67,7 @@ _sbx_value_opts() {
     'rm') echo '--url --api-key --admin-key --user' ;;
     'extend') echo '--ttl --url --api-key --admin-key --user' ;;
     'exec') echo '-e --env -w --workdir -t --timeout --sh --url --api-key --admin-key --user' ;;
+    'shell') echo '--sh -e --env -w --workdir --url --api-key --admin-key --user' ;;
     'files') echo '--url --api-key --admin-key --user' ;;
     'files ls') echo '--url --api-key --admin-key --user' ;;
     'files cat') echo '--url --api-key --admin-key --user' ;;

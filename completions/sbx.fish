@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'workers' 'watch' 'doctor' 'serve' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'workers' 'watch' 'doctor' 'serve' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -25,6 +25,7 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'get' -d 'show one sandbox'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'rm' -d 'destroy sandboxes, or prune expired ones with --all-expired'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'extend' -d 'extend a sandbox TTL (expires_at = now + ttl)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'exec' -d 'run a command in a sandbox; streams its output and exits with its exit code'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'shell' -d 'open an interactive shell in a sandbox (a terminal over the WebSocket exec)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'files' -d 'file operations inside a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'logs' -d 'print the console log of a sandbox (-f to follow)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'templates' -d 'named spawn presets: ls, get, create, update, rm, spawn'
@@ -58,7 +59,10 @@ complete -c sbx -n '__sbx_path_is \'exec\'' -l env -s e -x -d 'environment varia
 complete -c sbx -n '__sbx_path_is \'exec\'' -l workdir -s w -x -d 'working directory in the sandbox'
 complete -c sbx -n '__sbx_path_is \'exec\'' -l timeout -s t -x -d 'kill the command after this long, e.g. 30s'
 complete -c sbx -n '__sbx_path_is \'exec\'' -l sh -x -d 'run a shell script with sh -c (e.g. --sh \'ls | wc -l\')'
-complete -c sbx -n '__sbx_path_is \'exec\'' -l no-stdin -d 'do not send piped local stdin'
+complete -c sbx -n '__sbx_path_is \'exec\'' -l no-stdin -s n -d 'never read local stdin (like ssh -n)'
+complete -c sbx -n '__sbx_path_is \'shell\'' -l sh -x -d 'what to run instead of /bin/sh, through sh -c (e.g. --sh \'bash -l\')'
+complete -c sbx -n '__sbx_path_is \'shell\'' -l env -s e -x -d 'environment variable (repeatable)'
+complete -c sbx -n '__sbx_path_is \'shell\'' -l workdir -s w -x -d 'working directory in the sandbox'
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'ls' -d 'list a directory in a sandbox'
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'cat' -d 'print a file from a sandbox (raw bytes)'
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'put' -d 'upload a local file (or - for stdin) into a sandbox'

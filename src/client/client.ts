@@ -7,6 +7,7 @@
  */
 import { SbxError } from '../core/errors.js';
 import { eventStream, type EventStreamOptions } from './events.js';
+import { type ExecSession, type ExecWsInput, type ExecWsOptions, openExecSession } from './exec-ws.js';
 import { FilesApi } from './files.js';
 import { Http, type ClientOptions } from './http.js';
 import { parseNdjson } from './ndjson.js';
@@ -138,6 +139,21 @@ export class Client {
     }
   }
 
+  /**
+   * WebSocket exec: a live session with stdin, an optional terminal, resize and signals.
+   *
+   *   const s = await sbx.execWs(id, { command: 'cat', mode: 'argv' });
+   *   await s.write('hello\n'); s.end();
+   *   for await (const m of s) if (m.type === 'stdout') process.stdout.write(m.data);
+   *
+   * Refusals of the upgrade (auth, rate limit, a server without the route) throw the mapped
+   * SbxError; errors after it (unknown sandbox, limits, provider failures) arrive as a last
+   * `{type: 'error', code, message}` message.
+   */
+  execWs(id: string, input: ExecWsInput, opts: ExecWsOptions = {}): Promise<ExecSession> {
+    return openExecSession(this.http, `/api/v1/sandboxes/${enc(id)}/exec/ws`, input, opts);
+  }
+
   // Events (DESIGN.md §3)
 
   /** Server-sent events as an async iterator; reconnects with `Last-Event-ID` on drops. */
@@ -208,4 +224,4 @@ export class Client {
   }
 }
 
-export type { ClientOptions, EventStreamOptions };
+export type { ClientOptions, EventStreamOptions, ExecSession, ExecWsInput, ExecWsOptions };

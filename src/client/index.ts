@@ -1,6 +1,7 @@
 /** The typed client: `import { Client } from 'sbx-cli'`. */
 export { Client } from './client.js';
-export type { ClientOptions, EventStreamOptions } from './client.js';
+export type { ClientOptions, EventStreamOptions, ExecSession, ExecWsInput, ExecWsOptions } from './client.js';
+export type { ExecWsMessage } from './exec-ws.js';
 export { DEFAULT_URL } from './http.js';
 export { SbxError } from '../core/errors.js';
 export type { ErrorCode } from '../core/errors.js';

@@ -43,3 +43,65 @@ export const ExecChunk = Type.Object({
   timed_out: Type.Optional(Type.Boolean()),
 });
 export type ExecChunk = Static<typeof ExecChunk>;
+
+// ---------------------------------------------------------------- WebSocket exec (DESIGN.md §3)
+// GET /api/v1/sandboxes/{id}/exec/ws. Every message is one JSON text frame.
+
+const TerminalSide = Type.Integer({ minimum: 1, maximum: 65535 });
+
+/**
+ * Client → server, first message: the exec request plus terminal fields. `type` may be left out
+ * (a plain exec request is a start). `stdin` here is sent first; stdin stays open until
+ * `stdin_eof`. `stream` and `exit_record` are accepted and ignored (output always streams, the
+ * `exit` message always comes).
+ */
+export const ExecWsStart = Type.Object(
+  {
+    type: Type.Optional(Type.Literal('start')),
+    ...ExecRequest.properties,
+    /** Run in a terminal (providers with the `tty` capability; others run with pipes). */
+    tty: Type.Optional(Type.Boolean()),
+    /** Terminal size; default 80 × 24. */
+    cols: Type.Optional(TerminalSide),
+    rows: Type.Optional(TerminalSide),
+  },
+  { $id: 'ExecWsStart', additionalProperties: false },
+);
+export type ExecWsStart = Static<typeof ExecWsStart>;
+
+/** Client → server: bytes for the command's stdin (utf8 text, or base64). */
+export const ExecWsStdin = Type.Object(
+  {
+    type: Type.Literal('stdin'),
+    data: Type.String(),
+    encoding: Type.Optional(Type.Union([Type.Literal('utf8'), Type.Literal('base64')])),
+  },
+  { additionalProperties: false },
+);
+export type ExecWsStdin = Static<typeof ExecWsStdin>;
+
+/** Client → server: end of stdin (the command reads EOF). */
+export const ExecWsStdinEof = Type.Object({ type: Type.Literal('stdin_eof') }, { additionalProperties: false });
+
+/** Client → server: new terminal size (ignored without a terminal). */
+export const ExecWsResize = Type.Object({ type: Type.Literal('resize'), cols: TerminalSide, rows: TerminalSide }, { additionalProperties: false });
+export type ExecWsResize = Static<typeof ExecWsResize>;
+
+/** Client → server: a signal for every process of the command: SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 (the `SIG` prefix is optional). */
+export const ExecWsSignal = Type.Object({ type: Type.Literal('signal'), signal: Type.String({ minLength: 1, maxLength: 16 }) }, { additionalProperties: false });
+export type ExecWsSignal = Static<typeof ExecWsSignal>;
+
+export type ExecWsClientMessage = ExecWsStart | ExecWsStdin | Static<typeof ExecWsStdinEof> | ExecWsResize | ExecWsSignal;
+
+/** Server → client: output as it comes (with a terminal, everything is `stdout`). */
+export const ExecWsOutput = Type.Object({ type: Type.Union([Type.Literal('stdout'), Type.Literal('stderr')]), data: Type.String() });
+/** Server → client: the last message of a run; `timed_out` (with 124) when the deadline killed it. */
+export const ExecWsExit = Type.Object({
+  type: Type.Literal('exit'),
+  exit_code: Type.Integer(),
+  duration: Type.Optional(Duration),
+  timed_out: Type.Optional(Type.Boolean()),
+});
+/** Server → client: the exec could not start or failed; the socket closes after it. */
+export const ExecWsError = Type.Object({ type: Type.Literal('error'), code: Type.String(), message: Type.String() });
+export type ExecWsServerMessage = Static<typeof ExecWsOutput> | Static<typeof ExecWsExit> | Static<typeof ExecWsError>;

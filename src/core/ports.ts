@@ -219,9 +219,30 @@ export interface ExecSpec {
   env: Record<string, string>;
   /** Absolute path inside the sandbox; provider default when absent. */
   workdir?: string;
-  /** Bytes fed to the command's stdin, then EOF. Absent = empty stdin. */
-  stdin?: Uint8Array;
+  /**
+   * The command's stdin. Bytes: fed, then EOF. A stream: each chunk is written as it arrives (the
+   * command may produce output before the next one comes), EOF when the iteration ends. Absent =
+   * empty stdin. A provider stops pulling when the command ends and then calls `return()`.
+   */
+  stdin?: Uint8Array | AsyncIterable<Uint8Array>;
+  /**
+   * Ask for a terminal of this size (stdout and stderr then arrive merged, as `stdout`). Only
+   * providers with the `tty` capability honour it; the others run the command with pipes, silently.
+   */
+  tty?: { cols: number; rows: number };
+  /** Live requests while the command runs: terminal resize, signals. Ends with the exec. */
+  controls?: AsyncIterable<ExecControl>;
 }
+
+/** Signals a caller may send to a running command. */
+export const EXEC_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'] as const;
+export type ExecSignal = (typeof EXEC_SIGNALS)[number];
+
+/**
+ * A live request to a running command. `signal` goes to every process of the command (its exit
+ * code then reports it, e.g. 130 for SIGINT); `resize` is ignored without a terminal.
+ */
+export type ExecControl = { type: 'resize'; cols: number; rows: number } | { type: 'signal'; signal: ExecSignal };
 
 /**
  * What an exec yields: output chunks in order, then exactly one `exit` as the last item.

@@ -1,4 +1,5 @@
-import { createServer, connect, type Socket } from 'node:net';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { sbxAt } from './run-sbx.js';
@@ -97,7 +98,8 @@ describe('sbx exec', () => {
       client.pipe(up);
       up.on('data', (d: Buffer) => {
         client.write(d);
-        if (d.toString().includes('"stream":"stdout"')) setTimeout(() => (client.destroy(), up.destroy()), 50);
+        // NDJSON chunks and WebSocket frames (server frames are unmasked JSON text) alike.
+        if (/"(stream|type)":"stdout"/.test(d.toString())) setTimeout(() => (client.destroy(), up.destroy()), 50);
       });
       client.on('error', () => undefined);
       up.on('error', () => undefined);
@@ -110,5 +112,117 @@ describe('sbx exec', () => {
     expect(r.code).toBe(125);
     expect(r.stdout).toBe('begun\n');
     expect(r.stderr).toMatch(/^sbx: exec failed while the command ran: .+\n$/);
+  });
+
+  it('the connection breaking on the NDJSON path (--no-stdin) is 125 too', async () => {
+    const upstream = new URL(server.url);
+    const sockets: Socket[] = [];
+    const proxy = createServer((client) => {
+      const up = connect(Number(upstream.port), upstream.hostname);
+      sockets.push(client, up);
+      client.pipe(up);
+      up.on('data', (d: Buffer) => {
+        client.write(d);
+        if (d.toString().includes('"stream":"stdout"')) setTimeout(() => (client.destroy(), up.destroy()), 50);
+      });
+      client.on('error', () => undefined);
+      up.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const port = (proxy.address() as { port: number }).port;
+    const r = await sbxAt(`http://127.0.0.1:${port}`)(['exec', '-n', id, '--', 'sh', '-c', 'echo begun; sleep 5; echo never']);
+    for (const s of sockets) s.destroy();
+    proxy.close();
+    expect(r.code).toBe(125);
+    expect(r.stdout).toBe('begun\n');
+  });
+});
+
+describe('sbx exec with live stdin', () => {
+  it('streams piped stdin: the command answers a line before stdin closes', async () => {
+    const stdin = new PassThrough();
+    let answeredBeforeEof = false;
+    const guard = setTimeout(() => stdin.end(), 8_000);
+    const run = sbx(['exec', id, '--sh', 'read line; echo "got:$line"; cat; echo end'], {
+      stdinStream: stdin,
+      onStdout: (_chunk, all) => {
+        if (all().includes('got:hello') && !answeredBeforeEof && !stdin.writableEnded) {
+          answeredBeforeEof = true;
+          stdin.write('more\n');
+          setTimeout(() => stdin.end(), 100);
+        }
+      },
+    });
+    stdin.write('hello\n');
+    const r = await run;
+    clearTimeout(guard);
+    expect(answeredBeforeEof).toBe(true);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('got:hello\nmore\nend\n');
+    expect(r.stderr).toBe('');
+  });
+
+  it('the command starts at once: an open stdin pipe does not hold it', async () => {
+    const stdin = new PassThrough();
+    const started = Date.now();
+    const r = await sbx(['exec', id, '--', 'sh', '-c', 'echo hi; exit 4'], { stdinStream: stdin });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(r).toMatchObject({ code: 4, stdout: 'hi\n' });
+    expect(stdin.writableEnded).toBe(false);
+    stdin.end();
+  });
+
+  it('-n / --no-stdin never reads stdin', async () => {
+    for (const flag of ['-n', '--no-stdin']) {
+      const stdin = new PassThrough();
+      stdin.write('must not arrive\n');
+      const r = await sbx(['exec', flag, id, '--', 'sh', '-c', 'cat; echo done'], { stdinStream: stdin });
+      expect(r, flag).toMatchObject({ code: 0, stdout: 'done\n' });
+      expect(stdin.readableLength, `${flag}: stdin left unread`).toBeGreaterThan(0);
+      stdin.end();
+    }
+  });
+
+  it('timeouts and errors before the start keep their exit codes over the socket', async () => {
+    const slow = await sbx(['exec', id, '--timeout', '500ms', '--', 'sh', '-c', 'echo started; sleep 10'], { stdin: '' });
+    expect(slow.code).toBe(124);
+    expect(slow.stdout).toBe('started\n');
+    expect(slow.stderr).toMatch(/timed out/);
+    expect((await sbx(['exec', 'sb-nope', '--', 'true'], { stdin: 'x' })).code).toBe(4);
+    expect((await sbx(['exec', id, '--timeout', '100h', '--', 'true'], { stdin: 'x' })).code).toBe(5);
+  });
+
+  it('falls back to buffered stdin when the server has no WebSocket exec (404 on upgrade)', async () => {
+    // A proxy that refuses every upgrade as a server without the route would, and relays the rest.
+    const upstream = new URL(server.url);
+    const sockets: Socket[] = [];
+    let refused = 0;
+    const proxy: Server = createServer((client) => {
+      sockets.push(client);
+      client.on('error', () => undefined);
+      client.once('data', (first: Buffer) => {
+        if (/^upgrade:\s*websocket/im.test(first.toString('latin1'))) {
+          refused++;
+          const body = JSON.stringify({ code: 'not_found', message: 'no route for GET /api/v1/sandboxes/x/exec/ws' });
+          client.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+          return;
+        }
+        const up = connect(Number(upstream.port), upstream.hostname);
+        sockets.push(up);
+        up.on('error', () => undefined);
+        up.write(first);
+        client.pipe(up).pipe(client);
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (proxy.address() as { port: number }).port;
+      const r = await sbxAt(`http://127.0.0.1:${port}`)(['exec', id, '--', 'cat'], { stdin: 'line one\nline two\n' });
+      expect(refused).toBe(1);
+      expect(r).toMatchObject({ code: 0, stdout: 'line one\nline two\n', stderr: '' });
+    } finally {
+      for (const s of sockets) s.destroy();
+      proxy.close();
+    }
   });
 });

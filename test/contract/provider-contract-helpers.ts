@@ -61,3 +61,49 @@ export async function expectSbxError(p: Promise<unknown>, codes: ErrorCode[], wh
   expect(codes, `${what}: code ${(outcome as SbxError).code}`).toContain((outcome as SbxError).code);
   return outcome as SbxError;
 }
+
+/**
+ * A live source the test feeds by hand (stdin chunks, controls): `push` now, `end` later.
+ * `released` resolves once the consumer ended it or called `return()`.
+ */
+export class LiveChunks<T = Uint8Array> implements AsyncIterable<T> {
+  private readonly items: T[] = [];
+  private waiting: ((r: IteratorResult<T, undefined>) => void) | null = null;
+  private ended = false;
+  private release!: () => void;
+  readonly released = new Promise<void>((resolve) => (this.release = resolve));
+
+  push(item: T | string): void {
+    const value = (typeof item === 'string' ? Buffer.from(item) : item) as T;
+    const w = this.waiting;
+    this.waiting = null;
+    if (w) w({ value, done: false });
+    else this.items.push(value);
+  }
+
+  end(): void {
+    this.ended = true;
+    const w = this.waiting;
+    this.waiting = null;
+    w?.({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<T, undefined> {
+    return {
+      next: () => {
+        const value = this.items.shift();
+        if (value !== undefined) return Promise.resolve({ value, done: false });
+        if (this.ended) {
+          this.release();
+          return Promise.resolve({ value: undefined, done: true });
+        }
+        return new Promise((resolve) => (this.waiting = resolve));
+      },
+      return: () => {
+        this.end();
+        this.release();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+}

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SbxError, type ErrorCode } from '../../src/core/errors.js';
-import type { ExecSpec, FileInfo, Provider } from '../../src/core/ports.js';
-import { collect, type Collected, expectSbxError, never, sh, sleep, within } from './provider-contract-helpers.js';
+import type { ExecControl, ExecSpec, FileInfo, Provider } from '../../src/core/ports.js';
+import { collect, type Collected, expectSbxError, LiveChunks, never, sh, sleep, within } from './provider-contract-helpers.js';
 
 /** What a provider test file hands the contract: a ready provider, an image it can spawn, and a teardown. */
 export interface ProviderFixture {
@@ -149,6 +149,43 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
       const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
       expect((await run(sh('cat', { stdin: all }))).stdoutBytes.equals(all)).toBe(true);
       expect(await run(sh('cat'))).toMatchObject({ stdout: '', exitCode: 0 });
+    });
+
+    it('exec with live stdin: each chunk reaches the command as it arrives, EOF at the end', async () => {
+      const chunks = new LiveChunks();
+      const iter = p.exec(rid, sh('cat; echo "[eof]"', { stdin: chunks }), never)[Symbol.asyncIterator]();
+      const readUntil = async (text: string) => {
+        let seen = '';
+        while (!seen.includes(text)) {
+          const r = await within(iter.next(), 10_000, `output ${JSON.stringify(text)}`);
+          expect(r.done, `ended before ${JSON.stringify(text)}`).toBe(false);
+          if (r.value!.type === 'stdout') seen += Buffer.from(r.value!.data).toString();
+        }
+        return seen;
+      };
+      chunks.push('first\n');
+      // The command answers the first chunk while the second one has not been sent yet.
+      expect(await readUntil('first\n')).toBe('first\n');
+      await sleep(100);
+      chunks.push(Buffer.from([0x73, 0x65, 0x63, 0x6f, 0x6e, 0x64, 0x0a])); // "second\n"
+      expect(await readUntil('second\n')).toBe('second\n');
+      chunks.end();
+      const rest = await within(collect({ [Symbol.asyncIterator]: () => iter }), 10_000, 'exec after EOF');
+      expect(rest.stdout).toBe('[eof]\n');
+      expect(rest.exitCode).toBe(0);
+      // A command that never reads stdin ends by itself, and its source is released.
+      const idle = new LiveChunks();
+      expect(await run(sh('echo done', { stdin: idle }))).toMatchObject({ stdout: 'done\n', exitCode: 0 });
+      await within(idle.released, 3_000, 'stdin source released');
+    });
+
+    it('exec with signal controls: SIGTERM reaches the command', async () => {
+      const controls = new LiveChunks<ExecControl>();
+      const iter = p.exec(rid, sh('echo ready; exec sleep 30', { controls }), never)[Symbol.asyncIterator]();
+      expect((await within(iter.next(), 10_000, 'first chunk')).value).toMatchObject({ type: 'stdout' });
+      controls.push({ type: 'signal', signal: 'SIGTERM' });
+      const rest = await within(collect({ [Symbol.asyncIterator]: () => iter }), 10_000, 'signalled exec');
+      expect(rest.exitCode).toBe(143);
     });
 
     it('exec delivers large output completely', async () => {

@@ -31,7 +31,7 @@ function runBin(args: string[], opts: { env?: Record<string, string>; stdin?: st
   });
 }
 
-const HEAVY = /\/node_modules\/(fastify|better-sqlite3|dockerode|ink|react|pg|pino|undici|eventsource)\//;
+const HEAVY = /\/node_modules\/(fastify|@fastify\/websocket|better-sqlite3|dockerode|ink|react|pg|pino|undici|eventsource|ws)\//;
 
 /** Module URLs the bin loads for `args`, recorded by a module.register resolve hook. */
 async function loadedModules(args: string[]): Promise<string[]> {

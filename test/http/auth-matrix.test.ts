@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routeTable, type RouteEntry } from '../../src/transports/http/plugins/auth.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { openWs, UpgradeRefused } from '../helpers/ws.js';
 
 /**
  * Every registered route × every kind of credential. The route list comes from the running app,
@@ -116,6 +117,37 @@ describe('auth matrix over the route table', () => {
     expect(failures).toEqual([]);
     expect(checked).toBeGreaterThan(100);
   }, 120_000);
+
+  it('refuses WebSocket upgrades as its realm demands, with an HTTP JSON answer (never a hang)', async () => {
+    const wsRoutes = routes.filter((r) => r.websocket);
+    expect(wsRoutes.map((r) => `${r.method} ${r.url}`)).toContain('GET /api/v1/sandboxes/:id/exec/ws');
+    const failures: string[] = [];
+    for (const route of wsRoutes) {
+      for (const cred of Object.keys(CREDS) as Cred[]) {
+        const want = EXPECTED[route.realm][cred];
+        // null: upgraded (101); else the HTTP answer that refused it.
+        const refused: UpgradeRefused | null = await Promise.race([
+          openWs(srv.url, concrete(route.url), CREDS[cred]).then(
+            (c) => {
+              c.ws.close();
+              return null;
+            },
+            (err: unknown) => (err instanceof UpgradeRefused ? err : new UpgradeRefused(0, String(err))),
+          ),
+          new Promise<UpgradeRefused>((resolve) => setTimeout(() => resolve(new UpgradeRefused(0, 'no answer within 5 s')), 5_000)),
+        ]);
+        const status = refused ? refused.status : 101;
+        const label = `upgrade ${route.url} [${cred}] → ${status}, want ${want}`;
+        if (want === 'ok' ? status !== 101 : status !== want) failures.push(`${label}: ${refused?.body.slice(0, 160) ?? ''}`);
+        if (refused && (status === 401 || status === 403)) {
+          const body = JSON.parse(refused.body) as { code: string };
+          if (body.code !== (status === 401 ? 'unauthorized' : 'forbidden')) failures.push(`${label}: code ${body.code}`);
+          for (const s of SECRETS) if (refused.body.includes(s)) failures.push(`${label}: body contains a configured secret`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  });
 });
 
 describe('auth details', () => {

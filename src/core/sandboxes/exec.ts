@@ -1,6 +1,6 @@
 import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isAbortError, SbxError } from '../errors.js';
-import type { ExecSpec, SandboxRecord } from '../ports.js';
+import type { ExecControl, ExecSpec, SandboxRecord } from '../ports.js';
 import type { Caller } from './caller.js';
 import { sandboxPath } from './paths.js';
 import { asProviderError, type SandboxService } from './service.js';
@@ -12,7 +12,12 @@ export interface ExecInput {
   workdir?: string;
   timeout?: string;
   mode?: 'shell' | 'argv';
-  stdin?: Uint8Array;
+  /** Bytes fed then EOF, or a live stream (WebSocket exec) written chunk by chunk as it arrives. */
+  stdin?: Uint8Array | AsyncIterable<Uint8Array>;
+  /** A terminal of this size, where the provider has the `tty` capability. */
+  tty?: { cols: number; rows: number };
+  /** Resize and signal requests while the command runs. */
+  controls?: AsyncIterable<ExecControl>;
 }
 
 /** One item of an exec stream: output text, then exactly one `exit` record last. */
@@ -51,6 +56,8 @@ export class ExecService {
       workdir: input.workdir !== undefined ? sandboxPath(input.workdir, 'workdir') : undefined,
       stdin: input.stdin,
     };
+    if (input.tty !== undefined) spec.tty = terminalSize(input.tty.cols, input.tty.rows);
+    if (input.controls !== undefined) spec.controls = input.controls;
     const { bus } = this.sandboxes.deps;
     const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
     // Event data names the program only: arguments and env may carry secrets.
@@ -175,4 +182,11 @@ export class ExecService {
     if (def > 0) return max > 0 ? Math.min(def, max) : def;
     return max;
   }
+}
+
+/** A terminal size: whole numbers of 1 to 65535 (what the kernel's winsize holds). */
+export function terminalSize(cols: number, rows: number): { cols: number; rows: number } {
+  const ok = (n: number) => Number.isInteger(n) && n >= 1 && n <= 65535;
+  if (!ok(cols) || !ok(rows)) throw badRequest('terminal cols and rows must be integers from 1 to 65535');
+  return { cols, rows };
 }

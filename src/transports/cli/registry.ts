@@ -16,6 +16,7 @@ import { providersCommand } from './commands/providers.js';
 import { quotaCommand } from './commands/quota.js';
 import { rmCommand } from './commands/rm.js';
 import { serveCommand } from './commands/serve.js';
+import { shellCommand } from './commands/shell.js';
 import { spawnCommand } from './commands/spawn.js';
 import { templatesCommand } from './commands/templates.js';
 import { watchCommand } from './commands/watch.js';
@@ -29,6 +30,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   rmCommand,
   extendCommand,
   execCommand,
+  shellCommand,
   filesCommand,
   logsCommand,
   templatesCommand,

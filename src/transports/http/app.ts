@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import websocket from '@fastify/websocket';
 import { Ajv } from 'ajv';
 import Fastify, { errorCodes, LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { HttpDeps } from './deps.js';
@@ -10,6 +11,7 @@ import { corsPlugin } from './plugins/cors.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { adminRoutes } from './routes/admin.js';
 import { execRoutes } from './routes/exec.js';
+import { execWsRoutes } from './routes/exec-ws.js';
 import { fileRoutes } from './routes/files.js';
 import { providerRoutes } from './routes/providers.js';
 import { quotaRoutes } from './routes/quotas.js';
@@ -111,6 +113,11 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
     done(null, body);
   });
 
+  // WebSocket upgrades go through the same router and hooks (auth, rate limit) as any request;
+  // frames are bounded like request bodies. Registered before every other onRequest hook: its
+  // own hook marks upgrade requests, so a refusal by a later hook (401, 429) answers over HTTP
+  // and then closes the socket instead of leaving it open.
+  await app.register(websocket, { options: { maxPayload: deps.bodyLimit } });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-ID', request.id);
   });
@@ -126,6 +133,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   systemRoutes(app, deps);
   sandboxRoutes(app, deps);
   execRoutes(app, deps);
+  execWsRoutes(app, deps);
   fileRoutes(app, deps);
   templateRoutes(app, deps);
   quotaRoutes(app, deps);

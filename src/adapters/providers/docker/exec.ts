@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Duplex, Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import type { ExecEvent, ExecSpec } from '../../../core/ports.js';
+import type { ExecControl, ExecEvent, ExecSignal, ExecSpec } from '../../../core/ports.js';
+import { consumeControls, isLiveStdin, type Pump, pumpStdin } from '../shared/live-input.js';
 import { buildShellCommand } from '../shared/shell.js';
 import { badRequest, isAbortError, isSbxError, SbxError } from '../../../core/errors.js';
 import { API_TIMEOUT_MS, bounded, call, toSbxError } from './errors.js';
-import { demux } from './frames.js';
+import { demux, type Frame } from './frames.js';
 import { WORKDIR } from './options.js';
 
 /**
@@ -22,6 +23,8 @@ const KILLER = [
   '  for f in $l; do d=${f%/environ}; kill -9 "${d#/proc/}" 2>/dev/null; done',
   'done',
 ].join('\n');
+/** One pass of a signal to every process of an exec: `$1` the marker, `$2` the signal name without SIG. */
+const SIGNALLER = 'for f in $(grep -lxzsF "$1" /proc/[0-9]*/environ); do d=${f%/environ}; kill -"$2" "${d#/proc/}" 2>/dev/null; done; exit 0';
 
 /** Grace after the kill for the output stream to end by itself before it is cut. */
 const KILL_GRACE_MS = 1_000;
@@ -39,11 +42,18 @@ export function execArgv(spec: Pick<ExecSpec, 'command' | 'args' | 'mode'>): str
   return spec.mode === 'argv' ? [spec.command, ...spec.args] : ['/bin/sh', '-c', buildShellCommand(spec.command, spec.args)];
 }
 
+/** A terminal's output is one raw stream, not multiplexed frames: all of it is stdout. */
+async function* rawFrames(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<Frame> {
+  for await (const chunk of source) yield { stream: 'stdout', data: typeof chunk === 'string' ? Buffer.from(chunk) : chunk };
+}
+
 /**
  * Streams one command through the engine exec API: output chunks as they arrive (pulled, so a
  * slow consumer slows the command instead of growing a buffer), then the exit code from exec
  * inspect. On abort, or when the consumer stops early, every process of the command is killed
- * inside the container and the iteration ends.
+ * inside the container and the iteration ends. stdin is attached (hijacked connection) when there
+ * are bytes or a live stream: chunks are written as they arrive, then the write side is half-closed.
+ * With `tty` the exec gets a terminal (output raw, unframed), resized on `resize` controls.
  */
 export async function* streamExec(
   docker: Docker,
@@ -55,7 +65,9 @@ export async function* streamExec(
   if (signal.aborted) return;
   const container = docker.getContainer(runtimeId);
   const marker = `${MARKER}=${randomBytes(12).toString('hex')}`;
-  const withStdin = spec.stdin !== undefined && spec.stdin.byteLength > 0;
+  const live = isLiveStdin(spec.stdin);
+  const withStdin = live || (spec.stdin !== undefined && (spec.stdin as Uint8Array).byteLength > 0);
+  const tty = spec.tty;
   const workdir = spec.workdir ?? WORKDIR;
   const exec = await call(
     'exec',
@@ -68,15 +80,36 @@ export async function* streamExec(
         AttachStdin: withStdin,
         AttachStdout: true,
         AttachStderr: true,
-        Tty: false,
+        Tty: tty !== undefined,
         abortSignal: s,
       } as Docker.ExecCreateOptions),
     signal,
   );
-  const stream = await startStream(exec, withStdin, signal);
-  if (withStdin) {
+  const stream = await startStream(exec, withStdin, tty, signal);
+  const pumps: Pump[] = [];
+  if (live) {
+    pumps.push(pumpStdin(spec.stdin as AsyncIterable<Uint8Array>, stream as Duplex));
+  } else if (withStdin) {
     // Half-close after the bytes: the command sees EOF, the output side stays open.
-    (stream as Duplex).end(Buffer.from(spec.stdin!.buffer, spec.stdin!.byteOffset, spec.stdin!.byteLength));
+    const bytes = spec.stdin as Uint8Array;
+    (stream as Duplex).end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+  const resize = (cols: number, rows: number) => exec.resize({ h: rows, w: cols, abortSignal: bounded(undefined, 5_000) } as object);
+  // Engines before API 1.42 ignore the start-time console size: set it once the exec runs.
+  if (tty) void resize(tty.cols, tty.rows).catch(() => undefined);
+  if (spec.controls) {
+    pumps.push(
+      consumeControls(spec.controls, async (c: ExecControl) => {
+        if (c.type === 'resize') {
+          if (tty) await resize(c.cols, c.rows);
+        } else if (c.signal === 'SIGKILL') {
+          // The repeated passes also catch processes forked meanwhile.
+          await killMarked(docker, runtimeId, exec, marker);
+        } else {
+          await signalMarked(docker, runtimeId, exec, marker, c.signal);
+        }
+      }),
+    );
   }
 
   let killing: Promise<void> | undefined;
@@ -94,7 +127,7 @@ export async function* streamExec(
   try {
     let first = true;
     try {
-      const frames = demux(stream as AsyncIterable<Uint8Array>);
+      const frames = tty ? rawFrames(stream as AsyncIterable<Uint8Array>) : demux(stream as AsyncIterable<Uint8Array>);
       for await (const frame of frames) {
         if (signal.aborted) break;
         if (first) {
@@ -123,6 +156,7 @@ export async function* streamExec(
     done = true;
     yield { type: 'exit', exit_code: exitCode };
   } finally {
+    for (const p of pumps) p.stop();
     signal.removeEventListener('abort', killTree);
     if (!done) {
       // The consumer stopped early: nobody will read the output, so nothing may keep running.
@@ -137,8 +171,10 @@ export async function* streamExec(
  * response whenever it fired, cutting a long quiet command. Only the wait for the engine's answer
  * is bounded; an abort after that is handled by killing the command.
  */
-async function startStream(exec: Docker.Exec, withStdin: boolean, signal: AbortSignal): Promise<Readable | Duplex> {
-  const started = exec.start({ hijack: withStdin, stdin: withStdin, Detach: false, Tty: false } as Docker.ExecStartOptions) as Promise<Readable | Duplex>;
+async function startStream(exec: Docker.Exec, withStdin: boolean, tty: ExecSpec['tty'], signal: AbortSignal): Promise<Readable | Duplex> {
+  const opts: Record<string, unknown> = { hijack: withStdin, stdin: withStdin, Detach: false, Tty: tty !== undefined };
+  if (tty) opts.ConsoleSize = [tty.rows, tty.cols];
+  const started = exec.start(opts as Docker.ExecStartOptions) as Promise<Readable | Duplex>;
   let timer: NodeJS.Timeout | undefined;
   const limit = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new SbxError('timeout', 'exec: docker engine did not answer in time')), API_TIMEOUT_MS);
@@ -155,25 +191,46 @@ async function startStream(exec: Docker.Exec, withStdin: boolean, signal: AbortS
   }
 }
 
+/** Waits until the exec's process runs; false when it already ended. */
+async function whenRunning(exec: Docker.Exec): Promise<boolean> {
+  // An abort can race the engine starting the process: wait until it runs (or already ended).
+  for (let i = 0; i < 40; i++) {
+    const info = await exec.inspect({ abortSignal: bounded(undefined, 5_000) });
+    if (!info.Running && typeof info.ExitCode === 'number') return false;
+    if (info.Running && info.Pid > 0) break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return true;
+}
+
+/** Sends `sig` once to every process of the exec (found by its environment marker). */
+async function signalMarked(docker: Docker, runtimeId: string, exec: Docker.Exec, marker: string, sig: ExecSignal): Promise<void> {
+  try {
+    if (!(await whenRunning(exec))) return;
+    await runHelper(docker, runtimeId, [SIGNALLER, 'sbx-signal', marker, sig.replace(/^SIG/, '')]);
+  } catch {
+    // Container gone or engine down: nothing left to signal.
+  }
+}
+
+/** Runs a helper script in the container (not marked, so never its own target) to its end. */
+async function runHelper(docker: Docker, runtimeId: string, script: string[]): Promise<void> {
+  const helper = await docker.getContainer(runtimeId).exec({
+    Cmd: ['/bin/sh', '-c', ...script],
+    AttachStdout: true,
+    AttachStderr: true,
+    abortSignal: bounded(undefined, 10_000),
+  } as Docker.ExecCreateOptions);
+  const out = (await helper.start({ Detach: false, Tty: false, abortSignal: bounded(undefined, 10_000) } as Docker.ExecStartOptions)) as Readable;
+  // Draining to the end means the helper has done its work.
+  for await (const _ of out) void _;
+}
+
 /** Kills every process of the exec (found by its environment marker) once it has started. */
 async function killMarked(docker: Docker, runtimeId: string, exec: Docker.Exec, marker: string): Promise<void> {
   try {
-    // An abort can race the engine starting the process: wait until it runs (or already ended).
-    for (let i = 0; i < 40; i++) {
-      const info = await exec.inspect({ abortSignal: bounded(undefined, 5_000) });
-      if (!info.Running && typeof info.ExitCode === 'number') return;
-      if (info.Running && info.Pid > 0) break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    const killer = await docker.getContainer(runtimeId).exec({
-      Cmd: ['/bin/sh', '-c', KILLER, 'sbx-kill', marker],
-      AttachStdout: true,
-      AttachStderr: true,
-      abortSignal: bounded(undefined, 10_000),
-    } as Docker.ExecCreateOptions);
-    const out = (await killer.start({ Detach: false, Tty: false, abortSignal: bounded(undefined, 10_000) } as Docker.ExecStartOptions)) as Readable;
-    // Draining to the end means the kill has happened.
-    for await (const _ of out) void _;
+    if (!(await whenRunning(exec))) return;
+    await runHelper(docker, runtimeId, [KILLER, 'sbx-kill', marker]);
   } catch {
     // Container gone or engine down: nothing left to kill from here.
   }

@@ -26,7 +26,8 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
     name: opts.name ?? 'mock',
     capabilities: CAPABILITIES,
 
-    config: () => ({ runtime: 'host', network_mode: 'host', root_dir: rootDir }),
+    // No host paths here: provider details are shown to API callers.
+    config: () => ({ runtime: 'host', network_mode: 'host' }),
 
     async health(): Promise<ProviderHealth> {
       const started = performance.now();
@@ -65,9 +66,11 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
         async (fs, dir) => {
           const cwd = await fs.hostDir(spec.workdir ?? '/workspace');
           const env = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: join(dir, 'workspace'), ...spec.env };
+          // No terminal here (no pty library): a `tty` request runs with pipes.
+          const io = { stdin: spec.stdin, controls: spec.controls };
           return spec.mode === 'argv'
-            ? { file: spec.command, args: spec.args, cwd, env, stdin: spec.stdin }
-            : { file: '/bin/sh', args: ['-c', buildShellCommand(spec.command, spec.args)], cwd, env, stdin: spec.stdin };
+            ? { file: spec.command, args: spec.args, cwd, env, ...io }
+            : { file: '/bin/sh', args: ['-c', buildShellCommand(spec.command, spec.args)], cwd, env, ...io };
         },
         signal,
       );

@@ -25,6 +25,8 @@ const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'healt
 const GUEST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const GUEST_ENV_PROGRAM = '/usr/bin/env';
 const HEALTH_TIMEOUT_MS = 5_000;
+/** Runs "$@" and exits with its status; catching the signals (reset to default for "$@") keeps it alive to do so. */
+const SIGNAL_STATUS_WRAPPER = 'trap : INT TERM HUP QUIT USR1 USR2; "$@"; s=$?; exit $s';
 
 /**
  * Sandboxes as proot guests: each runtime is a copy of the rootfs directory, commands run under
@@ -49,7 +51,8 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
     name: 'proot',
     capabilities: CAPABILITIES,
 
-    config: () => ({ runtime: 'proot', network_mode: 'host', rootfs, binary }),
+    // No host paths here: provider details are shown to API callers.
+    config: () => ({ runtime: 'proot', network_mode: 'host' }),
 
     async health(): Promise<ProviderHealth> {
       const started = performance.now();
@@ -109,7 +112,19 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
           // `env` would take a command containing `=` for one more assignment.
           else if (spec.command.includes('=')) program = ['/bin/sh', '-c', 'exec "$0" "$@"', spec.command, ...spec.args];
           else program = [spec.command, ...spec.args];
-          return { file: binary, args: prootArgs(dir, workdir, env, program), env: { PATH: process.env.PATH ?? GUEST_PATH }, stdin: spec.stdin };
+          // proot exits 255 for a guest killed by a signal. With live controls, a guest shell that
+          // outlives a signal (caught) reports the command's 128 + signo instead; signals spare
+          // the tracer itself.
+          if (spec.controls) program = ['/bin/sh', '-c', SIGNAL_STATUS_WRAPPER, 'sbx', ...program];
+          // No terminal here (no pty library): a `tty` request runs with pipes.
+          return {
+            file: binary,
+            args: prootArgs(dir, workdir, env, program),
+            env: { PATH: process.env.PATH ?? GUEST_PATH },
+            stdin: spec.stdin,
+            controls: spec.controls,
+            signalSparesLeader: true,
+          };
         },
         signal,
       );

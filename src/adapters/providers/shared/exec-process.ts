@@ -1,15 +1,24 @@
 import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { badRequest, providerError } from '../../../core/errors.js';
-import type { ExecEvent } from '../../../core/ports.js';
+import type { ExecControl, ExecEvent } from '../../../core/ports.js';
+import { consumeControls, isLiveStdin, type Pump, pumpStdin } from './live-input.js';
 
 export interface ProcessSpec {
   file: string;
   args: readonly string[];
   cwd?: string;
   env: Record<string, string>;
-  /** Bytes written to stdin, then EOF. */
-  stdin?: Uint8Array;
+  /** Bytes written to stdin, then EOF; or a live stream, each chunk written as it arrives. */
+  stdin?: Uint8Array | AsyncIterable<Uint8Array>;
+  /** Signals go to the whole process group; resizes are ignored (pipes, no terminal). */
+  controls?: AsyncIterable<ExecControl>;
+  /**
+   * Signals (but SIGKILL) skip the group leader: for a leader that is a tracer (proot), which
+   * must outlive the command to report its exit status.
+   */
+  signalSparesLeader?: boolean;
 }
 
 /** Exit code reported for a command killed by SIGKILL (abort, early stop). */
@@ -28,6 +37,22 @@ const KILL_GRACE_MS = 2_000;
 function signalExitCode(signal: NodeJS.Signals | null): number {
   const n = signal ? constants.signals[signal] : undefined;
   return n !== undefined ? 128 + n : KILLED_EXIT_CODE;
+}
+
+/** Sends `sig` to every process of group `pgid` but its leader (Linux /proc). */
+async function signalGroupMembers(pgid: number, sig: NodeJS.Signals): Promise<void> {
+  for (const name of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name) || Number(name) === pgid) continue;
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    // Fields after the command name `(…)`: state, ppid, pgrp, …
+    const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+    if (pgrp !== pgid) continue;
+    try {
+      process.kill(Number(name), sig);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
 }
 
 /** Rejects what the OS cannot pass to a process, as the caller's mistake rather than a crash. */
@@ -115,7 +140,28 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
   });
   // EPIPE when the command exits without reading its stdin is expected.
   child.stdin.on('error', () => undefined);
-  child.stdin.end(spec.stdin && spec.stdin.byteLength > 0 ? Buffer.from(spec.stdin) : undefined);
+  const pumps: Pump[] = [];
+  if (isLiveStdin(spec.stdin)) {
+    pumps.push(pumpStdin(spec.stdin, child.stdin));
+  } else {
+    child.stdin.end(spec.stdin && spec.stdin.byteLength > 0 ? Buffer.from(spec.stdin) : undefined);
+  }
+  if (spec.controls) {
+    pumps.push(
+      consumeControls(spec.controls, async (c) => {
+        if (c.type !== 'signal' || child.pid === undefined || exitCode !== null) return;
+        if (spec.signalSparesLeader && c.signal !== 'SIGKILL') {
+          await signalGroupMembers(child.pid, c.signal);
+          return;
+        }
+        try {
+          process.kill(-child.pid, c.signal);
+        } catch {
+          // ESRCH: the group is already gone.
+        }
+      }),
+    );
+  }
 
   const onAbort = () => {
     killGroup();
@@ -168,6 +214,7 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     }
     yield { type: 'exit', exit_code: exitCode ?? KILLED_EXIT_CODE };
   } finally {
+    for (const p of pumps) p.stop();
     signal.removeEventListener('abort', onAbort);
     if (exitCode === null) killGroup();
     child.stdout.destroy();

@@ -21,6 +21,8 @@ export interface RouteEntry {
   method: string;
   url: string;
   realm: Realm;
+  /** A WebSocket route: the same hooks run for its upgrade request. */
+  websocket?: boolean;
 }
 
 const tables = new WeakMap<FastifyInstance, RouteEntry[]>();
@@ -68,7 +70,9 @@ export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
   app.addHook('onRoute', (opts) => {
     for (const m of Array.isArray(opts.method) ? opts.method : [opts.method]) {
       if (m.toUpperCase() === 'HEAD') continue;
-      table.push({ method: m.toUpperCase(), url: opts.url, realm: realmOf(opts.url) });
+      const entry: RouteEntry = { method: m.toUpperCase(), url: opts.url, realm: realmOf(opts.url) };
+      if ((opts as { wsHandler?: unknown; websocket?: unknown }).wsHandler || (opts as { websocket?: unknown }).websocket) entry.websocket = true;
+      table.push(entry);
     }
   });
 

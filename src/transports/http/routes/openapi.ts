@@ -31,9 +31,9 @@ export function openapiPath(url: string): string {
 }
 
 const REASONS: Record<string, string> = {
-  '200': 'OK', '201': 'Created', '202': 'Accepted', '204': 'No Content', '400': 'Bad request', '401': 'Unauthorized',
+  '101': 'Switching Protocols', '200': 'OK', '201': 'Created', '202': 'Accepted', '204': 'No Content', '400': 'Bad request', '401': 'Unauthorized',
   '403': 'Forbidden', '404': 'Not found', '405': 'Method not allowed', '408': 'Timeout', '409': 'Conflict',
-  '413': 'Payload too large', '429': 'Resource limit', '500': 'Provider error', '503': 'Unavailable',
+  '413': 'Payload too large', '426': 'Upgrade required', '429': 'Resource limit', '500': 'Provider error', '503': 'Unavailable',
 };
 
 /**
@@ -120,7 +120,10 @@ function responses(response: unknown, conv: (s: unknown) => unknown): Json {
   for (const [code, raw] of Object.entries((response ?? {}) as Record<string, Json>)) {
     const key = /^\dxx$/i.test(code) ? code.toUpperCase() : code;
     const description = typeof raw.description === 'string' ? raw.description : (REASONS[key] ?? 'Response');
-    if (raw.content && typeof raw.content === 'object') {
+    if (Object.keys(raw).length === 1 && typeof raw.description === 'string') {
+      // A response without a body (a WebSocket upgrade's 101).
+      out[key] = { description };
+    } else if (raw.content && typeof raw.content === 'object') {
       const content: Json = {};
       for (const [type, media] of Object.entries(raw.content as Record<string, Json>)) content[type] = { schema: conv(media.schema ?? {}) };
       out[key] = { description, content };

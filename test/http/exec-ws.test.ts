@@ -7,16 +7,6 @@ import { openWs, startWs, stderrOf, stdoutOf, UpgradeRefused, type WsClient } fr
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
-/** Messages until the next one of `type` (included). */
-async function until(c: WsClient, type: string, ms = 10_000): Promise<Array<Awaited<ReturnType<WsClient['next']>>>> {
-  const out = [];
-  for (;;) {
-    const m = await c.next(ms);
-    out.push(m);
-    if (m.type === type) return out;
-  }
-}
-
 /** Reads messages until everything the session printed on stdout so far contains `text`. */
 async function waitStdout(c: WsClient, text: string, ms = 5_000): Promise<void> {
   const deadline = Date.now() + ms;

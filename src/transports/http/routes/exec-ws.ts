@@ -18,6 +18,7 @@ import { badRequest, isSbxError, SbxError } from '../../../core/errors.js';
 import { EXEC_SIGNALS, type ExecControl, type ExecSignal } from '../../../core/ports.js';
 import type { ExecInput, ExecItem } from '../../../core/sandboxes/exec.js';
 import { callerOf } from '../caller.js';
+import { decodeText } from '../encoding.js';
 import type { HttpDeps } from '../deps.js';
 import { sendError } from '../errors.js';
 import { execInput } from './exec.js';
@@ -68,12 +69,6 @@ export function execSignal(name: string): ExecSignal {
   const full = upper.startsWith('SIG') ? upper : `SIG${upper}`;
   if (!(EXEC_SIGNALS as readonly string[]).includes(full)) throw badRequest(`unsupported signal ${JSON.stringify(name)} (use one of ${EXEC_SIGNALS.join(', ')})`);
   return full as ExecSignal;
-}
-
-function decodeStdin(data: string, encoding: 'utf8' | 'base64' | undefined): Buffer {
-  if (encoding !== 'base64') return Buffer.from(data, 'utf8');
-  if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(data)) throw badRequest('stdin data is not valid base64');
-  return Buffer.from(data, 'base64');
 }
 
 /**
@@ -207,7 +202,7 @@ class ExecSession {
       case 'stdin': {
         const m = validated<{ data: string; encoding?: 'utf8' | 'base64' }>('stdin', msg);
         if (this.stdin.isEnded && !this.stdin.isClosed) throw badRequest('stdin after stdin_eof');
-        this.pushStdin(decodeStdin(m.data, m.encoding));
+        this.pushStdin(decodeText(m.data, m.encoding, 'stdin data'));
         return;
       }
       case 'stdin_eof':
@@ -245,7 +240,7 @@ class ExecSession {
     try {
       const { type: _t, tty, cols, rows, stream: _s, exit_record: _e, stdin, stdin_encoding, ...rest } = start;
       input = execInput(rest);
-      if (stdin !== undefined) this.pushStdin(decodeStdin(stdin, stdin_encoding));
+      if (stdin !== undefined) this.pushStdin(decodeText(stdin, stdin_encoding, 'stdin'));
       input.stdin = this.stdin;
       input.controls = this.controls;
       if (tty) input.tty = { cols: cols ?? DEFAULT_TERMINAL.cols, rows: rows ?? DEFAULT_TERMINAL.rows };

@@ -4,9 +4,10 @@ import type { FastifyInstance } from 'fastify';
 import { ErrorBody } from '../../../contracts/common.js';
 import { ExecRequest, ExecResult, type ExecRequest as ExecBody } from '../../../contracts/exec.js';
 import { formatDuration } from '../../../core/duration.js';
-import { badRequest, isSbxError } from '../../../core/errors.js';
+import { isSbxError } from '../../../core/errors.js';
 import type { ExecInput, ExecItem } from '../../../core/sandboxes/exec.js';
 import { callerOf } from '../caller.js';
+import { decodeText } from '../encoding.js';
 import type { HttpDeps } from '../deps.js';
 import { abortOnClose } from '../request-signal.js';
 
@@ -16,12 +17,7 @@ const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 })
 export function execInput(body: ExecBody): ExecInput {
   let stdin: Uint8Array | undefined;
   if (body.stdin !== undefined) {
-    if (body.stdin_encoding === 'base64') {
-      if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(body.stdin)) throw badRequest('stdin is not valid base64');
-      stdin = Buffer.from(body.stdin, 'base64');
-    } else {
-      stdin = Buffer.from(body.stdin, 'utf8');
-    }
+    stdin = decodeText(body.stdin, body.stdin_encoding, 'stdin');
   }
   return { command: body.command, args: body.args, env: body.env, workdir: body.workdir, timeout: body.timeout, mode: body.mode, stdin };
 }

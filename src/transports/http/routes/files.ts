@@ -14,8 +14,8 @@ import {
   WriteFileRequest,
   type WriteFileRequest as WriteBody,
 } from '../../../contracts/files.js';
-import { badRequest } from '../../../core/errors.js';
 import { callerOf } from '../caller.js';
+import { decodeText } from '../encoding.js';
 import type { HttpDeps } from '../deps.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
@@ -23,27 +23,8 @@ const errors = { 400: ErrorBody, 404: ErrorBody, 413: ErrorBody, 500: ErrorBody,
 const BASE = '/api/v1/sandboxes/:id/files';
 type P = { Params: { id: string } };
 
-const NOT_BASE64 = /[^A-Za-z0-9+/=]/;
-
-/**
- * The language of /^[A-Za-z0-9+/]*={0,2}$/ (alphabet, then at most two `=` at the very end), tested
- * by a search for a stray character plus one indexOf: an anchored match with a trailing optional
- * group runs several times slower over a multi-megabyte string.
- */
-function isBase64(s: string): boolean {
-  if (NOT_BASE64.test(s)) return false;
-  const pad = s.indexOf('=');
-  return pad === -1 || pad === s.length - 1 || (pad === s.length - 2 && s.charCodeAt(s.length - 1) === 0x3d);
-}
-
 function decodeContent(body: WriteBody): Buffer {
-  if (body.encoding === 'base64') {
-    // Whitespace (line-wrapped base64) is dropped first; content without any skips that copy.
-    const clean = isBase64(body.content) ? body.content : body.content.replace(/\s+/g, '');
-    if (!isBase64(clean) || clean.length % 4 === 1) throw badRequest('content is not valid base64');
-    return Buffer.from(clean, 'base64');
-  }
-  return Buffer.from(body.content, 'utf8');
+  return decodeText(body.content, body.encoding, 'content');
 }
 
 const JSON_TYPE = 'application/json';

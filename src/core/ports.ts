@@ -240,7 +240,8 @@ export type ExecSignal = (typeof EXEC_SIGNALS)[number];
 
 /**
  * A live request to a running command. `signal` goes to every process of the command (its exit
- * code then reports it, e.g. 130 for SIGINT); `resize` is ignored without a terminal.
+ * code then reports it, e.g. 130 for SIGINT), except SIGINT and SIGQUIT in a terminal, which act
+ * as ^C and ^\ do (the terminal's foreground job gets them); `resize` is ignored without a terminal.
  */
 export type ExecControl = { type: 'resize'; cols: number; rows: number } | { type: 'signal'; signal: ExecSignal };
 

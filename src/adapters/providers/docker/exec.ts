@@ -26,6 +26,13 @@ const KILLER = [
 /** One pass of a signal to every process of an exec: `$1` the marker, `$2` the signal name without SIG. */
 const SIGNALLER = 'for f in $(grep -lxzsF "$1" /proc/[0-9]*/environ); do d=${f%/environ}; kill -"$2" "${d#/proc/}" 2>/dev/null; done; exit 0';
 
+/**
+ * In a terminal, SIGINT and SIGQUIT are what ^C and ^\ produce: the key goes in with stdin and the
+ * terminal signals its foreground process group, so an interactive shell survives while the job it
+ * runs stops, and typed-ahead input stays in order with the signal.
+ */
+const TERMINAL_KEYS: Partial<Record<ExecSignal, string>> = { SIGINT: '\x03', SIGQUIT: '\x1c' };
+
 /** Grace after the kill for the output stream to end by itself before it is cut. */
 const KILL_GRACE_MS = 1_000;
 
@@ -102,6 +109,8 @@ export async function* streamExec(
       consumeControls(spec.controls, async (c: ExecControl) => {
         if (c.type === 'resize') {
           if (tty) await resize(c.cols, c.rows);
+        } else if (tty && withStdin && TERMINAL_KEYS[c.signal] && !(stream as Duplex).writableEnded && !stream.destroyed) {
+          (stream as Duplex).write(TERMINAL_KEYS[c.signal]!);
         } else if (c.signal === 'SIGKILL') {
           // The repeated passes also catch processes forked meanwhile.
           await killMarked(docker, runtimeId, exec, marker);

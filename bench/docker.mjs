@@ -6,15 +6,14 @@
 // Usage: scripts/test-docker-up.sh && npm run build && node bench/docker.mjs
 //        (prints a markdown section on stdout; progress on stderr)
 // Env: BENCH_ITERATIONS (default 15), BENCH_STREAM_MIB (200), BENCH_STREAM_RUNS (3), SBX_TEST_IMAGE.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
-import { pino } from 'pino';
 import * as tar from 'tar-stream';
-import { createControlPlane } from '../dist/compose/control-plane.js';
-import { loadConfig } from '../dist/config/index.js';
 import { Client } from '../dist/index.js';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 15);
@@ -52,22 +51,51 @@ try {
 // ------------------------------------------------------------------ sbx side: the real control plane over HTTP
 
 const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-docker-'));
-const { config } = await loadConfig({
+const here = dirname(fileURLToPath(import.meta.url));
+// `sbx serve` in its own process, as users run it: the client side (this process) and the control
+// plane do not share one event loop, just as raw dockerode and dockerd do not.
+const server = spawn(process.execPath, [join(here, '..', 'bin', 'sbx.js'), 'serve', '--host', '127.0.0.1', '--port', '0'], {
   cwd: dir,
-  home: dir,
-  env: {},
-  overrides: {
-    server: { host: '127.0.0.1', port: 0 },
-    database: { driver: 'sqlite', path: join(dir, 'sbx.db') },
-    providers: { default: 'docker', docker: { socket_path: SOCKET } },
-    defaults: { image: IMAGE, memory_mb: MEMORY_MB, vcpus: 1 },
-    logging: { level: 'silent' },
+  env: {
+    PATH: process.env.PATH ?? '',
+    HOME: dir,
+    SVC_DATABASE_PATH: join(dir, 'sbx.db'),
+    SVC_PROVIDERS_DEFAULT: 'docker',
+    SVC_PROVIDERS_DOCKER_SOCKET_PATH: SOCKET,
+    SVC_DEFAULTS_IMAGE: IMAGE,
+    SVC_DEFAULTS_MEMORY_MB: String(MEMORY_MB),
+    SVC_DEFAULTS_VCPUS: '1',
+    SVC_LOGGING_FORMAT: 'json',
   },
+  stdio: ['ignore', 'pipe', 'pipe'],
 });
-const plane = await createControlPlane(config, { home: dir, logger: pino({ level: 'silent' }), reconcile: false });
+let serverLog = '';
+server.stdout.on('data', (d) => (serverLog += d));
+server.stderr.on('data', (d) => (serverLog += d));
+const url = await new Promise((resolve, reject) => {
+  const deadline = setTimeout(() => reject(new Error(`sbx serve did not start:\n${serverLog}`)), 30_000);
+  const check = () => {
+    const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(serverLog);
+    if (m) {
+      clearTimeout(deadline);
+      resolve(m[1]);
+    } else if (server.exitCode !== null) {
+      clearTimeout(deadline);
+      reject(new Error(`sbx serve exited:\n${serverLog}`));
+    } else setTimeout(check, 50);
+  };
+  check();
+});
+const stopServer = () =>
+  new Promise((resolve) => {
+    if (server.exitCode !== null) return resolve();
+    server.once('exit', resolve);
+    server.kill('SIGTERM');
+    setTimeout(() => server.kill('SIGKILL'), 10_000).unref();
+  });
 
 // The sbx side speaks HTTP through sbx's own typed client (undici), the same code the CLI uses.
-const client = new Client({ url: await plane.listen() });
+const client = new Client({ url });
 
 const sbx = {
   async spawn() {
@@ -277,7 +305,7 @@ try {
   }
 } finally {
   await client.close().catch(() => undefined);
-  await plane.close().catch(() => undefined);
+  await stopServer();
   const leftovers = await docker.listContainers({ all: true, filters: { label: [`${BENCH_LABEL}=${rawLabel}`] } });
   for (const c of leftovers) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
   rmSync(dir, { recursive: true, force: true });
@@ -305,7 +333,7 @@ const sr = median(streamMiBs.raw);
 const engine = await docker.version().catch(() => ({}));
 console.log(`## docker
 
-sbx HTTP API (real control plane on 127.0.0.1, SQLite store, docker provider) versus raw dockerode doing
+sbx HTTP API (\`sbx serve\` in its own process on 127.0.0.1, SQLite store, docker provider) versus raw dockerode doing
 the same work, on one engine (Docker ${engine.Version ?? '?'}, runtime runc) and image \`${IMAGE}\`. Latencies
 are medians of ${ITERATIONS} interleaved iterations after one warm-up; the sbx side is sbx's typed client over HTTP and includes JSON,
 validation, the store write and events. Files go through the engine archive API on both sides (sbx

@@ -1,5 +1,6 @@
 import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isAbortError, SbxError } from '../errors.js';
+import { Utf8Decoder } from '../utf8.js';
 import type { ExecControl, ExecSpec, SandboxRecord } from '../ports.js';
 import type { Caller } from './caller.js';
 import { sandboxPath } from './paths.js';
@@ -73,7 +74,7 @@ export class ExecService {
         signal?.addEventListener('abort', onCancel, { once: true });
         const timer = timeoutMs > 0 ? setTimeout(() => { timedOut = true; ac.abort(new Error('deadline')); }, timeoutMs) : undefined;
         const started = Date.now();
-        const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+        const decoders = { stdout: new Utf8Decoder(), stderr: new Utf8Decoder() };
         let exitCode: number | null = null;
         let finished = false;
         bus.publish({ type: 'exec.started', ...common, data: { program, mode: spec.mode, provider: rec.provider } });
@@ -84,7 +85,7 @@ export class ExecService {
                 exitCode = ev.exit_code;
                 continue;
               }
-              const data = decoders[ev.type].decode(ev.data, { stream: true });
+              const data = decoders[ev.type].write(ev.data);
               if (data.length > 0) yield { stream: ev.type, data };
             }
           } catch (err) {
@@ -97,7 +98,7 @@ export class ExecService {
             }
           }
           for (const s of ['stdout', 'stderr'] as const) {
-            const tail = decoders[s].decode();
+            const tail = decoders[s].end();
             if (tail.length > 0) yield { stream: s, data: tail };
           }
           const duration_ms = Date.now() - started;

@@ -1,6 +1,7 @@
 /**
- * Go-style durations: parse `30s`, `5m`, `1h30m`, `250ms`, `1.5h`; render the long form
- * Go prints (`2h0m0s`, `1m30s`, `250ms`, `0s`). Internally durations are milliseconds.
+ * Go-style durations: parse `30s`, `5m`, `1h30m`, `250ms`, `1.5h`, `1µs`; render the long form
+ * Go prints (`2h0m0s`, `1m30s`, `250ms`, `1µs`, `0s`). Internally durations are milliseconds,
+ * fractional below one millisecond, so `1us` and `1ns` survive a round trip.
  */
 import { badRequest } from './errors.js';
 
@@ -17,8 +18,15 @@ const UNIT_MS: Record<string, number> = {
 
 const PART = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
 
-/** Parses a Go duration string into milliseconds; returns null when malformed. */
-export function tryParseDuration(input: string): number | null {
+/**
+ * The longest duration accepted (100 × 365 days). Anything longer has no use as a TTL or timeout,
+ * and `now + ttl` must stay a representable date (Go itself stops at ~292 years).
+ */
+export const MAX_DURATION_MS = 876_000 * 3_600_000;
+const MAX_DURATION_TEXT = '876000h';
+
+/** Parses without the range bound; null when malformed. */
+function parseUnbounded(input: string): number | null {
   if (typeof input !== 'string') return null;
   let s = input.trim();
   if (s === '') return null;
@@ -29,7 +37,6 @@ export function tryParseDuration(input: string): number | null {
   }
   if (s === '0') return 0;
   let total = 0;
-  PART.lastIndex = 0;
   let pos = 0;
   while (pos < s.length) {
     PART.lastIndex = pos;
@@ -42,11 +49,20 @@ export function tryParseDuration(input: string): number | null {
   return sign * total;
 }
 
+/** Parses a Go duration string into milliseconds; null when malformed or longer than MAX_DURATION_MS. */
+export function tryParseDuration(input: string): number | null {
+  const ms = parseUnbounded(input);
+  return ms === null || Math.abs(ms) > MAX_DURATION_MS ? null : ms;
+}
+
 /** Parses a duration or throws `bad_request` naming the field. */
 export function parseDuration(input: string, field = 'duration'): number {
-  const ms = tryParseDuration(input);
+  const ms = parseUnbounded(input);
   if (ms === null) {
     throw badRequest(`${field}: invalid duration ${JSON.stringify(input)} (use forms like 30s, 5m, 1h30m)`);
+  }
+  if (Math.abs(ms) > MAX_DURATION_MS) {
+    throw badRequest(`${field}: duration ${JSON.stringify(input)} is too long (the maximum is ${MAX_DURATION_TEXT}, 100 years)`);
   }
   return ms;
 }
@@ -56,26 +72,34 @@ export function isWholeSeconds(ms: number): boolean {
   return Number.isInteger(ms / 1000);
 }
 
-/** Renders milliseconds the way Go's time.Duration.String does (ms precision). */
+/** Renders milliseconds exactly as Go's time.Duration.String does, to the nanosecond. */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return '0s';
-  if (ms === 0) return '0s';
   const neg = ms < 0;
-  let rest = Math.abs(ms);
+  const abs = Math.abs(ms);
+  // Whole milliseconds and the sub-millisecond rest apart, so large values keep their nanoseconds.
+  const whole = Math.floor(abs);
+  const ns = BigInt(whole) * 1_000_000n + BigInt(Math.round((abs - whole) * 1e6));
+  if (ns === 0n) return '0s';
   let out: string;
-  if (rest < 1000) {
-    out = `${trimFloat(rest)}ms`;
+  if (ns < 1_000_000_000n) {
+    if (ns < 1_000n) out = `${ns}ns`;
+    else if (ns < 1_000_000n) out = `${withFraction(ns, 3)}µs`;
+    else out = `${withFraction(ns, 6)}ms`;
   } else {
-    const h = Math.floor(rest / 3_600_000);
-    rest -= h * 3_600_000;
-    const m = Math.floor(rest / 60_000);
-    rest -= m * 60_000;
-    const s = trimFloat(rest / 1000);
-    out = h > 0 ? `${h}h${m}m${s}s` : m > 0 ? `${m}m${s}s` : `${s}s`;
+    const totalSeconds = ns / 1_000_000_000n;
+    const s = `${withFraction(ns % 60_000_000_000n, 9)}s`;
+    const minutes = totalSeconds / 60n;
+    if (minutes === 0n) out = s;
+    else if (minutes < 60n) out = `${minutes}m${s}`;
+    else out = `${minutes / 60n}h${minutes % 60n}m${s}`;
   }
   return neg ? `-${out}` : out;
 }
 
-function trimFloat(n: number): string {
-  return String(Math.round(n * 1000) / 1000);
+/** `v / 10^digits` with the fraction's trailing zeros (and a bare point) dropped, as Go's fmtFrac. */
+function withFraction(v: bigint, digits: number): string {
+  const unit = 10n ** BigInt(digits);
+  const frac = (v % unit).toString().padStart(digits, '0').replace(/0+$/, '');
+  return frac === '' ? `${v / unit}` : `${v / unit}.${frac}`;
 }

@@ -123,6 +123,59 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the
     expect(after.State.StartedAt).toBe(before.State.StartedAt);
   });
 
+  it('a container killed from outside: a clear error, then the reaper cleans record and container (never while the engine is gone)', async () => {
+    srv ??= await start();
+    const { bus, sandboxes } = srv.plane.deps;
+    const { json: sb } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    const id: string = sb.id;
+    await docker.getContainer(`sbx-${id}`).kill();
+
+    const exec = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'echo hi' });
+    expect(exec.status).toBe(500);
+    expect(exec.json).toEqual({ code: 'provider_error', message: 'exec: sandbox runtime is not running' });
+    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`)).json.state).toBe('error');
+    expect(bus.since(0, { types: ['sandbox.error'], sandbox_id: id })).toHaveLength(1);
+
+    // The engine cannot answer: the reaper cannot tell a dead sandbox from a dead engine, so it waits.
+    await relay.close();
+    try {
+      expect(await sandboxes.reap()).toBe(0);
+      expect((await srv.plane.deps.store.getSandbox(id))!.state).toBe('error');
+    } finally {
+      await relay.open();
+    }
+    expect((await docker.getContainer(`sbx-${id}`).inspect()).State.Running).toBe(false);
+
+    expect(await sandboxes.reap()).toBe(1);
+    expect((await call(srv.url, 'GET', '/api/v1/sandboxes')).json.map((s: { id: string }) => s.id)).not.toContain(id);
+    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`)).status).toBe(404);
+    expect((await srv.plane.deps.store.getSandbox(id))!.state).toBe('destroyed');
+    await expect(docker.getContainer(`sbx-${id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([expect.objectContaining({ data: { reason: 'runtime_lost' } })]);
+    expect(await sandboxes.reap()).toBe(0);
+  });
+
+  it('a container stopped while the control plane was down is cleaned by startup reconciliation', async () => {
+    srv ??= await start();
+    const { json: sb } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    const id: string = sb.id;
+    const { json: kept } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    await srv.close();
+    srv = undefined;
+    await docker.getContainer(`sbx-${id}`).kill();
+
+    srv = await start();
+    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`)).status).toBe(404);
+    expect((await srv.plane.deps.store.getSandbox(id))!.state).toBe('destroyed');
+    await expect(docker.getContainer(`sbx-${id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    expect(srv.plane.deps.bus.since(0, { types: ['reconcile.action'], sandbox_id: id })).toEqual([
+      expect.objectContaining({ data: expect.objectContaining({ action: 'destroy_stopped', provider: 'docker' }) }),
+    ]);
+    // The sandbox whose container kept running is untouched.
+    const exec = await call(srv.url, 'POST', `/api/v1/sandboxes/${kept.id}/exec`, { command: 'echo alive' });
+    expect(exec.json).toMatchObject({ exit_code: 0, stdout: 'alive\n' });
+  });
+
   it('answers provider_error while the engine is gone, keeps serving, turns not ready, and recovers', async () => {
     srv ??= await start();
     const { json: sb } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});

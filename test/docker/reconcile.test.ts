@@ -84,10 +84,13 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('startup reconciliation a
     // 6. healthy sandbox → untouched, keeps working
     const alive = await spawn();
     await stored(alive.id, alive.rid);
-    // 7. stopped container → unhealthy, container kept
+    // 7. stopped container (killed from outside) → torn down, destroyed; also from `error`
     const stopped = await spawn();
     await stored(stopped.id, stopped.rid);
-    await docker.getContainer(stopped.rid).stop({ t: 0 });
+    await docker.getContainer(stopped.rid).kill();
+    const failed = await spawn();
+    await stored(failed.id, failed.rid, { state: 'error' });
+    await docker.getContainer(failed.rid).stop({ t: 0 });
     // 8. another worker's live sandbox with a container here: not this worker's to judge, not an orphan
     const remote = await spawn();
     await stored(remote.id, remote.rid, { worker_id: 'worker-b' });
@@ -106,21 +109,24 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('startup reconciliation a
     expect(byRuntime.get(oldGone.rid)).toEqual({ action: 'mark_expired', sandbox_id: oldGone.id, runtime_id: oldGone.rid, provider: 'docker' });
     expect(byRuntime.get(orphan.rid)).toEqual({ action: 'remove_orphan', sandbox_id: orphan.id, runtime_id: orphan.rid, provider: 'docker' });
     expect(byRuntime.get(zombie.rid)).toEqual({ action: 'remove_orphan', sandbox_id: zombie.id, runtime_id: zombie.rid, provider: 'docker' });
-    expect(byRuntime.get(stopped.rid)).toEqual({ action: 'mark_unhealthy', sandbox_id: stopped.id, runtime_id: stopped.rid, provider: 'docker' });
-    expect(report.actions).toHaveLength(6);
+    expect(byRuntime.get(stopped.rid)).toEqual({ action: 'destroy_stopped', sandbox_id: stopped.id, runtime_id: stopped.rid, provider: 'docker' });
+    expect(byRuntime.get(failed.rid)).toEqual({ action: 'destroy_stopped', sandbox_id: failed.id, runtime_id: failed.rid, provider: 'docker' });
+    expect(report.actions).toHaveLength(7);
 
     expect((await store.getSandbox(gone.id))!.state).toBe('destroyed');
     expect((await store.getSandbox(old.id))!.state).toBe('expired');
     expect((await store.getSandbox(oldGone.id))!.state).toBe('expired');
     expect((await store.getSandbox(alive.id))!.state).toBe('running');
-    expect((await store.getSandbox(stopped.id))!.state).toBe('unhealthy');
+    expect((await store.getSandbox(stopped.id))!.state).toBe('destroyed');
+    expect((await store.getSandbox(failed.id))!.state).toBe('destroyed');
     expect((await store.getSandbox(remote.id))!.state).toBe('running');
 
     expect(await exists(old.rid)).toBe(false);
     expect(await exists(orphan.rid)).toBe(false);
     expect(await exists(zombie.rid)).toBe(false);
     expect(await p.status(alive.rid)).toBe('running');
-    expect(await p.status(stopped.rid)).toBe('stopped');
+    expect(await exists(stopped.rid)).toBe(false);
+    expect(await exists(failed.rid)).toBe(false);
     expect(await p.status(remote.rid)).toBe('running');
     expect(await p.status(foreign.rid)).toBe('running');
     expect((await docker.getContainer(plain.id).inspect()).State.Running).toBe(true);
@@ -132,7 +138,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('startup reconciliation a
     expect(out).toBe('still here\n');
 
     const events = bus.recent({ types: ['reconcile.action'] });
-    expect(events).toHaveLength(6);
+    expect(events).toHaveLength(7);
     expect(events.find((e) => e.sandbox_id === gone.id)).toMatchObject({
       type: 'reconcile.action',
       worker_id: 'local',
@@ -142,5 +148,22 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('startup reconciliation a
     // A second pass finds nothing left to do.
     const again = await reconcileSandboxes({ store, providers: new Map([['docker', p]]), bus, clock, installationId, workerId: 'local' });
     expect(again.actions).toEqual([]);
+  });
+
+  it('judges nothing while the engine cannot answer: a stopped container survives until it can', async () => {
+    const stopped = await spawn();
+    await stored(stopped.id, stopped.rid);
+    await docker.getContainer(stopped.rid).kill();
+    const down = testProvider(installationId, { socketPath: join(dir, 'no-engine.sock') });
+    const bus = new EventBus(clock);
+    const blind = await reconcileSandboxes({ store, providers: new Map([['docker', down]]), bus, clock, installationId, workerId: 'local' });
+    expect(blind.actions).toEqual([]);
+    expect((await store.getSandbox(stopped.id))!.state).toBe('running');
+    expect(await p.status(stopped.rid)).toBe('stopped');
+
+    const seeing = await reconcileSandboxes({ store, providers: new Map([['docker', p]]), bus, clock, installationId, workerId: 'local' });
+    expect(seeing.actions).toEqual([{ action: 'destroy_stopped', sandbox_id: stopped.id, runtime_id: stopped.rid, provider: 'docker' }]);
+    expect((await store.getSandbox(stopped.id))!.state).toBe('destroyed');
+    expect(await exists(stopped.rid)).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -76,6 +76,37 @@ describe('sandbox lifecycle (spec 4.1)', () => {
     expect(res.status).toBe(429);
     expect(res.body.code).toBe('resource_limit');
     expect(res.body.message).toMatch(/2h0m0s/);
+  });
+
+  it('rejects a TTL too long to represent with 400 before any runtime exists, on spawn and extend', async () => {
+    const open = await startTestServer({ defaults: { max_ttl: '0s' } });
+    try {
+      const mockRoot = join(open.dir, 'mock');
+      const runtimes = () => (existsSync(mockRoot) ? readdirSync(mockRoot) : []);
+      for (const ttl of ['9999999999999h', '876001h']) {
+        const res = await call(open.url, 'POST', '/api/v1/sandboxes', { ttl });
+        expect(res.status, ttl).toBe(400);
+        expect(res.body).toEqual({ code: 'bad_request', message: `ttl: duration "${ttl}" is too long (the maximum is 876000h, 100 years)` });
+      }
+      expect(runtimes()).toEqual([]);
+      expect((await call(open.url, 'GET', '/api/v1/sandboxes')).body).toEqual([]);
+
+      // Up to the bound it works, with no max_ttl to stop it.
+      const long = await call(open.url, 'POST', '/api/v1/sandboxes', { ttl: '876000h' });
+      expect(long.status).toBe(201);
+      expect(Date.parse(long.body.expires_at) - Date.parse(long.body.created_at)).toBe(876_000 * 3_600_000);
+      const id = long.body.id as string;
+      expect(runtimes()).toEqual([id]);
+
+      const ext = await call(open.url, 'POST', `/api/v1/sandboxes/${id}/extend`, { ttl: '9999999999999h' });
+      expect(ext.status).toBe(400);
+      expect(ext.body).toEqual({ code: 'bad_request', message: 'ttl: duration "9999999999999h" is too long (the maximum is 876000h, 100 years)' });
+      expect((await call(open.url, 'GET', `/api/v1/sandboxes/${id}`)).body.expires_at).toBe(long.body.expires_at);
+      expect((await call(open.url, 'DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+      expect(runtimes()).toEqual([]);
+    } finally {
+      await open.close();
+    }
   });
 
   it('404 for unknown sandbox on every sandbox route', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, isWholeSeconds, parseDuration, tryParseDuration } from '../../src/core/duration.js';
+import { formatDuration, isWholeSeconds, MAX_DURATION_MS, parseDuration, tryParseDuration } from '../../src/core/duration.js';
 import { EventBus, matches } from '../../src/core/events/bus.js';
 import { SbxError } from '../../src/core/errors.js';
 import { parseOctalMode, sandboxGlob, sandboxPath } from '../../src/core/sandboxes/paths.js';
@@ -29,6 +29,46 @@ describe('durations', () => {
     expect(formatDuration(250)).toBe('250ms');
     expect(formatDuration(0)).toBe('0s');
     expect(formatDuration(86_400_000)).toBe('24h0m0s');
+  });
+  it('keeps sub-millisecond precision and renders it as Go does', () => {
+    const cases: Array<[string, string]> = [
+      ['1us', '1µs'],
+      ['1µs', '1µs'],
+      ['1.5us', '1.5µs'],
+      ['1ns', '1ns'],
+      ['999ns', '999ns'],
+      ['1000ns', '1µs'],
+      ['1ms', '1ms'],
+      ['1.5ms', '1.5ms'],
+      ['1500us', '1.5ms'],
+      ['1.000000001s', '1.000000001s'],
+      ['1h0m0.5s', '1h0m0.5s'],
+      ['100h30m15.123456789s', '100h30m15.123456789s'],
+      ['-1us', '-1µs'],
+      ['876000h', '876000h0m0s'],
+    ];
+    for (const [input, shown] of cases) expect(formatDuration(tryParseDuration(input)!), input).toBe(shown);
+    expect(tryParseDuration('1us')).toBeCloseTo(0.001, 12);
+    expect(tryParseDuration('1ns')).toBeCloseTo(0.000001, 12);
+  });
+  it('rejects durations longer than 100 years with a clear message', () => {
+    expect(MAX_DURATION_MS).toBe(876_000 * 3_600_000);
+    expect(tryParseDuration('876000h')).toBe(MAX_DURATION_MS);
+    for (const big of ['876000h1ms', '9999999999999h', '-9999999999999h', `${'9'.repeat(400)}h`]) {
+      expect(tryParseDuration(big), big).toBeNull();
+    }
+    expect(() => parseDuration('9999999999999h', 'ttl')).toThrow(/^ttl: duration "9999999999999h" is too long \(the maximum is 876000h, 100 years\)$/);
+    const err = (() => {
+      try {
+        parseDuration('876001h', 'ttl');
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(SbxError);
+    expect((err as SbxError).code).toBe('bad_request');
+    // Still malformed, not too long, when the digits overflow to Infinity.
+    expect(() => parseDuration(`${'9'.repeat(400)}h`, 'ttl')).toThrow(/ttl: invalid duration/);
   });
   it('knows whole seconds', () => {
     expect(isWholeSeconds(3000)).toBe(true);

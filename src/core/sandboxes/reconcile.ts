@@ -11,7 +11,7 @@ export interface ReconcileDeps {
 }
 
 export interface ReconcileAction {
-  /** `mark_destroyed`, `mark_expired`, `expire`, `mark_unhealthy` or `remove_orphan`. */
+  /** `mark_destroyed`, `mark_expired`, `expire`, `destroy_stopped` or `remove_orphan`. */
   action: string;
   sandbox_id?: string;
   runtime_id?: string;
@@ -26,10 +26,12 @@ const CALL_TIMEOUT_MS = 30_000;
 /**
  * Startup reconciliation (spec 3.1): brings the store and the runtimes of this worker back in
  * line. A live record whose runtime is gone becomes `destroyed` (`expired` past its TTL); a live
- * record past its TTL has its runtime torn down and becomes `expired`; a stopped runtime makes
- * its sandbox `unhealthy`; a runtime labelled with THIS installation id that no live record owns
- * is removed. Runtimes of other installations, and unlabelled ones, are never touched. A provider
- * that fails is skipped: reconciliation never blocks startup.
+ * record past its TTL has its runtime torn down and becomes `expired`; a live record whose runtime
+ * stopped (killed from outside, host restart) has it torn down and becomes `destroyed`, since
+ * nothing here restarts it (`unhealthy` is for remote-owned sandboxes whose worker went stale);
+ * a runtime labelled with THIS installation id that no live record owns is removed. Runtimes of
+ * other installations, and unlabelled ones, are never touched. A provider that cannot answer is
+ * skipped and none of its sandboxes is judged: reconciliation never blocks startup.
  */
 export async function reconcileSandboxes(deps: ReconcileDeps): Promise<{ actions: ReconcileAction[] }> {
   const { store, providers, clock, workerId } = deps;
@@ -71,9 +73,14 @@ export async function reconcileSandboxes(deps: ReconcileDeps): Promise<{ actions
       }
       await setState(rec, 'expired');
       record({ action: 'expire', ...base });
-    } else if (status === 'stopped' && rec.state === 'running') {
-      await setState(rec, 'unhealthy');
-      record({ action: 'mark_unhealthy', ...base });
+    } else if (status === 'stopped') {
+      try {
+        await provider.destroy(rec.runtime_id!, AbortSignal.timeout(CALL_TIMEOUT_MS));
+      } catch {
+        continue; // judged again on the next start, or by the reaper once it is `error`
+      }
+      await setState(rec, 'destroyed');
+      record({ action: 'destroy_stopped', ...base });
     }
   }
 

@@ -13,7 +13,8 @@ interface GuardDeps {
  * The provider as seen by one running sandbox's exec/file/log operations. When an operation fails
  * it publishes `provider.failed` (and `operation.failed` for non-exec operations: exec reports its
  * own), then asks the provider whether the runtime still exists; a missing or stopped runtime
- * moves the sandbox to `error` and publishes `sandbox.error` before the failure reaches the caller.
+ * moves the sandbox to `error` and publishes `sandbox.error` before the failure reaches the caller
+ * (the reaper's next pass then tears it down: SandboxService.reap).
  */
 export function guardRuntime(deps: GuardDeps, rec: SandboxRecord, provider: Provider): Provider {
   const runtimeId = rec.runtime_id;

@@ -1,7 +1,7 @@
 import type { Admission } from '../admission/admission.js';
 import { ownerForQuota } from '../admission/owner.js';
 import { formatDuration, parseDuration } from '../duration.js';
-import { badRequest, isSbxError, notFound, SbxError } from '../errors.js';
+import { badRequest, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Clock, IdSource, Provider, SandboxRecord, Store } from '../ports.js';
@@ -40,9 +40,13 @@ export interface SandboxDeps {
   clock: Clock;
   ids: IdSource;
   settings: CoreSettings;
+  /** Operator-facing warnings that no caller receives (compose passes the logger). */
+  warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
 const GONE = new Set(['destroyed', 'expired']);
+/** Bound on the reaper's runtime status probe, so one wedged backend cannot stall a pass. */
+const STATUS_TIMEOUT_MS = 10_000;
 
 /**
  * Sandbox lifecycle (spec 3.1): spawn, get, list, extend, destroy, prune, reap. Every mutation is
@@ -50,6 +54,9 @@ const GONE = new Set(['destroyed', 'expired']);
  * whatever the reaper's timing (DESIGN.md §3 "Expiry").
  */
 export class SandboxService {
+  /** Sandboxes already reported as stranded, so the reaper warns once, not every pass. */
+  private readonly warnedStranded = new Set<string>();
+
   constructor(readonly deps: SandboxDeps) {}
 
   /** Applies defaults, validates sizes, TTL syntax, provider name. Does not check limits. */
@@ -95,6 +102,8 @@ export class SandboxService {
   private async create(req: ResolvedSpawn, signal?: AbortSignal): Promise<SandboxRecord> {
     const { store, bus, clock, ids, settings } = this.deps;
     const provider = this.deps.providers.get(req.provider);
+    // Checked before a runtime exists; the stored expiry is taken again once it runs.
+    expiryFrom(clock.now(), req.ttl_ms);
     const id = ids.sandboxId();
     let runtimeId: string;
     try {
@@ -108,28 +117,29 @@ export class SandboxService {
       bus.publish({ type: 'operation.failed', sandbox_id: id, owner_id: req.owner_id ?? undefined, data: { operation: 'spawn', provider: req.provider, code: e.code } });
       throw e;
     }
-    const now = clock.now();
-    const rec: SandboxRecord = {
-      id,
-      state: 'running',
-      provider: req.provider,
-      image: req.image,
-      memory_mb: req.memory_mb,
-      vcpus: req.vcpus,
-      created_at: now.toISOString(),
-      updated_at: now.toISOString(),
-      expires_at: new Date(now.getTime() + req.ttl_ms).toISOString(),
-      metadata: req.metadata,
-      owner_id: req.owner_id,
-      worker_id: settings.worker_id,
-      runtime_id: runtimeId,
-      template: req.template,
-    };
+    let rec: SandboxRecord;
     try {
+      const now = clock.now();
+      rec = {
+        id,
+        state: 'running',
+        provider: req.provider,
+        image: req.image,
+        memory_mb: req.memory_mb,
+        vcpus: req.vcpus,
+        created_at: now.toISOString(),
+        updated_at: now.toISOString(),
+        expires_at: expiryFrom(now, req.ttl_ms),
+        metadata: req.metadata,
+        owner_id: req.owner_id,
+        worker_id: settings.worker_id,
+        runtime_id: runtimeId,
+        template: req.template,
+      };
       await store.insertSandbox(rec);
     } catch (err) {
       // Never leave a runtime nobody knows about.
-      await provider.destroy(runtimeId).catch(() => undefined);
+      await provider.destroy(runtimeId, AbortSignal.timeout(60_000)).catch(() => undefined);
       throw err;
     }
     const common = { sandbox_id: id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
@@ -165,21 +175,26 @@ export class SandboxService {
     }
     const now = this.deps.clock.now();
     const updated = await this.deps.store.updateSandbox(id, {
-      expires_at: new Date(now.getTime() + ttlMs).toISOString(),
+      expires_at: expiryFrom(now, ttlMs),
       updated_at: now.toISOString(),
     });
     if (!updated) throw notFound(`sandbox ${id} not found`);
     return updated;
   }
 
-  /** Idempotent: an already destroyed or expired sandbox answers success; unknown → not_found. */
+  /**
+   * Idempotent: an already destroyed or expired sandbox answers success; unknown → not_found. A
+   * live sandbox whose provider is not configured here answers `unavailable` and stays recorded:
+   * its runtime may still run, and forgetting it would leak it.
+   */
   async destroy(id: string, caller: Caller, reason = 'requested'): Promise<void> {
     const rec = await this.deps.store.getSandbox(id);
     if (!rec || !this.visible(rec, caller)) throw notFound(`sandbox ${id} not found`);
+    if (this.stranded(rec)) throw providerNotConfigured(rec);
     await this.teardown(rec, reason);
   }
 
-  /** Destroys every sandbox whose TTL passed; returns how many. */
+  /** Destroys every sandbox whose TTL passed; returns how many. Stranded sandboxes are left alone. */
   async prune(caller: Caller): Promise<number> {
     const now = this.deps.clock.now().getTime();
     const rows = await this.deps.store.listSandboxes({ states: ['running', 'unhealthy', 'error', 'expired'] });
@@ -187,21 +202,39 @@ export class SandboxService {
     for (const rec of rows) {
       if (!this.visible(rec, caller)) continue;
       if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
+      if (this.stranded(rec)) {
+        this.warnStranded(rec);
+        continue;
+      }
       await this.teardown(rec, 'expired');
       pruned++;
     }
     return pruned;
   }
 
-  /** The reaper's pass: tears down every sandbox past its TTL. Failures are retried next pass. */
+  /**
+   * The reaper's pass over this worker's sandboxes: tears down every sandbox past its TTL, and
+   * every sandbox in `error` whose runtime the provider reports stopped or missing (reason
+   * `runtime_lost`). A provider that cannot answer destroys nothing; the next pass tries again.
+   * Returns how many were torn down.
+   */
   async reap(): Promise<number> {
     const now = this.deps.clock.now().getTime();
     const rows = await this.deps.store.listSandboxes({ states: ['running', 'unhealthy', 'error', 'expired'], worker_id: this.deps.settings.worker_id });
     let n = 0;
+    // A provider that did not answer once is not asked again this pass: each try may take the full timeout.
+    const silent = new Set<string>();
     for (const rec of rows) {
-      if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
+      if (this.stranded(rec)) {
+        this.warnStranded(rec);
+        continue;
+      }
+      let reason: string;
+      if (rec.state === 'expired' || Date.parse(rec.expires_at) <= now) reason = 'expired';
+      else if (rec.state === 'error' && (await this.runtimeLost(rec, silent))) reason = 'runtime_lost';
+      else continue;
       try {
-        await this.teardown(rec, 'expired');
+        await this.teardown(rec, reason);
         n++;
       } catch {
         // provider down: the record stays and the next pass tries again
@@ -210,9 +243,37 @@ export class SandboxService {
     return n;
   }
 
+  /** True only when the provider positively reports the runtime stopped or missing. */
+  private async runtimeLost(rec: SandboxRecord, silent: Set<string>): Promise<boolean> {
+    if (!rec.runtime_id) return true;
+    if (silent.has(rec.provider)) return false;
+    try {
+      const status = await this.deps.providers.get(rec.provider).status(rec.runtime_id, AbortSignal.timeout(STATUS_TIMEOUT_MS));
+      return status !== 'running';
+    } catch {
+      silent.add(rec.provider); // the backend is down, not the sandbox
+      return false;
+    }
+  }
+
+  /** A live sandbox with a runtime on a provider this server does not run: nothing here can reach it. */
+  private stranded(rec: SandboxRecord): boolean {
+    return !GONE.has(rec.state) && rec.runtime_id !== null && !this.deps.providers.has(rec.provider);
+  }
+
+  private warnStranded(rec: SandboxRecord): void {
+    if (this.warnedStranded.has(rec.id)) return;
+    this.warnedStranded.add(rec.id);
+    this.deps.warn?.(
+      { sandbox_id: rec.id, provider: rec.provider },
+      `sandbox left alone: provider "${rec.provider}" is not configured on this server; configure it again to reach or destroy its runtime`,
+    );
+  }
+
   /** Tears the runtime down, then marks the record destroyed and publishes. */
   private async teardown(rec: SandboxRecord, reason: string): Promise<void> {
     const { store, bus, clock } = this.deps;
+    // A gone record on an unconfigured provider has nothing left this server could tear down.
     if (rec.runtime_id && this.deps.providers.has(rec.provider)) {
       const provider = this.deps.providers.get(rec.provider);
       try {
@@ -236,6 +297,7 @@ export class SandboxService {
   /** A running sandbox with its provider, for exec/files/logs. */
   async resolveRuntime(id: string, caller: Caller): Promise<{ rec: SandboxRecord; provider: Provider; runtimeId: string }> {
     const rec = await this.get(id, caller);
+    if (this.stranded(rec)) throw providerNotConfigured(rec);
     if (rec.state !== 'running' || !rec.runtime_id) {
       throw new SbxError('unavailable', `sandbox ${id} is ${rec.state}, not running`);
     }
@@ -251,6 +313,17 @@ export class SandboxService {
   pastTtl(rec: SandboxRecord): boolean {
     return Date.parse(rec.expires_at) <= this.deps.clock.now().getTime();
   }
+}
+
+/** `now + ttl` as ISO 8601; a TTL no date can hold is the caller's mistake, not a crash. */
+function expiryFrom(now: Date, ttlMs: number): string {
+  const at = new Date(now.getTime() + ttlMs);
+  if (Number.isNaN(at.getTime())) throw badRequest('ttl is too long: the expiry cannot be represented');
+  return at.toISOString();
+}
+
+function providerNotConfigured(rec: SandboxRecord): SbxError {
+  return unavailable(`sandbox ${rec.id} runs on provider "${rec.provider}", which is not configured on this server`);
 }
 
 /** Keeps typed SbxErrors; anything else becomes a generic provider_error (no backend text leaks). */

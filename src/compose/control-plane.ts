@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -67,6 +68,12 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       installationId = ids.randomId(8);
       await store.setMeta('installation_id', installationId);
     }
+    // Keys the derived owners (`key/…`, `ip/…`) so they cannot be reversed by guessing; never shown.
+    let ownerKey = await store.getMeta('derived_owner_key');
+    if (!ownerKey) {
+      ownerKey = randomBytes(32).toString('hex');
+      await store.setMeta('derived_owner_key', ownerKey);
+    }
 
     const bus = new EventBus(clock);
     const built = await buildProviders(config, installationId, bus, logger);
@@ -77,7 +84,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
 
     const settings = coreSettings(config, built.defaultName);
     const admission = new Admission(store, settings, clock, bus);
-    const sandboxes = new SandboxService({ store, providers, admission, bus, clock, ids, settings });
+    const sandboxes = new SandboxService({ store, providers, admission, bus, clock, ids, settings, warn: (fields, msg) => logger.warn(fields, msg) });
     const workers = new WorkerService(store, clock);
     const deps: HttpDeps = {
       settings,
@@ -86,7 +93,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       bus,
       providers,
       admission,
-      quotas: new QuotaService({ store, bus, clock, ids, admission }),
+      quotas: new QuotaService({ store, bus, clock, admission }),
       rateLimiter: new RateLimiter(rateLimitSettings(config), clock),
       sandboxes,
       exec: new ExecService(sandboxes),
@@ -127,7 +134,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     // the HTTP layer itself logs is warn and above.
     const values = logger.levels.values;
     const httpLevel = (values[logger.level] ?? 0) > (values.warn ?? 40) ? logger.level : 'warn';
-    const app = await buildApp(deps, { logger: logger.child({}, { level: httpLevel }) });
+    const app = await buildApp(deps, { logger: logger.child({}, { level: httpLevel }), derivedOwnerKey: Buffer.from(ownerKey, 'hex') });
 
     let reaping = false;
     timers.push(

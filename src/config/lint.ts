@@ -54,10 +54,19 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
     add(serious, 'auth.admin_api_key', 'auth.admin_api_key equals auth.api_key, so every API client is also an admin', 'set a different, separately distributed admin key');
   }
 
+  // Spec 5.1 rule 5 fails both in production, for opposite reasons: "*" opens the API to every web
+  // page, while an empty list makes the server refuse every origin (no deliberate browser access).
   const origins = server.cors_allowed_origins;
-  if (origins.length === 0 || origins.some((o) => o.trim() === '*')) {
-    const what = origins.length === 0 ? 'is empty' : 'contains the wildcard "*"';
-    add(serious, 'server.cors_allowed_origins', `server.cors_allowed_origins ${what}: any web page may call the API from a browser`, 'list the exact origins that need browser access, e.g. https://app.example.com');
+  const listOrigins = 'list the exact origins that need browser access, e.g. https://app.example.com';
+  if (origins.some((o) => o.trim() === '*')) {
+    add(serious, 'server.cors_allowed_origins', 'server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser', listOrigins);
+  } else if (origins.length === 0) {
+    add(
+      serious,
+      'server.cors_allowed_origins',
+      'server.cors_allowed_origins is empty: the server refuses every origin, so no web page can call the API from a browser (preflights get 403)',
+      `${listOrigins}; production requires an explicit list`,
+    );
   }
 
   if (config.worker.rpc_tls.insecure_skip_verify) {

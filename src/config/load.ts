@@ -10,7 +10,7 @@ import { defaultConfig } from './defaults.js';
 import { readEnv } from './env.js';
 import { ConfigError, Problems } from './errors.js';
 import { ConfigFileError, findHomeFile, readConfigFile, searchCwdFile } from './files.js';
-import { crossCheck, expandPath, expandPaths, resolveSecretFiles } from './resolve.js';
+import { checkBlankSecrets, crossCheck, expandPath, expandPaths, resolveSecretFiles } from './resolve.js';
 import { SCHEMA } from './schema.js';
 import type { DeepPartial, SbxConfig } from './types.js';
 
@@ -87,6 +87,7 @@ export async function loadConfig(opts: LoadConfigOptions = {}): Promise<LoadedCo
 
   expandPaths(config, home, cwd);
   resolveSecretFiles(config, origin, problems);
+  checkBlankSecrets(config, origin, problems);
   crossCheck(config, origin, problems);
   if (!problems.empty) throw new ConfigError(problems.list);
   return { config, sources };

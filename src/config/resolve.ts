@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { Problems } from './errors.js';
-import { leafEntries } from './schema.js';
+import { isSecretLeaf, leafEntries } from './schema.js';
 import type { SbxConfig } from './types.js';
 
 type Obj = Record<string, unknown>;
@@ -68,6 +68,33 @@ export function resolveSecretFiles(config: SbxConfig, origin: Map<string, string
       continue;
     }
     parent[leaf.twinOf] = content;
+  }
+}
+
+const isBlank = (v: unknown): boolean => typeof v === 'string' && v.trim() === '';
+
+/**
+ * A credential that is only whitespace can never be presented (header values arrive trimmed), so
+ * it would start a server that answers 401 to everyone. `''` stays "not set" for single keys (an
+ * empty `admin_api_key` means "fall back to api_key", spec 5.1); a map or list entry has no unset
+ * form, so an empty one is blank too. Values are never echoed. Run after secret files are read.
+ */
+export function checkBlankSecrets(config: SbxConfig, origin: Map<string, string>, problems: Problems): void {
+  for (const { path, leaf } of leafEntries()) {
+    if (!isSecretLeaf(leaf) || leaf.kind === 'registry_auth') continue;
+    const key = path.join('.');
+    const value = parentOf(config, path)[path[path.length - 1]!];
+    const from = origin.get(key) ?? 'defaults';
+    const fix = 'set a real value or remove the key';
+    if (typeof value === 'string' && value !== '' && isBlank(value)) {
+      problems.add(key, `is blank (only whitespace); ${fix}`, from);
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => {
+        if (isBlank(v)) problems.add(`${key}[${i}]`, `is blank; ${fix}`, from);
+      });
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [id, v] of Object.entries(value as Obj)) if (isBlank(v)) problems.add(`${key}.${id}`, `is blank; ${fix}`, from);
+    }
   }
 }
 

@@ -23,7 +23,7 @@ export const AUDIT_CSV_COLUMNS = ['id', 'created_at', 'actor', 'method', 'path',
 export const AuditQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'newest N records (default 100)' })),
-    actor: Type.Optional(Type.String({ description: 'exact actor' })),
+    actor: Type.Optional(Type.String({ description: 'actor prefix: `api-key` matches `api-key` and `api-key:<user>`, `api-key:dave` only that user' })),
     method: Type.Optional(Type.String({ description: 'HTTP method, any case' })),
     status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
     path: Type.Optional(Type.String({ description: 'path prefix' })),

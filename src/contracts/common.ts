@@ -7,6 +7,12 @@ export const ErrorBody = Type.Object(
 );
 export type ErrorBody = Static<typeof ErrorBody>;
 
+/**
+ * Largest value an integer request field may carry: both stores keep such fields in 32-bit
+ * INTEGER columns (PostgreSQL would refuse a larger one with a 500), so the schema refuses it first.
+ */
+export const MAX_INT32 = 2_147_483_647;
+
 export const StringMap = Type.Record(Type.String(), Type.String());
 export const Timestamp = Type.String({ format: 'date-time' });
 export const Duration = Type.String({ description: 'Go-style duration string, e.g. 30s, 5m, 1h30m' });

@@ -42,7 +42,8 @@ export type WriteFileQuery = Static<typeof WriteFileQuery>;
 export const RawBytes = Type.Unsafe<Uint8Array>({ type: 'string', format: 'binary', description: 'raw file content' });
 
 export const PathQuery = Type.Object({ path: Type.String({ minLength: 1 }) });
-export const ListQuery = Type.Object({ path: Type.Optional(Type.String({ minLength: 1, default: '/' })) });
+/** Spec 4.2/8: `path` defaults to `/`; an empty `?path=` is the same as leaving it out. */
+export const ListQuery = Type.Object({ path: Type.Optional(Type.String({ default: '/', description: 'directory to list; absent or empty means /' })) });
 export const DeleteQuery = Type.Object({
   path: Type.String({ minLength: 1 }),
   recursive: Type.Optional(Type.Boolean({ default: false })),

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Duration, StringMap, Timestamp } from './common.js';
+import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
 
 export const SandboxId = Type.String({ minLength: 1, maxLength: 128 });
 
@@ -26,8 +26,8 @@ export const SpawnRequest = Type.Object(
   {
     image: Type.Optional(Type.String({ minLength: 1 })),
     provider: Type.Optional(Type.String({ minLength: 1 })),
-    memory_mb: Type.Optional(Type.Integer({ minimum: 1 })),
-    vcpus: Type.Optional(Type.Integer({ minimum: 1 })),
+    memory_mb: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32 })),
+    vcpus: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32 })),
     ttl: Type.Optional(Duration),
     metadata: Type.Optional(StringMap),
     owner_id: Type.Optional(Type.String()),
@@ -42,8 +42,19 @@ export type ExtendRequest = Static<typeof ExtendRequest>;
 export const DestroyResponse = Type.Object({ status: Type.Literal('destroyed') });
 export const PruneResponse = Type.Object({ pruned: Type.Integer() });
 
+/** Response header of `GET …/logs` with the console cursor (an sbx extension; the body stays an array of strings). */
+export const LOG_CURSOR_HEADER = 'X-Log-Cursor';
+
 export const LogsQuery = Type.Object({
   lines: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 100 })),
+  after: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description:
+        'sbx extension: only lines recorded after this cursor (the X-Log-Cursor of an earlier answer), oldest first, at most `lines`. A cursor beyond the newest line starts over from the oldest line kept.',
+    }),
+  ),
 });
 
 export const AdmissionDecision = Type.Object(

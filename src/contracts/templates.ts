@@ -1,10 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Duration, Nullable, StringMap, Timestamp } from './common.js';
+import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
 
 const TemplateFields = {
   image: Type.Optional(Type.String({ minLength: 1 })),
-  memory_mb: Type.Optional(Type.Integer({ minimum: 1 })),
-  vcpus: Type.Optional(Type.Integer({ minimum: 1 })),
+  memory_mb: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32 })),
+  vcpus: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32 })),
   ttl: Type.Optional(Duration),
   provider: Type.Optional(Type.String({ minLength: 1 })),
   metadata: Type.Optional(StringMap),
@@ -32,14 +32,15 @@ export const TemplateSpawnRequest = Type.Object(
 );
 export type TemplateSpawnRequest = Static<typeof TemplateSpawnRequest>;
 
+/** Template object (DESIGN.md §3). Fields the template does not set are left out (spec 2.5 types them as string/integer, never null). */
 export const Template = Type.Object(
   {
     name: Type.String(),
-    image: Nullable(Type.String()),
-    memory_mb: Nullable(Type.Integer()),
-    vcpus: Nullable(Type.Integer()),
-    ttl: Nullable(Type.String()),
-    provider: Nullable(Type.String()),
+    image: Type.Optional(Type.String()),
+    memory_mb: Type.Optional(Type.Integer()),
+    vcpus: Type.Optional(Type.Integer()),
+    ttl: Type.Optional(Type.String()),
+    provider: Type.Optional(Type.String()),
     metadata: StringMap,
     created_at: Timestamp,
     updated_at: Timestamp,

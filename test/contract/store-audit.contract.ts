@@ -49,6 +49,23 @@ export function auditContract(ctx: ContractContext): void {
       expect(ids(await s.listAudit({ actor: 'admin', method: 'GET', path: '/api/v1/admin/audit', status: 200 }))).toEqual(['a1']);
     });
 
+    it('filters by actor prefix, literally, so a credential kind finds every user under it', async () => {
+      const actors = ['api-key', 'api-key:dave', 'api-key:dan', 'admin-key:dave', 'anonymous', 'api%key:x', 'ääkey:ü'];
+      for (const [i, actor] of actors.entries()) await ctx.store.insertAudit(audit(`p${i}`, { created_at: at(i * 1000), actor }));
+      const s = ctx.store;
+      expect(ids(await s.listAudit({ actor: 'api-key' }))).toEqual(['p2', 'p1', 'p0']);
+      expect(ids(await s.listAudit({ actor: 'api-key:' }))).toEqual(['p2', 'p1']);
+      expect(ids(await s.listAudit({ actor: 'api-key:dave' }))).toEqual(['p1']);
+      expect(ids(await s.listAudit({ actor: 'api-key:da' }))).toEqual(['p2', 'p1']);
+      expect(ids(await s.listAudit({ actor: 'admin-key' }))).toEqual(['p3']);
+      expect(ids(await s.listAudit({ actor: 'api-key:dave-x' }))).toEqual([]);
+      // `%` and `_` are literal, not LIKE wildcards; lengths count characters, not bytes.
+      expect(ids(await s.listAudit({ actor: 'api%' }))).toEqual(['p5']);
+      expect(ids(await s.listAudit({ actor: 'api_key' }))).toEqual([]);
+      expect(ids(await s.listAudit({ actor: 'ääkey' }))).toEqual(['p6']);
+      expect(ids(await s.listAudit({ actor: '' }))).toHaveLength(actors.length);
+    });
+
     it('filters by inclusive since and until, in any ISO form', async () => {
       await seed(ctx);
       const s = ctx.store;

@@ -87,6 +87,11 @@ describe('admin audit history', () => {
     const q = (s: string) => audit(`?since=${encodeURIComponent(since)}&${s}`);
 
     expect((await q('actor=admin-key:f1')).map((r) => r.path)).toEqual(['/api/v1/admin/providers/mock', '/api/v1/admin/providers/test']);
+    // A prefix: the credential kind alone finds every user who used it.
+    // (The audit queries themselves are recorded as plain `admin-key`, hence the path filter.)
+    expect((await q('actor=admin-key&path=/api/v1/admin/providers')).map((r) => r.actor)).toEqual(['admin-key:f2', 'admin-key:f1', 'admin-key:f1']);
+    expect((await q('actor=admin-key:f')).length).toBe(3);
+    expect(await q('actor=api-key')).toEqual([]);
     expect((await q('method=post')).map((r) => r.request_id)).toEqual(['req-filter-1']);
     expect((await q('status=404')).map((r) => r.actor)).toEqual(['admin-key:f2']);
     expect((await q('path=/api/v1/admin/providers/m')).length).toBe(1);

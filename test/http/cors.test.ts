@@ -26,7 +26,10 @@ describe('CORS with an explicit origin list and auth on', () => {
     expect(res.headers.get('access-control-allow-methods')).toMatch(/POST/);
     expect(res.headers.get('access-control-allow-methods')).toMatch(/DELETE/);
     const allowed = (res.headers.get('access-control-allow-headers') ?? '').toLowerCase();
-    for (const h of ['x-api-key', 'x-admin-api-key', 'x-user-id', 'x-request-id', 'content-type', 'last-event-id']) expect(allowed).toContain(h);
+    const list = allowed.split(',').map((h) => h.trim());
+    for (const h of ['x-api-key', 'x-admin-api-key', 'x-user-id', 'x-request-id', 'content-type', 'last-event-id', 'authorization', 'x-worker-id', 'x-worker-token']) {
+      expect(list, h).toContain(h);
+    }
     expect(Number(res.headers.get('access-control-max-age'))).toBeGreaterThan(0);
   });
 
@@ -89,5 +92,25 @@ describe('CORS default wildcard', () => {
     expect(wrong.headers.get('allow')).toBe('GET');
     const unknown = await fetch(`${srv.url}/api/v1/nothing-here`, { headers: { 'x-api-key': API_KEY } });
     expect(unknown.status).toBe(404);
+  });
+});
+
+describe('CORS with an empty origin list', () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer({ server: { cors_allowed_origins: [] } });
+  });
+  afterAll(async () => srv?.close());
+
+  // What `sbx config lint` says about the empty list: every origin is refused, none allowed.
+  it('refuses every origin: preflights 403, responses without allow-origin', async () => {
+    for (const origin of [APP, 'http://localhost:3000', 'null']) {
+      const res = await preflight(srv.url, '/api/v1/sandboxes', origin);
+      expect(res.status, origin).toBe(403);
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+    }
+    const get = await fetch(`${srv.url}/api/v1/live`, { headers: { origin: APP } });
+    expect(get.status).toBe(200);
+    expect(get.headers.get('access-control-allow-origin')).toBeNull();
   });
 });

@@ -17,6 +17,7 @@ const kinds = (frames: SseFrame[], sandboxId?: string) =>
   eventsOf(frames)
     .filter((e) => !sandboxId || e.event.sandbox_id === sandboxId)
     .map((e) => e.event.type);
+const EVENT_KEY_ORDER = ['id', 'type', 'timestamp', 'sandbox_id', 'owner_id', 'worker_id', 'data'];
 const subscribers = async () => (await call(srv.url, 'GET', '/api/v1/diagnostics')).body.events.subscribers as number;
 
 async function waitFor(pred: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
@@ -49,7 +50,9 @@ describe('GET /api/v1/events (SSE)', () => {
       for (const { frame, event } of evs) {
         expect(frame.id).toBe(String(event.id));
         expect(frame.event).toBe(event.type);
-        expect(Object.keys(event)).toEqual(expect.arrayContaining(['id', 'type', 'timestamp', 'sandbox_id']));
+        // DESIGN.md §3 order, on the wire: id, type, timestamp, sandbox_id?, owner_id?, worker_id?, data?
+        expect(Object.keys(event)).toEqual(EVENT_KEY_ORDER.filter((k) => k in event));
+        expect(Object.keys(event).slice(0, 4)).toEqual(['id', 'type', 'timestamp', 'sandbox_id']);
         expect(Date.parse(event.timestamp)).not.toBeNaN();
         expect(event.worker_id).toBe('local');
       }
@@ -58,7 +61,50 @@ describe('GET /api/v1/events (SSE)', () => {
       expect(evs[3]!.event.data).toMatchObject({ program: 'echo', exit_code: 0 });
       expect(evs[5]!.event.data).toMatchObject({ reason: 'requested' });
       // The raw wire format, exactly.
-      expect(s.raw()).toContain(`id: ${ids[0]}\nevent: sandbox.created\ndata: {`);
+      expect(s.raw()).toContain(`id: ${ids[0]}\nevent: sandbox.created\ndata: {"id":${ids[0]},"type":"sandbox.created","timestamp":"`);
+    } finally {
+      s.close();
+    }
+  });
+
+  it('streams quota.saved and quota.deleted in order between spawn, exec and destroy', async () => {
+    const owner = 'sse-quota-order';
+    const mine = (frames: SseFrame[]) => eventsOf(frames).filter((e) => e.event.owner_id === owner);
+    const s = await openSse(`${srv.url}/api/v1/events?types=sandbox.created,sandbox.destroyed,exec.completed,quota.*`);
+    try {
+      expect((await call(srv.url, 'PUT', `/api/v1/quotas/${owner}`, { max_sandboxes: 2, max_ttl: '1h' })).status).toBe(200);
+      const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': owner })).body.id as string;
+      expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'true' }, { 'X-User-ID': owner })).status).toBe(200);
+      expect((await call(srv.url, 'PUT', `/api/v1/quotas/${owner}`, { max_sandboxes: 5 })).status).toBe(200);
+      expect((await call(srv.url, 'DELETE', `/api/v1/quotas/${owner}`)).status).toBe(200);
+      expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${id}`, undefined, { 'X-User-ID': owner })).status).toBe(200);
+      // The admin alias emits the same kinds on the same stream.
+      expect((await call(srv.url, 'PUT', `/api/v1/admin/quotas/${owner}`, { max_sandboxes: 1 })).status).toBe(200);
+      expect((await call(srv.url, 'DELETE', `/api/v1/admin/quotas/${owner}`)).status).toBe(200);
+
+      await s.until((f) => mine(f).filter((e) => e.event.type === 'quota.deleted').length >= 2);
+      const evs = mine(s.frames);
+      expect(evs.map((e) => e.event.type)).toEqual([
+        'quota.saved',
+        'sandbox.created',
+        'exec.completed',
+        'quota.saved',
+        'quota.deleted',
+        'sandbox.destroyed',
+        'quota.saved',
+        'quota.deleted',
+      ]);
+      const ids = evs.map((e) => e.event.id as number);
+      expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+      for (const { frame, event } of evs) {
+        expect(frame.id).toBe(String(event.id));
+        expect(frame.event).toBe(event.type);
+        expect(Object.keys(event)).toEqual(EVENT_KEY_ORDER.filter((k) => k in event));
+      }
+      expect(evs[0]!.event.data).toMatchObject({ owner, max_sandboxes: 2 });
+      expect(evs[3]!.event.data).toMatchObject({ owner, max_sandboxes: 5 });
+      expect(evs[4]!.event).toMatchObject({ type: 'quota.deleted', owner_id: owner, data: { owner } });
+      expect(evs[4]!.event.sandbox_id).toBeUndefined();
     } finally {
       s.close();
     }

@@ -145,7 +145,54 @@ describe('GET /api/v1/openapi.json', () => {
     expect(doc.paths['/api/v1/metrics/prometheus'].get.responses['200'].content['text/plain']).toBeDefined();
     expect(doc.paths['/api/v1/diagnostics'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Diagnostics' });
     expect(doc.components.schemas.ErrorBody.properties).toMatchObject({ code: { type: 'string' }, message: { type: 'string' } });
-    expect(doc.components.securitySchemes.ApiKey).toEqual({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
+    expect(doc.components.securitySchemes.ApiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
+    const audit = doc.paths['/api/v1/admin/audit'].get;
+    expect(Object.keys(audit.responses['200'].content).sort()).toEqual(['application/json', 'text/csv']);
+    expect(audit.responses['200'].content['text/csv'].schema).toEqual({ type: 'string' });
+    expect(audit.responses['200'].content['application/json'].schema).toMatchObject({ type: 'array' });
+    expect(audit.parameters.find((p: Json) => p.name === 'actor').description).toMatch(/prefix/);
+  });
+
+  it('declares the credential every operation needs, by route kind (spec Part 5)', () => {
+    const schemes = doc.components.securitySchemes as Json;
+    expect(Object.fromEntries(Object.entries(schemes).map(([k, v]) => [k, `${v.type} ${v.in ?? v.scheme} ${v.name ?? ''}`.trim()]))).toEqual({
+      ApiKey: 'apiKey header X-API-Key',
+      AdminApiKey: 'apiKey header X-Admin-API-Key',
+      WorkerId: 'apiKey header X-Worker-ID',
+      WorkerToken: 'apiKey header X-Worker-Token',
+      WorkerBearer: 'http bearer',
+    });
+    const user = [{ ApiKey: [] }, { AdminApiKey: [] }];
+    const admin = [{ AdminApiKey: [] }];
+    const worker = [
+      { WorkerId: [], WorkerToken: [] },
+      { WorkerId: [], WorkerBearer: [] },
+    ];
+    const kinds = new Set<string>();
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+      for (const [method, op] of Object.entries(item).filter(([k]) => METHODS.includes(k)) as Array<[string, Json]>) {
+        const where = `${method} ${path}`;
+        // Every requirement names a declared scheme.
+        for (const req of op.security ?? []) for (const name of Object.keys(req)) expect(schemes[name], where).toBeDefined();
+        if (path === '/api/v1/live' || path === '/api/v1/ready') {
+          expect(op.security, where).toEqual([]);
+          kinds.add('probe');
+        } else if (path.startsWith('/api/v1/worker/')) {
+          expect(op.security, where).toEqual(worker);
+          kinds.add('worker');
+        } else if (path.startsWith('/api/v1/admin/')) {
+          expect(op.security, where).toEqual(admin);
+          kinds.add('admin');
+        } else {
+          expect(op.security, where).toEqual(user);
+          kinds.add('user');
+        }
+      }
+    }
+    expect([...kinds].sort()).toEqual(['admin', 'probe', 'user', 'worker']);
+    expect(doc.paths['/api/v1/health'].get.security).toEqual(user);
+    expect(doc.paths['/api/v1/admin/quotas/{ownerID}'].put.security).toEqual(admin);
+    expect(doc.paths['/api/v1/worker/{workerID}/heartbeat'].post.security).toEqual(worker);
   });
 
   it('matches the published docs/openapi.json (regenerate: npm run gen:openapi)', () => {

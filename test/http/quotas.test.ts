@@ -40,6 +40,7 @@ describe('owner quotas (spec 4.4)', () => {
   });
 
   it('saves, reads, lists, summarises, reports usage and deletes', async () => {
+    const since = new Date().toISOString();
     const put = await call(base, 'PUT', '/api/v1/quotas/alice', { max_sandboxes: 3, max_ttl: '1h', max_exec_timeout: '0s' });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject({ owner_id: 'alice', max_sandboxes: 3, max_ttl: '1h0m0s', max_exec_timeout: '0s' });
@@ -73,9 +74,10 @@ describe('owner quotas (spec 4.4)', () => {
       ['quota.saved', 'bob'],
       ['quota.deleted', 'bob'],
     ]);
-    const audit = await srv.plane.deps.store.listAudit({ path: '/api/v1/quotas' });
+    const audit = await srv.plane.deps.store.listAudit({ path: '/api/v1/quotas', since });
     expect(audit.map((a) => [a.method, a.path, a.status]).sort()).toEqual([
       ['DELETE', '/api/v1/quotas/bob', 200],
+      ['DELETE', '/api/v1/quotas/bob', 404],
       ['PUT', '/api/v1/quotas/alice', 200],
       ['PUT', '/api/v1/quotas/alice', 200],
       ['PUT', '/api/v1/quotas/bob', 200],
@@ -103,6 +105,34 @@ describe('owner quotas (spec 4.4)', () => {
     const audit = await srv.plane.deps.store.listAudit({ path: '/api/v1/admin/quotas/carol' });
     expect(audit.filter((a) => a.method === 'PUT')).toHaveLength(1);
     expect(audit.filter((a) => a.method === 'DELETE')).toHaveLength(1);
+  });
+
+  it('records every save and delete attempt on both paths the same way, refused ones included', async () => {
+    const since = new Date().toISOString();
+    for (const prefix of ['/api/v1', '/api/v1/admin']) {
+      await call(base, 'PUT', `${prefix}/quotas/frank`, { max_sandboxes: 1 }); // 200
+      await call(base, 'PUT', `${prefix}/quotas/frank`, { max_sandboxes: -1 }); // 400 from the schema
+      await call(base, 'PUT', `${prefix}/quotas/frank`, { max_ttl: '1.5s' }); // 400 from the service
+      await call(base, 'PUT', `${prefix}/quotas/fr%20ank`, {}); // 400 invalid owner id
+      await call(base, 'DELETE', `${prefix}/quotas/frank`); // 200
+      await call(base, 'DELETE', `${prefix}/quotas/frank`); // 404
+    }
+    const rows = (await srv.plane.deps.store.listAudit({ since })).reverse();
+    // Sorted: rows written in the same millisecond have no defined order between them.
+    const shape = (prefix: string) =>
+      rows
+        .filter((r) => r.path.startsWith(`${prefix}/quotas/`))
+        .map((r) => `${r.method} ${r.path.slice(prefix.length)} ${r.status}`)
+        .sort();
+    const expected = ['PUT /quotas/frank 200', 'PUT /quotas/frank 400', 'PUT /quotas/frank 400', 'PUT /quotas/fr%20ank 400', 'DELETE /quotas/frank 200', 'DELETE /quotas/frank 404'].sort();
+    expect(shape('/api/v1/admin')).toEqual(expected);
+    expect(shape('/api/v1').filter((r) => !r.includes('admin'))).toEqual(expected);
+    expect(rows).toHaveLength(12);
+    // One id format for every audit row, whichever path wrote it.
+    for (const r of rows) expect(r.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // Reads are not audited on the compatibility paths.
+    await call(base, 'GET', '/api/v1/quotas/frank');
+    expect(await srv.plane.deps.store.listAudit({ since })).toHaveLength(12);
   });
 
   it('0s inherits the global default; a quota overrides TTL and exec timeout', async () => {

@@ -145,3 +145,25 @@ describe('rate limiting runs after auth', () => {
     expect((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-API-Key': apiKey })).status).toBe(429);
   });
 });
+
+describe('rate limiting keys on the validated X-User-ID', () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer({ rate_limit: { enabled: true, requests_per_minute: 60, burst: 2, key_by: 'owner' } });
+  });
+  afterAll(async () => srv?.close());
+
+  it('a padded id shares the bucket of the trimmed one; a malformed one is 400 and costs nothing', async () => {
+    expect((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': 'alice' })).headers.get('x-ratelimit-remaining')).toBe('1');
+    const padded = await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': '  alice  ' });
+    expect(padded.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': 'alice\t' })).status).toBe(429);
+    for (let i = 0; i < 3; i++) {
+      const bad = await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': 'a/b' });
+      expect(bad.status).toBe(400);
+      expect(bad.body.code).toBe('bad_request');
+      expect(bad.headers.get('x-ratelimit-limit')).toBeNull();
+    }
+    expect(srv.plane.deps.rateLimiter!.stats()).toMatchObject({ allowed_total: 2, limited_total: 1, active_buckets: 1 });
+  });
+});

@@ -12,18 +12,27 @@ describe('templates (spec 4.3)', () => {
   it('creates, conflicts, lists, gets, updates, spawns with overrides, deletes', async () => {
     const c = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py', image: 'python:3', memory_mb: 256, ttl: '10m', metadata: { kind: 'py' } });
     expect(c.status).toBe(201);
-    expect(c.body).toMatchObject({ name: 'py', image: 'python:3', memory_mb: 256, vcpus: null, ttl: '10m', metadata: { kind: 'py' } });
+    expect(c.body).toMatchObject({ name: 'py', image: 'python:3', memory_mb: 256, ttl: '10m', metadata: { kind: 'py' } });
+    // Unset fields are left out, never null (spec 2.5 types them as string/integer).
+    expect(Object.keys(c.body).sort()).toEqual(['created_at', 'image', 'memory_mb', 'metadata', 'name', 'ttl', 'updated_at']);
+    expect(c.text).not.toContain('null');
     const dup = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py' });
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe('conflict');
-    await call(srv.url, 'POST', '/api/v1/templates', { name: 'a-first' });
-    expect((await call(srv.url, 'GET', '/api/v1/templates')).body.map((t: { name: string }) => t.name)).toEqual(['a-first', 'py']);
+    const bare = await call(srv.url, 'POST', '/api/v1/templates', { name: 'a-first' });
+    expect(Object.keys(bare.body).sort()).toEqual(['created_at', 'metadata', 'name', 'updated_at']);
+    const listed = await call(srv.url, 'GET', '/api/v1/templates');
+    expect(listed.body.map((t: { name: string }) => t.name)).toEqual(['a-first', 'py']);
+    expect(listed.text).not.toContain('null');
+    expect(Object.keys((await call(srv.url, 'GET', '/api/v1/templates/a-first')).body).sort()).toEqual(['created_at', 'metadata', 'name', 'updated_at']);
     expect((await call(srv.url, 'GET', '/api/v1/templates/py')).body.image).toBe('python:3');
     expect((await call(srv.url, 'GET', '/api/v1/templates/none')).status).toBe(404);
 
     const up = await call(srv.url, 'PUT', '/api/v1/templates/py', { image: 'python:3.12', vcpus: 2, metadata: { kind: 'py' } });
     expect(up.status).toBe(200);
-    expect(up.body).toMatchObject({ name: 'py', image: 'python:3.12', vcpus: 2, memory_mb: null });
+    expect(up.body).toMatchObject({ name: 'py', image: 'python:3.12', vcpus: 2 });
+    expect(up.body).not.toHaveProperty('memory_mb');
+    expect(up.body).not.toHaveProperty('provider');
     expect((await call(srv.url, 'PUT', '/api/v1/templates/none', { image: 'x' })).status).toBe(404);
 
     const sp = await call(srv.url, 'POST', '/api/v1/templates/py/spawn', { ttl: '5m', metadata: { extra: '1' } });
@@ -41,6 +50,23 @@ describe('templates (spec 4.3)', () => {
     expect((await call(srv.url, 'POST', '/api/v1/templates', { name: 'bad name' })).status).toBe(400);
     expect((await call(srv.url, 'POST', '/api/v1/templates', { name: 't', ttl: 'x' })).status).toBe(400);
     expect((await call(srv.url, 'POST', '/api/v1/templates', { name: 't', provider: 'nope' })).status).toBe(400);
+  });
+
+  it('bounds integer fields by the 32-bit store columns: 400, not a store error', async () => {
+    for (const field of ['memory_mb', 'vcpus']) {
+      const tooBig = await call(srv.url, 'POST', '/api/v1/templates', { name: `big-${field}`, [field]: 2_147_483_648 });
+      expect(tooBig.status, field).toBe(400);
+      expect(tooBig.body.code).toBe('bad_request');
+      expect(tooBig.body.message).toMatch(new RegExp(`${field}.*2147483647`));
+      const zero = await call(srv.url, 'POST', '/api/v1/templates', { name: `zero-${field}`, [field]: 0 });
+      expect(zero.status, field).toBe(400);
+      const max = await call(srv.url, 'POST', '/api/v1/templates', { name: `max-${field}`, [field]: 2_147_483_647 });
+      expect(max.status, field).toBe(201);
+      expect(max.body[field]).toBe(2_147_483_647);
+      const up = await call(srv.url, 'PUT', `/api/v1/templates/max-${field}`, { [field]: 2_147_483_648 });
+      expect(up.status, field).toBe(400);
+      await call(srv.url, 'DELETE', `/api/v1/templates/max-${field}`);
+    }
   });
 });
 

@@ -90,6 +90,28 @@ describe('worker heartbeat (spec 4.6, 5.2)', () => {
   });
 });
 
+describe('worker registry reads (spec 2.9)', () => {
+  it('never shows credentials carried in a worker rpc_url, wherever the worker is presented', async () => {
+    const secretUrl = 'http://rpcuser:rpc-pass-9f8e7d@10.0.0.6:7424/rpc?token=abc-query-secret#frag-secret';
+    const withCreds = { ...hb, capacity: { ...hb.capacity, rpc_url: secretUrl } };
+    const beat = await call(srv.url, 'POST', '/api/v1/worker/w5/heartbeat', withCreds, creds('w5', SHARED));
+    expect(beat.status).toBe(200);
+    const user = { 'x-api-key': API_KEY };
+    const listed = (await call(srv.url, 'GET', '/api/v1/workers', undefined, user)).body.find((w: { id: string }) => w.id === 'w5');
+    const one = await call(srv.url, 'GET', '/api/v1/workers/w5', undefined, user);
+    const diag = (await call(srv.url, 'GET', '/api/v1/diagnostics', undefined, user)).body.workers.items.find((w: { id: string }) => w.id === 'w5');
+    for (const shown of [beat.body, listed, one.body, diag]) expect(shown.capacity.rpc_url).toBe('http://10.0.0.6:7424/rpc');
+    for (const text of [beat.text, one.text, JSON.stringify(listed), JSON.stringify(diag)]) {
+      for (const secret of ['rpcuser', 'rpc-pass-9f8e7d', 'abc-query-secret', 'frag-secret']) expect(text).not.toContain(secret);
+    }
+    // The registry keeps what the worker reported: the control plane calls that URL.
+    expect((await srv.plane.deps.store.getWorker('w5'))!.capacity.rpc_url).toBe(secretUrl);
+
+    await call(srv.url, 'POST', '/api/v1/worker/w5/heartbeat', { ...hb, capacity: { rpc_url: 'not a url with pass-1234' } }, creds('w5', SHARED));
+    expect((await call(srv.url, 'GET', '/api/v1/workers/w5', undefined, user)).body.capacity.rpc_url).toBe('[redacted]');
+  });
+});
+
 describe('worker lease renewal', () => {
   it('renews an unexpired lease the worker holds', async () => {
     const { store } = srv.plane.deps;

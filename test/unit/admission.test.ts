@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
-import { randomIds, systemClock } from '../../src/adapters/system/clock-ids.js';
+import { systemClock } from '../../src/adapters/system/clock-ids.js';
 import { Admission, type AdmissionTicket } from '../../src/core/admission/admission.js';
 import { QuotaService } from '../../src/core/admission/quotas.js';
 import { SbxError } from '../../src/core/errors.js';
@@ -258,7 +258,7 @@ describe('spawn queue', () => {
 
   it('a quota raise releases a waiting owner', async () => {
     const a = make({ max_sandboxes_per_owner: 1, spawn_overflow: 'queue' });
-    const quotas = new QuotaService({ store, bus, clock: systemClock, ids: randomIds, admission: a });
+    const quotas = new QuotaService({ store, bus, clock: systemClock, admission: a });
     await spawn(a, 'x');
     const waiting = a.admit({ owner_id: 'x', ttl_ms: 1000 });
     await new Promise((r) => setTimeout(r, 20));
@@ -335,7 +335,7 @@ describe('spawn queue', () => {
 
 describe('quota service', () => {
   it('validates owner ids, counts and durations', async () => {
-    const quotas = new QuotaService({ store, bus, clock: systemClock, ids: randomIds, admission: make({}) });
+    const quotas = new QuotaService({ store, bus, clock: systemClock, admission: make({}) });
     const bad: Array<[string, Record<string, unknown>]> = [
       ['a b', {}],
       ['a/b', {}],
@@ -349,6 +349,12 @@ describe('quota service', () => {
       ['ok', { max_ttl: '1.5s' }],
       ['ok', { max_exec_timeout: '1500ms' }],
       ['ok', { max_exec_timeout: '-1s' }],
+      ['ok', { max_sandboxes: 2_147_483_648 }],
+      ['ok', { max_sandboxes: 1e20 }],
+      ['ok', { max_ttl: '100000000000h' }],
+      ['ok', { max_exec_timeout: '9999999999999h' }],
+      ['a\u0085b', {}],
+      ['a\u2028b', {}],
     ];
     for (const [owner, body] of bad) {
       const err = await rejection(quotas.save(owner, body));
@@ -356,10 +362,15 @@ describe('quota service', () => {
     }
     expect(await store.listQuotas()).toEqual([]);
     expect(events.filter((e) => e.type.startsWith('quota.'))).toEqual([]);
+    expect((await rejection(quotas.save('ok', { max_ttl: '100000000000h' }))).message).toMatch(/^max_ttl: .*too long/);
+    // The largest count the stores hold is accepted and read back exactly.
+    const max = await quotas.save('ok', { max_sandboxes: 2_147_483_647, max_ttl: '8760h' });
+    expect(max).toMatchObject({ max_sandboxes: 2_147_483_647, max_ttl: '8760h0m0s' });
+    expect(await quotas.get('ok')).toEqual(max);
   });
 
   it('upserts keeping created_at, renders durations, summarises and deletes', async () => {
-    const quotas = new QuotaService({ store, bus, clock: systemClock, ids: randomIds, admission: make({ max_sandboxes_per_owner: 4 }) });
+    const quotas = new QuotaService({ store, bus, clock: systemClock, admission: make({ max_sandboxes_per_owner: 4 }) });
     const q1 = await quotas.save(' alice ', { max_sandboxes: 2, max_ttl: '1h', max_exec_timeout: '0s' });
     expect(q1).toMatchObject({ owner_id: 'alice', max_sandboxes: 2, max_ttl: '1h0m0s', max_exec_timeout: '0s' });
     await new Promise((r) => setTimeout(r, 5));

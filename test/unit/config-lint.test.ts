@@ -34,12 +34,19 @@ describe('lintConfig', () => {
     expect(dev[1]!.message).toBe('server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser');
   });
 
-  it('fails an empty CORS list in production', () => {
+  it('fails an empty CORS list in production, saying it refuses every origin (not that it allows any)', () => {
     const c = hardened();
     c.server.cors_allowed_origins = [];
     const f = lintConfig(c, { production: true });
-    expect(keysOf(f)).toEqual(['fail server.cors_allowed_origins']);
-    expect(f[0]!.message).toBe('server.cors_allowed_origins is empty: any web page may call the API from a browser');
+    expect(f).toEqual([
+      {
+        level: 'fail',
+        key: 'server.cors_allowed_origins',
+        message: 'server.cors_allowed_origins is empty: the server refuses every origin, so no web page can call the API from a browser (preflights get 403)',
+        fix: 'list the exact origins that need browser access, e.g. https://app.example.com; production requires an explicit list',
+      },
+    ]);
+    expect(keysOf(lintConfig(c, { production: false }))).toEqual(['warn server.cors_allowed_origins']);
   });
 
   it('flags every key shorter than 32 bytes without printing it', () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -103,5 +103,64 @@ describe('redactConfig', () => {
   it('redacts a DSN that is not a URL as a whole', async () => {
     const config = await loaded({ database: { driver: 'postgres', dsn: 'host=db password=pw' } });
     expect(redactConfig(config).database.dsn).toBe('[redacted]');
+  });
+});
+
+describe('blank credentials', () => {
+  const failLoad = (opts: Parameters<typeof loadConfig>[0]) =>
+    loadConfig({ cwd: dir, home: dir, env: {}, ...opts }).then(
+      () => [] as string[],
+      (e: { problems?: string[] }) => e.problems ?? [],
+    );
+
+  it('reports a whitespace-only API key from env with the other problems, never echoing it', async () => {
+    const problems = await failLoad({ env: { SVC_AUTH_ENABLED: 'true', SVC_AUTH_API_KEY: '   ', SVC_SERVER_PORT: '-1' } });
+    expect(problems).toEqual([
+      'server.port: must be between 0 and 65535, got -1 (from SVC_SERVER_PORT)',
+      'auth.api_key: is blank (only whitespace); set a real value or remove the key (from SVC_AUTH_API_KEY)',
+    ]);
+  });
+
+  it('reports blank admin keys, worker tokens (shared and per worker) and signing keys, each by key', async () => {
+    const file = join(dir, 'sbx.yaml');
+    writeFileSync(
+      file,
+      [
+        'auth:',
+        '  enabled: true',
+        '  api_key: real-key-1',
+        '  admin_api_key: "\\t "',
+        '  worker_token: " "',
+        '  worker_tokens:',
+        '    w1: ok-token',
+        '    w2: "  "',
+        '  worker_signing_key: "  "',
+        '  worker_signing_keys: ["old-key", ""]',
+        '',
+      ].join('\n'),
+    );
+    expect(await failLoad({})).toEqual([
+      `auth.admin_api_key: is blank (only whitespace); set a real value or remove the key (from ${file})`,
+      `auth.worker_token: is blank (only whitespace); set a real value or remove the key (from ${file})`,
+      `auth.worker_tokens.w2: is blank; set a real value or remove the key (from ${file})`,
+      `auth.worker_signing_key: is blank (only whitespace); set a real value or remove the key (from ${file})`,
+      `auth.worker_signing_keys[1]: is blank; set a real value or remove the key (from ${file})`,
+    ]);
+  });
+
+  it('reports a whitespace-only secret file as empty', async () => {
+    const keyFile = join(dir, 'api.key');
+    writeFileSync(keyFile, ' \n\t\n');
+    expect(await failLoad({ overrides: { auth: { enabled: true, api_key_file: keyFile } } })).toEqual([
+      `auth.api_key_file: secret file ${keyFile} is empty (from overrides)`,
+    ]);
+  });
+
+  it('keeps an empty admin key meaning "fall back to api_key" and an overridden blank value harmless', async () => {
+    const file = join(dir, 'sbx.yaml');
+    writeFileSync(file, 'auth:\n  api_key: "  "\n  admin_api_key: ""\n');
+    const { config } = await loadConfig({ cwd: dir, home: dir, env: { SVC_AUTH_API_KEY: 'env-key-1' } });
+    expect(config.auth.api_key).toBe('env-key-1');
+    expect(config.auth.admin_api_key).toBe('');
   });
 });

@@ -1,6 +1,14 @@
 import { badRequest } from '../errors.js';
 
 /**
+ * Characters an owner id may not hold: Unicode whitespace (including U+00A0, U+2028, U+2029),
+ * C0 and C1 controls (U+0085 is a line break to some log readers), invisible format characters
+ * (zero-width, bidi overrides: an id must look like what it is), lone surrogates (no store can
+ * keep them), and path separators (owner ids appear in URL paths).
+ */
+const FORBIDDEN = /[\p{White_Space}\p{Cc}\p{Cf}\p{Cs}/\\]/u;
+
+/**
  * Owner / X-User-ID rule (spec 2.6, 5.1 rule 1, 8): trimmed, at most 128 characters, no whitespace,
  * control characters or path separators. Returns the trimmed id, null for empty/absent.
  */
@@ -10,9 +18,10 @@ export function validateOwnerId(input: unknown, field = 'owner_id'): string | nu
   const id = input.trim();
   if (id === '') return null;
   if (id.length > 128) throw badRequest(`${field} must be at most 128 characters`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\s\u0000-\u001f\u007f/\\]/.test(id)) {
-    throw badRequest(`${field} must not contain whitespace, control characters or path separators`);
+  const bad = FORBIDDEN.exec(id);
+  if (bad) {
+    const cp = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+    throw badRequest(`${field} must not contain whitespace, control or invisible characters or path separators (found U+${cp})`);
   }
   return id;
 }

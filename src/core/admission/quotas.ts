@@ -1,7 +1,7 @@
-import { formatDuration, isWholeSeconds, tryParseDuration } from '../duration.js';
+import { formatDuration, isWholeSeconds, parseDuration } from '../duration.js';
 import { badRequest, notFound } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, IdSource, QuotaRecord, Store } from '../ports.js';
+import type { Clock, QuotaRecord, Store } from '../ports.js';
 import type { Admission } from './admission.js';
 import { validateOwnerId } from './owner.js';
 
@@ -40,24 +40,13 @@ export interface OwnerUsage {
   quota_configured: boolean;
 }
 
-/** Who changed a quota and through which request, for the audit history. Never carries keys. */
-export interface AuditContext {
-  actor: string;
-  method: string;
-  path: string;
-  status: number;
-  /** Clock time (ms) the request started, for duration_ms. */
-  started_ms: number;
-  request_id: string;
-  remote_addr: string;
-  user_agent: string;
-}
+/** Both stores keep max_sandboxes in a 32-bit INTEGER column. */
+const MAX_QUOTA_SANDBOXES = 2_147_483_647;
 
 export interface QuotaDeps {
   store: Store;
   bus: EventBus;
   clock: Clock;
-  ids: IdSource;
   admission: Admission;
 }
 
@@ -73,7 +62,10 @@ export function presentQuota(q: QuotaRecord): OwnerQuotaView {
   };
 }
 
-/** Owner quotas (spec 2.6, 4.4): validation, persistence, events, audit, and waking queued spawns. */
+/**
+ * Owner quotas (spec 2.6, 4.4): validation, persistence, events, and waking queued spawns. The
+ * audit history records saves and deletes at the HTTP edge, refused attempts included.
+ */
 export class QuotaService {
   constructor(private readonly deps: QuotaDeps) {}
 
@@ -98,12 +90,13 @@ export class QuotaService {
     return presentQuota(q);
   }
 
-  /** Upserts (created_at kept, updated_at moved); emits `quota.saved`; audited. */
-  async save(ownerId: string, input: QuotaInput, audit?: AuditContext): Promise<OwnerQuotaView> {
+  /** Upserts (created_at kept, updated_at moved); emits `quota.saved`. */
+  async save(ownerId: string, input: QuotaInput): Promise<OwnerQuotaView> {
     const id = ownerIdOf(ownerId);
     const max_sandboxes = input.max_sandboxes ?? 0;
     if (typeof max_sandboxes !== 'number' || !Number.isInteger(max_sandboxes)) throw badRequest('max_sandboxes must be an integer');
     if (max_sandboxes < 0) throw badRequest('max_sandboxes must not be negative');
+    if (max_sandboxes > MAX_QUOTA_SANDBOXES) throw badRequest(`max_sandboxes must be at most ${MAX_QUOTA_SANDBOXES}`);
     const max_ttl_ms = quotaDuration(input.max_ttl, 'max_ttl');
     const max_exec_timeout_ms = quotaDuration(input.max_exec_timeout, 'max_exec_timeout');
     const saved = await this.deps.store.upsertQuota({
@@ -120,17 +113,15 @@ export class QuotaService {
       data: { owner: id, max_sandboxes, max_ttl: view.max_ttl, max_exec_timeout: view.max_exec_timeout },
     });
     this.deps.admission.wake();
-    if (audit) await this.audit(audit);
     return view;
   }
 
-  /** Deletes; 404 when none; emits `quota.deleted`; audited. */
-  async remove(ownerId: string, audit?: AuditContext): Promise<void> {
+  /** Deletes; 404 when none; emits `quota.deleted`. */
+  async remove(ownerId: string): Promise<void> {
     const id = ownerIdOf(ownerId);
     if (!(await this.deps.store.deleteQuota(id))) throw notFound(`no quota for owner ${id}`);
     this.deps.bus.publish({ type: 'quota.deleted', owner_id: id, data: { owner: id } });
     this.deps.admission.wake();
-    if (audit) await this.audit(audit);
   }
 
   /** Effective limits and the active count for one owner (works without a quota). */
@@ -147,22 +138,6 @@ export class QuotaService {
       quota_configured: limits.quota_configured,
     };
   }
-
-  private async audit(a: AuditContext): Promise<void> {
-    const now = this.deps.clock.now();
-    await this.deps.store.insertAudit({
-      id: this.deps.ids.randomId(16),
-      created_at: now.toISOString(),
-      actor: a.actor,
-      method: a.method,
-      path: a.path,
-      status: a.status,
-      duration_ms: Math.max(0, Math.round(now.getTime() - a.started_ms)),
-      request_id: a.request_id,
-      remote_addr: a.remote_addr,
-      user_agent: a.user_agent,
-    });
-  }
 }
 
 function ownerIdOf(input: string): string {
@@ -171,12 +146,14 @@ function ownerIdOf(input: string): string {
   return id;
 }
 
-/** Quota duration rule (spec 2.6, 8): whole seconds, not negative; omitted or `0s` = inherit (0). */
+/**
+ * Quota duration rule (spec 2.6, 8): whole seconds, not negative; omitted or `0s` = inherit (0).
+ * parseDuration refuses malformed and absurdly long durations, so what is stored stays exact.
+ */
 function quotaDuration(input: string | undefined | null, field: string): number {
   if (input === undefined || input === null) return 0;
   if (typeof input !== 'string') throw badRequest(`${field} must be a duration string`);
-  const ms = tryParseDuration(input);
-  if (ms === null) throw badRequest(`${field}: invalid duration ${JSON.stringify(input)} (use whole seconds, e.g. 30s, 5m, 1h)`);
+  const ms = parseDuration(input, field);
   if (ms < 0) throw badRequest(`${field} must not be negative`);
   if (!isWholeSeconds(ms)) throw badRequest(`${field} must be a whole number of seconds (got ${JSON.stringify(input)})`);
   return ms;

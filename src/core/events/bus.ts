@@ -25,7 +25,7 @@ export class EventBus {
   ) {}
 
   publish(input: EventInput): SbxEvent {
-    const event: SbxEvent = { id: this.nextId++, timestamp: this.clock.now().toISOString(), ...input };
+    const event = shape(this.nextId++, this.clock.now().toISOString(), input);
     this.total++;
     this.history.push(event);
     if (this.history.length > this.historySize) this.history.shift();
@@ -56,6 +56,20 @@ export class EventBus {
   stats(): { subscribers: number; history_size: number; events_total: number } {
     return { subscribers: this.listeners.size, history_size: this.history.length, events_total: this.total };
   }
+}
+
+/**
+ * The event in the documented key order (DESIGN.md §3: id, type, timestamp, sandbox_id?,
+ * owner_id?, worker_id?, data?), whatever order the publisher wrote; clients see exactly this JSON.
+ * Members left undefined are dropped, so an event never carries a key without a value.
+ */
+function shape(id: number, timestamp: string, input: EventInput): SbxEvent {
+  const event: SbxEvent = { id, type: input.type, timestamp };
+  if (input.sandbox_id !== undefined) event.sandbox_id = input.sandbox_id;
+  if (input.owner_id !== undefined) event.owner_id = input.owner_id;
+  if (input.worker_id !== undefined) event.worker_id = input.worker_id;
+  if (input.data !== undefined) event.data = input.data;
+  return event;
 }
 
 /** True when the event passes the filter (kinds, `group.*` wildcards, sandbox id). */

@@ -1,10 +1,13 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import websocket from '@fastify/websocket';
 import { Ajv } from 'ajv';
-import Fastify, { errorCodes, LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { errorCodes, LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { HttpDeps } from './deps.js';
 import './schema-meta.js';
-import { installErrorHandling } from './errors.js';
+import { setDerivedOwnerKey } from './caller.js';
+import { installErrorHandling, sendError } from './errors.js';
 import { auditPlugin } from './plugins/audit.js';
 import { authPlugin } from './plugins/auth.js';
 import { corsPlugin } from './plugins/cors.js';
@@ -31,6 +34,11 @@ export interface BuildAppOptions {
   plugins?: Array<(app: FastifyInstance, deps: HttpDeps) => void | Promise<void>>;
   /** Extra route groups (admin, events, metrics…). */
   routes?: Array<(app: FastifyInstance, deps: HttpDeps) => void | Promise<void>>;
+  /**
+   * Secret the derived owners (`key/…`, `ip/…`) are keyed with. compose/ passes the installation's
+   * stored one so owners stay stable across restarts; without it a random one is made per app.
+   */
+  derivedOwnerKey?: Buffer;
 }
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -52,6 +60,8 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerRoutingError,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       const id = Array.isArray(given) ? given[0] : given;
@@ -84,6 +94,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
     if (writes && (request.body === undefined || request.body === null)) (request as { body: unknown }).body = {};
   });
 
+  setDerivedOwnerKey(app, opts.derivedOwnerKey ?? randomBytes(32));
   installErrorHandling(app);
   // Before any route: the OpenAPI document and the per-route request histogram must see them all.
   const routeTable = collectRoutes(app);
@@ -147,4 +158,65 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   for (const group of opts.routes ?? []) await group(app, deps);
 
   return app;
+}
+
+/**
+ * Paths the router cannot read (bad percent-encoding, a segment over maxParamLength) are refused
+ * before any hook runs; they still get `{code, message}`. Both are invalid input, so 400 (an
+ * over-long owner id in a quota path is an invalid owner id, spec 4.4). The path is not echoed.
+ */
+function answerRoutingError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('X-Request-ID', request.id);
+  if (err.code === 'FST_ERR_BAD_URL') return void sendError(reply, 400, 'bad_request', 'malformed URL: invalid percent-encoding in the path');
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return void sendError(reply, 400, 'bad_request', 'a path segment is longer than the server accepts');
+  request.log.error({ code: err.code }, 'routing failed');
+  void sendError(reply, 500, 'internal', 'internal server error');
+}
+
+/**
+ * Requests Node's HTTP parser refuses (a control byte in a header, a malformed request line,
+ * headers over the size limit) never reach fastify's router, so its error handler cannot answer
+ * them; they still get the `{code, message}` body (spec Part 7) and the connection is closed,
+ * since the parser cannot tell where the next request would start. The raw packet is never logged:
+ * it holds the request's credentials.
+ */
+function answerClientError(this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? // 431 names the part that is too large; the code is the one for any oversized request.
+        [431, 'payload_too_large', 'request headers are larger than the server accepts']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'timeout', 'the request was not received in time']
+        : [400, 'bad_request', `malformed HTTP request (${parserProblem(err.code)})`];
+  this.log.debug({ code: err.code, status }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify({ code, message });
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroySoon();
+}
+
+/** A short description of an llhttp error code for the client; never request bytes. */
+function parserProblem(code: string | undefined): string {
+  switch (code) {
+    case 'HPE_INVALID_HEADER_TOKEN':
+      return 'invalid character in a header name or value';
+    case 'HPE_INVALID_METHOD':
+      return 'invalid method';
+    case 'HPE_INVALID_URL':
+      return 'invalid request target';
+    case 'HPE_INVALID_VERSION':
+      return 'invalid HTTP version';
+    case 'HPE_INVALID_CONTENT_LENGTH':
+    case 'HPE_UNEXPECTED_CONTENT_LENGTH':
+      return 'invalid Content-Length';
+    case 'HPE_INVALID_TRANSFER_ENCODING':
+    case 'HPE_INVALID_CHUNK_SIZE':
+      return 'invalid chunked encoding';
+    default:
+      return code ? code.replace(/^HPE_/, '').toLowerCase().replace(/_/g, ' ') : 'unreadable request';
+  }
 }

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import { createHmac } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { validateOwnerId } from '../../core/admission/owner.js';
 import type { Caller } from '../../core/sandboxes/caller.js';
 
@@ -8,23 +8,35 @@ declare module 'fastify' {
     /** Set by the auth plugin when an admin credential was presented. */
     sbxAdmin?: boolean;
   }
+  interface FastifyInstance {
+    /** Per-installation secret the derived-owner digests are keyed with; never shown. */
+    sbxDerivedOwnerKey: Buffer;
+  }
 }
 
-const digest = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 16);
+/** Gives an app (and every route context under it) the secret its derived owners are keyed with. */
+export function setDerivedOwnerKey(app: FastifyInstance, key: Buffer): void {
+  app.decorate('sbxDerivedOwnerKey', key);
+}
 
 /**
- * The caller's owner (spec 5.1 rule 7): X-User-ID (validated, 400 when malformed), else the body's
- * owner_id, else one derived from X-API-Key, else from the client address. Derived owners are
- * digests (`key/…`, `ip/…`): a key or an address never lands in a sandbox record or an event.
+ * The caller's owner (spec 5.1 rule 7): X-User-ID (validated for every /api/v1 route by the auth
+ * plugin), else the body's owner_id, else one derived from X-API-Key, else from the client address.
  */
 export function callerOf(request: FastifyRequest, bodyOwner?: string | null): Caller {
-  const header = request.headers['x-user-id'];
-  const explicit = validateOwnerId(Array.isArray(header) ? header[0] : header, 'X-User-ID') ?? validateOwnerId(bodyOwner ?? null);
+  const explicit = request.sbxUserId ?? validateOwnerId(bodyOwner ?? null);
   return { owner_id: explicit ?? derivedOwner(request), admin: request.sbxAdmin === true };
 }
 
+/**
+ * `key/<digest>` or `ip/<digest>`, so a key or an address never lands in a sandbox record or an
+ * event. The digest is an HMAC under a per-installation secret: sandbox responses and events show
+ * derived owners, and a plain hash of a weak API key could be reversed offline by guessing.
+ */
 function derivedOwner(request: FastifyRequest): string {
+  const secret = request.server.sbxDerivedOwnerKey;
+  const mac = (s: string) => createHmac('sha256', secret).update(s).digest('hex').slice(0, 16);
   const key = request.headers['x-api-key'];
   const apiKey = (Array.isArray(key) ? key[0] : key)?.trim();
-  return apiKey ? `key/${digest(`api_key:${apiKey}`)}` : `ip/${digest(`ip:${request.ip}`)}`;
+  return apiKey ? `key/${mac(`api_key:${apiKey}`)}` : `ip/${mac(`ip:${request.ip}`)}`;
 }

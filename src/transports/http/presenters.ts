@@ -22,10 +22,42 @@ export function presentSandbox(rec: SandboxRecord, previewDomain: string): Sandb
   return out;
 }
 
+/** Template response (DESIGN.md §3). The store's nulls mean "not set" and are left out: spec 2.5 types these fields as string/integer, never null. */
 export function presentTemplate(rec: TemplateRecord): Template {
-  return { ...rec };
+  const out: Template = { name: rec.name, metadata: rec.metadata, created_at: rec.created_at, updated_at: rec.updated_at };
+  if (rec.image !== null) out.image = rec.image;
+  if (rec.memory_mb !== null) out.memory_mb = rec.memory_mb;
+  if (rec.vcpus !== null) out.vcpus = rec.vcpus;
+  if (rec.ttl !== null) out.ttl = rec.ttl;
+  if (rec.provider !== null) out.provider = rec.provider;
+  return out;
 }
 
+/**
+ * Worker response (spec 2.9), the only way a worker leaves the API (list, get, heartbeat replies,
+ * diagnostics). A worker reports its own `rpc_url`, which may carry credentials in user-info, query
+ * or fragment; any user key can read workers, so those parts never leave. The store keeps the URL
+ * as reported, since the control plane calls it.
+ */
 export function presentWorker(rec: WorkerRecord, staleAfterMs: number, now: Date): Worker {
-  return { ...rec, stale: now.getTime() - Date.parse(rec.last_heartbeat) > staleAfterMs };
+  const out: Worker = { ...rec, stale: now.getTime() - Date.parse(rec.last_heartbeat) > staleAfterMs };
+  const url = rec.capacity.rpc_url;
+  if (url !== undefined) out.capacity = { ...rec.capacity, rpc_url: withoutCredentials(url) };
+  return out;
+}
+
+function withoutCredentials(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    // Unparseable: no telling which part is a secret.
+    return '[redacted]';
+  }
+  if (!u.username && !u.password && !u.search && !u.hash) return url;
+  u.username = '';
+  u.password = '';
+  u.search = '';
+  u.hash = '';
+  return u.toString();
 }

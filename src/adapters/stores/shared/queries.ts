@@ -111,16 +111,20 @@ export function isoBound(value: string, field: string): string {
 }
 
 /**
- * Audit records matching every filter member, newest first. `method` matches case-insensitively,
- * `path` by prefix, `since` and `until` are inclusive bounds on created_at.
+ * Audit records matching every filter member, newest first. `actor` and `path` match by prefix (so
+ * `api-key` finds `api-key:dave`), `method` case-insensitively, `since` and `until` are inclusive
+ * bounds on created_at.
  */
 export function listAuditQuery(filter: AuditFilter = {}): SqlQuery {
   const where: string[] = [];
   const params: unknown[] = [];
-  if (filter.actor !== undefined) {
-    where.push('actor = ?');
-    params.push(filter.actor);
-  }
+  // substr instead of LIKE: no escaping of `%`/`_`, same meaning on both drivers (lengths in code points).
+  const prefix = (column: 'actor' | 'path', value: string | undefined) => {
+    if (value === undefined || value === '') return;
+    where.push(`substr(${column}, 1, ?) = ?`);
+    params.push([...value].length, value);
+  };
+  prefix('actor', filter.actor);
   if (filter.method !== undefined) {
     where.push('upper(method) = upper(?)');
     params.push(filter.method);
@@ -129,11 +133,7 @@ export function listAuditQuery(filter: AuditFilter = {}): SqlQuery {
     where.push('status = ?');
     params.push(filter.status);
   }
-  if (filter.path !== undefined && filter.path !== '') {
-    // substr instead of LIKE: no escaping of `%`/`_`, same meaning on both drivers (lengths in code points).
-    where.push('substr(path, 1, ?) = ?');
-    params.push([...filter.path].length, filter.path);
-  }
+  prefix('path', filter.path);
   if (filter.since !== undefined) {
     where.push('created_at >= ?');
     params.push(isoBound(filter.since, 'since'));

@@ -146,29 +146,13 @@ async function sandboxesSummary(deps: HttpDeps, now: Date): Promise<SandboxesSum
 
 async function workersSummary(deps: HttpDeps, now: Date): Promise<WorkersSummary> {
   const items = (await deps.workers.list()).map((w) => presentWorker(w, STALE_AFTER_MS, now));
-  const out: WorkersSummary = { total: items.length, online: 0, stale: 0, unhealthy: 0, items: items.map(safeWorker) };
+  const out: WorkersSummary = { total: items.length, online: 0, stale: 0, unhealthy: 0, items };
   for (const w of items) {
     if (w.stale) out.stale++;
     else if (w.status === 'online') out.online++;
     else if (w.status !== 'draining') out.unhealthy++;
   }
   return out;
-}
-
-/** An rpc_url may carry credentials in its user-info part; diagnostics never shows them. */
-function safeWorker(w: Worker): Worker {
-  const url = w.capacity.rpc_url;
-  if (!url) return w;
-  try {
-    const u = new URL(url);
-    if (!u.username && !u.password && !u.search) return w;
-    u.username = '';
-    u.password = '';
-    u.search = '';
-    return { ...w, capacity: { ...w.capacity, rpc_url: u.toString() } };
-  } catch {
-    return { ...w, capacity: { ...w.capacity, rpc_url: '[redacted]' } };
-  }
 }
 
 async function leasesSummary(deps: HttpDeps, now: Date): Promise<LeasesSummary> {

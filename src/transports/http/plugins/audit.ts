@@ -7,18 +7,28 @@ import type { HttpDeps } from '../deps.js';
 const AUDIT_EVERY_MS = 60 * 60_000;
 const MAX_FIELD = 512;
 
+/**
+ * Quota saves and deletes through the compatibility paths (spec 4.4: "Both are recorded in the
+ * audit history"), audited by the same rule as their admin aliases.
+ */
+const AUDITED_USER_ROUTES = new Set(['PUT /api/v1/quotas/:ownerID', 'DELETE /api/v1/quotas/:ownerID']);
+
 const clip = (s: string) => (s.length > MAX_FIELD ? s.slice(0, MAX_FIELD) : s);
 
 /**
- * Admin audit history (DESIGN.md §3): every request to `/api/v1/admin/…`, allowed or refused, is
- * recorded after its response with actor (credential kind, never its value), method, path
- * (no query), status, duration, request id, remote address and user agent.
+ * Audit history (DESIGN.md §3): every request to `/api/v1/admin/…` and every quota save or delete
+ * on `/api/v1/quotas/…`, allowed or refused (401, 400, 404 alike), is recorded with actor
+ * (credential kind, never its value), method, path (no query), status, duration, request id,
+ * remote address and user agent. This hook is the only writer of audit rows. It runs as the
+ * response is sent, not after: a client that has its answer can rely on the record existing.
  */
 export function auditPlugin(app: FastifyInstance, deps: HttpDeps): void {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onSend', async (request, reply) => {
     if (request.method === 'OPTIONS') return; // CORS preflights carry no credentials and do nothing
     const path = request.url.split('?')[0] ?? '/';
-    if (realmOf(request.routeOptions.url ?? path) !== 'admin') return;
+    const route = request.routeOptions.url;
+    const audited = realmOf(route ?? path) === 'admin' || (route !== undefined && AUDITED_USER_ROUTES.has(`${request.method} ${route}`));
+    if (!audited) return;
     const ua = request.headers['user-agent'];
     try {
       await deps.store.insertAudit({
@@ -34,7 +44,7 @@ export function auditPlugin(app: FastifyInstance, deps: HttpDeps): void {
         user_agent: clip((Array.isArray(ua) ? ua[0] : ua) ?? ''),
       });
     } catch (err) {
-      // The response is already sent; a store hiccup must not crash the request pipeline.
+      // The change is already made; a store hiccup must not turn its answer into an error.
       request.log.warn({ err: String(err) }, 'admin audit insert failed');
     }
   });

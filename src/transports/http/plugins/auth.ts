@@ -13,6 +13,8 @@ declare module 'fastify' {
     sbxActor: string;
     /** Set on worker routes once the worker credential is verified. */
     sbxWorker: WorkerIdentity | null;
+    /** The X-User-ID header, validated and trimmed (spec 5.1 rule 1); null when absent or blank. */
+    sbxUserId: string | null;
   }
 }
 
@@ -39,17 +41,11 @@ function headerOf(request: FastifyRequest, name: string): string {
   return (Array.isArray(v) ? v[0] : v)?.trim() ?? '';
 }
 
-function ownerSuffix(request: FastifyRequest): string {
-  try {
-    const id = validateOwnerId(headerOf(request, 'x-user-id'), 'X-User-ID');
-    return id ? `:${id}` : '';
-  } catch {
-    return '';
-  }
-}
-
 /**
  * Authentication (spec Part 5, DESIGN.md §3 "Auth"), one onRequest hook for every route:
+ * - on every /api/v1 path a present X-User-ID is validated first (400 when malformed, spec 5.1
+ *   rule 1 is a header rule, not a per-route one) and kept as `request.sbxUserId` for the
+ *   caller's owner, the actor and the rate-limit key; CORS preflights were answered before;
  * - probes (`/live`, `/ready`) and paths outside /api/v1 are open;
  * - `/api/v1/worker/…` takes worker credentials only, whatever `auth.enabled` says; the worker ID
  *   must equal the `:workerID` path segment (403 otherwise);
@@ -79,11 +75,14 @@ export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
   app.decorateRequest('sbxAdmin', false);
   app.decorateRequest('sbxActor', 'anonymous');
   app.decorateRequest('sbxWorker', null);
+  app.decorateRequest('sbxUserId', null);
 
   app.addHook('onRequest', async (request) => {
     const path = request.routeOptions.url ?? request.url.split('?')[0] ?? '/';
     const realm = realmOf(path);
-    if (realm === 'probe' || realm === 'outside') return;
+    if (realm === 'outside') return;
+    request.sbxUserId = validateOwnerId(request.headers['x-user-id'], 'X-User-ID');
+    if (realm === 'probe') return;
 
     if (realm === 'worker') {
       const identity = authenticateWorker(request.headers, auth.worker, AUD_CONTROL_PLANE, deps.clock.now());
@@ -96,7 +95,7 @@ export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
       return;
     }
 
-    const suffix = ownerSuffix(request);
+    const suffix = request.sbxUserId ? `:${request.sbxUserId}` : '';
     if (!auth.enabled && adminKey === '') {
       // Nothing to check: a single-user dev box. Everyone administers it.
       request.sbxAdmin = realm === 'admin';

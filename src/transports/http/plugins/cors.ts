@@ -3,8 +3,23 @@ import type { HttpDeps } from '../deps.js';
 import { sendError } from '../errors.js';
 
 export const CORS_ALLOW_METHODS = 'GET, POST, PUT, PATCH, DELETE, OPTIONS';
-export const CORS_ALLOW_HEADERS = 'Content-Type, X-API-Key, X-Admin-API-Key, X-User-ID, X-Request-ID, Last-Event-ID';
-export const CORS_EXPOSE_HEADERS = 'X-Request-ID, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Content-Disposition';
+/**
+ * Every request header a browser client may send: the credentials of spec Part 5 (user, admin and
+ * worker, including `Authorization: Bearer`), attribution, correlation and SSE replay. This is the
+ * one list; a header the API reads but that is missing here fails every cross-origin preflight.
+ */
+export const CORS_ALLOW_HEADERS = [
+  'Content-Type',
+  'Authorization',
+  'X-API-Key',
+  'X-Admin-API-Key',
+  'X-User-ID',
+  'X-Worker-ID',
+  'X-Worker-Token',
+  'X-Request-ID',
+  'Last-Event-ID',
+].join(', ');
+export const CORS_EXPOSE_HEADERS = 'X-Request-ID, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Content-Disposition, X-Log-Cursor';
 /** Seconds a browser may cache a preflight answer. */
 export const CORS_MAX_AGE_S = 600;
 

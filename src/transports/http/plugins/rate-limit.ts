@@ -16,11 +16,12 @@ function header(request: FastifyRequest, name: string): string | undefined {
 
 /**
  * The bucket key for a request (spec 5.1 rule 7, spec 8): `owner` = X-User-ID, then X-API-Key,
- * then client IP; `api_key` = X-API-Key, then IP; `ip` = IP. Returned as a sha256 digest, so raw
- * owner ids, keys and addresses never reach the limiter's memory or its stats.
+ * then client IP; `api_key` = X-API-Key, then IP; `ip` = IP. X-User-ID is the value the auth
+ * plugin validated and trimmed, so ` alice` and `alice` share a bucket. Returned as a sha256
+ * digest, so raw owner ids, keys and addresses never reach the limiter's memory or its stats.
  */
 export function rateLimitKey(request: FastifyRequest, keyBy: RateLimitKeyBy): string {
-  const user = keyBy === 'owner' ? header(request, 'x-user-id') : undefined;
+  const user = keyBy === 'owner' ? (request.sbxUserId ?? undefined) : undefined;
   const apiKey = keyBy !== 'ip' ? header(request, 'x-api-key') : undefined;
   const identity = user !== undefined ? `owner:${user}` : apiKey !== undefined ? `api_key:${apiKey}` : `ip:${request.ip}`;
   return createHash('sha256').update(identity).digest('hex');

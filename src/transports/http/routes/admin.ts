@@ -45,7 +45,13 @@ export function adminRoutes(app: FastifyInstance, deps: HttpDeps): void {
         tags,
         summary: 'Admin audit history, newest first; format=csv for CSV',
         querystring: AuditQuery,
-        response: { 200: Type.Array(AuditRecord), ...errors },
+        response: {
+          200: {
+            description: 'Audit records, newest first: JSON, or with format=csv a CSV file (header row, columns in record order)',
+            content: { 'application/json': { schema: Type.Array(AuditRecord) }, 'text/csv': { schema: Type.String() } },
+          },
+          ...errors,
+        },
       },
     },
     async (request, reply) => {

@@ -88,7 +88,7 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
   app.get<P & { Querystring: { path?: string } }>(
     `${BASE}/list`,
     { schema: { tags, summary: 'List a directory', params: IdParams, querystring: ListQuery, response: { 200: Type.Array(FileInfo), ...errors } } },
-    async (request) => deps.files.list(request.params.id, request.query.path, callerOf(request)),
+    async (request) => deps.files.list(request.params.id, request.query.path || undefined, callerOf(request)),
   );
 
   app.post<P & { Body: { old_path: string; new_path: string } }>(

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
+import { realmOf, type Realm } from '../../../core/auth/realm.js';
 import type { HttpDeps } from '../deps.js';
 
 /** One registered route as the OpenAPI generator sees it. */
@@ -29,6 +30,37 @@ export function documentedRoutes(table: readonly RouteEntry[]): RouteEntry[] {
 export function openapiPath(url: string): string {
   return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, '{wildcard}');
 }
+
+/** Credential headers (spec Part 5) as OpenAPI security schemes. */
+const SECURITY_SCHEMES = {
+  ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The API key; required on /api/v1 routes when auth.enabled is true' },
+  AdminApiKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Admin-API-Key',
+    description: 'The admin key (auth.admin_api_key). On admin routes X-API-Key equal to it is accepted too; with no admin key set, admin routes take auth.api_key unless auth.admin_fallback_enabled is false',
+  },
+  WorkerId: { type: 'apiKey', in: 'header', name: 'X-Worker-ID', description: 'The worker ID; must equal the token subject and the path worker ID' },
+  WorkerToken: { type: 'apiKey', in: 'header', name: 'X-Worker-Token', description: 'A worker credential: shared or per-worker token, or a signed svc-worker-v1 token' },
+  WorkerBearer: { type: 'http', scheme: 'bearer', description: 'A worker credential sent as Authorization: Bearer <token>' },
+} as const;
+
+type SecurityRequirement = Partial<Record<keyof typeof SECURITY_SCHEMES, []>>;
+
+/**
+ * What an operation needs, by the realm the auth plugin enforces (one source, `realmOf`): probes are
+ * open, worker routes take worker credentials only, admin routes the admin key, every other route
+ * the API key or an admin key. Alternatives are OR'ed; schemes in one requirement are AND'ed.
+ */
+const SECURITY: Record<Exclude<Realm, 'outside'>, SecurityRequirement[]> = {
+  probe: [],
+  user: [{ ApiKey: [] }, { AdminApiKey: [] }],
+  admin: [{ AdminApiKey: [] }],
+  worker: [
+    { WorkerId: [], WorkerToken: [] },
+    { WorkerId: [], WorkerBearer: [] },
+  ],
+};
 
 const REASONS: Record<string, string> = {
   '101': 'Switching Protocols', '200': 'OK', '201': 'Created', '202': 'Accepted', '204': 'No Content', '400': 'Bad request', '401': 'Unauthorized',
@@ -62,6 +94,8 @@ export function buildOpenApi(table: readonly RouteEntry[], version: string): Jso
     if (parameters.length) op.parameters = parameters;
     if (s.body) op.requestBody = { content: requestContent(s.body, conv) };
     op.responses = responses(s.response, conv);
+    const realm = realmOf(r.url);
+    if (realm !== 'outside') op.security = SECURITY[realm];
     (paths[path] ??= {})[r.method.toLowerCase()] = op;
   }
   return {
@@ -76,11 +110,7 @@ export function buildOpenApi(table: readonly RouteEntry[], version: string): Jso
     paths,
     components: {
       schemas: Object.fromEntries(Object.entries(components).sort(([a], [b]) => cmp(a, b))),
-      securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
-        AdminApiKey: { type: 'apiKey', in: 'header', name: 'X-Admin-API-Key' },
-        WorkerToken: { type: 'apiKey', in: 'header', name: 'X-Worker-Token' },
-      },
+      securitySchemes: SECURITY_SCHEMES,
     },
   };
 }

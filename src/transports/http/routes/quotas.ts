@@ -1,7 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AuditContext } from '../../../core/admission/quotas.js';
-import { realmOf } from '../../../core/auth/realm.js';
+import type { FastifyInstance } from 'fastify';
 import { ErrorBody, StatusBody } from '../../../contracts/common.js';
 import { OwnerQuota, OwnerUsage, QuotaInput, QuotaSummary, type QuotaInput as QuotaBody } from '../../../contracts/quotas.js';
 import type { HttpDeps } from '../deps.js';
@@ -11,27 +9,9 @@ const errors = { 400: ErrorBody, 404: ErrorBody, 500: ErrorBody };
 type O = { Params: { ownerID: string } };
 
 /**
- * The audit context of a change made through the compatibility paths. Admin-alias requests are
- * already recorded (allowed or refused) by the audit plugin, so they are not recorded twice.
- * The actor is the credential kind and X-User-ID the auth plugin resolved, never a key.
+ * Owner quotas (spec 4.4) on `/api/v1/quotas…` and the admin aliases `/api/v1/admin/quotas…` (spec 4.9).
+ * Saves and deletes on both are recorded by the audit plugin.
  */
-function auditOf(request: FastifyRequest, startedMs: number): AuditContext | undefined {
-  const path = request.url.split('?')[0] ?? '/';
-  if (realmOf(path) === 'admin') return undefined;
-  const ua = request.headers['user-agent'];
-  return {
-    actor: request.sbxActor || 'anonymous',
-    method: request.method,
-    path,
-    status: 200,
-    started_ms: startedMs,
-    request_id: String(request.id),
-    remote_addr: request.ip ?? '',
-    user_agent: (Array.isArray(ua) ? ua[0] : ua) ?? '',
-  };
-}
-
-/** Owner quotas (spec 4.4) on `/api/v1/quotas…` and the admin aliases `/api/v1/admin/quotas…` (spec 4.9). */
 export function quotaRoutes(app: FastifyInstance, deps: HttpDeps): void {
   for (const prefix of ['', '/admin']) {
     const base = `/api/v1${prefix}/quotas`;
@@ -51,10 +31,7 @@ export function quotaRoutes(app: FastifyInstance, deps: HttpDeps): void {
     app.put<O & { Body: QuotaBody | undefined }>(
       `${base}/:ownerID`,
       { schema: { tags, summary: `Save (upsert) an owner quota${alias}`, params: OwnerParams, body: Type.Optional(QuotaInput), response: { 200: OwnerQuota, ...errors } } },
-      async (request, reply) => {
-        const started = Date.now() - reply.elapsedTime;
-        return deps.quotas.save(request.params.ownerID, request.body ?? {}, auditOf(request, started));
-      },
+      async (request) => deps.quotas.save(request.params.ownerID, request.body ?? {}),
     );
 
     app.get<O>(
@@ -66,9 +43,8 @@ export function quotaRoutes(app: FastifyInstance, deps: HttpDeps): void {
     app.delete<O>(
       `${base}/:ownerID`,
       { schema: { tags, summary: `Delete an owner quota${alias}`, params: OwnerParams, response: { 200: StatusBody('deleted'), ...errors } } },
-      async (request, reply) => {
-        const started = Date.now() - reply.elapsedTime;
-        await deps.quotas.remove(request.params.ownerID, auditOf(request, started));
+      async (request) => {
+        await deps.quotas.remove(request.params.ownerID);
         return { status: 'deleted' as const };
       },
     );

@@ -17,7 +17,7 @@ export type ExecWsInput = ExecInput & {
   rows?: number;
 };
 
-/** A message from the server: output, then `exit` or `error` last. */
+/** A message from the server: output (base64 when marked `encoding`, see `binary`), then `exit` or `error` last. */
 export type ExecWsMessage = ExecWsServerMessage;
 
 /**

@@ -16,10 +16,19 @@ export const ExecRequest = Type.Object(
     /** sbx: bytes for the command's stdin (utf8, or base64 with stdin_encoding). */
     stdin: Type.Optional(Type.String()),
     stdin_encoding: Type.Optional(Type.Union([Type.Literal('utf8'), Type.Literal('base64')])),
+    binary: Type.Optional(
+      Type.Boolean({
+        description:
+          'sbx extension: byte-exact output. Output that is not valid UTF-8 comes base64-encoded and marked (stream chunks `encoding: "base64"`, buffered results `stdout_encoding`/`stderr_encoding`) instead of with U+FFFD in place of the bad bytes; valid text stays plain text.',
+      }),
+    ),
   },
   { $id: 'ExecRequest', additionalProperties: false },
 );
 export type ExecRequest = Static<typeof ExecRequest>;
+
+const OutputEncoding = (field: string) =>
+  Type.Literal('base64', { description: `sbx extension (with \`binary\`): present when \`${field}\` is base64 because the bytes are not valid UTF-8` });
 
 export const ExecResult = Type.Object(
   {
@@ -29,6 +38,8 @@ export const ExecResult = Type.Object(
     duration: Duration,
     /** sbx: present and true when output past the limit was dropped. */
     truncated: Type.Optional(Type.Boolean()),
+    stdout_encoding: Type.Optional(OutputEncoding('stdout')),
+    stderr_encoding: Type.Optional(OutputEncoding('stderr')),
   },
   { $id: 'ExecResult' },
 );
@@ -38,6 +49,7 @@ export type ExecResult = Static<typeof ExecResult>;
 export const ExecChunk = Type.Object({
   stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr'), Type.Literal('exit')]),
   data: Type.String(),
+  encoding: Type.Optional(OutputEncoding('data')),
   exit_code: Type.Optional(Type.Integer()),
   duration: Type.Optional(Duration),
   timed_out: Type.Optional(Type.Boolean()),
@@ -53,7 +65,7 @@ const TerminalSide = Type.Integer({ minimum: 1, maximum: 65535 });
  * Client → server, first message: the exec request plus terminal fields. `type` may be left out
  * (a plain exec request is a start). `stdin` here is sent first; stdin stays open until
  * `stdin_eof`. `stream` and `exit_record` are accepted and ignored (output always streams, the
- * `exit` message always comes).
+ * `exit` message always comes); `binary` marks base64 output messages as on the NDJSON stream.
  */
 export const ExecWsStart = Type.Object(
   {
@@ -94,7 +106,11 @@ export type ExecWsSignal = Static<typeof ExecWsSignal>;
 export type ExecWsClientMessage = ExecWsStart | ExecWsStdin | Static<typeof ExecWsStdinEof> | ExecWsResize | ExecWsSignal;
 
 /** Server → client: output as it comes (with a terminal, everything is `stdout`). */
-export const ExecWsOutput = Type.Object({ type: Type.Union([Type.Literal('stdout'), Type.Literal('stderr')]), data: Type.String() });
+export const ExecWsOutput = Type.Object({
+  type: Type.Union([Type.Literal('stdout'), Type.Literal('stderr')]),
+  data: Type.String(),
+  encoding: Type.Optional(OutputEncoding('data')),
+});
 /** Server → client: the last message of a run; `timed_out` (with 124) when the deadline killed it. */
 export const ExecWsExit = Type.Object({
   type: Type.Literal('exit'),

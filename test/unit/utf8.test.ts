@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseNdjson } from '../../src/client/ndjson.js';
-import { Utf8Decoder } from '../../src/core/utf8.js';
+import { Utf8Decoder, Utf8Splitter } from '../../src/core/utf8.js';
+import { OutputEncoder, type EncodedOutput } from '../../src/transports/http/encoding.js';
 import { ConsoleRing } from '../../src/adapters/providers/shared/console-ring.js';
 
 // One, two, three and four bytes per character, and a line break between them.
@@ -48,6 +49,58 @@ describe('Utf8Decoder', () => {
     const bad = Uint8Array.of(0x61, 0xff, 0x62, 0xc3);
     const d = new Utf8Decoder();
     expect(d.write(bad) + d.end()).toBe(new TextDecoder().decode(bad));
+  });
+});
+
+describe('Utf8Splitter', () => {
+  it('hands out whole characters only, bytes unchanged, at every split', () => {
+    for (const parts of splits(BYTES)) {
+      const sp = new Utf8Splitter();
+      const pieces = parts.map((p) => Buffer.from(sp.write(p)));
+      for (const piece of pieces) expect(new TextDecoder('utf-8', { fatal: true }).decode(piece)).toBeTypeOf('string');
+      expect(Buffer.concat([...pieces, sp.end()]).equals(BYTES)).toBe(true);
+    }
+  });
+
+  it('ends with the bytes of an unfinished character', () => {
+    const sp = new Utf8Splitter();
+    expect([...sp.write(Uint8Array.of(0x61, 0xe2, 0x82))]).toEqual([0x61]);
+    expect([...sp.end()]).toEqual([0xe2, 0x82]);
+    expect(sp.end().byteLength).toBe(0);
+  });
+});
+
+describe('OutputEncoder', () => {
+  const bytesOf = (outs: Array<EncodedOutput | undefined>) =>
+    Buffer.concat(outs.filter((o): o is EncodedOutput => o !== undefined).map((o) => (o.encoding === 'base64' ? Buffer.from(o.data, 'base64') : Buffer.from(o.data))));
+  const run = (enc: OutputEncoder, parts: Uint8Array[]) => [...parts.map((p) => enc.write(p)), enc.end()];
+  const RAW = Buffer.from([0x00, 0xff, 0xfe, 0x20, 0x72, 0x61, 0x77, 0xc3]);
+
+  it('valid UTF-8 stays text with binary, however it is cut', () => {
+    for (const parts of splits(BYTES)) {
+      const outs = run(new OutputEncoder(true), parts);
+      expect(outs.every((o) => o === undefined || o.encoding === undefined)).toBe(true);
+      expect(outs.map((o) => o?.data ?? '').join('')).toBe(TEXT);
+    }
+  });
+
+  it('with binary, any bytes arrive exactly, however they are cut', () => {
+    const mixed = Buffer.concat([BYTES, RAW, BYTES, Buffer.from([0xe2, 0x82])]);
+    for (const parts of splits(mixed)) expect(bytesOf(run(new OutputEncoder(true), parts)).equals(mixed)).toBe(true);
+  });
+
+  it('sends an unfinished character with the bad bytes before it, so what follows is text again', () => {
+    const enc = new OutputEncoder(true);
+    const first = enc.write(RAW);
+    expect(first).toEqual({ data: RAW.toString('base64'), encoding: 'base64' });
+    expect(enc.write(Buffer.from('text\n'))).toEqual({ data: 'text\n' });
+    expect(enc.end()).toBeUndefined();
+  });
+
+  it('without binary, bad bytes become U+FFFD as TextDecoder does', () => {
+    const outs = run(new OutputEncoder(false), [RAW.subarray(0, 3), RAW.subarray(3)]);
+    expect(outs.every((o) => o === undefined || o.encoding === undefined)).toBe(true);
+    expect(outs.map((o) => o?.data ?? '').join('')).toBe(new TextDecoder().decode(RAW));
   });
 });
 

@@ -1,7 +1,7 @@
 import { formatDuration, parseDuration } from '../duration.js';
-import { badRequest, isAbortError, SbxError } from '../errors.js';
-import { Utf8Decoder } from '../utf8.js';
-import type { ExecControl, ExecSpec, SandboxRecord } from '../ports.js';
+import { badRequest, isAbortError, isSbxError, SbxError } from '../errors.js';
+import { completePrefix } from '../utf8.js';
+import type { ExecControl, ExecSpec, Provider, SandboxRecord } from '../ports.js';
 import type { Caller } from './caller.js';
 import { sandboxPath } from './paths.js';
 import { asProviderError, type SandboxService } from './service.js';
@@ -21,20 +21,43 @@ export interface ExecInput {
   controls?: AsyncIterable<ExecControl>;
 }
 
-/** One item of an exec stream: output text, then exactly one `exit` record last. */
+/**
+ * One item of an exec stream: output bytes as the command wrote them (a UTF-8 character may be
+ * split across items), then exactly one `exit` record last. The transports decide how bytes travel.
+ */
 export type ExecItem =
-  | { stream: 'stdout' | 'stderr'; data: string }
+  | { stream: 'stdout' | 'stderr'; data: Uint8Array }
   | { stream: 'exit'; exit_code: number; duration_ms: number; timed_out: boolean };
 
+/** A finished buffered exec. A deadline is `timed_out` (exit 124) with the output until then. */
 export interface BufferedExecResult {
   exit_code: number;
-  stdout: string;
-  stderr: string;
+  stdout: Uint8Array;
+  stderr: Uint8Array;
   duration: string;
   truncated?: boolean;
+  timed_out: boolean;
 }
 
 export const TIMEOUT_EXIT_CODE = 124;
+
+/** The longest delay a Node timer holds (2^31-1 ms, about 24.8 days); a longer one fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Calls `onExpire` after `ms`, however long: delays past what one timer holds re-arm in steps of
+ * at most `step`. Returns the cancel function.
+ */
+export function startDeadline(ms: number, onExpire: () => void, step = MAX_TIMER_MS): () => void {
+  let timer: ReturnType<typeof setTimeout>;
+  const arm = (left: number) => {
+    timer = left > step ? setTimeout(() => arm(left - step), step) : setTimeout(onExpire, left);
+  };
+  arm(ms);
+  return () => clearTimeout(timer);
+}
+
+const encoder = new TextEncoder();
 
 /**
  * Command execution (spec 4.1 exec rules). Limits are checked before anything runs, so an HTTP
@@ -59,6 +82,7 @@ export class ExecService {
     };
     if (input.tty !== undefined) spec.tty = terminalSize(input.tty.cols, input.tty.rows);
     if (input.controls !== undefined) spec.controls = input.controls;
+    if (spec.workdir !== undefined) await checkWorkdir(provider, runtimeId, spec.workdir, signal);
     const { bus } = this.sandboxes.deps;
     const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
     // Event data names the program only: arguments and env may carry secrets.
@@ -72,9 +96,8 @@ export class ExecService {
         const onCancel = () => ac.abort(signal?.reason);
         if (signal?.aborted) onCancel();
         signal?.addEventListener('abort', onCancel, { once: true });
-        const timer = timeoutMs > 0 ? setTimeout(() => { timedOut = true; ac.abort(new Error('deadline')); }, timeoutMs) : undefined;
+        const stopTimer = timeoutMs > 0 ? startDeadline(timeoutMs, () => { timedOut = true; ac.abort(new Error('deadline')); }) : undefined;
         const started = Date.now();
-        const decoders = { stdout: new Utf8Decoder(), stderr: new Utf8Decoder() };
         let exitCode: number | null = null;
         let finished = false;
         bus.publish({ type: 'exec.started', ...common, data: { program, mode: spec.mode, provider: rec.provider } });
@@ -85,8 +108,7 @@ export class ExecService {
                 exitCode = ev.exit_code;
                 continue;
               }
-              const data = decoders[ev.type].write(ev.data);
-              if (data.length > 0) yield { stream: ev.type, data };
+              if (ev.data.byteLength > 0) yield { stream: ev.type, data: ev.data };
             }
           } catch (err) {
             if (!timedOut && (ac.signal.aborted || isAbortError(err))) throw err;
@@ -97,14 +119,10 @@ export class ExecService {
               throw e;
             }
           }
-          for (const s of ['stdout', 'stderr'] as const) {
-            const tail = decoders[s].end();
-            if (tail.length > 0) yield { stream: s, data: tail };
-          }
           const duration_ms = Date.now() - started;
           if (timedOut) {
             bus.publish({ type: 'exec.timeout', ...common, data: { program, timeout: formatDuration(timeoutMs), duration_ms } });
-            yield { stream: 'stderr', data: `sbx: command timed out after ${formatDuration(timeoutMs)}\n` };
+            yield { stream: 'stderr', data: encoder.encode(`sbx: command timed out after ${formatDuration(timeoutMs)}\n`) };
             finished = true;
             yield { stream: 'exit', exit_code: TIMEOUT_EXIT_CODE, duration_ms, timed_out: true };
             return;
@@ -115,7 +133,7 @@ export class ExecService {
           finished = true;
           yield { stream: 'exit', exit_code: code, duration_ms, timed_out: false };
         } finally {
-          if (timer) clearTimeout(timer);
+          stopTimer?.();
           signal?.removeEventListener('abort', onCancel);
           // The consumer went away (client disconnected): kill the command.
           if (!finished && !ac.signal.aborted) ac.abort(new Error('consumer stopped'));
@@ -124,42 +142,40 @@ export class ExecService {
     };
   }
 
-  /** Runs to completion and collects output, at most `max_exec_output_bytes` per stream. */
+  /**
+   * Runs to completion and collects output, at most `max_exec_output_bytes` per stream (cut at a
+   * character boundary, with a note of what was dropped).
+   */
   async run(id: string, input: ExecInput, caller: Caller, signal?: AbortSignal): Promise<BufferedExecResult> {
     const items = await this.start(id, input, caller, signal);
     const max = this.sandboxes.deps.settings.limits.max_exec_output_bytes;
-    const out = { stdout: [] as string[], stderr: [] as string[] };
+    const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
+    const held = { stdout: 0, stderr: 0 };
     const size = { stdout: 0, stderr: 0 };
-    let truncated = false;
+    const collected = (s: 'stdout' | 'stderr') => {
+      const all = concat(out[s]);
+      if (size[s] <= max) return all;
+      // The cut never splits a character, so text output stays text.
+      const kept = all.subarray(0, completePrefix(all.subarray(0, max)));
+      return concat([kept, encoder.encode(`\n[sbx: output truncated, ${size[s] - kept.byteLength} bytes dropped]\n`)]);
+    };
     for await (const item of items) {
       if (item.stream === 'exit') {
         const result: BufferedExecResult = {
           exit_code: item.exit_code,
-          stdout: out.stdout.join(''),
-          stderr: out.stderr.join(''),
+          stdout: collected('stdout'),
+          stderr: collected('stderr'),
           duration: formatDuration(item.duration_ms),
+          timed_out: item.timed_out,
         };
-        if (truncated) {
-          result.truncated = true;
-          for (const s of ['stdout', 'stderr'] as const) {
-            if (size[s] > max) result[s] += `\n[sbx: output truncated, ${size[s] - max} bytes dropped]\n`;
-          }
-        }
-        if (item.timed_out) {
-          throw new SbxError('timeout', `command timed out after ${result.duration}`, { ...result });
-        }
+        if (size.stdout > max || size.stderr > max) result.truncated = true;
         return result;
       }
-      const bytes = Buffer.byteLength(item.data);
-      const room = max - size[item.stream];
-      size[item.stream] += bytes;
-      if (room <= 0) {
-        truncated = true;
-      } else if (bytes > room) {
-        truncated = true;
-        out[item.stream].push(Buffer.from(item.data).subarray(0, room).toString());
-      } else {
+      size[item.stream] += item.data.byteLength;
+      // Whole chunks up to the first past the limit; `collected` cuts there.
+      if (held[item.stream] < max) {
         out[item.stream].push(item.data);
+        held[item.stream] += item.data.byteLength;
       }
     }
     throw new SbxError('provider_error', 'exec ended without an exit status');
@@ -183,6 +199,34 @@ export class ExecService {
     if (def > 0) return max > 0 ? Math.min(def, max) : def;
     return max;
   }
+}
+
+/**
+ * A workdir that is not an existing directory is a bad_request before anything runs, in the words
+ * the providers use, so a streamed exec answers it with a status like the buffered one does.
+ */
+async function checkWorkdir(provider: Provider, runtimeId: string, workdir: string, signal: AbortSignal | undefined): Promise<void> {
+  let isDir: boolean;
+  try {
+    isDir = (await provider.stat(runtimeId, workdir, signal)).is_dir;
+  } catch (err) {
+    if (isAbortError(err)) throw err;
+    // Anything but "not there" or "not a directory": the provider reports it when the command starts.
+    if (!isSbxError(err) || (err.code !== 'not_found' && err.code !== 'bad_request')) return;
+    isDir = false;
+  }
+  if (!isDir) throw badRequest(`workdir ${workdir} is not an existing directory in the sandbox`);
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const all = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.byteLength;
+  }
+  return all;
 }
 
 /** A terminal size: whole numbers of 1 to 65535 (what the kernel's winsize holds). */

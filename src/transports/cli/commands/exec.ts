@@ -3,7 +3,7 @@ import { SbxError } from '../../../core/errors.js';
 import type { CliContext } from '../context.js';
 import { messageFor, UsageError } from '../errors.js';
 import { EXIT } from '../exit-codes.js';
-import { exitStatus, forwardStdin, noWebSocketRoute, printSession } from '../shared/exec-session.js';
+import { exitStatus, forwardStdin, noWebSocketRoute, outputBytes, printSession } from '../shared/exec-session.js';
 import { readPipedStdin } from '../shared/stdin.js';
 import type { CommandSpec } from '../spec.js';
 
@@ -53,6 +53,8 @@ export const execCommand: CommandSpec = {
       if (argv.length === 0) throw new UsageError("exec needs a command after -- (or --sh 'script')");
       input = { command: argv[0]!, args: argv.slice(1), mode: 'argv' };
     }
+    // Output arrives byte-exact: bytes that are not UTF-8 come base64 instead of as U+FFFD.
+    input.binary = true;
     if (opts.env) input.env = opts.env;
     if (opts.workdir) input.workdir = opts.workdir;
     if (opts.timeout) input.timeout = opts.timeout;
@@ -92,7 +94,7 @@ async function runStreamed(ctx: CliContext, id: string, input: ExecInput): Promi
   try {
     for await (const chunk of ctx.client.execStream(id, input, { signal: ctx.signal, onStart: () => (started = true) })) {
       if (chunk.stream === 'exit') exit = chunk;
-      else await ctx.out.raw(chunk.stream, chunk.data);
+      else await ctx.out.raw(chunk.stream, outputBytes(chunk));
     }
   } catch (err) {
     if (!started) throw err;
@@ -125,7 +127,10 @@ async function runBuffered(ctx: CliContext, id: string, input: ExecInput): Promi
   } catch (err) {
     if (err instanceof SbxError && err.code === 'timeout') {
       const d = err.details ?? {};
-      ctx.out.printJson({ exit_code: EXIT.execTimeout, stdout: d.stdout ?? '', stderr: d.stderr ?? '', duration: d.duration, timed_out: true });
+      const result: Record<string, unknown> = { exit_code: EXIT.execTimeout, stdout: d.stdout ?? '', stderr: d.stderr ?? '', duration: d.duration, timed_out: true };
+      if (d.stdout_encoding) result.stdout_encoding = d.stdout_encoding;
+      if (d.stderr_encoding) result.stderr_encoding = d.stderr_encoding;
+      ctx.out.printJson(result);
       return EXIT.execTimeout;
     }
     throw err;

@@ -56,6 +56,8 @@ export const shellCommand: CommandSpec = {
 
     const input: ExecWsInput = opts.sh !== undefined ? { command: opts.sh, mode: 'shell' } : { command: '/bin/sh', mode: 'argv' };
     input.env = { ...(tty ? { TERM: ctx.env.TERM || 'xterm-256color' } : {}), ...(opts.env ?? {}) };
+    // Terminal output is bytes (escape sequences, other encodings): it must reach the terminal unchanged.
+    input.binary = true;
     if (opts.workdir) input.workdir = opts.workdir;
     if (tty) Object.assign(input, { tty: true, ...size() });
     else ctx.out.note(`sbx: the ${sandbox.provider} provider has no terminals: the shell runs without one (no prompt, line mode; Ctrl-D ends it)`);

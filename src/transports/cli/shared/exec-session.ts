@@ -25,6 +25,14 @@ export function exitStatus(ctx: CliContext, code: number | undefined): number {
   return code;
 }
 
+/**
+ * The bytes of one output message or chunk: base64 ones decoded, text as is. The CLI always asks
+ * for `binary` output, so what it writes locally is what the command wrote, byte for byte.
+ */
+export function outputBytes(msg: { data: string; encoding?: 'base64' }): string | Buffer {
+  return msg.encoding === 'base64' ? Buffer.from(msg.data, 'base64') : msg.data;
+}
+
 /** Readable side of a local stream as `sbx` sees stdin. */
 type Input = NodeJS.ReadableStream & { pause(): unknown; resume(): unknown };
 
@@ -64,16 +72,15 @@ export function forwardStdin(input: Input, session: ExecSession, opts: { eof?: b
  * on its deadline, 125 when sbx failed while it ran. Errors before the command ran are thrown (the
  * caller maps them to exit codes as for any request).
  */
-export async function printSession(ctx: CliContext, session: ExecSession, onOutput?: (stream: 'stdout' | 'stderr', data: string) => Promise<void>): Promise<number> {
+export async function printSession(ctx: CliContext, session: ExecSession): Promise<number> {
   let exit: Extract<ExecWsMessage, { type: 'exit' }> | undefined;
   let failure: Extract<ExecWsMessage, { type: 'error' }> | undefined;
   let output = false;
-  const write = onOutput ?? ((stream, data) => ctx.out.raw(stream, data));
   try {
     for await (const msg of session) {
       if (msg.type === 'stdout' || msg.type === 'stderr') {
         output = true;
-        await write(msg.type, msg.data);
+        await ctx.out.raw(msg.type, outputBytes(msg));
       } else if (msg.type === 'exit') {
         exit = msg;
       } else if (msg.type === 'error') {

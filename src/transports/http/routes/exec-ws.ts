@@ -18,7 +18,7 @@ import { badRequest, isSbxError, SbxError } from '../../../core/errors.js';
 import { EXEC_SIGNALS, type ExecControl, type ExecSignal } from '../../../core/ports.js';
 import type { ExecInput, ExecItem } from '../../../core/sandboxes/exec.js';
 import { callerOf } from '../caller.js';
-import { decodeText } from '../encoding.js';
+import { decodeText, OutputEncoder, type EncodedOutput } from '../encoding.js';
 import type { HttpDeps } from '../deps.js';
 import { sendError } from '../errors.js';
 import { execInput } from './exec.js';
@@ -35,9 +35,10 @@ const PING_EVERY_MS = 30_000;
 const DEFAULT_TERMINAL = { cols: 80, rows: 24 };
 
 const DESCRIPTION = [
-  'Upgrade to a WebSocket (JSON text frames). Client messages: `{type:"start", command, args, env, workdir, timeout, mode, tty, cols, rows}`',
+  'Upgrade to a WebSocket (JSON text frames). Client messages: `{type:"start", command, args, env, workdir, timeout, mode, tty, cols, rows, binary}`',
   '(first; a plain exec request without `type` is a start), `{type:"stdin", data, encoding?: "utf8"|"base64"}`, `{type:"stdin_eof"}`,',
-  '`{type:"resize", cols, rows}`, `{type:"signal", signal}`. Server messages: `{type:"stdout"|"stderr", data}`, then',
+  '`{type:"resize", cols, rows}`, `{type:"signal", signal}`. Server messages: `{type:"stdout"|"stderr", data}` (with `binary`, output that',
+  'is not valid UTF-8 comes as `{type, data: <base64>, encoding:"base64"}`: an sbx extension for byte-exact output), then',
   '`{type:"exit", exit_code, duration, timed_out?}` or `{type:"error", code, message}`, after which the server closes the socket.',
   'Limits, ownership, events and console capture are those of the HTTP exec; closing the socket kills the command.',
 ].join(' ');
@@ -257,6 +258,12 @@ class ExecSession {
     }
     if (this.closed) return;
     let exit: ExitMessage | undefined;
+    const encoders = { stdout: new OutputEncoder(start.binary === true), stderr: new OutputEncoder(start.binary === true) };
+    const output = (type: 'stdout' | 'stderr', out: EncodedOutput | undefined) =>
+      out ? this.send(out.encoding ? { type, data: out.data, encoding: out.encoding } : { type, data: out.data }) : undefined;
+    const flush = async () => {
+      for (const type of ['stdout', 'stderr'] as const) await output(type, encoders[type].end());
+    };
     try {
       for await (const item of items) {
         if (this.closed) return;
@@ -265,13 +272,15 @@ class ExecSession {
           if (item.timed_out) exit.timed_out = true;
           break;
         }
-        await this.send({ type: item.stream, data: item.data });
+        await output(item.stream, encoders[item.stream].write(item.data));
       }
       if (!exit) throw new SbxError('provider_error', 'exec ended without an exit status');
     } catch (err) {
       if (this.closed) return;
+      await flush();
       return this.fail(err);
     }
+    await flush();
     await this.send(exit);
     this.finish();
   }

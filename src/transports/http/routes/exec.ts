@@ -4,10 +4,10 @@ import type { FastifyInstance } from 'fastify';
 import { ErrorBody } from '../../../contracts/common.js';
 import { ExecRequest, ExecResult, type ExecRequest as ExecBody } from '../../../contracts/exec.js';
 import { formatDuration } from '../../../core/duration.js';
-import { isSbxError } from '../../../core/errors.js';
-import type { ExecInput, ExecItem } from '../../../core/sandboxes/exec.js';
+import { isSbxError, SbxError } from '../../../core/errors.js';
+import type { BufferedExecResult, ExecInput, ExecItem } from '../../../core/sandboxes/exec.js';
 import { callerOf } from '../caller.js';
-import { decodeText } from '../encoding.js';
+import { decodeText, encodeOutput, OutputEncoder, type EncodedOutput } from '../encoding.js';
 import type { HttpDeps } from '../deps.js';
 import { abortOnClose } from '../request-signal.js';
 
@@ -39,8 +39,13 @@ export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
       const caller = callerOf(request);
       const input = execInput(request.body);
       const signal = abortOnClose(reply);
+      const binary = request.body.binary === true;
       if (!request.body.stream) {
-        return deps.exec.run(request.params.id, input, caller, signal);
+        const result = await deps.exec.run(request.params.id, input, caller, signal);
+        const body = bufferedBody(result, binary);
+        // DESIGN.md §3: 408 whose body adds what ran until the deadline.
+        if (result.timed_out) throw new SbxError('timeout', `command timed out after ${body.duration}`, { ...body });
+        return body;
       }
       // Limits and lookups fail here, before the stream starts, with their normal status.
       const items = await deps.exec.start(request.params.id, input, caller, signal);
@@ -49,15 +54,36 @@ export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
       reply.header('Cache-Control', 'no-store');
       reply.header('X-Accel-Buffering', 'no');
       // A read-ahead of a few chunks lets the engine's next output arrive while the last goes out.
-      return reply.send(Readable.from(ndjson(items, exitRecord), { objectMode: false, highWaterMark: 256 * 1024 }));
+      return reply.send(Readable.from(ndjson(items, exitRecord, binary), { objectMode: false, highWaterMark: 256 * 1024 }));
     },
   );
 }
 
-async function* ndjson(items: AsyncIterable<ExecItem>, exitRecord: boolean): AsyncGenerator<string> {
+/** The buffered result body; with `binary`, a stream that is not valid UTF-8 goes base64 and says so. */
+function bufferedBody(r: BufferedExecResult, binary: boolean): ExecResult {
+  const stdout = encodeOutput(r.stdout, binary);
+  const stderr = encodeOutput(r.stderr, binary);
+  const body: ExecResult = { exit_code: r.exit_code, stdout: stdout.data, stderr: stderr.data, duration: r.duration };
+  if (r.truncated) body.truncated = true;
+  if (stdout.encoding) body.stdout_encoding = stdout.encoding;
+  if (stderr.encoding) body.stderr_encoding = stderr.encoding;
+  return body;
+}
+
+async function* ndjson(items: AsyncIterable<ExecItem>, exitRecord: boolean, binary: boolean): AsyncGenerator<string> {
+  const encoders = { stdout: new OutputEncoder(binary), stderr: new OutputEncoder(binary) };
+  const line = (stream: 'stdout' | 'stderr', out: EncodedOutput) =>
+    JSON.stringify(out.encoding ? { stream, data: out.data, encoding: out.encoding } : { stream, data: out.data }) + '\n';
+  function* flush(): Generator<string> {
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const out = encoders[stream].end();
+      if (out) yield line(stream, out);
+    }
+  }
   try {
     for await (const item of items) {
       if (item.stream === 'exit') {
+        yield* flush();
         if (exitRecord) {
           const rec: Record<string, unknown> = { stream: 'exit', data: '', exit_code: item.exit_code, duration: formatDuration(item.duration_ms) };
           if (item.timed_out) rec.timed_out = true;
@@ -65,10 +91,12 @@ async function* ndjson(items: AsyncIterable<ExecItem>, exitRecord: boolean): Asy
         }
         return;
       }
-      yield JSON.stringify({ stream: item.stream, data: item.data }) + '\n';
+      const out = encoders[item.stream].write(item.data);
+      if (out) yield line(item.stream, out);
     }
   } catch (err) {
     // Headers are gone: report on stderr, and in the exit record when asked (125 = sbx failed).
+    yield* flush();
     const code = isSbxError(err) ? err.code : 'provider_error';
     const message = isSbxError(err) ? err.message : 'exec failed';
     yield JSON.stringify({ stream: 'stderr', data: `sbx: ${message}\n` }) + '\n';

@@ -70,6 +70,15 @@ export function checkLeaf(leaf: Leaf, value: unknown): { value: unknown } | { pr
       }
       if (Object.keys(value).some((k) => k.trim() === '')) return { problem: 'map keys must not be empty' };
       return { value: { ...value } };
+    case 'uid_gid': {
+      const text = typeof value === 'number' && Number.isInteger(value) && value >= 0 ? String(value) : value;
+      const ids = typeof text === 'string' ? /^(?:(\d{1,10})(?::(\d{1,10}))?)?$/.exec(text.trim()) : null;
+      // (uid_t)-1 means "no change" to the kernel: the largest id is one less.
+      if (!ids || [ids[1], ids[2]].some((id) => id !== undefined && Number(id) > 2 ** 32 - 2)) {
+        return { problem: `expected a numeric uid or uid:gid such as 65534 or 1000:1000 (user names cannot be resolved before the container exists), ${got()}` };
+      }
+      return { value: ids[0] };
+    }
     case 'registry_auth':
       if (typeof value === 'string') return { value };
       if (isPlainObject(value) && Object.values(value).every((v) => typeof v === 'string')) return { value: { ...value } };

@@ -14,7 +14,9 @@ export type Leaf =
   | { kind: 'enum'; values: readonly string[] }
   | { kind: 'list'; secret?: boolean }
   | { kind: 'map'; secret?: boolean }
-  | { kind: 'registry_auth' };
+  | { kind: 'registry_auth' }
+  /** A numeric `uid` or `uid:gid` (a bare YAML number is taken as the uid); empty means unset. */
+  | { kind: 'uid_gid' };
 
 export interface Group {
   kind: 'group';
@@ -105,7 +107,8 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
       added_caps: list(),
       seccomp_profile: str(),
       read_only_rootfs: bool(),
-      user: str(),
+      // Numeric: /workspace is made the user's before the container exists, when no name resolves.
+      user: { kind: 'uid_gid' },
       registry_auth: { kind: 'registry_auth' },
     }),
     proot: g({ binary: str({ nonEmpty: true }), rootfs: path() }),

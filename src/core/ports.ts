@@ -255,6 +255,18 @@ export type ExecEvent =
   | { type: 'stdout' | 'stderr'; data: Uint8Array }
   | { type: 'exit'; exit_code: number };
 
+/** A console read: the last `lines` lines, or with `after` the first `lines` lines numbered above it. */
+export interface ConsoleQuery {
+  lines: number;
+  after?: number;
+}
+
+/** Console lines, oldest first, and the cursor to pass as `after` next; no cursor = the provider keeps none. */
+export interface ConsoleLog {
+  lines: string[];
+  cursor?: number;
+}
+
 export interface FileInfo {
   name: string;
   /** Absolute path inside the sandbox. */
@@ -306,7 +318,11 @@ export interface Provider {
   exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent>;
 
   writeFile(runtimeId: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal): Promise<void>;
-  readFile(runtimeId: string, path: string, signal?: AbortSignal): Promise<Uint8Array>;
+  /**
+   * A directory is `bad_request`. A file over `maxBytes` is `payload_too_large`, refused before
+   * its bytes are transferred where the backend can tell its size first.
+   */
+  readFile(runtimeId: string, path: string, signal?: AbortSignal, maxBytes?: number): Promise<Uint8Array>;
   deleteFile(runtimeId: string, path: string, recursive: boolean, signal?: AbortSignal): Promise<void>;
   listFiles(runtimeId: string, path: string, signal?: AbortSignal): Promise<FileInfo[]>;
   moveFile(runtimeId: string, oldPath: string, newPath: string, signal?: AbortSignal): Promise<void>;
@@ -315,8 +331,12 @@ export interface Provider {
   /** Absolute paths matching the pattern (`*`, `?`, `[...]`, `**`), sorted. */
   glob(runtimeId: string, pattern: string, signal?: AbortSignal): Promise<string[]>;
 
-  /** Last `lines` console lines, oldest first. */
-  logs(runtimeId: string, lines: number, signal?: AbortSignal): Promise<string[]>;
+  /**
+   * Console lines, oldest first: the last `lines`, or with `after` the lines recorded after that
+   * cursor. Each line a provider records gets the next number of a per-runtime count; `cursor`
+   * is the number of the last line returned (when none is, where the next read should go on).
+   */
+  logs(runtimeId: string, query: ConsoleQuery, signal?: AbortSignal): Promise<ConsoleLog>;
 
   /** Releases clients, timers. */
   close?(): Promise<void>;

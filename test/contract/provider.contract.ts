@@ -336,6 +336,15 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
       expect(await missing('/workspace/del')).toBe('not_found');
     });
 
+    it('readFile refuses a directory and a file over maxBytes; at the limit it reads', async () => {
+      await write('/workspace/limit/ten.bin', Buffer.alloc(10, 7));
+      await expectSbxError(p.readFile(rid, '/workspace/limit'), ['bad_request'], 'read a directory');
+      const over = await expectSbxError(p.readFile(rid, '/workspace/limit/ten.bin', undefined, 9), ['payload_too_large'], 'read over maxBytes');
+      expect(over.message).toBe('file is 10 bytes; the limit is 9');
+      expect(Buffer.from(await p.readFile(rid, '/workspace/limit/ten.bin', undefined, 10)).equals(Buffer.alloc(10, 7))).toBe(true);
+      await expectSbxError(p.readFile(rid, '/workspace/limit/none', undefined, 10), ['not_found'], 'read missing with maxBytes');
+    });
+
     it('missing paths throw not_found', async () => {
       const m = '/workspace/definitely/missing';
       await expectSbxError(p.readFile(rid, m), ['not_found'], 'read');
@@ -394,9 +403,23 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
       await run(sh('echo logline1; echo logline2; echo logline3'), fresh);
       await run(sh('echo errline >&2'), fresh);
       await run(sh('printf partial'), fresh);
-      expect(await p.logs(fresh, 100)).toEqual(['logline1', 'logline2', 'logline3', 'errline', 'partial']);
-      expect(await p.logs(fresh, 2)).toEqual(['errline', 'partial']);
-      expect(await p.logs(fresh, 1)).toEqual(['partial']);
+      expect(await p.logs(fresh, { lines: 100 })).toEqual({ lines: ['logline1', 'logline2', 'logline3', 'errline', 'partial'], cursor: 5 });
+      expect((await p.logs(fresh, { lines: 2 })).lines).toEqual(['errline', 'partial']);
+      expect((await p.logs(fresh, { lines: 1 })).lines).toEqual(['partial']);
+    });
+
+    it('console cursors number every line, so repeated lines are told apart', async () => {
+      const fresh = await spawnOne();
+      expect(await p.logs(fresh, { lines: 0 })).toEqual({ lines: [], cursor: 0 });
+      await run(sh('echo ok; echo ok; echo; echo ok'), fresh);
+      expect(await p.logs(fresh, { lines: 0 })).toEqual({ lines: [], cursor: 4 });
+      expect(await p.logs(fresh, { lines: 100, after: 1 })).toEqual({ lines: ['ok', '', 'ok'], cursor: 4 });
+      expect(await p.logs(fresh, { lines: 2, after: 0 })).toEqual({ lines: ['ok', 'ok'], cursor: 2 });
+      expect(await p.logs(fresh, { lines: 100, after: 4 })).toEqual({ lines: [], cursor: 4 });
+      await run(sh('echo ok'), fresh);
+      expect(await p.logs(fresh, { lines: 100, after: 4 })).toEqual({ lines: ['ok'], cursor: 5 });
+      // A cursor from an earlier ring of the runtime starts over.
+      expect(await p.logs(fresh, { lines: 100, after: 99 })).toEqual({ lines: ['ok', 'ok', '', 'ok', 'ok'], cursor: 5 });
     });
 
     // ------------------------------------------------------------ isolation and destroy
@@ -423,7 +446,8 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
       await expectSbxError(p.moveFile(other, '/workspace/f.txt', '/workspace/h.txt'), gone, 'move after destroy');
       await expectSbxError(p.chmod(other, '/workspace/f.txt', 0o600), gone, 'chmod after destroy');
       await expectSbxError(p.glob(other, '/workspace/*'), gone, 'glob after destroy');
-      await expectSbxError(p.logs(other, 10), gone, 'logs after destroy');
+      await expectSbxError(p.logs(other, { lines: 10 }), gone, 'logs after destroy');
+      await expectSbxError(p.logs(other, { lines: 10, after: 0 }), gone, 'logs after a cursor after destroy');
       expect(await p.status(other)).toBe('missing');
 
       expect(await p.status('sb-never-existed')).toBe('missing');

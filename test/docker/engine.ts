@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
 import Docker from 'dockerode';
 import { createDockerProvider, LABEL_INSTALLATION } from '../../src/adapters/providers/docker/index.js';
 import type { DockerProviderOptions } from '../../src/adapters/providers/docker/index.js';
@@ -8,6 +10,7 @@ import type { Provider } from '../../src/core/ports.js';
 export const DOCKER_SKIP = process.env.SBX_TEST_DOCKER === '1' ? undefined : 'SBX_TEST_DOCKER is not 1 (run scripts/test-docker-up.sh, then SBX_TEST_DOCKER=1)';
 export const SOCKET = process.env.SBX_TEST_DOCKER_SOCKET ?? '/var/run/docker.sock';
 export const TEST_IMAGE = process.env.SBX_TEST_IMAGE ?? 'sbx-test/busybox:latest';
+
 
 /** Suite title that says why it was skipped. */
 export function dockerTitle(title: string): string {
@@ -43,4 +46,56 @@ export function testProvider(installationId: string, extra: Partial<DockerProvid
 export async function removeInstallation(docker: Docker, installationId: string): Promise<void> {
   const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL_INSTALLATION}=${installationId}`] } });
   await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+}
+
+/**
+ * A unix-socket relay in front of the engine that records each request line passing through it,
+ * so a test can assert how many engine calls an operation costs.
+ */
+export class EngineTap {
+  readonly path: string;
+  readonly requests: string[] = [];
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+
+  constructor(dir: string) {
+    this.path = join(dir, 'engine-tap.sock');
+  }
+
+  async open(): Promise<void> {
+    const server = createServer((client) => {
+      const engine = createConnection(SOCKET);
+      for (const s of [client, engine]) {
+        this.sockets.add(s);
+        // Either side going away closes the other, as a direct connection would: the engine
+        // must see sbx hang up (e.g. a read refused mid-transfer) or it keeps writing.
+        s.on('close', () => {
+          this.sockets.delete(s);
+          (s === client ? engine : client).destroy();
+        });
+        s.on('error', () => undefined);
+      }
+      client.on('data', (chunk: Buffer) => {
+        // Request lines only: bodies in these tests never hold one.
+        for (const m of chunk.toString('latin1').matchAll(/(?:^|\n)(GET|HEAD|PUT|POST|DELETE) (\S+) HTTP\/1\.1\r\n/g)) {
+          this.requests.push(`${m[1]} ${m[2]!.replace(/^\/v[\d.]+/, '').replace(/\?.*$/, '')}`);
+        }
+      });
+      client.pipe(engine).pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(this.path, resolve));
+    this.server = server;
+  }
+
+  /** The requests recorded since the last call (and forgets them). */
+  take(): string[] {
+    return this.requests.splice(0);
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    const server = this.server;
+    this.server = undefined;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 }

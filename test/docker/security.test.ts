@@ -167,6 +167,69 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
     expect(await p.status(runtime_id)).toBe('missing');
   });
 
+  it('server settings the engine refuses are provider_errors naming the setting, and leave nothing behind', async () => {
+    const before = (await p.listRuntimes!()).length;
+    const spawnWith = (extra: Parameters<typeof testProvider>[1]) =>
+      failure(testProvider(installationId, extra).spawn({ sandbox_id: newId(), image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null }));
+    const runtime = await spawnWith({ runtime: 'sbx-no-such-runtime' });
+    expect({ code: runtime.code, message: runtime.message }).toEqual({
+      code: 'provider_error',
+      message: `spawn ${TEST_IMAGE}: the docker engine has no runtime "sbx-no-such-runtime" (providers.docker.runtime)`,
+    });
+    const network = await spawnWith({ networkMode: 'sbx-no-such-network' });
+    expect({ code: network.code, message: network.message }).toEqual({
+      code: 'provider_error',
+      message: `spawn ${TEST_IMAGE}: network "sbx-no-such-network" (providers.docker.network_mode) does not exist on the docker engine`,
+    });
+    expect((await p.listRuntimes!()).length).toBe(before);
+  });
+
+  it('an invalid image reference is the caller\'s bad_request, before anything is pulled', async () => {
+    for (const image of ['UPPER/Bad::x', 'sbx-test/busybox:bad tag']) {
+      const err = await failure(p.spawn({ sandbox_id: newId(), image, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null }));
+      expect({ code: err.code, message: err.message }).toEqual({
+        code: 'bad_request',
+        message: `invalid image reference ${JSON.stringify(image)}: expected [registry/]name[:tag][@digest] with a lowercase name`,
+      });
+    }
+    expect(pulls.filter((e) => e.image === 'UPPER/Bad::x')).toEqual([]);
+  });
+
+  it('a user name is refused when the provider is built: ids must be numeric', () => {
+    expect(() => testProvider(installationId, { user: 'nobody' })).toThrow('docker provider: user must be a numeric uid or uid:gid');
+  });
+
+  it('a non-root user owns /workspace and what the API writes; commands can write there', async () => {
+    const u = testProvider(installationId, { user: '65534' });
+    const { runtime_id } = await u.spawn({ sandbox_id: newId(), image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null });
+    expect((await docker.getContainer(runtime_id).inspect()).Config.User).toBe('65534');
+    await u.writeFile(runtime_id, '/workspace/d/e.txt', Buffer.from('by api'), undefined);
+    await u.writeFile(runtime_id, '/workspace/top.txt', Buffer.from('top'), 0o600);
+    const r = await run(u, runtime_id, sh('id -u; pwd; touch /workspace/x && echo touched >> /workspace/d/e.txt; stat -c "%n %u:%g %a" /workspace /workspace/d /workspace/d/e.txt /workspace/top.txt /workspace/x'));
+    expect(r.stderr).toBe('');
+    // The image names 65534 with group 65534: commands get it; the API, told only the uid, writes group 0.
+    expect(r.stdout).toBe(
+      ['65534', '/workspace', '/workspace 65534:0 755', '/workspace/d 65534:65534 755', '/workspace/d/e.txt 65534:0 644', '/workspace/top.txt 65534:0 600', '/workspace/x 65534:65534 644', ''].join('\n'),
+    );
+    expect(Buffer.from(await u.readFile(runtime_id, '/workspace/d/e.txt')).toString()).toBe('by apitouched\n');
+    expect((await u.listFiles(runtime_id, '/workspace')).map((f) => f.name)).toEqual(['d', 'top.txt', 'x']);
+    await u.destroy(runtime_id);
+  });
+
+  it('a non-root user with a read-only rootfs: the /workspace tmpfs is theirs', async () => {
+    const u = testProvider(installationId, { user: '1234:4321', readOnlyRootfs: true });
+    const { runtime_id } = await u.spawn({ sandbox_id: newId(), image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null });
+    expect((await docker.getContainer(runtime_id).inspect()).HostConfig.Tmpfs?.['/workspace']).toBe('rw,nosuid,nodev,exec,mode=0755,uid=1234,gid=4321');
+    await u.writeFile(runtime_id, '/workspace/d/e.txt', Buffer.from('by api'), undefined);
+    const r = await run(u, runtime_id, sh('id; pwd; touch /workspace/x; stat -c "%n %u:%g %a" /workspace /workspace/d/e.txt /workspace/x'));
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe(['uid=1234 gid=4321 groups=4321', '/workspace', '/workspace 1234:4321 755', '/workspace/d/e.txt 1234:4321 644', '/workspace/x 1234:4321 644', ''].join('\n'));
+    expect((await u.listFiles(runtime_id, '/workspace')).map((f) => f.name)).toEqual(['d', 'x']);
+    // Reads through exec keep the limit too, before a byte is sent.
+    expect((await failure(u.readFile(runtime_id, '/workspace/d/e.txt', undefined, 3))).message).toBe('file is 6 bytes; the limit is 3');
+    await u.destroy(runtime_id);
+  });
+
   it('read-only rootfs: tmpfs /tmp and /workspace, files still work, no-network mode', async () => {
     const ro = testProvider(installationId, { readOnlyRootfs: true, networkMode: 'none', pidsLimit: 64 });
     const { runtime_id } = await ro.spawn({ sandbox_id: newId(), image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null });

@@ -1,8 +1,13 @@
 import { SbxError } from '../errors.js';
-import type { FileInfo } from '../ports.js';
+import type { ConsoleLog, ConsoleQuery, FileInfo } from '../ports.js';
 import type { Caller } from './caller.js';
 import { parseOctalMode, sandboxGlob, sandboxPath } from './paths.js';
 import type { SandboxService } from './service.js';
+
+/** The refusal of a file read over the file size limit, the same from core and every provider. */
+export function fileTooLarge(size: number, max: number): SbxError {
+  return new SbxError('payload_too_large', `file is ${size} bytes; the limit is ${max}`);
+}
 
 /**
  * File operations inside a sandbox (spec 4.2). Paths are validated and normalized here, once,
@@ -26,11 +31,10 @@ export class FileService {
   async read(id: string, path: string, caller: Caller): Promise<Uint8Array> {
     const p = sandboxPath(path);
     const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
-    const info = await provider.stat(runtimeId, p);
-    if (info.is_dir) throw new SbxError('bad_request', `${p} is a directory`);
     const max = this.sandboxes.deps.settings.limits.max_file_bytes;
-    if (info.size > max) throw new SbxError('payload_too_large', `file is ${info.size} bytes; the limit is ${max}`);
-    const data = await provider.readFile(runtimeId, p);
+    // One provider call, no stat first: the provider refuses a directory or an oversized file itself.
+    const data = await provider.readFile(runtimeId, p, undefined, max);
+    if (data.byteLength > max) throw fileTooLarge(data.byteLength, max);
     this.publish('file.read', rec.id, rec.owner_id, { path: p, size: data.byteLength });
     return data;
   }
@@ -76,10 +80,10 @@ export class FileService {
     return [...(await provider.glob(runtimeId, g))].sort();
   }
 
-  async logs(id: string, lines: number, caller: Caller): Promise<string[]> {
+  /** Console lines and the cursor of the last one (see Provider.logs). */
+  async logs(id: string, query: ConsoleQuery, caller: Caller): Promise<ConsoleLog> {
     const { provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
-    if (lines <= 0) return [];
-    return provider.logs(runtimeId, lines);
+    return provider.logs(runtimeId, query);
   }
 
   private publish(type: 'file.written' | 'file.read', sandboxId: string, ownerId: string | null, data: Record<string, unknown>) {

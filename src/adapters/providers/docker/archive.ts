@@ -4,30 +4,52 @@ import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import { badRequest, isAbortError, notFound, SbxError } from '../../../core/errors.js';
-import { bounded, isNotFound, statusOf, toSbxError } from './errors.js';
+import { fileTooLarge } from '../../../core/sandboxes/files.js';
+import { bounded, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 
 const MAX_LINK_HOPS = 16;
 
+/** Numeric owner for entries written through the archive API. */
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
 /**
- * Reads one regular file through the engine archive API (GET /containers/{id}/archive): a tar
- * with one entry, bytes untouched. Symlinks are resolved inside the container's own root, by the
- * same rules the kernel would apply there.
+ * Reads one regular file through the engine archive API (GET /containers/{id}/archive): one
+ * engine call. The answer's stat header says what the path is before a byte is read, so a
+ * directory or a file over `maxBytes` is refused without transferring it, and a symlink is
+ * followed to the target the engine resolved inside the container's own root.
  */
-export async function readViaArchive(docker: Docker, runtimeId: string, path: string, signal?: AbortSignal): Promise<Uint8Array> {
+export async function readViaArchive(docker: Docker, runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<Uint8Array> {
   const container = docker.getContainer(runtimeId);
   let current = path;
   for (let hop = 0; hop <= MAX_LINK_HOPS; hop++) {
-    let archive: Readable;
+    let archive: IncomingMessage;
     try {
-      archive = (await container.getArchive({ path: current, abortSignal: bounded(signal, 120_000) })) as unknown as Readable;
+      archive = (await container.getArchive({ path: current, abortSignal: bounded(signal, 120_000) })) as unknown as IncomingMessage;
     } catch (err) {
       if (isNotFound(err)) await throwMissingOrGone(docker, runtimeId, path, signal);
       throw toSbxError(err, `read ${path}`);
     }
-    const entry = await firstEntry(archive, path);
+    const st = statHeader(archive);
+    if (st?.isLink && st.linkTarget && st.linkTarget !== current) {
+      archive.destroy();
+      current = st.linkTarget;
+      continue;
+    }
+    if (st?.isDir) {
+      archive.destroy();
+      throw badRequest(`${path} is a directory`);
+    }
+    if (st && maxBytes !== undefined && st.size > maxBytes) {
+      archive.destroy();
+      throw fileTooLarge(st.size, maxBytes);
+    }
+    // Without a usable header (an engine that sends none), the tar entry itself tells the same.
+    const entry = await firstEntry(archive, path, maxBytes);
     if (entry.type === 'symlink') {
-      const target = entry.linkname ?? '';
-      current = posix.resolve(posix.dirname(current), target);
+      current = posix.resolve(posix.dirname(current), entry.linkname ?? '');
       continue;
     }
     if (entry.type === 'directory') throw badRequest(`${path} is a directory`);
@@ -43,46 +65,66 @@ interface Extracted {
   data: Uint8Array;
 }
 
-function firstEntry(archive: Readable, path: string): Promise<Extracted> {
+function firstEntry(archive: Readable, path: string, maxBytes: number | undefined): Promise<Extracted> {
   return new Promise<Extracted>((resolve, reject) => {
     const extract = tar.extract();
     let result: Extracted | undefined;
+    let settled = false;
+    const stop = () => {
+      extract.destroy();
+      archive.destroy();
+    };
+    // Once the first entry is complete, what happens to the rest of the stream no longer matters.
+    const finish = (err?: unknown) => {
+      if (settled) return;
+      settled = true;
+      if (result) resolve(result);
+      else if (err) reject(toSbxError(err, `read ${path}`));
+      else reject(new SbxError('provider_error', `read ${path}: empty archive`));
+    };
     extract.on('entry', (header, stream, next) => {
       if (result) {
-        // A directory archive streams its whole content: we only wanted the header.
+        // A directory archive streams its whole content: we only wanted the first header.
         stream.resume();
-        extract.destroy();
-        archive.destroy();
-        resolve(result);
+        stop();
+        finish();
         return;
       }
-      const chunks: Buffer[] = [];
       const isFile = header.type === 'file' || header.type === 'contiguous-file';
+      const size = isFile ? (header.size ?? 0) : 0;
+      if (maxBytes !== undefined && size > maxBytes) {
+        stream.resume();
+        stop();
+        finish(fileTooLarge(size, maxBytes));
+        return;
+      }
+      // Sized from the tar header: the bytes are copied once, with no list of chunks to join.
+      const data = Buffer.allocUnsafe(size);
+      let at = 0;
       stream.on('data', (c: unknown) => {
-        if (isFile) chunks.push(c as Buffer);
+        at += (c as Buffer).copy(data, at);
       });
       stream.on('end', () => {
-        result = { type: isFile ? 'file' : (header.type ?? 'file'), linkname: header.linkname ?? undefined, data: Buffer.concat(chunks) };
+        result = { type: isFile ? 'file' : (header.type ?? 'file'), linkname: header.linkname ?? undefined, data: data.subarray(0, at) };
         if (header.type === 'directory') {
-          extract.destroy();
-          archive.destroy();
-          resolve(result);
+          stop();
+          finish();
           return;
         }
         next();
       });
     });
-    extract.on('finish', () => (result ? resolve(result) : reject(new SbxError('provider_error', `read ${path}: empty archive`))));
-    extract.on('error', (err) => (result ? resolve(result) : reject(toSbxError(err, `read ${path}`))));
-    archive.on('error', (err) => (result ? resolve(result) : reject(toSbxError(err, `read ${path}`))));
+    extract.on('finish', () => finish());
+    extract.on('error', finish);
+    archive.on('error', finish);
     archive.pipe(extract);
   });
 }
 
 /**
  * Writes one file through the engine archive API (PUT /containers/{id}/archive) into its parent
- * directory, with mode and mtime in the tar header. The parent is created with `mkdirP` only when
- * the first attempt finds it missing, so the common case is one engine call.
+ * directory, with mode, mtime and owner in the tar header. The parent is created with `mkdirP`
+ * only when the first attempt finds it missing, so the common case is one engine call.
  */
 export async function writeViaArchive(
   docker: Docker,
@@ -91,18 +133,15 @@ export async function writeViaArchive(
   content: Uint8Array,
   mode: number,
   mkdirP: (dir: string) => Promise<void>,
-  opts: { copyUidGid: boolean; signal?: AbortSignal },
+  opts: { owner?: Owner; signal?: AbortSignal },
 ): Promise<void> {
   const dir = posix.dirname(path);
-  const name = posix.basename(path);
-  const parts = await packOne(name, content, mode);
+  const body = await tarOne({ name: posix.basename(path), mode, size: content.byteLength, type: 'file', ...opts.owner }, content);
   const container = docker.getContainer(runtimeId);
   const put = () =>
-    // A fresh stream per attempt over the same parts: the content is sent as is, never copied.
-    container.putArchive(Readable.from(parts, { objectMode: false }), {
+    container.putArchive(body(), {
       path: dir,
       noOverwriteDirNonDir: true,
-      ...(opts.copyUidGid ? { copyUIDGID: true } : {}),
       abortSignal: bounded(opts.signal, 120_000),
     });
   try {
@@ -119,10 +158,20 @@ export async function writeViaArchive(
   }
 }
 
+/**
+ * Creates one directory through the archive API, or gives an existing one this mode and owner
+ * (extraction applies a directory entry's metadata to a directory already there). This is how
+ * /workspace becomes a non-root user's before the container starts: with every capability
+ * dropped, nothing inside the container could chown it.
+ */
+export async function putDirectory(docker: Docker, containerId: string, path: string, mode: number, owner: Owner, signal?: AbortSignal): Promise<void> {
+  const body = await tarOne({ name: posix.basename(path), mode, type: 'directory', ...owner });
+  await docker.getContainer(containerId).putArchive(body(), { path: posix.dirname(path), abortSignal: bounded(signal) });
+}
+
 function writeError(err: unknown, path: string, retried = false): SbxError {
   const status = statusOf(err);
-  // The engine's text only classifies here; it never reaches the caller.
-  const text = String((err as { json?: { message?: unknown } } | null)?.json?.message ?? '');
+  const text = engineMessage(err);
   if (status === 400 || (status === 500 && /cannot overwrite|not a directory|extraction point/i.test(text))) {
     return badRequest(`cannot write ${path}: a directory or a file is in the way`);
   }
@@ -132,21 +181,41 @@ function writeError(err: unknown, path: string, retried = false): SbxError {
   return toSbxError(err, `write ${path}`);
 }
 
-/**
- * A one-entry tar as its parts (header, the content itself, padding and end blocks), so a large
- * file is not copied into one more buffer of its size before it goes to the engine.
- */
-function packOne(name: string, content: Uint8Array, mode: number): Promise<Buffer[]> {
-  return new Promise<Buffer[]>((resolve, reject) => {
+// Below this a tar is joined into one buffer: one write with a Content-Length beats a chunked
+// stream of three parts. Above it the parts are streamed, so the content is never copied.
+const JOIN_BELOW = 256 * 1024;
+
+interface EntryHeader {
+  name: string;
+  type: 'file' | 'directory';
+  mode: number;
+  size?: number;
+  uid?: number;
+  gid?: number;
+}
+
+/** A one-entry tar, as a factory of request bodies (one per attempt). */
+function tarOne(header: EntryHeader, content?: Uint8Array): Promise<() => Buffer | Readable> {
+  return new Promise((resolve, reject) => {
     const pack = tar.pack();
-    const chunks: Buffer[] = [];
-    pack.on('data', (c: unknown) => chunks.push(c as Buffer));
-    pack.on('end', () => resolve(chunks));
+    const parts: Buffer[] = [];
+    pack.on('data', (c: unknown) => parts.push(c as Buffer));
+    pack.on('end', () => {
+      if ((content?.byteLength ?? 0) < JOIN_BELOW) {
+        const joined = Buffer.concat(parts);
+        resolve(() => joined);
+      } else {
+        resolve(() => Readable.from(parts, { objectMode: false }));
+      }
+    });
     pack.on('error', reject);
-    pack.entry({ name, mode, mtime: new Date(), size: content.byteLength, type: 'file' }, Buffer.from(content.buffer, content.byteOffset, content.byteLength), (err) => {
+    const done = (err?: Error | null) => {
       if (err) reject(err);
       else pack.finalize();
-    });
+    };
+    const entry = { mtime: new Date(), ...header };
+    if (content) pack.entry(entry, Buffer.from(content.buffer, content.byteOffset, content.byteLength), done);
+    else pack.entry(entry, done);
   });
 }
 
@@ -182,6 +251,11 @@ export async function pathStat(docker: Docker, runtimeId: string, path: string, 
     return undefined;
   }
   res.resume();
+  return statHeader(res);
+}
+
+/** The path's lstat from the `X-Docker-Container-Path-Stat` header of an archive HEAD or GET. */
+function statHeader(res: IncomingMessage): PathStat | undefined {
   const header = res.headers['x-docker-container-path-stat'];
   if (typeof header !== 'string') return undefined;
   try {
@@ -215,10 +289,13 @@ export async function statViaArchive(docker: Docker, runtimeId: string, path: st
   return undefined;
 }
 
-/** Permission bits of an existing entry, so an overwrite without a mode keeps the file's mode. */
+/**
+ * Permission bits of the file a write would replace, so an overwrite without a mode keeps them.
+ * Undefined for a missing path, and for a link or a directory, which the write replaces or refuses.
+ */
 export async function existingMode(docker: Docker, runtimeId: string, path: string, signal?: AbortSignal): Promise<number | undefined> {
-  // Missing, or something odd in the way: the write itself reports what is wrong.
-  return (await pathStat(docker, runtimeId, path, signal))?.perm;
+  const st = await pathStat(docker, runtimeId, path, signal);
+  return st && !st.isDir && !st.isLink ? st.perm : undefined;
 }
 
 /** After a 404 from the archive API: tell a missing path (not_found) from a missing container. */

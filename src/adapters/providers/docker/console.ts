@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import type { ConsoleLog, ConsoleQuery } from '../../../core/ports.js';
 import { ConsoleRing } from '../shared/console-ring.js';
 import { call } from './errors.js';
 import { demuxBuffer } from './frames.js';
@@ -9,6 +10,11 @@ const MAX_RINGS = 1024;
 /**
  * Console of docker sandboxes: the container's own output (engine logs of PID 1) followed by
  * the output of execs run through this provider, kept in a bounded ring per runtime.
+ *
+ * Cursors number exec output only. The engine keeps PID 1's output and can only hand back its
+ * tail, with nothing to number it by, so those lines appear in plain tail reads (before the exec
+ * lines) and never in reads `after` a cursor: following a console sees new exec output, not new
+ * output of PID 1 (the sandbox's idle process, which rarely prints).
  */
 export class DockerConsole {
   private readonly rings = new Map<string, ConsoleRing>();
@@ -29,11 +35,12 @@ export class DockerConsole {
     };
   }
 
-  /** Last `lines` lines, oldest first; throws when the container is gone. */
-  async logs(runtimeId: string, lines: number, signal?: AbortSignal): Promise<string[]> {
-    if (lines <= 0) {
+  /** Console lines (see the class note for what a cursor covers); throws when the container is gone. */
+  async logs(runtimeId: string, query: ConsoleQuery, signal?: AbortSignal): Promise<ConsoleLog> {
+    const { lines } = query;
+    if (lines <= 0 || query.after !== undefined) {
       await call('logs', (s) => this.docker.getContainer(runtimeId).inspect({ abortSignal: s }), signal);
-      return [];
+      return this.rings.get(runtimeId)?.read(query) ?? { lines: [], cursor: 0 };
     }
     const raw = await call(
       'logs',
@@ -43,8 +50,8 @@ export class DockerConsole {
     const own = new ConsoleRing(lines);
     for (const f of demuxBuffer(Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw)))) own.append(f.data, f.stream);
     own.flush();
-    const execLines = this.rings.get(runtimeId)?.tail(lines) ?? [];
-    return [...own.tail(lines), ...execLines].slice(-lines);
+    const exec = this.rings.get(runtimeId)?.read({ lines }) ?? { lines: [], cursor: 0 };
+    return { lines: [...own.tail(lines), ...exec.lines].slice(-lines), cursor: exec.cursor };
   }
 
   forget(runtimeId: string): void {

@@ -1,9 +1,16 @@
 import type Docker from 'dockerode';
 import { badRequest, isAbortError, SbxError } from '../../../core/errors.js';
 import type { ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
-import { bounded, call, isNotFound, statusOf, toSbxError } from './errors.js';
+import { putDirectory } from './archive.js';
+import { bounded, call, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 import type { ImageCache } from './images.js';
-import { type ResolvedOptions, WORKDIR } from './options.js';
+import { type ContainerUser, type ResolvedOptions, WORKDIR } from './options.js';
+
+/** tmpfs options that give a mount to the configured user (the mount is root's otherwise). */
+function tmpfsOwner(user: ContainerUser | undefined): string {
+  if (!user) return '';
+  return `,uid=${user.uid}${user.gid !== undefined ? `,gid=${user.gid}` : ''}`;
+}
 
 export const LABEL_SANDBOX = 'sbx.sandbox_id';
 export const LABEL_INSTALLATION = 'sbx.installation_id';
@@ -55,7 +62,7 @@ export class Containers {
       NetworkMode: opts.networkMode,
       Init: true,
       ReadonlyRootfs: opts.readOnlyRootfs,
-      Tmpfs: opts.readOnlyRootfs ? { '/tmp': 'rw,nosuid,nodev,mode=1777', [WORKDIR]: 'rw,nosuid,nodev,exec,mode=0755' } : undefined,
+      Tmpfs: opts.readOnlyRootfs ? { '/tmp': 'rw,nosuid,nodev,mode=1777', [WORKDIR]: `rw,nosuid,nodev,exec,mode=0755${tmpfsOwner(opts.user)}` } : undefined,
       ...(opts.runtime ? { Runtime: opts.runtime } : {}),
     };
     let container: Docker.Container;
@@ -68,7 +75,7 @@ export class Containers {
         Cmd: [KEEPALIVE],
         WorkingDir: WORKDIR,
         Labels: labels,
-        User: opts.user,
+        User: opts.user?.spec,
         Tty: false,
         OpenStdin: false,
         AttachStdout: false,
@@ -79,8 +86,18 @@ export class Containers {
     } catch (err) {
       if (signal?.aborted && isAbortError(err)) throw err;
       if (statusOf(err) === 409) throw new SbxError('conflict', `a container for sandbox ${spec.sandbox_id} already exists`);
-      if (statusOf(err) === 400) throw badRequest(`the docker engine rejected the sandbox settings for image ${spec.image}`);
-      throw toSbxError(err, `spawn ${spec.image}`);
+      throw this.createError(err, spec.image);
+    }
+    try {
+      // On a writable rootfs /workspace is the image's (or made by the engine), root's: hand it
+      // to the user before anything runs. A read-only rootfs gets a tmpfs mounted as theirs.
+      if (opts.user && !opts.readOnlyRootfs && opts.user.uid !== 0) {
+        await putDirectory(this.docker, container.id, WORKDIR, 0o755, { uid: opts.user.uid, gid: opts.user.gid ?? 0 }, signal);
+      }
+    } catch (err) {
+      await this.remove(container.id).catch(() => undefined);
+      if (signal?.aborted && isAbortError(err)) throw err;
+      throw new SbxError('provider_error', `spawn ${spec.image}: could not give ${WORKDIR} to user ${opts.user!.spec}`);
     }
     try {
       await container.start({ abortSignal: bounded(signal) });
@@ -88,13 +105,41 @@ export class Containers {
       // Never leave a created-but-dead container behind.
       await this.remove(container.id).catch(() => undefined);
       if (signal?.aborted && isAbortError(err)) throw err;
-      throw new SbxError('provider_error', `spawn ${spec.image}: the container did not start (does the image have /bin/sh?)`);
+      throw this.startError(err, spec.image);
     }
     if (signal?.aborted) {
       await this.remove(container.id).catch(() => undefined);
       throw signal.reason;
     }
     return { runtime_id: container.id };
+  }
+
+  /**
+   * Client input (image, sizes) is checked before the create, so what the engine refuses here is
+   * the server's own docker settings: a provider_error naming the setting, never engine text.
+   */
+  private createError(err: unknown, image: string): SbxError {
+    const status = statusOf(err);
+    const text = engineMessage(err);
+    if (status === 400 && this.opts.runtime && /unknown runtime/i.test(text)) {
+      return new SbxError('provider_error', `spawn ${image}: the docker engine has no runtime "${this.opts.runtime}" (providers.docker.runtime)`);
+    }
+    if (status === 400) return new SbxError('provider_error', `spawn ${image}: the docker engine refused the container settings (providers.docker.*)`);
+    return toSbxError(err, `spawn ${image}`);
+  }
+
+  /** A network is looked up only when the container starts; so is the command. */
+  private startError(err: unknown, image: string): SbxError {
+    const text = engineMessage(err);
+    const { networkMode } = this.opts;
+    const custom = !['bridge', 'host', 'none', 'default'].includes(networkMode);
+    if (/network .* not found/i.test(text) || (custom && isNotFound(err))) {
+      return new SbxError('provider_error', `spawn ${image}: network "${networkMode}" (providers.docker.network_mode) does not exist on the docker engine`);
+    }
+    if (/no such file or directory|executable file not found/i.test(text)) {
+      return new SbxError('provider_error', `spawn ${image}: the container did not start (does the image have /bin/sh?)`);
+    }
+    return new SbxError('provider_error', `spawn ${image}: the container did not start`);
   }
 
   /** Stop (bounded) then remove with anonymous volumes; a container already gone is fine. */

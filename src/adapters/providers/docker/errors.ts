@@ -14,6 +14,13 @@ export function isNotFound(err: unknown): boolean {
   return statusOf(err) === 404;
 }
 
+/** The engine's own error text, for classifying a failure here; it never reaches a caller. */
+export function engineMessage(err: unknown): string {
+  const json = (err as { json?: unknown } | null)?.json;
+  const message = typeof json === 'object' && json !== null ? (json as { message?: unknown }).message : json;
+  return typeof message === 'string' ? message : '';
+}
+
 function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && ['ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EACCES', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code);

@@ -2,9 +2,10 @@ import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import { badRequest, notFound, SbxError } from '../../../core/errors.js';
 import type { FileInfo } from '../../../core/ports.js';
+import { fileTooLarge } from '../../../core/sandboxes/files.js';
 import { formatMode } from '../shared/file-mode.js';
 import { planGlob } from '../shared/glob.js';
-import { existingMode, readViaArchive, statViaArchive, writeViaArchive } from './archive.js';
+import { existingMode, type Owner, readViaArchive, statViaArchive, writeViaArchive } from './archive.js';
 import { runArgv, type RunResult } from './run.js';
 
 /*
@@ -16,6 +17,7 @@ const E_MISSING = 91;
 const E_NOT_DIR = 92;
 const E_IS_DIR = 93;
 const E_NOT_EMPTY = 94;
+const E_TOO_BIG = 95;
 
 // `%s %f %Y %n`: size, raw mode (hex, with type bits), mtime (s), name last so spaces survive.
 const STAT_FMT = '%s %f %Y %n';
@@ -33,7 +35,8 @@ const SCRIPTS = {
   remove: `if [ -d "$1" ] && [ ! -L "$1" ]; then [ -z "$(ls -A -- "$1")" ] || exit ${E_NOT_EMPTY}; exec rmdir -- "$1"; fi; [ -e "$1" ] || [ -L "$1" ] || exit ${E_MISSING}; exec rm -f -- "$1"`,
   removeAll: `[ -e "$1" ] || [ -L "$1" ] || exit ${E_MISSING}; exec rm -rf -- "$1"`,
   // Read-only rootfs: tmpfs mounts are invisible to the archive API, so bytes go through exec.
-  cat: `[ -e "$1" ] || exit ${E_MISSING}; [ -d "$1" ] && exit ${E_IS_DIR}; exec cat -- "$1"`,
+  // A file over the limit ($2) is refused before a byte is sent; its size goes to stderr.
+  cat: `[ -e "$1" ] || exit ${E_MISSING}; [ -d "$1" ] && exit ${E_IS_DIR}; s=$(stat -L -c %s -- "$1") || exit 1; [ "$s" -gt "$2" ] && { echo "$s" >&2; exit ${E_TOO_BIG}; }; exec cat -- "$1"`,
   // An overwrite without a mode keeps the old one; a new file gets 0644 whatever the umask.
   put: `[ -d "$1" ] && exit ${E_IS_DIR}; m=$2; [ -z "$m" ] && [ ! -e "$1" ] && m=644; d=$(dirname -- "$1"); [ -d "$d" ] || mkdir -p -- "$d" || exit 1; cat > "$1" || exit 1; [ -z "$m" ] || exec chmod "$m" -- "$1"`,
 } as const;
@@ -44,9 +47,15 @@ const RECORD_HEAD = /^\d+ [0-9a-f]+ -?\d+ \.\//;
 export interface FileOpsOptions {
   /** Bytes through exec instead of the archive API (read-only rootfs with tmpfs mounts). */
   viaExec: boolean;
-  /** Let the engine chown archive writes to the container user (a non-root `user` is set). */
-  copyUidGid: boolean;
+  /**
+   * Owner of files written through the archive API (a `user` is set). Set in the tar header:
+   * the engine's own copyUIDGID looks the user up in the host's passwd file, not the image's.
+   */
+  owner?: Owner;
 }
+
+// Reads through exec are bounded even when the caller gives no limit.
+const EXEC_READ_MAX = 1024 * 1024 * 1024;
 
 /** The Provider file methods for one engine. */
 export class DockerFiles {
@@ -55,9 +64,12 @@ export class DockerFiles {
     private readonly opts: FileOpsOptions,
   ) {}
 
-  async read(runtimeId: string, path: string, signal?: AbortSignal): Promise<Uint8Array> {
-    if (!this.opts.viaExec) return readViaArchive(this.docker, runtimeId, path, signal);
-    const r = await this.script(runtimeId, 'cat', [path], `read ${path}`, signal, { maxBytes: 1024 * 1024 * 1024 });
+  async read(runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<Uint8Array> {
+    if (!this.opts.viaExec) return readViaArchive(this.docker, runtimeId, path, maxBytes, signal);
+    const max = Math.min(maxBytes ?? EXEC_READ_MAX, EXEC_READ_MAX);
+    const r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS.cat, 'sbx-cat', path, String(max)], { signal, maxBytes: max });
+    if (r.exitCode === E_TOO_BIG) throw fileTooLarge(Number(r.stderr.trim()), max);
+    if (r.exitCode !== 0) throw classify(r, `read ${path}`);
     return r.stdout;
   }
 
@@ -67,9 +79,11 @@ export class DockerFiles {
       await this.script(runtimeId, 'put', [path, m], `write ${path}`, signal, { stdin: content });
       return;
     }
+    // An overwrite without a mode keeps the old mode, which only the engine knows: one HEAD (a
+    // stat, no process) before the PUT. With a mode the PUT is the only engine call.
     const m = mode ?? (await existingMode(this.docker, runtimeId, path, signal)) ?? 0o644;
     const mkdirP = (dir: string) => this.script(runtimeId, 'mkdir', [dir], `write ${path}`, signal).then(() => undefined);
-    await writeViaArchive(this.docker, runtimeId, path, content, m, mkdirP, { copyUidGid: this.opts.copyUidGid, signal });
+    await writeViaArchive(this.docker, runtimeId, path, content, m, mkdirP, { owner: this.opts.owner, signal });
   }
 
   async remove(runtimeId: string, path: string, recursive: boolean, signal?: AbortSignal): Promise<void> {

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
-import { isAbortError, SbxError } from '../../../core/errors.js';
-import { bounded, isNotFound, toSbxError } from './errors.js';
+import { badRequest, isAbortError, SbxError } from '../../../core/errors.js';
+import { bounded, isNotFound, statusOf, toSbxError } from './errors.js';
 import type { ResolvedOptions } from './options.js';
 
 interface PullProgress {
@@ -24,12 +24,16 @@ export class ImageCache {
   ) {}
 
   async ensure(image: string, signal?: AbortSignal): Promise<void> {
+    // Only the characters a reference can hold; the engine checks the grammar itself (a 400 below).
+    if (!REFERENCE_CHARS.test(image)) throw invalidReference(image);
     try {
       await this.docker.getImage(image).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions);
       return;
     } catch (err) {
       if (!isNotFound(err)) {
         if (signal?.aborted && isAbortError(err)) throw err;
+        // The name is all an inspect takes: a 400 means the engine cannot parse it.
+        if (statusOf(err) === 400) throw invalidReference(image);
         throw toSbxError(err, `image ${image}`);
       }
     }
@@ -71,7 +75,8 @@ export class ImageCache {
       if (registryAuth) pullOpts.authconfig = registryAuth;
       this.docker.pull(image, pullOpts, (err: unknown, stream?: NodeJS.ReadableStream) => {
         if (err || !stream) {
-          settle(failed(isNotFound(err) ? 'not found in the registry' : 'registry unreachable or access denied'));
+          if (statusOf(err) === 400) settle(invalidReference(image));
+          else settle(failed(isNotFound(err) ? 'not found in the registry' : 'registry unreachable or access denied'));
           return;
         }
         signal.addEventListener('abort', () => {
@@ -93,6 +98,13 @@ export class ImageCache {
       });
     });
   }
+}
+
+const REFERENCE_CHARS = /^\w[\w.:/@+-]{0,511}$/;
+
+function invalidReference(image: string): SbxError {
+  const shown = image.length > 200 ? `${JSON.stringify(image.slice(0, 200))}…` : JSON.stringify(image);
+  return badRequest(`invalid image reference ${shown}: expected [registry/]name[:tag][@digest] with a lowercase name`);
 }
 
 function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {

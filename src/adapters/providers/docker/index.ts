@@ -23,7 +23,8 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
   const docker = new Docker({ socketPath: opts.socketPath });
   const images = new ImageCache(docker, opts);
   const containers = new Containers(docker, opts, images);
-  const files = new DockerFiles(docker, { viaExec: opts.readOnlyRootfs, copyUidGid: opts.user !== undefined });
+  const { user } = opts;
+  const files = new DockerFiles(docker, { viaExec: opts.readOnlyRootfs, owner: user ? { uid: user.uid, gid: user.gid ?? 0 } : undefined });
   const console_ = new DockerConsole(docker);
 
   return {
@@ -54,14 +55,14 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       },
     }),
     writeFile: (runtimeId, path, content, mode, signal) => files.write(runtimeId, path, content, mode, signal),
-    readFile: (runtimeId, path, signal) => files.read(runtimeId, path, signal),
+    readFile: (runtimeId, path, signal, maxBytes) => files.read(runtimeId, path, maxBytes, signal),
     deleteFile: (runtimeId, path, recursive, signal) => files.remove(runtimeId, path, recursive, signal),
     listFiles: (runtimeId, path, signal) => files.list(runtimeId, path, signal),
     moveFile: (runtimeId, from, to, signal) => files.move(runtimeId, from, to, signal),
     chmod: (runtimeId, path, mode, signal) => files.chmod(runtimeId, path, mode, signal),
     stat: (runtimeId, path, signal) => files.stat(runtimeId, path, signal),
     glob: (runtimeId, pattern, signal) => files.glob(runtimeId, pattern, signal),
-    logs: (runtimeId, lines, signal) => console_.logs(runtimeId, lines, signal),
+    logs: (runtimeId, query, signal) => console_.logs(runtimeId, query, signal),
     close: async () => {
       // dockerode keeps no pooled connections or timers of its own; nothing to release.
     },

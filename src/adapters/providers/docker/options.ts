@@ -24,7 +24,11 @@ export interface DockerProviderOptions {
   seccompProfile?: string;
   /** Read-only root filesystem with tmpfs on /tmp and /workspace. */
   readOnlyRootfs?: boolean;
-  /** `uid[:gid]` or a user name known to the image. */
+  /**
+   * Numeric `uid` or `uid:gid` the sandbox runs as. Numeric because /workspace must be made the
+   * user's before the container exists (tmpfs options, tar headers); names would need the image's
+   * passwd file. Without a gid, /workspace and files written through the API get group 0.
+   */
   user?: string;
   onPull?: (event: PullEvent) => void;
   /**
@@ -47,11 +51,20 @@ export interface ResolvedOptions {
   /** `seccomp=<json or unconfined>` security option, when configured. */
   seccompOpt: string | undefined;
   readOnlyRootfs: boolean;
-  user: string | undefined;
+  user: ContainerUser | undefined;
   onPull: ((event: PullEvent) => void) | undefined;
   /** dockerode `authconfig`, or undefined. */
   registryAuth: Record<string, unknown> | undefined;
   pullTimeoutMs: number;
+}
+
+/** The configured non-default user: the engine's `User` value and the ids it stands for. */
+export interface ContainerUser {
+  /** As given (`65534` or `1000:1000`), for the container's `User`. */
+  spec: string;
+  uid: number;
+  /** Undefined when only a uid was given: the runtime then takes the group from the image. */
+  gid: number | undefined;
 }
 
 export const DEFAULT_PIDS_LIMIT = 256;
@@ -69,11 +82,27 @@ export function resolveOptions(opts: DockerProviderOptions): ResolvedOptions {
     addedCaps: [...(opts.addedCaps ?? [])],
     seccompOpt: seccompOption(opts.seccompProfile),
     readOnlyRootfs: opts.readOnlyRootfs ?? false,
-    user: opts.user || undefined,
+    user: parseUser(opts.user),
     onPull: opts.onPull,
     registryAuth: authConfig(opts.registryAuth),
     pullTimeoutMs: opts.pullTimeoutMs ?? 10 * 60_000,
   };
+}
+
+const UID_GID = /^(\d{1,10})(?::(\d{1,10}))?$/;
+const MAX_ID = 2 ** 32 - 2; // (uid_t)-1 means "no change" to the kernel
+
+/** Parses `uid` or `uid:gid`; anything else (a user name included) is a startup error. */
+export function parseUser(user: string | undefined): ContainerUser | undefined {
+  const spec = user?.trim();
+  if (!spec) return undefined;
+  const m = UID_GID.exec(spec);
+  const uid = Number(m?.[1]);
+  const gid = m?.[2] === undefined ? undefined : Number(m[2]);
+  if (!m || uid > MAX_ID || (gid !== undefined && gid > MAX_ID)) {
+    throw new Error(`docker provider: user must be a numeric uid or uid:gid such as 65534 or 1000:1000, got ${JSON.stringify(spec)}`);
+  }
+  return { spec, uid, gid };
 }
 
 // The engine API takes the profile's JSON text, not a path (the docker CLI reads the file itself).

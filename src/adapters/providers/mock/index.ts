@@ -2,7 +2,7 @@ import { chmod, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { badRequest, conflict } from '../../../core/errors.js';
-import type { ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import type { ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
 import { buildShellCommand } from '../shared/shell.js';
 
@@ -77,13 +77,13 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
     },
 
     writeFile: (id: string, path: string, content: Uint8Array, mode: number | undefined) => rt.fs(id).writeFile(path, content, mode),
-    readFile: (id: string, path: string) => rt.fs(id).readFile(path),
+    readFile: (id: string, path: string, _signal?: AbortSignal, maxBytes?: number) => rt.fs(id).readFile(path, maxBytes),
     deleteFile: (id: string, path: string, recursive: boolean) => rt.fs(id).deleteFile(path, recursive),
     listFiles: (id: string, path: string): Promise<FileInfo[]> => rt.fs(id).listFiles(path),
     moveFile: (id: string, from: string, to: string) => rt.fs(id).moveFile(from, to),
     chmod: (id: string, path: string, mode: number) => rt.fs(id).chmod(path, mode),
     stat: (id: string, path: string) => rt.fs(id).stat(path),
     glob: (id: string, pattern: string) => rt.fs(id).glob(pattern),
-    logs: (id: string, lines: number) => rt.logs(id, lines),
+    logs: (id: string, query: ConsoleQuery) => rt.logs(id, query),
   };
 }

@@ -1,3 +1,4 @@
+import type { ConsoleLog, ConsoleQuery } from '../../../core/ports.js';
 import { Utf8Decoder } from '../../../core/utf8.js';
 
 const DEFAULT_MAX_LINES = 1000;
@@ -10,11 +11,16 @@ const BATCH_CHARS = 256 * 1024;
  * Bounded console of one runtime: the last `maxLines` lines of output, oldest first. Output from
  * several sources (stdout, stderr) is split separately so a partial line of one is never glued to
  * the other; `flush` ends a source's partial line (e.g. when an exec finishes).
+ *
+ * Every complete line gets the next number of a count that only grows (the first line is 1), so a
+ * reader can ask for the lines after the last one it saw: content cannot tell repeated lines apart.
  */
 export class ConsoleRing {
   /** Circular buffer: `start` is the oldest line once the ring is full. */
   private readonly lines: string[] = [];
   private start = 0;
+  /** Number of the newest line: every line recorded so far, including those pushed out or skipped. */
+  private recorded = 0;
   private readonly partial = new Map<string, { text: string; decoder: Utf8Decoder }>();
   /**
    * Text of consecutive chunks from one source, not yet split into lines. A large output is split
@@ -71,6 +77,9 @@ export class ConsoleRing {
           first = i;
           parts[i] = part.slice(nl + 1);
           text = '';
+          // Skipped lines still take their numbers, so cursors stay a count of lines recorded.
+          this.recorded += countNewlines(part, nl + 1);
+          for (let j = 0; j < i; j++) this.recorded += countNewlines(parts[j]!, parts[j]!.length);
           break search;
         }
       }
@@ -98,8 +107,34 @@ export class ConsoleRing {
   tail(n: number): string[] {
     this.settle();
     if (n <= 0) return [];
-    const ordered = this.start === 0 ? this.lines : [...this.lines.slice(this.start), ...this.lines.slice(0, this.start)];
-    return ordered.slice(-Math.min(n, ordered.length));
+    return this.ordered().slice(-Math.min(n, this.lines.length));
+  }
+
+  /**
+   * The last `lines` lines, or with `after` the first `lines` lines numbered above it, and the
+   * cursor for the next read. A cursor beyond the newest line comes from an earlier ring of the
+   * runtime (a server restart, a ring dropped to bound memory): reading starts over from the
+   * oldest line kept. Lines pushed out of the ring before a reader came back are simply absent.
+   */
+  read(query: ConsoleQuery): ConsoleLog {
+    this.settle();
+    const n = Math.max(0, query.lines);
+    if (query.after === undefined) return { lines: n > 0 ? this.ordered().slice(-Math.min(n, this.lines.length)) : [], cursor: this.recorded };
+    const after = query.after > this.recorded ? 0 : query.after;
+    const oldest = this.recorded - this.lines.length + 1;
+    const from = Math.max(0, after - oldest + 1);
+    const lines = n > 0 ? this.ordered().slice(from, from + n) : [];
+    return { lines, cursor: lines.length > 0 ? oldest + from + lines.length - 1 : after };
+  }
+
+  /** Number of the newest complete line (0 before the first). */
+  get cursor(): number {
+    this.settle();
+    return this.recorded;
+  }
+
+  private ordered(): string[] {
+    return this.start === 0 ? this.lines : [...this.lines.slice(this.start), ...this.lines.slice(0, this.start)];
   }
 
   get size(): number {
@@ -113,6 +148,7 @@ export class ConsoleRing {
   }
 
   private push(line: string): void {
+    this.recorded++;
     const clean = line.endsWith('\r') ? line.slice(0, -1) : line;
     if (this.lines.length < this.maxLines) {
       this.lines.push(clean);
@@ -121,4 +157,11 @@ export class ConsoleRing {
     this.lines[this.start] = clean;
     this.start = (this.start + 1) % this.maxLines;
   }
+}
+
+/** Newlines in `text` before index `end`. */
+function countNewlines(text: string, end: number): number {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < end; i = text.indexOf('\n', i + 1)) n++;
+  return n;
 }

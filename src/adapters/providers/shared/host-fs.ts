@@ -1,8 +1,9 @@
 import { constants, type Stats } from 'node:fs';
-import { chmod, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join, posix, sep } from 'node:path';
 import { badRequest, notFound, providerError, SbxError } from '../../../core/errors.js';
 import type { FileInfo } from '../../../core/ports.js';
+import { fileTooLarge } from '../../../core/sandboxes/files.js';
 import { formatMode } from './file-mode.js';
 import { planGlob } from './glob.js';
 
@@ -100,10 +101,19 @@ export class HostFs {
     }
   }
 
-  async readFile(p: string): Promise<Uint8Array> {
+  async readFile(p: string, maxBytes?: number): Promise<Uint8Array> {
     const r = await this.existing(p);
     try {
-      return await readFile(r.host);
+      const fh = await open(r.host, constants.O_RDONLY);
+      try {
+        // Sized on the open file, so the size checked is the size read.
+        const st = await fh.stat();
+        if (st.isDirectory()) throw badRequest(`${p} is a directory`);
+        if (maxBytes !== undefined && st.size > maxBytes) throw fileTooLarge(st.size, maxBytes);
+        return await fh.readFile();
+      } finally {
+        await fh.close();
+      }
     } catch (err) {
       throw fsError(err, p);
     }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { notFound } from '../../../core/errors.js';
-import type { ExecEvent, RuntimeInfo, RuntimeStatus } from '../../../core/ports.js';
+import type { ConsoleLog, ConsoleQuery, ExecEvent, RuntimeInfo, RuntimeStatus } from '../../../core/ports.js';
 import { ConsoleRing } from './console-ring.js';
 import { execProcess, type ProcessSpec } from './exec-process.js';
 import { HostFs } from './host-fs.js';
@@ -57,9 +57,9 @@ export class HostRuntimes {
       .map((id) => ({ runtime_id: id, sandbox_id: id, installation_id: null, status: 'running' as const }));
   }
 
-  async logs(runtimeId: string, lines: number): Promise<string[]> {
+  async logs(runtimeId: string, query: ConsoleQuery): Promise<ConsoleLog> {
     await this.requireRunning(runtimeId);
-    return this.rings.get(runtimeId)?.tail(lines) ?? [];
+    return this.rings.get(runtimeId)?.read(query) ?? { lines: [], cursor: 0 };
   }
 
   /** Kills the runtime's running commands and removes its directory. Idempotent. */

@@ -5,6 +5,7 @@ import {
   AdmissionDecision,
   DestroyResponse,
   ExtendRequest,
+  LOG_CURSOR_HEADER,
   LogsQuery,
   PruneResponse,
   Sandbox,
@@ -78,9 +79,23 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
     async (request) => present(await deps.sandboxes.extend(request.params.id, request.body.ttl, callerOf(request))),
   );
 
-  app.get<{ Params: { id: string }; Querystring: { lines?: number } }>(
+  app.get<{ Params: { id: string }; Querystring: { lines?: number; after?: number } }>(
     '/api/v1/sandboxes/:id/logs',
-    { schema: { tags: ['sandboxes'], summary: 'Console log lines', params: IdParams, querystring: LogsQuery, response: { 200: Type.Array(Type.String()), ...errors } } },
-    async (request) => deps.files.logs(request.params.id, request.query.lines ?? 100, callerOf(request)),
+    {
+      schema: {
+        tags: ['sandboxes'],
+        summary: 'Console log lines',
+        description: `The body is the spec's array of lines. sbx extension: the ${LOG_CURSOR_HEADER} header carries the number of the last line returned; pass it back as \`after\` to get only newer lines.`,
+        params: IdParams,
+        querystring: LogsQuery,
+        response: { 200: Type.Array(Type.String()), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { lines, after } = request.query;
+      const log = await deps.files.logs(request.params.id, { lines: lines ?? 100, after }, callerOf(request));
+      if (log.cursor !== undefined) reply.header(LOG_CURSOR_HEADER, String(log.cursor));
+      return log.lines;
+    },
   );
 }

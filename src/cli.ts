@@ -10,7 +10,10 @@ export interface CliIo {
   stdin?: Readable & { isTTY?: boolean };
   env?: Record<string, string | undefined>;
   cwd?: string;
-  /** Aborting it cancels the running command (follow modes, watch, serve). */
+  /**
+   * Aborting it cancels the running command (follow modes, watch, serve). Without one, SIGINT and
+   * SIGTERM of the process do, and the exit code is then 130 or 143.
+   */
   signal?: AbortSignal;
 }
 
@@ -47,16 +50,23 @@ export async function main(argv: string[], io: CliIo = {}): Promise<number> {
   if (!selected) return 0;
   const { spec, opts, globals } = selected;
 
-  const [{ Output }, { createContext }, errors, os] = await Promise.all([
+  const [{ Output }, { createContext }, errors, os, signals] = await Promise.all([
     import('./transports/cli/output/output.js'),
     import('./transports/cli/context.js'),
     import('./transports/cli/errors.js'),
     import('node:os'),
+    import('./transports/cli/signals.js'),
   ]);
   const color = globals.color !== false && !env.NO_COLOR && env.TERM !== 'dumb';
   const out = new Output({ stdout, stderr, json: Boolean(globals.json), color });
   const stdin = io.stdin ?? process.stdin;
   let ctx: Awaited<ReturnType<typeof createContext>> | undefined;
+  const cancel = io.signal ? undefined : signals.cancelOnSignals();
+  // A command cancelled by a signal exits 128 + its number, whatever it returned or threw.
+  const interrupted = () => {
+    const sig = spec.stopsOnSignal ? undefined : cancel?.caught();
+    return sig === undefined ? undefined : signals.signalExitCode(sig);
+  };
   try {
     ctx = await createContext({
       out,
@@ -65,17 +75,21 @@ export async function main(argv: string[], io: CliIo = {}): Promise<number> {
       cwd: io.cwd ?? process.cwd(),
       home: env.HOME || os.homedir(),
       stdin: { stream: stdin, isTTY: Boolean(stdin.isTTY) },
-      signal: io.signal ?? new AbortController().signal,
+      signal: io.signal ?? cancel!.signal,
       useProfile: !spec.offline,
     });
-    return await spec.run!(ctx, opts);
+    const code = await spec.run!(ctx, opts);
+    return interrupted() ?? code;
   } catch (err) {
+    const stopped = interrupted();
+    if (stopped !== undefined) return stopped;
     const keys = { apiKey: Boolean(ctx?.config.apiKey), adminKey: Boolean(ctx?.config.adminKey) };
     const problems = (err as { problems?: unknown }).problems;
     const message = Array.isArray(problems) ? `invalid configuration: ${problems.join('; ')}` : errors.messageFor(err, keys);
     if (message) out.error(message);
     return errors.exitCodeFor(err);
   } finally {
+    cancel?.dispose();
     await ctx?.close();
     await out.flush();
   }

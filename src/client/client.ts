@@ -11,7 +11,7 @@ import { type ExecSession, type ExecWsInput, type ExecWsOptions, openExecSession
 import { FilesApi } from './files.js';
 import { Http, type ClientOptions } from './http.js';
 import { parseNdjson } from './ndjson.js';
-import { ProvidersApi, QuotasApi, TemplatesApi, WorkersApi } from './resources.js';
+import { ProvidersApi, QuotasApi, TemplatesApi, WorkerFacingApi, WorkersApi } from './resources.js';
 import type {
   AdmissionDecision,
   AuditQuery,
@@ -22,6 +22,7 @@ import type {
   ExecRequest,
   ExecResult,
   Health,
+  LogPage,
   Metrics,
   PoolStatus,
   Readiness,
@@ -57,6 +58,8 @@ export class Client {
   readonly quotas: QuotasApi;
   readonly providers: ProvidersApi;
   readonly workers: WorkersApi;
+  /** Worker → control plane routes, with the `worker` credentials of the options. */
+  readonly worker: WorkerFacingApi;
   private readonly http: Http;
 
   constructor(opts: ClientOptions = {}) {
@@ -67,6 +70,7 @@ export class Client {
     this.quotas = new QuotasApi(this.http);
     this.providers = new ProvidersApi(this.http);
     this.workers = new WorkersApi(this.http);
+    this.worker = new WorkerFacingApi(this.http);
   }
 
   // Sandboxes (spec 4.1)
@@ -109,16 +113,39 @@ export class Client {
     return this.http.json('GET', `/api/v1/sandboxes/${enc(id)}/logs`, { query: { lines }, signal: opts.signal });
   }
 
+  /**
+   * Console lines with a cursor (an sbx extension): without `after` the last `lines` (default
+   * 100), with it only the lines recorded after that cursor, oldest first, at most `lines`. Pass
+   * the returned `cursor` as the next `after` to read every line exactly once, repeated ones
+   * included. A server without the extension answers without a cursor (and ignores `after`).
+   */
+  async readLogs(id: string, query: { lines?: number; after?: number } = {}, opts: RequestOptions = {}): Promise<LogPage> {
+    const { body, headers } = await this.http.jsonWithHeaders<string[]>('GET', `/api/v1/sandboxes/${enc(id)}/logs`, {
+      query: { lines: query.lines, after: query.after },
+      signal: opts.signal,
+    });
+    // The header is LOG_CURSOR_HEADER of contracts/sandboxes.ts; the client loads no schema code.
+    const raw = headers['x-log-cursor'];
+    const cursor = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : undefined;
+    return { lines: body, cursor };
+  }
+
   // Exec
 
-  /** Buffered exec. A deadline answers 408 → SbxError `timeout` with details {stdout, stderr, duration}. */
+  /**
+   * Buffered exec. A deadline answers 408 → SbxError `timeout` with details {stdout, stderr, duration}.
+   * With `binary: true`, a stdout or stderr that is not valid UTF-8 comes base64, marked by
+   * `stdout_encoding` / `stderr_encoding` (also in the timeout details).
+   */
   exec(id: string, input: ExecInput, opts: RequestOptions = {}): Promise<ExecResult> {
     return this.http.json('POST', `/api/v1/sandboxes/${enc(id)}/exec`, { body: execBody(input, false), signal: opts.signal });
   }
 
   /**
    * Streamed exec: chunks `{stream: 'stdout'|'stderr', data}` as they come, then (unless
-   * `exit_record: false`) one `{stream: 'exit', exit_code, duration}`. Errors before the stream
+   * `exit_record: false`) one `{stream: 'exit', exit_code, duration}`. With `binary: true`, a chunk
+   * whose bytes are not valid UTF-8 comes as `{stream, data: <base64>, encoding: 'base64'}`
+   * (`Buffer.from(data, 'base64')` gives the exact bytes). Errors before the stream
    * starts throw the mapped SbxError (before `onStart` is called); a broken stream throws
    * `unavailable`.
    */
@@ -146,6 +173,7 @@ export class Client {
    *   await s.write('hello\n'); s.end();
    *   for await (const m of s) if (m.type === 'stdout') process.stdout.write(m.data);
    *
+   * With `binary: true`, output that is not valid UTF-8 comes base64 with `encoding: 'base64'`.
    * Refusals of the upgrade (auth, rate limit, a server without the route) throw the mapped
    * SbxError; errors after it (unknown sandbox, limits, provider failures) arrive as a last
    * `{type: 'error', code, message}` message.

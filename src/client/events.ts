@@ -48,7 +48,7 @@ export async function* eventStream(http: Http, opts: EventStreamOptions = {}): A
     try {
       const res = await undici.fetch(input, { ...(init as object), headers, dispatcher: agent });
       if (res.status !== 200) {
-        lastHttpError = errorFromBody(res.status, await res.text().catch(() => ''), 'GET', EVENTS_PATH);
+        lastHttpError = errorFromBody(res.status, await res.text().catch(() => ''), 'GET', EVENTS_PATH, http.baseUrl);
         return new undici.Response(null, { status: res.status });
       }
       return res;

@@ -22,8 +22,21 @@ export interface ClientOptions {
   adminKey?: string;
   /** Sent as `X-User-ID` (owner attribution, pool tenant). */
   userId?: string;
+  /**
+   * Worker credentials for the worker-facing routes (spec 4.6, 5.2) — sent there only, and there
+   * nothing else is: no API key, admin key or user id.
+   */
+  worker?: WorkerCredentials;
   /** Extra headers on every request (e.g. `X-Request-ID`). */
   headers?: Record<string, string>;
+}
+
+/** A worker's identity: `X-Worker-ID` plus the token as `X-Worker-Token` or `Authorization: Bearer`. */
+export interface WorkerCredentials {
+  id: string;
+  token: string;
+  /** Send the token as `Authorization: Bearer` instead of `X-Worker-Token` (signed tokens usually are). */
+  bearer?: boolean;
 }
 
 export type Query = Record<string, string | number | boolean | undefined>;
@@ -46,6 +59,11 @@ export interface RawResponse {
 }
 
 export const DEFAULT_URL = 'http://127.0.0.1:7423';
+
+/** User and admin credentials and attribution: never sent to worker routes. */
+const CREDENTIAL_HEADERS = ['x-api-key', 'x-admin-api-key', 'x-user-id', 'authorization', 'x-worker-id', 'x-worker-token'];
+/** Worker credentials: never sent anywhere but worker routes. */
+const WORKER_HEADERS = ['x-worker-id', 'x-worker-token'];
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'bad_request',
@@ -89,8 +107,18 @@ export function describeNetworkError(err: unknown): string {
   return inner.message ?? e.message ?? String(err);
 }
 
-/** Maps an HTTP error answer to SbxError; `details` keeps extra body members plus status and path. */
-export function errorFromBody(status: number, text: string, method: string, path: string): SbxError {
+/** What a 502, 504, or 503 without an sbx error body means: a proxy in front could not get an answer. */
+const GATEWAY_REASON: Record<number, string> = {
+  502: 'unreachable (HTTP 502 Bad Gateway from a proxy in front of it)',
+  503: 'unavailable (HTTP 503 Service Unavailable)',
+  504: 'unreachable (HTTP 504 Gateway Timeout from a proxy in front of it)',
+};
+
+/**
+ * Maps an HTTP error answer to SbxError; `details` keeps extra body members plus status and path.
+ * `baseUrl` names the server in the message when the answer came from a proxy rather than sbx.
+ */
+export function errorFromBody(status: number, text: string, method: string, path: string, baseUrl?: string): SbxError {
   let body: Record<string, unknown> | undefined;
   try {
     const parsed: unknown = JSON.parse(text);
@@ -99,6 +127,11 @@ export function errorFromBody(status: number, text: string, method: string, path
     body = undefined;
   }
   const given = typeof body?.code === 'string' ? body.code : undefined;
+  const fromSbx = given !== undefined && (ERROR_CODES as readonly string[]).includes(given) && typeof body?.message === 'string';
+  if (GATEWAY_REASON[status] && !fromSbx) {
+    const where = baseUrl ? `sbx server at ${baseUrl}` : 'sbx server';
+    return new SbxError('unavailable', `${where} is ${GATEWAY_REASON[status]} for ${method} ${path}`, { status, method, path, ...(baseUrl ? { url: baseUrl } : {}) });
+  }
   const code: ErrorCode = given && (ERROR_CODES as readonly string[]).includes(given) ? (given as ErrorCode) : (CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal' : 'bad_request'));
   const message = typeof body?.message === 'string' && body.message !== '' ? body.message : `HTTP ${status} from ${method} ${path}`;
   const { code: _c, message: _m, ...rest } = body ?? {};
@@ -126,15 +159,35 @@ export class Http {
     return this.lib;
   }
 
-  /** Auth and attribution headers for a path; no user or admin key ever travels to worker paths. */
+  /**
+   * Auth and attribution headers for a path. Worker routes take worker credentials only (spec
+   * 5.2), and worker credentials go nowhere else: one request never carries both kinds.
+   */
   headersFor(path: string): Record<string, string> {
-    const h: Record<string, string> = { 'user-agent': 'sbx-cli', ...(this.opts.headers ?? {}) };
-    // Worker routes take worker credentials only (spec 5.2): user and admin keys never go there.
-    const workerPath = path.startsWith('/api/v1/worker/');
-    if (this.opts.apiKey && !workerPath) h['x-api-key'] = this.opts.apiKey;
-    if (this.opts.adminKey && !workerPath) h['x-admin-api-key'] = this.opts.adminKey;
+    const h: Record<string, string> = { 'user-agent': 'sbx-cli' };
+    for (const [k, v] of Object.entries(this.opts.headers ?? {})) h[k.toLowerCase()] = v;
+    if (path.startsWith('/api/v1/worker/')) {
+      for (const k of CREDENTIAL_HEADERS) delete h[k];
+      const w = this.opts.worker;
+      if (w) {
+        h['x-worker-id'] = w.id;
+        if (w.bearer) h.authorization = `Bearer ${w.token}`;
+        else h['x-worker-token'] = w.token;
+      }
+      return h;
+    }
+    for (const k of WORKER_HEADERS) delete h[k];
+    if (this.opts.apiKey) h['x-api-key'] = this.opts.apiKey;
+    if (this.opts.adminKey) h['x-admin-api-key'] = this.opts.adminKey;
     if (this.opts.userId) h['x-user-id'] = this.opts.userId;
     return h;
+  }
+
+  /** The worker credentials, or a clear error before anything is sent. */
+  workerCredentials(): WorkerCredentials {
+    const w = this.opts.worker;
+    if (!w?.id || !w.token) throw new SbxError('unauthorized', 'worker routes need worker credentials: pass `worker: { id, token }` to the Client');
+    return w;
   }
 
   get hasAdminKey(): boolean {
@@ -191,17 +244,22 @@ export class Http {
   async check(res: RawResponse, method: string, path: string, accept: number[] = []): Promise<void> {
     if (res.status < 400 || accept.includes(res.status)) return;
     const text = await res.body.text().catch(() => '');
-    throw errorFromBody(res.status, text, method, path);
+    throw errorFromBody(res.status, text, method, path, this.baseUrl);
   }
 
   /** JSON request → parsed JSON answer. */
   async json<T>(method: string, path: string, opts: CallOptions = {}): Promise<T> {
+    return (await this.jsonWithHeaders<T>(method, path, opts)).body;
+  }
+
+  /** JSON request → parsed JSON answer and the response headers (sbx extensions such as X-Log-Cursor). */
+  async jsonWithHeaders<T>(method: string, path: string, opts: CallOptions = {}): Promise<{ body: T; headers: RawResponse['headers'] }> {
     const res = await this.send(method, path, opts);
     await this.check(res, method, path, opts.accept);
     const text = await this.readText(res);
-    if (text === '') return undefined as T;
+    if (text === '') return { body: undefined as T, headers: res.headers };
     try {
-      return JSON.parse(text) as T;
+      return { body: JSON.parse(text) as T, headers: res.headers };
     } catch {
       throw new SbxError('internal', `invalid JSON from ${method} ${path}`, { status: res.status });
     }

@@ -3,6 +3,7 @@ export { Client } from './client.js';
 export type { ClientOptions, EventStreamOptions, ExecSession, ExecWsInput, ExecWsOptions } from './client.js';
 export type { ExecWsMessage } from './exec-ws.js';
 export { DEFAULT_URL } from './http.js';
+export type { WorkerCredentials } from './http.js';
 export { SbxError } from '../core/errors.js';
 export type { ErrorCode } from '../core/errors.js';
 export type * from './types.js';

@@ -3,6 +3,7 @@ import type { Http } from './http.js';
 import type {
   CreateTemplateRequest,
   HeartbeatRequest,
+  Lease,
   OwnerQuota,
   OwnerUsage,
   ProviderDetail,
@@ -126,5 +127,26 @@ export class WorkersApi {
   /** Admin: removes a worker from the registry. */
   remove(id: string, opts: RequestOptions = {}): Promise<{ status: 'deleted' }> {
     return this.http.json('DELETE', `/api/v1/admin/workers/${enc(id)}`, opts);
+  }
+}
+
+/**
+ * The worker-facing routes (spec 4.6): what a worker calls on its control plane, with the worker
+ * credentials of the client (`worker: { id, token }`) and never a user or admin key. The path
+ * worker id is the credential's id, since the server rejects any other.
+ */
+export class WorkerFacingApi {
+  constructor(private readonly http: Http) {}
+
+  /** Records a heartbeat of this worker; returns the updated worker. */
+  async heartbeat(body: HeartbeatRequest, opts: RequestOptions = {}): Promise<Worker> {
+    const { id } = this.http.workerCredentials();
+    return this.http.json('POST', `/api/v1/worker/${enc(id)}/heartbeat`, { body, signal: opts.signal });
+  }
+
+  /** Renews a lease this worker holds (`ttl` from now); 404 unknown, 409 expired or held by another. */
+  async renewLease(resourceId: string, ttl: string, opts: RequestOptions = {}): Promise<{ lease: Lease }> {
+    const { id } = this.http.workerCredentials();
+    return this.http.json('POST', `/api/v1/worker/${enc(id)}/leases/${enc(resourceId)}/renew`, { body: { ttl }, signal: opts.signal });
   }
 }

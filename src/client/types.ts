@@ -12,6 +12,7 @@ import type { AdmissionDecision, Sandbox, SpawnRequest } from '../contracts/sand
 import type {
   Health as HealthSchema,
   HeartbeatRequest,
+  Lease as LeaseSchema,
   PoolStatus as PoolStatusSchema,
   ProviderDetail,
   ProviderListItem,
@@ -47,6 +48,14 @@ export type Health = Static<typeof HealthSchema>;
 export type Readiness = Static<typeof ReadinessSchema>;
 export type PoolStatus = Static<typeof PoolStatusSchema>;
 export type SnapshotSummary = Static<typeof SnapshotSummarySchema>;
+/** A lease (spec 2.10). */
+export type Lease = Static<typeof LeaseSchema>;
+
+/** Console lines with the server's cursor (`X-Log-Cursor`); no cursor = a server without the sbx extension. */
+export interface LogPage {
+  lines: string[];
+  cursor?: number;
+}
 
 /** Audit filters of `GET /api/v1/admin/audit` (the client picks `format` itself). */
 export type AuditQuery = Omit<AuditQuerySchema, 'format'>;

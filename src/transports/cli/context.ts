@@ -48,7 +48,7 @@ export interface CliContext {
   readonly cwd: string;
   readonly home: string;
   readonly stdin: StdinSource;
-  /** Aborted on cancellation (Ctrl-C from the bin, or a test). */
+  /** Aborted on cancellation: SIGINT/SIGTERM of the process (see signals.ts), or the caller of main(). */
   readonly signal: AbortSignal;
 }
 
@@ -80,11 +80,17 @@ export function profilePath(home: string): string {
 async function readProfile(path: string): Promise<Profile> {
   if (!existsSync(path)) return {};
   const { parse } = await import('yaml');
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new CliConfigError(`cannot read ${path}: ${(err as Error).message}`);
+  }
   let data: unknown;
   try {
-    data = parse(readFileSync(path, 'utf8'));
+    data = parse(text);
   } catch (err) {
-    throw new CliConfigError(`cannot read ${path}: ${(err as Error).message.split('\n')[0]}`);
+    throw new CliConfigError(`${path} is not valid YAML: ${yamlReason(err)}`);
   }
   if (data === null || data === undefined) return {};
   if (typeof data !== 'object' || Array.isArray(data)) throw new CliConfigError(`${path}: expected a mapping of url, api_key, admin_key, user`);
@@ -95,6 +101,20 @@ async function readProfile(path: string): Promise<Profile> {
     out[k as keyof Profile] = v;
   }
   return out;
+}
+
+/**
+ * One line from a YAML parse error: its reason and position, without the excerpt of the file the
+ * library appends (that excerpt may show an api_key).
+ */
+function yamlReason(err: unknown): string {
+  const e = err as { message?: string; linePos?: Array<{ line: number; col: number }> };
+  const reason = String(e.message ?? err)
+    .replace(/ at line \d+, column \d+:[\s\S]*$/, '')
+    .replace(/\s*\n\s*/g, ' ')
+    .trim();
+  const at = e.linePos?.[0];
+  return at ? `line ${at.line}, column ${at.col}: ${reason}` : reason;
 }
 
 /** Resolves settings, reading the profile only when a flag or env var leaves something open. */

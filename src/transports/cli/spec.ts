@@ -48,6 +48,11 @@ export interface CommandSpec {
   /** True when the command never talks to the server (the client profile is not read). */
   offline?: boolean;
   /**
+   * True when SIGINT/SIGTERM are the command's normal way to stop (serve drains and exits 0): its
+   * own exit code stands. Otherwise a run ended by a signal exits 128 + the signal number.
+   */
+  stopsOnSignal?: boolean;
+  /**
    * The handler; `opts` holds the parsed options plus the positional args by name. It gets
    * everything through `ctx` and never touches `process`.
    */

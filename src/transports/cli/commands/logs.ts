@@ -7,7 +7,8 @@ const POLL_MS = 1000;
 
 /**
  * Lines of `cur` not yet in `prev`: both are tail windows of the same log, `cur` taken later, so
- * the overlap is the longest suffix of `prev` that starts `cur`.
+ * the overlap is the longest suffix of `prev` that starts `cur`. Only for servers without log
+ * cursors: identical lines make the overlap ambiguous.
  */
 export function newLines(prev: readonly string[], cur: readonly string[]): string[] {
   for (let k = Math.min(prev.length, cur.length); k > 0; k--) {
@@ -27,14 +28,17 @@ export const logsCommand: CommandSpec = {
     { flags: '-f, --follow', description: 'keep printing new lines until the sandbox goes away (Ctrl-C stops)' },
   ],
   async run(ctx, opts: { id: string; lines?: number; follow?: boolean }) {
-    const lines = await ctx.client.logs(opts.id, opts.lines, { signal: ctx.signal });
+    const first = await ctx.client.readLogs(opts.id, { lines: opts.lines }, { signal: ctx.signal });
     if (ctx.out.json && !opts.follow) {
-      ctx.out.printJson(lines);
+      ctx.out.printJson(first.lines);
       return 0;
     }
-    for (const l of lines) print(ctx, l);
+    for (const l of first.lines) print(ctx, l);
     if (!opts.follow) return 0;
-    return follow(ctx, opts.id, opts.lines === undefined ? lines : await ctx.client.logs(opts.id, FOLLOW_WINDOW, { signal: ctx.signal }));
+    if (first.cursor !== undefined) return follow(ctx, opts.id, cursorReader(ctx, opts.id, first.cursor));
+    // An older server: match the overlap of successive tail windows (seeded with a full window).
+    const seed = opts.lines === undefined ? first.lines : await ctx.client.logs(opts.id, FOLLOW_WINDOW, { signal: ctx.signal });
+    return follow(ctx, opts.id, overlapReader(ctx, opts.id, seed));
   },
 };
 
@@ -43,25 +47,62 @@ function print(ctx: CliContext, line: string): void {
   else ctx.out.line(line);
 }
 
+/** Fetches the lines not printed yet and hands them to `emit`, in order. */
+type Reader = (signal: AbortSignal, emit: (line: string) => void) => Promise<void>;
+
+/** Every line after `cursor` exactly once, a window at a time until caught up. */
+function cursorReader(ctx: CliContext, id: string, cursor: number): Reader {
+  let fallback: Reader | undefined;
+  return async (signal, emit) => {
+    if (fallback) return fallback(signal, emit);
+    for (;;) {
+      const page = await ctx.client.readLogs(id, { lines: FOLLOW_WINDOW, after: cursor }, { signal });
+      if (page.cursor === undefined) {
+        // The server was replaced by one without cursors: this answer is a plain tail window.
+        fallback = overlapReader(ctx, id, page.lines);
+        return;
+      }
+      for (const l of page.lines) emit(l);
+      cursor = page.cursor;
+      if (page.lines.length < FOLLOW_WINDOW) return;
+    }
+  };
+}
+
+/** New lines of each tail window, found by content (repeated identical lines may be missed). */
+function overlapReader(ctx: CliContext, id: string, seed: string[]): Reader {
+  let prev = seed;
+  return async (signal, emit) => {
+    const cur = await ctx.client.logs(id, FOLLOW_WINDOW, { signal });
+    for (const l of newLines(prev, cur)) emit(l);
+    prev = cur;
+  };
+}
+
 /**
- * Re-reads the log tail whenever the event stream reports exec activity in this sandbox, and at
- * least every second (console output also comes from outside exec). Ends when the sandbox is gone.
+ * Reads new lines whenever the event stream reports exec activity in this sandbox, and at least
+ * every second (console output also comes from outside exec). Ends when the sandbox is gone.
  */
-async function follow(ctx: CliContext, id: string, seen: string[]): Promise<number> {
-  let prev = seen;
+async function follow(ctx: CliContext, id: string, read: Reader): Promise<number> {
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   if (ctx.signal.aborted) stop.abort();
-  let kick: (() => void) | undefined;
-  stop.signal.addEventListener('abort', () => kick?.(), { once: true });
+  // Activity seen while a read is under way makes the next read start at once.
+  let pending = false;
+  let wake: (() => void) | undefined;
+  const kick = () => {
+    pending = true;
+    wake?.();
+  };
+  stop.signal.addEventListener('abort', kick, { once: true });
   let gone = false;
 
   const watcher = (async () => {
     try {
       for await (const ev of ctx.client.events({ sandboxId: id, types: ['exec.*', 'sandbox.destroyed'], signal: stop.signal })) {
         if (ev.type === 'sandbox.destroyed') gone = true;
-        kick?.();
+        kick();
       }
     } catch {
       // No event stream (older server, proxy): polling alone still follows the log.
@@ -70,17 +111,20 @@ async function follow(ctx: CliContext, id: string, seen: string[]): Promise<numb
 
   try {
     while (!stop.signal.aborted) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, POLL_MS);
-        kick = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+      if (!pending) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, POLL_MS);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+      pending = false;
       if (stop.signal.aborted) break;
-      let cur: string[];
       try {
-        cur = await ctx.client.logs(id, FOLLOW_WINDOW, { signal: stop.signal });
+        await read(stop.signal, (l) => print(ctx, l));
       } catch (err) {
         if (err instanceof SbxError && err.code === 'not_found') {
           ctx.out.note(`sandbox ${id} is gone`);
@@ -89,8 +133,6 @@ async function follow(ctx: CliContext, id: string, seen: string[]): Promise<numb
         if (stop.signal.aborted) break;
         throw err;
       }
-      for (const l of newLines(prev, cur)) print(ctx, l);
-      prev = cur;
       if (gone) {
         ctx.out.note(`sandbox ${id} was destroyed`);
         return 0;

@@ -1,3 +1,4 @@
+import { SbxError } from '../../../core/errors.js';
 import { dash, relativeTime } from '../output/format.js';
 import type { CommandSpec } from '../spec.js';
 
@@ -10,6 +11,11 @@ export const providersCommand: CommandSpec = {
     const { out, client } = ctx;
     if (opts.test) {
       const results = await out.spin('checking providers', client.providers.test({ signal: ctx.signal }));
+      if (opts.name !== undefined && !Object.hasOwn(results, opts.name)) {
+        // The same answer as `sbx providers NAME`: an unknown name is not an empty result.
+        const known = Object.keys(results).sort();
+        throw new SbxError('not_found', `provider "${opts.name}" is not configured (available: ${known.join(', ') || 'none'})`);
+      }
       const entries = Object.entries(results).filter(([name]) => !opts.name || name === opts.name);
       if (out.json) out.printJson(Object.fromEntries(entries));
       else out.table([

@@ -4,6 +4,7 @@ export const serveCommand: CommandSpec = {
   name: 'serve',
   summary: 'run the control plane: HTTP API, store, providers, reaper, events',
   offline: true,
+  stopsOnSignal: true,
   options: [
     { flags: '-p, --port <port>', description: 'listen port (server.port; default 7423)', kind: 'int' },
     { flags: '--host <host>', description: 'listen address (server.host; default 127.0.0.1)' },

@@ -26,7 +26,7 @@ export const watchCommand: CommandSpec = {
   examples: ['sbx watch', 'sbx watch --types exec.* --sandbox $ID', 'sbx watch --json | jq .type'],
   async run(ctx, opts: { types?: string[]; sandbox?: string; since?: string }) {
     const live = ctx.out.isTTY && !ctx.out.json;
-    const view = live ? await (await import('../output/watch-view.js')).startWatchView(ctx.out.streams, ctx.client.url) : undefined;
+    const view = live ? await (await import('../output/watch-view.js')).startWatchView(ctx.out, ctx.client.url) : undefined;
     const onState = (state: 'open' | 'reconnecting', detail?: string) => {
       if (view) view.setState(state, detail);
       else if (state === 'reconnecting') ctx.out.note(`sbx: connection lost${detail ? ` (${detail})` : ''}; reconnecting…`);

@@ -49,6 +49,20 @@ function section(path: string[], spec: CommandSpec): string[] {
   return out;
 }
 
+/** Commands that read a server config file (they take `--config`), by full name: `serve`, `config lint`. */
+function configCommands(commands: readonly CommandSpec[], prefix: string[] = []): string[] {
+  return commands.flatMap((c) => {
+    const path = [...prefix, c.name];
+    const own = c.run && (c.options ?? []).some((o) => /--config\b/.test(o.flags)) ? [path.join(' ')] : [];
+    return [...own, ...configCommands(c.subcommands ?? [], path)];
+  });
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function joinWords(words: readonly string[]): string {
+  return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} and ${words[words.length - 1]}`;
+}
+
 /** The whole man page. */
 export function manPage(commands: readonly CommandSpec[], globals: readonly OptionSpec[], version: string): string {
   const lines = [
@@ -62,7 +76,8 @@ export function manPage(commands: readonly CommandSpec[], globals: readonly Opti
     '.SH DESCRIPTION',
     roff(
       'sbx is one binary: `sbx serve` runs the control plane (HTTP API under /api/v1, store, providers, TTL reaper, event stream), ' +
-        '`sbx worker` runs a remote worker, and the other commands are clients of the HTTP API. ' +
+        (commands.some((c) => c.name === 'worker') ? '`sbx worker` runs a remote worker, ' : '') +
+        'and the other commands are clients of the HTTP API. ' +
         'Output is human-readable by default; --json prints the API JSON on stdout. Errors are printed to stderr as one line starting with "sbx:".',
     ),
     '.SH GLOBAL OPTIONS',
@@ -83,7 +98,7 @@ export function manPage(commands: readonly CommandSpec[], globals: readonly Opti
       ['SBX_API_KEY', 'API key (as --api-key)'],
       ['SBX_ADMIN_API_KEY', 'admin API key (as --admin-key)'],
       ['SBX_USER_ID', 'owner / tenant id (as --user)'],
-      ['SBX_CONFIG', 'server configuration file for serve, worker, config lint and doctor (as --config)'],
+      ['SBX_CONFIG', `server configuration file for ${joinWords(configCommands(commands))} (as --config)`],
       ['SVC_*', 'server configuration keys, e.g. SVC_AUTH_API_KEY for auth.api_key'],
       ['NO_COLOR', 'disable colours (as --no-color)'],
     ].flatMap(([k, v]) => ['.TP', `.B ${roff(k!)}`, roff(v!)]),

@@ -2,7 +2,13 @@
  * The live `sbx watch` view (ink): every event printed once above a status line that shows the
  * connection state and counts. Loaded only when stdout is a terminal — ink and React never load
  * on other paths.
+ *
+ * Colour comes from the CLI's own chalk instance (`--no-color`, NO_COLOR), never from ink's colour
+ * props: those use chalk's global instance, which decides from process.argv and process.env.
+ * Event lines are written through ink's stdout writer rather than `<Static>`, which keeps every
+ * item (and ink a copy of all static output) for the life of the view.
  */
+import type { ChalkInstance } from 'chalk';
 import type { SbxEvent } from '../../../client/types.js';
 
 export interface WatchView {
@@ -11,23 +17,37 @@ export interface WatchView {
   close(): Promise<void>;
 }
 
+/** What the view needs of the CLI output: its streams and its colour settings. */
+export interface WatchViewOutput {
+  readonly streams: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream };
+  readonly c: ChalkInstance;
+}
+
 interface Snapshot {
-  events: SbxEvent[];
   state: 'connecting' | 'open' | 'reconnecting';
   detail?: string;
+  total: number;
   counts: Record<string, number>;
 }
 
-const GROUP_COLOR: Record<string, string> = {
-  sandbox: 'green',
-  exec: 'cyan',
-  file: 'blue',
-  quota: 'magenta',
-  spawn: 'yellow',
-  operation: 'red',
-  resource: 'red',
-  provider: 'red',
-  reconcile: 'yellow',
+/** Events held while ink is not ready to write them; past this the oldest are dropped. */
+export const MAX_PENDING_EVENTS = 1000;
+/** Size used when the terminal reports none: 0 columns draws one character per line, 0 rows clears the screen on every redraw. */
+const FALLBACK_COLUMNS = 80;
+const FALLBACK_ROWS = 24;
+
+type Style = (c: ChalkInstance) => (text: string) => string;
+
+const GROUP_STYLE: Record<string, Style> = {
+  sandbox: (c) => c.green,
+  exec: (c) => c.cyan,
+  file: (c) => c.blue,
+  quota: (c) => c.magenta,
+  spawn: (c) => c.yellow,
+  operation: (c) => c.red,
+  resource: (c) => c.red,
+  provider: (c) => c.red,
+  reconcile: (c) => c.yellow,
 };
 
 /** One-line summary of an event's data (`command=ls exit_code=0`). */
@@ -39,12 +59,35 @@ export function summarizeData(data: Record<string, unknown> | undefined, max = 1
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** Renders the view on `stdout` (a TTY stream). */
-export async function startWatchView(streams: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }, url: string): Promise<WatchView> {
-  const [{ render, Box, Static, Text }, React] = await Promise.all([import('ink'), import('react')]);
-  const h = React.createElement;
+/** One event as a styled line (no newline). */
+export function eventViewLine(ev: SbxEvent, c: ChalkInstance): string {
+  const group = ev.type.split('.')[0] ?? '';
+  const style = GROUP_STYLE[group]?.(c) ?? c.white;
+  return `${c.dim(`${ev.timestamp.slice(11, 19)} `)}${c.bold(style(ev.type.padEnd(20)))} ${(ev.sandbox_id ?? '-').padEnd(14)} ${c.dim(summarizeData(ev.data))}`;
+}
 
-  let snap: Snapshot = { events: [], state: 'connecting', counts: {} };
+/**
+ * `stream` as ink sees it: a terminal reporting 0 (or no) columns or rows gets a usable size.
+ * Everything else goes to the real stream.
+ */
+function withSize(stream: NodeJS.WritableStream): NodeJS.WriteStream {
+  return new Proxy(stream as NodeJS.WriteStream, {
+    get(target, prop) {
+      if (prop === 'columns') return target.columns > 0 ? target.columns : FALLBACK_COLUMNS;
+      if (prop === 'rows') return target.rows > 0 ? target.rows : FALLBACK_ROWS;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** Renders the view on the output's stdout (a TTY stream). */
+export async function startWatchView(out: WatchViewOutput, url: string): Promise<WatchView> {
+  const [{ render, Box, Text, useStdout }, React] = await Promise.all([import('ink'), import('react')]);
+  const h = React.createElement;
+  const { c } = out;
+
+  let snap: Snapshot = { state: 'connecting', total: 0, counts: {} };
   const listeners = new Set<() => void>();
   const update = (next: Partial<Snapshot>) => {
     snap = { ...snap, ...next };
@@ -55,44 +98,32 @@ export async function startWatchView(streams: { stdout: NodeJS.WritableStream; s
     return () => listeners.delete(l);
   };
 
-  function EventLine({ ev }: { ev: SbxEvent }) {
-    const group = ev.type.split('.')[0] ?? '';
-    const time = ev.timestamp.slice(11, 19);
-    return h(
-      Box,
-      null,
-      h(Text, { dimColor: true }, `${time} `),
-      h(Text, { color: GROUP_COLOR[group] ?? 'white', bold: true }, ev.type.padEnd(20)),
-      h(Text, null, ` ${(ev.sandbox_id ?? '-').padEnd(14)} `),
-      h(Text, { dimColor: true }, summarizeData(ev.data)),
-    );
-  }
+  // ink's writer prints above the live status line and redraws it; set on the first render.
+  let write: ((data: string) => void) | undefined;
+  let pending: SbxEvent[] = [];
+  const emit = (ev: SbxEvent) => write!(`${eventViewLine(ev, c)}\n`);
 
   function App() {
+    const { write: w } = useStdout();
+    React.useLayoutEffect(() => {
+      write = w;
+      const held = pending;
+      pending = [];
+      for (const ev of held) emit(ev);
+    }, [w]);
     const s = React.useSyncExternalStore(subscribe, () => snap);
-    const total = s.events.length;
-    const dot = s.state === 'open' ? h(Text, { color: 'green' }, '●') : h(Text, { color: 'yellow' }, '○');
+    const dot = s.state === 'open' ? c.green('●') : c.yellow('○');
     const counts = Object.entries(s.counts)
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([g, n]) => `${g} ${n}`)
       .join(' · ');
-    return h(
-      Box,
-      { flexDirection: 'column' },
-      h(Static, { items: s.events, children: (item: unknown) => h(EventLine, { key: String((item as SbxEvent).id), ev: item as SbxEvent }) }),
-      h(
-        Box,
-        { marginTop: 0 },
-        dot,
-        h(Text, null, ` ${s.state === 'open' ? 'watching' : s.state} ${url}`),
-        h(Text, { dimColor: true }, ` — ${total} event${total === 1 ? '' : 's'}${counts ? ` (${counts})` : ''}${s.detail ? ` — ${s.detail}` : ''}`),
-      ),
-    );
+    const tail = ` — ${s.total} event${s.total === 1 ? '' : 's'}${counts ? ` (${counts})` : ''}${s.detail ? ` — ${s.detail}` : ''}`;
+    return h(Box, null, h(Text, null, `${dot} ${s.state === 'open' ? 'watching' : s.state} ${url}${c.dim(tail)}`));
   }
 
   const instance = render(h(App), {
-    stdout: streams.stdout as NodeJS.WriteStream,
-    stderr: streams.stderr as NodeJS.WriteStream,
+    stdout: withSize(out.streams.stdout),
+    stderr: out.streams.stderr as NodeJS.WriteStream,
     patchConsole: false,
     exitOnCtrlC: false,
   });
@@ -100,7 +131,12 @@ export async function startWatchView(streams: { stdout: NodeJS.WritableStream; s
   return {
     push(ev) {
       const group = ev.type.split('.')[0] ?? 'other';
-      update({ events: [...snap.events, ev], counts: { ...snap.counts, [group]: (snap.counts[group] ?? 0) + 1 } });
+      if (write) emit(ev);
+      else {
+        pending.push(ev);
+        if (pending.length > MAX_PENDING_EVENTS) pending = pending.slice(-MAX_PENDING_EVENTS);
+      }
+      update({ total: snap.total + 1, counts: { ...snap.counts, [group]: (snap.counts[group] ?? 0) + 1 } });
     },
     setState(state, detail) {
       update({ state, detail });

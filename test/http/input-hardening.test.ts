@@ -51,6 +51,20 @@ describe('owner ids refuse C1 controls and Unicode separators (spec 2.6, 5.1 rul
     }
     expect(await srv.plane.deps.store.listSandboxes()).toEqual([]);
   });
+
+  it('an X-User-ID sent as UTF-8 bytes means the characters they spell, as in the body', async () => {
+    // `à` is C3 A0 in UTF-8: read byte by byte as Latin-1 it would be `Ã` and a no-break space.
+    for (const owner of ['jürgen', 'voilà', '東京']) {
+      const asSent = Buffer.from(owner, 'utf8').toString('latin1');
+      const res = await call(srv.url, 'POST', '/api/v1/sandboxes/admission', {}, { 'X-User-ID': asSent });
+      expect(res.status, owner).toBe(200);
+      const quota = await call(srv.url, 'PUT', `/api/v1/quotas/${encodeURIComponent(owner)}`, { max_sandboxes: 1 });
+      expect(quota.status).toBe(200);
+      const usage = await call(srv.url, 'POST', '/api/v1/sandboxes/admission', {}, { 'X-User-ID': asSent });
+      expect(usage.body.max_owner_sandboxes, owner).toBe(1);
+      await call(srv.url, 'DELETE', `/api/v1/quotas/${encodeURIComponent(owner)}`);
+    }
+  });
 });
 
 describe('X-User-ID is validated on every /api/v1 route (spec 5.1 rule 1)', () => {

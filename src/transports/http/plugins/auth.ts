@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { validateOwnerId } from '../../../core/admission/owner.js';
 import { realmOf, type Realm } from '../../../core/auth/realm.js';
@@ -81,7 +82,7 @@ export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
     const path = request.routeOptions.url ?? request.url.split('?')[0] ?? '/';
     const realm = realmOf(path);
     if (realm === 'outside') return;
-    request.sbxUserId = validateOwnerId(request.headers['x-user-id'], 'X-User-ID');
+    request.sbxUserId = validateOwnerId(headerText(request.headers['x-user-id']), 'X-User-ID');
     if (realm === 'probe') return;
 
     if (realm === 'worker') {
@@ -127,4 +128,19 @@ export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
     if (auth.enabled && !apiIsUser && !adminViaHeader && !apiIsAdmin) throw unauthorized('missing X-API-Key');
     request.sbxAdmin = adminViaHeader || separateAdminKey;
   });
+}
+
+/**
+ * Node hands header values over as Latin-1; a client sending a UTF-8 owner id (`ü` as C3 BC)
+ * means the characters those bytes spell, as it would in the JSON body's `owner_id`.
+ */
+function headerText(value: string | string[] | undefined): string | string[] | undefined {
+  if (typeof value !== 'string' || isAscii(value)) return value;
+  const bytes = Buffer.from(value, 'latin1');
+  return isUtf8(bytes) ? bytes.toString('utf8') : value;
+}
+
+function isAscii(value: string): boolean {
+  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) > 0x7f) return false;
+  return true;
 }

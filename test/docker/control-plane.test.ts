@@ -1,46 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { DOCKER_SKIP, dockerTitle, requireEngine, SOCKET, TEST_IMAGE } from './engine.js';
-
-/**
- * A unix-socket relay in front of the real engine: closing it is, to sbx, the engine going away
- * mid-run (the daemon itself stays up for the other suites running in parallel).
- */
-class EngineRelay {
-  readonly path: string;
-  private server: Server | undefined;
-  private readonly sockets = new Set<Socket>();
-
-  constructor(dir: string) {
-    this.path = join(dir, 'engine.sock');
-  }
-
-  async open(): Promise<void> {
-    const server = createServer((client) => {
-      const engine = createConnection(SOCKET);
-      for (const s of [client, engine]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => (s === client ? engine : client).destroy());
-      }
-      client.pipe(engine).pipe(client);
-    });
-    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(this.path, resolve));
-    this.server = server;
-  }
-
-  async close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    const server = this.server;
-    this.server = undefined;
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-}
+import { DOCKER_SKIP, dockerTitle, EngineTap, requireEngine, TEST_IMAGE } from './engine.js';
 
 async function call(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
   const res = await fetch(base + path, {
@@ -64,7 +28,8 @@ async function eventually(check: () => Promise<boolean>, ms = 10_000): Promise<v
 describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the docker provider'), () => {
   let docker: Docker;
   let dir: string;
-  let relay: EngineRelay;
+  // Closing the relay is, to sbx, the engine going away mid-run (the daemon stays up for the other suites).
+  let relay: EngineTap;
   let srv: TestServer | undefined;
 
   const start = () =>
@@ -77,7 +42,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the
   beforeAll(async () => {
     docker = await requireEngine();
     dir = mkdtempSync(join(tmpdir(), 'sbx-docker-cp-'));
-    relay = new EngineRelay(dir);
+    relay = new EngineTap(dir);
     await relay.open();
   });
   afterAll(async () => {

@@ -49,8 +49,9 @@ export async function removeInstallation(docker: Docker, installationId: string)
 }
 
 /**
- * A unix-socket relay in front of the engine that records each request line passing through it,
- * so a test can assert how many engine calls an operation costs.
+ * A unix-socket relay in front of the engine. It records each request line passing through it, so
+ * a test can assert how many engine calls an operation costs; closing it is, to sbx, the engine
+ * going away mid-run, and opening it again brings the engine back.
  */
 export class EngineTap {
   readonly path: string;

@@ -65,6 +65,30 @@ describe('signals on the sbx bin', () => {
     expect(r.stderr).toBe('');
   });
 
+  it('SIGINT during `sbx exec` kills the remote command and exits 130 without an error line', async () => {
+    const id = await sandboxWithLine('x');
+    // A duration no other test uses, since mock sandboxes share the host's process table.
+    const nap = `${40 + Math.floor(Math.random() * 1000)}.25`;
+    const { child, done } = await start(process.execPath, [BIN, 'exec', id, '-n', '--sh', `echo started; sleep ${nap}; echo never`], 'started\n');
+    child.kill('SIGINT');
+    const r = await done;
+    expect(r.code).toBe(130);
+    expect(r.stdout).toBe('started\n');
+    expect(r.stderr).toBe('');
+    // The command is gone in the sandbox: soon no such `sleep` is left (the kill follows the hang-up).
+    const running = async () => {
+      const ps = await fetch(`${server.url}/api/v1/sandboxes/${id}/exec`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ command: 'ps -o args 2>/dev/null || ps' }),
+      });
+      return ((await ps.json()) as { stdout: string }).stdout.includes(`sleep ${nap}`);
+    };
+    const deadline = Date.now() + 5_000;
+    while ((await running()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(await running()).toBe(false);
+  });
+
   const hasScript = spawnSync('script', ['-qec', 'true', '/dev/null']).status === 0;
   it.skipIf(!hasScript)('Ctrl-C on a terminal: the live watch view ends, gives the cursor back, exit 130', async () => {
     // `script` gives sbx a pseudo-terminal; ^C typed into it reaches sbx as SIGINT.

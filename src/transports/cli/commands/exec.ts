@@ -98,10 +98,13 @@ async function runStreamed(ctx: CliContext, id: string, input: ExecInput): Promi
     }
   } catch (err) {
     if (!started) throw err;
+    // Cancelled (Ctrl-C): the command was killed on purpose; main() reports the signal's exit code.
+    if (ctx.signal.aborted) return EXIT.execFailed;
     ctx.out.error(`exec failed while the command ran: ${messageFor(err, keys(ctx))}`);
     return EXIT.execFailed;
   }
   if (!exit) {
+    if (ctx.signal.aborted) return EXIT.execFailed;
     ctx.out.error('exec stream ended without an exit status');
     return EXIT.execFailed;
   }

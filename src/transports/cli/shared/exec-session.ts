@@ -88,6 +88,8 @@ export async function printSession(ctx: CliContext, session: ExecSession): Promi
       }
     }
   } catch (err) {
+    // Cancelled (Ctrl-C): the command was killed on purpose; main() reports the signal's exit code.
+    if (ctx.signal.aborted) return EXIT.execFailed;
     ctx.out.error(`exec failed while the command ran: ${messageFor(err, keys(ctx))}`);
     return EXIT.execFailed;
   } finally {
@@ -102,6 +104,7 @@ export async function printSession(ctx: CliContext, session: ExecSession): Promi
     return EXIT.execFailed;
   }
   if (!exit) {
+    if (ctx.signal.aborted) return EXIT.execFailed;
     ctx.out.error('exec stream ended without an exit status');
     return EXIT.execFailed;
   }

@@ -67,6 +67,18 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the
     expect((await call(srv.url, 'GET', '/api/v1/sandboxes')).json).toEqual([]);
   });
 
+  it('an HTTP exec past its timeout answers 408 and leaves nothing running in the container', async () => {
+    srv ??= await start();
+    const { id } = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).json;
+    const nap = `${200 + Math.floor(Math.random() * 100)}`;
+    const r = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: `echo go; (sleep ${nap} &); sleep ${nap}`, timeout: '1s' });
+    expect(r.status).toBe(408);
+    expect(r.json).toMatchObject({ code: 'timeout', stdout: 'go\n' });
+    const ps = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'ps -o args' });
+    expect(ps.json.stdout).not.toContain(`sleep ${nap}`);
+    expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+  });
+
   it('keeps a sandbox working across a control-plane restart, without a respawn', async () => {
     srv ??= await start();
     const spawned = await call(srv.url, 'POST', '/api/v1/sandboxes', {});

@@ -74,6 +74,7 @@ export const execCommand: CommandSpec = {
       session = await ctx.client.execWs(opts.id, input, { signal: ctx.signal });
     } catch (err) {
       if (!noWebSocketRoute(err)) throw err;
+      ctx.out.note('this server has no WebSocket exec: stdin is read to its end and sent before the command starts');
       const data = await readPipedStdin(ctx.stdin);
       if (data) input.stdin = data;
       return runStreamed(ctx, opts.id, input);

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { createControlPlane, type ControlPlane } from '../../src/compose/control-plane.js';
-import { loadConfig } from '../../src/config/index.js';
+import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from '../../src/compose/control-plane.js';
+import { loadConfig, type SbxConfig } from '../../src/config/index.js';
 
 export interface TestServer {
   url: string;
@@ -20,11 +20,14 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
   return out;
 }
 
+/** Control-plane options for a test server (logger, ids, clock), or a function of its config. */
+export type TestPlaneOptions = Omit<ControlPlaneOptions, 'home'> | ((config: SbxConfig) => Omit<ControlPlaneOptions, 'home'>);
+
 /**
  * A real control plane on 127.0.0.1:0: mock provider (unless overridden), a temp SQLite file,
- * temp home and cwd so no developer config leaks in.
+ * temp home and cwd so no developer config leaks in. The logger is silent unless `options` gives one.
  */
-export async function startTestServer(overrides: Record<string, unknown> = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Record<string, unknown> = {}, options: TestPlaneOptions = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'sbx-test-'));
   const base = {
     server: { host: '127.0.0.1', port: 0 },
@@ -33,7 +36,8 @@ export async function startTestServer(overrides: Record<string, unknown> = {}): 
     logging: { level: 'silent' },
   };
   const { config } = await loadConfig({ cwd: dir, home: dir, env: {}, overrides: merge(base, overrides) as never });
-  const plane = await createControlPlane(config, { home: dir, logger: pino({ level: 'silent' }) });
+  const opts = typeof options === 'function' ? options(config) : options;
+  const plane = await createControlPlane(config, { logger: pino({ level: 'silent' }), ...opts, home: dir });
   const url = await plane.listen();
   return {
     url,

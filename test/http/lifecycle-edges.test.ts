@@ -1,36 +1,22 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomIds } from '../../src/adapters/system/clock-ids.js';
-import { createControlPlane, type ControlPlane } from '../../src/compose/control-plane.js';
-import { loadConfig } from '../../src/config/index.js';
 import { call } from '../helpers/http.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
  * A real control plane on the mock provider whose log lines are kept, and whose next sandbox id
  * can be chosen (to make the store refuse a spawn after the runtime exists).
  */
-let dir: string;
-let plane: ControlPlane;
+let srv: TestServer;
 let url: string;
 const logs: Array<Record<string, unknown>> = [];
 let nextId: string | undefined;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'sbx-lifecycle-'));
-  const { config } = await loadConfig({
-    cwd: dir,
-    home: dir,
-    env: {},
-    overrides: {
-      server: { host: '127.0.0.1', port: 0 },
-      database: { driver: 'sqlite', path: join(dir, 'sbx.db') },
-      providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
-    } as never,
-  });
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
       for (const line of chunk.toString().split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
@@ -45,21 +31,18 @@ beforeAll(async () => {
     },
     randomId: (n?: number) => randomIds.randomId(n),
   };
-  plane = await createControlPlane(config, { home: dir, logger: pino({ level: 'warn' }, sink), ids });
-  url = await plane.listen();
+  srv = await startTestServer({ logging: { level: 'warn' } }, { logger: pino({ level: 'warn' }, sink), ids });
+  url = srv.url;
 });
-afterAll(async () => {
-  await plane?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(async () => srv?.close());
 
-const runtimeDir = (id: string) => join(dir, 'mock', id);
+const runtimeDir = (id: string) => join(srv.dir, 'mock', id);
 
 describe('sandbox lifecycle edges', () => {
   it('tears the runtime down when the sandbox cannot be recorded after the provider spawned it', async () => {
     const id = 'sb-collision0000';
     const at = new Date().toISOString();
-    await plane.deps.store.insertSandbox({
+    await srv.plane.deps.store.insertSandbox({
       id, state: 'destroyed', provider: 'mock', image: 'x', memory_mb: 1, vcpus: 1, created_at: at, updated_at: at,
       expires_at: at, metadata: {}, owner_id: null, worker_id: 'local', runtime_id: null, template: null,
     });
@@ -67,13 +50,13 @@ describe('sandbox lifecycle edges', () => {
     const res = await call(url, 'POST', '/api/v1/sandboxes', {});
     expect(res.status).toBe(409);
     expect(res.body).toEqual({ code: 'conflict', message: `sandbox "${id}" already exists` });
-    expect(existsSync(join(dir, 'mock'))).toBe(true); // the provider did run
+    expect(existsSync(join(srv.dir, 'mock'))).toBe(true); // the provider did run
     expect(existsSync(runtimeDir(id))).toBe(false);
-    expect((await plane.deps.store.getSandbox(id))!.state).toBe('destroyed');
+    expect((await srv.plane.deps.store.getSandbox(id))!.state).toBe('destroyed');
   });
 
   it('a sandbox whose provider is not configured here: 503 for every operation, DELETE keeps it, prune and reaper leave it with one warning', async () => {
-    const { store, sandboxes, bus } = plane.deps;
+    const { store, sandboxes, bus } = srv.plane.deps;
     const spawned = await call(url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
     expect(spawned.status).toBe(201);
     const id = spawned.body.id as string;
@@ -137,7 +120,7 @@ describe('sandbox lifecycle edges', () => {
   });
 
   it('the reaper tears down a sandbox in error whose runtime is gone, and leaves one whose runtime runs', async () => {
-    const { store, sandboxes, bus } = plane.deps;
+    const { store, sandboxes, bus } = srv.plane.deps;
     const lost = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
     const alive = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
     // The runtime vanishes from outside; the next operation says so and moves the sandbox to `error`.

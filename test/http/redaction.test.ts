@@ -1,12 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createControlPlane, type ControlPlane } from '../../src/compose/control-plane.js';
-import { loadConfig, secretValues } from '../../src/config/index.js';
+import { secretValues } from '../../src/config/index.js';
 import { createLogger } from '../../src/log/logger.js';
 import { call, type Res } from '../helpers/http.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 import { openSse, type SseStream } from '../helpers/sse.js';
 
 /** Every secret the configuration supports, each recognisable anywhere it might leak. */
@@ -24,25 +21,23 @@ const S = {
   envValue: 'sbx-test-env-secret-9f4b2d7e1c6a3f8e0e21',
 };
 
-let plane: ControlPlane;
+let srv: TestServer;
 let url: string;
-let dir: string;
 let logs = '';
 let configured: string[] = [];
 const errorBodies: Array<{ what: string; res: Res }> = [];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'sbx-redact-'));
-  const { config } = await loadConfig({
-    cwd: dir,
-    home: dir,
-    env: {},
-    overrides: {
-      server: { host: '127.0.0.1', port: 0 },
-      database: { driver: 'sqlite', path: join(dir, 'sbx.db'), dsn: `postgres://sbx:${S.dbPassword}@db.internal:5432/sbx` },
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logs += chunk.toString();
+      cb();
+    },
+  });
+  srv = await startTestServer(
+    {
+      database: { dsn: `postgres://sbx:${S.dbPassword}@db.internal:5432/sbx` },
       providers: {
-        default: 'mock',
-        mock: { root_dir: join(dir, 'mock') },
         docker: { registry_auth: { username: 'ci', password: S.registry } },
         hosted: { api_url: 'https://hosted.invalid', api_key: S.hosted },
         custom_http: { url: 'https://custom.invalid', token: S.custom },
@@ -58,25 +53,17 @@ beforeAll(async () => {
       },
       defaults: { max_exec_timeout: '10m' },
       logging: { level: 'debug', format: 'json' },
-    } as never,
-  });
-  configured = secretValues(config);
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      logs += chunk.toString();
-      cb();
     },
-  });
-  // The logger createControlPlane would build, writing into a buffer instead of stderr.
-  const logger = createLogger({ level: 'debug', format: 'json', secrets: configured, destination: sink });
-  plane = await createControlPlane(config, { home: dir, logger });
-  url = await plane.listen();
+    (config) => {
+      configured = secretValues(config);
+      // The logger createControlPlane would build, writing into a buffer instead of stderr.
+      return { logger: createLogger({ level: 'debug', format: 'json', secrets: configured, destination: sink }) };
+    },
+  );
+  url = srv.url;
 });
 
-afterAll(async () => {
-  await plane?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(async () => srv?.close());
 
 const user = { 'X-API-Key': S.api };
 const admin = { 'X-Admin-API-Key': S.admin };

@@ -108,6 +108,7 @@ export interface AuditRecord {
 
 export interface AuditFilter {
   limit?: number;
+  /** Prefix match on the actor (`api-key` finds `api-key:dave`). */
   actor?: string;
   method?: string;
   status?: number;

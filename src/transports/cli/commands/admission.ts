@@ -1,6 +1,5 @@
 import { EXIT } from '../exit-codes.js';
 import { OWNER_OPTION, RESOURCE_OPTIONS, spawnRequest, type ResourceFlags } from '../shared/spawn-flags.js';
-import type { SpawnRequest } from '../../../client/types.js';
 import type { CommandSpec } from '../spec.js';
 
 export const admissionCommand: CommandSpec = {
@@ -13,13 +12,9 @@ export const admissionCommand: CommandSpec = {
     if (opts.template !== undefined) {
       // The same request a template spawn makes: the template's fields, with the flags on top.
       const t = await ctx.client.templates.get(opts.template, { signal: ctx.signal });
-      const fromTemplate: SpawnRequest = {};
-      if (t.image !== null) fromTemplate.image = t.image;
-      if (t.provider !== null) fromTemplate.provider = t.provider;
-      if (t.memory_mb !== null) fromTemplate.memory_mb = t.memory_mb;
-      if (t.vcpus !== null) fromTemplate.vcpus = t.vcpus;
-      if (t.ttl !== null) fromTemplate.ttl = t.ttl;
-      req = { ...fromTemplate, ...req, metadata: { ...t.metadata, ...(req.metadata ?? {}) } };
+      // Unset template fields are absent (undefined), which the request's JSON leaves out.
+      const { image, provider, memory_mb, vcpus, ttl } = t;
+      req = { image, provider, memory_mb, vcpus, ttl, ...req, metadata: { ...t.metadata, ...(req.metadata ?? {}) } };
     }
     const d = await ctx.client.admission(req, { signal: ctx.signal });
     const { out } = ctx;

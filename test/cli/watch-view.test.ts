@@ -19,19 +19,34 @@ beforeAll(async () => {
 });
 afterAll(async () => server?.close());
 
-/** Runs `sbx watch` on a pretend terminal while one sandbox is spawned; returns the run and the id. */
+/** Connected event-stream clients, from the server's diagnostics. */
+async function subscribers(): Promise<number> {
+  const res = await fetch(`${server.url}/api/v1/diagnostics`);
+  return ((await res.json()) as { events: { subscribers: number } }).events.subscribers;
+}
+
+/**
+ * Runs `sbx watch` on a pretend terminal while one sandbox is spawned; returns the run and the id.
+ * The stream counts as open when the server has one more subscriber: ink holds back its live
+ * status line until exit when `CI` is set, so the rendered text cannot tell.
+ */
 async function watchSpawn(argv: string[], opts: RunOptions = {}) {
   const stop = new AbortController();
-  let open = false;
-  const run = sbx(['watch', '--types', 'sandbox.*', ...argv], { tty: true, signal: stop.signal, onStdout: (_c, all) => void (open ||= strip(all()).includes('watching')), ...opts });
-  for (let waited = 0; !open; waited += 50) {
-    if (waited > 10_000) throw new Error('the view never reported the stream open');
+  const before = await subscribers();
+  const run = sbx(['watch', '--types', 'sandbox.*', ...argv], { tty: true, signal: stop.signal, ...opts });
+  for (let waited = 0; (await subscribers()) <= before; waited += 50) {
+    if (waited > 10_000) throw new Error('the watch never connected to the event stream');
     await new Promise((r) => setTimeout(r, 50));
   }
   const id = (await sbx(['spawn'])).stdout.trim();
   await new Promise((r) => setTimeout(r, 400));
   stop.abort();
-  return { r: await run, id };
+  const r = await run;
+  for (let waited = 0; (await subscribers()) > before; waited += 50) {
+    if (waited > 10_000) throw new Error('the watch never left the event stream');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { r, id };
 }
 
 describe('sbx watch live view', () => {

@@ -63,17 +63,10 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
   const timers: NodeJS.Timeout[] = [];
   try {
     await store.migrate();
-    let installationId = await store.getMeta('installation_id');
-    if (!installationId) {
-      installationId = ids.randomId(8);
-      await store.setMeta('installation_id', installationId);
-    }
+    // Claimed, not read-then-written: replicas starting at once on a fresh store agree on one value.
+    const installationId = (await store.getMeta('installation_id')) || (await store.claimMeta('installation_id', ids.randomId(8)));
     // Keys the derived owners (`key/…`, `ip/…`) so they cannot be reversed by guessing; never shown.
-    let ownerKey = await store.getMeta('derived_owner_key');
-    if (!ownerKey) {
-      ownerKey = randomBytes(32).toString('hex');
-      await store.setMeta('derived_owner_key', ownerKey);
-    }
+    const ownerKey = (await store.getMeta('derived_owner_key')) || (await store.claimMeta('derived_owner_key', randomBytes(32).toString('hex')));
 
     const bus = new EventBus(clock);
     const built = await buildProviders(config, installationId, bus, logger);

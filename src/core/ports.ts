@@ -145,6 +145,11 @@ export interface Store {
   /** Key/value for installation facts (installation id, schema version). */
   getMeta(key: string): Promise<string | null>;
   setMeta(key: string, value: string): Promise<void>;
+  /**
+   * Stores `value` under `key` unless a value is already there, atomically, and returns the value
+   * that is stored: the first writer wins, so replicas starting at once agree on one value.
+   */
+  claimMeta(key: string, value: string): Promise<string>;
 
   insertSandbox(rec: SandboxRecord): Promise<void>;
   /** Applies the patch and returns the new record, or null if the id is unknown. */

@@ -105,6 +105,11 @@ describe.skipIf(SKIP !== undefined)(`postgres store specifics${SKIP ? ` (skipped
       expect((await b.getLease('sb-shared'))?.generation).toBe(3);
       expect((await b.getLease('sb-shared'))?.expires_at).toMatch(/^2025-01-01T00:01:0[12]\.000Z$/);
       expect(at(0)).toBe('2025-01-01T00:00:00.000Z');
+
+      // Replicas starting at once each claim an installation id; both end up with the same one.
+      const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).claimMeta('installation_id', `id-${i}`)));
+      expect(new Set(claims).size).toBe(1);
+      expect(await b.getMeta('installation_id')).toBe(claims[0]);
     } finally {
       await a.close();
       await b.close();

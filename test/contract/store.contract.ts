@@ -75,6 +75,15 @@ function lifecycleContract(ctx: ContractContext): void {
       expect(await ctx.store.getMeta('schema_version')).toMatch(/^[1-9][0-9]*$/);
     });
 
+    it('claims a meta value once: the first writer wins, later claims get its value', async () => {
+      expect(await ctx.store.claimMeta('installation_id', 'first')).toBe('first');
+      expect(await ctx.store.claimMeta('installation_id', 'second')).toBe('first');
+      expect(await ctx.store.getMeta('installation_id')).toBe('first');
+      const many = await Promise.all(Array.from({ length: 8 }, (_, i) => ctx.store.claimMeta('race', `v${i}`)));
+      expect(new Set(many).size).toBe(1);
+      expect(await ctx.store.getMeta('race')).toBe(many[0]);
+    });
+
     it('migrates again without harm', async () => {
       await ctx.store.insertSandbox(sandbox('sb-keep'));
       await ctx.store.setMeta('k', 'v');

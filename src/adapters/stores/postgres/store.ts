@@ -153,6 +153,12 @@ export class PostgresStore implements Store {
     await this.count(SQL.setMeta, [key, value]);
   }
 
+  async claimMeta(key: string, value: string): Promise<string> {
+    await this.count(SQL.claimMeta, [key, value]);
+    // Rows are never deleted, so the row the insert found or made is still there.
+    return String((await this.one(SQL.getMeta, [key]))!.value);
+  }
+
   async insertSandbox(rec: SandboxRecord): Promise<void> {
     if ((await this.count(SQL.insertSandbox, sandboxValues(rec))) === 0) {
       throw conflict(`sandbox "${rec.id}" already exists`);

@@ -28,6 +28,7 @@ const list = (cols: readonly string[]) => cols.join(', ');
 export const SQL = {
   getMeta: 'SELECT value FROM meta WHERE key = ?',
   setMeta: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+  claimMeta: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
 
   insertSandbox: `INSERT INTO sandboxes (${list(SANDBOX_COLUMNS)}) VALUES (${marks(SANDBOX_COLUMNS.length)})
     ON CONFLICT (id) DO NOTHING`,

@@ -101,6 +101,11 @@ export class SqliteStore implements Store {
     this.run(SQL.setMeta, [key, value]);
   }
 
+  async claimMeta(key: string, value: string): Promise<string> {
+    this.run(SQL.claimMeta, [key, value]);
+    return String(this.one(SQL.getMeta, [key])!.value);
+  }
+
   async insertSandbox(rec: SandboxRecord): Promise<void> {
     if (this.run(SQL.insertSandbox, sandboxValues(rec)) === 0) throw conflict(`sandbox "${rec.id}" already exists`);
   }

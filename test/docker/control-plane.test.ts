@@ -132,6 +132,38 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the
     expect(await sandboxes.reap()).toBe(0);
   });
 
+  it('a container killed from outside with no operation since is found by the reaper (one listing per pass), never while the engine is gone', async () => {
+    srv ??= await start();
+    const { bus, sandboxes, store } = srv.plane.deps;
+    const { json: sb } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    const { json: kept } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    await docker.getContainer(`sbx-${sb.id}`).kill();
+
+    await relay.close();
+    try {
+      expect(await sandboxes.reap()).toBe(0);
+      expect((await store.getSandbox(sb.id))!.state).toBe('running');
+    } finally {
+      await relay.open();
+    }
+
+    expect(await sandboxes.reap()).toBe(1);
+    expect((await store.getSandbox(sb.id))!.state).toBe('destroyed');
+    await expect(docker.getContainer(`sbx-${sb.id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    expect(bus.since(0, { types: ['sandbox.error', 'sandbox.destroyed'], sandbox_id: sb.id }).map((e) => [e.type, e.data])).toEqual([
+      ['sandbox.error', { provider: 'docker', operation: 'reap', reason: 'runtime stopped' }],
+      ['sandbox.destroyed', { reason: 'runtime_lost' }],
+    ]);
+    expect((await store.getSandbox(kept.id))!.state).toBe('running');
+    expect((await docker.getContainer(`sbx-${kept.id}`).inspect()).State.Running).toBe(true);
+    // A quiet pass over live sandboxes costs one engine call, however many there are.
+    const { json: more } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    relay.take();
+    expect(await sandboxes.reap()).toBe(0);
+    expect(relay.take()).toEqual(['GET /containers/json']);
+    for (const id of [kept.id, more.id]) expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+  });
+
   it('a container stopped while the control plane was down is cleaned by startup reconciliation', async () => {
     srv ??= await start();
     const { json: sb } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});

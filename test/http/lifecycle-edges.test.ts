@@ -142,4 +142,26 @@ describe('sandbox lifecycle edges', () => {
     await store.updateSandbox(alive, { state: 'running' });
     expect((await call(url, 'DELETE', `/api/v1/sandboxes/${alive}`)).status).toBe(200);
   });
+
+  it('the reaper notices a running sandbox whose runtime vanished with no operation since: error, then destroyed', async () => {
+    const { store, sandboxes, bus } = srv.plane.deps;
+    const lost = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+    const alive = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+    rmSync(runtimeDir(lost), { recursive: true, force: true });
+    expect((await store.getSandbox(lost))!.state).toBe('running');
+
+    expect(await sandboxes.reap()).toBe(1);
+    expect((await store.getSandbox(lost))!.state).toBe('destroyed');
+    const events = bus.since(0, { types: ['sandbox.error', 'sandbox.destroyed'], sandbox_id: lost });
+    expect(events.map((e) => [e.type, e.data])).toEqual([
+      ['sandbox.error', { provider: 'mock', operation: 'reap', reason: 'runtime missing' }],
+      ['sandbox.destroyed', { reason: 'runtime_lost' }],
+    ]);
+    // The live one is left alone, and a second pass finds nothing.
+    expect((await store.getSandbox(alive))!.state).toBe('running');
+    expect(existsSync(runtimeDir(alive))).toBe(true);
+    expect(await sandboxes.reap()).toBe(0);
+    expect((await call(url, 'POST', `/api/v1/sandboxes/${alive}/exec`, { command: 'echo ok' })).body).toMatchObject({ exit_code: 0 });
+    expect((await call(url, 'DELETE', `/api/v1/sandboxes/${alive}`)).status).toBe(200);
+  });
 });

@@ -4,7 +4,7 @@ import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { Clock, IdSource, Provider, SandboxRecord, Store } from '../ports.js';
+import type { Clock, IdSource, Provider, RuntimeStatus, SandboxRecord, Store } from '../ports.js';
 import type { CoreSettings } from '../settings.js';
 import { ownerVisible, type Caller } from './caller.js';
 import { guardRuntime } from './runtime-guard.js';
@@ -214,9 +214,11 @@ export class SandboxService {
 
   /**
    * The reaper's pass over this worker's sandboxes: tears down every sandbox past its TTL, and
-   * every sandbox in `error` whose runtime the provider reports stopped or missing (reason
-   * `runtime_lost`). A provider that cannot answer destroys nothing; the next pass tries again.
-   * Returns how many were torn down.
+   * every sandbox whose runtime the provider reports stopped or missing (reason `runtime_lost`).
+   * A `running` sandbox found so (killed from outside, no operation since) first moves to `error`
+   * with `sandbox.error`, so the stream tells why. Running sandboxes are checked against one
+   * runtime listing per provider, then each suspect is confirmed by its own status. A provider
+   * that cannot answer destroys nothing; the next pass tries again. Returns how many were torn down.
    */
   async reap(): Promise<number> {
     const now = this.deps.clock.now().getTime();
@@ -224,6 +226,8 @@ export class SandboxService {
     let n = 0;
     // A provider that did not answer once is not asked again this pass: each try may take the full timeout.
     const silent = new Set<string>();
+    // Listed after the records were read, so a sandbox that started meanwhile is in the listing.
+    const listings = new Map<string, Promise<Map<string, RuntimeStatus> | null>>();
     for (const rec of rows) {
       if (this.stranded(rec)) {
         this.warnStranded(rec);
@@ -232,6 +236,7 @@ export class SandboxService {
       let reason: string;
       if (rec.state === 'expired' || Date.parse(rec.expires_at) <= now) reason = 'expired';
       else if (rec.state === 'error' && (await this.runtimeLost(rec, silent))) reason = 'runtime_lost';
+      else if (rec.state === 'running' && (await this.listedGone(rec, listings)) && (await this.markLost(rec, silent))) reason = 'runtime_lost';
       else continue;
       try {
         await this.teardown(rec, reason);
@@ -243,16 +248,58 @@ export class SandboxService {
     return n;
   }
 
+  /** True when the provider's runtime listing shows this sandbox's runtime stopped or absent. */
+  private async listedGone(rec: SandboxRecord, listings: Map<string, Promise<Map<string, RuntimeStatus> | null>>): Promise<boolean> {
+    if (!rec.runtime_id) return false;
+    const provider = this.deps.providers.get(rec.provider);
+    if (!provider.listRuntimes) return false;
+    let listing = listings.get(rec.provider);
+    if (!listing) {
+      listing = provider
+        .listRuntimes(AbortSignal.timeout(STATUS_TIMEOUT_MS))
+        .then((list) => new Map(list.map((r) => [r.runtime_id, r.status])))
+        .catch(() => null); // backend down: nothing is judged this pass
+      listings.set(rec.provider, listing);
+    }
+    const statuses = await listing;
+    return statuses !== null && statuses.get(rec.runtime_id) !== 'running';
+  }
+
+  /**
+   * Confirms with the runtime's own status that it is gone, then moves the running sandbox to
+   * `error`; false when the runtime runs after all or something else moved the sandbox first.
+   */
+  private async markLost(rec: SandboxRecord, silent: Set<string>): Promise<boolean> {
+    const status = await this.runtimeStatus(rec, silent);
+    if (status === null || status === 'running') return false;
+    const current = await this.deps.store.getSandbox(rec.id);
+    if (!current || current.state !== 'running') return false;
+    await this.deps.store.updateSandbox(rec.id, { state: 'error', updated_at: this.deps.clock.now().toISOString() });
+    this.deps.bus.publish({
+      type: 'sandbox.error',
+      sandbox_id: rec.id,
+      owner_id: rec.owner_id ?? undefined,
+      worker_id: rec.worker_id,
+      data: { provider: rec.provider, operation: 'reap', reason: `runtime ${status}` },
+    });
+    return true;
+  }
+
   /** True only when the provider positively reports the runtime stopped or missing. */
   private async runtimeLost(rec: SandboxRecord, silent: Set<string>): Promise<boolean> {
-    if (!rec.runtime_id) return true;
-    if (silent.has(rec.provider)) return false;
+    const status = await this.runtimeStatus(rec, silent);
+    return status !== null && status !== 'running';
+  }
+
+  /** The runtime's status from its provider, or null when the provider cannot answer. */
+  private async runtimeStatus(rec: SandboxRecord, silent: Set<string>): Promise<RuntimeStatus | null> {
+    if (!rec.runtime_id) return 'missing';
+    if (silent.has(rec.provider)) return null;
     try {
-      const status = await this.deps.providers.get(rec.provider).status(rec.runtime_id, AbortSignal.timeout(STATUS_TIMEOUT_MS));
-      return status !== 'running';
+      return await this.deps.providers.get(rec.provider).status(rec.runtime_id, AbortSignal.timeout(STATUS_TIMEOUT_MS));
     } catch {
       silent.add(rec.provider); // the backend is down, not the sandbox
-      return false;
+      return null;
     }
   }
 

@@ -99,4 +99,24 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker files through the
     expect((await call(srv.url, 'POST', files(''), { path: '/workspace/p/q/r.txt', content: 'deep' })).status).toBe(200);
     expect((await call(srv.url, 'GET', files('?path=/workspace/p/q/r.txt'))).body.toString()).toBe('deep');
   });
+
+  it('kernel files (/proc, /sys, /dev) are read in the container: contents, limits, missing and directories', async () => {
+    const meminfo = await call(srv.url, 'GET', files('?path=/proc/meminfo'));
+    expect(meminfo.status).toBe(200);
+    expect(meminfo.body.toString()).toMatch(/^MemTotal:\s+\d+ kB$/m);
+    expect((await call(srv.url, 'GET', files('?path=/dev/null'))).body.byteLength).toBe(0);
+    // Sizes there say 0: an endless file is cut off at the limit (defaults.max_file_mb = 1).
+    const zero = await call(srv.url, 'GET', files('?path=/dev/zero'));
+    expect({ status: zero.status, body: zero.json }).toEqual({ status: 413, body: { code: 'payload_too_large', message: '/dev/zero is larger than the limit of 1048576 bytes' } });
+    const missing = await call(srv.url, 'GET', files('?path=/proc/nope'));
+    expect({ status: missing.status, code: missing.json.code }).toEqual({ status: 404, code: 'not_found' });
+    const dirRead = await call(srv.url, 'GET', files('?path=/proc/self'));
+    expect({ status: dirRead.status, code: dirRead.json.code }).toEqual({ status: 400, code: 'bad_request' });
+    // Elsewhere a missing path is answered by the archive API alone: no command runs.
+    tap.take();
+    expect((await call(srv.url, 'GET', files('?path=/workspace/absent'))).status).toBe(404);
+    const calls = tap.take();
+    expect(calls).toContain(`GET ${archive}`);
+    expect(calls.filter((c) => c.startsWith('POST'))).toEqual([]);
+  });
 });

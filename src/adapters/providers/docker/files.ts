@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import type Docker from 'dockerode';
-import { badRequest, notFound, SbxError } from '../../../core/errors.js';
+import { badRequest, isSbxError, notFound, SbxError } from '../../../core/errors.js';
 import type { FileInfo } from '../../../core/ports.js';
 import { fileTooLarge } from '../../../core/sandboxes/files.js';
 import { formatMode } from '../shared/file-mode.js';
@@ -56,6 +56,8 @@ export interface FileOpsOptions {
 
 // Reads through exec are bounded even when the caller gives no limit.
 const EXEC_READ_MAX = 1024 * 1024 * 1024;
+/** Kernel filesystems mounted in every container, which the archive API cannot read. */
+const KERNEL_FS = /^\/(proc|sys|dev)(\/|$)/;
 
 /** The Provider file methods for one engine. */
 export class DockerFiles {
@@ -65,9 +67,28 @@ export class DockerFiles {
   ) {}
 
   async read(runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<Uint8Array> {
-    if (!this.opts.viaExec) return readViaArchive(this.docker, runtimeId, path, maxBytes, signal);
+    if (this.opts.viaExec) return this.readViaExec(runtimeId, path, maxBytes, signal);
+    try {
+      return await readViaArchive(this.docker, runtimeId, path, maxBytes, signal);
+    } catch (err) {
+      // The archive API sees the container's filesystem but not the kernel's (/proc, /sys, /dev):
+      // there a missing path is asked again of the container itself.
+      if (!(isSbxError(err) && err.code === 'not_found' && KERNEL_FS.test(path))) throw err;
+    }
+    return this.readViaExec(runtimeId, path, maxBytes, signal);
+  }
+
+  /** A read by `cat` in the container, bounded: endless files (/dev/zero) stop at the limit. */
+  private async readViaExec(runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<Uint8Array> {
     const max = Math.min(maxBytes ?? EXEC_READ_MAX, EXEC_READ_MAX);
-    const r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS.cat, 'sbx-cat', path, String(max)], { signal, maxBytes: max });
+    let r: RunResult;
+    try {
+      r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS.cat, 'sbx-cat', path, String(max)], { signal, maxBytes: max });
+    } catch (err) {
+      // Files whose size stat cannot tell (kernel files report 0) are cut off as they stream.
+      if (isSbxError(err) && err.code === 'payload_too_large') throw new SbxError('payload_too_large', `${path} is larger than the limit of ${max} bytes`);
+      throw err;
+    }
     if (r.exitCode === E_TOO_BIG) throw fileTooLarge(Number(r.stderr.trim()), max);
     if (r.exitCode !== 0) throw classify(r, `read ${path}`);
     return r.stdout;

@@ -294,6 +294,12 @@ export interface ProviderHealth {
 
 export type RuntimeStatus = 'running' | 'stopped' | 'missing';
 
+/** A file being read: its size, and its bytes as they arrive. */
+export interface OpenedFile {
+  size: number;
+  body: AsyncIterable<Uint8Array>;
+}
+
 export interface RuntimeInfo {
   runtime_id: string;
   sandbox_id: string | null;
@@ -329,6 +335,12 @@ export interface Provider {
    * its bytes are transferred where the backend can tell its size first.
    */
   readFile(runtimeId: string, path: string, signal?: AbortSignal, maxBytes?: number): Promise<Uint8Array>;
+  /**
+   * Optional streaming read, with `readFile`'s refusals before the first byte: resolves once the
+   * size is known, and the body then yields exactly `size` bytes (or fails). A body that is not
+   * consumed to the end must be ended with `return()` to release the backend.
+   */
+  openFile?(runtimeId: string, path: string, signal?: AbortSignal, maxBytes?: number): Promise<OpenedFile>;
   deleteFile(runtimeId: string, path: string, recursive: boolean, signal?: AbortSignal): Promise<void>;
   listFiles(runtimeId: string, path: string, signal?: AbortSignal): Promise<FileInfo[]>;
   moveFile(runtimeId: string, oldPath: string, newPath: string, signal?: AbortSignal): Promise<void>;

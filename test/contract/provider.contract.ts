@@ -345,6 +345,30 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
       await expectSbxError(p.readFile(rid, '/workspace/limit/none', undefined, 10), ['not_found'], 'read missing with maxBytes');
     });
 
+    it('openFile (when offered) streams exactly the file, refuses like readFile, and can be ended early', async () => {
+      if (!p.openFile) return;
+      const big = Buffer.alloc(3 * 1024 * 1024 + 17);
+      for (let i = 0; i < big.length; i += 4096) big[i] = (i / 4096) & 0xff;
+      await write('/workspace/open/big.bin', big);
+      const file = await p.openFile(rid, '/workspace/open/big.bin');
+      expect(file.size).toBe(big.length);
+      const chunks: Buffer[] = [];
+      for await (const c of file.body) chunks.push(Buffer.from(c));
+      expect(chunks.length).toBeGreaterThan(1);
+      expect(Buffer.concat(chunks).equals(big)).toBe(true);
+
+      await expectSbxError(p.openFile(rid, '/workspace/open'), ['bad_request'], 'open a directory');
+      await expectSbxError(p.openFile(rid, '/workspace/open/big.bin', undefined, 1024), ['payload_too_large'], 'open over maxBytes');
+      await expectSbxError(p.openFile(rid, '/workspace/open/none'), ['not_found'], 'open missing');
+      // Ended after one chunk, and ended before any: the runtime serves the next read as usual.
+      for (const take of [1, 0]) {
+        const it = (await p.openFile(rid, '/workspace/open/big.bin')).body[Symbol.asyncIterator]();
+        for (let i = 0; i < take; i++) expect((await it.next()).done).toBe(false);
+        await it.return?.();
+      }
+      expect(Buffer.from(await p.readFile(rid, '/workspace/open/big.bin')).equals(big)).toBe(true);
+    });
+
     it('missing paths throw not_found', async () => {
       const m = '/workspace/definitely/missing';
       await expectSbxError(p.readFile(rid, m), ['not_found'], 'read');

@@ -114,6 +114,7 @@ const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 export const RUNTIME_OPERATIONS: Readonly<Record<string, string>> = {
   writeFile: 'write_file',
   readFile: 'read_file',
+  openFile: 'read_file',
   deleteFile: 'delete_file',
   listFiles: 'list_files',
   moveFile: 'move_file',

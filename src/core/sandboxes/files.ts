@@ -1,5 +1,5 @@
 import { SbxError } from '../errors.js';
-import type { ConsoleLog, ConsoleQuery, FileInfo } from '../ports.js';
+import type { ConsoleLog, ConsoleQuery, FileInfo, OpenedFile } from '../ports.js';
 import type { Caller } from './caller.js';
 import { parseOctalMode, sandboxGlob, sandboxPath } from './paths.js';
 import type { SandboxService } from './service.js';
@@ -28,15 +28,31 @@ export class FileService {
     this.publish('file.written', rec.id, rec.owner_id, { path: p, size: content.byteLength });
   }
 
-  async read(id: string, path: string, caller: Caller): Promise<Uint8Array> {
+  /**
+   * Opens a file for reading: its size, then exactly that many bytes. A provider that streams
+   * hands the bytes on as the backend sends them (memory stays flat however large the file);
+   * others read the file whole first. `file.read` is published once the body was delivered.
+   */
+  async open(id: string, path: string, caller: Caller): Promise<OpenedFile> {
     const p = sandboxPath(path);
     const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
     const max = this.sandboxes.deps.settings.limits.max_file_bytes;
+    const read = () => this.publish('file.read', rec.id, rec.owner_id, { path: p, size: file.size });
     // One provider call, no stat first: the provider refuses a directory or an oversized file itself.
+    let file: OpenedFile;
+    if (provider.openFile) {
+      file = await provider.openFile(runtimeId, p, undefined, max);
+      if (file.size > max) {
+        await file.body[Symbol.asyncIterator]().return?.();
+        throw fileTooLarge(file.size, max);
+      }
+      return { size: file.size, body: whenDelivered(file.body, read) };
+    }
     const data = await provider.readFile(runtimeId, p, undefined, max);
     if (data.byteLength > max) throw fileTooLarge(data.byteLength, max);
-    this.publish('file.read', rec.id, rec.owner_id, { path: p, size: data.byteLength });
-    return data;
+    file = { size: data.byteLength, body: once(data) };
+    read();
+    return file;
   }
 
   async remove(id: string, path: string, recursive: boolean, caller: Caller): Promise<void> {
@@ -89,4 +105,28 @@ export class FileService {
   private publish(type: 'file.written' | 'file.read', sandboxId: string, ownerId: string | null, data: Record<string, unknown>) {
     this.sandboxes.deps.bus.publish({ type, sandbox_id: sandboxId, owner_id: ownerId ?? undefined, worker_id: this.sandboxes.deps.settings.worker_id, data });
   }
+}
+
+/** The same bytes, calling `delivered` once the last one was taken; an early `return()` is passed on. */
+function whenDelivered(body: AsyncIterable<Uint8Array>, delivered: () => void): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = body[Symbol.asyncIterator]();
+      return {
+        async next() {
+          const r = await it.next();
+          if (r.done) delivered();
+          return r;
+        },
+        async return() {
+          await it.return?.();
+          return { done: true, value: undefined };
+        },
+      };
+    },
+  };
+}
+
+async function* once(data: Uint8Array): AsyncIterable<Uint8Array> {
+  yield data;
 }

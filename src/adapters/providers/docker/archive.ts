@@ -3,7 +3,8 @@ import { posix } from 'node:path';
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
-import { badRequest, isAbortError, notFound, SbxError } from '../../../core/errors.js';
+import { badRequest, isAbortError, isSbxError, notFound, SbxError } from '../../../core/errors.js';
+import type { OpenedFile } from '../../../core/ports.js';
 import { fileTooLarge } from '../../../core/sandboxes/files.js';
 import { bounded, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 
@@ -16,12 +17,13 @@ export interface Owner {
 }
 
 /**
- * Reads one regular file through the engine archive API (GET /containers/{id}/archive): one
+ * Opens one regular file through the engine archive API (GET /containers/{id}/archive): one
  * engine call. The answer's stat header says what the path is before a byte is read, so a
  * directory or a file over `maxBytes` is refused without transferring it, and a symlink is
- * followed to the target the engine resolved inside the container's own root.
+ * followed to the target the engine resolved inside the container's own root. The body yields
+ * the file's bytes as the engine sends them, exactly `size` of them, or fails.
  */
-export async function readViaArchive(docker: Docker, runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<Uint8Array> {
+export async function openViaArchive(docker: Docker, runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<OpenedFile> {
   const container = docker.getContainer(runtimeId);
   let current = path;
   for (let hop = 0; hop <= MAX_LINK_HOPS; hop++) {
@@ -48,77 +50,106 @@ export async function readViaArchive(docker: Docker, runtimeId: string, path: st
     }
     // Without a usable header (an engine that sends none), the tar entry itself tells the same.
     const entry = await firstEntry(archive, path, maxBytes);
-    if (entry.type === 'symlink') {
-      current = posix.resolve(posix.dirname(current), entry.linkname ?? '');
+    if ('linkname' in entry) {
+      current = posix.resolve(posix.dirname(current), entry.linkname);
       continue;
     }
-    if (entry.type === 'directory') throw badRequest(`${path} is a directory`);
-    if (entry.type !== 'file') throw badRequest(`${path} is not a regular file`);
-    return entry.data;
+    return entry;
   }
   throw badRequest(`${path}: too many levels of symbolic links`);
 }
 
-interface Extracted {
-  type: string;
-  linkname?: string;
-  data: Uint8Array;
+/** Reads one regular file whole (see openViaArchive); the bytes are copied once. */
+export async function readViaArchive(docker: Docker, runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<Uint8Array> {
+  const file = await openViaArchive(docker, runtimeId, path, maxBytes, signal);
+  const data = Buffer.allocUnsafe(file.size);
+  let at = 0;
+  for await (const chunk of file.body) at += Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).copy(data, at);
+  return data.subarray(0, at);
 }
 
-function firstEntry(archive: Readable, path: string, maxBytes: number | undefined): Promise<Extracted> {
-  return new Promise<Extracted>((resolve, reject) => {
+/**
+ * The first entry of an archive: a link to follow, or a regular file whose bytes stream on. A
+ * directory or any other kind is refused, as is a file over `maxBytes`.
+ */
+function firstEntry(archive: Readable, path: string, maxBytes: number | undefined): Promise<OpenedFile | { linkname: string }> {
+  return new Promise((resolve, reject) => {
     const extract = tar.extract();
-    let result: Extracted | undefined;
     let settled = false;
     const stop = () => {
       extract.destroy();
       archive.destroy();
     };
-    // Once the first entry is complete, what happens to the rest of the stream no longer matters.
-    const finish = (err?: unknown) => {
+    const fail = (err: unknown) => {
       if (settled) return;
       settled = true;
-      if (result) resolve(result);
-      else if (err) reject(toSbxError(err, `read ${path}`));
-      else reject(new SbxError('provider_error', `read ${path}: empty archive`));
+      stop();
+      reject(isSbxError(err) ? err : toSbxError(err, `read ${path}`));
     };
-    extract.on('entry', (header, stream, next) => {
-      if (result) {
-        // A directory archive streams its whole content: we only wanted the first header.
-        stream.resume();
+    extract.once('entry', (header, stream, next) => {
+      if (settled) return;
+      const type = header.type ?? 'file';
+      if (type === 'symlink') {
+        settled = true;
         stop();
-        finish();
+        resolve({ linkname: header.linkname ?? '' });
         return;
       }
-      const isFile = header.type === 'file' || header.type === 'contiguous-file';
-      const size = isFile ? (header.size ?? 0) : 0;
-      if (maxBytes !== undefined && size > maxBytes) {
-        stream.resume();
-        stop();
-        finish(fileTooLarge(size, maxBytes));
-        return;
-      }
-      // Sized from the tar header: the bytes are copied once, with no list of chunks to join.
-      const data = Buffer.allocUnsafe(size);
-      let at = 0;
-      stream.on('data', (c: unknown) => {
-        at += (c as Buffer).copy(data, at);
-      });
-      stream.on('end', () => {
-        result = { type: isFile ? 'file' : (header.type ?? 'file'), linkname: header.linkname ?? undefined, data: data.subarray(0, at) };
-        if (header.type === 'directory') {
-          stop();
-          finish();
-          return;
-        }
-        next();
-      });
+      if (type === 'directory') return fail(badRequest(`${path} is a directory`));
+      if (type !== 'file' && type !== 'contiguous-file') return fail(badRequest(`${path} is not a regular file`));
+      const size = header.size ?? 0;
+      if (maxBytes !== undefined && size > maxBytes) return fail(fileTooLarge(size, maxBytes));
+      settled = true;
+      resolve({ size, body: entryBody(stream as unknown as AsyncIterable<Buffer>, size, path, stop, next) });
     });
-    extract.on('finish', () => finish());
-    extract.on('error', finish);
-    archive.on('error', finish);
+    extract.on('finish', () => fail(new SbxError('provider_error', `read ${path}: empty archive`)));
+    // After the entry was handed on, errors reach its body: destroying the extractor destroys it.
+    extract.on('error', fail);
+    archive.on('error', (err) => extract.destroy(err));
     archive.pipe(extract);
   });
+}
+
+/**
+ * One tar entry's bytes, checked against its size. Ending early (`return()`, also before the
+ * first read) or failing drops the engine connection; reading to the end lets the archive finish.
+ */
+function entryBody(stream: AsyncIterable<Buffer>, size: number, path: string, stop: () => void, next: () => void): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = stream[Symbol.asyncIterator]();
+      let got = 0;
+      let ended = false;
+      const end = (complete: boolean) => {
+        if (ended) return;
+        ended = true;
+        if (complete) next();
+        else stop();
+      };
+      return {
+        async next(): Promise<IteratorResult<Uint8Array>> {
+          let r: IteratorResult<Buffer>;
+          try {
+            r = await it.next();
+          } catch (err) {
+            end(false);
+            throw isSbxError(err) ? err : toSbxError(err, `read ${path}`);
+          }
+          if (!r.done) {
+            got += r.value.byteLength;
+            return r;
+          }
+          end(got === size);
+          if (got !== size) throw new SbxError('provider_error', `read ${path}: the engine sent ${got} of ${size} bytes`);
+          return { done: true, value: undefined };
+        },
+        async return(): Promise<IteratorResult<Uint8Array>> {
+          end(false);
+          return { done: true, value: undefined };
+        },
+      };
+    },
+  };
 }
 
 /**

@@ -1,11 +1,11 @@
 import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import { badRequest, isSbxError, notFound, SbxError } from '../../../core/errors.js';
-import type { FileInfo } from '../../../core/ports.js';
+import type { FileInfo, OpenedFile } from '../../../core/ports.js';
 import { fileTooLarge } from '../../../core/sandboxes/files.js';
 import { formatMode } from '../shared/file-mode.js';
 import { planGlob } from '../shared/glob.js';
-import { existingMode, type Owner, readViaArchive, statViaArchive, writeViaArchive } from './archive.js';
+import { existingMode, openViaArchive, type Owner, readViaArchive, statViaArchive, writeViaArchive } from './archive.js';
 import { runArgv, type RunResult } from './run.js';
 
 /*
@@ -71,11 +71,22 @@ export class DockerFiles {
     try {
       return await readViaArchive(this.docker, runtimeId, path, maxBytes, signal);
     } catch (err) {
-      // The archive API sees the container's filesystem but not the kernel's (/proc, /sys, /dev):
-      // there a missing path is asked again of the container itself.
-      if (!(isSbxError(err) && err.code === 'not_found' && KERNEL_FS.test(path))) throw err;
+      if (!kernelFileMissing(err, path)) throw err;
     }
     return this.readViaExec(runtimeId, path, maxBytes, signal);
+  }
+
+  /** A streaming read through the archive API (see `read` for where it is not used). */
+  async open(runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<OpenedFile> {
+    if (!this.opts.viaExec) {
+      try {
+        return await openViaArchive(this.docker, runtimeId, path, maxBytes, signal);
+      } catch (err) {
+        if (!kernelFileMissing(err, path)) throw err;
+      }
+    }
+    const data = await this.readViaExec(runtimeId, path, maxBytes, signal);
+    return { size: data.byteLength, body: once(data) };
   }
 
   /** A read by `cat` in the container, bounded: endless files (/dev/zero) stop at the limit. */
@@ -213,4 +224,16 @@ function info(path: string, m: RegExpExecArray): FileInfo {
     mod_time: new Date(Number(m[3]) * 1000).toISOString(),
     mode: formatMode(raw),
   };
+}
+
+/**
+ * The archive API sees the container's filesystem but not the kernel's (/proc, /sys, /dev):
+ * there a missing path is asked again of the container itself.
+ */
+function kernelFileMissing(err: unknown, path: string): boolean {
+  return isSbxError(err) && err.code === 'not_found' && KERNEL_FS.test(path);
+}
+
+async function* once(data: Uint8Array): AsyncIterable<Uint8Array> {
+  yield data;
 }

@@ -56,6 +56,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     }),
     writeFile: (runtimeId, path, content, mode, signal) => files.write(runtimeId, path, content, mode, signal),
     readFile: (runtimeId, path, signal, maxBytes) => files.read(runtimeId, path, maxBytes, signal),
+    openFile: (runtimeId, path, signal, maxBytes) => files.open(runtimeId, path, maxBytes, signal),
     deleteFile: (runtimeId, path, recursive, signal) => files.remove(runtimeId, path, recursive, signal),
     listFiles: (runtimeId, path, signal) => files.list(runtimeId, path, signal),
     moveFile: (runtimeId, from, to, signal) => files.move(runtimeId, from, to, signal),

@@ -125,13 +125,13 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker files through the
     for (let i = 0; i < bytes.length; i += 997) bytes[i] = i & 0xff;
     expect((await call(srv.url, 'POST', files('?path=/workspace/stream.bin'), undefined, bytes)).status).toBe(200);
     const { bus } = srv.plane.deps;
-    const reads = () => bus.since(0, { types: ['file.read'], sandbox_id: id }).filter((e) => e.data.path === '/workspace/stream.bin');
+    const reads = () => bus.since(0, { types: ['file.read'], sandbox_id: id }).filter((e) => e.data?.path === '/workspace/stream.bin');
 
     const res = await fetch(srv.url + files('?path=/workspace/stream.bin'));
     expect(res.headers.get('content-length')).toBe('1048576');
     expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
     await new Promise((r) => setTimeout(r, 50));
-    expect(reads().map((e) => e.data.size)).toEqual([1048576]);
+    expect(reads().map((e) => e.data?.size)).toEqual([1048576]);
 
     const ac = new AbortController();
     const partial = await fetch(srv.url + files('?path=/workspace/stream.bin'), { signal: ac.signal });

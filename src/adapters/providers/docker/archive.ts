@@ -9,6 +9,8 @@ import { fileTooLarge } from '../../../core/sandboxes/files.js';
 import { bounded, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 
 const MAX_LINK_HOPS = 16;
+/** Bound on an archive read until its bytes start (and on a whole read). */
+const OPEN_TIMEOUT_MS = 120_000;
 
 /** Numeric owner for entries written through the archive API. */
 export interface Owner {
@@ -27,41 +29,51 @@ export async function openViaArchive(docker: Docker, runtimeId: string, path: st
   const container = docker.getContainer(runtimeId);
   let current = path;
   for (let hop = 0; hop <= MAX_LINK_HOPS; hop++) {
-    let archive: IncomingMessage;
+    // Bounded until the file's first byte is ready; then the body takes as long as its reader
+    // does (a slow client must not be cut off), ended by `signal` or by `return()`.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new Error('the engine did not answer in time')), OPEN_TIMEOUT_MS);
     try {
-      archive = (await container.getArchive({ path: current, abortSignal: bounded(signal, 120_000) })) as unknown as IncomingMessage;
-    } catch (err) {
-      if (isNotFound(err)) await throwMissingOrGone(docker, runtimeId, path, signal);
-      throw toSbxError(err, `read ${path}`);
+      let archive: IncomingMessage;
+      try {
+        const abortSignal = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
+        archive = (await container.getArchive({ path: current, abortSignal })) as unknown as IncomingMessage;
+      } catch (err) {
+        if (isNotFound(err)) await throwMissingOrGone(docker, runtimeId, path, signal);
+        throw toSbxError(err, `read ${path}`);
+      }
+      const st = statHeader(archive);
+      if (st?.isLink && st.linkTarget && st.linkTarget !== current) {
+        archive.destroy();
+        current = st.linkTarget;
+        continue;
+      }
+      if (st?.isDir) {
+        archive.destroy();
+        throw badRequest(`${path} is a directory`);
+      }
+      if (st && maxBytes !== undefined && st.size > maxBytes) {
+        archive.destroy();
+        throw fileTooLarge(st.size, maxBytes);
+      }
+      // Without a usable header (an engine that sends none), the tar entry itself tells the same.
+      const entry = await firstEntry(archive, path, maxBytes);
+      if ('linkname' in entry) {
+        current = posix.resolve(posix.dirname(current), entry.linkname);
+        continue;
+      }
+      return entry;
+    } finally {
+      clearTimeout(timer);
     }
-    const st = statHeader(archive);
-    if (st?.isLink && st.linkTarget && st.linkTarget !== current) {
-      archive.destroy();
-      current = st.linkTarget;
-      continue;
-    }
-    if (st?.isDir) {
-      archive.destroy();
-      throw badRequest(`${path} is a directory`);
-    }
-    if (st && maxBytes !== undefined && st.size > maxBytes) {
-      archive.destroy();
-      throw fileTooLarge(st.size, maxBytes);
-    }
-    // Without a usable header (an engine that sends none), the tar entry itself tells the same.
-    const entry = await firstEntry(archive, path, maxBytes);
-    if ('linkname' in entry) {
-      current = posix.resolve(posix.dirname(current), entry.linkname);
-      continue;
-    }
-    return entry;
   }
   throw badRequest(`${path}: too many levels of symbolic links`);
 }
 
 /** Reads one regular file whole (see openViaArchive); the bytes are copied once. */
 export async function readViaArchive(docker: Docker, runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<Uint8Array> {
-  const file = await openViaArchive(docker, runtimeId, path, maxBytes, signal);
+  // Read whole here, so the whole transfer is bounded.
+  const file = await openViaArchive(docker, runtimeId, path, maxBytes, bounded(signal, OPEN_TIMEOUT_MS));
   const data = Buffer.allocUnsafe(file.size);
   let at = 0;
   for await (const chunk of file.body) at += Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).copy(data, at);

@@ -50,7 +50,7 @@ export class FileService {
     }
     const data = await provider.readFile(runtimeId, p, undefined, max);
     if (data.byteLength > max) throw fileTooLarge(data.byteLength, max);
-    file = { size: data.byteLength, body: once(data) };
+    file = { size: data.byteLength, body: bytesOnce(data) };
     read();
     return file;
   }
@@ -127,6 +127,7 @@ function whenDelivered(body: AsyncIterable<Uint8Array>, delivered: () => void): 
   };
 }
 
-async function* once(data: Uint8Array): AsyncIterable<Uint8Array> {
+/** A body of bytes already read whole, for a provider without streaming reads. */
+export async function* bytesOnce(data: Uint8Array): AsyncIterable<Uint8Array> {
   yield data;
 }

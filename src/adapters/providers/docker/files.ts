@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import { badRequest, isSbxError, notFound, SbxError } from '../../../core/errors.js';
 import type { FileInfo, OpenedFile } from '../../../core/ports.js';
-import { fileTooLarge } from '../../../core/sandboxes/files.js';
+import { bytesOnce, fileTooLarge } from '../../../core/sandboxes/files.js';
 import { formatMode } from '../shared/file-mode.js';
 import { planGlob } from '../shared/glob.js';
 import { existingMode, openViaArchive, type Owner, readViaArchive, statViaArchive, writeViaArchive } from './archive.js';
@@ -86,7 +86,7 @@ export class DockerFiles {
       }
     }
     const data = await this.readViaExec(runtimeId, path, maxBytes, signal);
-    return { size: data.byteLength, body: once(data) };
+    return { size: data.byteLength, body: bytesOnce(data) };
   }
 
   /** A read by `cat` in the container, bounded: endless files (/dev/zero) stop at the limit. */
@@ -232,8 +232,4 @@ function info(path: string, m: RegExpExecArray): FileInfo {
  */
 function kernelFileMissing(err: unknown, path: string): boolean {
   return isSbxError(err) && err.code === 'not_found' && KERNEL_FS.test(path);
-}
-
-async function* once(data: Uint8Array): AsyncIterable<Uint8Array> {
-  yield data;
 }

@@ -37,22 +37,20 @@ export class FileService {
     const p = sandboxPath(path);
     const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
     const max = this.sandboxes.deps.settings.limits.max_file_bytes;
-    const read = () => this.publish('file.read', rec.id, rec.owner_id, { path: p, size: file.size });
+    const read = (size: number) => this.publish('file.read', rec.id, rec.owner_id, { path: p, size });
     // One provider call, no stat first: the provider refuses a directory or an oversized file itself.
-    let file: OpenedFile;
     if (provider.openFile) {
-      file = await provider.openFile(runtimeId, p, undefined, max);
+      const file = await provider.openFile(runtimeId, p, undefined, max);
       if (file.size > max) {
         await file.body[Symbol.asyncIterator]().return?.();
         throw fileTooLarge(file.size, max);
       }
-      return { size: file.size, body: whenDelivered(file.body, read) };
+      return { size: file.size, body: whenDelivered(file.body, () => read(file.size)) };
     }
     const data = await provider.readFile(runtimeId, p, undefined, max);
     if (data.byteLength > max) throw fileTooLarge(data.byteLength, max);
-    file = { size: data.byteLength, body: bytesOnce(data) };
-    read();
-    return file;
+    read(data.byteLength);
+    return { size: data.byteLength, body: bytesOnce(data) };
   }
 
   async remove(id: string, path: string, recursive: boolean, caller: Caller): Promise<void> {
@@ -130,4 +128,20 @@ function whenDelivered(body: AsyncIterable<Uint8Array>, delivered: () => void): 
 /** A body of bytes already read whole, for a provider without streaming reads. */
 export async function* bytesOnce(data: Uint8Array): AsyncIterable<Uint8Array> {
   yield data;
+}
+
+/** An opened file's bytes in one array, copied once (not at all when they came in one piece). */
+export async function readAll(file: OpenedFile): Promise<Uint8Array> {
+  let out: Uint8Array | undefined;
+  let at = 0;
+  for await (const chunk of file.body) {
+    if (at === 0 && chunk.byteLength === file.size) {
+      out = chunk;
+    } else {
+      out ??= new Uint8Array(file.size);
+      if (at < file.size) out.set(chunk.subarray(0, file.size - at), at);
+    }
+    at += chunk.byteLength;
+  }
+  return (out ?? new Uint8Array(0)).subarray(0, Math.min(at, file.size));
 }

@@ -9,8 +9,8 @@ import { fileTooLarge } from '../../../core/sandboxes/files.js';
 import { bounded, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 
 const MAX_LINK_HOPS = 16;
-/** Bound on an archive read until its bytes start (and on a whole read). */
-const OPEN_TIMEOUT_MS = 120_000;
+/** Bound on an archive read until its bytes start (a whole read is bounded end to end by it). */
+export const OPEN_TIMEOUT_MS = 120_000;
 
 /** Numeric owner for entries written through the archive API. */
 export interface Owner {
@@ -68,16 +68,6 @@ export async function openViaArchive(docker: Docker, runtimeId: string, path: st
     }
   }
   throw badRequest(`${path}: too many levels of symbolic links`);
-}
-
-/** Reads one regular file whole (see openViaArchive); the bytes are copied once. */
-export async function readViaArchive(docker: Docker, runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<Uint8Array> {
-  // Read whole here, so the whole transfer is bounded.
-  const file = await openViaArchive(docker, runtimeId, path, maxBytes, bounded(signal, OPEN_TIMEOUT_MS));
-  const data = Buffer.allocUnsafe(file.size);
-  let at = 0;
-  for await (const chunk of file.body) at += Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).copy(data, at);
-  return data.subarray(0, at);
 }
 
 /**

@@ -2,10 +2,11 @@ import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import { badRequest, isSbxError, notFound, SbxError } from '../../../core/errors.js';
 import type { FileInfo, OpenedFile } from '../../../core/ports.js';
-import { bytesOnce, fileTooLarge } from '../../../core/sandboxes/files.js';
+import { bytesOnce, fileTooLarge, readAll } from '../../../core/sandboxes/files.js';
 import { formatMode } from '../shared/file-mode.js';
 import { planGlob } from '../shared/glob.js';
-import { existingMode, openViaArchive, type Owner, readViaArchive, statViaArchive, writeViaArchive } from './archive.js';
+import { existingMode, OPEN_TIMEOUT_MS, openViaArchive, type Owner, statViaArchive, writeViaArchive } from './archive.js';
+import { bounded } from './errors.js';
 import { runArgv, type RunResult } from './run.js';
 
 /*
@@ -66,17 +67,15 @@ export class DockerFiles {
     private readonly opts: FileOpsOptions,
   ) {}
 
+  /** A whole read: the streaming one collected, bounded end to end. */
   async read(runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<Uint8Array> {
-    if (this.opts.viaExec) return this.readViaExec(runtimeId, path, maxBytes, signal);
-    try {
-      return await readViaArchive(this.docker, runtimeId, path, maxBytes, signal);
-    } catch (err) {
-      if (!kernelFileMissing(err, path)) throw err;
-    }
-    return this.readViaExec(runtimeId, path, maxBytes, signal);
+    return readAll(await this.open(runtimeId, path, maxBytes, bounded(signal, OPEN_TIMEOUT_MS)));
   }
 
-  /** A streaming read through the archive API (see `read` for where it is not used). */
+  /**
+   * A streaming read through the archive API; through `cat` in the container where the archive
+   * API cannot see (read-only root, kernel filesystems).
+   */
   async open(runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<OpenedFile> {
     if (!this.opts.viaExec) {
       try {

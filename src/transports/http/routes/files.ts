@@ -15,7 +15,7 @@ import {
   WriteFileRequest,
   type WriteFileRequest as WriteBody,
 } from '../../../contracts/files.js';
-import type { OpenedFile } from '../../../core/ports.js';
+import { readAll } from '../../../core/sandboxes/files.js';
 import { callerOf } from '../caller.js';
 import { decodeText } from '../encoding.js';
 import type { HttpDeps } from '../deps.js';
@@ -33,14 +33,6 @@ const JSON_TYPE = 'application/json';
 const RAW_TYPE = 'application/octet-stream';
 /** Reads up to this size are sent in one piece. */
 const STREAM_ABOVE = 256 * 1024;
-
-/** The whole body of an opened file, in one buffer. */
-async function collect(file: OpenedFile): Promise<Buffer> {
-  const out = Buffer.allocUnsafe(file.size);
-  let at = 0;
-  for await (const chunk of file.body) at += Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).copy(out, at);
-  return out.subarray(0, at);
-}
 
 /** Spec 4.2: the eight file operations. */
 export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
@@ -88,7 +80,10 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
       // Small files go out in one write; larger ones stream as the sandbox sends them. A failure
       // mid-stream cuts the connection short of Content-Length, so a client never takes a partial
       // file for a whole one.
-      if (file.size <= STREAM_ABOVE) return reply.send(await collect(file));
+      if (file.size <= STREAM_ABOVE) {
+        const data = await readAll(file);
+        return reply.send(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+      }
       return reply.header('content-length', file.size).send(Readable.from(file.body, { objectMode: false }));
     },
   );

@@ -41,12 +41,12 @@ export async function buildProviders(config: SbxConfig, installationId: string, 
   const wanted = pc.default;
   const providers: Provider[] = [];
 
-  const dockerOk = wanted === 'docker' || wanted === 'auto' ? await dockerAnswers(pc.docker.socket_path) : false;
+  const dockerOk = wanted === 'docker' || wanted === 'auto' ? await dockerAnswers(pc.docker.socket_path || '/var/run/docker.sock') : false;
   if (dockerOk || wanted === 'docker') {
     const { createDockerProvider } = await import('../adapters/providers/docker/index.js');
     providers.push(
       createDockerProvider({
-        socketPath: pc.docker.socket_path,
+        socketPath: pc.docker.socket_path || '/var/run/docker.sock',
         installationId,
         runtime: pc.docker.runtime,
         networkMode: pc.docker.network_mode,

@@ -7,7 +7,9 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     port: 7423,
     preview_domain: '',
     cors_allowed_origins: ['*'],
+    allowed_hosts: [],
     body_limit_mb: 64,
+    max_inflight_mb: 256,
   },
   defaults: {
     ttl: '30m',
@@ -45,7 +47,8 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
   providers: {
     default: 'auto',
     docker: {
-      socket_path: '/var/run/docker.sock',
+      socket_path: '',
+      host: '',
       runtime: 'runc',
       network_mode: 'bridge',
       pids_limit: 256,
@@ -54,7 +57,7 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
       read_only_rootfs: false,
       user: '',
     },
-    proot: { binary: 'proot', rootfs: '' },
+    proot: { binary: 'proot', rootfs: '', allow_unisolated: false },
     mock: { root_dir: '' },
     hosted: {},
     custom_http: {},

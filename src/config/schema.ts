@@ -54,7 +54,9 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     port: int(0, 65535),
     preview_domain: str(),
     cors_allowed_origins: list(),
+    allowed_hosts: list(),
     body_limit_mb: num(),
+    max_inflight_mb: num(),
   }),
   defaults: g({
     ttl: dur(true),
@@ -101,6 +103,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     default: oneOf(...PROVIDER_CHOICES),
     docker: g({
       socket_path: path(),
+      host: str(),
       runtime: str({ nonEmpty: true }),
       network_mode: str({ nonEmpty: true }),
       pids_limit: int(0),
@@ -111,7 +114,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
       user: { kind: 'uid_gid' },
       registry_auth: { kind: 'registry_auth' },
     }),
-    proot: g({ binary: str({ nonEmpty: true }), rootfs: path() }),
+    proot: g({ binary: str({ nonEmpty: true }), rootfs: path(), allow_unisolated: bool() }),
     mock: g({ root_dir: path() }),
     hosted: g({ api_url: str(), api_key: secret(), api_key_file: secretFile('api_key') }),
     custom_http: g({ url: str(), token: secret(), token_file: secretFile('token') }),

@@ -14,7 +14,11 @@ export interface ServerConfig {
   port: number;
   preview_domain: string;
   cors_allowed_origins: string[];
+  /** Extra host names the dev-box guard accepts in `Host` while auth is off (DESIGN §3). */
+  allowed_hosts: string[];
   body_limit_mb: number;
+  /** Global cap on request bytes in flight plus buffered exec output; over it → 503 + Retry-After. */
+  max_inflight_mb: number;
 }
 
 export interface DefaultsConfig {
@@ -71,7 +75,10 @@ export interface RateLimitConfig {
 export interface ProvidersConfig {
   default: ProviderChoice;
   docker: {
+    /** Explicit unix socket; empty = not set (then host, DOCKER_HOST, the docker context, the default socket). */
     socket_path: string;
+    /** Explicit engine address as in DOCKER_HOST (`unix://…`, `tcp://…`); empty = not set. */
+    host: string;
     runtime: string;
     network_mode: string;
     pids_limit: number;
@@ -81,7 +88,8 @@ export interface ProvidersConfig {
     user: string;
     registry_auth?: RegistryAuth;
   };
-  proot: { binary: string; rootfs: string };
+  /** allow_unisolated: run proot even where no PID namespace can be made (sandboxes then see host processes). */
+  proot: { binary: string; rootfs: string; allow_unisolated: boolean };
   mock: { root_dir: string };
   hosted: { api_url?: string; api_key?: string; api_key_file?: string };
   custom_http: { url?: string; token?: string; token_file?: string };

@@ -16,7 +16,7 @@ describe('loadConfig defaults', () => {
     const { config, sources } = await loadConfig({ cwd, home, env: {} });
     expect(sources).toEqual(['defaults']);
     const expected: SbxConfig = {
-      server: { host: '127.0.0.1', port: 7423, preview_domain: '', cors_allowed_origins: ['*'], body_limit_mb: 64 },
+      server: { host: '127.0.0.1', port: 7423, preview_domain: '', cors_allowed_origins: ['*'], allowed_hosts: [], body_limit_mb: 64, max_inflight_mb: 256 },
       defaults: {
         ttl: '30m',
         image: 'debian:bookworm-slim',
@@ -46,7 +46,8 @@ describe('loadConfig defaults', () => {
       providers: {
         default: 'auto',
         docker: {
-          socket_path: '/var/run/docker.sock',
+          socket_path: '',
+          host: '',
           runtime: 'runc',
           network_mode: 'bridge',
           pids_limit: 256,
@@ -55,7 +56,7 @@ describe('loadConfig defaults', () => {
           read_only_rootfs: false,
           user: '',
         },
-        proot: { binary: 'proot', rootfs: '' },
+        proot: { binary: 'proot', rootfs: '', allow_unisolated: false },
         mock: { root_dir: '' },
         hosted: {},
         custom_http: {},

@@ -157,7 +157,7 @@ function localChecks(ctx: CliContext, configFile: string | undefined): Check[] {
       fix: 'start dockerd (or set providers.docker.socket_path); without Docker, sbx serve falls back to proot or mock',
       async check() {
         const config = await load();
-        const socket = config?.providers.docker.socket_path ?? '/var/run/docker.sock';
+        const socket = config?.providers.docker.socket_path || '/var/run/docker.sock';
         const required = config?.providers.default === 'docker';
         try {
           const answer = await pingDocker(socket);

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { describe } from 'vitest';
 import { createProotProvider } from '../../src/adapters/providers/proot/index.js';
 import { runProviderContract } from './provider.contract.js';
+import { runProviderPathContract } from './provider-paths.contract.js';
+import { runExecErrorsContract } from './provider-exec-errors.contract.js';
 
 const enabled = process.env.SBX_TEST_PROOT === '1';
 const reason = 'set SBX_TEST_PROOT=1; needs proot and busybox-static';
@@ -12,7 +14,7 @@ if (!enabled) console.info(`skipping the proot provider contract: ${reason}`);
 const script = join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh');
 
 describe.skipIf(!enabled)(`proot provider (${reason})`, () => {
-  runProviderContract('proot', async () => {
+  const fixture = async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sbx-proot-contract-'));
     const rootfs = join(dir, 'rootfs');
     execFileSync('sh', [script, rootfs], { stdio: 'pipe' });
@@ -21,5 +23,8 @@ describe.skipIf(!enabled)(`proot provider (${reason})`, () => {
       image: 'busybox',
       cleanup: async () => rmSync(dir, { recursive: true, force: true }),
     };
-  }, { hostFilesystem: true });
+  };
+  runProviderContract('proot', fixture, { hostFilesystem: true });
+  runProviderPathContract('proot', fixture, { hostFilesystem: true });
+  runExecErrorsContract('proot', fixture, { exactShell: true });
 });

@@ -1,26 +1,32 @@
 import { chmod, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { badRequest, conflict } from '../../../core/errors.js';
+import { badRequest } from '../../../core/errors.js';
 import type { ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import { checkEnv } from '../shared/exec-process.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
+import { launcherEnv, probeIsolation, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
 import { buildShellCommand } from '../shared/shell.js';
 
 export interface MockProviderOptions {
   /** Where sandbox directories live; default `<os tmpdir>/sbx-mock`. */
   rootDir?: string;
   name?: string;
+  /** Labels runtimes for reconciliation after a restart (RuntimeInfo.installation_id). */
+  installationId?: string;
 }
 
 const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health'] as const;
 
 /**
- * A provider without isolation, for development and tests: each sandbox is a host directory with
- * `/workspace` and `/tmp`, and commands run directly on the host inside it.
+ * A provider without file or network isolation, for development and tests: each sandbox is a host
+ * directory with `/workspace` and `/tmp`, and commands run on the host inside it. Each command
+ * runs in its own PID namespace where the host allows one (isolation.ts): it cannot see or signal
+ * the server, other sandboxes or their environments.
  */
 export function createMockProvider(opts: MockProviderOptions = {}): Provider {
   const rootDir = opts.rootDir ?? join(tmpdir(), 'sbx-mock');
-  const rt = new HostRuntimes(rootDir);
+  const rt = new HostRuntimes(rootDir, opts.installationId ?? null);
 
   return {
     name: opts.name ?? 'mock',
@@ -36,20 +42,15 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
       } catch {
         return { healthy: false, latency_ms: Math.round(performance.now() - started), error: 'sandbox root directory is not writable' };
       }
+      const warning = unisolatedWarning(await probeIsolation());
       const runtime_count = (await rt.list()).length;
-      return { healthy: true, latency_ms: Math.round(performance.now() - started), runtime_count };
+      return { healthy: true, latency_ms: Math.round(performance.now() - started), runtime_count, ...(warning ? { warning } : {}) };
     },
 
     async spawn(spec: SpawnSpec): Promise<SpawnResult> {
       if (!isRuntimeId(spec.sandbox_id)) throw badRequest(`sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
-      const dir = join(rootDir, spec.sandbox_id);
-      await mkdir(rootDir, { recursive: true });
-      try {
-        await mkdir(dir);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw conflict(`runtime ${spec.sandbox_id} already exists`);
-        throw err;
-      }
+      // Labelled before it exists (reconciliation after a crash recognises it as ours).
+      const dir = await rt.create(spec.sandbox_id, spec.sandbox_id);
       await mkdir(join(dir, 'workspace'));
       await mkdir(join(dir, 'tmp'));
       await chmod(join(dir, 'tmp'), 0o1777);
@@ -64,13 +65,26 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
       return rt.exec(
         runtimeId,
         async (fs, dir) => {
+          if (spec.mode === 'argv' && spec.command.length === 0) throw badRequest('command is empty');
           const cwd = await fs.hostDir(spec.workdir ?? '/workspace');
+          checkEnv(spec.env);
           const env = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: join(dir, 'workspace'), ...spec.env };
+          const iso = await probeIsolation();
+          // The wrapper is the namespace's init: it resolves argv commands (127/126), survives the
+          // signals sent to the command and reports its status.
+          const script = spec.mode === 'shell' ? buildShellCommand(spec.command, spec.args) : undefined;
+          const argv = [...iso.prefix, ...wrapperArgv(spec.mode, spec.command, spec.args, script)];
           // No terminal here (no pty library): a `tty` request runs with pipes.
-          const io = { stdin: spec.stdin, controls: spec.controls };
-          return spec.mode === 'argv'
-            ? { file: spec.command, args: spec.args, cwd, env, ...io }
-            : { file: '/bin/sh', args: ['-c', buildShellCommand(spec.command, spec.args)], cwd, env, ...io };
+          return {
+            file: argv[0]!,
+            args: argv.slice(1),
+            cwd,
+            env: launcherEnv(env),
+            stdin: spec.stdin,
+            controls: spec.controls,
+            launcher: true,
+            signalSpares: iso.isolated ? ('init' as const) : undefined,
+          };
         },
         signal,
       );

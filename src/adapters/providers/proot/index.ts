@@ -1,13 +1,14 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, rm } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { badRequest, conflict, providerError } from '../../../core/errors.js';
+import { badRequest, providerError } from '../../../core/errors.js';
 import type { ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
+import { findOnPath, launcherEnv, probeIsolation, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
 import { buildShellCommand } from '../shared/shell.js';
 
 const run = promisify(execFile);
@@ -19,32 +20,36 @@ export interface ProotProviderOptions {
   rootfs: string;
   /** Where sandbox copies live; default `<os tmpdir>/sbx-proot`. */
   workDir?: string;
+  /** Labels runtimes for reconciliation after a restart (RuntimeInfo.installation_id). */
+  installationId?: string;
 }
 
 const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health'] as const;
 const GUEST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-const GUEST_ENV_PROGRAM = '/usr/bin/env';
 const HEALTH_TIMEOUT_MS = 5_000;
-/** Runs "$@" and exits with its status; catching the signals (reset to default for "$@") keeps it alive to do so. */
-const SIGNAL_STATUS_WRAPPER = 'trap : INT TERM HUP QUIT USR1 USR2; "$@"; s=$?; exit $s';
 
 /**
  * Sandboxes as proot guests: each runtime is a copy of the rootfs directory, commands run under
- * `proot -r <copy>`, files go straight to the copy. proot confines paths, not processes or the
- * network: it is a convenience without Docker, not a security boundary.
+ * `proot -r <copy>`, files go straight to the copy. Each command runs in its own PID namespace
+ * where the host allows one (isolation.ts), so it neither sees nor signals host processes or other
+ * sandboxes; proot confines paths, not the network: it is a convenience without Docker, not a
+ * security boundary.
  */
 export function createProotProvider(opts: ProotProviderOptions): Provider {
   const binary = opts.binary || 'proot';
   const rootfs = opts.rootfs;
   const workDir = opts.workDir ?? join(tmpdir(), 'sbx-proot');
-  const rt = new HostRuntimes(workDir);
+  const rt = new HostRuntimes(workDir, opts.installationId ?? null);
+  // The namespace launcher runs proot by path: the guest PATH must not pick the tracer.
+  const prootPath = binary.includes('/') ? binary : (findOnPath(binary) ?? binary);
 
-  /** proot arguments that run `program` in the guest at `dir` with exactly `env`. */
-  function prootArgs(dir: string, workdir: string, env: Record<string, string>, program: string[]): string[] {
-    // The guest env travels as `env -i` arguments: variables set on proot itself (LD_PRELOAD,
-    // PROOT_*) would act on the host-side tracer, not in the sandbox.
-    const envArgs = Object.entries(env).map(([k, v]) => `${k}=${v}`);
-    return ['-r', dir, '-w', workdir, '-b', '/proc', '-b', '/dev', '-b', '/sys', GUEST_ENV_PROGRAM, '-i', ...envArgs, ...program];
+  /**
+   * argv that runs `command` in the guest at `dir` under the wrapper (isolation.ts). The guest env
+   * travels in the process environment, never in argv; the names that would act on the host-side
+   * tracer (LD_*, PROOT_*, …) travel renamed and the wrapper in the guest restores them.
+   */
+  function prootArgv(prefix: string[], dir: string, workdir: string, guest: string[]): string[] {
+    return [...prefix, prootPath, '-v', '-1', '-r', dir, '-w', workdir, '-b', '/proc', '-b', '/dev', '-b', '/sys', ...guest];
   }
 
   return {
@@ -61,35 +66,37 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
         return error ? { healthy: false, latency_ms, error } : { healthy: true, latency_ms };
       };
       if (!existsSync(join(rootfs, 'bin', 'sh'))) return done('rootfs has no /bin/sh');
-      if (!existsSync(join(rootfs, 'usr', 'bin', 'env'))) return done('rootfs has no /usr/bin/env');
+      const iso = await probeIsolation();
       try {
-        // A trial run proves more than `--version`: the binary starts, ptrace works, the rootfs boots.
-        await run(binary, ['-r', rootfs, GUEST_ENV_PROGRAM, '-i', '/bin/sh', '-c', 'exit 0'], {
-          timeout: HEALTH_TIMEOUT_MS,
-          env: { PATH: process.env.PATH ?? GUEST_PATH },
-        });
+        // A trial run proves more than `--version`: the binary starts, ptrace works, the rootfs
+        // boots, the namespace (if any) can be made.
+        const argv = prootArgv(iso.prefix, rootfs, '/', wrapperArgv('shell', 'exit 0', []));
+        await run(argv[0]!, argv.slice(1), { timeout: HEALTH_TIMEOUT_MS, env: launcherEnv({ PATH: GUEST_PATH }) });
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         return done(code === 'ENOENT' ? `proot binary ${binary} not found` : 'proot could not run a command in the rootfs');
       }
       const health = done();
       health.runtime_count = (await rt.list()).length;
+      const warning = unisolatedWarning(iso);
+      if (warning) health.warning = warning;
       return health;
     },
 
     async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
       if (!isRuntimeId(spec.sandbox_id)) throw badRequest(`sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
       if (!existsSync(join(rootfs, 'bin', 'sh'))) throw providerError('proot rootfs is missing or has no /bin/sh');
-      const dir = join(workDir, spec.sandbox_id);
-      await mkdir(workDir, { recursive: true });
-      if (existsSync(dir)) throw conflict(`runtime ${spec.sandbox_id} already exists`);
+      // Claims the id, labelled before the directory exists: a crash mid-copy leaves a runtime
+      // that reconciliation recognises as this installation's.
+      const dir = await rt.create(spec.sandbox_id, spec.sandbox_id);
       try {
-        await run('cp', ['-a', rootfs, dir], { signal });
+        // The server's own environment (secrets) never reaches a child process.
+        await run('cp', ['-a', `${rootfs}/.`, dir], { signal, env: { PATH: process.env.PATH ?? GUEST_PATH } });
         await mkdir(join(dir, 'workspace'), { recursive: true });
         await mkdir(join(dir, 'tmp'), { recursive: true });
         await chmod(join(dir, 'tmp'), 0o1777);
       } catch {
-        await rm(dir, { recursive: true, force: true });
+        await rt.destroy(spec.sandbox_id);
         throw providerError('could not copy the proot rootfs for the sandbox');
       }
       return { runtime_id: spec.sandbox_id };
@@ -103,27 +110,28 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
       return rt.exec(
         runtimeId,
         async (fs, dir) => {
+          if (spec.mode === 'argv' && spec.command.length === 0) throw badRequest('command is empty');
           const workdir = spec.workdir ?? '/workspace';
           await fs.hostDir(workdir);
           checkEnv(spec.env);
           const env = { PATH: GUEST_PATH, HOME: '/root', ...spec.env };
-          let program: string[];
-          if (spec.mode === 'shell') program = ['/bin/sh', '-c', buildShellCommand(spec.command, spec.args)];
-          // `env` would take a command containing `=` for one more assignment.
-          else if (spec.command.includes('=')) program = ['/bin/sh', '-c', 'exec "$0" "$@"', spec.command, ...spec.args];
-          else program = [spec.command, ...spec.args];
-          // proot exits 255 for a guest killed by a signal. With live controls, a guest shell that
-          // outlives a signal (caught) reports the command's 128 + signo instead; signals spare
-          // the tracer itself.
-          if (spec.controls) program = ['/bin/sh', '-c', SIGNAL_STATUS_WRAPPER, 'sbx', ...program];
+          const iso = await probeIsolation();
+          const script = spec.mode === 'shell' ? buildShellCommand(spec.command, spec.args) : undefined;
+          // The guest wrapper outlives the signals sent to the command and reports its 128 + signo
+          // (proot alone exits 255 for a guest killed by a signal); signals spare proot itself
+          // (and the namespace launcher).
+          const argv = prootArgv(iso.prefix, dir, workdir, wrapperArgv(spec.mode, spec.command, spec.args, script));
           // No terminal here (no pty library): a `tty` request runs with pipes.
           return {
-            file: binary,
-            args: prootArgs(dir, workdir, env, program),
-            env: { PATH: process.env.PATH ?? GUEST_PATH },
+            file: argv[0]!,
+            args: argv.slice(1),
+            // The host side starts in the sandbox copy: gone (destroyed meanwhile) = no start.
+            cwd: dir,
+            env: launcherEnv(env),
             stdin: spec.stdin,
             controls: spec.controls,
-            signalSparesLeader: true,
+            launcher: true,
+            signalSpares: iso.isolated ? ('init' as const) : ('leader' as const),
           };
         },
         signal,

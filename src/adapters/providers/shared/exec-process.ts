@@ -15,10 +15,18 @@ export interface ProcessSpec {
   /** Signals go to the whole process group; resizes are ignored (pipes, no terminal). */
   controls?: AsyncIterable<ExecControl>;
   /**
-   * Signals (but SIGKILL) skip the group leader: for a leader that is a tracer (proot), which
-   * must outlive the command to report its exit status.
+   * Signals (but SIGKILL) skip `leader`, the group leader: for a leader that is a tracer (proot),
+   * which must outlive the command to report its exit status; or `init`, the leader and its
+   * children: for a PID-namespace launcher (`unshare`) and the namespace's init below it.
    */
-  signalSparesLeader?: boolean;
+  signalSpares?: 'leader' | 'init';
+  /**
+   * The file is a launcher of sbx's own (namespace, tracer) rather than the user's command: a
+   * failure to start it is a provider error, not the command's 127/126.
+   */
+  launcher?: boolean;
+  /** Called with the group leader's pid once the process started. */
+  onSpawn?: (pid: number) => void;
 }
 
 /** Exit code reported for a command killed by SIGKILL (abort, early stop). */
@@ -39,14 +47,15 @@ function signalExitCode(signal: NodeJS.Signals | null): number {
   return n !== undefined ? 128 + n : KILLED_EXIT_CODE;
 }
 
-/** Sends `sig` to every process of group `pgid` but its leader (Linux /proc). */
-async function signalGroupMembers(pgid: number, sig: NodeJS.Signals): Promise<void> {
+/** Sends `sig` to every process of group `pgid` but its leader (and with `spareChildren` the leader's children) (Linux /proc). */
+async function signalGroupMembers(pgid: number, sig: NodeJS.Signals, spareChildren: boolean): Promise<void> {
   for (const name of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(name) || Number(name) === pgid) continue;
     const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
     // Fields after the command name `(…)`: state, ppid, pgrp, …
-    const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-    if (pgrp !== pgid) continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) !== pgid) continue;
+    if (spareChildren && Number(fields[1]) === pgid) continue;
     try {
       process.kill(Number(name), sig);
     } catch {
@@ -87,6 +96,7 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+  if (child.pid !== undefined) spec.onSpawn?.(child.pid);
 
   const queue: ExecEvent[] = [];
   let queuedBytes = 0;
@@ -150,8 +160,8 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     pumps.push(
       consumeControls(spec.controls, async (c) => {
         if (c.type !== 'signal' || child.pid === undefined || exitCode !== null) return;
-        if (spec.signalSparesLeader && c.signal !== 'SIGKILL') {
-          await signalGroupMembers(child.pid, c.signal);
+        if (spec.signalSpares && c.signal !== 'SIGKILL') {
+          await signalGroupMembers(child.pid, c.signal, spec.signalSpares === 'init');
           return;
         }
         try {
@@ -205,8 +215,8 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     if (spawnError && exitCode === null) {
       const err: NodeJS.ErrnoException = spawnError;
       // Like a shell: a missing program is 127, one that cannot be executed is 126.
-      if (err.code === 'ENOENT' || err.code === 'EACCES') {
-        yield { type: 'stderr', data: Buffer.from(`${spec.file}: ${err.code === 'ENOENT' ? 'not found' : 'permission denied'}\n`) };
+      if (!spec.launcher && (err.code === 'ENOENT' || err.code === 'EACCES')) {
+        yield { type: 'stderr', data: Buffer.from(`sbx: ${err.code === 'ENOENT' ? 'command not found' : 'permission denied'}: ${spec.file}\n`) };
         yield { type: 'exit', exit_code: err.code === 'ENOENT' ? 127 : 126 };
         return;
       }

@@ -74,7 +74,8 @@ export function globToRegExp(pattern: string): RegExp {
       // Trailing `/**` also matches the directory itself; inner `/**/` matches zero or more levels.
       src += idx === segs.length - 1 ? '(?:/.*)?' : '(?:/[^/]+)*';
     } else {
-      src += '/' + segmentSource(seg);
+      // Names are never empty: `/*` lists what is under `/`, never `/` itself.
+      src += '/(?=[^/])' + segmentSource(seg);
     }
   });
   return new RegExp(`^${src || '/'}$`);

@@ -1,63 +1,27 @@
+import { randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
-import { chmod, lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
-import { dirname, join, posix, sep } from 'node:path';
-import { badRequest, notFound, providerError, SbxError } from '../../../core/errors.js';
+import { chmod, open, readdir, rename, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join, posix } from 'node:path';
+import { badRequest, notFound, SbxError } from '../../../core/errors.js';
 import type { FileInfo } from '../../../core/ports.js';
 import { fileTooLarge } from '../../../core/sandboxes/files.js';
+import { MAX_NAME_BYTES } from '../../../core/sandboxes/paths.js';
 import { formatMode } from './file-mode.js';
 import { planGlob } from './glob.js';
+import { errnoOf, fsError } from './host-fs/errors.js';
+import { globTree, removeTree } from './host-fs/tree.js';
+import { at, closeQuietly, lstatAt, O_PATH, openDirAt, SandboxRoot, type Located } from './host-fs/walk.js';
 
-/** Upper bound on directory entries one glob may visit, so a pattern over `/` stays cheap. */
-const GLOB_MAX_VISITS = 200_000;
-
-interface Resolved {
-  /** Host path: the real path of the deepest existing ancestor, then the missing components. */
-  host: string;
-  /** Real path of the sandbox root. */
-  root: string;
-  exists: boolean;
-  /** The first missing component exists as a symlink whose target does not (following it could leave the root). */
-  dangling: boolean;
-}
-
-function errnoOf(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null ? (err as NodeJS.ErrnoException).code : undefined;
-}
-
-/** Maps a Node fs error to an SbxError naming the sandbox path only (never the host path). */
-function fsError(err: unknown, p: string): SbxError {
-  if (err instanceof SbxError) return err;
-  const code = errnoOf(err);
-  switch (code) {
-    case 'ENOENT':
-      return notFound(`${p}: no such file or directory`);
-    case 'ENOTDIR':
-      return badRequest(`${p}: a component of the path is not a directory`);
-    case 'EISDIR':
-      return badRequest(`${p} is a directory`);
-    case 'ENOTEMPTY':
-      return badRequest(`${p} is a directory that is not empty`);
-    case 'EEXIST':
-      return badRequest(`${p} already exists`);
-    case 'ELOOP':
-      return badRequest(`${p}: too many levels of symbolic links`);
-    case 'EACCES':
-    case 'EPERM':
-      return badRequest(`${p}: permission denied`);
-    case 'EINVAL':
-      return badRequest(`${p}: invalid operation`);
-    case 'ENOSPC':
-    case 'EDQUOT':
-      return new SbxError('resource_limit', 'no space left for the sandbox');
-    default:
-      return providerError(`file operation on ${p} failed (${code ?? 'unknown error'})`);
-  }
-}
+/** Symbolic links among a listing's entries resolved at once (each holds a few handles while it resolves). */
+const LINK_RESOLVE_BATCH = 16;
+const encoder = new TextEncoder();
 
 function segmentsOf(p: string): string[] {
   if (!p.startsWith('/')) throw badRequest(`path must be absolute: ${JSON.stringify(p)}`);
+  if (p.includes('\0')) throw badRequest('path must not contain NUL bytes');
   const segs = p.split('/').filter((s) => s.length > 0);
   if (segs.some((s) => s === '.' || s === '..')) throw badRequest(`path must be normalized: ${JSON.stringify(p)}`);
+  if (segs.some((s) => encoder.encode(s).length > MAX_NAME_BYTES)) throw badRequest(`path has a component longer than ${MAX_NAME_BYTES} bytes`);
   return segs;
 }
 
@@ -72,158 +36,212 @@ function toInfo(p: string, st: Stats): FileInfo {
   };
 }
 
+/** Writes `content` under a temporary name in `dir`, then renames it over `name`: a failed write leaves the old file. */
+async function writeReplacing(dir: FileHandle, name: string, content: Uint8Array, mode: number): Promise<void> {
+  const tmp = `.sbx-write-${randomBytes(8).toString('hex')}.tmp`;
+  const fh = await open(at(dir, tmp), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  let renamed = false;
+  try {
+    try {
+      await fh.writeFile(content);
+      // Explicit modes, not umask-dependent ones.
+      await fh.chmod(mode);
+    } finally {
+      await fh.close();
+    }
+    // rename replaces the entry `name` (a link there is replaced, not followed).
+    await rename(at(dir, tmp), at(dir, name));
+    renamed = true;
+  } finally {
+    if (!renamed) await unlink(at(dir, tmp)).catch(() => undefined);
+  }
+}
+
 /**
- * File operations for providers whose sandbox root is a host directory. Every sandbox path is
- * confined to the root: the deepest existing ancestor is resolved with realpath and must stay under
- * the root's real path, so neither `..` nor a symlink planted inside the sandbox reaches the host.
+ * File operations for providers whose sandbox root is a host directory (mock, proot). Every path
+ * is resolved from a handle on the root, one component at a time, without the kernel following
+ * any symbolic link (see host-fs/walk.ts): links are followed by this code only while they stay
+ * inside the root, so neither a link planted in the sandbox nor one swapped in while an operation
+ * runs reaches the host. Linux only (it relies on /proc/self/fd).
  */
 export class HostFs {
-  constructor(readonly rootDir: string) {}
+  private readonly root: SandboxRoot;
+
+  constructor(readonly rootDir: string) {
+    this.root = new SandboxRoot(rootDir);
+  }
 
   async writeFile(p: string, content: Uint8Array, mode: number | undefined): Promise<void> {
-    const r = await this.resolve(p);
-    if (r.dangling) throw badRequest(`${p} is a dangling symbolic link`);
-    if (r.host === r.root) throw badRequest('cannot write the sandbox root');
-    try {
-      await mkdir(dirname(r.host), { recursive: true });
-      // O_NOFOLLOW: the resolved path is real, so a symlink here means someone swapped it in since.
-      const fh = await open(r.host, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
-      try {
-        await fh.writeFile(content);
-        // Explicit modes, not umask-dependent ones; an overwrite without a mode keeps the old one.
-        if (mode !== undefined) await fh.chmod(mode & 0o7777);
-        else if (!r.exists) await fh.chmod(0o644);
-      } finally {
-        await fh.close();
-      }
-    } catch (err) {
-      throw fsError(err, p);
-    }
+    const segs = segmentsOf(p);
+    if (segs.length === 0) throw badRequest('cannot write the sandbox root');
+    await this.withEntry(p, segs, { followLast: true, create: true }, async (loc) => {
+      if (loc.name === null) throw badRequest('cannot write the sandbox root');
+      if (loc.dangling) throw badRequest(`${p} is a dangling symbolic link`);
+      if (loc.st?.isDirectory()) throw badRequest(`${p} is a directory`);
+      // An overwrite without a mode keeps the old one; a new file gets 0644 whatever the umask.
+      const m = mode !== undefined ? mode & 0o7777 : loc.st ? loc.st.mode & 0o7777 : 0o644;
+      await writeReplacing(loc.dir, loc.name, content, m);
+    });
   }
 
   async readFile(p: string, maxBytes?: number): Promise<Uint8Array> {
-    const r = await this.existing(p);
-    try {
-      const fh = await open(r.host, constants.O_RDONLY);
+    return this.withEntry(p, segmentsOf(p), { followLast: true, create: false }, async (loc) => {
+      if (loc.name === null || loc.st?.isDirectory()) throw badRequest(`${p} is a directory`);
+      if (loc.st === null) throw notFound(`${p}: no such file or directory`);
+      // O_NONBLOCK: a FIFO planted in the sandbox cannot stall the open; it is refused below.
+      const fh = await open(at(loc.dir, loc.name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(swapped(p));
       try {
         // Sized on the open file, so the size checked is the size read.
         const st = await fh.stat();
         if (st.isDirectory()) throw badRequest(`${p} is a directory`);
+        if (!st.isFile()) throw badRequest(`${p} is not a regular file`);
         if (maxBytes !== undefined && st.size > maxBytes) throw fileTooLarge(st.size, maxBytes);
         return await fh.readFile();
       } finally {
         await fh.close();
       }
-    } catch (err) {
-      throw fsError(err, p);
-    }
+    });
   }
 
   async deleteFile(p: string, recursive: boolean): Promise<void> {
-    const host = await this.entry(p);
-    try {
-      const st = await lstat(host);
-      if (!st.isDirectory()) await unlink(host);
-      else if (recursive) await rm(host, { recursive: true, force: false });
-      else await rmdir(host);
-    } catch (err) {
-      if (errnoOf(err) === 'ENOTEMPTY' || errnoOf(err) === 'EEXIST') {
-        throw badRequest(`${p} is a directory that is not empty; delete it recursively`);
+    const segs = segmentsOf(p);
+    if (segs.length === 0) throw badRequest('the sandbox root cannot be deleted or moved');
+    await this.withEntry(p, segs, { followLast: false, create: false }, async (loc) => {
+      if (loc.name === null || loc.st === null) throw notFound(`${p}: no such file or directory`);
+      try {
+        if (!loc.st.isDirectory()) await unlink(at(loc.dir, loc.name));
+        else if (recursive) await removeTree(loc.dir, loc.name);
+        else await rmdir(at(loc.dir, loc.name));
+      } catch (err) {
+        if (errnoOf(err) === 'ENOTEMPTY' || errnoOf(err) === 'EEXIST') {
+          throw badRequest(recursive ? `${p} kept getting new entries while it was deleted` : `${p} is a directory that is not empty; delete it recursively`);
+        }
+        throw err;
       }
-      throw fsError(err, p);
-    }
+    });
   }
 
   async listFiles(p: string): Promise<FileInfo[]> {
-    const r = await this.existing(p);
+    const { dir, segs } = await this.root.openDir(p, segmentsOf(p));
     try {
-      if (!(await stat(r.host)).isDirectory()) throw badRequest(`${p} is not a directory`);
-      const names = (await readdir(r.host)).sort();
-      const infos = await Promise.all(names.map((n) => this.entryInfo(join(r.host, n), posix.join(p, n), r.root)));
+      const names = (await readdir(at(dir))).sort();
+      const infos: (FileInfo | null)[] = [];
+      for (let i = 0; i < names.length; i += LINK_RESOLVE_BATCH) {
+        const batch = names.slice(i, i + LINK_RESOLVE_BATCH);
+        infos.push(...(await Promise.all(batch.map((n) => this.entryInfo(dir, segs, n, posix.join(p, n))))));
+      }
       return infos.filter((i): i is FileInfo => i !== null);
     } catch (err) {
       throw fsError(err, p);
+    } finally {
+      await closeQuietly(dir);
     }
   }
 
   async moveFile(from: string, to: string): Promise<void> {
-    const src = await this.entry(from);
-    try {
-      await lstat(src);
-    } catch (err) {
-      throw fsError(err, from);
-    }
-    const segs = segmentsOf(to);
-    const name = segs.pop();
-    if (name === undefined) throw badRequest('cannot move onto the sandbox root');
-    const parent = await this.resolve('/' + segs.join('/'));
-    if (parent.dangling) throw badRequest(`${to}: a parent is a dangling symbolic link`);
-    try {
-      await mkdir(parent.host, { recursive: true });
-      await rename(src, join(parent.host, name));
-    } catch (err) {
-      throw fsError(err, to);
-    }
+    const fromSegs = segmentsOf(from);
+    const toSegs = segmentsOf(to);
+    if (fromSegs.length === 0) throw badRequest('the sandbox root cannot be deleted or moved');
+    if (toSegs.length === 0) throw badRequest('cannot move onto the sandbox root');
+    await this.withEntry(from, fromSegs, { followLast: false, create: false }, async (src) => {
+      if (src.name === null || src.st === null) throw notFound(`${from}: no such file or directory`);
+      const srcName = src.name;
+      await this.withEntry(to, toSegs, { followLast: false, create: true }, async (dst) => {
+        if (dst.name === null) throw badRequest('cannot move onto the sandbox root');
+        await rename(at(src.dir, srcName), at(dst.dir, dst.name));
+      });
+    });
   }
 
   async chmod(p: string, mode: number): Promise<void> {
-    const r = await this.existing(p);
-    try {
-      await chmod(r.host, mode & 0o7777);
-    } catch (err) {
-      throw fsError(err, p);
-    }
+    await this.withEntry(p, segmentsOf(p), { followLast: true, create: false }, async (loc) => {
+      if (loc.st === null) throw notFound(`${p}: no such file or directory`);
+      if (loc.name === null) return void (await chmod(at(loc.dir), mode & 0o7777));
+      // A handle on the entry itself; chmod through it acts on exactly what was checked.
+      const fh = await open(at(loc.dir, loc.name), O_PATH | constants.O_NOFOLLOW).catch(swapped(p));
+      try {
+        if ((await fh.stat()).isSymbolicLink()) throw badRequest(`${p} was replaced by a symbolic link during the operation`);
+        await chmod(at(fh), mode & 0o7777);
+      } finally {
+        await fh.close();
+      }
+    });
   }
 
   async stat(p: string): Promise<FileInfo> {
-    const r = await this.existing(p);
-    try {
-      return toInfo(p, await stat(r.host));
-    } catch (err) {
-      throw fsError(err, p);
-    }
+    return this.withEntry(p, segmentsOf(p), { followLast: true, create: false }, async (loc) => {
+      if (loc.st === null) throw notFound(`${p}: no such file or directory`);
+      return toInfo(p, loc.st);
+    });
   }
 
   /** Sorted sandbox paths matching the pattern; symlinked directories are not descended into. */
   async glob(pattern: string): Promise<string[]> {
     const plan = planGlob(pattern);
-    let base: Resolved;
+    await closeQuietly(await this.root.open()); // a runtime that is gone is an error, not an empty match
+    let loc: Located;
     try {
-      base = await this.resolve(plan.base);
+      loc = await this.root.locate(plan.base, segmentsOf(plan.base), { followLast: true, create: false });
     } catch (err) {
-      // A base that leaves the sandbox matches nothing inside it.
-      if (err instanceof SbxError && err.code === 'bad_request') return [];
+      // A base that leaves the sandbox, or does not exist, matches nothing inside it.
+      if (err instanceof SbxError && (err.code === 'bad_request' || err.code === 'not_found')) return [];
       throw err;
     }
-    if (!base.exists) return [];
-    const out: string[] = [];
-    if (plan.regex.test(plan.base)) out.push(plan.base);
-    let visits = 0;
-    const walk = async (hostDir: string, sbxDir: string, level: number): Promise<void> => {
-      let entries;
-      try {
-        entries = await readdir(hostDir, { withFileTypes: true });
-      } catch {
-        return;
+    try {
+      if (loc.st === null) return [];
+      const out: string[] = [];
+      if (plan.regex.test(plan.base)) out.push(plan.base);
+      if (plan.depth > 0 && loc.st.isDirectory()) {
+        const dir = loc.name === null ? loc.dir : await openDirAt(loc.dir, loc.name).catch(() => null);
+        if (dir !== null) {
+          try {
+            out.push(...(await globTree(dir, plan.base, plan, pattern)));
+          } finally {
+            if (dir !== loc.dir) await closeQuietly(dir);
+          }
+        }
       }
-      for (const d of entries) {
-        if (++visits > GLOB_MAX_VISITS) throw badRequest(`glob ${pattern} visits more than ${GLOB_MAX_VISITS} entries; narrow it`);
-        const sp = posix.join(sbxDir, d.name);
-        if (plan.regex.test(sp)) out.push(sp);
-        if (d.isDirectory() && level < plan.depth) await walk(join(hostDir, d.name), sp, level + 1);
-      }
-    };
-    if (plan.depth > 0) await walk(base.host, plan.base, 1);
-    return out.sort();
+      return out.sort();
+    } catch (err) {
+      throw fsError(err, pattern);
+    } finally {
+      await closeQuietly(loc.dir);
+    }
   }
 
   /** Host path of an existing directory inside the sandbox (an exec working directory). */
   async hostDir(p: string): Promise<string> {
-    const r = await this.resolve(p);
-    let isDir = false;
-    if (r.exists) isDir = (await stat(r.host).catch(() => null))?.isDirectory() ?? false;
-    if (!isDir) throw badRequest(`workdir ${p} is not an existing directory in the sandbox`);
-    return r.host;
+    const real = await this.root.realPath();
+    let segs: string[];
+    try {
+      const d = await this.root.openDir(p, segmentsOf(p));
+      await closeQuietly(d.dir);
+      segs = d.segs;
+    } catch {
+      throw badRequest(`workdir ${p} is not an existing directory in the sandbox`);
+    }
+    return join(real, ...segs);
+  }
+
+  /**
+   * Removes the whole sandbox root the way a recursive delete removes a tree: by handle, never
+   * following a link, so a process still running inside cannot redirect it. Idempotent.
+   */
+  async removeRoot(): Promise<void> {
+    let real: string;
+    try {
+      real = await this.root.realPath();
+    } catch {
+      return; // already gone
+    }
+    const parent = await open(dirname(real), O_PATH | constants.O_DIRECTORY);
+    try {
+      await removeTree(parent, basename(real));
+    } catch (err) {
+      throw fsError(err, '/');
+    } finally {
+      await parent.close();
+    }
   }
 
   /** True when the sandbox root directory exists. */
@@ -231,61 +249,39 @@ export class HostFs {
     return (await stat(this.rootDir).catch(() => null))?.isDirectory() ?? false;
   }
 
-  private async rootReal(): Promise<string> {
+  /** Runs `fn` on the located path, mapping fs errors to the sandbox path and closing the handle. */
+  private async withEntry<T>(p: string, segs: string[], opts: { followLast: boolean; create: boolean }, fn: (loc: Located) => Promise<T>): Promise<T> {
+    const loc = await this.root.locate(p, segs, opts);
     try {
-      return await realpath(this.rootDir);
-    } catch {
-      throw notFound('sandbox runtime not found');
+      return await fn(loc);
+    } catch (err) {
+      throw fsError(err, p);
+    } finally {
+      await closeQuietly(loc.dir);
     }
-  }
-
-  private async resolve(p: string): Promise<Resolved> {
-    const root = await this.rootReal();
-    const segs = segmentsOf(p);
-    for (let k = segs.length; k >= 0; k--) {
-      let real: string;
-      try {
-        real = await realpath(join(root, ...segs.slice(0, k)));
-      } catch (err) {
-        const code = errnoOf(err);
-        if (code === 'ENOENT' || code === 'ENOTDIR') continue;
-        throw fsError(err, p);
-      }
-      if (real !== root && !real.startsWith(root + sep)) {
-        throw badRequest(`${p} leaves the sandbox through a symbolic link`);
-      }
-      const tail = segs.slice(k);
-      const dangling = tail.length > 0 && (await lstat(join(real, tail[0]!)).then(() => true, () => false));
-      return { host: join(real, ...tail), root, exists: tail.length === 0, dangling };
-    }
-    throw notFound('sandbox runtime not found');
-  }
-
-  private async existing(p: string): Promise<Resolved> {
-    const r = await this.resolve(p);
-    if (!r.exists) throw notFound(`${p}: no such file or directory`);
-    return r;
-  }
-
-  /** Host path of the entry itself (a symlink is not followed): its parent resolved and confined. */
-  private async entry(p: string): Promise<string> {
-    const segs = segmentsOf(p);
-    const name = segs.pop();
-    if (name === undefined) throw badRequest('the sandbox root cannot be deleted or moved');
-    const parent = await this.existing('/' + segs.join('/'));
-    return join(parent.host, name);
   }
 
   /** FileInfo of a directory entry; a symlink shows its target only when that stays inside. */
-  private async entryInfo(host: string, p: string, root: string): Promise<FileInfo | null> {
+  private async entryInfo(dir: FileHandle, dirSegs: string[], name: string, p: string): Promise<FileInfo | null> {
     try {
-      const st = await lstat(host);
+      const st = await lstatAt(dir, name);
+      if (st === null) return null; // removed while listing
       if (!st.isSymbolicLink()) return toInfo(p, st);
-      const real = await realpath(host).catch(() => null);
-      if (real !== null && (real === root || real.startsWith(root + sep))) return toInfo(p, await stat(real));
-      return toInfo(p, st);
+      const target = await this.root
+        .locate(p, [...dirSegs, name], { followLast: true, create: false })
+        .then(async (loc) => (await closeQuietly(loc.dir), loc.st))
+        .catch(() => null);
+      return toInfo(p, target && !target.isSymbolicLink() ? target : st);
     } catch {
-      return null; // removed while listing
+      return null;
     }
   }
+}
+
+/** An entry that was checked, then swapped for a symbolic link before it was opened. */
+function swapped(p: string) {
+  return (err: unknown): never => {
+    if (errnoOf(err) === 'ELOOP') throw badRequest(`${p} was replaced by a symbolic link during the operation`);
+    throw err;
+  };
 }

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { notFound } from '../../../core/errors.js';
+import { conflict, notFound, SbxError } from '../../../core/errors.js';
 import type { ConsoleLog, ConsoleQuery, ExecEvent, RuntimeInfo, RuntimeStatus } from '../../../core/ports.js';
 import { ConsoleRing } from './console-ring.js';
 import { execProcess, type ProcessSpec } from './exec-process.js';
 import { HostFs } from './host-fs.js';
+import { HostMarkers } from './host-markers.js';
 
 /** Runtime ids name directories, so they must be plain names: no `/`, no `..`. */
 const RUNTIME_ID_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -17,13 +18,45 @@ export function isRuntimeId(id: string): boolean {
 
 /**
  * Bookkeeping shared by providers whose runtimes are host directories (`<workDir>/<runtime_id>`):
- * file access, console rings, running commands (killed on destroy) and the inventory.
+ * file access, console rings, running commands (killed on destroy) and the inventory. Markers
+ * outside the sandbox roots (host-markers.ts) carry the installation id of each runtime and the
+ * process group of each running exec, so a server restarted after a crash reconciles them.
  */
 export class HostRuntimes {
   private readonly rings = new Map<string, ConsoleRing>();
   private readonly running = new Map<string, Set<AbortController>>();
+  /** Runtimes being destroyed: their directory may still exist, but they take no new exec. */
+  private readonly destroying = new Map<string, number>();
+  private readonly markers: HostMarkers;
 
-  constructor(readonly workDir: string) {}
+  constructor(
+    readonly workDir: string,
+    private readonly installationId: string | null = null,
+  ) {
+    this.markers = new HostMarkers(workDir);
+  }
+
+  /**
+   * Creates the runtime's directory (conflict when it exists), labelled with this installation and
+   * its sandbox BEFORE it exists: a crash at any point never leaves an unlabelled runtime behind.
+   */
+  async create(runtimeId: string, sandboxId: string): Promise<string> {
+    const dir = this.dir(runtimeId);
+    const taken = () => conflict(`runtime ${runtimeId} already exists`);
+    await mkdir(this.workDir, { recursive: true });
+    if ((await stat(dir).catch(() => null)) !== null) throw taken();
+    const claim = await this.markers.claimRuntime(runtimeId, { installation_id: this.installationId, sandbox_id: sandboxId });
+    if (claim === 'foreign') throw taken();
+    try {
+      await mkdir(dir);
+    } catch (err) {
+      // Someone else's directory appeared meanwhile: our label must not claim it.
+      if (claim === 'created') await this.markers.removeRuntimeMarker(runtimeId);
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw taken();
+      throw err;
+    }
+    return dir;
+  }
 
   /** Directory of a runtime; not_found for ids that cannot be runtimes. */
   dir(runtimeId: string): string {
@@ -47,14 +80,19 @@ export class HostRuntimes {
     return dir;
   }
 
-  /** Runtime directories, sorted by id. */
+  /** Runtime directories, sorted by id, with the installation id of their marker (null without one). */
   async list(): Promise<RuntimeInfo[]> {
     const entries = await readdir(this.workDir, { withFileTypes: true }).catch(() => []);
-    return entries
+    const ids = entries
       .filter((d) => d.isDirectory() && isRuntimeId(d.name))
       .map((d) => d.name)
-      .sort()
-      .map((id) => ({ runtime_id: id, sandbox_id: id, installation_id: null, status: 'running' as const }));
+      .sort();
+    const out: RuntimeInfo[] = [];
+    for (const id of ids) {
+      const m = await this.markers.readRuntime(id);
+      out.push({ runtime_id: id, sandbox_id: m?.sandbox_id ?? id, installation_id: m?.installation_id ?? null, status: 'running' });
+    }
+    return out;
   }
 
   async logs(runtimeId: string, query: ConsoleQuery): Promise<ConsoleLog> {
@@ -62,13 +100,34 @@ export class HostRuntimes {
     return this.rings.get(runtimeId)?.read(query) ?? { lines: [], cursor: 0 };
   }
 
-  /** Kills the runtime's running commands and removes its directory. Idempotent. */
+  /**
+   * Kills the runtime's running commands (also those a previous server process left behind) and
+   * removes its directory and markers. Idempotent.
+   */
   async destroy(runtimeId: string): Promise<void> {
     if (!isRuntimeId(runtimeId)) return;
-    for (const ac of this.running.get(runtimeId) ?? []) ac.abort(new Error('runtime destroyed'));
-    this.running.delete(runtimeId);
-    this.rings.delete(runtimeId);
-    await rm(join(this.workDir, runtimeId), { recursive: true, force: true, maxRetries: 3 });
+    this.destroying.set(runtimeId, (this.destroying.get(runtimeId) ?? 0) + 1);
+    try {
+      for (const ac of this.running.get(runtimeId) ?? []) ac.abort(new Error('runtime destroyed'));
+      this.running.delete(runtimeId);
+      this.rings.delete(runtimeId);
+      await this.markers.killProcs(runtimeId);
+      // By directory handle, never following a link: a process that outlived the kill cannot
+      // steer the removal outside the runtime by swapping a directory for a symlink.
+      await new HostFs(join(this.workDir, runtimeId)).removeRoot();
+      await this.markers.removeRuntime(runtimeId);
+    } finally {
+      const n = (this.destroying.get(runtimeId) ?? 1) - 1;
+      if (n > 0) this.destroying.set(runtimeId, n);
+      else this.destroying.delete(runtimeId);
+    }
+  }
+
+  /** An error met while starting an exec: not_found once the runtime is gone (exec racing destroy). */
+  private async startError(runtimeId: string, err: unknown): Promise<unknown> {
+    if (err instanceof SbxError && err.code === 'not_found') return err;
+    if (this.destroying.has(runtimeId) || (await this.status(runtimeId)) !== 'running') return notFound(`runtime ${runtimeId} not found`);
+    return err;
   }
 
   /**
@@ -77,7 +136,13 @@ export class HostRuntimes {
    */
   async *exec(runtimeId: string, build: (fs: HostFs, dir: string) => Promise<ProcessSpec>, signal: AbortSignal): AsyncGenerator<ExecEvent, void, undefined> {
     const dir = await this.requireRunning(runtimeId);
-    const spec = await build(new HostFs(dir), dir);
+    if (this.destroying.has(runtimeId)) throw notFound(`runtime ${runtimeId} not found`);
+    let spec: ProcessSpec;
+    try {
+      spec = await build(new HostFs(dir), dir);
+    } catch (err) {
+      throw await this.startError(runtimeId, err);
+    }
     const ac = new AbortController();
     const onAbort = () => ac.abort(signal.reason);
     if (signal.aborted) onAbort();
@@ -89,12 +154,28 @@ export class HostRuntimes {
     if (!ring) this.rings.set(runtimeId, (ring = new ConsoleRing()));
     // Per-exec sources: a partial line of one command is never glued to another's output.
     const tag = randomBytes(4).toString('hex');
+    let marked: Promise<void> | null = null;
+    const onSpawn = (pid: number) => {
+      marked = this.markers.addProc(runtimeId, tag, pid);
+    };
+    let started = false;
     try {
-      for await (const ev of execProcess(spec, ac.signal)) {
-        if (ev.type !== 'exit') ring.append(ev.data, `${tag}:${ev.type}`);
-        yield ev;
+      // A destroy that ran while the command was being prepared did not see it: not_found.
+      if (this.destroying.has(runtimeId) || (await this.status(runtimeId)) !== 'running') throw notFound(`runtime ${runtimeId} not found`);
+      try {
+        for await (const ev of execProcess({ ...spec, onSpawn }, ac.signal)) {
+          started = true;
+          if (ev.type !== 'exit') ring.append(ev.data, `${tag}:${ev.type}`);
+          yield ev;
+        }
+      } catch (err) {
+        throw started ? err : await this.startError(runtimeId, err);
       }
     } finally {
+      if (marked) {
+        await marked;
+        await this.markers.removeProc(runtimeId, tag);
+      }
       ring.flush(`${tag}:stdout`);
       ring.flush(`${tag}:stderr`);
       signal.removeEventListener('abort', onAbort);

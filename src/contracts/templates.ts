@@ -32,15 +32,18 @@ export const TemplateSpawnRequest = Type.Object(
 );
 export type TemplateSpawnRequest = Static<typeof TemplateSpawnRequest>;
 
-/** Template object (DESIGN.md §3). Fields the template does not set are left out (spec 2.5 types them as string/integer, never null). */
+/**
+ * Template object (DESIGN.md §3): every field is always present; `null` where the template does
+ * not set it (a spawn from it then takes the server default).
+ */
 export const Template = Type.Object(
   {
     name: Type.String(),
-    image: Type.Optional(Type.String()),
-    memory_mb: Type.Optional(Type.Integer()),
-    vcpus: Type.Optional(Type.Integer()),
-    ttl: Type.Optional(Type.String()),
-    provider: Type.Optional(Type.String()),
+    image: Type.Union([Type.String(), Type.Null()]),
+    memory_mb: Type.Union([Type.Integer(), Type.Null()]),
+    vcpus: Type.Union([Type.Integer(), Type.Null()]),
+    ttl: Type.Union([Type.String(), Type.Null()]),
+    provider: Type.Union([Type.String(), Type.Null()]),
     metadata: StringMap,
     created_at: Timestamp,
     updated_at: Timestamp,

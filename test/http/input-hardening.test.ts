@@ -109,7 +109,8 @@ describe('X-User-ID is validated on every /api/v1 route (spec 5.1 rule 1)', () =
 
   it('CORS preflight still answers first', async () => {
     const res = await call(srv.url, 'OPTIONS', '/api/v1/sandboxes', undefined, {
-      Origin: 'http://app.example',
+      // A local page: with auth off the dev-box guard refuses other origins (DESIGN §3).
+      Origin: 'http://localhost:5173',
       'Access-Control-Request-Method': 'POST',
       'X-User-ID': 'a/b',
     });
@@ -152,11 +153,14 @@ describe('requests the HTTP parser refuses get the spec error body (spec 7)', ()
     expect(Object.keys(res.body as object).sort()).toEqual(['code', 'message']);
   });
 
-  it('oversized headers are 431 with {code, message}, and never echo the request', async () => {
+  it('oversized headers or request lines are 413 payload_too_large (DESIGN §3 pair), and never echo the request', async () => {
     const secret = 'S3cret-In-Header-' + 'z'.repeat(40_000);
     const res = parseRaw(await rawRequest(srv.url, `GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-API-Key: ${secret}\r\n\r\n`));
-    expect(res.status).toBe(431);
-    expect(res.body).toEqual({ code: 'payload_too_large', message: 'request headers are larger than the server accepts' });
+    expect(res.status).toBe(413);
+    expect(res.body).toEqual({ code: 'payload_too_large', message: 'request line or headers are larger than the server accepts' });
+    const longQuery = parseRaw(await rawRequest(srv.url, `GET /api/v1/sandboxes/x/files?path=/${'q'.repeat(40_000)} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    expect(longQuery.status).toBe(413);
+    expect(longQuery.body).toMatchObject({ code: 'payload_too_large' });
   });
 
   it('paths the router cannot read are 400 {code, message}, without echoing the path', async () => {

@@ -13,26 +13,30 @@ describe('templates (spec 4.3)', () => {
     const c = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py', image: 'python:3', memory_mb: 256, ttl: '10m', metadata: { kind: 'py' } });
     expect(c.status).toBe(201);
     expect(c.body).toMatchObject({ name: 'py', image: 'python:3', memory_mb: 256, ttl: '10m', metadata: { kind: 'py' } });
-    // Unset fields are left out, never null (spec 2.5 types them as string/integer).
-    expect(Object.keys(c.body).sort()).toEqual(['created_at', 'image', 'memory_mb', 'metadata', 'name', 'ttl', 'updated_at']);
-    expect(c.text).not.toContain('null');
+    // Every field of the template object is present; unset ones are null (DESIGN.md §3).
+    const ALL = ['created_at', 'image', 'memory_mb', 'metadata', 'name', 'provider', 'ttl', 'updated_at', 'vcpus'];
+    expect(Object.keys(c.body).sort()).toEqual(ALL);
+    expect(c.body).toMatchObject({ vcpus: null, provider: null });
     const dup = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py' });
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe('conflict');
     const bare = await call(srv.url, 'POST', '/api/v1/templates', { name: 'a-first' });
-    expect(Object.keys(bare.body).sort()).toEqual(['created_at', 'metadata', 'name', 'updated_at']);
+    expect(Object.keys(bare.body).sort()).toEqual(ALL);
+    expect(bare.body).toMatchObject({ name: 'a-first', image: null, memory_mb: null, vcpus: null, ttl: null, provider: null, metadata: {} });
     const listed = await call(srv.url, 'GET', '/api/v1/templates');
     expect(listed.body.map((t: { name: string }) => t.name)).toEqual(['a-first', 'py']);
-    expect(listed.text).not.toContain('null');
-    expect(Object.keys((await call(srv.url, 'GET', '/api/v1/templates/a-first')).body).sort()).toEqual(['created_at', 'metadata', 'name', 'updated_at']);
+    expect(listed.body.every((t: object) => Object.keys(t).sort().join() === ALL.join())).toBe(true);
+    const got = (await call(srv.url, 'GET', '/api/v1/templates/a-first')).body;
+    expect(got).toMatchObject({ name: 'a-first', image: null, memory_mb: null, vcpus: null, ttl: null, provider: null });
+    expect(Object.keys(got).sort()).toEqual(ALL);
     expect((await call(srv.url, 'GET', '/api/v1/templates/py')).body.image).toBe('python:3');
     expect((await call(srv.url, 'GET', '/api/v1/templates/none')).status).toBe(404);
 
     const up = await call(srv.url, 'PUT', '/api/v1/templates/py', { image: 'python:3.12', vcpus: 2, metadata: { kind: 'py' } });
     expect(up.status).toBe(200);
     expect(up.body).toMatchObject({ name: 'py', image: 'python:3.12', vcpus: 2 });
-    expect(up.body).not.toHaveProperty('memory_mb');
-    expect(up.body).not.toHaveProperty('provider');
+    // A replace clears what it does not set: null again.
+    expect(up.body).toMatchObject({ memory_mb: null, provider: null, ttl: null });
     expect((await call(srv.url, 'PUT', '/api/v1/templates/none', { image: 'x' })).status).toBe(404);
 
     const sp = await call(srv.url, 'POST', '/api/v1/templates/py/spawn', { ttl: '5m', metadata: { extra: '1' } });

@@ -4,6 +4,7 @@ import { completePrefix } from '../utf8.js';
 import type { ExecControl, ExecSpec, Provider, SandboxRecord } from '../ports.js';
 import type { Caller } from './caller.js';
 import { sandboxPath } from './paths.js';
+import { isSandboxGone } from './runtime-guard.js';
 import { asProviderError, type SandboxService } from './service.js';
 
 export interface ExecInput {
@@ -40,6 +41,16 @@ export interface BufferedExecResult {
 }
 
 export const TIMEOUT_EXIT_CODE = 124;
+
+/**
+ * A byte budget shared with the transport (the HTTP in-flight budget): a buffered exec takes what it
+ * holds as it collects output and gives it all back when done. A take may wait for room (the
+ * command is not read meanwhile, so it waits too); false refuses it.
+ */
+export interface ByteBudget {
+  take(n: number): boolean | Promise<boolean>;
+  give(n: number): void;
+}
 
 /** The longest delay a Node timer holds (2^31-1 ms, about 24.8 days); a longer one fires at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -146,8 +157,24 @@ export class ExecService {
    * Runs to completion and collects output, at most `max_exec_output_bytes` per stream (cut at a
    * character boundary, with a note of what was dropped).
    */
-  async run(id: string, input: ExecInput, caller: Caller, signal?: AbortSignal): Promise<BufferedExecResult> {
+  async run(id: string, input: ExecInput, caller: Caller, signal?: AbortSignal, budget?: ByteBudget): Promise<BufferedExecResult> {
     const items = await this.start(id, input, caller, signal);
+    let taken = 0;
+    try {
+      return await this.collect(items, async (n) => {
+        const ok = budget ? budget.take(n) : true;
+        if (ok === false || (ok !== true && !(await ok))) {
+          // Leaving the loop stops (kills) the command.
+          throw new SbxError('unavailable', 'the server holds too much buffered output right now; retry later or use stream=true', { retry_after_s: 1 });
+        }
+        taken += n;
+      });
+    } finally {
+      budget?.give(taken);
+    }
+  }
+
+  private async collect(items: AsyncIterable<ExecItem>, hold: (n: number) => Promise<void>): Promise<BufferedExecResult> {
     const max = this.sandboxes.deps.settings.limits.max_exec_output_bytes;
     const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
     const held = { stdout: 0, stderr: 0 };
@@ -174,6 +201,7 @@ export class ExecService {
       size[item.stream] += item.data.byteLength;
       // Whole chunks up to the first past the limit; `collected` cuts there.
       if (held[item.stream] < max) {
+        await hold(item.data.byteLength);
         out[item.stream].push(item.data);
         held[item.stream] += item.data.byteLength;
       }
@@ -210,7 +238,7 @@ async function checkWorkdir(provider: Provider, runtimeId: string, workdir: stri
   try {
     isDir = (await provider.stat(runtimeId, workdir, signal)).is_dir;
   } catch (err) {
-    if (isAbortError(err)) throw err;
+    if (isAbortError(err) || isSandboxGone(err)) throw err;
     // Anything but "not there" or "not a directory": the provider reports it when the command starts.
     if (!isSbxError(err) || (err.code !== 'not_found' && err.code !== 'bad_request')) return;
     isDir = false;

@@ -8,6 +8,7 @@ import type { Clock, IdSource, Provider, RuntimeStatus, SandboxRecord, Store } f
 import type { CoreSettings } from '../settings.js';
 import { ownerVisible, type Caller } from './caller.js';
 import { guardRuntime } from './runtime-guard.js';
+import { Teardowns, type TeardownRetry } from './teardown.js';
 
 export interface SpawnInput {
   image?: string;
@@ -42,6 +43,8 @@ export interface SandboxDeps {
   settings: CoreSettings;
   /** Operator-facing warnings that no caller receives (compose passes the logger). */
   warn?: (fields: Record<string, unknown>, message: string) => void;
+  /** Retry of a runtime's destroy (tests shorten it). */
+  destroyRetry?: TeardownRetry;
 }
 
 const GONE = new Set(['destroyed', 'expired']);
@@ -56,8 +59,16 @@ const STATUS_TIMEOUT_MS = 10_000;
 export class SandboxService {
   /** Sandboxes already reported as stranded, so the reaper warns once, not every pass. */
   private readonly warnedStranded = new Set<string>();
+  private readonly teardowns: Teardowns;
 
-  constructor(readonly deps: SandboxDeps) {}
+  constructor(readonly deps: SandboxDeps) {
+    this.teardowns = new Teardowns(deps, deps.destroyRetry);
+  }
+
+  /** True while this process tears the sandbox down: its operations then answer not_found. */
+  destroying(id: string): boolean {
+    return this.teardowns.destroying(id);
+  }
 
   /** Applies defaults, validates sizes, TTL syntax, provider name. Does not check limits. */
   resolveSpawn(input: SpawnInput): ResolvedSpawn {
@@ -157,9 +168,16 @@ export class SandboxService {
     return rec;
   }
 
-  /** Live sandboxes visible to the caller, oldest first. */
-  async list(caller: Caller): Promise<SandboxRecord[]> {
-    const rows = await this.deps.store.listSandboxes({ states: ['running', 'unhealthy', 'error'] });
+  /**
+   * Live sandboxes visible to the caller, oldest first (by created_at, then id). Visibility and the
+   * TTL apply in the store query, so `limit` gives full pages; `id_prefix` keeps ids starting with it.
+   */
+  async list(caller: Caller, query: { id_prefix?: string; limit?: number } = {}): Promise<SandboxRecord[]> {
+    const filter: NonNullable<Parameters<Store['listSandboxes']>[0]> = { states: ['running', 'unhealthy', 'error'], expires_after: this.deps.clock.now().toISOString() };
+    if (this.deps.settings.enforce_ownership && !caller.admin) filter.visible_to = { owner_id: caller.owner_id };
+    if (query.id_prefix !== undefined && query.id_prefix !== '') filter.id_prefix = query.id_prefix;
+    if (query.limit !== undefined) filter.limit = query.limit;
+    const rows = await this.deps.store.listSandboxes(filter);
     return rows.filter((r) => this.visible(r, caller) && !this.pastTtl(r));
   }
 
@@ -173,12 +191,14 @@ export class SandboxService {
       this.deps.bus.publish({ type: 'resource.limit', sandbox_id: id, owner_id: rec.owner_id ?? undefined, data });
       throw new SbxError('resource_limit', `ttl exceeds the maximum of ${formatDuration(limits.max_ttl_ms)}`, { reason: 'max_ttl' });
     }
+    // Racing a destroy: the sandbox is gone for the caller, never revived or answered as destroyed.
+    if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     const now = this.deps.clock.now();
     const updated = await this.deps.store.updateSandbox(id, {
       expires_at: expiryFrom(now, ttlMs),
       updated_at: now.toISOString(),
     });
-    if (!updated) throw notFound(`sandbox ${id} not found`);
+    if (!updated || GONE.has(updated.state) || this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     return updated;
   }
 
@@ -239,7 +259,7 @@ export class SandboxService {
       else if (rec.state === 'running' && (await this.listedGone(rec, listings)) && (await this.markLost(rec, silent))) reason = 'runtime_lost';
       else continue;
       try {
-        await this.teardown(rec, reason);
+        await this.teardown(rec, reason, false);
         n++;
       } catch {
         // provider down: the record stays and the next pass tries again
@@ -317,39 +337,23 @@ export class SandboxService {
     );
   }
 
-  /** Tears the runtime down, then marks the record destroyed and publishes. */
-  private async teardown(rec: SandboxRecord, reason: string): Promise<void> {
-    const { store, bus, clock } = this.deps;
-    // A gone record on an unconfigured provider has nothing left this server could tear down.
-    if (rec.runtime_id && this.deps.providers.has(rec.provider)) {
-      const provider = this.deps.providers.get(rec.provider);
-      try {
-        await provider.destroy(rec.runtime_id, AbortSignal.timeout(60_000));
-      } catch (err) {
-        const e = asProviderError(err, `destroy failed on provider ${rec.provider}`);
-        // Owner set so the stream's ownership filter keeps other tenants' sandbox ids private.
-        const owner = rec.owner_id ?? undefined;
-        bus.publish({ type: 'provider.failed', sandbox_id: rec.id, owner_id: owner, data: { provider: rec.provider, operation: 'destroy', code: e.code, message: e.message } });
-        bus.publish({ type: 'operation.failed', sandbox_id: rec.id, owner_id: owner, data: { operation: 'destroy', provider: rec.provider, code: e.code } });
-        throw e;
-      }
-    }
-    const wasLive = rec.state !== 'destroyed';
-    await store.updateSandbox(rec.id, { state: 'destroyed', updated_at: clock.now().toISOString() });
-    if (wasLive) {
-      bus.publish({ type: 'sandbox.destroyed', sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id, data: { reason } });
-    }
+  /** Tears the runtime down (retried; see Teardowns), then marks the record destroyed and publishes. */
+  private teardown(rec: SandboxRecord, reason: string, retry = true): Promise<void> {
+    return this.teardowns.run(rec, reason, { retry });
   }
 
   /** A running sandbox with its provider, for exec/files/logs. */
   async resolveRuntime(id: string, caller: Caller): Promise<{ rec: SandboxRecord; provider: Provider; runtimeId: string }> {
     const rec = await this.get(id, caller);
+    if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     if (this.stranded(rec)) throw providerNotConfigured(rec);
     if (rec.state !== 'running' || !rec.runtime_id) {
       throw new SbxError('unavailable', `sandbox ${id} is ${rec.state}, not running`);
     }
-    // Guarded: a failure publishes provider.failed, and a vanished runtime moves the sandbox to `error`.
-    return { rec, provider: guardRuntime(this.deps, rec, this.deps.providers.get(rec.provider)), runtimeId: rec.runtime_id };
+    // Guarded: a failure publishes provider.failed, and a vanished runtime moves the sandbox to
+    // `error`; a failure while the sandbox is being destroyed (or after) answers not_found.
+    const guard = { ...this.deps, destroying: (sid: string) => this.destroying(sid) };
+    return { rec, provider: guardRuntime(guard, rec, this.deps.providers.get(rec.provider)), runtimeId: rec.runtime_id };
   }
 
   /** Ownership (DESIGN.md §3 "Auth"): with enforcement on, an owned sandbox is private to its owner and admins. */

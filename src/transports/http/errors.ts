@@ -42,8 +42,13 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (isSbxError(err)) {
       const status = STATUS_BY_CODE[err.code] ?? 500;
-      const extra = err.details ? sanitizeDetails(err.details) : undefined;
-      if (status >= 500) request.log.warn({ code: err.code, msg: err.message }, 'request failed');
+      const { retry_after_s: retryAfter, ...details } = err.details ?? {};
+      // A refusal that says when to come back (the in-flight budget) carries it as Retry-After.
+      if (typeof retryAfter === 'number') reply.header('Retry-After', String(retryAfter));
+      const extra = err.details ? sanitizeDetails(details) : undefined;
+      // The error goes under `err` (pino's convention), so the line keeps one `msg`; the logger
+      // writes an SbxError as {type, code, message}.
+      if (status >= 500) request.log.warn({ err }, 'request failed');
       return sendError(reply, status, err.code, err.message, extra);
     }
     if (err.validation) {

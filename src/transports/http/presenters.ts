@@ -22,15 +22,19 @@ export function presentSandbox(rec: SandboxRecord, previewDomain: string): Sandb
   return out;
 }
 
-/** Template response (DESIGN.md §3). The store's nulls mean "not set" and are left out: spec 2.5 types these fields as string/integer, never null. */
+/** Template response (DESIGN.md §3): every field present, `null` where the template does not set it. */
 export function presentTemplate(rec: TemplateRecord): Template {
-  const out: Template = { name: rec.name, metadata: rec.metadata, created_at: rec.created_at, updated_at: rec.updated_at };
-  if (rec.image !== null) out.image = rec.image;
-  if (rec.memory_mb !== null) out.memory_mb = rec.memory_mb;
-  if (rec.vcpus !== null) out.vcpus = rec.vcpus;
-  if (rec.ttl !== null) out.ttl = rec.ttl;
-  if (rec.provider !== null) out.provider = rec.provider;
-  return out;
+  return {
+    name: rec.name,
+    image: rec.image,
+    memory_mb: rec.memory_mb,
+    vcpus: rec.vcpus,
+    ttl: rec.ttl,
+    provider: rec.provider,
+    metadata: rec.metadata,
+    created_at: rec.created_at,
+    updated_at: rec.updated_at,
+  };
 }
 
 /**

@@ -26,6 +26,9 @@ function isConnectionError(err: unknown): boolean {
   return typeof code === 'string' && ['ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EACCES', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code);
 }
 
+/** What the engine says of a container a destroy is removing (as 409 or 500, depending on the call). */
+const BEING_REMOVED = /marked for removal|removal (of container .* )?(is )?already in progress|is being removed|container .* is dead/i;
+
 /**
  * Translates an engine failure into an SbxError with our own words only: engine bodies can echo
  * registry credentials, env values or paths, so their text never leaves this adapter.
@@ -35,6 +38,8 @@ export function toSbxError(err: unknown, what: string): SbxError {
   if (isAbortError(err)) return new SbxError('timeout', `${what}: docker engine did not answer in time`);
   if (isConnectionError(err)) return new SbxError('provider_error', `${what}: docker engine unreachable`);
   const status = statusOf(err);
+  // The sandbox is being destroyed under the operation: gone, not a provider failure.
+  if ((status === 409 || status === 500) && BEING_REMOVED.test(engineMessage(err))) return new SbxError('not_found', `${what}: sandbox runtime is being removed`);
   if (status === 409) return new SbxError('provider_error', `${what}: sandbox runtime is not running`);
   if (status === 404) return new SbxError('provider_error', `${what}: sandbox runtime not found`);
   return new SbxError('provider_error', status ? `${what}: docker engine answered ${status}` : `${what}: docker engine failed`);

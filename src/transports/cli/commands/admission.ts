@@ -12,9 +12,11 @@ export const admissionCommand: CommandSpec = {
     if (opts.template !== undefined) {
       // The same request a template spawn makes: the template's fields, with the flags on top.
       const t = await ctx.client.templates.get(opts.template, { signal: ctx.signal });
-      // Unset template fields are absent (undefined), which the request's JSON leaves out.
-      const { image, provider, memory_mb, vcpus, ttl } = t;
-      req = { image, provider, memory_mb, vcpus, ttl, ...req, metadata: { ...t.metadata, ...(req.metadata ?? {}) } };
+      // Unset template fields are null; as undefined the request's JSON leaves them out.
+      const set = <T>(v: T | null | undefined): T | undefined => v ?? undefined;
+      const base = { image: set(t.image), provider: set(t.provider), memory_mb: set(t.memory_mb), vcpus: set(t.vcpus), ttl: set(t.ttl) };
+      const flags = Object.fromEntries(Object.entries(req).filter(([, v]) => v !== undefined)) as typeof req;
+      req = { ...base, ...flags, metadata: { ...t.metadata, ...(req.metadata ?? {}) } };
     }
     const d = await ctx.client.admission(req, { signal: ctx.signal });
     const { out } = ctx;

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
@@ -5,7 +6,8 @@ import { ErrorBody } from '../../../contracts/common.js';
 import { ExecRequest, ExecResult, type ExecRequest as ExecBody } from '../../../contracts/exec.js';
 import { formatDuration } from '../../../core/duration.js';
 import { isSbxError, SbxError } from '../../../core/errors.js';
-import type { BufferedExecResult, ExecInput, ExecItem } from '../../../core/sandboxes/exec.js';
+import type { BufferedExecResult, ByteBudget, ExecInput, ExecItem } from '../../../core/sandboxes/exec.js';
+import type { InflightBudget } from '../inflight.js';
 import { callerOf } from '../caller.js';
 import { decodeText, encodeOutput, OutputEncoder, type EncodedOutput } from '../encoding.js';
 import type { HttpDeps } from '../deps.js';
@@ -41,7 +43,8 @@ export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
       const signal = abortOnClose(reply);
       const binary = request.body.binary === true;
       if (!request.body.stream) {
-        const result = await deps.exec.run(request.params.id, input, caller, signal);
+        // The output it collects counts against the in-flight budget until the answer is sent.
+        const result = await deps.exec.run(request.params.id, input, caller, signal, answerBudget(reply.raw, deps.inflight));
         const body = bufferedBody(result, binary);
         // DESIGN.md §3: 408 whose body adds what ran until the deadline.
         if (result.timed_out) throw new SbxError('timeout', `command timed out after ${body.duration}`, { ...body });
@@ -57,6 +60,70 @@ export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
       return reply.send(Readable.from(ndjson(items, exitRecord, binary), { objectMode: false, highWaterMark: 256 * 1024 }));
     },
   );
+}
+
+/**
+ * Copies of buffered output alive at once while the answer is built: the chunks, their join, the
+ * text of each stream and the serialized JSON body.
+ */
+const OUTPUT_COPIES = 4;
+
+interface Holder {
+  seq: number;
+  held: number;
+  done: boolean;
+}
+/** Buffered execs holding output, per budget, in start order. */
+const holders = new WeakMap<InflightBudget, Set<Holder>>();
+let nextSeq = 0;
+const WAIT_STEP_MS = 20;
+
+/**
+ * The in-flight budget as one buffered exec sees it: each byte of output held costs its copies,
+ * and everything is given back once the answer is sent (or the client is gone), not when the
+ * command ends. When the budget is full, the newest buffered exec gives way (503, its command
+ * killed, its bytes back) while older ones wait for room, so the oldest always finish.
+ */
+function answerBudget(res: ServerResponse, budget: InflightBudget | undefined): ByteBudget | undefined {
+  if (!budget) return undefined;
+  let all = holders.get(budget);
+  if (!all) holders.set(budget, (all = new Set()));
+  const group = all;
+  const me: Holder = { seq: nextSeq++, held: 0, done: false };
+  group.add(me);
+  const release = () => {
+    if (me.done) return;
+    me.done = true;
+    group.delete(me);
+    budget.give(me.held);
+    me.held = 0;
+  };
+  res.once('close', release);
+  const newest = () => ![...group].some((h) => h.seq > me.seq);
+  const tryTake = (m: number) => {
+    if (me.done || !budget.take(m)) return me.done;
+    me.held += m;
+    return true;
+  };
+  return {
+    take(n) {
+      const m = n * OUTPUT_COPIES;
+      if (tryTake(m)) return true;
+      return (async () => {
+        for (;;) {
+          if (newest()) {
+            release();
+            return false;
+          }
+          await new Promise((r) => setTimeout(r, WAIT_STEP_MS));
+          if (tryTake(m)) return true;
+        }
+      })();
+    },
+    give() {
+      // given back on close
+    },
+  };
 }
 
 /** The buffered result body; with `binary`, a stream that is not valid UTF-8 goes base64 and says so. */

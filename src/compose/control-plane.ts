@@ -23,9 +23,10 @@ import type { CoreSettings } from '../core/settings.js';
 import { createLogger } from '../log/logger.js';
 import { buildApp } from '../transports/http/app.js';
 import type { HttpDeps } from '../transports/http/deps.js';
+import { InflightBudget } from '../transports/http/inflight.js';
 import { startAuditPruner } from '../transports/http/plugins/audit.js';
 import { buildProviders } from './providers.js';
-import { authSettings, coreSettings, rateLimitSettings } from './settings.js';
+import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from './settings.js';
 import { openStore } from './store.js';
 
 export interface ControlPlaneOptions {
@@ -95,8 +96,10 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       workers,
       startedAt: Date.now(),
       bodyLimit: Math.floor(config.server.body_limit_mb * 1024 * 1024),
+      inflight: new InflightBudget(maxInflightBytes(config)),
       auth: authSettings(config),
       corsAllowedOrigins: config.server.cors_allowed_origins,
+      allowedHosts: config.server.allowed_hosts,
       operations,
       secrets: secretValues(config),
     };

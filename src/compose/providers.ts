@@ -4,24 +4,36 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { SbxConfig } from '../config/index.js';
+import { type DockerEndpoint, resolveDockerEndpoint } from '../config/docker-endpoint.js';
 import type { EventBus } from '../core/events/bus.js';
 import type { Provider } from '../core/ports.js';
+import { NO_PROVIDER, NO_PROVIDER_MESSAGE } from '../core/providers/registry.js';
 
 export interface BuiltProviders {
   providers: Provider[];
   defaultName: string;
 }
 
-/** True when a Docker engine answers on the socket (bounded). */
-async function dockerAnswers(socketPath: string): Promise<boolean> {
-  if (!existsSync(socketPath)) return false;
+/** True when a Docker engine answers at the endpoint (bounded). */
+async function dockerAnswers(endpoint: DockerEndpoint): Promise<boolean> {
+  if (endpoint.kind === 'unix' && !existsSync(endpoint.socketPath)) return false;
   try {
     const { default: Docker } = await import('dockerode');
-    const docker = new Docker({ socketPath, timeout: 2000 });
+    const { dockerodeOptions } = await import('../adapters/providers/docker/options.js');
+    const docker = new Docker(dockerodeOptions(endpoint, { timeout: 2000 }) as never);
     await docker.ping();
     return true;
   } catch {
     return false;
+  }
+}
+
+/** The engine endpoint as the docker CLI would pick it, or why it cannot be used. */
+function dockerEndpoint(config: SbxConfig): DockerEndpoint | { error: string } {
+  try {
+    return resolveDockerEndpoint({ socketPath: config.providers.docker.socket_path, host: config.providers.docker.host, env: process.env });
+  } catch (err) {
+    return { error: (err as Error).message };
   }
 }
 
@@ -33,20 +45,33 @@ function prootUsable(binary: string, rootfs: string): boolean {
 
 /**
  * Instantiates the configured providers. `auto` = docker if the engine answers, else proot if the
- * binary and rootfs exist, else mock (with a warning that mock runs commands on the host). The
- * mock provider is registered only when it is the default.
+ * binary and rootfs exist, else none (`serve` starts; spawns answer 503 saying how to get one).
+ * auto never picks mock: it is registered only when named (`providers.default: mock` or
+ * `providers.mock.enabled`), with a warning that it runs commands on the host. Docker is found
+ * where the docker CLI finds it (resolveDockerEndpoint), never falling back to another engine.
  */
 export async function buildProviders(config: SbxConfig, installationId: string, bus: EventBus, log: Logger): Promise<BuiltProviders> {
   const pc = config.providers;
   const wanted = pc.default;
   const providers: Provider[] = [];
 
-  const dockerOk = wanted === 'docker' || wanted === 'auto' ? await dockerAnswers(pc.docker.socket_path || '/var/run/docker.sock') : false;
-  if (dockerOk || wanted === 'docker') {
+  const endpoint = wanted === 'docker' || wanted === 'auto' ? dockerEndpoint(config) : undefined;
+  const dockerOk = endpoint && !('error' in endpoint) ? await dockerAnswers(endpoint) : false;
+  if (endpoint && 'error' in endpoint) {
+    // Never a fallback to another engine: docker is then unusable, with this reason.
+    log.warn(`docker: ${endpoint.error}`);
+    if (wanted === 'docker') {
+      const { createUnusableDockerProvider } = await import('../adapters/providers/docker/index.js');
+      providers.push(createUnusableDockerProvider(endpoint.error));
+    }
+  } else if (endpoint && !dockerOk) {
+    log.warn(`docker: no engine answers at ${endpoint.description}`);
+  }
+  if (endpoint && !('error' in endpoint) && (dockerOk || wanted === 'docker')) {
     const { createDockerProvider } = await import('../adapters/providers/docker/index.js');
     providers.push(
       createDockerProvider({
-        socketPath: pc.docker.socket_path || '/var/run/docker.sock',
+        endpoint,
         installationId,
         runtime: pc.docker.runtime,
         networkMode: pc.docker.network_mode,
@@ -60,21 +85,34 @@ export async function buildProviders(config: SbxConfig, installationId: string, 
       }),
     );
   }
-  const prootOk = pc.proot.rootfs !== '' && prootUsable(pc.proot.binary, pc.proot.rootfs);
+  let prootOk = pc.proot.rootfs !== '' && prootUsable(pc.proot.binary, pc.proot.rootfs);
   if (prootOk || wanted === 'proot') {
     const { createProotProvider } = await import('../adapters/providers/proot/index.js');
-    providers.push(createProotProvider({ binary: pc.proot.binary, rootfs: pc.proot.rootfs, workDir: join(tmpdir(), `sbx-proot-${installationId}`) }));
+    const { probeIsolation, unisolatedWarning } = await import('../adapters/providers/shared/isolation.js');
+    const iso = await probeIsolation();
+    if (!iso.isolated && config.auth.enabled && !pc.proot.allow_unisolated) {
+      // Sandboxes that can read the server's environment and kill it defeat auth: opt in explicitly.
+      const why = `proot refuses to start: ${unisolatedWarning(iso)}; with auth on, set providers.proot.allow_unisolated: true to run it anyway`;
+      if (wanted === 'proot') throw new Error(why);
+      log.warn(why);
+      prootOk = false;
+    } else {
+      if (!iso.isolated) log.warn(`proot: ${unisolatedWarning(iso)}`);
+      providers.push(createProotProvider({ binary: pc.proot.binary, rootfs: pc.proot.rootfs, workDir: join(tmpdir(), `sbx-proot-${installationId}`), installationId }));
+    }
   }
 
   let defaultName: string = wanted;
-  if (wanted === 'auto') defaultName = dockerOk ? 'docker' : prootOk ? 'proot' : 'mock';
-  if (defaultName === 'mock') {
+  // auto never picks mock: without an isolating provider there is no default (spawns answer 503).
+  if (wanted === 'auto') defaultName = dockerOk ? 'docker' : prootOk ? 'proot' : NO_PROVIDER;
+  if (defaultName === NO_PROVIDER) log.warn(NO_PROVIDER_MESSAGE);
+  if (defaultName === 'mock' || pc.mock.enabled) {
     const { createMockProvider } = await import('../adapters/providers/mock/index.js');
     // Per installation by default, so two servers on one host never count each other's sandboxes.
-    providers.push(createMockProvider({ rootDir: pc.mock.root_dir || join(tmpdir(), `sbx-mock-${installationId}`) }));
-    log.warn('provider "mock" is the default: commands run directly on this host, without isolation');
+    providers.push(createMockProvider({ rootDir: pc.mock.root_dir || join(tmpdir(), `sbx-mock-${installationId}`), installationId }));
+    log.warn(`provider "mock" is ${defaultName === 'mock' ? 'the default' : 'enabled'}: commands run directly on this host, without isolation`);
   }
-  if (!providers.some((p) => p.name === defaultName)) {
+  if (defaultName !== NO_PROVIDER && !providers.some((p) => p.name === defaultName)) {
     throw new Error(`providers.default is "${defaultName}", but that provider is not available on this node`);
   }
   return { providers, defaultName };

@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { ConfigError, loadConfig } from '../config/index.js';
+import { describeGuard } from '../config/lint.js';
 import { createControlPlane } from './control-plane.js';
 
 export interface ServeOptions {
@@ -60,7 +61,16 @@ export async function runServe(opts: ServeOptions): Promise<number> {
     plane.logger.warn(`listening on ${config.server.host} with auth disabled: anyone who can reach this port can run commands`);
   }
   const store = config.database.driver === 'postgres' ? 'postgres' : `sqlite ${config.database.path}`;
-  plane.logger.info(`sbx ${plane.settings.version} listening on ${url} (provider: ${plane.settings.default_provider}, store: ${store})`);
+  // Which engine docker talks to, and what chose it (providers.docker.*, DOCKER_HOST, a context, the default).
+  const dockerAt = plane.deps.providers.has('docker') ? plane.deps.providers.get('docker').config().endpoint : undefined;
+  const docker = typeof dockerAt === 'string' ? `, docker: ${dockerAt}` : '';
+  plane.logger.info(`sbx ${plane.settings.version} listening on ${url} (provider: ${plane.settings.default_provider}${docker}, store: ${store})`);
+  // How auth came out of the config (DESIGN §3 "Auth"), then what an open server still refuses.
+  for (const note of loaded.notes) plane.logger[note.level](note.message);
+  if (!config.auth.enabled) {
+    const admin = config.auth.admin_api_key ? ' except the admin routes (auth.admin_api_key)' : '';
+    plane.logger.info(`auth off${admin}; ${describeGuard(config, plane.settings.hostname)}`);
+  }
   opts.onListening?.(url);
 
   await new Promise<void>((resolve) => {

@@ -40,6 +40,12 @@ export function coreSettings(config: SbxConfig, defaultProvider: string): CoreSe
   };
 }
 
+/** `server.max_inflight_mb` in bytes (the HTTP in-flight budget); unset or not positive → 256 MiB. */
+export function maxInflightBytes(config: SbxConfig): number {
+  const mb = config.server.max_inflight_mb;
+  return Math.floor((typeof mb === 'number' && mb > 0 ? mb : 256) * MiB);
+}
+
 /** Credentials for the HTTP transport and worker RPC (spec Part 5); secret files are already read. */
 export function authSettings(config: SbxConfig): AuthSettings {
   const a = config.auth;

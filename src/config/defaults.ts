@@ -58,7 +58,7 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
       user: '',
     },
     proot: { binary: 'proot', rootfs: '', allow_unisolated: false },
-    mock: { root_dir: '' },
+    mock: { root_dir: '', enabled: false },
     hosted: {},
     custom_http: {},
   },

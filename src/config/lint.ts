@@ -2,6 +2,7 @@
  * `sbx config lint`: security and consistency checks on a loaded config (spec 5.1, 5.2).
  * Findings name keys, never values, so they are safe to print.
  */
+import { hostname as osHostname } from 'node:os';
 import { tryParseDuration } from '../core/duration.js';
 import type { SbxConfig } from './types.js';
 
@@ -30,8 +31,21 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
   const add = (level: LintFinding['level'], key: string, message: string, fix: string) => out.push({ level, key, message, fix });
   const { auth, server, defaults } = config;
 
-  if (!auth.enabled) {
-    add(serious, 'auth.enabled', 'auth is disabled: anyone who can reach the API can create sandboxes and run commands', 'set auth.enabled: true and auth.api_key_file (or SVC_AUTH_API_KEY_FILE)');
+  if (!auth.enabled && set(auth.api_key)) {
+    // Loading turns auth on when a key is set and auth.enabled is not, so this false is explicit.
+    add(
+      serious,
+      'auth.enabled',
+      'auth.enabled is false although auth.api_key is set: the key is ignored and anyone who can reach the API can create sandboxes and run commands',
+      'remove auth.enabled: false (a configured key turns auth on), or remove the key',
+    );
+  } else if (!auth.enabled) {
+    add(
+      serious,
+      'auth.enabled',
+      `auth is disabled: anyone who can reach the API can create sandboxes and run commands; ${describeGuard(config)}`,
+      'set auth.api_key_file (or SVC_AUTH_API_KEY_FILE): a configured key turns auth on',
+    );
   }
 
   const keys: [string, string | undefined][] = [
@@ -58,8 +72,16 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
   // page, while an empty list makes the server refuse every origin (no deliberate browser access).
   const origins = server.cors_allowed_origins;
   const listOrigins = 'list the exact origins that need browser access, e.g. https://app.example.com';
+  if (origins.some((o) => o.trim() === 'null')) {
+    add('fail', 'server.cors_allowed_origins', 'server.cors_allowed_origins contains "null": sandboxed iframes, file: pages and redirects all send Origin: null, so it trusts any of them', 'remove "null" from the list; list exact origins such as https://app.example.com');
+  }
+  const odd = origins.filter((o) => !['*', 'null'].includes(o.trim()) && !isOrigin(o.trim()));
+  if (odd.length > 0) {
+    add('warn', 'server.cors_allowed_origins', `server.cors_allowed_origins has ${odd.length} entr${odd.length === 1 ? 'y' : 'ies'} that never match a browser origin (${odd.map((o) => JSON.stringify(o)).join(', ')})`, 'write each entry as scheme://host[:port] with no path, e.g. https://app.example.com');
+  }
   if (origins.some((o) => o.trim() === '*')) {
-    add(serious, 'server.cors_allowed_origins', 'server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser', listOrigins);
+    const guarded = auth.enabled ? 'any web page may call the API from a browser' : 'any web page may call the API from a browser once auth is on (while auth is off the dev-box guard ignores the wildcard)';
+    add(serious, 'server.cors_allowed_origins', `server.cors_allowed_origins contains the wildcard "*": ${guarded}`, listOrigins);
   } else if (origins.length === 0) {
     add(
       serious,
@@ -97,4 +119,27 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
     add('warn', 'defaults.default_exec_timeout', `defaults.default_exec_timeout (${defaults.default_exec_timeout}) is above defaults.max_exec_timeout (${defaults.max_exec_timeout})`, 'lower defaults.default_exec_timeout or raise defaults.max_exec_timeout');
   }
   return out;
+}
+
+/** An http(s) origin as browsers send it: scheme://host[:port], nothing after. */
+function isOrigin(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.username === '' && u.password === '' && u.pathname === '/' && u.search === '' && u.hash === '';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What the dev-box guard admits while auth is off (DESIGN.md §3), in one line for `sbx serve`'s
+ * start and `sbx config lint`. Names and origins only; no secrets.
+ */
+export function describeGuard(config: Pick<SbxConfig, 'server'>, hostname = osHostname()): string {
+  const { server } = config;
+  const listed = server.cors_allowed_origins.map((o) => o.trim()).filter((o) => o !== 'null' && isOrigin(o));
+  const origins = ['localhost', '127.0.0.0/8', '[::1]', "the server's own origin", ...listed].join(', ');
+  const domain = server.preview_domain.trim().replace(/^\.+/, '').replace(/\.$/, '');
+  const hosts = ['IP addresses', 'localhost', hostname.toLowerCase(), ...server.allowed_hosts, ...(domain ? [`*.${domain}`] : [])].filter((h) => h !== '').join(', ');
+  return `dev-box guard on: browser origins limited to ${origins}; Host limited to ${hosts} (more names: server.allowed_hosts)`;
 }

@@ -10,7 +10,7 @@ import { defaultConfig } from './defaults.js';
 import { readEnv } from './env.js';
 import { ConfigError, Problems } from './errors.js';
 import { ConfigFileError, findHomeFile, readConfigFile, searchCwdFile } from './files.js';
-import { checkBlankSecrets, crossCheck, expandPath, expandPaths, resolveSecretFiles } from './resolve.js';
+import { checkBlankSecrets, crossCheck, deriveAuthEnabled, expandPath, expandPaths, resolveSecretFiles, type ConfigNote } from './resolve.js';
 import { SCHEMA } from './schema.js';
 import type { DeepPartial, SbxConfig } from './types.js';
 
@@ -31,6 +31,8 @@ export interface LoadedConfig {
   config: SbxConfig;
   /** What contributed, lowest precedence first: `defaults`, file paths, `env (SVC_…)`, `overrides`. */
   sources: string[];
+  /** How the config was read that `serve` says at start (auth switched on by a key, a key beside an explicit false). */
+  notes: ConfigNote[];
 }
 
 /** Loads, merges and validates the configuration; throws ConfigError listing every problem. */
@@ -88,7 +90,8 @@ export async function loadConfig(opts: LoadConfigOptions = {}): Promise<LoadedCo
   expandPaths(config, home, cwd);
   resolveSecretFiles(config, origin, problems);
   checkBlankSecrets(config, origin, problems);
+  const notes = deriveAuthEnabled(config, origin);
   crossCheck(config, origin, problems);
   if (!problems.empty) throw new ConfigError(problems.list);
-  return { config, sources };
+  return { config, sources, notes };
 }

@@ -98,6 +98,42 @@ export function checkBlankSecrets(config: SbxConfig, origin: Map<string, string>
   }
 }
 
+/** A start-up notice about how the config was read: `serve` logs it, `lint` has its own finding. */
+export interface ConfigNote {
+  level: 'info' | 'warn';
+  key: string;
+  message: string;
+}
+
+/**
+ * `auth.enabled` left unset (it came from the defaults) while `auth.api_key` (or its file) is set
+ * means enabled (DESIGN.md §3 "Auth"). An admin key alone does not switch it on: it protects only
+ * the admin routes. An explicit `false` beside a user key is kept and warned about. Run after
+ * secret files are read, before crossCheck. Notes name keys and sources, never values.
+ */
+export function deriveAuthEnabled(config: SbxConfig, origin: Map<string, string>): ConfigNote[] {
+  const { auth } = config;
+  if (!isSet(auth.api_key)) return [];
+  const keyFrom = origin.get(isSet(auth.api_key_file) ? 'auth.api_key_file' : 'auth.api_key') ?? 'defaults';
+  const keyName = isSet(auth.api_key_file) ? 'auth.api_key_file' : 'auth.api_key';
+  const enabledFrom = origin.get('auth.enabled');
+  if (enabledFrom === undefined) {
+    auth.enabled = true;
+    origin.set('auth.enabled', `${keyName} (${keyFrom})`);
+    return [{ level: 'info', key: 'auth.enabled', message: `auth on: ${keyName} is set (from ${keyFrom}) and auth.enabled is unset, so every API route needs X-API-Key` }];
+  }
+  if (!auth.enabled) {
+    return [
+      {
+        level: 'warn',
+        key: 'auth.enabled',
+        message: `auth.enabled is false (from ${enabledFrom}) although ${keyName} is set (from ${keyFrom}): the key is ignored and the API is open; remove auth.enabled: false to turn auth on`,
+      },
+    ];
+  }
+  return [];
+}
+
 /** Checks that span keys: auth needs a key, postgres needs a DSN. Run after secret files are read. */
 export function crossCheck(config: SbxConfig, origin: Map<string, string>, problems: Problems): void {
   const { auth, database } = config;

@@ -115,7 +115,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
       registry_auth: { kind: 'registry_auth' },
     }),
     proot: g({ binary: str({ nonEmpty: true }), rootfs: path(), allow_unisolated: bool() }),
-    mock: g({ root_dir: path() }),
+    mock: g({ root_dir: path(), enabled: bool() }),
     hosted: g({ api_url: str(), api_key: secret(), api_key_file: secretFile('api_key') }),
     custom_http: g({ url: str(), token: secret(), token_file: secretFile('token') }),
   }),

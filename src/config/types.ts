@@ -90,7 +90,8 @@ export interface ProvidersConfig {
   };
   /** allow_unisolated: run proot even where no PID namespace can be made (sandboxes then see host processes). */
   proot: { binary: string; rootfs: string; allow_unisolated: boolean };
-  mock: { root_dir: string };
+  /** enabled: register mock (commands on the host, no isolation) beside the default; `auto` never picks it. */
+  mock: { root_dir: string; enabled: boolean };
   hosted: { api_url?: string; api_key?: string; api_key_file?: string };
   custom_http: { url?: string; token?: string; token_file?: string };
 }

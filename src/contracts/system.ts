@@ -11,6 +11,8 @@ export const ProviderListItem = Type.Object(
     error: Type.Optional(Type.String()),
     capabilities: Type.Array(Type.String()),
     runtime_count: Type.Optional(Type.Integer()),
+    /** A healthy provider's caveat (e.g. commands not isolated from host processes). */
+    warning: Type.Optional(Type.String()),
   },
   { $id: 'ProviderListItem' },
 );

@@ -122,6 +122,17 @@ export interface SandboxFilter {
   states?: SandboxState[];
   owner_id?: string;
   worker_id?: string;
+  /** Ids starting with this string (matched literally: `%` and `_` are no wildcards). */
+  id_prefix?: string;
+  /** Only sandboxes whose `expires_at` is after this ISO timestamp. */
+  expires_after?: string;
+  /**
+   * Ownership applied in the query: rows without a private owner (none, or a derived `key/…`,
+   * `ip/…` owner) plus, when `owner_id` is a string, that owner's rows.
+   */
+  visible_to?: { owner_id: string | null };
+  /** At most this many rows (after filtering and sorting). */
+  limit?: number;
 }
 
 export type LeaseResult =
@@ -290,6 +301,8 @@ export interface ProviderHealth {
   latency_ms: number;
   error?: string;
   runtime_count?: number;
+  /** A healthy provider's caveat an operator should see (e.g. commands not isolated from host processes). */
+  warning?: string;
 }
 
 export type RuntimeStatus = 'running' | 'stopped' | 'missing';

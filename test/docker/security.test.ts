@@ -5,7 +5,7 @@ import { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX } from '../../src/adapte
 import type { PullEvent } from '../../src/adapters/providers/docker/index.js';
 import { SbxError } from '../../src/core/errors.js';
 import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports.js';
-import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE, testInstallationId, testProvider } from './engine.js';
+import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, SOCKET, TEST_IMAGE, testInstallationId, testProvider } from './engine.js';
 
 const never = new AbortController().signal;
 const sh = (command: string, extra: Partial<ExecSpec> = {}): ExecSpec => ({ command, args: [], mode: 'shell', env: {}, ...extra });
@@ -76,7 +76,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
   it('reports health, config and the inventory with labels', async () => {
     const h = await p.health();
     expect(h).toMatchObject({ healthy: true, runtime_count: 1 });
-    expect(p.config()).toEqual({ runtime: 'runc', network_mode: 'bridge', pids_limit: 256, read_only_rootfs: false });
+    expect(p.config()).toEqual({ endpoint: `unix://${SOCKET}`, runtime: 'runc', network_mode: 'bridge', pids_limit: 256, read_only_rootfs: false });
     expect(p.capabilities).toEqual(expect.arrayContaining(['runtime_inventory', 'container']));
     const rt = (await p.listRuntimes!()).find((r) => r.runtime_id === rid);
     expect(rt).toEqual({ runtime_id: rid, sandbox_id: sandboxId, installation_id: installationId, status: 'running' });

@@ -67,7 +67,8 @@ describe('console logs with a cursor', () => {
   });
 
   it('a browser may read the cursor header (CORS)', async () => {
-    const res = await call(srv.url, 'GET', `/api/v1/sandboxes/${id}/logs`, undefined, { origin: 'https://app.example' });
+    // A local page: with auth off the dev-box guard refuses other origins (DESIGN §3).
+    const res = await call(srv.url, 'GET', `/api/v1/sandboxes/${id}/logs`, undefined, { origin: 'http://localhost:5173' });
     expect(res.headers.get('access-control-expose-headers')).toContain('X-Log-Cursor');
   });
 });

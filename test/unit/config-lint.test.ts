@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defaultConfig, lintConfig, type LintFinding, type SbxConfig } from '../../src/config/index.js';
+import { describeGuard } from '../../src/config/lint.js';
 
 const STRONG = 'k'.repeat(32);
 const STRONG2 = 'a'.repeat(40);
@@ -28,10 +29,16 @@ describe('lintConfig', () => {
     expect(dev[0]).toEqual({
       level: 'warn',
       key: 'auth.enabled',
-      message: 'auth is disabled: anyone who can reach the API can create sandboxes and run commands',
-      fix: 'set auth.enabled: true and auth.api_key_file (or SVC_AUTH_API_KEY_FILE)',
+      message: `auth is disabled: anyone who can reach the API can create sandboxes and run commands; ${describeGuard(defaultConfig())}`,
+      fix: 'set auth.api_key_file (or SVC_AUTH_API_KEY_FILE): a configured key turns auth on',
     });
-    expect(dev[1]!.message).toBe('server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser');
+    expect(dev[0]!.message).toContain('dev-box guard on: browser origins limited to localhost, 127.0.0.0/8, [::1], the server\'s own origin; Host limited to IP addresses, localhost, ');
+    expect(dev[1]!.message).toBe(
+      'server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser once auth is on (while auth is off the dev-box guard ignores the wildcard)',
+    );
+    const on = hardened();
+    on.server.cors_allowed_origins = ['*'];
+    expect(lintConfig(on, { production: false })[0]!.message).toBe('server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser');
   });
 
   it('fails an empty CORS list in production, saying it refuses every origin (not that it allows any)', () => {
@@ -133,5 +140,39 @@ describe('lintConfig', () => {
     c.defaults.max_ttl = '0s'; // no maximum
     c.defaults.max_exec_timeout = '0s';
     expect(lintConfig(c, { production: true })).toEqual([]);
+  });
+
+  it('fails "null" in server.cors_allowed_origins even on a dev box, and warns about entries that are no origin', () => {
+    const c = hardened();
+    c.server.cors_allowed_origins = ['https://app.example.com', 'null'];
+    expect(keysOf(lintConfig(c, { production: false }))).toEqual(['fail server.cors_allowed_origins']);
+    c.server.cors_allowed_origins = ['https://app.example.com', 'https://app.example.com/path', 'app.example.com'];
+    const f = lintConfig(c, { production: true });
+    expect(keysOf(f)).toEqual(['warn server.cors_allowed_origins']);
+    expect(f[0]!.message).toBe('server.cors_allowed_origins has 2 entries that never match a browser origin ("https://app.example.com/path", "app.example.com")');
+  });
+
+  it('warns about an explicit auth.enabled: false beside a user key (the key would otherwise switch auth on)', () => {
+    const c = hardened();
+    c.auth.enabled = false;
+    const f = lintConfig(c, { production: false });
+    expect(f[0]).toEqual({
+      level: 'warn',
+      key: 'auth.enabled',
+      message: 'auth.enabled is false although auth.api_key is set: the key is ignored and anyone who can reach the API can create sandboxes and run commands',
+      fix: 'remove auth.enabled: false (a configured key turns auth on), or remove the key',
+    });
+    expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail auth.enabled']);
+    expect(JSON.stringify(f)).not.toContain(STRONG);
+  });
+
+  it('describes the dev-box guard with the listed origins, allowed hosts and preview domain', () => {
+    const c = defaultConfig();
+    c.server.cors_allowed_origins = ['*', 'null', 'https://app.example.com', 'garbage'];
+    c.server.allowed_hosts = ['sbx.lan', 'box.example'];
+    c.server.preview_domain = 'preview.test.';
+    expect(describeGuard(c, 'DevBox')).toBe(
+      'dev-box guard on: browser origins limited to localhost, 127.0.0.0/8, [::1], the server\'s own origin, https://app.example.com; Host limited to IP addresses, localhost, devbox, sbx.lan, box.example, *.preview.test (more names: server.allowed_hosts)',
+    );
   });
 });

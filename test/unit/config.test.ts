@@ -57,7 +57,7 @@ describe('loadConfig defaults', () => {
           user: '',
         },
         proot: { binary: 'proot', rootfs: '', allow_unisolated: false },
-        mock: { root_dir: '' },
+        mock: { root_dir: '', enabled: false },
         hosted: {},
         custom_http: {},
       },

@@ -1,4 +1,4 @@
-import { notFound } from '../errors.js';
+import { notFound, unavailable } from '../errors.js';
 import type { Clock, Provider, ProviderHealth } from '../ports.js';
 
 export interface ProviderStatus extends ProviderHealth {
@@ -7,6 +7,15 @@ export interface ProviderStatus extends ProviderHealth {
   last_checked: string;
   capabilities: string[];
 }
+
+/** The default name when no provider may be the default (`auto` found nothing that isolates). */
+export const NO_PROVIDER = 'none';
+
+/** What to do when there is no default provider: `auto` never picks mock, it must be named. */
+export const NO_PROVIDER_MESSAGE =
+  'no isolating provider is available on this node: start Docker (or point DOCKER_HOST or providers.docker.host at an engine), ' +
+  'set providers.proot.rootfs to a root filesystem for proot, or choose the mock provider explicitly with providers.default: mock ' +
+  '(mock runs commands on this host without isolation)';
 
 /**
  * The providers this node runs, the default one, and a short-lived health cache so that
@@ -26,8 +35,23 @@ export class ProviderRegistry {
     this.providers.set(provider.name, provider);
   }
 
+  /**
+   * The provider a spawn without one goes to. Throws 503 `unavailable` saying how to get one when
+   * there is none (`auto` found no isolating provider); `defaultName` reads without throwing.
+   */
   get defaultProvider(): string {
+    if (!this.providers.has(this.defaultName)) throw unavailable(this.noDefaultMessage());
     return this.defaultName;
+  }
+
+  /** The configured default's name (`none` when there is none), registered or not. */
+  get defaultProviderName(): string {
+    return this.defaultName;
+  }
+
+  /** Why a spawn without a provider fails when the default is not registered. */
+  noDefaultMessage(): string {
+    return this.defaultName === NO_PROVIDER || this.providers.size === 0 ? NO_PROVIDER_MESSAGE : `the default provider "${this.defaultName}" is not available on this node`;
   }
 
   names(): string[] {

@@ -11,7 +11,9 @@ import { installErrorHandling, sendError } from './errors.js';
 import { auditPlugin } from './plugins/audit.js';
 import { authPlugin } from './plugins/auth.js';
 import { corsPlugin } from './plugins/cors.js';
+import { guardPlugin } from './plugins/guard.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
+import { inflightPlugin } from './inflight.js';
 import { adminRoutes } from './routes/admin.js';
 import { execRoutes } from './routes/exec.js';
 import { execWsRoutes } from './routes/exec-ws.js';
@@ -133,12 +135,16 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
     reply.header('X-Request-ID', request.id);
   });
 
+  // While auth is off the dev-box guard refuses foreign origins and Host names first (DESIGN §3);
   // CORS answers preflights before auth looks at credentials; audit records admin requests.
+  guardPlugin(app, deps);
   corsPlugin(app, deps);
   authPlugin(app, deps);
   auditPlugin(app, deps);
   // After auth: a request with a bad key is refused before it costs a token.
   rateLimitPlugin(app, deps);
+  // After auth and rate limit, before any body is read: request bodies against the in-flight budget.
+  inflightPlugin(app, deps);
   for (const plugin of opts.plugins ?? []) await plugin(app, deps);
 
   systemRoutes(app, deps);
@@ -184,8 +190,9 @@ function answerClientError(this: FastifyInstance, err: Error & { code?: string }
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, code, message] =
     err.code === 'HPE_HEADER_OVERFLOW'
-      ? // 431 names the part that is too large; the code is the one for any oversized request.
-        [431, 'payload_too_large', 'request headers are larger than the server accepts']
+      ? // The request line (a long path or query) or the headers: an oversized request is
+        // 413 payload_too_large, the one pair DESIGN.md §3 has for it.
+        [413, 'payload_too_large', 'request line or headers are larger than the server accepts']
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'timeout', 'the request was not received in time']
         : [400, 'bad_request', `malformed HTTP request (${parserProblem(err.code)})`];

@@ -12,6 +12,7 @@ import type { SandboxService } from '../../core/sandboxes/service.js';
 import type { TemplateService } from '../../core/sandboxes/templates.js';
 import type { WorkerService } from '../../core/scheduler/workers.js';
 import type { CoreSettings } from '../../core/settings.js';
+import type { InflightBudget } from './inflight.js';
 
 /** Event stream tuning; tests shorten the keep-alive and the slow-subscriber limits. */
 export interface EventStreamOptions {
@@ -42,10 +43,17 @@ export interface HttpDeps {
   startedAt: number;
   /** Request body limit in bytes. */
   bodyLimit: number;
+  /**
+   * Bytes of request bodies and buffered exec output held at once (`server.max_inflight_mb`);
+   * buildApp makes a 256 MiB one when none is given.
+   */
+  inflight?: InflightBudget;
   /** API keys, admin key, worker credentials (spec Part 5). */
   auth: AuthSettings;
   /** `server.cors_allowed_origins`; '*' allows any origin. */
   corsAllowedOrigins: string[];
+  /** `server.allowed_hosts`: extra `Host` names the dev-box guard accepts while auth is off (DESIGN §3). */
+  allowedHosts?: string[];
   /** Per operation and provider counts and latency (diagnostics `operations`). */
   operations?: OperationStats;
   /** API rate limiter, when configured (diagnostics `rate_limit`). */

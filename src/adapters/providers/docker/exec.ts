@@ -38,15 +38,68 @@ const KILL_GRACE_MS = 1_000;
 
 // What runc prints (as output, exit 126) when the working directory cannot be entered.
 const BAD_WORKDIR = /^OCI runtime exec failed: exec failed: .*chdir to cwd \("\//;
+// What runc prints (as output, exit 126) when the command itself cannot be started.
+const EXEC_FAILED = /^OCI runtime exec failed: exec failed: .*exec: "(?:[^"\\]|\\.)*": (.*)$/s;
 
 export interface ExecOptions {
   /** Called with every output chunk (console capture); must not block. */
   onOutput?: (stream: 'stdout' | 'stderr', data: Uint8Array) => void;
+  /** Internal: the answer when the PATH search by shell cannot start either. */
+  lookupFailed?: { stderr: string; exitCode: number };
 }
 
 /** The argv the engine runs for `spec`. */
 export function execArgv(spec: Pick<ExecSpec, 'command' | 'args' | 'mode'>): string[] {
-  return spec.mode === 'argv' ? [spec.command, ...spec.args] : ['/bin/sh', '-c', buildShellCommand(spec.command, spec.args)];
+  return spec.mode === 'argv' ? [spec.command, ...spec.args] : ['/bin/sh', '-c', shellGuard(spec.command) + buildShellCommand(spec.command, spec.args)];
+}
+
+/** sbx's own messages (DESIGN §5) for a command that does not exist or cannot be executed. */
+export const notFoundText = (name: string) => `sbx: command not found: ${name}\n`;
+export const deniedText = (name: string) => `sbx: permission denied: ${name}\n`;
+
+// A shell command that is one simple command: plain words only (no operators, quotes, expansions,
+// redirections or globs), the first neither an option nor an assignment.
+const SIMPLE_COMMAND = /^[A-Za-z0-9_./+@%:,][A-Za-z0-9_./+@%:,-]*(?:[ \t]+[A-Za-z0-9_./+@%:,=-]+)*[ \t]*$/;
+
+/**
+ * For shell mode, when the command is one simple command, a check before it that answers as argv
+ * mode does (127 `sbx: command not found: NAME`, 126 `sbx: permission denied: NAME`) instead of the
+ * shell's own text. Builtins count as found. Anything more complex runs as written, and the
+ * shell's own message stands.
+ */
+export function shellGuard(command: string): string {
+  if (!SIMPLE_COMMAND.test(command)) return '';
+  const name = command.trim().split(/[ \t]+/)[0]!;
+  if (name.includes('=')) return '';
+  const q = `'${name}'`;
+  const nf = `{ printf 'sbx: command not found: %s\\n' ${q} >&2; exit 127; }`;
+  const pd = `{ printf 'sbx: permission denied: %s\\n' ${q} >&2; exit 126; }`;
+  return name.includes('/')
+    ? `if [ ! -e ${q} ]; then ${nf}; elif [ -d ${q} ] || [ ! -x ${q} ]; then ${pd}; fi\n`
+    : `command -v ${q} >/dev/null 2>&1 || ${nf}\n`;
+}
+
+/**
+ * runc's PATH search refuses relative entries (`.`, `bin`) and skips files that are not executable.
+ * When it finds nothing, the shell searches as a shell would: it runs a match, and tells a file
+ * that exists but cannot be executed (126) from none at all (127). `$1` the name, then the args.
+ */
+const PATH_SEARCH = [
+  'n=$1; shift; x=; f=; o=$IFS; IFS=:; set -f',
+  'for d in $PATH; do d=${d:-.}; if [ -f "$d/$n" ] && [ -x "$d/$n" ]; then x=$d/$n; break; fi; [ -e "$d/$n" ] && f=1; done',
+  'IFS=$o; set +f',
+  '[ -n "$x" ] && exec "$x" "$@"',
+  `[ -n "$f" ] && { printf 'sbx: permission denied: %s\\n' "$n" >&2; exit 126; }`,
+  `printf 'sbx: command not found: %s\\n' "$n" >&2; exit 127`,
+].join('\n');
+
+/** sbx's stderr and exit code for runc's text about a command it could not start, or undefined. */
+function execFailure(name: string, text: string): { stderr: string; exitCode: number } | undefined {
+  const why = EXEC_FAILED.exec(text)?.[1];
+  if (why === undefined) return undefined;
+  if (/executable file not found|no such file or directory/.test(why)) return { stderr: notFoundText(name), exitCode: 127 };
+  if (/permission denied|is a directory/.test(why)) return { stderr: deniedText(name), exitCode: 126 };
+  return { stderr: `sbx: cannot execute: ${name}\n`, exitCode: 126 };
 }
 
 /** A terminal's output is one raw stream, not multiplexed frames: all of it is stdout. */
@@ -141,12 +194,38 @@ export async function* streamExec(
         if (signal.aborted) break;
         if (first) {
           first = false;
-          if (frame.stream === 'stdout' && BAD_WORKDIR.test(Buffer.from(frame.data.subarray(0, 200)).toString('latin1'))) {
+          const head = frame.stream === 'stdout' ? Buffer.from(frame.data.subarray(0, 4096)).toString('utf8') : '';
+          if (BAD_WORKDIR.test(head.slice(0, 200))) {
             for await (const _ of frames) void _;
             if ((await exitCodeOf(exec, signal)) === 126) {
               done = true;
               throw badRequest(`workdir ${workdir} is not an existing directory in the sandbox`);
             }
+          } else if (head.startsWith('OCI runtime exec failed')) {
+            // The command could not be started: sbx's own message and code, never the runtime's text.
+            let failure = execFailure(execArgv(spec)[0]!, head.replace(/[\r\n]+$/, ''));
+            const rest: Frame[] = [];
+            for await (const f of frames) rest.push(f);
+            if (failure && rest.length === 0 && (await exitCodeOf(exec, signal)) === 126) {
+              done = true;
+              // Nothing ran, so running again is safe; live stdin may already be partly consumed.
+              if (options.lookupFailed) failure = options.lookupFailed;
+              else if (spec.mode === 'argv' && !spec.command.includes('/') && !live && /not found in \$PATH|relative to current directory/.test(head)) {
+                const search = { ...spec, command: '/bin/sh', args: ['-c', PATH_SEARCH, 'sbx', spec.command, ...spec.args] };
+                yield* streamExec(docker, runtimeId, search, signal, { ...options, lookupFailed: failure });
+                return;
+              }
+              const data = Buffer.from(failure.stderr);
+              options.onOutput?.('stderr', data);
+              yield { type: 'stderr', data };
+              yield { type: 'exit', exit_code: failure.exitCode };
+              return;
+            }
+            for (const f of [frame, ...rest]) {
+              options.onOutput?.(f.stream, f.data);
+              yield { type: f.stream, data: f.data };
+            }
+            continue;
           }
         }
         options.onOutput?.(frame.stream, frame.data);

@@ -1,11 +1,12 @@
 import Docker from 'dockerode';
+import { unavailable } from '../../../core/errors.js';
 import type { ExecEvent, ExecSpec, Provider } from '../../../core/ports.js';
 import { DockerConsole } from './console.js';
 import { Containers } from './containers.js';
 import { streamExec } from './exec.js';
 import { DockerFiles } from './files.js';
 import { ImageCache } from './images.js';
-import { type DockerProviderOptions, resolveOptions } from './options.js';
+import { type DockerProviderOptions, dockerodeOptions, resolveOptions } from './options.js';
 
 export type { DockerProviderOptions, PullEvent } from './options.js';
 export { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX, containerName } from './containers.js';
@@ -20,7 +21,7 @@ export const DOCKER_CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'co
 export function createDockerProvider(options: DockerProviderOptions): Provider {
   const opts = resolveOptions(options);
   // No client-wide timeout: it would cut quiet streaming execs. Each call carries its own bound.
-  const docker = new Docker({ socketPath: opts.socketPath });
+  const docker = new Docker(dockerodeOptions(opts.endpoint) as Docker.DockerOptions);
   const images = new ImageCache(docker, opts);
   const containers = new Containers(docker, opts, images);
   const { user } = opts;
@@ -31,12 +32,16 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     name: 'docker',
     capabilities: DOCKER_CAPABILITIES,
     config: () => ({
+      endpoint: opts.endpoint.description,
       runtime: opts.runtime ?? 'runc',
       network_mode: opts.networkMode,
       pids_limit: opts.pidsLimit,
       read_only_rootfs: opts.readOnlyRootfs,
     }),
-    health: (signal) => containers.health(signal),
+    health: async (signal) => {
+      const h = await containers.health(signal);
+      return h.healthy ? h : { ...h, error: `${h.error ?? 'docker engine unreachable'} at ${opts.endpoint.description}` };
+    },
     spawn: (spec, signal) => containers.spawn(spec, signal),
     destroy: async (runtimeId, signal) => {
       await containers.destroy(runtimeId, signal);
@@ -67,5 +72,37 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     close: async () => {
       // dockerode keeps no pooled connections or timers of its own; nothing to release.
     },
+  };
+}
+
+/**
+ * The docker provider when the engine's address itself is unusable (an unsupported DOCKER_HOST
+ * scheme, an unreadable context): listed, unhealthy with `reason`, and every operation answers
+ * 503 `unavailable` with it. Never a fallback to another engine.
+ */
+export function createUnusableDockerProvider(reason: string): Provider {
+  const fail = async (): Promise<never> => {
+    throw unavailable(`docker provider unavailable: ${reason}`);
+  };
+  return {
+    name: 'docker',
+    capabilities: DOCKER_CAPABILITIES,
+    config: () => ({ endpoint: `unusable: ${reason}` }),
+    health: async () => ({ healthy: false, latency_ms: 0, error: reason }),
+    spawn: fail,
+    destroy: fail,
+    status: fail,
+    exec: () => ({
+      [Symbol.asyncIterator]: () => ({ next: fail }),
+    }),
+    writeFile: fail,
+    readFile: fail,
+    deleteFile: fail,
+    listFiles: fail,
+    moveFile: fail,
+    chmod: fail,
+    stat: fail,
+    glob: fail,
+    logs: fail,
   };
 }

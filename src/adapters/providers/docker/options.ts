@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { Agent } from 'node:https';
+import type { DockerEndpoint } from '../../../config/docker-endpoint.js';
 
 /** Progress of an image pull, as reported to `onPull`. */
 export interface PullEvent {
@@ -8,7 +10,9 @@ export interface PullEvent {
 }
 
 export interface DockerProviderOptions {
-  /** Engine socket; default `/var/run/docker.sock`. */
+  /** Where the engine is (see resolveDockerEndpoint); wins over `socketPath`. */
+  endpoint?: DockerEndpoint;
+  /** Engine socket when no `endpoint` is given; default `/var/run/docker.sock`. */
   socketPath?: string;
   /** Label value that marks containers as ours (reconciliation only ever touches these). */
   installationId: string;
@@ -42,7 +46,7 @@ export interface DockerProviderOptions {
 
 /** Options with defaults applied and the seccomp profile resolved to what the engine expects. */
 export interface ResolvedOptions {
-  socketPath: string;
+  endpoint: DockerEndpoint;
   installationId: string;
   runtime: string | undefined;
   networkMode: string;
@@ -74,7 +78,7 @@ export const WORKDIR = '/workspace';
 export function resolveOptions(opts: DockerProviderOptions): ResolvedOptions {
   if (!opts.installationId) throw new Error('docker provider: installationId is required');
   return {
-    socketPath: opts.socketPath || '/var/run/docker.sock',
+    endpoint: opts.endpoint ?? { kind: 'unix', socketPath: opts.socketPath || '/var/run/docker.sock', source: 'socket path', description: `unix://${opts.socketPath || '/var/run/docker.sock'}` },
     installationId: opts.installationId,
     runtime: opts.runtime || undefined,
     networkMode: opts.networkMode || 'bridge',
@@ -131,4 +135,20 @@ function authConfig(auth: unknown): Record<string, unknown> | undefined {
   }
   if (typeof auth === 'object') return { ...(auth as Record<string, unknown>) };
   throw new Error('docker provider: registry auth must be an object or a string');
+}
+
+/**
+ * dockerode options for an endpoint. Every connection field is set, even to undefined: docker-modem
+ * fills missing ones from DOCKER_HOST/DOCKER_CERT_PATH of this process, which must not override
+ * the endpoint chosen.
+ */
+export function dockerodeOptions(endpoint: DockerEndpoint, extra: { timeout?: number } = {}): Record<string, unknown> {
+  const base = { socketPath: undefined, host: undefined, port: undefined, protocol: undefined, ca: undefined, cert: undefined, key: undefined, agent: undefined, ...extra };
+  if (endpoint.kind === 'unix') return { ...base, socketPath: endpoint.socketPath, protocol: 'http' };
+  const { tls } = endpoint;
+  if (!tls) return { ...base, host: endpoint.host, port: endpoint.port, protocol: 'http' };
+  const pem = { ca: tls.ca, cert: tls.cert, key: tls.key };
+  // Without verification the agent carries rejectUnauthorized; docker-modem has no option for it.
+  const agent = tls.verify ? undefined : new Agent({ ...pem, rejectUnauthorized: false, keepAlive: false });
+  return { ...base, host: endpoint.host, port: endpoint.port, protocol: 'https', ...pem, agent };
 }

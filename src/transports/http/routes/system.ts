@@ -20,7 +20,7 @@ export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
       status: 'ok',
       ...base(),
       store,
-      providers: { total: providers.length, healthy: providers.filter((p) => p.healthy).length, default: deps.providers.defaultProvider },
+      providers: { total: providers.length, healthy: providers.filter((p) => p.healthy).length, default: deps.providers.defaultProviderName },
     };
   });
 
@@ -31,7 +31,8 @@ export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
     const ready = providers.filter((p) => p.healthy).length;
     const body = { status: ready > 0 ? 'ready' : 'not_ready', ...base(), ready_providers: ready, total_providers: providers.length, providers };
     if (ready > 0) return reply.code(200).send(body);
-    const message = providers.length === 0 ? 'no provider is configured' : `no configured provider is healthy (0/${providers.length} ready)`;
+    // With no provider at all the message says how to get one (auto never falls back to mock).
+    const message = providers.length === 0 ? deps.providers.noDefaultMessage() : `no configured provider is healthy (0/${providers.length} ready)`;
     return reply.code(503).send({ ...body, code: 'unavailable', message });
   });
 

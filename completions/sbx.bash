@@ -19,7 +19,7 @@ _sbx_opts() {
     'get') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'rm') echo '--all-expired --url --api-key --admin-key --user --json --no-color' ;;
     'extend') echo '--ttl --url --api-key --admin-key --user --json --no-color' ;;
-    'exec') echo '-e --env -w --workdir -t --timeout --sh -n --no-stdin --url --api-key --admin-key --user --json --no-color' ;;
+    'exec') echo '-i --interactive -t --tty -e --env -w --workdir --timeout --sh --url --api-key --admin-key --user --json --no-color' ;;
     'shell') echo '--sh -e --env -w --workdir --url --api-key --admin-key --user --json --no-color' ;;
     'files') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -66,7 +66,7 @@ _sbx_value_opts() {
     'get') echo '--url --api-key --admin-key --user' ;;
     'rm') echo '--url --api-key --admin-key --user' ;;
     'extend') echo '--ttl --url --api-key --admin-key --user' ;;
-    'exec') echo '-e --env -w --workdir -t --timeout --sh --url --api-key --admin-key --user' ;;
+    'exec') echo '-e --env -w --workdir --timeout --url --api-key --admin-key --user' ;;
     'shell') echo '--sh -e --env -w --workdir --url --api-key --admin-key --user' ;;
     'files') echo '--url --api-key --admin-key --user' ;;
     'files ls') echo '--url --api-key --admin-key --user' ;;

@@ -85,8 +85,13 @@ export class Client {
     return this.http.json('POST', '/api/v1/sandboxes/admission', { body: req, signal: opts.signal });
   }
 
-  list(opts: RequestOptions = {}): Promise<Sandbox[]> {
-    return this.http.json('GET', '/api/v1/sandboxes', opts);
+  /**
+   * Live sandboxes, oldest first. sbx extensions: `id_prefix` keeps ids starting with it, `limit`
+   * (1–1000) caps the answer; without them the whole list.
+   */
+  list(opts: RequestOptions & { id_prefix?: string; limit?: number } = {}): Promise<Sandbox[]> {
+    const { id_prefix, limit, signal } = opts;
+    return this.http.json('GET', '/api/v1/sandboxes', { query: { id_prefix, limit }, signal });
   }
 
   get(id: string, opts: RequestOptions = {}): Promise<Sandbox> {

@@ -45,6 +45,15 @@ export const PruneResponse = Type.Object({ pruned: Type.Integer() });
 /** Response header of `GET …/logs` with the console cursor (an sbx extension; the body stays an array of strings). */
 export const LOG_CURSOR_HEADER = 'X-Log-Cursor';
 
+/** `GET /api/v1/sandboxes` query (DESIGN.md §5, §13): without `limit` the whole array. */
+export const ListSandboxesQuery = Type.Object({
+  id_prefix: Type.Optional(
+    Type.String({ maxLength: 128, description: 'sbx extension: only sandboxes whose id starts with this string (matched literally)' }),
+  ),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'sbx extension: at most this many sandboxes, oldest first' })),
+});
+export type ListSandboxesQuery = Static<typeof ListSandboxesQuery>;
+
 export const LogsQuery = Type.Object({
   lines: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 100 })),
   after: Type.Optional(

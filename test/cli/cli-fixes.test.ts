@@ -2,10 +2,9 @@
  * Small CLI behaviours: an unknown provider under --test, proxies answering 502/503/504, a broken
  * client profile, and the man page naming only commands that exist.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, SbxError } from '../../src/index.js';
@@ -15,6 +14,7 @@ import { GLOBAL_OPTIONS } from '../../src/transports/cli/program.js';
 import { COMMANDS } from '../../src/transports/cli/registry.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { runSbx, sbxAt } from './run-sbx.js';
+import { tempDir } from '../helpers/tmp.js';
 
 describe('sbx providers NAME --test', () => {
   let server: TestServer;
@@ -92,7 +92,7 @@ describe('a proxy that cannot reach the server', () => {
 
 describe('a broken ~/.sbx/client.yaml', () => {
   const profile = (text: string) => {
-    const home = mkdtempSync(join(tmpdir(), 'sbx-profile-'));
+    const home = tempDir('sbx-profile-');
     mkdirSync(join(home, '.sbx'));
     writeFileSync(join(home, '.sbx', 'client.yaml'), text);
     return { home, path: join(home, '.sbx', 'client.yaml') };

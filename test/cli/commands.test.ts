@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { docFiles } from '../../src/transports/cli/docs/files.js';
 import { allCommands, COMMANDS } from '../../src/transports/cli/registry.js';
 import { runSbx } from './run-sbx.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const commandsDir = join(root, 'src', 'transports', 'cli', 'commands');
@@ -89,7 +89,7 @@ describe('generated docs', () => {
     expect(man).toContain('.SH EXIT STATUS');
     expect(man).toContain('.SH ENVIRONMENT');
     expect(man).toContain('SBX_API_KEY');
-    const dir = mkdtempSync(join(tmpdir(), 'sbx-man-'));
+    const dir = tempDir('sbx-man-');
     writeFileSync(join(dir, 'sbx.1'), man);
     const r = spawnSync('groff', ['-man', '-Tutf8', '-ww', join(dir, 'sbx.1')], { encoding: 'utf8' });
     if (r.error) return; // groff is not installed: the text assertions above still ran.
@@ -115,7 +115,7 @@ describe('generated docs', () => {
   });
 
   it.skipIf(!shellPresent('zsh'))('zsh completion parses (skipped when zsh is absent and SBX_TEST_SHELLS is not 1)', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sbx-zsh-'));
+    const dir = tempDir('sbx-zsh-');
     writeFileSync(join(dir, '_sbx'), docFiles()['completions/_sbx']!);
     const r = spawnSync('zsh', ['-n', join(dir, '_sbx')], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
@@ -123,7 +123,7 @@ describe('generated docs', () => {
   });
 
   it.skipIf(!shellPresent('fish'))('fish completion parses and completes (skipped when fish is absent and SBX_TEST_SHELLS is not 1)', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sbx-fish-'));
+    const dir = tempDir('sbx-fish-');
     const file = join(dir, 'sbx.fish');
     writeFileSync(file, docFiles()['completions/sbx.fish']!);
     const r = spawnSync('fish', ['--no-config', '-c', `source ${file}; complete -C 'sbx files p'`], { encoding: 'utf8', env: { ...process.env, HOME: dir } });

@@ -32,15 +32,15 @@ function suite(title: string, overrides: () => Promise<Record<string, unknown>>)
       await server?.close();
     });
 
-    it('the NDJSON path (-n) writes stdout and stderr bytes exactly', async () => {
-      const r = await sbx(['exec', '-n', id, '--sh', `${RAW_SCRIPT}; ${RAW_SCRIPT} >&2; printf ' then text é\\n'`]);
+    it('the NDJSON path (no -i) writes stdout and stderr bytes exactly', async () => {
+      const r = await sbx(['exec', '--sh', id, `${RAW_SCRIPT}; ${RAW_SCRIPT} >&2; printf ' then text é\\n'`]);
       expect(r.code).toBe(0);
       expect(r.stdoutBytes).toEqual(Buffer.concat([RAW, Buffer.from(' then text é\n')]));
       expect(r.stderrBytes).toEqual(RAW);
     });
 
-    it('the WebSocket path (piped stdin) writes stdout and stderr bytes exactly', async () => {
-      const r = await sbx(['exec', id, '--sh', `cat; ${RAW_SCRIPT} >&2`], { stdin: RAW });
+    it('the WebSocket path (-i, piped stdin) writes stdout and stderr bytes exactly', async () => {
+      const r = await sbx(['exec', '-i', '--sh', id, `cat; ${RAW_SCRIPT} >&2`], { stdin: RAW });
       expect(r.code).toBe(0);
       expect(r.stdoutBytes).toEqual(RAW);
       expect(r.stderrBytes).toEqual(RAW);
@@ -57,7 +57,7 @@ function suite(title: string, overrides: () => Promise<Record<string, unknown>>)
         body: JSON.stringify({ path: '/workspace/blob.bin', content: b64, encoding: 'base64' }),
       });
       expect(res.status).toBe(200);
-      for (const args of [['exec', '-n', id, '--', 'cat', 'blob.bin'], ['exec', id, '--', 'cat', 'blob.bin']]) {
+      for (const args of [['exec', id, '--', 'cat', 'blob.bin'], ['exec', '-i', id, 'cat', 'blob.bin']]) {
         const r = await sbx(args);
         expect(r.code, args.join(' ')).toBe(0);
         expect(r.stdoutBytes.equals(content), args.join(' ')).toBe(true);
@@ -65,7 +65,7 @@ function suite(title: string, overrides: () => Promise<Record<string, unknown>>)
     });
 
     it('--json marks a stdout that is not UTF-8 as base64', async () => {
-      const r = await sbx(['--json', 'exec', id, '--sh', `${RAW_SCRIPT}; echo text >&2`]);
+      const r = await sbx(['--json', 'exec', '--sh', id, `${RAW_SCRIPT}; echo text >&2`]);
       expect(r.code).toBe(0);
       const result = JSON.parse(r.stdout);
       expect(result).toMatchObject({ exit_code: 0, stdout_encoding: 'base64', stderr: 'text\n' });

@@ -40,7 +40,7 @@ describe('sbx exec', () => {
   });
 
   it('--sh runs a shell script; --env and --workdir apply', async () => {
-    const r = await sbx(['exec', id, '--env', 'GREETING=hi there', '--env', 'N=2', '--workdir', '/tmp', '--sh', 'echo "$GREETING $N"; pwd']);
+    const r = await sbx(['exec', '--env', 'GREETING=hi there', '--env', 'N=2', '--workdir', '/tmp', '--sh', id, 'echo "$GREETING $N"; pwd']);
     expect(r.code).toBe(0);
     // The mock provider roots sandbox paths in a host directory; the workdir is its /tmp.
     expect(r.stdout).toMatch(/^hi there 2\n(.*\/)?tmp\n$/);
@@ -48,21 +48,21 @@ describe('sbx exec', () => {
 
   it('exits 124 when the command hits --timeout, and says so on stderr', async () => {
     const started = Date.now();
-    const r = await sbx(['exec', id, '--timeout', '1s', '--', 'sh', '-c', 'echo started; sleep 10']);
+    const r = await sbx(['exec', '--timeout', '1s', id, '--', 'sh', '-c', 'echo started; sleep 10']);
     expect(r.code).toBe(124);
     expect(r.stdout).toBe('started\n');
     expect(r.stderr).toMatch(/time/i);
     expect(Date.now() - started).toBeLessThan(8000);
   });
 
-  it('sends piped stdin to the command (binary-safe); --no-stdin does not', async () => {
+  it('sends piped stdin to the command with -i (binary-safe); without -i it does not', async () => {
     const bytes = Buffer.from([0, 1, 2, 255, 10, 0x80, 65]);
-    const r = await sbx(['exec', id, '--', 'od', '-An', '-tu1'], { stdin: bytes });
+    const r = await sbx(['exec', '-i', id, '--', 'od', '-An', '-tu1'], { stdin: bytes });
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split(/\s+/).map(Number)).toEqual([0, 1, 2, 255, 10, 128, 65]);
-    const text = await sbx(['exec', id, '--', 'cat'], { stdin: 'line one\nline two\n' });
+    const text = await sbx(['exec', '--interactive', id, 'cat'], { stdin: 'line one\nline two\n' });
     expect(text.stdout).toBe('line one\nline two\n');
-    const skipped = await sbx(['exec', id, '--no-stdin', '--', 'sh', '-c', 'cat; echo done'], { stdin: 'ignored' });
+    const skipped = await sbx(['exec', id, 'sh', '-c', 'cat; echo done'], { stdin: 'ignored' });
     expect(skipped.stdout).toBe('done\n');
   });
 
@@ -72,20 +72,31 @@ describe('sbx exec', () => {
     const result = JSON.parse(r.stdout);
     expect(result).toMatchObject({ exit_code: 3, stdout: 'out\n', stderr: 'err\n' });
     expect(typeof result.duration).toBe('string');
-    const slow = await sbx(['--json', 'exec', id, '--timeout', '1s', '--', 'sh', '-c', 'echo partial; sleep 10']);
+    const slow = await sbx(['--json', 'exec', '--timeout', '1s', id, '--', 'sh', '-c', 'echo partial; sleep 10']);
     expect(slow.code).toBe(124);
     expect(JSON.parse(slow.stdout)).toMatchObject({ exit_code: 124, timed_out: true });
   });
 
-  it('maps errors before the command starts to sbx exit codes', async () => {
+  it('exits 125 for every failure of sbx itself before the command starts', async () => {
     const missing = await sbx(['exec', 'sb-nope', '--', 'true']);
-    expect(missing.code).toBe(4);
-    expect(missing.stderr).toMatch(/^sbx: .*\n$/);
-    const tooLong = await sbxAt(server.url)(['exec', id, '--timeout', '100h', '--', 'true']);
-    expect(tooLong.code).toBe(5);
+    expect(missing.code).toBe(125);
+    expect(missing.stderr).toBe('sbx: sandbox sb-nope not found\n');
+    const tooLong = await sbxAt(server.url)(['exec', '--timeout', '100h', id, '--', 'true']);
+    expect(tooLong.code).toBe(125);
+    expect(tooLong.stderr).toMatch(/^sbx: .*timeout.*\n$/i);
     const unreachable = await sbxAt('http://127.0.0.1:9')(['exec', id, '--', 'true']);
-    expect(unreachable.code).toBe(6);
+    expect(unreachable.code).toBe(125);
     expect(unreachable.stderr).toContain('http://127.0.0.1:9');
+    // Bad usage of exec is 125 too: an unknown option before the id, no command, a missing id.
+    const unknown = await sbx(['exec', '--bogus', id, 'true']);
+    expect(unknown.code).toBe(125);
+    expect(unknown.stderr).toMatch(/^sbx: unknown option '--bogus'/);
+    const noCommand = await sbx(['exec', id]);
+    expect(noCommand.code).toBe(125);
+    expect(noCommand.stderr).toBe('sbx: exec needs a command after the id: sbx exec [options] ID CMD [ARG...]\n');
+    expect((await sbx(['exec'])).code).toBe(125);
+    // Other commands keep their codes.
+    expect((await sbx(['get', 'sb-nope'])).code).toBe(4);
   });
 
   it('exits 125 when the connection breaks while the command runs', async () => {
@@ -114,7 +125,7 @@ describe('sbx exec', () => {
     expect(r.stderr).toMatch(/^sbx: exec failed while the command ran: .+\n$/);
   });
 
-  it('the connection breaking on the NDJSON path (--no-stdin) is 125 too', async () => {
+  it('the connection breaking on the NDJSON path (no -i) is 125 too', async () => {
     const upstream = new URL(server.url);
     const sockets: Socket[] = [];
     const proxy = createServer((client) => {
@@ -130,7 +141,7 @@ describe('sbx exec', () => {
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
     const port = (proxy.address() as { port: number }).port;
-    const r = await sbxAt(`http://127.0.0.1:${port}`)(['exec', '-n', id, '--', 'sh', '-c', 'echo begun; sleep 5; echo never']);
+    const r = await sbxAt(`http://127.0.0.1:${port}`)(['exec', id, '--', 'sh', '-c', 'echo begun; sleep 5; echo never']);
     for (const s of sockets) s.destroy();
     proxy.close();
     expect(r.code).toBe(125);
@@ -143,7 +154,7 @@ describe('sbx exec with live stdin', () => {
     const stdin = new PassThrough();
     let answeredBeforeEof = false;
     const guard = setTimeout(() => stdin.end(), 8_000);
-    const run = sbx(['exec', id, '--sh', 'read line; echo "got:$line"; cat; echo end'], {
+    const run = sbx(['exec', '-i', '--sh', id, 'read line; echo "got:$line"; cat; echo end'], {
       stdinStream: stdin,
       onStdout: (_chunk, all) => {
         if (all().includes('got:hello') && !answeredBeforeEof && !stdin.writableEnded) {
@@ -165,31 +176,33 @@ describe('sbx exec with live stdin', () => {
   it('the command starts at once: an open stdin pipe does not hold it', async () => {
     const stdin = new PassThrough();
     const started = Date.now();
-    const r = await sbx(['exec', id, '--', 'sh', '-c', 'echo hi; exit 4'], { stdinStream: stdin });
+    const r = await sbx(['exec', '-i', id, '--', 'sh', '-c', 'echo hi; exit 4'], { stdinStream: stdin });
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(r).toMatchObject({ code: 4, stdout: 'hi\n' });
     expect(stdin.writableEnded).toBe(false);
     stdin.end();
   });
 
-  it('-n / --no-stdin never reads stdin', async () => {
-    for (const flag of ['-n', '--no-stdin']) {
+  it('without -i stdin is never read, piped or not', async () => {
+    for (const argv of [['exec', id, '--', 'sh', '-c', 'cat; echo done'], ['exec', id, 'sh', '-c', 'cat; echo done'], ['--json', 'exec', id, 'sh', '-c', 'cat; echo done']]) {
       const stdin = new PassThrough();
       stdin.write('must not arrive\n');
-      const r = await sbx(['exec', flag, id, '--', 'sh', '-c', 'cat; echo done'], { stdinStream: stdin });
-      expect(r, flag).toMatchObject({ code: 0, stdout: 'done\n' });
-      expect(stdin.readableLength, `${flag}: stdin left unread`).toBeGreaterThan(0);
+      const r = await sbx(argv, { stdinStream: stdin });
+      expect(r.code, argv.join(' ')).toBe(0);
+      expect(r.stdout).toContain('done');
+      expect(r.stdout).not.toContain('must not arrive');
+      expect(stdin.readableLength, `${argv.join(' ')}: stdin left unread`).toBe('must not arrive\n'.length);
       stdin.end();
     }
   });
 
   it('timeouts and errors before the start keep their exit codes over the socket', async () => {
-    const slow = await sbx(['exec', id, '--timeout', '500ms', '--', 'sh', '-c', 'echo started; sleep 10'], { stdin: '' });
+    const slow = await sbx(['exec', '-i', '--timeout', '500ms', id, '--', 'sh', '-c', 'echo started; sleep 10'], { stdin: '' });
     expect(slow.code).toBe(124);
     expect(slow.stdout).toBe('started\n');
     expect(slow.stderr).toMatch(/timed out/);
-    expect((await sbx(['exec', 'sb-nope', '--', 'true'], { stdin: 'x' })).code).toBe(4);
-    expect((await sbx(['exec', id, '--timeout', '100h', '--', 'true'], { stdin: 'x' })).code).toBe(5);
+    expect((await sbx(['exec', '-i', 'sb-nope', '--', 'true'], { stdin: 'x' })).code).toBe(125);
+    expect((await sbx(['exec', '-i', '--timeout', '100h', id, '--', 'true'], { stdin: 'x' })).code).toBe(125);
   });
 
   it('falls back to buffered stdin when the server has no WebSocket exec (404 on upgrade)', async () => {
@@ -217,7 +230,7 @@ describe('sbx exec with live stdin', () => {
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
     try {
       const port = (proxy.address() as { port: number }).port;
-      const r = await sbxAt(`http://127.0.0.1:${port}`)(['exec', id, '--', 'cat'], { stdin: 'line one\nline two\n' });
+      const r = await sbxAt(`http://127.0.0.1:${port}`)(['exec', '-i', id, '--', 'cat'], { stdin: 'line one\nline two\n' });
       expect(refused).toBe(1);
       expect(r).toMatchObject({ code: 0, stdout: 'line one\nline two\n' });
       // It says stdin was not live (the issue: "otherwise says so").

@@ -1,9 +1,9 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { sbxAt } from './run-sbx.js';
+import { tempDir } from '../helpers/tmp.js';
 
 let server: TestServer;
 let sbx: ReturnType<typeof sbxAt>;
@@ -14,7 +14,7 @@ beforeAll(async () => {
   server = await startTestServer();
   sbx = sbxAt(server.url);
   id = (await sbx(['spawn'])).stdout.trim();
-  work = mkdtempSync(join(tmpdir(), 'sbx-cli-files-'));
+  work = tempDir('sbx-cli-files-');
 });
 afterAll(async () => {
   await server?.close();

@@ -33,7 +33,7 @@ async function followWhile(sbx: ReturnType<typeof sbxAt>, id: string, execs: Arr
   const before = count(seen);
   const expected: string[] = [];
   for (const e of execs) {
-    const r = await execVia(['exec', id, '--sh', e.script]);
+    const r = await execVia(['exec', '--sh', id, e.script]);
     expect(r.code, r.stderr).toBe(0);
     expected.push(...e.lines);
     if (e.lines.length >= 100) await until(() => count(seen) >= before + expected.length, 10_000, `${expected.length} lines`);
@@ -73,7 +73,7 @@ describe('sbx logs -f with log cursors', () => {
 
   it('prints every line exactly once, repeated and blank ones included', async () => {
     const id = (await sbx(['spawn'])).stdout.trim();
-    await sbx(['exec', id, '--sh', 'echo ok; echo ok; echo']);
+    await sbx(['exec', '--sh', id, 'echo ok; echo ok; echo']);
     const execs = repeatedExecs();
     const run = await followWhile(sbx, id, execs);
     const want = ['ok', 'ok', '', ...run.expected];
@@ -88,7 +88,7 @@ describe('sbx logs -f with log cursors', () => {
 
   it('-n starts from the last lines; --json prints one JSON string per line', async () => {
     const id = (await sbx(['spawn'])).stdout.trim();
-    await sbx(['exec', id, '--sh', 'echo a; echo b; echo c']);
+    await sbx(['exec', '--sh', id, 'echo a; echo b; echo c']);
     const run = await followWhile(sbx, id, [{ script: 'echo c; echo c', lines: ['c', 'c'] }], ['-n', '1', '--json']);
     await until(() => count(run.seen()) >= 3, 10_000, '3 lines');
     await new Promise((r) => setTimeout(r, 1200));
@@ -142,7 +142,7 @@ describe('sbx logs -f against a server without log cursors', () => {
     // exec goes straight to the server (this little proxy forwards no WebSocket upgrades).
     const direct = sbxAt(server.url);
     const id = (await sbx(['spawn'])).stdout.trim();
-    await direct(['exec', id, '--sh', 'echo a1; echo a2']);
+    await direct(['exec', '--sh', id, 'echo a1; echo a2']);
     const run = await followWhile(sbx, id, [
       { script: 'echo b1; echo b2', lines: ['b1', 'b2'] },
       { script: 'echo c1', lines: ['c1'] },

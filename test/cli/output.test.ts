@@ -65,16 +65,52 @@ describe('output', () => {
 
   it('watch on a terminal renders the live view with each event and a status line', async () => {
     const stop = new AbortController();
-    const run = sbx(['watch', '--types', 'sandbox.*'], { tty: true, signal: stop.signal });
-    await new Promise((r) => setTimeout(r, 600));
-    const id = (await sbx(['spawn'])).stdout.trim();
-    await new Promise((r) => setTimeout(r, 400));
-    stop.abort();
-    const r = await run;
-    expect(r.code).toBe(0);
-    const text = r.stdout.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
-    expect(text).toMatch(new RegExp(`sandbox\\.created\\s+${id}`));
-    expect(text).toMatch(new RegExp(`sandbox\\.running\\s+${id}`));
-    expect(text).toContain(server.url);
+    const strip = (t: string) => t.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+    let seen = '';
+    const waiters: Array<() => void> = [];
+    const run = sbx(['watch', '--types', 'sandbox.*'], {
+      tty: true,
+      signal: stop.signal,
+      onStdout: (_chunk, all) => {
+        seen = strip(all());
+        for (const w of waiters.splice(0)) w();
+      },
+    });
+    // Waits on what the view printed, not on time: a loaded machine only makes it slower.
+    const until = async (pred: () => boolean, what: string, ms = 15_000) => {
+      const deadline = Date.now() + ms;
+      while (!pred()) {
+        if (Date.now() > deadline) throw new Error(`watch view never showed ${what}; it printed: ${JSON.stringify(seen)}`);
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 100);
+        });
+      }
+    };
+    try {
+      // Events published once the server holds the watch's stream are shown. Waited for on the server
+      // (its subscriber count), not in the output: in CI ink draws the status line only at the end.
+      const deadline = Date.now() + 15_000;
+      for (;;) {
+        const m = (await (await fetch(`${server.url}/api/v1/metrics`)).json()) as { events: { subscribers: number } };
+        if (m.events.subscribers >= 1) break;
+        if (Date.now() > deadline) throw new Error(`the watch never subscribed; it printed: ${JSON.stringify(seen)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const id = (await sbx(['spawn'])).stdout.trim();
+      const created = new RegExp(`sandbox\\.created\\s+${id}`);
+      const running = new RegExp(`sandbox\\.running\\s+${id}`);
+      await until(() => created.test(seen) && running.test(seen), `the events of ${id}`);
+      stop.abort();
+      const r = await run;
+      expect(r.code).toBe(0);
+      const text = strip(r.stdout);
+      expect(text).toMatch(created);
+      expect(text).toMatch(running);
+      expect(text).toContain(server.url);
+    } finally {
+      stop.abort();
+      await run;
+    }
   });
 });

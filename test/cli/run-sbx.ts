@@ -2,11 +2,9 @@
  * In-process `sbx`: runs main(argv) with captured stdout/stderr, a given stdin and env, against a
  * real server. The same code path as the bin, minus the process.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { main } from '../../src/cli.js';
+import { tempDir } from '../helpers/tmp.js';
 
 export interface SbxRun {
   code: number;
@@ -55,7 +53,7 @@ class Capture extends Writable {
 }
 
 /** A HOME without a client profile, shared by a test file. */
-export const emptyHome = mkdtempSync(join(tmpdir(), 'sbx-cli-home-'));
+export const emptyHome = tempDir('sbx-cli-home-');
 
 /** Runs `sbx argv…` in-process. `env` is the whole environment (plus HOME and PATH defaults). */
 export async function runSbx(argv: string[], opts: RunOptions = {}): Promise<SbxRun> {

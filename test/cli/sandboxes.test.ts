@@ -120,8 +120,6 @@ describe('usage errors and unreachable servers', () => {
       ['spawn', '--memory', 'lots'],
       ['spawn', '--meta', 'novalue'],
       ['spawn', '--ttl', 'soon'],
-      ['exec', 'sb-x', '--env', '=v', '--', 'true'],
-      ['exec', 'sb-x'],
       ['files', 'chmod', 'rwx', 'sb-x:/a'],
       ['files', 'cat', 'no-colon'],
     ]) {
@@ -129,6 +127,12 @@ describe('usage errors and unreachable servers', () => {
       expect({ argv, code: r.code }).toEqual({ argv, code: 2 });
       expect(r.stderr).toMatch(/^sbx: /);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    // sbx exec keeps 2 for nothing: its usage errors are 125 (DESIGN.md §5), also before any request.
+    for (const argv of [['exec', '--env', '=v', 'sb-x', '--', 'true'], ['exec', 'sb-x'], ['exec', 'sb-x:/tmp', 'true']]) {
+      const r = await at(argv);
+      expect({ argv, code: r.code }).toEqual({ argv, code: 125 });
+      expect(r.stderr).toMatch(/^sbx: [^\n]+\n$/);
     }
   });
 

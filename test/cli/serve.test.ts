@@ -1,9 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runSbx } from './run-sbx.js';
+import { tempDir } from '../helpers/tmp.js';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -17,7 +17,7 @@ async function freePort(): Promise<number> {
 
 describe('sbx serve / worker', () => {
   it('serve starts the control plane with --port and --config, answers, and stops on the signal', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sbx-cli-serve-'));
+    const dir = tempDir('sbx-cli-serve-');
     const config = join(dir, 'server.yaml');
     writeFileSync(config, `database:\n  driver: sqlite\n  path: ${join(dir, 'sbx.db')}\nproviders:\n  default: mock\n  mock:\n    root_dir: ${join(dir, 'mock')}\nlogging:\n  level: silent\n`);
     const port = await freePort();
@@ -38,7 +38,7 @@ describe('sbx serve / worker', () => {
   });
 
   it('serve exits 3 on a broken config', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sbx-cli-serve-bad-'));
+    const dir = tempDir('sbx-cli-serve-bad-');
     writeFileSync(join(dir, 'bad.yaml'), 'server:\n  port: -4\n');
     const r = await runSbx(['serve', '--config', join(dir, 'bad.yaml')], { cwd: dir, env: { HOME: dir } });
     expect(r.code).toBe(3);

@@ -204,6 +204,47 @@ function sandboxContract(ctx: ContractContext): void {
       for (const id of names) await ctx.store.insertSandbox(sandbox(id));
       expect(ids(await ctx.store.listSandboxes())).toEqual([...names].sort());
     });
+
+    it('id_prefix matches literally (no LIKE wildcards), limit caps the sorted list', async () => {
+      const s = ctx.store;
+      // Inserted out of order: the list is by created_at, then id.
+      const rows: Array<[string, number]> = [
+        ['sb-ab1', 3000], ['sb-ab2', 1000], ['sb-a_1', 2000], ['sb-a%1', 2000], ['sb-axb', 0], ['sb-b', 0], ['sb-ab', 4000], ['sb-é1', 500],
+      ];
+      for (const [id, t] of rows) await s.insertSandbox(sandbox(id, { created_at: at(t) }));
+      expect(ids(await s.listSandboxes({ id_prefix: 'sb-ab' }))).toEqual(['sb-ab2', 'sb-ab1', 'sb-ab']);
+      expect(ids(await s.listSandboxes({ id_prefix: 'sb-a' }))).toEqual(['sb-axb', 'sb-ab2', 'sb-a%1', 'sb-a_1', 'sb-ab1', 'sb-ab']);
+      // `_` and `%` are themselves, not one or any character.
+      expect(ids(await s.listSandboxes({ id_prefix: 'sb-a_' }))).toEqual(['sb-a_1']);
+      expect(ids(await s.listSandboxes({ id_prefix: 'sb-a%' }))).toEqual(['sb-a%1']);
+      expect(ids(await s.listSandboxes({ id_prefix: 'sb-é' }))).toEqual(['sb-é1']);
+      expect(ids(await s.listSandboxes({ id_prefix: 'sb-ab1' }))).toEqual(['sb-ab1']);
+      expect(ids(await s.listSandboxes({ id_prefix: 'sb-ab1x' }))).toEqual([]);
+      expect(ids(await s.listSandboxes({ id_prefix: 'SB-' }))).toEqual([]);
+      // An empty prefix filters nothing.
+      expect(await s.listSandboxes({ id_prefix: '' })).toHaveLength(rows.length);
+      expect(ids(await s.listSandboxes({ limit: 2 }))).toEqual(['sb-axb', 'sb-b']);
+      expect(ids(await s.listSandboxes({ id_prefix: 'sb-a', limit: 2 }))).toEqual(['sb-axb', 'sb-ab2']);
+      expect(ids(await s.listSandboxes({ id_prefix: 'sb-ab', limit: 1000 }))).toEqual(['sb-ab2', 'sb-ab1', 'sb-ab']);
+      expect(ids(await s.listSandboxes({ id_prefix: 'sb-ab', states: ['destroyed'], limit: 2 }))).toEqual([]);
+    });
+
+    it('applies ownership and expiry in the query, so a limited page is full', async () => {
+      const s = ctx.store;
+      await s.insertSandbox(sandbox('sb-1', { created_at: at(0), owner_id: 'alice' }));
+      await s.insertSandbox(sandbox('sb-2', { created_at: at(1), owner_id: 'bob' }));
+      await s.insertSandbox(sandbox('sb-3', { created_at: at(2), owner_id: null }));
+      await s.insertSandbox(sandbox('sb-4', { created_at: at(3), owner_id: 'key/abc' }));
+      await s.insertSandbox(sandbox('sb-5', { created_at: at(4), owner_id: 'ip/def' }));
+      await s.insertSandbox(sandbox('sb-6', { created_at: at(5), owner_id: 'bob', expires_at: at(10) }));
+      await s.insertSandbox(sandbox('sb-7', { created_at: at(6), owner_id: 'bob' }));
+      expect(ids(await s.listSandboxes({ visible_to: { owner_id: 'bob' } }))).toEqual(['sb-2', 'sb-3', 'sb-4', 'sb-5', 'sb-6', 'sb-7']);
+      expect(ids(await s.listSandboxes({ visible_to: { owner_id: 'alice' } }))).toEqual(['sb-1', 'sb-3', 'sb-4', 'sb-5']);
+      expect(ids(await s.listSandboxes({ visible_to: { owner_id: null } }))).toEqual(['sb-3', 'sb-4', 'sb-5']);
+      // Bob's first page of 2 skips alice's sandbox instead of coming back short.
+      expect(ids(await s.listSandboxes({ visible_to: { owner_id: 'bob' }, limit: 2 }))).toEqual(['sb-2', 'sb-3']);
+      expect(ids(await s.listSandboxes({ visible_to: { owner_id: 'bob' }, expires_after: at(10), id_prefix: 'sb-', limit: 5 }))).toEqual(['sb-2', 'sb-3', 'sb-4', 'sb-5', 'sb-7']);
+    });
   });
 }
 

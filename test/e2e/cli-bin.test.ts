@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/tmp.js';
 import { BIN, ensureBuilt, ROOT } from './build.js';
 
 interface Run {
@@ -13,12 +13,15 @@ interface Run {
   stderr: string;
 }
 
+/** An empty HOME: no client profile, and nothing the bin might write lands in a shared directory. */
+const home = tempDir('sbx-bin-home-');
+
 /** Runs the built bin as a child process (async: the test server lives in this process). */
 function runBin(args: string[], opts: { env?: Record<string, string>; stdin?: string; nodeArgs?: string[] } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, ...args], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: tmpdir(), ...(opts.env ?? {}) },
+      env: { PATH: process.env.PATH ?? '', HOME: home, ...(opts.env ?? {}) },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const out: Buffer[] = [];
@@ -35,7 +38,7 @@ const HEAVY = /\/node_modules\/(fastify|@fastify\/websocket|better-sqlite3|docke
 
 /** Module URLs the bin loads for `args`, recorded by a module.register resolve hook. */
 async function loadedModules(args: string[]): Promise<string[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'sbx-modules-'));
+  const dir = tempDir('sbx-modules-');
   const log = join(dir, 'modules.log');
   const hooks = join(dir, 'hooks.mjs');
   writeFileSync(
@@ -83,11 +86,11 @@ describe('built bin/sbx.js', () => {
     expect(spawned.code).toBe(0);
     const id = spawned.stdout.toString().trim();
     expect(id).toMatch(/^sb[-_]\w+$/);
-    const r = await runBin(['exec', id, '--', 'sh', '-c', 'cat; echo to-err >&2; exit 7'], { env, stdin: 'from stdin\n' });
+    const r = await runBin(['exec', '-i', id, '--', 'sh', '-c', 'cat; echo to-err >&2; exit 7'], { env, stdin: 'from stdin\n' });
     expect(r.code).toBe(7);
     expect(r.stdout.toString()).toBe('from stdin\n');
     expect(r.stderr).toBe('to-err\n');
-    const timeout = await runBin(['exec', id, '--timeout', '1s', '--', 'sleep', '5'], { env });
+    const timeout = await runBin(['exec', '--timeout', '1s', id, '--', 'sleep', '5'], { env });
     expect(timeout.code).toBe(124);
   });
 

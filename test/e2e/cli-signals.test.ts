@@ -3,9 +3,9 @@
  * cleans up: the live view gives the cursor back), and the exit code is 128 + the signal number.
  */
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/tmp.js';
 import { BIN, ensureBuilt, ROOT } from './build.js';
 
 let server: TestServer;
@@ -15,7 +15,8 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(async () => server?.close());
 
-const env = () => ({ PATH: process.env.PATH ?? '', HOME: tmpdir(), SBX_URL: server.url, TERM: 'xterm' });
+const home = tempDir('sbx-signals-home-');
+const env = () => ({ PATH: process.env.PATH ?? '', HOME: home, SBX_URL: server.url, TERM: 'xterm' });
 
 /** Starts `cmd args…`, resolves once stdout contains `ready`; `done` gives the exit code and output. */
 async function start(cmd: string, args: string[], ready: string) {
@@ -69,7 +70,7 @@ describe('signals on the sbx bin', () => {
     const id = await sandboxWithLine('x');
     // A duration no other test uses, since mock sandboxes share the host's process table.
     const nap = `${40 + Math.floor(Math.random() * 1000)}.25`;
-    const { child, done } = await start(process.execPath, [BIN, 'exec', id, '-n', '--sh', `echo started; sleep ${nap}; echo never`], 'started\n');
+    const { child, done } = await start(process.execPath, [BIN, 'exec', '--sh', id, `echo started; sleep ${nap}; echo never`], 'started\n');
     child.kill('SIGINT');
     const r = await done;
     expect(r.code).toBe(130);

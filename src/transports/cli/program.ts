@@ -71,8 +71,35 @@ function argToken(a: NonNullable<CommandSpec['args']>[number]): string {
   return a.required ? `<${inner}>` : `[${inner}]`;
 }
 
+/** Commander's name for an option's value (`--no-color` → `color`, `--api-key` → `apiKey`). */
+const attribute = (o: OptionSpec) => toOption(o).attributeName();
+
+/**
+ * The root command. Global options may come anywhere on the line, except for pass-through commands
+ * (`sbx exec`): there the root stops parsing at the command's name and the command takes its own
+ * options (and copies of the global ones) up to its first argument, and the rest verbatim.
+ */
+class RootCommand extends Command {
+  readonly passThrough = new Set<string>();
+
+  override parseOptions(args: string[]): { operands: string[]; unknown: string[] } {
+    const self = this as unknown as { _enablePositionalOptions: boolean };
+    if (this.passThrough.size > 0) {
+      self._enablePositionalOptions = true;
+      try {
+        const positional = super.parseOptions(args);
+        if (positional.operands.length > 0 && this.passThrough.has(positional.operands[0]!)) return positional;
+      } finally {
+        self._enablePositionalOptions = false;
+      }
+    }
+    return super.parseOptions(args);
+  }
+}
+
 function addCommand(parent: Command, spec: CommandSpec, path: string[], onSelect: (s: Selected) => void): void {
   const cmd = new Command(spec.name).description(spec.description ? `${spec.summary}\n\n${spec.description}` : spec.summary).summary(spec.summary);
+  if (spec.usage) cmd.usage(spec.usage);
   for (const alias of spec.aliases ?? []) cmd.alias(alias);
   for (const a of spec.args ?? []) {
     const arg = new Argument(argToken(a), a.description);
@@ -80,6 +107,12 @@ function addCommand(parent: Command, spec: CommandSpec, path: string[], onSelect
     cmd.addArgument(arg);
   }
   for (const o of spec.options ?? []) cmd.addOption(toOption(o));
+  if (spec.passThrough) {
+    // Global options given after the command's name (`sbx exec --json ID …`), hidden from its help.
+    for (const o of GLOBAL_OPTIONS) cmd.addOption(toOption(o).hideHelp());
+    cmd.passThroughOptions();
+    if (parent instanceof RootCommand) for (const n of [spec.name, ...(spec.aliases ?? [])]) parent.passThrough.add(n);
+  }
   if (spec.examples && spec.examples.length > 0) {
     cmd.addHelpText('after', `\nExamples:\n${spec.examples.map((e) => `  ${e}`).join('\n')}\n`);
   }
@@ -92,7 +125,14 @@ function addCommand(parent: Command, spec: CommandSpec, path: string[], onSelect
       (spec.args ?? []).forEach((a, i) => {
         opts[a.name] = params[i];
       });
-      onSelect({ spec, path: full, opts, globals: self.optsWithGlobals() });
+      const globals: Record<string, unknown> = self.optsWithGlobals();
+      if (spec.passThrough) {
+        for (const o of GLOBAL_OPTIONS) {
+          const key = attribute(o);
+          if (self.getOptionValueSource(key) === 'cli') globals[key] = self.getOptionValue(key);
+        }
+      }
+      onSelect({ spec, path: full, opts, globals });
     });
   }
   parent.addCommand(cmd);
@@ -106,7 +146,7 @@ export interface ProgramIo {
 
 /** The commander program for `commands`; `onSelect` receives the command to run. */
 export function buildProgram(commands: readonly CommandSpec[], io: ProgramIo, onSelect: (s: Selected) => void): Command {
-  const program = new Command('sbx')
+  const program = new RootCommand('sbx')
     .description('sbx — self-hosted control plane for disposable execution sandboxes')
     .version(VERSION, '-V, --version', 'print the version')
     .helpOption('-h, --help', 'show help')
@@ -125,12 +165,43 @@ export function buildProgram(commands: readonly CommandSpec[], io: ProgramIo, on
     'after',
     `\nExit status:\n${EXIT_STATUS_DOC.map(([c, d]) => `  ${String(c).padEnd(6)}${d}`).join('\n')}\n\nRun 'sbx <command> --help' for the options of a command.\n`,
   );
+  // Commander checks at addCommand that a pass-through command's parent parses positionally; the
+  // root does so only for those commands (RootCommand.parseOptions).
+  program.enablePositionalOptions(true);
   for (const spec of commands) addCommand(program, spec, [], onSelect);
+  program.enablePositionalOptions(false);
+  const specs = new Map<Command, CommandSpec>();
+  const index = (cmd: Command, list: readonly CommandSpec[]) => {
+    for (const spec of list) {
+      const sub = cmd.commands.find((c) => c.name() === spec.name);
+      if (!sub) continue;
+      specs.set(sub, spec);
+      index(sub, spec.subcommands ?? []);
+    }
+  };
+  index(program, commands);
+  const pathOf = (cmd: Command): string => (cmd.parent ? `${pathOf(cmd.parent)} ${cmd.name()}` : cmd.name());
   // Every subcommand inherits the overrides (commander copies settings at creation time only).
   const apply = (cmd: Command) => {
-    cmd.exitOverride();
+    const spec = specs.get(cmd);
+    const usageExit = spec?.usageExitCode;
+    cmd.exitOverride(
+      usageExit === undefined
+        ? undefined
+        : (err) => {
+            if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') throw err;
+            throw Object.assign(new CommanderError(usageExit, err.code, err.message), { sbxExitCode: usageExit });
+          },
+    );
     cmd.helpOption('-h, --help', 'show help');
-    cmd.configureOutput(program.configureOutput());
+    const base = program.configureOutput();
+    // A usage error of a command that runs shows its right form: `sbx: <error> (usage: sbx files cat SANDBOX_ID:/path)`.
+    const leaf = cmd.commands.length === 0;
+    cmd.configureOutput({
+      ...base,
+      outputError: (str, write) =>
+        write(`sbx: ${str.replace(/^error:\s*/i, '').replace(/\s*\n\s*/g, ' ').trim()}${leaf ? ` (usage: ${pathOf(cmd)} ${cmd.usage()})` : ''}\n`),
+    });
     cmd.showSuggestionAfterError(true);
     cmd.configureHelp({ showGlobalOptions: true, helpWidth: io.columns && io.columns > 40 ? io.columns : 100 });
     cmd.commands.forEach(apply);
@@ -142,7 +213,7 @@ export function buildProgram(commands: readonly CommandSpec[], io: ProgramIo, on
 /** Exit code for a commander error: help and version are success, everything else is usage. */
 export function commanderExit(err: CommanderError): number {
   if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
-  return 2;
+  return (err as CommanderError & { sbxExitCode?: number }).sbxExitCode ?? 2;
 }
 
 export { CommanderError };

@@ -45,6 +45,15 @@ export interface CommandSpec {
   options?: readonly OptionSpec[];
   examples?: readonly string[];
   subcommands?: readonly CommandSpec[];
+  /**
+   * Like `docker exec`: options only before the first argument; everything from the first argument
+   * on is taken verbatim (sbx's global options are accepted before it too).
+   */
+  passThrough?: boolean;
+  /** Usage line after the command path (default: commander's `[options] <arg>…`), shown in help and usage errors. */
+  usage?: string;
+  /** Exit code for usage errors of this command (default 2; `sbx exec` uses 125). */
+  usageExitCode?: number;
   /** True when the command never talks to the server (the client profile is not read). */
   offline?: boolean;
   /**

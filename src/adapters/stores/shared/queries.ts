@@ -94,8 +94,31 @@ export function listSandboxesQuery(filter: SandboxFilter = {}): SqlQuery {
     where.push('worker_id = ?');
     params.push(filter.worker_id);
   }
+  if (filter.id_prefix !== undefined && filter.id_prefix !== '') {
+    // substr instead of LIKE: `%` and `_` in the prefix match themselves (lengths in code points).
+    where.push('substr(id, 1, ?) = ?');
+    params.push([...filter.id_prefix].length, filter.id_prefix);
+  }
+  if (filter.expires_after !== undefined) {
+    where.push('expires_at > ?');
+    params.push(filter.expires_after);
+  }
+  if (filter.visible_to !== undefined) {
+    // isPrivateOwner (core/admission/owner.ts) in SQL: unowned and derived owners are visible to all.
+    const open = "owner_id IS NULL OR owner_id = '' OR substr(owner_id, 1, 4) = 'key/' OR substr(owner_id, 1, 3) = 'ip/'";
+    if (filter.visible_to.owner_id === null) where.push(`(${open})`);
+    else {
+      where.push(`(${open} OR owner_id = ?)`);
+      params.push(filter.visible_to.owner_id);
+    }
+  }
   const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
-  return { sql: `SELECT ${list(SANDBOX_COLUMNS)} FROM sandboxes${clause} ORDER BY created_at, id`, params };
+  let limit = '';
+  if (filter.limit !== undefined) {
+    limit = ' LIMIT ?';
+    params.push(Math.max(0, Math.floor(filter.limit)));
+  }
+  return { sql: `SELECT ${list(SANDBOX_COLUMNS)} FROM sandboxes${clause} ORDER BY created_at, id${limit}`, params };
 }
 
 /** Clamps an audit limit: absent or below 1 → 100, above 10000 → 10000. */

@@ -1,14 +1,9 @@
-import { constants, existsSync, statSync } from 'node:fs';
-import { access } from 'node:fs/promises';
-import { request } from 'node:http';
-import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import { SbxError } from '../../../core/errors.js';
 import type { CliContext } from '../context.js';
 import { messageFor } from '../errors.js';
 import { EXIT } from '../exit-codes.js';
+import { localChecks, type Check, type Status } from '../shared/doctor-local.js';
 import type { CommandSpec } from '../spec.js';
-
-type Status = 'ok' | 'warn' | 'fail' | 'skip';
 
 export interface CheckResult {
   title: string;
@@ -17,55 +12,11 @@ export interface CheckResult {
   fix: string;
 }
 
-interface Check {
-  title: string;
-  fix: string;
-  /** The fix for a failure that is not the one `fix` is about (e.g. a 429 on a key check). */
-  fixFor?: (err: unknown) => string | undefined;
-  check: () => Promise<{ status: Status; detail: string; fix?: string }>;
-}
-
 /** Key fixes apply to refused credentials only; anything else gets a neutral hint. */
 const unlessKeyRefused = (err: unknown): string | undefined =>
   err instanceof SbxError && (err.code === 'unauthorized' || err.code === 'forbidden') ? undefined : 'see the detail; run the request again, or check the server log';
 
-type LoadedConfig = Awaited<ReturnType<typeof import('../../../config/index.js').loadConfig>>['config'];
-
-/** GET /_ping on a Docker engine socket (no dockerode: doctor must stay light). */
-export function pingDocker(socketPath: string, timeoutMs = 2000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = request({ socketPath, path: '/_ping', method: 'GET', timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => (res.statusCode === 200 ? resolve(body.trim() || 'OK') : reject(new Error(`HTTP ${res.statusCode}`))));
-    });
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** First executable named `bin` (a path, or looked up on PATH). */
-export function findExecutable(bin: string, pathEnv: string | undefined): string | undefined {
-  const candidates = isAbsolute(bin) || bin.includes('/') ? [bin] : (pathEnv ?? '').split(delimiter).filter(Boolean).map((d) => join(d, bin));
-  return candidates.find((p) => {
-    try {
-      return statSync(p).isFile() && (statSync(p).mode & 0o111) !== 0;
-    } catch {
-      return false;
-    }
-  });
-}
-
-/** The nearest existing directory at or above `path`. */
-function existingAncestor(path: string): string {
-  let p = path;
-  while (!existsSync(p) && dirname(p) !== p) p = dirname(p);
-  return p;
-}
-
-function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: Array<{ name: string; healthy: boolean; error?: string }> }): Check[] {
+function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: ProviderRow[] }): Check[] {
   const { client, config } = ctx;
   const keys = { apiKey: Boolean(config.apiKey), adminKey: Boolean(config.adminKey) };
   const needServer = async <T>(fn: () => Promise<T>) => (state.reachable ? fn() : undefined);
@@ -118,87 +69,33 @@ function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: A
 }
 
 const PROVIDER_FIX: Record<string, string> = {
-  docker: 'start the Docker engine, or fix providers.docker.socket_path',
+  docker: 'start the Docker engine, or fix the Docker endpoint (providers.docker.socket_path / host, DOCKER_HOST)',
   proot: 'install proot and point providers.proot.rootfs at a root filesystem with /bin/sh',
   mock: 'the mock provider runs on the host; check providers.mock.root_dir is writable',
 };
 
-function localChecks(ctx: CliContext, configFile: string | undefined): Check[] {
-  let loaded: LoadedConfig | undefined;
-  let loadError: string | undefined;
-  const load = async () => {
-    if (loaded || loadError) return loaded;
-    try {
-      const { loadConfig } = await import('../../../config/index.js');
-      loaded = (await loadConfig({ file: configFile, env: ctx.env, cwd: ctx.cwd, home: ctx.home })).config;
-    } catch (err) {
-      const problems = (err as { problems?: string[] }).problems;
-      loadError = problems ? problems.join('; ') : (err as Error).message;
+type ProviderRow = { name: string; healthy: boolean; default?: boolean; error?: string; warning?: string };
+
+/**
+ * One row per provider of the server's readiness. A healthy provider that isolates nothing is a
+ * warning when it is the default: mock always, proot when its health carries a warning (no PID namespace).
+ */
+export function providerRows(providers: readonly ProviderRow[]): CheckResult[] {
+  return providers.map((p) => {
+    if (!p.healthy) return { title: `provider ${p.name}`, status: 'fail', detail: p.error ?? 'unhealthy', fix: PROVIDER_FIX[p.name] ?? `see \`sbx providers ${p.name}\`` };
+    const unisolated = p.name === 'mock' ? 'commands run directly on the host, as the server user: no isolation' : p.warning;
+    const role = p.default ? 'the default provider' : 'a provider';
+    if (unisolated && p.default) {
+      return {
+        title: `provider ${p.name}`,
+        status: 'warn',
+        detail: `healthy, but ${role} isolates nothing: ${unisolated}`,
+        fix: 'for untrusted code make docker the default (providers.default: docker), or proot where a PID namespace can be made',
+      };
     }
-    return loaded;
-  };
-  return [
-    {
-      title: 'configuration',
-      fix: 'run `sbx config lint` for every finding and its fix',
-      async check() {
-        const config = await load();
-        if (!config) return { status: 'fail', detail: `does not load: ${loadError}`, fix: 'fix the keys named above (see `sbx config lint`)' };
-        const { lintConfig } = await import('../../../config/index.js');
-        const findings = lintConfig(config, { production: false });
-        const fails = findings.filter((f) => f.level === 'fail');
-        if (findings.length === 0) return { status: 'ok', detail: 'loads; no lint findings' };
-        const keys = findings.map((f) => f.key).join(', ');
-        return { status: fails.length > 0 ? 'fail' : 'warn', detail: `${fails.length} failure(s), ${findings.length - fails.length} warning(s): ${keys}` };
-      },
-    },
-    {
-      title: 'local Docker engine',
-      fix: 'start dockerd (or set providers.docker.socket_path); without Docker, sbx serve falls back to proot or mock',
-      async check() {
-        const config = await load();
-        const socket = config?.providers.docker.socket_path || '/var/run/docker.sock';
-        const required = config?.providers.default === 'docker';
-        try {
-          const answer = await pingDocker(socket);
-          return { status: 'ok', detail: `${socket} answers ${answer}` };
-        } catch (err) {
-          return { status: required ? 'fail' : 'warn', detail: `${socket}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` };
-        }
-      },
-    },
-    {
-      title: 'proot and rootfs',
-      fix: 'install proot (apt-get install proot) and set providers.proot.rootfs to a directory with /bin/sh',
-      async check() {
-        const config = await load();
-        const required = config?.providers.default === 'proot';
-        const bin = findExecutable(config?.providers.proot.binary || 'proot', ctx.env.PATH);
-        const rootfs = config?.providers.proot.rootfs ?? '';
-        const hasRootfs = rootfs !== '' && existsSync(join(rootfs, 'bin', 'sh'));
-        if (bin && hasRootfs) return { status: 'ok', detail: `${bin}, rootfs ${rootfs}` };
-        const missing = [bin ? undefined : 'proot binary not found', hasRootfs ? undefined : rootfs ? `no /bin/sh under ${rootfs}` : 'providers.proot.rootfs not set'].filter(Boolean).join('; ');
-        return { status: required ? 'fail' : 'warn', detail: missing };
-      },
-    },
-    {
-      title: 'store path writable',
-      fix: 'set database.path to a writable location, or fix the directory permissions',
-      async check() {
-        const config = await load();
-        if (!config) return { status: 'skip', detail: 'configuration does not load' };
-        if (config.database.driver !== 'sqlite') return { status: 'skip', detail: `${config.database.driver} (checked by the server)` };
-        const path = config.database.path;
-        const target = existsSync(path) ? path : existingAncestor(dirname(path));
-        try {
-          await access(target, constants.W_OK);
-          return { status: 'ok', detail: path };
-        } catch {
-          return { status: 'fail', detail: `${target} is not writable (database.path ${path})` };
-        }
-      },
-    },
-  ];
+    const detail = unisolated ? `healthy; ${unisolated}` : 'healthy';
+    return { title: `provider ${p.name}`, status: 'ok', detail, fix: PROVIDER_FIX[p.name] ?? `see \`sbx providers ${p.name}\`` };
+  });
 }
 
 export const doctorCommand: CommandSpec = {
@@ -206,7 +103,7 @@ export const doctorCommand: CommandSpec = {
   summary: 'check the server, keys, providers and the local setup; exit 1 when a check fails',
   options: [{ flags: '-c, --config <file>', description: 'server config file for the local checks (env SBX_CONFIG)', complete: 'file' }],
   async run(ctx, opts: { config?: string }) {
-    const state = { reachable: false, providers: [] as Array<{ name: string; healthy: boolean; error?: string }> };
+    const state = { reachable: false, providers: [] as ProviderRow[] };
     const results: CheckResult[] = [];
     const runOne = async (c: Check) => {
       try {
@@ -219,14 +116,7 @@ export const doctorCommand: CommandSpec = {
     };
     await ctx.out.spin('running checks', async () => {
       for (const c of serverChecks(ctx, state)) await runOne(c);
-      for (const p of state.providers) {
-        results.push({
-          title: `provider ${p.name}`,
-          status: p.healthy ? 'ok' : 'fail',
-          detail: p.healthy ? 'healthy' : (p.error ?? 'unhealthy'),
-          fix: PROVIDER_FIX[p.name] ?? `see \`sbx providers ${p.name}\``,
-        });
-      }
+      results.push(...providerRows(state.providers));
       for (const c of localChecks(ctx, opts.config)) await runOne(c);
     });
     const failed = results.some((r) => r.status === 'fail');

@@ -1,10 +1,12 @@
 import type { ExecChunk, ExecInput } from '../../../client/types.js';
 import { SbxError } from '../../../core/errors.js';
 import type { CliContext } from '../context.js';
-import { messageFor, UsageError } from '../errors.js';
+import { ExitError, messageFor, UsageError } from '../errors.js';
 import { EXIT } from '../exit-codes.js';
 import { exitStatus, forwardStdin, noWebSocketRoute, outputBytes, printSession } from '../shared/exec-session.js';
+import { checkSandboxId, withSandboxId } from '../shared/sandbox-id.js';
 import { readPipedStdin } from '../shared/stdin.js';
+import { providerHasTty, runTerminalSession } from '../shared/terminal.js';
 import type { CommandSpec } from '../spec.js';
 
 interface ExecFlags {
@@ -13,80 +15,110 @@ interface ExecFlags {
   env?: Record<string, string>;
   workdir?: string;
   timeout?: string;
-  sh?: string;
-  stdin?: boolean;
+  sh?: boolean;
+  interactive?: boolean;
+  tty?: boolean;
 }
 
 export const execCommand: CommandSpec = {
   name: 'exec',
+  passThrough: true,
+  usageExitCode: EXIT.execFailed,
   summary: 'run a command in a sandbox; streams its output and exits with its exit code',
+  usage: '[options] ID CMD [ARG...]',
   description:
-    'Arguments after -- run directly (argv mode, no shell); --sh runs a shell script instead. stdout and\n' +
-    'stderr stream live and stay apart. Piped local stdin is sent to the command live, chunk by chunk, over\n' +
-    'the WebSocket exec (the command starts at once; EOF when the pipe closes); -n/--no-stdin never reads it.\n' +
-    'With --json stdin is read to the end first and the result is buffered.\n' +
-    'Exit status: the command\'s own code; 124 when it hit --timeout; 125 when sbx failed while it ran.',
+    "Like docker exec: sbx's options come before the id; everything after the id is the command and\n" +
+    'its arguments, verbatim (argv mode, no shell; a leading -- is accepted). With --sh the word after\n' +
+    'the id is a shell script (sh -c). stdout and stderr stream live and stay apart.\n' +
+    'Local stdin is read only with -i: it reaches the command live over the WebSocket exec (EOF when it\n' +
+    'closes). Without -i the command gets an empty stdin and sbx reads none of its own, so\n' +
+    '`while read id; do sbx exec "$id" …; done < ids` runs once per line. -t gives the command a\n' +
+    'terminal when the local stdin is one (-it: raw mode and window size, like sbx shell); without a\n' +
+    'local terminal -t is ignored. With --json the result is buffered (-i stdin is read to its end).\n' +
+    "Exit status: the command's own code; 124 when it hit --timeout; 125 for every failure of sbx\n" +
+    'itself (unknown or ambiguous sandbox, server unreachable, bad usage).',
   args: [
-    { name: 'id', description: 'sandbox id', required: true },
-    { name: 'command', description: 'command and arguments (after --)', variadic: true },
+    { name: 'id', description: 'sandbox id (or a unique prefix of it)', required: true },
+    { name: 'command', description: 'command and arguments, verbatim (with --sh: a shell script)', variadic: true },
   ],
   options: [
+    { flags: '-i, --interactive', description: 'send local stdin to the command (live)' },
+    { flags: '-t, --tty', description: 'give the command a terminal (when the local stdin is one)' },
     { flags: '-e, --env <key=value>', description: 'environment variable (repeatable)', kind: 'kv' },
     { flags: '-w, --workdir <dir>', description: 'working directory in the sandbox' },
-    { flags: '-t, --timeout <duration>', description: 'kill the command after this long, e.g. 30s', kind: 'duration' },
-    { flags: '--sh <script>', description: "run a shell script with sh -c (e.g. --sh 'ls | wc -l')" },
-    { flags: '-n, --no-stdin', description: 'never read local stdin (like ssh -n)' },
+    { flags: '--timeout <duration>', description: 'kill the command after this long, e.g. 30s', kind: 'duration' },
+    { flags: '--sh', description: "run the word after the id with sh -c (e.g. sbx exec --sh $ID 'ls | wc -l')" },
   ],
   examples: [
-    'sbx exec $ID -- python3 -c "print(1)"',
-    "sbx exec $ID --sh 'cd /tmp && ls | wc -l'",
-    'echo hi | sbx exec $ID -- cat',
-    'tail -f app.log | sbx exec $ID -- grep --line-buffered ERROR',
-    'sbx exec $ID --json -- uname -a',
+    'sbx exec $ID ls -la /tmp',
+    'sbx exec $ID python3 -c "print(1)"',
+    "sbx exec --sh $ID 'cd /tmp && ls | wc -l'",
+    'echo hi | sbx exec -i $ID cat',
+    'sbx exec -it $ID /bin/sh',
+    'sbx exec --timeout 30s -w /workspace $ID make test',
+    'sbx --json exec $ID uname -a',
   ],
   async run(ctx, opts: ExecFlags) {
-    const argv = opts.command ?? [];
-    let input: ExecInput;
-    if (opts.sh !== undefined) {
-      input = { command: opts.sh, args: argv, mode: 'shell' };
-    } else {
-      if (argv.length === 0) throw new UsageError("exec needs a command after -- (or --sh 'script')");
-      input = { command: argv[0]!, args: argv.slice(1), mode: 'argv' };
-    }
-    // Output arrives byte-exact: bytes that are not UTF-8 come base64 instead of as U+FFFD.
-    input.binary = true;
-    if (opts.env) input.env = opts.env;
-    if (opts.workdir) input.workdir = opts.workdir;
-    if (opts.timeout) input.timeout = opts.timeout;
-    const piped = opts.stdin !== false && !ctx.stdin.isTTY;
-
-    if (ctx.out.json || !piped) {
-      if (piped) {
-        const data = await readPipedStdin(ctx.stdin);
-        if (data) input.stdin = data;
-      }
-      return ctx.out.json ? runBuffered(ctx, opts.id, input) : runStreamed(ctx, opts.id, input);
-    }
-
-    // Piped stdin goes live over the WebSocket exec; a server without it gets it buffered.
-    let session;
     try {
-      session = await ctx.client.execWs(opts.id, input, { signal: ctx.signal });
+      return await runExec(ctx, opts);
     } catch (err) {
-      if (!noWebSocketRoute(err)) throw err;
-      ctx.out.note('this server has no WebSocket exec: stdin is read to its end and sent before the command starts');
-      const data = await readPipedStdin(ctx.stdin);
-      if (data) input.stdin = data;
-      return runStreamed(ctx, opts.id, input);
-    }
-    const stop = forwardStdin(ctx.stdin.stream, session);
-    try {
-      return await printSession(ctx, session);
-    } finally {
-      stop();
+      // Every failure of sbx itself is 125, so the command's own codes stay unambiguous (DESIGN.md §5).
+      if (err instanceof ExitError) throw new ExitError(EXIT.execFailed, err.message);
+      throw new ExitError(EXIT.execFailed, messageFor(err, keys(ctx)));
     }
   },
 };
+
+async function runExec(ctx: CliContext, opts: ExecFlags): Promise<number> {
+  let argv = opts.command ?? [];
+  if (argv[0] === '--') argv = argv.slice(1);
+  if (argv.length === 0) {
+    throw new UsageError(opts.sh ? "exec --sh needs a script after the id: sbx exec --sh ID 'a | b'" : 'exec needs a command after the id: sbx exec [options] ID CMD [ARG...]');
+  }
+  checkSandboxId(opts.id);
+  const input: ExecInput = { command: argv[0]!, args: argv.slice(1), mode: opts.sh ? 'shell' : 'argv' };
+  // Output arrives byte-exact: bytes that are not UTF-8 come base64 instead of as U+FFFD.
+  input.binary = true;
+  if (opts.env) input.env = opts.env;
+  if (opts.workdir) input.workdir = opts.workdir;
+  if (opts.timeout) input.timeout = opts.timeout;
+  const interactive = Boolean(opts.interactive);
+  // -t without a local terminal runs without one and says nothing (as docker does).
+  const tty = Boolean(opts.tty) && ctx.stdin.isTTY && !ctx.out.json;
+
+  if (ctx.out.json) {
+    if (interactive) {
+      const data = await readPipedStdin(ctx.stdin);
+      if (data) input.stdin = data;
+    }
+    return (await withSandboxId(ctx, opts.id, (id) => runBuffered(ctx, id, input))).value;
+  }
+  if (!interactive && !tty) return (await withSandboxId(ctx, opts.id, (id) => runStreamed(ctx, id, input))).value;
+
+  // Live stdin or a terminal: the WebSocket exec. The id is resolved first, so no stdin is read
+  // for a request that fails on an unknown sandbox.
+  const { id, value: sandbox } = await withSandboxId(ctx, opts.id, (x) => ctx.client.get(x, { signal: ctx.signal }));
+  if (tty) {
+    const canTty = await providerHasTty(ctx, sandbox.provider);
+    return runTerminalSession(ctx, id, input, { tty: canTty, stdin: interactive });
+  }
+  let session;
+  try {
+    session = await ctx.client.execWs(id, input, { signal: ctx.signal });
+  } catch (err) {
+    if (!noWebSocketRoute(err)) throw err;
+    ctx.out.note('this server has no WebSocket exec: stdin is read to its end and sent before the command starts');
+    const data = await readPipedStdin(ctx.stdin);
+    if (data) input.stdin = data;
+    return runStreamed(ctx, id, input);
+  }
+  const stop = forwardStdin(ctx.stdin.stream, session);
+  try {
+    return await printSession(ctx, session);
+  } finally {
+    stop();
+  }
+}
 
 /** The NDJSON stream of the HTTP exec (stdin, if any, sent up front). */
 async function runStreamed(ctx: CliContext, id: string, input: ExecInput): Promise<number> {

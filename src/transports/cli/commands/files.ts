@@ -4,7 +4,8 @@ import type { FileInfo } from '../../../client/types.js';
 import { ExitError, UsageError } from '../errors.js';
 import { EXIT } from '../exit-codes.js';
 import { bytes, relativeTime } from '../output/format.js';
-import { parseMode, parseRemote } from '../shared/parse.js';
+import { isRemote, parseMode, parseRemote } from '../shared/parse.js';
+import { sandboxRef } from '../shared/sandbox-id.js';
 import { readPipedStdin } from '../shared/stdin.js';
 import type { CliContext } from '../context.js';
 import type { CommandSpec } from '../spec.js';
@@ -31,6 +32,16 @@ async function walk(dir: string): Promise<string[]> {
   return out;
 }
 
+/** `ID:/path` of a command's remote argument, with a hint at the right form when the arguments look swapped. */
+function remoteArg(raw: string, form: string, fallback?: string): { id: string; path: string } {
+  try {
+    return parseRemote(raw, fallback);
+  } catch (err) {
+    if (err instanceof UsageError) throw new UsageError(`${err.message}; usage: ${form}`);
+    throw err;
+  }
+}
+
 /** Remote files under `path` (recursive) as sandbox paths. */
 async function walkRemote(ctx: CliContext, id: string, path: string): Promise<FileInfo[]> {
   const out: FileInfo[] = [];
@@ -51,6 +62,7 @@ async function localStat(path: string) {
 
 const put: CommandSpec = {
   name: 'put',
+  usage: '[options] LOCAL SANDBOX_ID:/path',
   summary: 'upload a local file (or - for stdin) into a sandbox',
   args: [
     { name: 'local', description: 'local file, directory with -r, or - for stdin', required: true, complete: 'file' },
@@ -62,7 +74,11 @@ const put: CommandSpec = {
   ],
   examples: ['sbx files put ./main.py $ID:/workspace/', 'echo hi | sbx files put - $ID:/tmp/hi.txt'],
   async run(ctx, opts: { local: string; remote: string; mode?: string; recursive?: boolean }) {
-    const { id, path } = parseRemote(opts.remote);
+    if (isRemote(opts.local) && !isRemote(opts.remote)) {
+      throw new UsageError(`put uploads LOCAL to SANDBOX_ID:/path: sbx files put ${opts.remote} ${opts.local} (to download use sbx files get ${opts.local} ${opts.remote})`);
+    }
+    const { id, path } = remoteArg(opts.remote, 'sbx files put LOCAL SANDBOX_ID:/path');
+    const box = sandboxRef(ctx, id);
     const mode = opts.mode !== undefined ? parseMode(opts.mode, '--mode') : undefined;
     const uploads: Array<{ from: string; to: string; data?: Uint8Array }> = [];
     if (opts.local === '-') {
@@ -84,8 +100,8 @@ const put: CommandSpec = {
     }
     for (const u of uploads) {
       const data = u.data ?? (await readFile(u.from));
-      await ctx.out.spin(`uploading ${u.to}`, ctx.client.files.write(id, u.to, data, { mode, signal: ctx.signal }));
-      if (!ctx.out.json) ctx.out.note(`${u.from === '-' ? 'stdin' : relative(ctx.cwd, u.from) || u.from} → ${id}:${u.to} (${bytes(data.byteLength)})`);
+      await ctx.out.spin(`uploading ${u.to}`, box.call((x) => ctx.client.files.write(x, u.to, data, { mode, signal: ctx.signal })));
+      if (!ctx.out.json) ctx.out.note(`${u.from === '-' ? 'stdin' : relative(ctx.cwd, u.from) || u.from} → ${box.id}:${u.to} (${bytes(data.byteLength)})`);
     }
     if (ctx.out.json) ctx.out.printJson(uploads.map((u) => ({ path: u.to, status: 'written' })));
     return 0;
@@ -94,6 +110,7 @@ const put: CommandSpec = {
 
 const get: CommandSpec = {
   name: 'get',
+  usage: '[options] SANDBOX_ID:/path [LOCAL]',
   summary: 'download a file from a sandbox (LOCAL - writes to stdout)',
   args: [
     { name: 'remote', description: REMOTE, required: true },
@@ -101,27 +118,32 @@ const get: CommandSpec = {
   ],
   options: [{ flags: '-r, --recursive', description: 'download a directory tree' }],
   async run(ctx, opts: { remote: string; local?: string; recursive?: boolean }) {
-    const { id, path } = parseRemote(opts.remote);
+    if (!isRemote(opts.remote) && opts.local !== undefined && isRemote(opts.local)) {
+      throw new UsageError(`get downloads SANDBOX_ID:/path to LOCAL: sbx files get ${opts.local} ${opts.remote} (to upload use sbx files put ${opts.remote} ${opts.local})`);
+    }
+    const { id, path } = remoteArg(opts.remote, 'sbx files get SANDBOX_ID:/path [LOCAL]');
+    const box = sandboxRef(ctx, id);
     if (opts.local === '-') {
-      await ctx.out.raw('stdout', await ctx.client.files.read(id, path, { signal: ctx.signal }));
+      await ctx.out.raw('stdout', await box.call((x) => ctx.client.files.read(x, path, { signal: ctx.signal })));
       return 0;
     }
-    const info = await ctx.client.files.stat(id, path, { signal: ctx.signal });
+    const info = await box.call((x) => ctx.client.files.stat(x, path, { signal: ctx.signal }));
+    const id2 = box.id;
     const target = resolve(ctx.cwd, opts.local ?? basename(path));
     const targetStat = await localStat(target);
     const dest = targetStat?.isDirectory() ? join(target, basename(path)) : target;
     const downloads: Array<{ from: string; to: string }> = [];
     if (info.is_dir) {
       if (!opts.recursive) throw new ExitError(EXIT.failure, `${path} is a directory (use -r)`);
-      for (const f of await walkRemote(ctx, id, path)) downloads.push({ from: f.path, to: join(dest, ...posix.relative(path, f.path).split('/')) });
+      for (const f of await walkRemote(ctx, id2, path)) downloads.push({ from: f.path, to: join(dest, ...posix.relative(path, f.path).split('/')) });
     } else {
       downloads.push({ from: path, to: dest });
     }
     for (const d of downloads) {
-      const data = await ctx.out.spin(`downloading ${d.from}`, ctx.client.files.read(id, d.from, { signal: ctx.signal }));
+      const data = await ctx.out.spin(`downloading ${d.from}`, ctx.client.files.read(id2, d.from, { signal: ctx.signal }));
       await mkdir(dirname(d.to), { recursive: true });
       await writeFile(d.to, data);
-      if (!ctx.out.json) ctx.out.note(`${id}:${d.from} → ${relative(ctx.cwd, d.to) || d.to} (${bytes(data.byteLength)})`);
+      if (!ctx.out.json) ctx.out.note(`${id2}:${d.from} → ${relative(ctx.cwd, d.to) || d.to} (${bytes(data.byteLength)})`);
     }
     if (ctx.out.json) ctx.out.printJson(downloads.map((d) => ({ path: d.from, local: d.to })));
     return 0;
@@ -130,22 +152,24 @@ const get: CommandSpec = {
 
 const cat: CommandSpec = {
   name: 'cat',
+  usage: '[options] SANDBOX_ID:/path',
   summary: 'print a file from a sandbox (raw bytes)',
   args: [{ name: 'remote', description: REMOTE, required: true }],
   async run(ctx, opts: { remote: string }) {
-    const { id, path } = parseRemote(opts.remote);
-    await ctx.out.raw('stdout', await ctx.client.files.read(id, path, { signal: ctx.signal }));
+    const { id, path } = remoteArg(opts.remote, 'sbx files cat SANDBOX_ID:/path');
+    await ctx.out.raw('stdout', await sandboxRef(ctx, id).call((x) => ctx.client.files.read(x, path, { signal: ctx.signal })));
     return 0;
   },
 };
 
 const ls: CommandSpec = {
   name: 'ls',
+  usage: '[options] SANDBOX_ID[:/path]',
   summary: 'list a directory in a sandbox',
   args: [{ name: 'target', description: 'SANDBOX_ID[:/path] (default path /)', required: true }],
   async run(ctx, opts: { target: string }) {
-    const { id, path } = parseRemote(opts.target, '/');
-    const items = await ctx.client.files.list(id, path, { signal: ctx.signal });
+    const { id, path } = remoteArg(opts.target, 'sbx files ls SANDBOX_ID[:/path]', '/');
+    const items = await sandboxRef(ctx, id).call((x) => ctx.client.files.list(x, path, { signal: ctx.signal }));
     if (ctx.out.json) ctx.out.printJson(items);
     else if (items.length > 0) ctx.out.table(fileColumns(ctx), items);
     return 0;
@@ -154,60 +178,69 @@ const ls: CommandSpec = {
 
 const rm: CommandSpec = {
   name: 'rm',
+  usage: '[options] SANDBOX_ID:/path',
   summary: 'delete a file or directory in a sandbox',
   args: [{ name: 'remote', description: REMOTE, required: true }],
   options: [{ flags: '-r, --recursive', description: 'delete a directory and its contents' }],
   async run(ctx, opts: { remote: string; recursive?: boolean }) {
-    const { id, path } = parseRemote(opts.remote);
-    const r = await ctx.client.files.remove(id, path, { recursive: opts.recursive, signal: ctx.signal });
+    const { id, path } = remoteArg(opts.remote, 'sbx files rm [-r] SANDBOX_ID:/path');
+    const box = sandboxRef(ctx, id);
+    const r = await box.call((x) => ctx.client.files.remove(x, path, { recursive: opts.recursive, signal: ctx.signal }));
     if (ctx.out.json) ctx.out.printJson(r);
-    else ctx.out.note(`deleted ${id}:${path}`);
+    else ctx.out.note(`deleted ${box.id}:${path}`);
     return 0;
   },
 };
 
 const mv: CommandSpec = {
   name: 'mv',
+  usage: '[options] SANDBOX_ID:/from /to',
   summary: 'move or rename inside a sandbox',
   args: [
     { name: 'from', description: REMOTE, required: true },
     { name: 'to', description: 'new path (/path or SANDBOX_ID:/path, same sandbox)', required: true },
   ],
   async run(ctx, opts: { from: string; to: string }) {
-    const from = parseRemote(opts.from);
-    const to = opts.to.startsWith('/') ? { id: from.id, path: opts.to } : parseRemote(opts.to);
-    if (to.id !== from.id) throw new UsageError('mv works inside one sandbox (use get and put to copy between sandboxes)');
-    const r = await ctx.client.files.move(from.id, from.path, to.path, { signal: ctx.signal });
+    const form = 'sbx files mv SANDBOX_ID:/from /to';
+    const from = remoteArg(opts.from, form);
+    const to = opts.to.startsWith('/') ? { id: from.id, path: opts.to } : remoteArg(opts.to, form);
+    if (to.id !== from.id) throw new UsageError(`mv works inside one sandbox (use get and put to copy between sandboxes); usage: ${form}`);
+    const box = sandboxRef(ctx, from.id);
+    const r = await box.call((x) => ctx.client.files.move(x, from.path, to.path, { signal: ctx.signal }));
     if (ctx.out.json) ctx.out.printJson(r);
-    else ctx.out.note(`moved ${from.id}:${from.path} → ${to.path}`);
+    else ctx.out.note(`moved ${box.id}:${from.path} → ${to.path}`);
     return 0;
   },
 };
 
 const chmod: CommandSpec = {
   name: 'chmod',
+  usage: '[options] MODE SANDBOX_ID:/path',
   summary: 'change the mode of a file in a sandbox',
   args: [
     { name: 'mode', description: 'octal mode, e.g. 755', required: true },
     { name: 'remote', description: REMOTE, required: true },
   ],
   async run(ctx, opts: { mode: string; remote: string }) {
+    if (isRemote(opts.mode) && !isRemote(opts.remote)) throw new UsageError(`the mode comes first: sbx files chmod ${opts.remote} ${opts.mode}`);
     const mode = parseMode(opts.mode);
-    const { id, path } = parseRemote(opts.remote);
-    const r = await ctx.client.files.chmod(id, path, mode, { signal: ctx.signal });
+    const { id, path } = remoteArg(opts.remote, 'sbx files chmod MODE SANDBOX_ID:/path');
+    const box = sandboxRef(ctx, id);
+    const r = await box.call((x) => ctx.client.files.chmod(x, path, mode, { signal: ctx.signal }));
     if (ctx.out.json) ctx.out.printJson(r);
-    else ctx.out.note(`mode of ${id}:${path} set to ${mode}`);
+    else ctx.out.note(`mode of ${box.id}:${path} set to ${mode}`);
     return 0;
   },
 };
 
 const statCmd: CommandSpec = {
   name: 'stat',
+  usage: '[options] SANDBOX_ID:/path',
   summary: 'show file information',
   args: [{ name: 'remote', description: REMOTE, required: true }],
   async run(ctx, opts: { remote: string }) {
-    const { id, path } = parseRemote(opts.remote);
-    const f = await ctx.client.files.stat(id, path, { signal: ctx.signal });
+    const { id, path } = remoteArg(opts.remote, 'sbx files stat SANDBOX_ID:/path');
+    const f = await sandboxRef(ctx, id).call((x) => ctx.client.files.stat(x, path, { signal: ctx.signal }));
     if (ctx.out.json) ctx.out.printJson(f);
     else
       ctx.out.fields([
@@ -223,19 +256,30 @@ const statCmd: CommandSpec = {
 
 const glob: CommandSpec = {
   name: 'glob',
+  usage: '[options] SANDBOX_ID:PATTERN | SANDBOX_ID PATTERN',
   summary: 'find paths matching a pattern in a sandbox',
   args: [
     { name: 'target', description: 'SANDBOX_ID:PATTERN, or SANDBOX_ID followed by PATTERN', required: true },
     { name: 'pattern', description: 'glob pattern, e.g. /workspace/*.py' },
   ],
   async run(ctx, opts: { target: string; pattern?: string }) {
-    const { id, path: pattern } = opts.pattern !== undefined ? { id: opts.target, path: opts.pattern } : parseRemote(opts.target);
-    const paths = await ctx.client.files.glob(id, pattern, { signal: ctx.signal });
+    const form = "sbx files glob SANDBOX_ID:PATTERN, or sbx files glob SANDBOX_ID PATTERN (e.g. sbx files glob ID '/workspace/*.py')";
+    if (opts.pattern !== undefined && opts.target.includes(':')) {
+      const id = opts.target.slice(0, opts.target.indexOf(':'));
+      throw new UsageError(`glob takes the pattern once: sbx files glob ${id || 'SANDBOX_ID'} ${quote(opts.pattern)} (or sbx files glob ${quote(`${id || 'SANDBOX_ID'}:${opts.pattern}`)})`);
+    }
+    const { id, path: pattern } = opts.pattern !== undefined ? { id: opts.target, path: opts.pattern } : remoteArg(opts.target, form);
+    const paths = await sandboxRef(ctx, id).call((x) => ctx.client.files.glob(x, pattern, { signal: ctx.signal }));
     if (ctx.out.json) ctx.out.printJson(paths);
     else for (const p of paths) ctx.out.line(p);
     return 0;
   },
 };
+
+/** A shell word for a hint: single-quoted when it holds anything but plain characters. */
+function quote(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
 
 export const filesCommand: CommandSpec = {
   name: 'files',

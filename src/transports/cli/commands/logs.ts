@@ -1,5 +1,6 @@
 import { SbxError } from '../../../core/errors.js';
 import type { CliContext } from '../context.js';
+import { withSandboxId } from '../shared/sandbox-id.js';
 import type { CommandSpec } from '../spec.js';
 
 const FOLLOW_WINDOW = 1000;
@@ -22,23 +23,23 @@ export function newLines(prev: readonly string[], cur: readonly string[]): strin
 export const logsCommand: CommandSpec = {
   name: 'logs',
   summary: 'print the console log of a sandbox (-f to follow)',
-  args: [{ name: 'id', description: 'sandbox id', required: true }],
+  args: [{ name: 'id', description: 'sandbox id (or a unique prefix of it)', required: true }],
   options: [
     { flags: '-n, --lines <count>', description: 'number of lines (default 100)', kind: 'int' },
     { flags: '-f, --follow', description: 'keep printing new lines until the sandbox goes away (Ctrl-C stops)' },
   ],
   async run(ctx, opts: { id: string; lines?: number; follow?: boolean }) {
-    const first = await ctx.client.readLogs(opts.id, { lines: opts.lines }, { signal: ctx.signal });
+    const { id, value: first } = await withSandboxId(ctx, opts.id, (x) => ctx.client.readLogs(x, { lines: opts.lines }, { signal: ctx.signal }));
     if (ctx.out.json && !opts.follow) {
       ctx.out.printJson(first.lines);
       return 0;
     }
     for (const l of first.lines) print(ctx, l);
     if (!opts.follow) return 0;
-    if (first.cursor !== undefined) return follow(ctx, opts.id, cursorReader(ctx, opts.id, first.cursor));
+    if (first.cursor !== undefined) return follow(ctx, id, cursorReader(ctx, id, first.cursor));
     // An older server: match the overlap of successive tail windows (seeded with a full window).
-    const seed = opts.lines === undefined ? first.lines : await ctx.client.logs(opts.id, FOLLOW_WINDOW, { signal: ctx.signal });
-    return follow(ctx, opts.id, overlapReader(ctx, opts.id, seed));
+    const seed = opts.lines === undefined ? first.lines : await ctx.client.logs(id, FOLLOW_WINDOW, { signal: ctx.signal });
+    return follow(ctx, id, overlapReader(ctx, id, seed));
   },
 };
 

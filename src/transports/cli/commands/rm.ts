@@ -1,12 +1,13 @@
 import { SbxError } from '../../../core/errors.js';
 import { exitCodeFor, messageFor, UsageError } from '../errors.js';
+import { withSandboxId } from '../shared/sandbox-id.js';
 import type { CommandSpec } from '../spec.js';
 
 export const rmCommand: CommandSpec = {
   name: 'rm',
   aliases: ['destroy'],
   summary: 'destroy sandboxes, or prune expired ones with --all-expired',
-  args: [{ name: 'ids', description: 'sandbox ids', variadic: true }],
+  args: [{ name: 'ids', description: 'sandbox ids (or unique prefixes)', variadic: true }],
   options: [{ flags: '--all-expired', description: 'remove every expired sandbox (prune)' }],
   examples: ['sbx rm sb-1a2b3c', 'sbx rm --all-expired'],
   async run(ctx, opts: { ids?: string[]; allExpired?: boolean }) {
@@ -16,9 +17,9 @@ export const rmCommand: CommandSpec = {
     let exit = 0;
     for (const id of ids) {
       try {
-        const r = await ctx.client.destroy(id, { signal: ctx.signal });
-        results.push({ id, status: r.status });
-        if (!ctx.out.json) ctx.out.line(`destroyed ${id}`);
+        const { id: full, value: r } = await withSandboxId(ctx, id, (x) => ctx.client.destroy(x, { signal: ctx.signal }));
+        results.push({ id: full, status: r.status });
+        if (!ctx.out.json) ctx.out.line(`destroyed ${full}`);
       } catch (err) {
         if (!(err instanceof SbxError) || err.code === 'unavailable') throw err;
         // Keep going through the list; report each failure and exit with the first failure's code.

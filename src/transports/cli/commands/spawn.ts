@@ -1,6 +1,6 @@
 import { UsageError } from '../errors.js';
 import { printSpawned } from '../shared/render.js';
-import { OWNER_OPTION, RESOURCE_OPTIONS, spawnRequest, type ResourceFlags } from '../shared/spawn-flags.js';
+import { OWNER_OPTION, pullHint, RESOURCE_OPTIONS, spawnRequest, templateImageFix, type ResourceFlags } from '../shared/spawn-flags.js';
 import type { CommandSpec } from '../spec.js';
 
 export const spawnCommand: CommandSpec = {
@@ -16,9 +16,10 @@ export const spawnCommand: CommandSpec = {
         if (set !== undefined) throw new UsageError(`${flag} cannot be combined with --template (edit the template instead)`);
       }
       const { image: _i, memory_mb: _m, vcpus: _v, ...overrides } = req;
-      sandbox = await ctx.out.spin(`spawning from template ${opts.template}`, ctx.client.templates.spawn(opts.template, overrides, { signal: ctx.signal }));
+      const template = opts.template;
+      sandbox = await pullHint(ctx.out.spin(`spawning from template ${template}`, ctx.client.templates.spawn(template, overrides, { signal: ctx.signal })), templateImageFix(template));
     } else {
-      sandbox = await ctx.out.spin('spawning sandbox', ctx.client.spawn(req, { signal: ctx.signal }));
+      sandbox = await pullHint(ctx.out.spin('spawning sandbox', ctx.client.spawn(req, { signal: ctx.signal })), 'spawn with --image NAME (an image the engine already has) or set defaults.image in the server config');
     }
     printSpawned(ctx.out, sandbox);
     return 0;

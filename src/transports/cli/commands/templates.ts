@@ -1,6 +1,6 @@
 import type { CreateTemplateRequest } from '../../../client/types.js';
 import { printSpawned, printTemplate, templateColumns } from '../shared/render.js';
-import { OWNER_OPTION, RESOURCE_OPTIONS, spawnRequest, type ResourceFlags } from '../shared/spawn-flags.js';
+import { OWNER_OPTION, pullHint, RESOURCE_OPTIONS, spawnRequest, templateImageFix, type ResourceFlags } from '../shared/spawn-flags.js';
 import type { CommandSpec } from '../spec.js';
 
 const NAME = { name: 'name', description: 'template name', required: true } as const;
@@ -87,7 +87,7 @@ const spawn: CommandSpec = {
   ],
   async run(ctx, opts: ResourceFlags & { name: string }) {
     const { image: _i, memory_mb: _m, vcpus: _v, ...overrides } = spawnRequest(opts);
-    const s = await ctx.out.spin(`spawning from template ${opts.name}`, ctx.client.templates.spawn(opts.name, overrides, { signal: ctx.signal }));
+    const s = await pullHint(ctx.out.spin(`spawning from template ${opts.name}`, ctx.client.templates.spawn(opts.name, overrides, { signal: ctx.signal })), templateImageFix(opts.name));
     printSpawned(ctx.out, s);
     return 0;
   },

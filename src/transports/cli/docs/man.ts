@@ -22,13 +22,13 @@ function optionItem(o: OptionSpec): string {
 }
 
 function usage(path: string[], spec: CommandSpec): string {
+  if (spec.usage) return `sbx ${path.join(' ')} ${spec.usage}`;
   const args = (spec.args ?? []).map((a: ArgSpec) => {
     const inner = `${a.name.toUpperCase()}${a.variadic ? '...' : ''}`;
     return a.required ? inner : `[${inner}]`;
   });
   const opts = (spec.options ?? []).length > 0 ? ['[options]'] : [];
-  const tail = spec.name === 'exec' ? ['[--', 'COMMAND', 'ARGS...]'] : args;
-  const parts = spec.name === 'exec' ? [...opts, 'ID', ...tail] : [...opts, ...tail];
+  const parts = [...opts, ...args];
   return `sbx ${path.join(' ')}${parts.length ? ` ${parts.join(' ')}` : ''}`;
 }
 

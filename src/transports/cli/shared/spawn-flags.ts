@@ -1,5 +1,6 @@
 /** Spawn flags shared by `spawn`, `admission` and `templates create|update`. */
 import type { SpawnRequest } from '../../../client/types.js';
+import { SbxError } from '../../../core/errors.js';
 import type { OptionSpec } from '../spec.js';
 
 export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
@@ -34,4 +35,25 @@ export function spawnRequest(f: ResourceFlags): SpawnRequest {
   if (f.meta !== undefined) req.metadata = f.meta;
   if (f.owner !== undefined) req.owner_id = f.owner;
   return req;
+}
+
+/**
+ * A spawn whose image cannot be pulled (no registry access on a fresh machine) says how to go on:
+ * the fix, and `sbx doctor`, which lists the images the engine already has. The server's error
+ * body names no local images; only the CLI adds this.
+ */
+export async function pullHint<T>(spawn: Promise<T>, fix: string): Promise<T> {
+  try {
+    return await spawn;
+  } catch (err) {
+    if (err instanceof SbxError && /could not be pulled/.test(err.message)) {
+      throw new SbxError(err.code, `${err.message}; ${fix}; \`sbx doctor\` lists the images the engine has`, err.details);
+    }
+    throw err;
+  }
+}
+
+/** The pull fix for a template spawn: the template's image is what to change. */
+export function templateImageFix(template: string): string {
+  return `edit the template's image to one the engine has (sbx templates update ${template} --image NAME)`;
 }

@@ -5,6 +5,7 @@ import {
   AdmissionDecision,
   DestroyResponse,
   ExtendRequest,
+  ListSandboxesQuery,
   LOG_CURSOR_HEADER,
   LogsQuery,
   PruneResponse,
@@ -46,10 +47,21 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
   );
 
-  app.get(
+  app.get<{ Querystring: ListSandboxesQuery }>(
     '/api/v1/sandboxes',
-    { schema: { tags: ['sandboxes'], summary: 'List live sandboxes', response: { 200: Type.Array(Sandbox), ...errors } } },
-    async (request) => (await deps.sandboxes.list(callerOf(request))).map(present),
+    {
+      schema: {
+        tags: ['sandboxes'],
+        summary: 'List live sandboxes',
+        description: 'Oldest first (created_at, then id). sbx extensions: `id_prefix` and `limit`; without `limit` the whole array.',
+        querystring: ListSandboxesQuery,
+        response: { 200: Type.Array(Sandbox), ...errors },
+      },
+    },
+    async (request) => {
+      const { id_prefix, limit } = request.query;
+      return (await deps.sandboxes.list(callerOf(request), { id_prefix, limit })).map(present);
+    },
   );
 
   app.get<{ Params: { id: string } }>(

@@ -1,0 +1,175 @@
+/**
+ * The local checks of `sbx doctor`: the server config, the Docker endpoint and default image, proot,
+ * the store path, and what is served while auth is off.
+ */
+import { constants, existsSync, statSync } from 'node:fs';
+import { access } from 'node:fs/promises';
+import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import type { CliContext } from '../context.js';
+import { imagePresent, localImages, pingEngine } from './docker-local.js';
+
+export type Status = 'ok' | 'warn' | 'fail' | 'skip';
+
+export interface Check {
+  title: string;
+  fix: string;
+  /** The fix for a failure that is not the one `fix` is about (e.g. a 429 on a key check). */
+  fixFor?: (err: unknown) => string | undefined;
+  check: () => Promise<{ status: Status; detail: string; fix?: string }>;
+}
+
+type LoadedConfig = Awaited<ReturnType<typeof import('../../../config/index.js').loadConfig>>['config'];
+type Endpoint = import('../../../config/docker-endpoint.js').DockerEndpoint;
+
+/** First executable named `bin` (a path, or looked up on PATH). */
+export function findExecutable(bin: string, pathEnv: string | undefined): string | undefined {
+  const candidates = isAbsolute(bin) || bin.includes('/') ? [bin] : (pathEnv ?? '').split(delimiter).filter(Boolean).map((d) => join(d, bin));
+  return candidates.find((p) => {
+    try {
+      return statSync(p).isFile() && (statSync(p).mode & 0o111) !== 0;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The nearest existing directory at or above `path`. */
+function existingAncestor(path: string): string {
+  let p = path;
+  while (!existsSync(p) && dirname(p) !== p) p = dirname(p);
+  return p;
+}
+
+const errText = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+
+export function localChecks(ctx: CliContext, configFile: string | undefined): Check[] {
+  let loaded: LoadedConfig | undefined;
+  let loadError: string | undefined;
+  const load = async () => {
+    if (loaded || loadError) return loaded;
+    try {
+      const { loadConfig } = await import('../../../config/index.js');
+      loaded = (await loadConfig({ file: configFile, env: ctx.env, cwd: ctx.cwd, home: ctx.home })).config;
+    } catch (err) {
+      const problems = (err as { problems?: string[] }).problems;
+      loadError = problems ? problems.join('; ') : (err as Error).message;
+    }
+    return loaded;
+  };
+  // The engine as the server would find it (DESIGN.md: explicit config, DOCKER_HOST, docker context, default socket).
+  let engine: { endpoint?: Endpoint; error?: string; answer?: string; pingError?: string } | undefined;
+  const docker = async () => {
+    if (engine) return engine;
+    const config = await load();
+    try {
+      const { resolveDockerEndpoint } = await import('../../../config/docker-endpoint.js');
+      const endpoint = resolveDockerEndpoint({ socketPath: config?.providers.docker.socket_path, host: config?.providers.docker.host, env: ctx.env, home: ctx.home });
+      engine = { endpoint };
+      try {
+        engine.answer = await pingEngine(endpoint);
+      } catch (err) {
+        engine.pingError = errText(err);
+      }
+    } catch (err) {
+      engine = { error: (err as Error).message };
+    }
+    return engine;
+  };
+  const dockerIsDefault = async () => (await load())?.providers.default === 'docker';
+  return [
+    {
+      title: 'configuration',
+      fix: 'run `sbx config lint` for every finding and its fix',
+      async check() {
+        const config = await load();
+        if (!config) return { status: 'fail', detail: `does not load: ${loadError}`, fix: 'fix the keys named above (see `sbx config lint`)' };
+        const { lintConfig } = await import('../../../config/index.js');
+        const findings = lintConfig(config, { production: false });
+        const fails = findings.filter((f) => f.level === 'fail');
+        if (findings.length === 0) return { status: 'ok', detail: 'loads; no lint findings' };
+        const keys = findings.map((f) => f.key).join(', ');
+        return { status: fails.length > 0 ? 'fail' : 'warn', detail: `${fails.length} failure(s), ${findings.length - fails.length} warning(s): ${keys}` };
+      },
+    },
+    {
+      title: 'auth',
+      fix: 'for anything beyond a dev box set auth.enabled: true with auth.api_key (see `sbx config lint --production`)',
+      async check() {
+        const config = await load();
+        if (!config) return { status: 'skip', detail: 'configuration does not load' };
+        if (config.auth.enabled) return { status: 'ok', detail: 'on: requests need an API key' };
+        const { describeGuard } = await import('../../../config/lint.js');
+        return {
+          status: 'warn',
+          detail: 'off: the API is open to whoever reaches the port (browser origins and Host names limited)',
+          fix: `${describeGuard(config)}; for anything beyond a dev box set auth.enabled: true with auth.api_key`,
+        };
+      },
+    },
+    {
+      title: 'local Docker engine',
+      fix: 'start dockerd, or point sbx at it (providers.docker.socket_path or host, DOCKER_HOST, docker context); without Docker, sbx serve falls back to proot or mock',
+      async check() {
+        const required = await dockerIsDefault();
+        const e = await docker();
+        if (!e.endpoint) return { status: required ? 'fail' : 'warn', detail: `no usable endpoint: ${e.error}` };
+        if (e.pingError !== undefined) return { status: required ? 'fail' : 'warn', detail: `${e.endpoint.description}: ${e.pingError}` };
+        return { status: 'ok', detail: `${e.endpoint.description} answers ${e.answer}` };
+      },
+    },
+    {
+      title: 'default image',
+      fix: 'let the engine pull it once (registry access), or spawn with --image NAME / set defaults.image to an image the engine has',
+      async check() {
+        const config = await load();
+        if (!config) return { status: 'skip', detail: 'configuration does not load' };
+        const e = await docker();
+        if (!e.endpoint || e.pingError !== undefined) return { status: 'skip', detail: 'no Docker engine answers' };
+        const image = config.defaults.image;
+        try {
+          if (await imagePresent(e.endpoint, image)) return { status: 'ok', detail: `${image} is present` };
+        } catch (err) {
+          return { status: 'warn', detail: `${image}: cannot ask the engine (${errText(err)}); pull not verified` };
+        }
+        const others = await localImages(e.endpoint, 3).catch(() => []);
+        const hint = others.length > 0 ? `images the engine has: ${others.join(', ')}` : 'the engine has no tagged images';
+        return {
+          status: 'warn',
+          detail: `${image} is not present: pull not verified (the first docker spawn pulls it); ${hint}`,
+          fix: `without registry access spawn with --image NAME or set defaults.image to a local image${others.length > 0 ? ` (e.g. ${others[0]})` : ''}`,
+        };
+      },
+    },
+    {
+      title: 'proot and rootfs',
+      fix: 'install proot (apt-get install proot) and set providers.proot.rootfs to a directory with /bin/sh',
+      async check() {
+        const config = await load();
+        const required = config?.providers.default === 'proot';
+        const bin = findExecutable(config?.providers.proot.binary || 'proot', ctx.env.PATH);
+        const rootfs = config?.providers.proot.rootfs ?? '';
+        const hasRootfs = rootfs !== '' && existsSync(join(rootfs, 'bin', 'sh'));
+        if (bin && hasRootfs) return { status: 'ok', detail: `${bin}, rootfs ${rootfs}` };
+        const missing = [bin ? undefined : 'proot binary not found', hasRootfs ? undefined : rootfs ? `no /bin/sh under ${rootfs}` : 'providers.proot.rootfs not set'].filter(Boolean).join('; ');
+        return { status: required ? 'fail' : 'warn', detail: missing };
+      },
+    },
+    {
+      title: 'store path writable',
+      fix: 'set database.path to a writable location, or fix the directory permissions',
+      async check() {
+        const config = await load();
+        if (!config) return { status: 'skip', detail: 'configuration does not load' };
+        if (config.database.driver !== 'sqlite') return { status: 'skip', detail: `${config.database.driver} (checked by the server)` };
+        const path = config.database.path;
+        const target = existsSync(path) ? path : existingAncestor(dirname(path));
+        try {
+          await access(target, constants.W_OK);
+          return { status: 'ok', detail: path };
+        } catch {
+          return { status: 'fail', detail: `${target} is not writable (database.path ${path})` };
+        }
+      },
+    },
+  ];
+}

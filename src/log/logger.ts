@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino, stdSerializers, type Logger } from 'pino';
 
 export interface LoggerOptions {
   level?: string;
@@ -26,7 +26,21 @@ export const REDACT_PATHS = [
   '*.env',
 ];
 
-/** The process logger: JSON or short lines to stderr, with credentials redacted by path and by value. */
+/**
+ * `err` as pino writes it (`{type, message, stack, …}`), except that an SbxError — an expected
+ * failure with a code, already answered to its caller — is `{type, code, message}`: no stack, and no
+ * details (they go to the error body, and may be large).
+ */
+export function serializeErr(err: unknown): unknown {
+  if (err instanceof Error && err.name === 'SbxError') return { type: 'SbxError', code: (err as { code?: unknown }).code, message: err.message };
+  return stdSerializers.err(err as Error);
+}
+
+/**
+ * The process logger: JSON or short lines to stderr, with credentials redacted by path and by value.
+ * Each line is one JSON object with each key once: log calls pass a message string and keep an
+ * error under `err`, never a `msg` of their own.
+ */
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const dest = opts.destination ?? process.stderr;
   const secrets = (opts.secrets ?? []).filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
@@ -42,7 +56,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       dest.write(pretty ? prettyLine(clean) : clean);
     },
   };
-  return pino({ level: opts.level ?? 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: undefined }, stream);
+  return pino({ level: opts.level ?? 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' }, serializers: { err: serializeErr }, base: undefined }, stream);
 }
 
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };

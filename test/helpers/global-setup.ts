@@ -1,8 +1,34 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 /**
- * Says once per run which optional suites skip, and how to run them: vitest's default reporter
- * shows a skipped file's count, not the reason in its suite title. `.ci/run` sets every flag.
+ * Once per run: says which optional suites skip, and gives the run a temp directory of its own.
+ * Every test process (and what it spawns with the inherited environment) sees it as os.tmpdir();
+ * the teardown names anything a test left there, then removes it, so a run leaves nothing in the
+ * system temp directory. The tests clean up after themselves (test/helpers/tmp.ts); this is the net.
  */
-export default function announceSkips(): void {
+export default function setup(): () => void {
+  announceSkips();
+  const runTmp = mkdtempSync(join(tmpdir(), 'sbx-vitest-'));
+  process.env.TMPDIR = runTmp;
+  return () => {
+    let left: string[] = [];
+    try {
+      left = readdirSync(runTmp);
+    } catch {
+      return;
+    }
+    if (left.length > 0) process.stderr.write(`sbx tests: left in the temp directory, now removed (a test that does not clean up): ${left.join(', ')}\n`);
+    rmSync(runTmp, { recursive: true, force: true });
+  };
+}
+
+/**
+ * Vitest's default reporter shows a skipped file's count, not the reason in its suite title, so the
+ * reason is said here. `.ci/run` sets every flag.
+ */
+function announceSkips(): void {
   const suites: Array<[string, boolean, string]> = [
     ['docker', process.env.SBX_TEST_DOCKER === '1', 'SBX_TEST_DOCKER=1 with an engine and the test image (bash scripts/test-docker-up.sh)'],
     ['postgres', Boolean(process.env.SBX_TEST_POSTGRES_DSN), 'SBX_TEST_POSTGRES_DSN=$(bash scripts/test-postgres-up.sh)'],

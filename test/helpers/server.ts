@@ -35,16 +35,26 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
     providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
     logging: { level: 'silent' },
   };
-  const { config } = await loadConfig({ cwd: dir, home: dir, env: {}, overrides: merge(base, overrides) as never });
-  const opts = typeof options === 'function' ? options(config) : options;
-  const plane = await createControlPlane(config, { logger: pino({ level: 'silent' }), ...opts, home: dir });
-  const url = await plane.listen();
+  let plane: ControlPlane | undefined;
+  let url: string;
+  try {
+    const { config } = await loadConfig({ cwd: dir, home: dir, env: {}, overrides: merge(base, overrides) as never });
+    const opts = typeof options === 'function' ? options(config) : options;
+    plane = await createControlPlane(config, { logger: pino({ level: 'silent' }), ...opts, home: dir });
+    url = await plane.listen();
+  } catch (err) {
+    // A server that does not start (a test of a bad config) leaves no temp directory behind.
+    await plane?.close().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const started = plane;
   return {
     url,
-    plane,
+    plane: started,
     dir,
     async close() {
-      await plane.close();
+      await started.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

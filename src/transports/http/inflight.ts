@@ -2,6 +2,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { SbxError } from '../../core/errors.js';
 import type { HttpDeps } from './deps.js';
+import { MemoryRelief } from './memory-relief.js';
 
 /** Default of `server.max_inflight_mb`. */
 export const DEFAULT_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024;
@@ -15,6 +16,7 @@ export const INFLIGHT_RETRY_AFTER_S = 1;
  */
 export class InflightBudget {
   private used = 0;
+  private readonly relief = new MemoryRelief();
 
   constructor(readonly capacity: number) {}
 
@@ -23,11 +25,15 @@ export class InflightBudget {
     if (n <= 0) return true;
     if (this.used + n > this.capacity) return false;
     this.used += n;
+    this.relief.took(n);
     return true;
   }
 
   give(n: number): void {
-    if (n > 0) this.used = Math.max(0, this.used - n);
+    if (n <= 0) return;
+    this.used = Math.max(0, this.used - n);
+    // Emptied after a burst: hand the memory the burst grew back to the system.
+    if (this.used === 0) this.relief.idle();
   }
 
   /** Bytes held now (the `sbx_inflight_bytes` figure). */

@@ -1,6 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sweepProotLoaders } from '../../src/adapters/providers/proot/loaders.js';
 
 /**
  * Once per run: says which optional suites skip, and gives the run a temp directory of its own.
@@ -8,11 +9,13 @@ import { join } from 'node:path';
  * the teardown names anything a test left there, then removes it, so a run leaves nothing in the
  * system temp directory. The tests clean up after themselves (test/helpers/tmp.ts); this is the net.
  */
-export default function setup(): () => void {
+export default function setup(): () => Promise<void> {
   announceSkips();
   const runTmp = mkdtempSync(join(tmpdir(), 'sbx-vitest-'));
   process.env.TMPDIR = runTmp;
-  return () => {
+  return async () => {
+    // proot writes its loader to /tmp whatever TMPDIR says; killed execs leave theirs behind.
+    await sweepProotLoaders(0).catch(() => 0);
     let left: string[] = [];
     try {
       left = readdirSync(runTmp);

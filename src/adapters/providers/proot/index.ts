@@ -9,6 +9,7 @@ import type { ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHea
 import { checkEnv } from '../shared/exec-process.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
 import { findOnPath, launcherEnv, probeIsolation, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
+import { sweepProotLoaders } from './loaders.js';
 import { buildShellCommand } from '../shared/shell.js';
 
 const run = promisify(execFile);
@@ -26,6 +27,8 @@ export interface ProotProviderOptions {
 
 const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health'] as const;
 const GUEST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+/** Loaders younger than this may belong to a tracer that is still starting. */
+const LOADER_SWEEP_AGE_MS = 30_000;
 const HEALTH_TIMEOUT_MS = 5_000;
 
 /**
@@ -102,7 +105,11 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
       return { runtime_id: spec.sandbox_id };
     },
 
-    destroy: (runtimeId: string) => rt.destroy(runtimeId),
+    async destroy(runtimeId: string): Promise<void> {
+      await rt.destroy(runtimeId);
+      // A tracer killed with the namespace leaves its loader in /tmp; old unmapped ones go.
+      await sweepProotLoaders(LOADER_SWEEP_AGE_MS).catch(() => undefined);
+    },
     status: (runtimeId: string): Promise<RuntimeStatus> => rt.status(runtimeId),
     listRuntimes: (): Promise<RuntimeInfo[]> => rt.list(),
 

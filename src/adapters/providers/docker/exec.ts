@@ -146,6 +146,10 @@ export async function* streamExec(
     signal,
   );
   const stream = await startStream(exec, withStdin, tty, signal);
+  const resize = (cols: number, rows: number) => exec.resize({ h: rows, w: cols, abortSignal: bounded(undefined, 5_000) } as object);
+  // Engines before API 1.42 (Debian's docker.io among them) ignore the start-time console size:
+  // set it once the exec runs, before any input reaches the command (which may ask for the size).
+  if (tty) await resize(tty.cols, tty.rows).catch(() => undefined);
   const pumps: Pump[] = [];
   if (live) {
     pumps.push(pumpStdin(spec.stdin as AsyncIterable<Uint8Array>, stream as Duplex));
@@ -154,9 +158,6 @@ export async function* streamExec(
     const bytes = spec.stdin as Uint8Array;
     (stream as Duplex).end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   }
-  const resize = (cols: number, rows: number) => exec.resize({ h: rows, w: cols, abortSignal: bounded(undefined, 5_000) } as object);
-  // Engines before API 1.42 ignore the start-time console size: set it once the exec runs.
-  if (tty) void resize(tty.cols, tty.rows).catch(() => undefined);
   if (spec.controls) {
     pumps.push(
       consumeControls(spec.controls, async (c: ExecControl) => {

@@ -5,7 +5,7 @@
  *   const box = await sbx.spawn({ ttl: '10m' });
  *   for await (const chunk of sbx.execStream(box.id, { command: 'ls', mode: 'argv' })) …
  */
-import { SbxError } from '../core/errors.js';
+import { SbxError } from '../contracts/errors.js';
 import { eventStream, type EventStreamOptions } from './events.js';
 import { type ExecSession, type ExecWsInput, type ExecWsOptions, openExecSession } from './exec-ws.js';
 import { FilesApi } from './files.js';

@@ -3,7 +3,7 @@
  * auth headers through a custom fetch, `Last-Event-ID` on the first connection, automatic
  * reconnection (the library resends the last id), and every named event kind delivered.
  */
-import { SbxError } from '../core/errors.js';
+import { SbxError } from '../contracts/errors.js';
 import { errorFromBody, type Http } from './http.js';
 import type { SbxEvent } from './types.js';
 

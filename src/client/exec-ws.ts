@@ -5,7 +5,7 @@
  */
 import type WebSocket from 'ws';
 import type { ExecWsServerMessage, ExecWsStart } from '../contracts/exec.js';
-import { SbxError } from '../core/errors.js';
+import { SbxError } from '../contracts/errors.js';
 import { errorFromBody, type Http } from './http.js';
 import type { ExecInput } from './types.js';
 

@@ -4,7 +4,7 @@
  * (e.g. for `sbx --help`) costs nothing.
  */
 import type { Readable } from 'node:stream';
-import { ERROR_CODES, SbxError, type ErrorCode } from '../core/errors.js';
+import { ERROR_CODES, SbxError, type ErrorCode } from '../contracts/errors.js';
 
 type Undici = typeof import('undici');
 type Agent = InstanceType<Undici['Agent']>;

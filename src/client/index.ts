@@ -4,6 +4,6 @@ export type { ClientOptions, EventStreamOptions, ExecSession, ExecWsInput, ExecW
 export type { ExecWsMessage } from './exec-ws.js';
 export { DEFAULT_URL } from './http.js';
 export type { WorkerCredentials } from './http.js';
-export { SbxError } from '../core/errors.js';
-export type { ErrorCode } from '../core/errors.js';
+export { SbxError } from '../contracts/errors.js';
+export type { ErrorCode } from '../contracts/errors.js';
 export type * from './types.js';

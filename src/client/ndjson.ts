@@ -1,4 +1,4 @@
-import { SbxError } from '../core/errors.js';
+import { SbxError } from '../contracts/errors.js';
 
 const NL = 0x0a;
 

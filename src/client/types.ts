@@ -2,7 +2,7 @@
  * Types of the typed client: the HTTP DTOs from src/contracts (type-only imports, so the client
  * loads no schema code at run time), plus the event JSON and the client's own option shapes.
  */
-import type { Static } from '@sinclair/typebox';
+import type { Static } from '../contracts/common.js';
 import type { ExecChunk, ExecRequest, ExecResult } from '../contracts/exec.js';
 import type { FileInfoDto } from '../contracts/files.js';
 import type { AuditQuery as AuditQuerySchema, AuditRecord } from '../contracts/admin.js';

@@ -3,25 +3,28 @@ import { ConfigError, loadConfig } from '../config/index.js';
 import { describeGuard } from '../config/lint.js';
 import { createControlPlane } from './control-plane.js';
 
-export interface ServeOptions {
+/** What `sbx serve` asks for; the command turns the outcome into output and an exit code. */
+export interface StartOptions {
   config?: string;
   port?: number;
   host?: string;
-  /** Stops the server when aborted (tests); SIGINT/SIGTERM do the same. */
-  signal?: AbortSignal;
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
   env?: Record<string, string | undefined>;
   cwd?: string;
   home?: string;
-  /** Called with the base URL once listening. */
-  onListening?: (url: string) => void;
 }
+
+/**
+ * A started control plane, or why it did not start: `config` (a bad config: the CLI's exit code 3),
+ * `start` (the control plane could not be built) or `listen` (the address was refused).
+ */
+export type StartResult =
+  | { ok: true; url: string; close: () => Promise<void> }
+  | { ok: false; stage: 'config' | 'start' | 'listen'; message: string };
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 
-/** `sbx serve`: load config, start the control plane, serve until a signal; exit code 3 on bad config. */
-export async function runServe(opts: ServeOptions): Promise<number> {
+/** The wiring of `sbx serve`: load config, build and start the control plane, log how it came up. */
+export async function startServer(opts: StartOptions): Promise<StartResult> {
   const env = opts.env ?? process.env;
   const home = opts.home ?? env.HOME ?? homedir();
   let loaded;
@@ -32,10 +35,7 @@ export async function runServe(opts: ServeOptions): Promise<number> {
     }
     loaded = await loadConfig({ file: opts.config, env, cwd: opts.cwd ?? process.cwd(), home, overrides });
   } catch (err) {
-    if (err instanceof ConfigError) {
-      opts.stderr.write(`sbx: ${err.message}\n`);
-      return 3;
-    }
+    if (err instanceof ConfigError) return { ok: false, stage: 'config', message: err.message };
     throw err;
   }
   const config = loaded.config;
@@ -44,8 +44,7 @@ export async function runServe(opts: ServeOptions): Promise<number> {
   try {
     plane = await createControlPlane(config, { home });
   } catch (err) {
-    opts.stderr.write(`sbx: cannot start: ${(err as Error).message}\n`);
-    return 1;
+    return { ok: false, stage: 'start', message: `cannot start: ${(err as Error).message}` };
   }
   let url: string;
   try {
@@ -54,8 +53,7 @@ export async function runServe(opts: ServeOptions): Promise<number> {
     await plane.close();
     const e = err as NodeJS.ErrnoException;
     const why = e.code === 'EADDRINUSE' ? `port ${config.server.port} is already in use (try --port)` : e.message;
-    opts.stderr.write(`sbx: cannot listen on ${config.server.host}:${config.server.port}: ${why}\n`);
-    return 1;
+    return { ok: false, stage: 'listen', message: `cannot listen on ${config.server.host}:${config.server.port}: ${why}` };
   }
   if (!LOOPBACK.has(config.server.host) && !config.auth.enabled) {
     plane.logger.warn(`listening on ${config.server.host} with auth disabled: anyone who can reach this port can run commands`);
@@ -71,23 +69,13 @@ export async function runServe(opts: ServeOptions): Promise<number> {
     const admin = config.auth.admin_api_key ? ' except the admin routes (auth.admin_api_key)' : '';
     plane.logger.info(`auth off${admin}; ${describeGuard(config, plane.settings.hostname)}`);
   }
-  opts.onListening?.(url);
-
-  await new Promise<void>((resolve) => {
-    if (opts.signal?.aborted) return resolve();
-    // Whichever comes first stops the server; the other listeners go with it (in-process runs
-    // such as tests would otherwise pile them up on `process`).
-    const stop = () => {
-      opts.signal?.removeEventListener('abort', stop);
-      process.removeListener('SIGINT', stop);
-      process.removeListener('SIGTERM', stop);
-      resolve();
-    };
-    opts.signal?.addEventListener('abort', stop, { once: true });
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
-  plane.logger.info('shutting down: draining in-flight requests');
-  await plane.close();
-  return 0;
+  const server = plane;
+  return {
+    ok: true,
+    url,
+    close: async () => {
+      server.logger.info('shutting down: draining in-flight requests');
+      await server.close();
+    },
+  };
 }

@@ -21,3 +21,6 @@ export const StatusBody = <T extends string>(status: T) =>
   Type.Object({ status: Type.Literal(status) });
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** The static type of a schema, re-exported so the client library needs no schema-library import. */
+export type { Static } from '@sinclair/typebox';

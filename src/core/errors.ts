@@ -1,6 +1,8 @@
 /**
- * The one error type of sbx. Core and adapters throw it; only the edges translate it
- * (HTTP status + `{code, message}` body, CLI exit code).
+ * The domain's error type. Core and adapters throw it; only the edges translate it (HTTP status +
+ * `{code, message}` body, CLI exit code). The wire twin is contracts/errors.ts (client and CLI);
+ * both carry the brand `Symbol.for('sbx.error')`, so `instanceof` holds across the two, and the
+ * code lists are the same (checked at compile time in transports/http/errors.ts).
  */
 export const ERROR_CODES = [
   'bad_request',
@@ -20,6 +22,8 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+const BRAND = Symbol.for('sbx.error');
+
 export class SbxError extends Error {
   readonly code: ErrorCode;
   /** Extra members merged into the error body (e.g. stdout/stderr of a timed-out exec). Never secrets. */
@@ -30,6 +34,11 @@ export class SbxError extends Error {
     this.name = 'SbxError';
     this.code = code;
     this.details = details;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 }
 

@@ -6,6 +6,12 @@
 
 // ---------------------------------------------------------------- time and ids
 
+/**
+ * The time of day. Core reads it only through this port (scripts/check-deps.mjs rejects
+ * `Date.now()` and `new Date()` in core). Durations (exec duration, health latency, retry budgets)
+ * are measured with `performance.now()`: a monotonic stopwatch, not a time of day, so a fake clock
+ * in tests does not freeze them and a wall-clock step does not bend them.
+ */
 export interface Clock {
   now(): Date;
 }

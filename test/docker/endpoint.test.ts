@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { Server as TlsServer } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createDockerProvider, LABEL_INSTALLATION } from '../../src/adapters/providers/docker/index.js';
-import { runServe } from '../../src/compose/serve.js';
+import { runServe } from '../../src/transports/cli/commands/serve.js';
 import { DockerEndpointError, resolveDockerEndpoint, type DockerEndpoint } from '../../src/config/docker-endpoint.js';
 import type { Provider } from '../../src/core/ports.js';
 import { collect, never } from '../contract/provider-contract-helpers.js';

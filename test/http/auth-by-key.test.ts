@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runServe } from '../../src/compose/serve.js';
+import { runServe } from '../../src/transports/cli/commands/serve.js';
 
 const KEY = 'serve-user-key-0123456789abcdef0123456789';
 const ADMIN = 'serve-admin-key-0123456789abcdef012345678';

@@ -51,7 +51,8 @@ export class OperationStats {
   private readonly rows = new Map<string, Row>();
   private readonly listeners = new Set<OperationListener>();
 
-  constructor(private readonly now: () => Date = () => new Date()) {}
+  /** `now` is the Clock port's reading (compose passes `() => clock.now()`). */
+  constructor(private readonly now: () => Date) {}
 
   record(sample: OperationSample): void {
     const key = `${sample.operation}\u0000${sample.provider}`;

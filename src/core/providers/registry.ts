@@ -80,11 +80,11 @@ export class ProviderRegistry {
     const hit = this.cache.get(name);
     if (!fresh && hit && now - hit.at < this.cacheMs) return hit.status;
     let health: ProviderHealth;
-    const started = Date.now();
+    const started = performance.now();
     try {
       health = await provider.health(AbortSignal.timeout(5000));
     } catch {
-      health = { healthy: false, latency_ms: Date.now() - started, error: 'health check failed' };
+      health = { healthy: false, latency_ms: performance.now() - started, error: 'health check failed' };
     }
     const status: ProviderStatus = {
       name,

@@ -108,7 +108,7 @@ export class ExecService {
         if (signal?.aborted) onCancel();
         signal?.addEventListener('abort', onCancel, { once: true });
         const stopTimer = timeoutMs > 0 ? startDeadline(timeoutMs, () => { timedOut = true; ac.abort(new Error('deadline')); }) : undefined;
-        const started = Date.now();
+        const started = performance.now();
         let exitCode: number | null = null;
         let finished = false;
         bus.publish({ type: 'exec.started', ...common, data: { program, mode: spec.mode, provider: rec.provider } });
@@ -130,7 +130,7 @@ export class ExecService {
               throw e;
             }
           }
-          const duration_ms = Date.now() - started;
+          const duration_ms = Math.round(performance.now() - started);
           if (timedOut) {
             bus.publish({ type: 'exec.timeout', ...common, data: { program, timeout: formatDuration(timeoutMs), duration_ms } });
             yield { stream: 'stderr', data: encoder.encode(`sbx: command timed out after ${formatDuration(timeoutMs)}\n`) };

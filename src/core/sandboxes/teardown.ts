@@ -91,7 +91,7 @@ export class Teardowns {
   /** The provider's destroy, retried with backoff; a runtime the provider reports missing is destroyed. */
   private async destroyRuntime(provider: Provider, runtimeId: string, attempts: number): Promise<void> {
     const { backoffMs, attemptTimeoutMs, totalMs } = this.retry;
-    const started = Date.now();
+    const started = performance.now();
     for (let attempt = 1; ; attempt++) {
       try {
         await provider.destroy(runtimeId, AbortSignal.timeout(attemptTimeoutMs));
@@ -99,7 +99,7 @@ export class Teardowns {
       } catch (err) {
         if (await this.gone(provider, runtimeId)) return;
         const wait = backoffMs * 2 ** (attempt - 1);
-        if (attempt >= Math.max(1, attempts) || Date.now() - started + wait > totalMs) throw err;
+        if (attempt >= Math.max(1, attempts) || performance.now() - started + wait > totalMs) throw err;
         if (!isAbortError(err) && isSbxError(err) && err.code === 'bad_request') throw err;
       }
       await new Promise((r) => setTimeout(r, backoffMs * 2 ** (attempt - 1)));

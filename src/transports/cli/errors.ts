@@ -1,5 +1,5 @@
 /** CLI-side errors and the single translation of errors into a message and an exit code. */
-import { SbxError } from '../../core/errors.js';
+import { SbxError } from '../../contracts/errors.js';
 import { EXIT } from './exit-codes.js';
 
 /** Wrong command line (bad flag value, missing argument): exit 2. */

@@ -1,22 +1,14 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_BY_CODE, type ErrorCode as WireErrorCode } from '../../contracts/errors.js';
 import { isSbxError, type ErrorCode } from '../../core/errors.js';
 
-/** HTTP status for each error code (spec Part 7, DESIGN.md §3). */
-export const STATUS_BY_CODE: Record<ErrorCode, number> = {
-  bad_request: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  method_not_allowed: 405,
-  timeout: 408,
-  conflict: 409,
-  payload_too_large: 413,
-  resource_limit: 429,
-  provider_error: 500,
-  internal: 500,
-  unavailable: 503,
-  remote_worker_rpc_unavailable: 503,
-};
+/** The one mapping from the domain's codes to the wire's: the same list, checked here at compile time. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const CODES_MATCH: Same<ErrorCode, WireErrorCode> = true;
+void CODES_MATCH;
+
+/** HTTP status for each error code (spec Part 7, DESIGN.md §3); the table lives in contracts/errors.ts. */
+export { STATUS_BY_CODE };
 
 export function sendError(reply: FastifyReply, status: number, code: string, message: string, extra?: Record<string, unknown>) {
   return reply.code(status).type('application/json; charset=utf-8').send({ code, message, ...(extra ?? {}) });

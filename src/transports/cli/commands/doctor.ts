@@ -1,4 +1,4 @@
-import { SbxError } from '../../../core/errors.js';
+import { SbxError } from '../../../contracts/errors.js';
 import type { CliContext } from '../context.js';
 import { messageFor } from '../errors.js';
 import { EXIT } from '../exit-codes.js';

@@ -1,5 +1,5 @@
 import type { ExecChunk, ExecInput } from '../../../client/types.js';
-import { SbxError } from '../../../core/errors.js';
+import { SbxError } from '../../../contracts/errors.js';
 import type { CliContext } from '../context.js';
 import { ExitError, messageFor, UsageError } from '../errors.js';
 import { EXIT } from '../exit-codes.js';

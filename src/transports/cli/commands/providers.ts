@@ -1,4 +1,4 @@
-import { SbxError } from '../../../core/errors.js';
+import { SbxError } from '../../../contracts/errors.js';
 import { dash, relativeTime } from '../output/format.js';
 import type { CommandSpec } from '../spec.js';
 

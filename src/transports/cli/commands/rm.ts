@@ -1,4 +1,4 @@
-import { SbxError } from '../../../core/errors.js';
+import { SbxError } from '../../../contracts/errors.js';
 import { exitCodeFor, messageFor, UsageError } from '../errors.js';
 import { withSandboxId } from '../shared/sandbox-id.js';
 import type { CommandSpec } from '../spec.js';

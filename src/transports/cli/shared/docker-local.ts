@@ -4,7 +4,11 @@
  */
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { DockerEndpoint } from '../../../config/docker-endpoint.js';
+
+/** The engine address `sbx doctor` asks (what config/docker-endpoint.ts resolves; structural, no import). */
+export type DockerEndpoint =
+  | { kind: 'unix'; socketPath: string; description: string }
+  | { kind: 'tcp'; host: string; port: number; tls: { ca?: string; cert?: string; key?: string; verify: boolean } | null; description: string };
 
 /** GET `path` on the engine; resolves with the status and body text. */
 export function engineGet(endpoint: DockerEndpoint, path: string, timeoutMs = 2000): Promise<{ status: number; body: string }> {

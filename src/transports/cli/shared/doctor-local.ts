@@ -6,7 +6,7 @@ import { constants, existsSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import type { CliContext } from '../context.js';
-import { imagePresent, localImages, pingEngine } from './docker-local.js';
+import { imagePresent, localImages, pingEngine, type DockerEndpoint } from './docker-local.js';
 
 export type Status = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -18,8 +18,11 @@ export interface Check {
   check: () => Promise<{ status: Status; detail: string; fix?: string }>;
 }
 
-type LoadedConfig = Awaited<ReturnType<typeof import('../../../config/index.js').loadConfig>>['config'];
-type Endpoint = import('../../../config/docker-endpoint.js').DockerEndpoint;
+// Config is loaded with an import() inside the command (DESIGN.md §2: the CLI start path stays light
+// and transports/cli does not import config statically); its type flows from that import.
+const configModule = () => import('../../../config/index.js');
+type LoadedConfig = Awaited<ReturnType<Awaited<ReturnType<typeof configModule>>['loadConfig']>>['config'];
+type Endpoint = DockerEndpoint;
 
 /** First executable named `bin` (a path, or looked up on PATH). */
 export function findExecutable(bin: string, pathEnv: string | undefined): string | undefined {
@@ -48,7 +51,7 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
   const load = async () => {
     if (loaded || loadError) return loaded;
     try {
-      const { loadConfig } = await import('../../../config/index.js');
+      const { loadConfig } = await configModule();
       loaded = (await loadConfig({ file: configFile, env: ctx.env, cwd: ctx.cwd, home: ctx.home })).config;
     } catch (err) {
       const problems = (err as { problems?: string[] }).problems;

@@ -1,6 +1,6 @@
 /** Running a WebSocket exec session from the CLI: local stdin in, output out, one exit status. */
 import type { ExecSession, ExecWsMessage } from '../../../client/index.js';
-import { ERROR_CODES, type ErrorCode, SbxError } from '../../../core/errors.js';
+import { ERROR_CODES, type ErrorCode, SbxError } from '../../../contracts/errors.js';
 import type { CliContext } from '../context.js';
 import { messageFor } from '../errors.js';
 import { EXIT } from '../exit-codes.js';

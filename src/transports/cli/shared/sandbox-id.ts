@@ -4,7 +4,7 @@
  * `GET /api/v1/sandboxes?id_prefix=P&limit=2`: one match is used, none keeps the not-found error,
  * two are ambiguous and listed (a usage error: exit 2; `sbx exec` maps it to 125).
  */
-import { SbxError } from '../../../core/errors.js';
+import { SbxError } from '../../../contracts/errors.js';
 import type { CliContext } from '../context.js';
 import { UsageError } from '../errors.js';
 

@@ -1,6 +1,6 @@
 /** Spawn flags shared by `spawn`, `admission` and `templates create|update`. */
 import type { SpawnRequest } from '../../../client/types.js';
-import { SbxError } from '../../../core/errors.js';
+import { SbxError } from '../../../contracts/errors.js';
 import type { OptionSpec } from '../spec.js';
 
 export const RESOURCE_OPTIONS: readonly OptionSpec[] = [

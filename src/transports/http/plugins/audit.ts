@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { realmOf } from '../../../core/auth/realm.js';
+import { realmOf } from '../realm.js';
 import type { Clock, Store } from '../../../core/ports.js';
 import type { HttpDeps } from '../deps.js';
 

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { validateOwnerId } from '../../../core/admission/owner.js';
-import { realmOf, type Realm } from '../../../core/auth/realm.js';
+import { realmOf, type Realm } from '../realm.js';
 import { effectiveAdminKey } from '../../../core/auth/settings.js';
 import { AUD_CONTROL_PLANE, type WorkerIdentity } from '../../../core/auth/worker-claims.js';
 import { SbxError } from '../../../core/errors.js';

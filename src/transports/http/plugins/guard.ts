@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { realmOf } from '../../../core/auth/realm.js';
+import { realmOf } from '../realm.js';
 import { SbxError } from '../../../core/errors.js';
 import type { HttpDeps } from '../deps.js';
 import { isIpLiteralHost, isUnderDomain, normalizeHost } from '../host.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
-import { realmOf, type Realm } from '../../../core/auth/realm.js';
+import { realmOf, type Realm } from '../realm.js';
 import type { HttpDeps } from '../deps.js';
 
 /** One registered route as the OpenAPI generator sees it. */

@@ -18,7 +18,10 @@ import { FileService } from '../core/sandboxes/files.js';
 import { reconcileSandboxes } from '../core/sandboxes/reconcile.js';
 import { SandboxService } from '../core/sandboxes/service.js';
 import { TemplateService } from '../core/sandboxes/templates.js';
+import { LeaseService } from '../core/scheduler/leases.js';
 import { WorkerService } from '../core/scheduler/workers.js';
+import { AuditService } from '../core/audit/audit.js';
+import { StoreProbe } from '../core/observability/store-health.js';
 import type { CoreSettings } from '../core/settings.js';
 import { createLogger } from '../log/logger.js';
 import { buildApp } from '../transports/http/app.js';
@@ -41,7 +44,8 @@ export interface ControlPlaneOptions {
 
 export interface ControlPlane {
   app: FastifyInstance;
-  deps: HttpDeps;
+  /** What the HTTP transport gets, plus the store itself for wiring and tests (routes never see it). */
+  deps: HttpDeps & { store: Store };
   settings: CoreSettings;
   logger: Logger;
   installationId: string;
@@ -80,10 +84,13 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const admission = new Admission(store, settings, clock, bus);
     const sandboxes = new SandboxService({ store, providers, admission, bus, clock, ids, settings, warn: (fields, msg) => logger.warn(fields, msg) });
     const workers = new WorkerService(store, clock);
-    const deps: HttpDeps = {
+    const deps: HttpDeps & { store: Store } = {
       settings,
       clock,
       store,
+      storeProbe: new StoreProbe(store),
+      leases: new LeaseService(store, clock),
+      audit: new AuditService(store),
       bus,
       providers,
       admission,

@@ -28,7 +28,8 @@ import { workerFacingRoutes } from './routes/worker-facing.js';
 import { installHttpMetrics } from './metrics/prometheus.js';
 import { eventRoutes } from './routes/events.js';
 import { observabilityRoutes } from './routes/observability.js';
-import { collectRoutes, openapiRoutes } from './routes/openapi.js';
+import { openapiRoutes } from './routes/openapi.js';
+import { installRouteTable } from './route-table.js';
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['loggerInstance'] | boolean;
@@ -97,9 +98,10 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   });
 
   setDerivedOwnerKey(app, opts.derivedOwnerKey ?? randomBytes(32));
-  installErrorHandling(app);
-  // Before any route: the OpenAPI document and the per-route request histogram must see them all.
-  const routeTable = collectRoutes(app);
+  // Before any route: the one route table (auth matrix, OpenAPI, 404/405) must see them all, and
+  // so must the per-route request histogram.
+  const routeTable = installRouteTable(app);
+  installErrorHandling(app, routeTable);
   installHttpMetrics(app, deps);
 
   // An empty JSON body is "no body" (a spawn with server defaults), not a parse error.

@@ -4,12 +4,15 @@ import type { AuthSettings } from '../../core/auth/settings.js';
 import type { RateLimitStats } from '../../core/admission/rate-limiter.js';
 import type { EventBus } from '../../core/events/bus.js';
 import type { OperationStats } from '../../core/observability/operations.js';
-import type { Clock, Store } from '../../core/ports.js';
+import type { AuditService } from '../../core/audit/audit.js';
+import type { Clock } from '../../core/ports.js';
+import type { StoreProbe } from '../../core/observability/store-health.js';
 import type { ProviderRegistry } from '../../core/providers/registry.js';
 import type { ExecService } from '../../core/sandboxes/exec.js';
 import type { FileService } from '../../core/sandboxes/files.js';
 import type { SandboxService } from '../../core/sandboxes/service.js';
 import type { TemplateService } from '../../core/sandboxes/templates.js';
+import type { LeaseService } from '../../core/scheduler/leases.js';
 import type { WorkerService } from '../../core/scheduler/workers.js';
 import type { CoreSettings } from '../../core/settings.js';
 import type { InflightBudget } from './inflight.js';
@@ -28,7 +31,12 @@ export interface EventStreamOptions {
 export interface HttpDeps {
   settings: CoreSettings;
   clock: Clock;
-  store: Store;
+  /** Store health and read-only inventory (health, metrics, diagnostics); routes never see the Store. */
+  storeProbe: StoreProbe;
+  /** Worker lease renewal and listing. */
+  leases: LeaseService;
+  /** Admin audit history. */
+  audit: AuditService;
   bus: EventBus;
   providers: ProviderRegistry;
   admission: Admission;

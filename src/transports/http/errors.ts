@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_BY_CODE, type ErrorCode as WireErrorCode } from '../../contracts/errors.js';
 import { isSbxError, type ErrorCode } from '../../core/errors.js';
+import { allowedMethods, type RouteEntry } from './route-table.js';
 
 /** The one mapping from the domain's codes to the wire's: the same list, checked here at compile time. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -14,22 +15,11 @@ export function sendError(reply: FastifyReply, status: number, code: string, mes
   return reply.code(status).type('application/json; charset=utf-8').send({ code, message, ...(extra ?? {}) });
 }
 
-interface RouteShape {
-  method: string;
-  regex: RegExp;
-}
-
 /**
  * Error body everywhere: SbxError → its status; schema validation → 400; body parser problems →
  * 400/413; unknown route → 404; known path with another method → 405 with `Allow`.
  */
-export function installErrorHandling(app: FastifyInstance): void {
-  const routes: RouteShape[] = [];
-  app.addHook('onRoute', (opts) => {
-    const methods = Array.isArray(opts.method) ? opts.method : [opts.method];
-    const pattern = opts.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+').replace(/\*/g, '.*');
-    for (const m of methods) routes.push({ method: m.toUpperCase(), regex: new RegExp(`^${pattern}/?$`) });
-  });
+export function installErrorHandling(app: FastifyInstance, routes: readonly RouteEntry[]): void {
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (isSbxError(err)) {
@@ -71,7 +61,7 @@ export function installErrorHandling(app: FastifyInstance): void {
 
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = [...new Set(routes.filter((r) => r.regex.test(path) && r.method !== 'HEAD').map((r) => r.method))];
+    const allowed = allowedMethods(routes, path);
     if (allowed.length > 0 && !allowed.includes(request.method)) {
       reply.header('Allow', allowed.join(', '));
       return sendError(reply, 405, 'method_not_allowed', `method ${request.method} is not allowed on ${path} (allowed: ${allowed.join(', ')})`);

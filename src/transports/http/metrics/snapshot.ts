@@ -8,7 +8,7 @@ import { STALE_AFTER_MS } from '../../../core/scheduler/workers.js';
 import type { Worker } from '../../../contracts/system.js';
 import type { HttpDeps } from '../deps.js';
 import { presentWorker } from '../presenters.js';
-import { eventSubscribers } from '../routes/events.js';
+import { eventSubscribers } from '../event-streams.js';
 import { buildInfo, processStats, type ProcessStats } from './process.js';
 
 export interface SandboxesSummary {
@@ -118,11 +118,8 @@ export async function collectSnapshot(deps: HttpDeps): Promise<Snapshot> {
 }
 
 async function storeHealth(deps: HttpDeps): Promise<{ healthy: boolean; latency_ms: number }> {
-  try {
-    return { healthy: true, latency_ms: Math.round((await deps.store.ping()) * 1000) / 1000 };
-  } catch {
-    return { healthy: false, latency_ms: 0 };
-  }
+  const h = await deps.storeProbe.check();
+  return { healthy: h.healthy, latency_ms: Math.round(h.latency_ms * 1000) / 1000 };
 }
 
 const bump = (m: Record<string, number>, k: string) => {
@@ -130,7 +127,7 @@ const bump = (m: Record<string, number>, k: string) => {
 };
 
 async function sandboxesSummary(deps: HttpDeps, now: Date): Promise<SandboxesSummary> {
-  const rows = await deps.store.listSandboxes();
+  const rows = await deps.storeProbe.allSandboxes();
   const out: SandboxesSummary = { total: rows.length, active: 0, by_state: {}, by_provider: {}, by_worker: {} };
   for (const r of rows) {
     // A record past its TTL is expired for every reader, whatever the reaper has done yet.
@@ -156,7 +153,7 @@ async function workersSummary(deps: HttpDeps, now: Date): Promise<WorkersSummary
 }
 
 async function leasesSummary(deps: HttpDeps, now: Date): Promise<LeasesSummary> {
-  const rows = await deps.store.listLeases();
+  const rows = await deps.leases.list();
   const out: LeasesSummary = { total: rows.length, active: 0, expired: 0, by_holder: {} };
   for (const l of rows) {
     if (Date.parse(l.expires_at) > now.getTime()) {
@@ -175,7 +172,7 @@ export function diagnosticsBody(deps: HttpDeps, s: Snapshot): Record<string, unk
     generated_at: s.generated_at,
     build: buildInfo(deps.settings.version),
     process: s.process,
-    store: { ...s.store, driver: deps.store.driver },
+    store: { ...s.store, driver: deps.storeProbe.driver },
     limits: s.limits,
     scheduler: s.scheduler,
     quotas: s.quotas,

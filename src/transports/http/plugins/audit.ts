@@ -31,7 +31,7 @@ export function auditPlugin(app: FastifyInstance, deps: HttpDeps): void {
     if (!audited) return;
     const ua = request.headers['user-agent'];
     try {
-      await deps.store.insertAudit({
+      await deps.audit.record({
         id: randomUUID(),
         created_at: deps.clock.now().toISOString(),
         actor: request.sbxActor,
@@ -51,7 +51,7 @@ export function auditPlugin(app: FastifyInstance, deps: HttpDeps): void {
 }
 
 /** Deletes audit records older than the retention; 0 = keep forever. Returns how many. */
-export async function pruneAudit(store: Store, clock: Clock, retentionMs: number): Promise<number> {
+export async function pruneAudit(store: Pick<Store, 'pruneAudit'>, clock: Clock, retentionMs: number): Promise<number> {
   if (retentionMs <= 0) return 0;
   return store.pruneAudit(new Date(clock.now().getTime() - retentionMs));
 }
@@ -61,7 +61,7 @@ export async function pruneAudit(store: Store, clock: Clock, retentionMs: number
  * the caller to clear on close, or null when retention is off.
  */
 export function startAuditPruner(
-  store: Store,
+  store: Pick<Store, 'pruneAudit'>,
   clock: Clock,
   retentionMs: number,
   onError: (err: unknown) => void = () => undefined,

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { validateOwnerId } from '../../../core/admission/owner.js';
-import { realmOf, type Realm } from '../realm.js';
+import { realmOf } from '../realm.js';
 import { effectiveAdminKey } from '../../../core/auth/settings.js';
 import { AUD_CONTROL_PLANE, type WorkerIdentity } from '../../../core/auth/worker-claims.js';
 import { SbxError } from '../../../core/errors.js';
@@ -19,21 +19,8 @@ declare module 'fastify' {
   }
 }
 
-/** One registered route, for tests that must cover every route (the auth matrix). */
-export interface RouteEntry {
-  method: string;
-  url: string;
-  realm: Realm;
-  /** A WebSocket route: the same hooks run for its upgrade request. */
-  websocket?: boolean;
-}
-
-const tables = new WeakMap<FastifyInstance, RouteEntry[]>();
-
-/** Every route registered after the auth plugin (HEAD twins left out). */
-export function routeTable(app: FastifyInstance): RouteEntry[] {
-  return [...(tables.get(app) ?? [])];
-}
+/** The route table lives in ../route-table.ts; re-exported for the auth matrix. */
+export { routeTable, type RouteEntry } from '../route-table.js';
 
 const unauthorized = (message: string) => new SbxError('unauthorized', message);
 
@@ -61,18 +48,6 @@ function headerOf(request: FastifyRequest, name: string): string {
 export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
   const auth = deps.auth;
   const adminKey = effectiveAdminKey(auth);
-  const table: RouteEntry[] = [];
-  tables.set(app, table);
-
-  app.addHook('onRoute', (opts) => {
-    for (const m of Array.isArray(opts.method) ? opts.method : [opts.method]) {
-      if (m.toUpperCase() === 'HEAD') continue;
-      const entry: RouteEntry = { method: m.toUpperCase(), url: opts.url, realm: realmOf(opts.url) };
-      if ((opts as { wsHandler?: unknown; websocket?: unknown }).wsHandler || (opts as { websocket?: unknown }).websocket) entry.websocket = true;
-      table.push(entry);
-    }
-  });
-
   app.decorateRequest('sbxAdmin', false);
   app.decorateRequest('sbxActor', 'anonymous');
   app.decorateRequest('sbxWorker', null);

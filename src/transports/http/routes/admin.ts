@@ -56,7 +56,7 @@ export function adminRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
     async (request, reply) => {
       const { format, ...filter } = request.query;
-      const rows = await deps.store.listAudit(filter);
+      const rows = await deps.audit.list(filter);
       if (format !== 'csv') return rows;
       return reply
         .type('text/csv; charset=utf-8')

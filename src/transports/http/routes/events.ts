@@ -8,6 +8,7 @@ import { badRequest } from '../../../core/errors.js';
 import { ownerVisible } from '../../../core/sandboxes/caller.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
+import { openStreams, type OpenStream } from '../event-streams.js';
 import { secretScrubber } from '../metrics/redact.js';
 
 export const KEEP_ALIVE_MS = 15_000;
@@ -40,17 +41,6 @@ export function sseFrame(event: BusEvent, scrub: (s: string) => string = (s) => 
   return `id: ${event.id}\nevent: ${event.type}\ndata: ${scrub(JSON.stringify(event))}\n\n`;
 }
 
-interface OpenStream {
-  close(comment: string): void;
-}
-
-const streamsByDeps = new WeakMap<HttpDeps, Set<OpenStream>>();
-
-/** Connected event-stream clients (diagnostics `events.subscribers`; in-process bus listeners do not count). */
-export function eventSubscribers(deps: HttpDeps): number {
-  return streamsByDeps.get(deps)?.size ?? 0;
-}
-
 /**
  * `GET /api/v1/events` (DESIGN.md §3): SSE with ids, `Last-Event-ID` replay from history, type and
  * sandbox filters, comment keep-alives and no write timeout. Each subscriber has a bounded
@@ -58,8 +48,7 @@ export function eventSubscribers(deps: HttpDeps): number {
  * client never holds back publishers or other subscribers.
  */
 export function eventRoutes(app: FastifyInstance, deps: HttpDeps): void {
-  const open = streamsByDeps.get(deps) ?? new Set<OpenStream>();
-  streamsByDeps.set(deps, open);
+  const open = openStreams(deps);
   const scrub = secretScrubber(deps.secrets);
 
   app.addHook('preClose', async () => {

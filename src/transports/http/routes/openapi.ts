@@ -1,25 +1,9 @@
-import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
-import { realmOf, type Realm } from '../realm.js';
+import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { Realm } from '../realm.js';
 import type { HttpDeps } from '../deps.js';
-
-/** One registered route as the OpenAPI generator sees it. */
-export interface RouteEntry {
-  method: string;
-  url: string;
-  schema?: FastifySchema;
-}
+import type { RouteEntry } from '../route-table.js';
 
 type Json = Record<string, unknown>;
-
-/** Records every route added after this call (child plugins included); register before routes. */
-export function collectRoutes(app: FastifyInstance): RouteEntry[] {
-  const table: RouteEntry[] = [];
-  app.addHook('onRoute', (opts: RouteOptions) => {
-    const methods = Array.isArray(opts.method) ? opts.method : [opts.method];
-    for (const m of methods) table.push({ method: m.toUpperCase(), url: opts.url, schema: opts.schema as FastifySchema | undefined });
-  });
-  return table;
-}
 
 /** The routes the document describes: HEAD twins and hidden routes are left out. */
 export function documentedRoutes(table: readonly RouteEntry[]): RouteEntry[] {
@@ -94,7 +78,7 @@ export function buildOpenApi(table: readonly RouteEntry[], version: string): Jso
     if (parameters.length) op.parameters = parameters;
     if (s.body) op.requestBody = { content: requestContent(s.body, conv) };
     op.responses = responses(s.response, conv);
-    const realm = realmOf(r.url);
+    const realm = r.realm;
     if (realm !== 'outside') op.security = SECURITY[realm];
     (paths[path] ??= {})[r.method.toLowerCase()] = op;
   }

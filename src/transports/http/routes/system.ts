@@ -10,12 +10,8 @@ export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.get('/api/v1/health', { schema: { tags: ['system'], summary: 'Health with dependency summary', response: { 200: Health } } }, async () => {
     const providers = await deps.providers.statuses();
-    let store: { healthy: boolean; latency_ms: number };
-    try {
-      store = { healthy: true, latency_ms: Math.round(await deps.store.ping()) };
-    } catch {
-      store = { healthy: false, latency_ms: 0 };
-    }
+    const health = await deps.storeProbe.check();
+    const store = { healthy: health.healthy, latency_ms: Math.round(health.latency_ms) };
     return {
       status: 'ok',
       ...base(),

@@ -46,7 +46,7 @@ export function workerFacingRoutes(app: FastifyInstance, deps: HttpDeps): void {
       const ttlMs = parseDuration(request.body.ttl, 'ttl');
       if (ttlMs <= 0) throw badRequest('ttl must be positive');
       const { resourceID } = request.params;
-      const result = await deps.store.renewLease(resourceID, id, ttlMs, deps.clock.now());
+      const result = await deps.leases.renew(resourceID, id, ttlMs);
       if (result.ok) return { lease: result.lease };
       if (result.reason === 'not_found') throw notFound(`lease ${resourceID} not found`);
       throw conflict(result.reason === 'expired' ? `lease ${resourceID} has expired` : `lease ${resourceID} is held by another worker`);

@@ -147,18 +147,17 @@ export type LeaseResult =
 
 // ---------------------------------------------------------------- store
 
-/**
- * Persistence. SQLite and PostgreSQL implement it and pass one contract suite
- * (test/contract/store.contract.ts). Lists are deterministically sorted.
- */
-export interface Store {
+/** Opening, migrating and closing a store (Store.driver names the SQL dialect). */
+export interface StoreLifecycle {
   readonly driver: string;
   /** Applies pending versioned migrations. Idempotent. */
   migrate(): Promise<void>;
   close(): Promise<void>;
   /** Round-trips the store; resolves with the latency in ms or rejects. */
   ping(): Promise<number>;
+}
 
+export interface MetaStore {
   /** Key/value for installation facts (installation id, schema version). */
   getMeta(key: string): Promise<string | null>;
   setMeta(key: string, value: string): Promise<void>;
@@ -167,14 +166,18 @@ export interface Store {
    * that is stored: the first writer wins, so replicas starting at once agree on one value.
    */
   claimMeta(key: string, value: string): Promise<string>;
+}
 
+export interface SandboxStore {
   insertSandbox(rec: SandboxRecord): Promise<void>;
   /** Applies the patch and returns the new record, or null if the id is unknown. */
   updateSandbox(id: string, patch: Partial<Omit<SandboxRecord, 'id'>>): Promise<SandboxRecord | null>;
   getSandbox(id: string): Promise<SandboxRecord | null>;
   /** Sorted by created_at, then id. */
   listSandboxes(filter?: SandboxFilter): Promise<SandboxRecord[]>;
+}
 
+export interface TemplateStore {
   /** Throws SbxError `conflict` when the name exists. */
   createTemplate(rec: TemplateRecord): Promise<void>;
   getTemplate(name: string): Promise<TemplateRecord | null>;
@@ -183,21 +186,27 @@ export interface Store {
   /** Replaces every field but name and created_at; null if unknown. */
   updateTemplate(name: string, rec: Omit<TemplateRecord, 'name' | 'created_at'>): Promise<TemplateRecord | null>;
   deleteTemplate(name: string): Promise<boolean>;
+}
 
+export interface QuotaStore {
   /** Insert or update; keeps created_at of an existing row. Returns the stored row. */
   upsertQuota(rec: Omit<QuotaRecord, 'created_at'> & { created_at?: string }): Promise<QuotaRecord>;
   getQuota(ownerId: string): Promise<QuotaRecord | null>;
   /** Sorted by owner_id. */
   listQuotas(): Promise<QuotaRecord[]>;
   deleteQuota(ownerId: string): Promise<boolean>;
+}
 
+export interface WorkerStore {
   /** Insert or update; keeps created_at of an existing row. */
   upsertWorker(rec: Omit<WorkerRecord, 'created_at'> & { created_at?: string }): Promise<WorkerRecord>;
   getWorker(id: string): Promise<WorkerRecord | null>;
   /** Sorted by id. */
   listWorkers(): Promise<WorkerRecord[]>;
   deleteWorker(id: string): Promise<boolean>;
+}
 
+export interface LeaseStore {
   /**
    * Atomic (spec 3.3): succeeds when no lease exists, the lease expired at `now`, or the same
    * holder renews; generation increments on every success. Null when another holder owns an
@@ -211,13 +220,29 @@ export interface Store {
   getLease(resourceId: string): Promise<LeaseRecord | null>;
   /** Sorted by resource_id. */
   listLeases(): Promise<LeaseRecord[]>;
+}
 
+export interface AuditStore {
   insertAudit(rec: AuditRecord): Promise<void>;
   /** Newest first. */
   listAudit(filter?: AuditFilter): Promise<AuditRecord[]>;
   /** Deletes records created before `before`; returns how many. */
   pruneAudit(before: Date): Promise<number>;
 }
+
+/**
+ * Persistence: the intersection of the role interfaces above, so a service can depend on only
+ * the roles it uses. SQLite and PostgreSQL implement it once (src/adapters/stores/sql) and pass
+ * one contract suite (test/contract/store.contract.ts). Lists are deterministically sorted.
+ */
+export type Store = StoreLifecycle &
+  MetaStore &
+  SandboxStore &
+  TemplateStore &
+  QuotaStore &
+  WorkerStore &
+  LeaseStore &
+  AuditStore;
 
 // ---------------------------------------------------------------- provider
 

@@ -1,0 +1,164 @@
+/**
+ * The Provider port: what core asks of a runtime backend (docker, proot, mock, later remote
+ * workers). Every method is asynchronous and takes an AbortSignal; exec streams as an
+ * AsyncIterable of events. Re-exported by ports.ts, the one import site for every port.
+ */
+
+
+export interface SpawnSpec {
+  sandbox_id: string;
+  image: string;
+  memory_mb: number;
+  vcpus: number;
+  metadata: Record<string, string>;
+  owner_id: string | null;
+}
+
+export interface SpawnResult {
+  runtime_id: string;
+}
+
+export interface ExecSpec {
+  command: string;
+  args: string[];
+  /** `shell`: `sh -c` with command and shell-quoted args; `argv`: exec [command, ...args]. */
+  mode: 'shell' | 'argv';
+  env: Record<string, string>;
+  /** Absolute path inside the sandbox; provider default when absent. */
+  workdir?: string;
+  /**
+   * The command's stdin. Bytes: fed, then EOF. A stream: each chunk is written as it arrives (the
+   * command may produce output before the next one comes), EOF when the iteration ends. Absent =
+   * empty stdin. A provider stops pulling when the command ends and then calls `return()`.
+   */
+  stdin?: Uint8Array | AsyncIterable<Uint8Array>;
+  /**
+   * Ask for a terminal of this size (stdout and stderr then arrive merged, as `stdout`). Only
+   * providers with the `tty` capability honour it; the others run the command with pipes, silently.
+   */
+  tty?: { cols: number; rows: number };
+  /** Live requests while the command runs: terminal resize, signals. Ends with the exec. */
+  controls?: AsyncIterable<ExecControl>;
+}
+
+/** Signals a caller may send to a running command. */
+export const EXEC_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'] as const;
+export type ExecSignal = (typeof EXEC_SIGNALS)[number];
+
+/**
+ * A live request to a running command. `signal` goes to every process of the command (its exit
+ * code then reports it, e.g. 130 for SIGINT), except SIGINT and SIGQUIT in a terminal, which act
+ * as ^C and ^\ do (the terminal's foreground job gets them); `resize` is ignored without a terminal.
+ */
+export type ExecControl = { type: 'resize'; cols: number; rows: number } | { type: 'signal'; signal: ExecSignal };
+
+/**
+ * What an exec yields: output chunks in order, then exactly one `exit` as the last item.
+ * When the signal aborts, the provider kills the command's whole process tree and ends the
+ * iteration promptly (an `exit` with a non-zero code, or by returning); core decides whether it
+ * was a deadline or a cancel.
+ */
+export type ExecEvent =
+  | { type: 'stdout' | 'stderr'; data: Uint8Array }
+  | { type: 'exit'; exit_code: number };
+
+/** A console read: the last `lines` lines, or with `after` the first `lines` lines numbered above it. */
+export interface ConsoleQuery {
+  lines: number;
+  after?: number;
+}
+
+/** Console lines, oldest first, and the cursor to pass as `after` next; no cursor = the provider keeps none. */
+export interface ConsoleLog {
+  lines: string[];
+  cursor?: number;
+}
+
+export interface FileInfo {
+  name: string;
+  /** Absolute path inside the sandbox. */
+  path: string;
+  size: number;
+  is_dir: boolean;
+  /** ISO timestamp. */
+  mod_time: string;
+  /** Octal permission + special bits with a leading zero: `0644`, `0755`, `01777`. */
+  mode: string;
+}
+
+export interface ProviderHealth {
+  healthy: boolean;
+  latency_ms: number;
+  error?: string;
+  runtime_count?: number;
+  /** A healthy provider's caveat an operator should see (e.g. commands not isolated from host processes). */
+  warning?: string;
+}
+
+export type RuntimeStatus = 'running' | 'stopped' | 'missing';
+
+/** A file being read: its size, and its bytes as they arrive. */
+export interface OpenedFile {
+  size: number;
+  body: AsyncIterable<Uint8Array>;
+}
+
+export interface RuntimeInfo {
+  runtime_id: string;
+  sandbox_id: string | null;
+  installation_id: string | null;
+  status: RuntimeStatus;
+}
+
+/**
+ * A runtime backend. Paths handed to file methods are already validated by core (absolute,
+ * normalized, no NUL); providers still confine them to the sandbox. Missing paths throw
+ * SbxError `not_found`; backend failures throw `provider_error` without leaking backend text
+ * that may carry secrets.
+ */
+export interface Provider {
+  readonly name: string;
+  readonly capabilities: readonly string[];
+  /** Public, redacted settings for the provider detail (`runtime`, `network_mode`, …). */
+  config(): Record<string, unknown>;
+  health(signal?: AbortSignal): Promise<ProviderHealth>;
+
+  spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult>;
+  /** Idempotent: a runtime that is already gone is not an error. */
+  destroy(runtimeId: string, signal?: AbortSignal): Promise<void>;
+  status(runtimeId: string, signal?: AbortSignal): Promise<RuntimeStatus>;
+  /** Runtimes this provider knows of (for reconciliation). Optional. */
+  listRuntimes?(signal?: AbortSignal): Promise<RuntimeInfo[]>;
+
+  exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent>;
+
+  writeFile(runtimeId: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal): Promise<void>;
+  /**
+   * A directory is `bad_request`. A file over `maxBytes` is `payload_too_large`, refused before
+   * its bytes are transferred where the backend can tell its size first.
+   */
+  readFile(runtimeId: string, path: string, signal?: AbortSignal, maxBytes?: number): Promise<Uint8Array>;
+  /**
+   * Optional streaming read, with `readFile`'s refusals before the first byte: resolves once the
+   * size is known, and the body then yields exactly `size` bytes (or fails). A body that is not
+   * consumed to the end must be ended with `return()` to release the backend.
+   */
+  openFile?(runtimeId: string, path: string, signal?: AbortSignal, maxBytes?: number): Promise<OpenedFile>;
+  deleteFile(runtimeId: string, path: string, recursive: boolean, signal?: AbortSignal): Promise<void>;
+  listFiles(runtimeId: string, path: string, signal?: AbortSignal): Promise<FileInfo[]>;
+  moveFile(runtimeId: string, oldPath: string, newPath: string, signal?: AbortSignal): Promise<void>;
+  chmod(runtimeId: string, path: string, mode: number, signal?: AbortSignal): Promise<void>;
+  stat(runtimeId: string, path: string, signal?: AbortSignal): Promise<FileInfo>;
+  /** Absolute paths matching the pattern (`*`, `?`, `[...]`, `**`), sorted. */
+  glob(runtimeId: string, pattern: string, signal?: AbortSignal): Promise<string[]>;
+
+  /**
+   * Console lines, oldest first: the last `lines`, or with `after` the lines recorded after that
+   * cursor. Each line a provider records gets the next number of a per-runtime count; `cursor`
+   * is the number of the last line returned (when none is, where the next read should go on).
+   */
+  logs(runtimeId: string, query: ConsoleQuery, signal?: AbortSignal): Promise<ConsoleLog>;
+
+  /** Releases clients, timers. */
+  close?(): Promise<void>;
+}

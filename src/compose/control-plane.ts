@@ -12,6 +12,7 @@ import { EventBus } from '../core/events/bus.js';
 import { instrumentProvider } from '../core/observability/instrument.js';
 import { OperationStats } from '../core/observability/operations.js';
 import type { Clock, IdSource, Store } from '../core/ports.js';
+import type { RemoteWorkers } from '../core/scheduler/remote-port.js';
 import { ProviderRegistry } from '../core/providers/registry.js';
 import { ExecService } from '../core/sandboxes/exec.js';
 import { FileService } from '../core/sandboxes/files.js';
@@ -19,6 +20,8 @@ import { reconcileSandboxes } from '../core/sandboxes/reconcile.js';
 import { SandboxService } from '../core/sandboxes/service.js';
 import { TemplateService } from '../core/sandboxes/templates.js';
 import { LeaseService } from '../core/scheduler/leases.js';
+import { RuntimeLocator } from '../core/scheduler/locator.js';
+import { reconcileRemote } from '../core/sandboxes/reconcile-remote.js';
 import { WorkerService } from '../core/scheduler/workers.js';
 import { AuditService } from '../core/audit/audit.js';
 import { StoreProbe } from '../core/observability/store-health.js';
@@ -57,6 +60,7 @@ export interface ControlPlane {
 
 const REAP_EVERY_MS = 10_000;
 const HEARTBEAT_EVERY_MS = 30_000;
+const RECONCILE_EVERY_MS = 30_000;
 export const LOCAL_WORKER_CAPABILITIES = ['api', 'single_node', 'spawn', 'exec', 'files'];
 
 /** The composition root of `sbx serve`: the only place adapters meet core. */
@@ -74,7 +78,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const ownerKey = (await store.getMeta('derived_owner_key')) || (await store.claimMeta('derived_owner_key', randomBytes(32).toString('hex')));
 
     const bus = new EventBus(clock);
-    const built = await buildProviders(config, installationId, bus, logger);
+    // A pure control plane runs no provider itself: its sandboxes all live on workers.
+    const built = config.server.local_worker === false ? { providers: [], defaultName: config.providers.default } : await buildProviders(config, installationId, bus, logger);
     const providers = new ProviderRegistry(clock, built.defaultName);
     const operations = new OperationStats(() => clock.now());
     // Every provider call is timed and counted for diagnostics `operations` and the Prometheus histograms.
@@ -82,8 +87,13 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
 
     const settings = coreSettings(config, built.defaultName);
     const admission = new Admission(store, settings, clock, bus);
-    const sandboxes = new SandboxService({ store, providers, admission, bus, clock, ids, settings, warn: (fields, msg) => logger.warn(fields, msg) });
-    const workers = new WorkerService(store, clock);
+    const warn = (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg);
+    const auth = authSettings(config);
+    const remote = await createRemote(config, auth, logger);
+    const localWorker = config.server.local_worker !== false;
+    const locator = new RuntimeLocator({ store, providers, remote, clock, workerId: settings.worker_id, localWorker, warn });
+    const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids, settings, warn });
+    const workers = new WorkerService(store, clock, { locator, remote });
     const deps: HttpDeps & { store: Store } = {
       settings,
       clock,
@@ -101,24 +111,28 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       files: new FileService(sandboxes),
       templates: new TemplateService(store, clock, sandboxes),
       workers,
+      locator,
       startedAt: Date.now(),
       bodyLimit: Math.floor(config.server.body_limit_mb * 1024 * 1024),
       inflight: new InflightBudget(maxInflightBytes(config)),
-      auth: authSettings(config),
+      auth,
       corsAllowedOrigins: config.server.cors_allowed_origins,
       allowedHosts: config.server.allowed_hosts,
       operations,
       secrets: secretValues(config),
     };
 
-    const heartbeat = () =>
-      workers.heartbeat(settings.worker_id, {
+    // A pure control plane (`server.local_worker: false`) is no worker; a deleted `local` stays deleted.
+    const heartbeat = async () => {
+      if (!localWorker || locator.localRemoved) return;
+      await workers.heartbeat(settings.worker_id, {
         hostname: settings.hostname,
         status: 'online',
         providers: providers.names(),
         capabilities: LOCAL_WORKER_CAPABILITIES,
         capacity: { max_sandboxes: settings.defaults.max_sandboxes, max_sandboxes_per_owner: settings.defaults.max_sandboxes_per_owner },
       });
+    };
     await heartbeat();
 
     if (opts.reconcile !== false) {
@@ -132,6 +146,19 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       });
       for (const a of report.actions) logger.info({ ...a }, 'reconcile');
     }
+    let reconciling = false;
+    const reconcileWorkers = async () => {
+      if (reconciling) return;
+      reconciling = true;
+      try {
+        for (const a of await reconcileRemote({ store, locator, bus, clock })) logger.info({ ...a }, 'reconcile');
+      } catch (err) {
+        logger.warn({ err: String(err) }, 'remote reconciliation pass failed');
+      } finally {
+        reconciling = false;
+      }
+    };
+    if (opts.reconcile !== false) await reconcileWorkers();
 
     // Fastify's own info lines ("Server listening at …") would repeat what `serve` logs once; what
     // the HTTP layer itself logs is warn and above.
@@ -150,6 +177,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
           .finally(() => (reaping = false));
       }, REAP_EVERY_MS),
       setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS),
+      setInterval(() => void reconcileWorkers(), RECONCILE_EVERY_MS),
     );
     for (const t of timers) t.unref();
     const auditPruner = startAuditPruner(store, clock, deps.auth.audit_retention_ms, (err) => logger.warn({ err: String(err) }, 'admin audit pruning failed'));
@@ -186,6 +214,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
           clearInterval(sweeper);
         }
         await providers.close();
+        await remote?.close?.();
         await store.close();
       },
     };
@@ -194,4 +223,18 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     await store.close().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The worker RPC client (DESIGN.md §7), when this server can place on remote workers: credentials
+ * from `auth.worker_*`, mTLS from `worker.rpc_tls.*`. Loaded only when configured.
+ */
+async function createRemote(config: SbxConfig, auth: ReturnType<typeof authSettings>, logger: Logger): Promise<RemoteWorkers> {
+  const { createRemoteWorkers } = await import('../transports/worker-rpc/client/remote-provider.js');
+  const tls = config.worker.rpc_tls;
+  return createRemoteWorkers({
+    credentials: auth.worker,
+    tls: { enabled: tls.enabled, ca_file: tls.ca_file, client_cert_file: tls.client_cert_file, client_key_file: tls.client_key_file, server_name: tls.server_name, insecure_skip_verify: tls.insecure_skip_verify },
+    log: (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg),
+  });
 }

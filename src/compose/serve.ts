@@ -62,7 +62,9 @@ export async function startServer(opts: StartOptions): Promise<StartResult> {
   // Which engine docker talks to, and what chose it (providers.docker.*, DOCKER_HOST, a context, the default).
   const dockerAt = plane.deps.providers.has('docker') ? plane.deps.providers.get('docker').config().endpoint : undefined;
   const docker = typeof dockerAt === 'string' ? `, docker: ${dockerAt}` : '';
-  plane.logger.info(`sbx ${plane.settings.version} listening on ${url} (provider: ${plane.settings.default_provider}${docker}, store: ${store})`);
+  // A pure control plane (`server.local_worker: false`) runs nothing itself: its providers are its workers'.
+  const provider = config.server.local_worker === false ? 'none here: sandboxes run on workers' : plane.settings.default_provider;
+  plane.logger.info(`sbx ${plane.settings.version} listening on ${url} (provider: ${provider}${docker}, store: ${store})`);
   // How auth came out of the config (DESIGN §3 "Auth"), then what an open server still refuses.
   for (const note of loaded.notes) plane.logger[note.level](note.message);
   if (!config.auth.enabled) {

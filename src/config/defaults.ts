@@ -10,6 +10,7 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     allowed_hosts: [],
     body_limit_mb: 64,
     max_inflight_mb: 256,
+    local_worker: true,
   },
   defaults: {
     ttl: '30m',
@@ -65,6 +66,7 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
   pool: { enabled: false, max_vms: 0, max_users_per_vm: 0 },
   worker: {
     heartbeat_interval: '30s',
+    state_path: '',
     rpc_tls: { enabled: false, insecure_skip_verify: false },
   },
   database: { driver: 'sqlite', path: '~/.sbx/sbx.db' },

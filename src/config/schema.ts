@@ -57,6 +57,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     allowed_hosts: list(),
     body_limit_mb: num(),
     max_inflight_mb: num(),
+    local_worker: bool(),
   }),
   defaults: g({
     ttl: dur(true),
@@ -134,6 +135,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     advertise_url: str(),
     preview_domain: str(),
     heartbeat_interval: dur(true),
+    state_path: path(),
     rpc_tls: g({
       enabled: bool(),
       server_cert_file: path(),

@@ -19,6 +19,8 @@ export interface ServerConfig {
   body_limit_mb: number;
   /** Global cap on request bytes in flight plus buffered exec output; over it → 503 + Retry-After. */
   max_inflight_mb: number;
+  /** This node runs sandboxes itself (placement may choose it); false = a pure control plane (DESIGN §7). */
+  local_worker: boolean;
 }
 
 export interface DefaultsConfig {
@@ -124,6 +126,8 @@ export interface WorkerConfig {
   advertise_url?: string;
   preview_domain?: string;
   heartbeat_interval: string;
+  /** The worker's own SQLite state (lease generations, runtime ids); '' = `~/.sbx/worker-<id>.db`. */
+  state_path: string;
   rpc_tls: RpcTlsConfig;
 }
 

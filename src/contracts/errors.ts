@@ -20,6 +20,8 @@ export const ERROR_CODES = [
   'provider_error',
   'unavailable',
   'remote_worker_rpc_unavailable',
+  'not_implemented',
+  'bad_gateway',
   'internal',
 ] as const;
 
@@ -60,4 +62,6 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   internal: 500,
   unavailable: 503,
   remote_worker_rpc_unavailable: 503,
+  not_implemented: 501,
+  bad_gateway: 502,
 };

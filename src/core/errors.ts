@@ -17,6 +17,8 @@ export const ERROR_CODES = [
   'provider_error',
   'unavailable',
   'remote_worker_rpc_unavailable',
+  'not_implemented',
+  'bad_gateway',
   'internal',
 ] as const;
 

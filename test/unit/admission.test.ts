@@ -9,6 +9,9 @@ import type { SbxEvent } from '../../src/core/events/kinds.js';
 import type { SandboxRecord, Store } from '../../src/core/ports.js';
 import type { CoreSettings } from '../../src/core/settings.js';
 
+/** A last placement as the locator reports it (the scheduler member echoes it). */
+const PLACED = { selected_worker_id: 'w-7', eligible_workers: 3, owner_quotas: 0 };
+
 type Defaults = CoreSettings['defaults'];
 
 function settingsWith(d: Partial<Defaults>): CoreSettings {
@@ -140,7 +143,7 @@ describe('admission decisions', () => {
     expect(ttl).toMatchObject({ allowed: false, queueable: false, reason: 'max_ttl' });
     const err = await rejection(a.admit({ owner_id: null, ttl_ms: 7_200_000 }));
     expect(err.details?.reason).toBe('max_ttl');
-    expect(a.stats().spawn_queue_depth).toBe(0);
+    expect(a.stats(PLACED).spawn_queue_depth).toBe(0);
   });
 
   it('quotas override count, TTL and exec timeout; 0 inherits the global default', async () => {
@@ -183,7 +186,7 @@ describe('spawn queue', () => {
     const first = await spawn(a, 'alice');
     const waiting = a.admit({ owner_id: 'bob', ttl_ms: 1000 });
     await new Promise((r) => setTimeout(r, 30));
-    expect(a.stats().spawn_queue_depth).toBe(1);
+    expect(a.stats(PLACED).spawn_queue_depth).toBe(1);
     const t0 = Date.now();
     await destroy(first, 'alice');
     const ticket = await waiting;
@@ -193,7 +196,7 @@ describe('spawn queue', () => {
     const queued = events.find((e) => e.type === 'spawn.queued')!;
     expect(queued.owner_id).toBe('bob');
     expect(queued.data).toMatchObject({ owner: 'bob', reason: 'max_sandboxes', queue_depth: 1 });
-    const s = a.stats();
+    const s = a.stats(PLACED);
     expect(s).toMatchObject({ spawn_queue_depth: 0, spawn_queued_total: 1, spawn_dequeued_total: 1, spawn_queue_timeouts: 0, spawn_queue_wait_count: 1 });
     expect(s.spawn_queue_wait_max_ms).toBeGreaterThanOrEqual(20);
     expect(s.spawn_queue_wait_max).toMatch(/^\d+ms$/);
@@ -211,7 +214,7 @@ describe('spawn queue', () => {
     expect(err.details).toMatchObject({ reason: 'spawn_queue_timeout', spawn_queue_timeout: '200ms' });
     expect(kinds('spawn.')).toEqual(['spawn.queued', 'spawn.queue_timeout']);
     expect(events.filter((e) => e.type === 'resource.limit').map((e) => e.data?.reason)).toEqual(['max_sandboxes', 'spawn_queue_timeout']);
-    const s = a.stats();
+    const s = a.stats(PLACED);
     expect(s).toMatchObject({ spawn_queue_depth: 0, spawn_queued_total: 1, spawn_dequeued_total: 0, spawn_queue_timeouts: 1, spawn_queue_wait_count: 1 });
     expect(s.spawn_queue_wait_total_ms).toBeGreaterThanOrEqual(190);
   });
@@ -251,7 +254,7 @@ describe('spawn queue', () => {
     await spawn(a, 'x');
     const waiting = a.admit({ owner_id: 'x', ttl_ms: 1000 });
     await spawn(a, 'y');
-    expect(a.stats().spawn_queue_depth).toBe(1);
+    expect(a.stats(PLACED).spawn_queue_depth).toBe(1);
     a.close();
     await rejection(waiting);
   });
@@ -291,11 +294,11 @@ describe('spawn queue', () => {
     const ac = new AbortController();
     const waiting = a.admit({ owner_id: null, ttl_ms: 1000 }, ac.signal);
     await new Promise((r) => setTimeout(r, 10));
-    expect(a.stats().spawn_queue_depth).toBe(1);
+    expect(a.stats(PLACED).spawn_queue_depth).toBe(1);
     ac.abort();
     await rejection(waiting);
-    expect(a.stats().spawn_queue_depth).toBe(0);
-    expect(a.stats().spawn_queue_wait_count).toBe(0);
+    expect(a.stats(PLACED).spawn_queue_depth).toBe(0);
+    expect(a.stats(PLACED).spawn_queue_wait_count).toBe(0);
   });
 
   it('reports scheduler and limits shaped like spec 2.15', async () => {
@@ -310,7 +313,7 @@ describe('spawn queue', () => {
       spawn_queue_timeout: '30s',
       max_spawn_queue: 7,
     });
-    expect(a.stats()).toEqual({
+    expect(a.stats(PLACED)).toEqual({
       spawn_overflow: 'queue',
       spawn_queue_depth: 0,
       max_spawn_queue: 7,
@@ -327,8 +330,8 @@ describe('spawn queue', () => {
       spawn_queue_wait_max_ms: 0,
       spawn_queue_wait_avg_ms: 0,
       worker_id: 'local',
-      selected_worker_id: 'local',
-      eligible_workers: 1,
+      selected_worker_id: 'w-7',
+      eligible_workers: 3,
     });
   });
 });

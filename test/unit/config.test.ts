@@ -16,7 +16,7 @@ describe('loadConfig defaults', () => {
     const { config, sources } = await loadConfig({ cwd, home, env: {} });
     expect(sources).toEqual(['defaults']);
     const expected: SbxConfig = {
-      server: { host: '127.0.0.1', port: 7423, preview_domain: '', cors_allowed_origins: ['*'], allowed_hosts: [], body_limit_mb: 64, max_inflight_mb: 256 },
+      server: { host: '127.0.0.1', port: 7423, preview_domain: '', cors_allowed_origins: ['*'], allowed_hosts: [], body_limit_mb: 64, max_inflight_mb: 256, local_worker: true },
       defaults: {
         ttl: '30m',
         image: 'debian:bookworm-slim',
@@ -62,7 +62,7 @@ describe('loadConfig defaults', () => {
         custom_http: {},
       },
       pool: { enabled: false, max_vms: 0, max_users_per_vm: 0 },
-      worker: { heartbeat_interval: '30s', rpc_tls: { enabled: false, insecure_skip_verify: false } },
+      worker: { heartbeat_interval: '30s', state_path: '', rpc_tls: { enabled: false, insecure_skip_verify: false } },
       database: { driver: 'sqlite', path: join(home, '.sbx', 'sbx.db') },
       logging: { level: 'info', format: 'auto' },
     };

@@ -3,6 +3,7 @@
  * sandbox lifecycle (spawn, get, extend, expiry, prune, destroy) and exec, on the in-memory SQLite
  * store and the mock provider. Time moves only when the test moves it.
  */
+import { RuntimeLocator } from '../../src/core/scheduler/locator.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,7 +99,8 @@ function core(d: Partial<CoreSettings['defaults']> = {}) {
   // The provider keeps markers beside its root directory, so the root is one level down.
   providers.register(createMockProvider({ rootDir: join(root, 'mock') }));
   admission = new Admission(store, settings, clock, bus);
-  const sandboxes = new SandboxService({ store, providers, admission, bus, clock, ids: new FakeIds(), settings });
+  const locator = new RuntimeLocator({ store, providers, clock, workerId: settings.worker_id, localWorker: true });
+  const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids: new FakeIds(), settings });
   return { sandboxes, admission, exec: new ExecService(sandboxes) };
 }
 

@@ -1,10 +1,10 @@
 import { formatDuration } from '../duration.js';
 import { SbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, SandboxRecord, Store } from '../ports.js';
+import type { Clock, QuotaStore, SandboxRecord, SandboxStore } from '../ports.js';
 import type { CoreSettings } from '../settings.js';
 import { SpawnQueue, type Waiter } from './queue.js';
-import { limitsSnapshot, QueueCounters, schedulerStats, type LimitsSnapshot, type SchedulerStats } from './stats.js';
+import { limitsSnapshot, QueueCounters, schedulerStats, type LimitsSnapshot, type PlacementFigures, type SchedulerStats } from './stats.js';
 
 export interface AdmissionRequest {
   owner_id: string | null;
@@ -72,7 +72,7 @@ export class Admission {
   private closed = false;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: SandboxStore & QuotaStore,
     private readonly settings: CoreSettings,
     private readonly clock: Clock,
     private readonly bus?: EventBus,
@@ -140,9 +140,9 @@ export class Admission {
     }).catch(() => undefined);
   }
 
-  /** Diagnostics `scheduler` member (spec 2.15). */
-  stats(): SchedulerStats {
-    return schedulerStats(this.settings, this.counters, this.queue.depth);
+  /** Diagnostics `scheduler` member (spec 2.15), with the last placement the locator made. */
+  stats(placement: PlacementFigures): SchedulerStats {
+    return schedulerStats(this.settings, this.counters, this.queue.depth, placement);
   }
 
   /** Diagnostics `limits` member (spec 2.15). */

@@ -1,7 +1,7 @@
 import { formatDuration, isWholeSeconds, parseDuration } from '../duration.js';
 import { badRequest, notFound } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, QuotaRecord, Store } from '../ports.js';
+import type { Clock, QuotaRecord, QuotaStore } from '../ports.js';
 import type { Admission } from './admission.js';
 import { validateOwnerId } from './owner.js';
 
@@ -44,7 +44,7 @@ export interface OwnerUsage {
 const MAX_QUOTA_SANDBOXES = 2_147_483_647;
 
 export interface QuotaDeps {
-  store: Store;
+  store: QuotaStore;
   bus: EventBus;
   clock: Clock;
   admission: Admission;

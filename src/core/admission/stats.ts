@@ -70,8 +70,22 @@ export function limitsSnapshot(settings: CoreSettings): LimitsSnapshot {
   };
 }
 
-/** The `scheduler` member from the counters and the current queue depth. */
-export function schedulerStats(settings: CoreSettings, c: QueueCounters, depth: number): SchedulerStats {
+/** What the scheduler last did and what admission enforces, for the `scheduler` member. */
+export interface PlacementFigures {
+  /** The worker the last spawn was placed on ('' before any spawn, or when none was eligible). */
+  selected_worker_id: string;
+  /** How many workers were eligible at the last placement. */
+  eligible_workers: number;
+  /** Owner quotas saved (each one can deny a spawn). */
+  owner_quotas: number;
+}
+
+/**
+ * The `scheduler` member from the counters, the current queue depth and the last placement.
+ * `admission_control` is true when a spawn can be denied for capacity: a global or per-owner
+ * count limit, or an owner quota (the TTL maximum alone is a validation, not admission control).
+ */
+export function schedulerStats(settings: CoreSettings, c: QueueCounters, depth: number, placement: PlacementFigures): SchedulerStats {
   const d = settings.defaults;
   const avg = c.waitCount > 0 ? Math.round(c.waitTotalMs / c.waitCount) : 0;
   return {
@@ -79,7 +93,7 @@ export function schedulerStats(settings: CoreSettings, c: QueueCounters, depth: 
     spawn_queue_depth: depth,
     max_spawn_queue: d.max_spawn_queue,
     spawn_queue_timeout: formatDuration(d.spawn_queue_timeout_ms),
-    admission_control: true,
+    admission_control: d.max_sandboxes > 0 || d.max_sandboxes_per_owner > 0 || placement.owner_quotas > 0,
     spawn_queued_total: c.queued,
     spawn_dequeued_total: c.dequeued,
     spawn_queue_timeouts: c.timeouts,
@@ -91,8 +105,7 @@ export function schedulerStats(settings: CoreSettings, c: QueueCounters, depth: 
     spawn_queue_wait_max_ms: c.waitMaxMs,
     spawn_queue_wait_avg_ms: avg,
     worker_id: settings.worker_id,
-    // Single-node: this process is the only eligible worker and places every spawn on itself.
-    selected_worker_id: settings.worker_id,
-    eligible_workers: 1,
+    selected_worker_id: placement.selected_worker_id,
+    eligible_workers: placement.eligible_workers,
   };
 }

@@ -1,5 +1,6 @@
 import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isAbortError, isSbxError, SbxError } from '../errors.js';
+import { reportExecFailure } from '../events/failures.js';
 import { completePrefix } from '../utf8.js';
 import type { ExecControl, ExecSpec, Provider, SandboxRecord } from '../ports.js';
 import type { Caller } from './caller.js';
@@ -125,8 +126,7 @@ export class ExecService {
             if (!timedOut && (ac.signal.aborted || isAbortError(err))) throw err;
             if (!timedOut) {
               const e = asProviderError(err, `exec failed on provider ${rec.provider}`);
-              bus.publish({ type: 'exec.failed', ...common, data: { program, code: e.code, message: e.message } });
-              bus.publish({ type: 'operation.failed', ...common, data: { operation: 'exec', provider: rec.provider, code: e.code } });
+              reportExecFailure(bus, { ...common, provider: rec.provider }, program, { code: e.code, message: e.message });
               throw e;
             }
           }

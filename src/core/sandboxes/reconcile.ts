@@ -1,8 +1,8 @@
 import type { EventBus } from '../events/bus.js';
-import type { Clock, Provider, RuntimeStatus, SandboxRecord, SandboxState, Store } from '../ports.js';
+import type { Clock, Provider, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore } from '../ports.js';
 
 export interface ReconcileDeps {
-  store: Store;
+  store: SandboxStore;
   providers: Map<string, Provider>;
   bus: EventBus;
   clock: Clock;

@@ -1,10 +1,11 @@
 import { isAbortError, isSbxError, notFound, type SbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
+import { reportExecProviderFault, reportProviderFailure } from '../events/failures.js';
 import { isProviderFailure, RUNTIME_OPERATIONS } from '../observability/operations.js';
-import type { Clock, ExecSpec, OpenedFile, Provider, SandboxRecord, Store } from '../ports.js';
+import type { Clock, ExecSpec, OpenedFile, Provider, SandboxRecord, SandboxStore } from '../ports.js';
 
 interface GuardDeps {
-  store: Store;
+  store: SandboxStore;
   bus: EventBus;
   clock: Clock;
   /** True while this process tears the sandbox down (SandboxService.destroying). */
@@ -127,8 +128,9 @@ async function judgeRuntime(deps: GuardDeps, rec: SandboxRecord, provider: Provi
   const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
   if (providerFault) {
     const message = isSbxError(err) ? err.message : `${operation} failed on provider ${rec.provider}`;
-    deps.bus.publish({ type: 'provider.failed', ...common, data: { provider: rec.provider, operation, code, message } });
-    if (operation !== 'exec') deps.bus.publish({ type: 'operation.failed', ...common, data: { operation, provider: rec.provider, code } });
+    const subject = { ...common, provider: rec.provider };
+    if (operation === 'exec') reportExecProviderFault(deps.bus, subject, { code, message });
+    else reportProviderFailure(deps.bus, subject, { operation, code, message });
   }
   let status: string;
   try {

@@ -4,10 +4,12 @@ import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { Clock, IdSource, Provider, RuntimeStatus, SandboxRecord, Store } from '../ports.js';
+import type { Clock, IdSource, Provider, RuntimeStatus, SandboxRecord, SandboxStore } from '../ports.js';
+import type { RuntimeLocator } from '../scheduler/locator.js';
 import type { CoreSettings } from '../settings.js';
 import { ownerVisible, type Caller } from './caller.js';
 import { guardRuntime } from './runtime-guard.js';
+import { createSandbox, expiryFrom } from './spawn.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
 
 export interface SpawnInput {
@@ -34,8 +36,11 @@ export interface ResolvedSpawn {
 }
 
 export interface SandboxDeps {
-  store: Store;
+  /** Sandbox rows only: leases and workers are the locator's. */
+  store: SandboxStore;
   providers: ProviderRegistry;
+  /** Where runtimes live: this node's providers or a remote worker (placement, leases). */
+  locator: RuntimeLocator;
   admission: Admission;
   bus: EventBus;
   clock: Clock;
@@ -50,6 +55,8 @@ export interface SandboxDeps {
 const GONE = new Set(['destroyed', 'expired']);
 /** Bound on the reaper's runtime status probe, so one wedged backend cannot stall a pass. */
 const STATUS_TIMEOUT_MS = 10_000;
+/** Bound on a worker's status answer on `GET` (DESIGN.md §7); the cached record is served after it. */
+const REMOTE_STATUS_TIMEOUT_MS = 2_000;
 
 /**
  * Sandbox lifecycle (spec 3.1): spawn, get, list, extend, destroy, prune, reap. Every mutation is
@@ -70,13 +77,13 @@ export class SandboxService {
     return this.teardowns.destroying(id);
   }
 
-  /** Applies defaults, validates sizes, TTL syntax, provider name. Does not check limits. */
-  resolveSpawn(input: SpawnInput): ResolvedSpawn {
+  /**
+   * Applies defaults, validates sizes, TTL syntax, provider name (one this node or a registered
+   * worker runs). Does not check limits.
+   */
+  async resolveSpawn(input: SpawnInput): Promise<ResolvedSpawn> {
     const d = this.deps.settings.defaults;
-    const provider = input.provider ?? this.deps.providers.defaultProvider;
-    if (!this.deps.providers.has(provider)) {
-      throw badRequest(`unknown provider "${provider}" (available: ${this.deps.providers.names().join(', ')})`);
-    }
+    const provider = await this.deps.locator.spawnProvider(input.provider);
     const memory_mb = input.memory_mb ?? d.memory_mb;
     const vcpus = input.vcpus ?? d.vcpus;
     if (!Number.isInteger(memory_mb) || memory_mb <= 0) throw badRequest('memory_mb must be a positive integer');
@@ -101,62 +108,13 @@ export class SandboxService {
 
   /** Spawns a sandbox: admission, provider, store, events. */
   async spawn(input: SpawnInput, signal?: AbortSignal): Promise<SandboxRecord> {
-    const req = this.resolveSpawn(input);
+    const req = await this.resolveSpawn(input);
     const ticket = await this.deps.admission.admit({ owner_id: req.owner_id, ttl_ms: req.ttl_ms }, signal);
     try {
-      return await this.create(req, signal);
+      return await createSandbox(this.deps, req, signal);
     } finally {
       ticket.release();
     }
-  }
-
-  private async create(req: ResolvedSpawn, signal?: AbortSignal): Promise<SandboxRecord> {
-    const { store, bus, clock, ids, settings } = this.deps;
-    const provider = this.deps.providers.get(req.provider);
-    // Checked before a runtime exists; the stored expiry is taken again once it runs.
-    expiryFrom(clock.now(), req.ttl_ms);
-    const id = ids.sandboxId();
-    let runtimeId: string;
-    try {
-      ({ runtime_id: runtimeId } = await provider.spawn(
-        { sandbox_id: id, image: req.image, memory_mb: req.memory_mb, vcpus: req.vcpus, metadata: req.metadata, owner_id: req.owner_id },
-        signal,
-      ));
-    } catch (err) {
-      const e = asProviderError(err, `spawn failed on provider ${req.provider}`);
-      bus.publish({ type: 'provider.failed', sandbox_id: id, owner_id: req.owner_id ?? undefined, data: { provider: req.provider, operation: 'spawn', code: e.code, message: e.message } });
-      bus.publish({ type: 'operation.failed', sandbox_id: id, owner_id: req.owner_id ?? undefined, data: { operation: 'spawn', provider: req.provider, code: e.code } });
-      throw e;
-    }
-    let rec: SandboxRecord;
-    try {
-      const now = clock.now();
-      rec = {
-        id,
-        state: 'running',
-        provider: req.provider,
-        image: req.image,
-        memory_mb: req.memory_mb,
-        vcpus: req.vcpus,
-        created_at: now.toISOString(),
-        updated_at: now.toISOString(),
-        expires_at: expiryFrom(now, req.ttl_ms),
-        metadata: req.metadata,
-        owner_id: req.owner_id,
-        worker_id: settings.worker_id,
-        runtime_id: runtimeId,
-        template: req.template,
-      };
-      await store.insertSandbox(rec);
-    } catch (err) {
-      // Never leave a runtime nobody knows about.
-      await provider.destroy(runtimeId, AbortSignal.timeout(60_000)).catch(() => undefined);
-      throw err;
-    }
-    const common = { sandbox_id: id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
-    bus.publish({ type: 'sandbox.created', ...common, data: { provider: rec.provider, image: rec.image, template: rec.template } });
-    bus.publish({ type: 'sandbox.running', ...common, data: { expires_at: rec.expires_at } });
-    return rec;
   }
 
   /** A live sandbox visible to the caller, or `not_found`. */
@@ -169,11 +127,43 @@ export class SandboxService {
   }
 
   /**
+   * `GET` of one sandbox (spec 4.11 rule 8): a remote sandbox's worker is asked for its runtime's
+   * state, bounded at 2 s, and what changed is stored — a stopped runtime moves the sandbox to
+   * `error` (`sandbox.error`), a vanished one to `destroyed` (reason `runtime_lost`, lease
+   * released, so the answer is 404). A worker that does not answer leaves the cached record.
+   */
+  async refresh(id: string, caller: Caller): Promise<SandboxRecord> {
+    const rec = await this.get(id, caller);
+    const { locator, store, bus, clock } = this.deps;
+    if (locator.isLocal(rec) || rec.state !== 'running' || !rec.runtime_id || this.destroying(id)) return rec;
+    const worker = await locator.workerOf(rec);
+    if (!worker) return rec;
+    let status: RuntimeStatus;
+    try {
+      status = await locator.remoteProvider(worker, rec).status(rec.runtime_id, AbortSignal.timeout(REMOTE_STATUS_TIMEOUT_MS));
+    } catch {
+      return rec;
+    }
+    if (status === 'running') return rec;
+    const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
+    const now = clock.now().toISOString();
+    if (status === 'stopped') {
+      const updated = await store.updateSandbox(rec.id, { state: 'error', updated_at: now });
+      bus.publish({ type: 'sandbox.error', ...common, data: { provider: rec.provider, operation: 'status', reason: 'runtime stopped' } });
+      return updated ?? rec;
+    }
+    await store.updateSandbox(rec.id, { state: 'destroyed', updated_at: now });
+    await locator.release(rec).catch(() => false);
+    bus.publish({ type: 'sandbox.destroyed', ...common, data: { reason: 'runtime_lost' } });
+    throw notFound(`sandbox ${id} not found`);
+  }
+
+  /**
    * Live sandboxes visible to the caller, oldest first (by created_at, then id). Visibility and the
    * TTL apply in the store query, so `limit` gives full pages; `id_prefix` keeps ids starting with it.
    */
   async list(caller: Caller, query: { id_prefix?: string; limit?: number } = {}): Promise<SandboxRecord[]> {
-    const filter: NonNullable<Parameters<Store['listSandboxes']>[0]> = { states: ['running', 'unhealthy', 'error'], expires_after: this.deps.clock.now().toISOString() };
+    const filter: NonNullable<Parameters<SandboxStore['listSandboxes']>[0]> = { states: ['running', 'unhealthy', 'error'], expires_after: this.deps.clock.now().toISOString() };
     if (this.deps.settings.enforce_ownership && !caller.admin) filter.visible_to = { owner_id: caller.owner_id };
     if (query.id_prefix !== undefined && query.id_prefix !== '') filter.id_prefix = query.id_prefix;
     if (query.limit !== undefined) filter.limit = query.limit;
@@ -199,6 +189,8 @@ export class SandboxService {
       updated_at: now.toISOString(),
     });
     if (!updated || GONE.has(updated.state) || this.destroying(id)) throw notFound(`sandbox ${id} not found`);
+    // A remote sandbox's lease follows its expiry (TTL + 5 min), then the worker hears of it.
+    if (!this.deps.locator.isLocal(updated)) await this.deps.locator.renew(updated, await this.deps.locator.workerOf(updated));
     return updated;
   }
 
@@ -265,6 +257,26 @@ export class SandboxService {
         // provider down: the record stays and the next pass tries again
       }
     }
+    return n + (await this.reapRemote(now));
+  }
+
+  /**
+   * Remote sandboxes past their TTL: their workers tear them down (the lease is released). A
+   * worker that does not answer leaves the record for the next pass.
+   */
+  private async reapRemote(now: number): Promise<number> {
+    const rows = await this.deps.store.listSandboxes({ states: ['running', 'unhealthy', 'error', 'expired'] });
+    let n = 0;
+    for (const rec of rows) {
+      if (this.deps.locator.isLocal(rec)) continue;
+      if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
+      try {
+        await this.teardown(rec, 'expired', false);
+        n++;
+      } catch {
+        // worker unreachable: tried again next pass
+      }
+    }
     return n;
   }
 
@@ -325,7 +337,7 @@ export class SandboxService {
 
   /** A live sandbox with a runtime on a provider this server does not run: nothing here can reach it. */
   private stranded(rec: SandboxRecord): boolean {
-    return !GONE.has(rec.state) && rec.runtime_id !== null && !this.deps.providers.has(rec.provider);
+    return this.deps.locator.isLocal(rec) && !GONE.has(rec.state) && rec.runtime_id !== null && !this.deps.providers.has(rec.provider);
   }
 
   private warnStranded(rec: SandboxRecord): void {
@@ -353,7 +365,7 @@ export class SandboxService {
     // Guarded: a failure publishes provider.failed, and a vanished runtime moves the sandbox to
     // `error`; a failure while the sandbox is being destroyed (or after) answers not_found.
     const guard = { ...this.deps, destroying: (sid: string) => this.destroying(sid) };
-    return { rec, provider: guardRuntime(guard, rec, this.deps.providers.get(rec.provider)), runtimeId: rec.runtime_id };
+    return { rec, provider: guardRuntime(guard, rec, await this.deps.locator.provider(rec)), runtimeId: rec.runtime_id };
   }
 
   /** Ownership (DESIGN.md §3 "Auth"): with enforcement on, an owned sandbox is private to its owner and admins. */
@@ -364,13 +376,6 @@ export class SandboxService {
   pastTtl(rec: SandboxRecord): boolean {
     return Date.parse(rec.expires_at) <= this.deps.clock.now().getTime();
   }
-}
-
-/** `now + ttl` as ISO 8601; a TTL no date can hold is the caller's mistake, not a crash. */
-function expiryFrom(now: Date, ttlMs: number): string {
-  const at = new Date(now.getTime() + ttlMs);
-  if (Number.isNaN(at.getTime())) throw badRequest('ttl is too long: the expiry cannot be represented');
-  return at.toISOString();
 }
 
 function providerNotConfigured(rec: SandboxRecord): SbxError {

@@ -1,14 +1,20 @@
 import { isAbortError, isSbxError, SbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
+import { reportProviderFailure } from '../events/failures.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { Clock, Provider, SandboxRecord, Store } from '../ports.js';
+import type { Clock, Provider, SandboxRecord, SandboxStore } from '../ports.js';
+import type { RuntimeLocator } from '../scheduler/locator.js';
 
 interface TeardownDeps {
-  store: Store;
+  store: SandboxStore;
   bus: EventBus;
   clock: Clock;
   providers: ProviderRegistry;
+  locator: RuntimeLocator;
 }
+
+/** Bound on a remote worker's destroy. */
+const REMOTE_DESTROY_TIMEOUT_MS = 60_000;
 
 /** How a runtime's destroy is retried before the caller hears of a failure. */
 export interface TeardownRetry {
@@ -67,6 +73,7 @@ export class Teardowns {
     const { store, bus, clock, providers } = this.deps;
     const reason = this.leftToReaper.get(rec.id) ?? requested;
     const owner = rec.owner_id ?? undefined;
+    if (!this.deps.locator.isLocal(rec)) return this.teardownRemote(rec, reason);
     // A gone record on an unconfigured provider has nothing left this server could tear down.
     if (rec.runtime_id && providers.has(rec.provider)) {
       try {
@@ -74,8 +81,7 @@ export class Teardowns {
       } catch (err) {
         const e = isSbxError(err) ? err : new SbxError('provider_error', `destroy failed on provider ${rec.provider}`);
         // Owner set so the stream's ownership filter keeps other tenants' sandbox ids private.
-        bus.publish({ type: 'provider.failed', sandbox_id: rec.id, owner_id: owner, data: { provider: rec.provider, operation: 'destroy', code: e.code, message: e.message } });
-        bus.publish({ type: 'operation.failed', sandbox_id: rec.id, owner_id: owner, data: { operation: 'destroy', provider: rec.provider, code: e.code } });
+        reportProviderFailure(bus, { sandbox_id: rec.id, owner_id: owner, provider: rec.provider }, { operation: 'destroy', code: e.code, message: e.message });
         await this.leaveToReaper(rec, reason);
         throw e;
       }
@@ -86,6 +92,33 @@ export class Teardowns {
     if (wasLive) {
       bus.publish({ type: 'sandbox.destroyed', sandbox_id: rec.id, owner_id: owner, worker_id: rec.worker_id, data: { reason } });
     }
+  }
+
+  /**
+   * A remote sandbox (spec 4.11 rule 7): the owning worker destroys the runtime with the stored
+   * lease, then the record is destroyed and the lease released. A worker that cannot be reached
+   * fails the destroy (503) and changes nothing; a worker deleted from the registry leaves nothing
+   * to call, so the record is destroyed and the lease released.
+   */
+  private async teardownRemote(rec: SandboxRecord, reason: string): Promise<void> {
+    const { store, bus, clock, locator } = this.deps;
+    const owner = rec.owner_id ?? undefined;
+    const worker = await locator.workerOf(rec);
+    if (worker && rec.runtime_id && rec.state !== 'destroyed') {
+      try {
+        await locator.remoteProvider(worker, rec).destroy(rec.runtime_id, AbortSignal.timeout(REMOTE_DESTROY_TIMEOUT_MS));
+      } catch (err) {
+        const e = isSbxError(err) ? err : new SbxError('provider_error', `destroy failed on worker ${rec.worker_id}`);
+        if (!(isSbxError(err) && err.code === 'not_found')) {
+          reportProviderFailure(bus, { sandbox_id: rec.id, owner_id: owner, worker_id: rec.worker_id, provider: rec.provider }, { operation: 'destroy', code: e.code, message: e.message });
+          throw e;
+        }
+      }
+    }
+    const wasLive = rec.state !== 'destroyed';
+    await store.updateSandbox(rec.id, { state: 'destroyed', updated_at: clock.now().toISOString() });
+    await locator.release(rec).catch(() => false);
+    if (wasLive) bus.publish({ type: 'sandbox.destroyed', sandbox_id: rec.id, owner_id: owner, worker_id: rec.worker_id, data: { reason } });
   }
 
   /** The provider's destroy, retried with backoff; a runtime the provider reports missing is destroyed. */

@@ -1,6 +1,6 @@
 import { parseDuration } from '../duration.js';
 import { badRequest, notFound } from '../errors.js';
-import type { Clock, SandboxRecord, Store, TemplateRecord } from '../ports.js';
+import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports.js';
 import type { SandboxService } from './service.js';
 
 export interface TemplateFields {
@@ -24,7 +24,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Named spawn presets (spec 4.3). */
 export class TemplateService {
   constructor(
-    private readonly store: Store,
+    private readonly store: TemplateStore,
     private readonly clock: Clock,
     private readonly sandboxes: SandboxService,
   ) {}
@@ -32,7 +32,7 @@ export class TemplateService {
   async create(name: string, fields: TemplateFields): Promise<TemplateRecord> {
     if (!NAME.test(name)) throw badRequest('name must start with a letter or digit and use only letters, digits, ".", "_" and "-" (at most 128)');
     const now = this.clock.now().toISOString();
-    const rec: TemplateRecord = { name, ...this.validate(fields), created_at: now, updated_at: now };
+    const rec: TemplateRecord = { name, ...(await this.validate(fields)), created_at: now, updated_at: now };
     await this.store.createTemplate(rec);
     return rec;
   }
@@ -48,7 +48,7 @@ export class TemplateService {
   }
 
   async update(name: string, fields: TemplateFields): Promise<TemplateRecord> {
-    const rec = await this.store.updateTemplate(name, { ...this.validate(fields), updated_at: this.clock.now().toISOString() });
+    const rec = await this.store.updateTemplate(name, { ...(await this.validate(fields)), updated_at: this.clock.now().toISOString() });
     if (!rec) throw notFound(`template ${name} not found`);
     return rec;
   }
@@ -75,11 +75,11 @@ export class TemplateService {
     );
   }
 
-  private validate(f: TemplateFields): Omit<TemplateRecord, 'name' | 'created_at' | 'updated_at'> {
+  private async validate(f: TemplateFields): Promise<Omit<TemplateRecord, 'name' | 'created_at' | 'updated_at'>> {
     if (f.ttl !== undefined && parseDuration(f.ttl, 'ttl') <= 0) throw badRequest('ttl must be positive');
     if (f.memory_mb !== undefined && (!Number.isInteger(f.memory_mb) || f.memory_mb <= 0)) throw badRequest('memory_mb must be a positive integer');
     if (f.vcpus !== undefined && (!Number.isInteger(f.vcpus) || f.vcpus <= 0)) throw badRequest('vcpus must be a positive integer');
-    if (f.provider !== undefined && !this.sandboxes.deps.providers.has(f.provider)) {
+    if (f.provider !== undefined && !(await this.sandboxes.deps.locator.knownProvider(f.provider))) {
       throw badRequest(`unknown provider "${f.provider}"`);
     }
     return {

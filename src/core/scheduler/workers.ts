@@ -1,5 +1,7 @@
-import { notFound } from '../errors.js';
-import type { Clock, Store, WorkerCapacity, WorkerRecord } from '../ports.js';
+import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
+import type { Clock, WorkerCapacity, WorkerRecord, WorkerStore } from '../ports.js';
+import type { RuntimeLocator } from './locator.js';
+import type { RemoteWorkers } from './remote-port.js';
 
 export const STALE_AFTER_MS = 2 * 60_000;
 
@@ -14,8 +16,9 @@ export interface HeartbeatInput {
 /** The worker registry (spec 2.9, 4.6). In single-node mode this process is the worker `local`. */
 export class WorkerService {
   constructor(
-    private readonly store: Store,
+    private readonly store: WorkerStore,
     private readonly clock: Clock,
+    private readonly opts: { locator?: RuntimeLocator; remote?: RemoteWorkers } = {},
   ) {}
 
   async heartbeat(id: string, input: HeartbeatInput): Promise<WorkerRecord> {
@@ -51,8 +54,29 @@ export class WorkerService {
     return w;
   }
 
+  /**
+   * Removes a worker from the registry. Deleting this node's own worker (`local`) takes it out of
+   * placement until it restarts (its heartbeats stop re-adding it); its sandboxes keep running.
+   */
   async remove(id: string): Promise<void> {
     if (!(await this.store.deleteWorker(id))) throw notFound(`worker ${id} not found`);
+    if (this.opts.locator && id === this.opts.locator.localId) this.opts.locator.localRemoved = true;
+  }
+
+  /**
+   * Drains a remote worker (`worker.shutdown {mode: "drain"}`): it refuses new spawns and reports
+   * `draining`, which placement honours at once (the registry row says so before its next
+   * heartbeat); its running sandboxes keep answering. An unreachable worker → 503, nothing changes.
+   */
+  async drain(id: string): Promise<WorkerRecord> {
+    const w = await this.get(id);
+    if (this.opts.locator && id === this.opts.locator.localId) throw badRequest(`the local worker cannot be drained; stop sbx serve instead`);
+    const remote = this.opts.remote;
+    if (!remote) throw unavailable('this server has no worker RPC client');
+    const why = remote.unreachableReason(w);
+    if (why !== null) throw new SbxError('remote_worker_rpc_unavailable', why);
+    await remote.drain(w, AbortSignal.timeout(10_000));
+    return this.store.upsertWorker({ ...w, status: 'draining', updated_at: this.clock.now().toISOString() });
   }
 
   isStale(w: WorkerRecord): boolean {

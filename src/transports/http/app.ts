@@ -1,3 +1,4 @@
+import { runWithRequestId } from '../request-context.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -133,8 +134,11 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   // own hook marks upgrade requests, so a refusal by a later hook (401, 429) answers over HTTP
   // and then closes the socket instead of leaving it open.
   await app.register(websocket, { options: { maxPayload: deps.bodyLimit } });
-  app.addHook('onRequest', async (request, reply) => {
+  // The rest of the request (hooks, handler, the work it starts) runs as this request id, so calls
+  // to workers carry it (`X-Request-ID`, spec 5.2).
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-ID', request.id);
+    runWithRequestId(request.id, done);
   });
 
   // While auth is off the dev-box guard refuses foreign origins and Host names first (DESIGN §3);

@@ -13,6 +13,7 @@ import type { FileService } from '../../core/sandboxes/files.js';
 import type { SandboxService } from '../../core/sandboxes/service.js';
 import type { TemplateService } from '../../core/sandboxes/templates.js';
 import type { LeaseService } from '../../core/scheduler/leases.js';
+import type { RuntimeLocator } from '../../core/scheduler/locator.js';
 import type { WorkerService } from '../../core/scheduler/workers.js';
 import type { CoreSettings } from '../../core/settings.js';
 import type { InflightBudget } from './inflight.js';
@@ -47,6 +48,8 @@ export interface HttpDeps {
   files: FileService;
   templates: TemplateService;
   workers: WorkerService;
+  /** Placement and where runtimes live (diagnostics read its last choice). */
+  locator: RuntimeLocator;
   /** Process start, for uptime. */
   startedAt: number;
   /** Request body limit in bytes. */

@@ -38,6 +38,19 @@ export function adminRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
   );
 
+  app.post<{ Params: { workerID: string } }>(
+    '/api/v1/admin/workers/:workerID/drain',
+    {
+      schema: {
+        tags,
+        summary: 'Drain a worker: it refuses new spawns, its running sandboxes keep answering',
+        params: WorkerParams,
+        response: { 200: Worker, ...errors, 503: ErrorBody },
+      },
+    },
+    async (request) => present(await deps.workers.drain(request.params.workerID)),
+  );
+
   app.get<{ Querystring: AuditQueryT }>(
     '/api/v1/admin/audit',
     {

@@ -51,7 +51,8 @@ export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
         return body;
       }
       // Limits and lookups fail here, before the stream starts, with their normal status.
-      const items = await deps.exec.start(request.params.id, input, caller, signal);
+      // A command that fails at once (a worker that cannot be reached) answers with its status too.
+      const items = await failFast(await deps.exec.start(request.params.id, input, caller, signal), FAIL_FAST_MS);
       const exitRecord = request.body.exit_record === true;
       reply.header('Content-Type', 'application/x-ndjson; charset=utf-8');
       reply.header('Cache-Control', 'no-store');
@@ -60,6 +61,42 @@ export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
       return reply.send(Readable.from(ndjson(items, exitRecord, binary), { objectMode: false, highWaterMark: 256 * 1024 }));
     },
   );
+}
+
+/** How long a stream waits for its first item before its headers go out. */
+const FAIL_FAST_MS = 1000;
+
+/**
+ * Waits up to `ms` for the first item: a failure by then is thrown here, before the headers, so it
+ * gets its own status and body; a first item is replayed. A command quiet for longer streams on.
+ */
+async function failFast<T>(items: AsyncIterable<T>, ms: number): Promise<AsyncIterable<T>> {
+  const it = items[Symbol.asyncIterator]();
+  const first = it.next();
+  let timer: NodeJS.Timeout | undefined;
+  const quiet = new Promise<'quiet'>((resolve) => (timer = setTimeout(() => resolve('quiet'), ms)));
+  try {
+    const early = await Promise.race([first, quiet]);
+    if (early === 'quiet') first.catch(() => undefined); // the stream reports it in its tail
+  } finally {
+    clearTimeout(timer);
+  }
+  return {
+    [Symbol.asyncIterator]() {
+      let pending: Promise<IteratorResult<T>> | null = first;
+      return {
+        next() {
+          const p = pending ?? it.next();
+          pending = null;
+          return p;
+        },
+        return() {
+          pending = null;
+          return it.return ? it.return() : Promise.resolve({ done: true as const, value: undefined });
+        },
+      };
+    },
+  };
 }
 
 /**

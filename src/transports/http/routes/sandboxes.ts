@@ -42,7 +42,7 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
     async (request) => {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);
-      const req = deps.sandboxes.resolveSpawn({ ...body, owner_id: caller.owner_id });
+      const req = await deps.sandboxes.resolveSpawn({ ...body, owner_id: caller.owner_id });
       return deps.admission.decide({ owner_id: req.owner_id, ttl_ms: req.ttl_ms });
     },
   );
@@ -67,7 +67,7 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
   app.get<{ Params: { id: string } }>(
     '/api/v1/sandboxes/:id',
     { schema: { tags: ['sandboxes'], summary: 'Get a sandbox', params: IdParams, response: { 200: Sandbox, ...errors } } },
-    async (request) => present(await deps.sandboxes.get(request.params.id, callerOf(request))),
+    async (request) => present(await deps.sandboxes.refresh(request.params.id, callerOf(request))),
   );
 
   app.delete<{ Params: { id: string } }>(

@@ -9,7 +9,7 @@ export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
   const base = () => ({ version: deps.settings.version, uptime: formatDuration(Math.floor((Date.now() - deps.startedAt) / 1000) * 1000) });
 
   app.get('/api/v1/health', { schema: { tags: ['system'], summary: 'Health with dependency summary', response: { 200: Health } } }, async () => {
-    const providers = await deps.providers.statuses();
+    const providers = await deps.locator.providerStatuses();
     const health = await deps.storeProbe.check();
     const store = { healthy: health.healthy, latency_ms: Math.round(health.latency_ms) };
     return {
@@ -23,7 +23,7 @@ export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
   app.get('/api/v1/live', { schema: { tags: ['system'], summary: 'Liveness', response: { 200: Health } } }, async () => ({ status: 'alive', ...base() }));
 
   app.get('/api/v1/ready', { schema: { tags: ['system'], summary: 'Readiness; 503 when no provider is healthy', response: { 200: Readiness, 503: Readiness } } }, async (_req, reply) => {
-    const providers = await deps.providers.statuses();
+    const providers = await deps.locator.providerStatuses();
     const ready = providers.filter((p) => p.healthy).length;
     const body = { status: ready > 0 ? 'ready' : 'not_ready', ...base(), ready_providers: ready, total_providers: providers.length, providers };
     if (ready > 0) return reply.code(200).send(body);

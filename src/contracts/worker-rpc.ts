@@ -1,0 +1,247 @@
+/**
+ * The worker RPC (spec 4.11, DESIGN.md §7): `POST {rpc_url}/rpc` with a request envelope, answered
+ * by a response envelope whose HTTP status gives the class. One source for the worker's validation,
+ * the control plane's client and their types. Binary payloads (file content, exec output and
+ * stdin) travel base64; snake_case throughout.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { FileInfo } from './files.js';
+
+/** Largest file window in one `file_read`/`file_write` call (decoded bytes). */
+export const RPC_FILE_WINDOW_BYTES = 4 * 1024 * 1024;
+/** Header asking `worker.exec_stream` for NDJSON envelopes, flushed per chunk. */
+export const RPC_STREAM_HEADER = 'x-worker-stream';
+/** The RPC path under the worker's `rpc_url` (unless the URL already ends in it). */
+export const RPC_PATH = '/rpc';
+/** Interactive exec of a remote sandbox: the API's WebSocket exec messages, worker credentials. */
+export const RPC_EXEC_WS_PATH = '/rpc/exec/ws';
+
+export const RpcLease = Type.Object({
+  resource_id: Type.String({ minLength: 1 }),
+  holder_id: Type.String({ minLength: 1 }),
+  generation: Type.Integer({ minimum: 0 }),
+  expires_at: Type.String({ minLength: 1 }),
+});
+export type RpcLease = Static<typeof RpcLease>;
+
+export const RPC_METHODS = [
+  'worker.spawn',
+  'worker.destroy',
+  'worker.status',
+  'worker.exec',
+  'worker.exec_stream',
+  'worker.file_write',
+  'worker.file_read',
+  'worker.file_list',
+  'worker.file_delete',
+  'worker.file_move',
+  'worker.file_chmod',
+  'worker.file_stat',
+  'worker.file_glob',
+  'worker.logs',
+  'worker.renew_lease',
+  'worker.shutdown',
+] as const;
+export type RpcMethod = (typeof RPC_METHODS)[number];
+
+/** Methods that carry a lease (spec 4.11 table). */
+export const RPC_LEASED: ReadonlySet<RpcMethod> = new Set(['worker.spawn', 'worker.destroy', 'worker.renew_lease']);
+
+/** The worker scope each method needs (DESIGN.md §7). */
+export const RPC_SCOPE: Record<RpcMethod, string> = {
+  'worker.spawn': 'worker:spawn',
+  'worker.destroy': 'worker:destroy',
+  'worker.status': 'worker:status',
+  'worker.shutdown': 'worker:status',
+  'worker.exec': 'worker:exec',
+  'worker.exec_stream': 'worker:exec',
+  'worker.file_write': 'worker:files',
+  'worker.file_read': 'worker:files',
+  'worker.file_list': 'worker:files',
+  'worker.file_delete': 'worker:files',
+  'worker.file_move': 'worker:files',
+  'worker.file_chmod': 'worker:files',
+  'worker.file_stat': 'worker:files',
+  'worker.file_glob': 'worker:files',
+  'worker.logs': 'worker:logs',
+  'worker.renew_lease': 'worker:lease',
+};
+
+/** Request envelope. `params` is checked per method after the envelope itself. */
+export const RpcRequest = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 128 }),
+  method: Type.String({ minLength: 1, maxLength: 64 }),
+  worker_id: Type.String({ minLength: 1, maxLength: 128 }),
+  lease: Type.Optional(RpcLease),
+  params: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+export type RpcRequest = Static<typeof RpcRequest>;
+
+export const RpcError = Type.Object({ code: Type.String(), message: Type.String() });
+export type RpcError = Static<typeof RpcError>;
+
+/** Response envelope: always this JSON, whatever the status. */
+export const RpcResponse = Type.Object({
+  id: Type.String(),
+  worker_id: Type.String(),
+  result: Type.Optional(Type.Unknown()),
+  error: Type.Optional(RpcError),
+});
+export type RpcResponse = Static<typeof RpcResponse>;
+
+/** Every runtime method names its sandbox, provider and runtime. */
+const Target = {
+  sandbox_id: Type.String({ minLength: 1, maxLength: 128 }),
+  provider: Type.String({ minLength: 1, maxLength: 64 }),
+  runtime_id: Type.String({ minLength: 1, maxLength: 256 }),
+};
+export const RpcTarget = Type.Object(Target);
+export type RpcTarget = Static<typeof RpcTarget>;
+
+const Path = Type.String({ minLength: 1, maxLength: 4096 });
+
+export const SpawnParams = Type.Object({
+  sandbox_id: Type.String({ minLength: 1, maxLength: 128 }),
+  provider: Type.String({ minLength: 1, maxLength: 64 }),
+  image: Type.String({ minLength: 1 }),
+  memory_mb: Type.Integer({ minimum: 1 }),
+  vcpus: Type.Integer({ minimum: 1 }),
+  ttl: Type.String(),
+  metadata: Type.Record(Type.String(), Type.String()),
+  owner_id: Type.Union([Type.String(), Type.Null()]),
+});
+export type SpawnParams = Static<typeof SpawnParams>;
+export const SpawnResult = Type.Object({
+  sandbox_id: Type.String(),
+  runtime_id: Type.String(),
+  state: Type.Literal('running'),
+  provider: Type.String(),
+  worker_id: Type.String(),
+});
+export type SpawnResult = Static<typeof SpawnResult>;
+
+export const DestroyParams = RpcTarget;
+export const StatusParams = RpcTarget;
+export const StatusResult = Type.Object({
+  sandbox_id: Type.String(),
+  state: Type.Union([Type.Literal('running'), Type.Literal('destroyed'), Type.Literal('error')]),
+  provider: Type.String(),
+  worker_id: Type.String(),
+  error: Type.Optional(Type.String()),
+});
+export type StatusResult = Static<typeof StatusResult>;
+
+/**
+ * `worker.exec` and `worker.exec_stream`. `timeout` is a duration string ('' or absent: none; the
+ * control plane enforces its own deadline and closes the call). `stdin` (base64) is fed then EOF.
+ */
+export const ExecParams = Type.Object({
+  ...Target,
+  command: Type.String({ minLength: 1 }),
+  args: Type.Array(Type.String()),
+  mode: Type.Union([Type.Literal('shell'), Type.Literal('argv')]),
+  env: Type.Record(Type.String(), Type.String()),
+  workdir: Type.Optional(Type.String()),
+  timeout: Type.Optional(Type.String()),
+  stdin: Type.Optional(Type.String({ description: 'base64' })),
+  binary: Type.Optional(Type.Boolean()),
+});
+export type ExecParams = Static<typeof ExecParams>;
+/** Buffered exec result; stdout/stderr base64 (byte-exact), `duration` a duration string. */
+export const ExecResultRpc = Type.Object({
+  sandbox_id: Type.String(),
+  exit_code: Type.Integer(),
+  stdout: Type.String(),
+  stderr: Type.String(),
+  duration: Type.String(),
+  encoding: Type.Literal('base64'),
+});
+export type ExecResultRpc = Static<typeof ExecResultRpc>;
+/** One NDJSON `result` of `worker.exec_stream`: output (base64) or the final exit. */
+export const ExecStreamItem = Type.Union([
+  Type.Object({ stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr')]), data: Type.String(), encoding: Type.Literal('base64') }),
+  Type.Object({ stream: Type.Literal('exit'), exit_code: Type.Integer(), duration: Type.String() }),
+]);
+export type ExecStreamItem = Static<typeof ExecStreamItem>;
+
+/**
+ * `worker.file_write`: one window of at most RPC_FILE_WINDOW_BYTES. `offset` 0 with `truncate`
+ * starts an upload (`upload_id` names it); windows follow in order; `final` renames the staged
+ * bytes over `path` (a write with neither offset nor upload_id is a whole file in one window).
+ */
+export const FileWriteParams = Type.Object({
+  ...Target,
+  path: Path,
+  content: Type.String({ description: 'base64' }),
+  mode: Type.Optional(Type.Integer({ minimum: 0, maximum: 0o7777 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0 })),
+  truncate: Type.Optional(Type.Boolean()),
+  upload_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' })),
+  final: Type.Optional(Type.Boolean()),
+});
+export type FileWriteParams = Static<typeof FileWriteParams>;
+export const FileReadParams = Type.Object({
+  ...Target,
+  path: Path,
+  offset: Type.Optional(Type.Integer({ minimum: 0 })),
+  length: Type.Optional(Type.Integer({ minimum: 1, maximum: RPC_FILE_WINDOW_BYTES })),
+  /** Refuse (payload_too_large) before reading when the file is larger. */
+  max_bytes: Type.Optional(Type.Integer({ minimum: 0 })),
+});
+export type FileReadParams = Static<typeof FileReadParams>;
+export const FileReadResult = Type.Object({ content: Type.String(), size: Type.Integer(), eof: Type.Boolean() });
+export type FileReadResult = Static<typeof FileReadResult>;
+export const FileListParams = Type.Object({ ...Target, path: Path });
+export const FileListResult = Type.Object({ files: Type.Array(FileInfo) });
+export const FileDeleteParams = Type.Object({ ...Target, path: Path, recursive: Type.Boolean() });
+export const FileMoveParams = Type.Object({ ...Target, old_path: Path, new_path: Path });
+export const FileChmodParams = Type.Object({ ...Target, path: Path, mode: Type.Integer({ minimum: 0, maximum: 0o7777 }) });
+export const FileStatParams = Type.Object({ ...Target, path: Path });
+export const FileStatResult = Type.Object({ file: FileInfo });
+export const FileGlobParams = Type.Object({ ...Target, pattern: Type.String({ minLength: 1, maxLength: 4096 }) });
+export const FileGlobResult = Type.Object({ matches: Type.Array(Type.String()) });
+export const LogsParams = Type.Object({ ...Target, lines: Type.Integer({ minimum: 0, maximum: 100_000 }), after: Type.Optional(Type.Integer({ minimum: 0 })) });
+export const LogsResult = Type.Object({ lines: Type.Array(Type.String()), cursor: Type.Optional(Type.Integer()) });
+export const RenewLeaseParams = Type.Object({ resource_id: Type.String({ minLength: 1, maxLength: 128 }) });
+export const RenewLeaseResult = Type.Object({ lease: RpcLease });
+export const ShutdownParams = Type.Object({ mode: Type.Literal('drain') });
+export const ShutdownResult = Type.Object({ status: Type.Literal('draining') });
+
+/** Params schema of each method, for the worker's validation (400 on mismatch). */
+export const RPC_PARAMS = {
+  'worker.spawn': SpawnParams,
+  'worker.destroy': DestroyParams,
+  'worker.status': StatusParams,
+  'worker.exec': ExecParams,
+  'worker.exec_stream': ExecParams,
+  'worker.file_write': FileWriteParams,
+  'worker.file_read': FileReadParams,
+  'worker.file_list': FileListParams,
+  'worker.file_delete': FileDeleteParams,
+  'worker.file_move': FileMoveParams,
+  'worker.file_chmod': FileChmodParams,
+  'worker.file_stat': FileStatParams,
+  'worker.file_glob': FileGlobParams,
+  'worker.logs': LogsParams,
+  'worker.renew_lease': RenewLeaseParams,
+  'worker.shutdown': ShutdownParams,
+} as const;
+
+/** HTTP status of each RPC error code (DESIGN.md §7): `timeout` is 504 here, not the API's 408. */
+export const RPC_STATUS_BY_CODE: Record<string, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  provider_error: 500,
+  internal: 500,
+  not_implemented: 501,
+  unavailable: 503,
+  timeout: 504,
+};
+
+/** The WebSocket exec query (`GET /rpc/exec/ws?sandbox_id=&provider=&runtime_id=`). */
+export const ExecWsQuery = RpcTarget;

@@ -1,0 +1,71 @@
+/**
+ * Reconciliation of remote-owned sandboxes (spec 3.1, DESIGN.md §7), at startup and every 30 s:
+ * - the owning worker is missing, stale or offline → `unhealthy`, or `expired` with the lease
+ *   released when past the TTL;
+ * - a fresh draining worker keeps ownership (unchanged);
+ * - a fresh worker that is back: its `unhealthy` sandboxes are checked with `worker.status` and go
+ *   back to `running` when the runtime is there (`destroyed`, lease released, when it is gone).
+ * Every change publishes `reconcile.action` with the reason. Local rows are reconcileSandboxes'.
+ */
+import type { EventBus } from '../events/bus.js';
+import type { Clock, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore, WorkerStore } from '../ports.js';
+import type { RuntimeLocator } from '../scheduler/locator.js';
+
+export interface RemoteReconcileDeps {
+  store: SandboxStore & WorkerStore;
+  locator: RuntimeLocator;
+  bus: EventBus;
+  clock: Clock;
+}
+
+export interface RemoteReconcileAction {
+  /** `mark_unhealthy`, `expire`, `restore`, `mark_destroyed`. */
+  action: string;
+  sandbox_id: string;
+  worker_id: string;
+  reason: string;
+}
+
+const LIVE: SandboxState[] = ['running', 'unhealthy', 'error'];
+/** Bound on each worker's status answer. */
+const STATUS_TIMEOUT_MS = 5_000;
+
+export async function reconcileRemote(deps: RemoteReconcileDeps): Promise<RemoteReconcileAction[]> {
+  const { store, locator, bus, clock } = deps;
+  const actions: RemoteReconcileAction[] = [];
+  const now = clock.now();
+  const rows = (await store.listSandboxes({ states: LIVE })).filter((r) => !locator.isLocal(r));
+  if (rows.length === 0) return actions;
+  const workers = new Map((await store.listWorkers()).map((w) => [w.id, w]));
+  const record = async (rec: SandboxRecord, state: SandboxState, action: string, reason: string) => {
+    // Only if nothing moved the sandbox meanwhile (a destroy, a read that refreshed it).
+    const current = await store.getSandbox(rec.id);
+    if (!current || current.state !== rec.state) return;
+    await store.updateSandbox(rec.id, { state, updated_at: clock.now().toISOString() });
+    if (state === 'expired' || state === 'destroyed') await locator.release(rec).catch(() => false);
+    actions.push({ action, sandbox_id: rec.id, worker_id: rec.worker_id, reason });
+    bus.publish({ type: 'reconcile.action', sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id, data: { action, reason, provider: rec.provider } });
+  };
+
+  for (const rec of rows) {
+    const worker = workers.get(rec.worker_id);
+    const pastTtl = Date.parse(rec.expires_at) <= now.getTime();
+    const why = !worker ? 'worker_missing' : !locator.fresh(worker) ? (worker.status === 'online' || worker.status === 'draining' ? 'worker_stale' : 'worker_offline') : null;
+    if (why !== null) {
+      if (pastTtl) await record(rec, 'expired', 'expire', why);
+      else if (rec.state !== 'unhealthy') await record(rec, 'unhealthy', 'mark_unhealthy', why);
+      continue;
+    }
+    // Fresh (online, or draining: ownership kept). Sandboxes that were unhealthy are checked again.
+    if (rec.state !== 'unhealthy' || !rec.runtime_id) continue;
+    let status: RuntimeStatus;
+    try {
+      status = await locator.remoteProvider(worker!, rec).status(rec.runtime_id, AbortSignal.timeout(STATUS_TIMEOUT_MS));
+    } catch {
+      continue; // not answering yet: judged on a later pass
+    }
+    if (status === 'running') await record(rec, 'running', 'restore', 'worker_back');
+    else if (status === 'missing') await record(rec, 'destroyed', 'mark_destroyed', 'runtime_lost');
+  }
+  return actions;
+}

@@ -1,0 +1,85 @@
+/**
+ * Creating one admitted sandbox (spec 3.1 "(none) → running", 4.11 rules 2 and 6): placement picks
+ * this node or a worker; a remote spawn holds the sandbox's lease for that worker (TTL + 5 min)
+ * before `worker.spawn`, and an RPC failure releases it and creates nothing. The record is stored
+ * only once a runtime exists; a store failure tears the runtime down again. Never a half-created
+ * sandbox, never a leaked lease.
+ */
+import { formatDuration } from '../duration.js';
+import { badRequest } from '../errors.js';
+import { reportProviderFailure } from '../events/failures.js';
+import type { Provider, SandboxRecord } from '../ports.js';
+import type { SandboxDeps, ResolvedSpawn } from './service.js';
+import { asProviderError } from './service.js';
+
+export async function createSandbox(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSignal): Promise<SandboxRecord> {
+  const { store, bus, clock, ids, locator } = deps;
+  // Checked before a runtime exists; the stored expiry is taken again once it runs.
+  expiryFrom(clock.now(), req.ttl_ms);
+  const target = await locator.place({ provider: req.provider, owner_id: req.owner_id });
+  const id = ids.sandboxId();
+  const workerId = target.local ? target.worker_id : target.worker.id;
+  let provider: Provider;
+  let leased = false;
+  if (target.local) {
+    provider = deps.providers.get(req.provider);
+  } else {
+    await locator.acquire(id, workerId, req.ttl_ms);
+    leased = true;
+    provider = locator.remoteProvider(target.worker, { id, provider: req.provider, runtime_id: null }, formatDuration(req.ttl_ms));
+  }
+  const release = async () => {
+    if (leased) await locator.release({ id, worker_id: workerId }).catch(() => undefined);
+  };
+
+  let runtimeId: string;
+  try {
+    ({ runtime_id: runtimeId } = await provider.spawn(
+      { sandbox_id: id, image: req.image, memory_mb: req.memory_mb, vcpus: req.vcpus, metadata: req.metadata, owner_id: req.owner_id },
+      signal,
+    ));
+  } catch (err) {
+    await release();
+    const e = asProviderError(err, `spawn failed on provider ${req.provider}`);
+    reportProviderFailure(bus, { sandbox_id: id, owner_id: req.owner_id, worker_id: workerId, provider: req.provider }, { operation: 'spawn', code: e.code, message: e.message });
+    throw e;
+  }
+  let rec: SandboxRecord;
+  try {
+    const now = clock.now();
+    rec = {
+      id,
+      state: 'running',
+      provider: req.provider,
+      image: req.image,
+      memory_mb: req.memory_mb,
+      vcpus: req.vcpus,
+      created_at: now.toISOString(),
+      updated_at: now.toISOString(),
+      expires_at: expiryFrom(now, req.ttl_ms),
+      metadata: req.metadata,
+      owner_id: req.owner_id,
+      worker_id: workerId,
+      runtime_id: runtimeId,
+      template: req.template,
+    };
+    await store.insertSandbox(rec);
+  } catch (err) {
+    // Never leave a runtime nobody knows about.
+    const bound = target.local ? provider : locator.remoteProvider(target.worker, { id, provider: req.provider, runtime_id: runtimeId });
+    await bound.destroy(runtimeId, AbortSignal.timeout(60_000)).catch(() => undefined);
+    await release();
+    throw err;
+  }
+  const common = { sandbox_id: id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
+  bus.publish({ type: 'sandbox.created', ...common, data: { provider: rec.provider, image: rec.image, template: rec.template } });
+  bus.publish({ type: 'sandbox.running', ...common, data: { expires_at: rec.expires_at } });
+  return rec;
+}
+
+/** `now + ttl` as ISO 8601; a TTL no date can hold is the caller's mistake, not a crash. */
+export function expiryFrom(now: Date, ttlMs: number): string {
+  const at = new Date(now.getTime() + ttlMs);
+  if (Number.isNaN(at.getTime())) throw badRequest('ttl is too long: the expiry cannot be represented');
+  return at.toISOString();
+}

@@ -1,0 +1,229 @@
+/**
+ * Where a sandbox's runtime lives: the one place core decides between this node's providers and a
+ * remote worker (DESIGN.md §7). Spawn asks `place()`; every later operation asks `provider(rec)`,
+ * which answers an ordinary Provider either way, so services never branch on `worker_id`.
+ */
+import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
+import type { ProviderRegistry, ProviderStatus } from '../providers/registry.js';
+import type { Clock, LeaseRecord, LeaseStore, Provider, SandboxRecord, SandboxStore, WorkerRecord, WorkerStore } from '../ports.js';
+import { place, PLACEMENT_STALE_AFTER_MS, remoteDefaultProvider, type PlacementRequest } from './placement.js';
+import type { RemoteTarget, RemoteWorkers } from './remote-port.js';
+
+/** A lease outlives its sandbox's expiry by this much (DESIGN.md §3 "Timers"). */
+export const LEASE_GRACE_MS = 5 * 60_000;
+/** A remote call renews the lease first when it would expire within this long of the call's start. */
+const RENEW_HORIZON_MS = 60_000;
+
+export interface LocatorDeps {
+  store: SandboxStore & WorkerStore & LeaseStore;
+  providers: ProviderRegistry;
+  remote?: RemoteWorkers;
+  clock: Clock;
+  /** This node's worker id (`local`). */
+  workerId: string;
+  /** `server.local_worker`. */
+  localWorker: boolean;
+  warn?: (fields: Record<string, unknown>, message: string) => void;
+}
+
+/** Where a spawn goes. */
+export type Target = { local: true; worker_id: string } | { local: false; worker: WorkerRecord };
+
+export class RuntimeLocator {
+  /** The last placement (diagnostics `scheduler.selected_worker_id` / `eligible_workers`). */
+  last: { selected_worker_id: string; eligible_workers: number } = { selected_worker_id: '', eligible_workers: 0 };
+  /** Set when an admin deleted this node's worker row: it takes no spawns until it restarts. */
+  localRemoved = false;
+
+  constructor(readonly deps: LocatorDeps) {}
+
+  get localId(): string {
+    return this.deps.workerId;
+  }
+
+  /** True when this node runs the sandbox's runtime itself. */
+  isLocal(rec: Pick<SandboxRecord, 'worker_id'>): boolean {
+    return rec.worker_id === this.deps.workerId;
+  }
+
+  /** The provider a spawn uses: the one named, else the default (here, or what workers offer). */
+  async spawnProvider(named: string | undefined): Promise<string> {
+    const { providers } = this.deps;
+    if (named !== undefined) {
+      if (!(await this.knownProvider(named))) {
+        const offered = await this.offeredProviders();
+        throw badRequest(`unknown provider "${named}" (available: ${offered.join(', ') || 'none'})`);
+      }
+      return named;
+    }
+    if (this.deps.localWorker && providers.has(providers.defaultProviderName)) return providers.defaultProviderName;
+    const workers = await this.deps.store.listWorkers();
+    const remote = remoteDefaultProvider(providers.defaultProviderName, workers, this.deps.clock.now(), this.deps.workerId);
+    if (remote !== null && (await this.knownProvider(remote))) return remote;
+    if (!this.deps.localWorker) throw unavailable('no online worker offers a provider: start one with `sbx worker --control-plane URL --listen ADDR`');
+    // Nothing anywhere: the registry says why and how to get one (503).
+    return providers.defaultProvider;
+  }
+
+  /** True when this node or a registered worker runs the provider. */
+  async knownProvider(name: string): Promise<boolean> {
+    if (this.deps.localWorker && this.deps.providers.has(name)) return true;
+    return (await this.deps.store.listWorkers()).some((w) => w.id !== this.deps.workerId && w.providers.includes(name));
+  }
+
+  /** Provider names this node or any registered worker runs, sorted. */
+  async offeredProviders(): Promise<string[]> {
+    const names = new Set(this.deps.localWorker ? this.deps.providers.names() : []);
+    for (const w of await this.deps.store.listWorkers()) if (w.id !== this.deps.workerId) for (const p of w.providers) names.add(p);
+    return [...names].sort();
+  }
+
+  /**
+   * Provider list items for this node's providers and, beside them, for every provider that an
+   * online, fresh remote worker advertises (DESIGN.md §7: healthy when one healthy worker has it —
+   * workers advertise only their healthy providers). A remote item's `last_checked` is the newest
+   * heartbeat that advertised it; its latency is not measured from here (0).
+   */
+  async providerStatuses(fresh = false): Promise<ProviderStatus[]> {
+    const local = this.deps.localWorker ? await this.deps.providers.statuses(fresh) : [];
+    const seen = new Set(local.map((p) => p.name));
+    const remote = new Map<string, { at: string; capabilities: Set<string> }>();
+    for (const w of await this.deps.store.listWorkers()) {
+      if (w.id === this.deps.workerId || w.status !== 'online' || !this.fresh(w)) continue;
+      for (const name of w.providers) {
+        if (seen.has(name)) continue;
+        const cur = remote.get(name) ?? { at: w.last_heartbeat, capabilities: new Set<string>() };
+        if (w.last_heartbeat > cur.at) cur.at = w.last_heartbeat;
+        for (const c of w.capabilities) cur.capabilities.add(c);
+        remote.set(name, cur);
+      }
+    }
+    const items: ProviderStatus[] = [...remote].map(([name, r]) => ({
+      name,
+      healthy: true,
+      default: name === this.deps.providers.defaultProviderName,
+      latency_ms: 0,
+      last_checked: r.at,
+      capabilities: [...r.capabilities].sort(),
+    }));
+    return [...local, ...items].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** Chooses the worker for a spawn (DESIGN.md §7 "Placement"); 503 when none can take it. */
+  async place(req: PlacementRequest): Promise<Target> {
+    const { store, clock } = this.deps;
+    const [workers, live] = await Promise.all([store.listWorkers(), store.listSandboxes({ states: ['running', 'unhealthy', 'error'] })]);
+    const now = clock.now();
+    const active = new Map<string, number>();
+    const mine = new Map<string, number>();
+    for (const r of live) {
+      if (Date.parse(r.expires_at) <= now.getTime()) continue;
+      active.set(r.worker_id, (active.get(r.worker_id) ?? 0) + 1);
+      if (req.owner_id !== null && r.owner_id === req.owner_id) mine.set(r.worker_id, (mine.get(r.worker_id) ?? 0) + 1);
+    }
+    // This node takes part by configuration, not by its registry row (heartbeats may lag a start).
+    const candidates = workers.filter((w) => w.id !== this.deps.workerId);
+    if (this.deps.localWorker && !this.localRemoved) candidates.push(this.localRow(now));
+    const choice = place(req, {
+      workers: candidates,
+      local_id: this.deps.workerId,
+      local_enabled: this.deps.localWorker && !this.localRemoved,
+      local_providers: this.deps.providers.names(),
+      active,
+      active_for_owner: mine,
+      now,
+    });
+    this.last = { selected_worker_id: choice.ok ? choice.worker_id : '', eligible_workers: choice.eligible };
+    if (!choice.ok) throw unavailable(choice.reason);
+    if (choice.local) return { local: true, worker_id: choice.worker_id };
+    const worker = candidates.find((w) => w.id === choice.worker_id)!;
+    const why = this.deps.remote ? this.deps.remote.unreachableReason(worker) : 'this server has no worker RPC client';
+    if (why !== null) throw new SbxError('remote_worker_rpc_unavailable', why);
+    return { local: false, worker };
+  }
+
+  private localRow(now: Date): WorkerRecord {
+    const at = now.toISOString();
+    const names = this.deps.providers.names();
+    return { id: this.deps.workerId, hostname: '', status: 'online', providers: names, capabilities: [], capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0 }, last_heartbeat: at, created_at: at, updated_at: at };
+  }
+
+  /** The registered worker that owns a remote sandbox, or null when it was deleted from the registry. */
+  async workerOf(rec: Pick<SandboxRecord, 'worker_id'>): Promise<WorkerRecord | null> {
+    return this.deps.store.getWorker(rec.worker_id);
+  }
+
+  /** True when the worker heartbeats, is fresh and not offline (it may be draining). */
+  fresh(w: WorkerRecord): boolean {
+    return (w.status === 'online' || w.status === 'draining') && this.deps.clock.now().getTime() - Date.parse(w.last_heartbeat) <= PLACEMENT_STALE_AFTER_MS;
+  }
+
+  /** A Provider bound to a remote sandbox on `worker`. */
+  remoteProvider(worker: WorkerRecord, rec: Pick<SandboxRecord, 'id' | 'provider' | 'runtime_id'>, ttl?: string): Provider {
+    const remote = this.deps.remote;
+    if (!remote) throw new SbxError('remote_worker_rpc_unavailable', 'this server has no worker RPC client');
+    const target: RemoteTarget = { sandbox_id: rec.id, provider: rec.provider, runtime_id: rec.runtime_id, lease: () => this.deps.store.getLease(rec.id) };
+    if (ttl !== undefined) target.ttl = ttl;
+    return remote.provider(worker, target);
+  }
+
+  /**
+   * The provider that reaches a sandbox's runtime. Local: this node's provider (not_found naming
+   * the configured ones when it is not). Remote: the owning worker over the RPC, its lease renewed
+   * first when it would expire within a long call; a worker gone from the registry is `unavailable`.
+   */
+  async provider(rec: SandboxRecord, callMs = 0): Promise<Provider> {
+    if (this.isLocal(rec)) return this.deps.providers.get(rec.provider);
+    const worker = await this.workerOf(rec);
+    if (!worker) throw unavailable(`sandbox ${rec.id} is on worker ${rec.worker_id}, which is no longer registered`);
+    await this.renewBefore(rec, worker, callMs);
+    return this.remoteProvider(worker, rec);
+  }
+
+  /**
+   * Renews a remote sandbox's lease when a call of `callMs` starting now could outlive it (spec 4.11
+   * rule 1: the control plane renews before long operations pass the expiry). Best effort.
+   */
+  async renewBefore(rec: SandboxRecord, worker: WorkerRecord, callMs: number): Promise<void> {
+    const lease = await this.deps.store.getLease(rec.id);
+    if (!lease || lease.holder_id !== rec.worker_id) return;
+    const until = this.deps.clock.now().getTime() + callMs + RENEW_HORIZON_MS;
+    if (Date.parse(lease.expires_at) > until) return;
+    await this.renew(rec, worker, until).catch(() => undefined);
+  }
+
+  /** Acquires the lease of a new remote sandbox for its worker: TTL + 5 min. */
+  async acquire(sandboxId: string, workerId: string, ttlMs: number): Promise<LeaseRecord> {
+    const lease = await this.deps.store.acquireLease(sandboxId, workerId, ttlMs + LEASE_GRACE_MS, this.deps.clock.now());
+    if (!lease) throw new SbxError('conflict', `sandbox ${sandboxId} is leased by another worker`);
+    return lease;
+  }
+
+  /** Releases a remote sandbox's lease (its holder is the owning worker); false when there was none. */
+  release(rec: Pick<SandboxRecord, 'id' | 'worker_id'>): Promise<boolean> {
+    return this.deps.store.releaseLease(rec.id, rec.worker_id);
+  }
+
+  /**
+   * Renews a remote sandbox's lease to its expiry + 5 min in the store, then tells the worker
+   * (`worker.renew_lease`). A lease that expired or was taken answers `conflict`; a worker that
+   * does not answer is logged, not fatal: the store is the authority and the next renewal tells it.
+   */
+  async renew(rec: SandboxRecord, worker: WorkerRecord | null, atLeastUntil = 0): Promise<LeaseRecord> {
+    const now = this.deps.clock.now();
+    const ttlMs = Math.max(0, Date.parse(rec.expires_at) - now.getTime(), atLeastUntil - now.getTime()) + LEASE_GRACE_MS;
+    const result = await this.deps.store.renewLease(rec.id, rec.worker_id, ttlMs, now);
+    if (!result.ok) {
+      if (result.reason === 'not_found') throw notFound(`lease ${rec.id} not found`);
+      throw new SbxError('conflict', result.reason === 'expired' ? `lease ${rec.id} has expired` : `lease ${rec.id} is held by another worker`);
+    }
+    if (worker && this.deps.remote) {
+      try {
+        await this.deps.remote.renewLease(worker, result.lease, AbortSignal.timeout(10_000));
+      } catch (err) {
+        this.deps.warn?.({ sandbox_id: rec.id, worker_id: worker.id, code: (err as SbxError).code }, 'worker did not confirm the lease renewal');
+      }
+    }
+    return result.lease;
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * The worker's own small state (DESIGN.md §7): the newest lease generation seen per resource (for
+ * fencing) and which runtime serves which sandbox, so a restarted worker keeps serving the runtimes
+ * it had. The worker never sees the control plane's database.
+ */
+export interface WorkerRuntime {
+  sandbox_id: string;
+  provider: string;
+  runtime_id: string;
+}
+
+export interface WorkerState {
+  getMeta(key: string): string | null;
+  setMeta(key: string, value: string): void;
+  /** The newest generation recorded for the resource, or null. */
+  generation(resourceId: string): number | null;
+  /**
+   * Records `generation` as the newest seen when it is at least the newest (an equal one is a
+   * retried call with the same lease). False, recording nothing, when it is older (fencing).
+   */
+  observeGeneration(resourceId: string, generation: number): boolean;
+  putRuntime(rt: WorkerRuntime): void;
+  getRuntime(sandboxId: string): WorkerRuntime | null;
+  deleteRuntime(sandboxId: string): void;
+  listRuntimes(): WorkerRuntime[];
+  close(): void;
+}

@@ -50,12 +50,13 @@ export async function main(argv: string[], io: CliIo = {}): Promise<number> {
   if (!selected) return 0;
   const { spec, opts, globals } = selected;
 
-  const [{ Output }, { createContext }, errors, os, signals] = await Promise.all([
+  const [{ Output }, { createContext }, errors, os, signals, runner] = await Promise.all([
     import('./transports/cli/output/output.js'),
     import('./transports/cli/context.js'),
     import('./transports/cli/errors.js'),
     import('node:os'),
     import('./transports/cli/signals.js'),
+    import('./transports/cli/run-command.js'),
   ]);
   const color = globals.color !== false && !env.NO_COLOR && env.TERM !== 'dumb';
   const out = new Output({ stdout, stderr, json: Boolean(globals.json), color });
@@ -83,9 +84,7 @@ export async function main(argv: string[], io: CliIo = {}): Promise<number> {
   } catch (err) {
     const stopped = interrupted();
     if (stopped !== undefined) return stopped;
-    const keys = { apiKey: Boolean(ctx?.config.apiKey), adminKey: Boolean(ctx?.config.adminKey) };
-    const problems = (err as { problems?: unknown }).problems;
-    const message = Array.isArray(problems) ? `invalid configuration: ${problems.join('; ')}` : errors.messageFor(err, keys);
+    const message = runner.failureMessage(err, ctx);
     if (message) out.error(message);
     return errors.exitCodeFor(err);
   } finally {

@@ -20,6 +20,7 @@ import { shellCommand } from './commands/shell.js';
 import { spawnCommand } from './commands/spawn.js';
 import { templatesCommand } from './commands/templates.js';
 import { watchCommand } from './commands/watch.js';
+import { workerCommand } from './commands/worker.js';
 import { workersCommand } from './commands/workers.js';
 import type { CommandSpec } from './spec.js';
 
@@ -41,6 +42,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   watchCommand,
   doctorCommand,
   serveCommand,
+  workerCommand,
   configCommand,
   completionCommand,
 ];

@@ -1,0 +1,139 @@
+/**
+ * The RemoteWorkers port over the worker RPC (DESIGN.md §7): each remote sandbox is a Provider
+ * bound to its worker, so core treats it like a local one. Files travel in windows of at most
+ * 4 MiB; a large write is staged on the worker under an upload id and renamed at the last window.
+ */
+import { randomBytes } from 'node:crypto';
+import { RPC_FILE_WINDOW_BYTES, type FileReadResult, type RpcLease, type SpawnResult, type StatusResult } from '../../../contracts/worker-rpc.js';
+import { SbxError } from '../../../core/errors.js';
+import type { ConsoleLog, FileInfo, LeaseRecord, OpenedFile, Provider, RuntimeStatus, WorkerRecord } from '../../../core/ports.js';
+import type { RemoteTarget, RemoteWorkers } from '../../../core/scheduler/remote-port.js';
+import { execSocket, execStream, needsSocket } from './remote-exec.js';
+import { RpcClient, type RpcClientOptions } from './rpc-client.js';
+
+export type RemoteWorkersOptions = RpcClientOptions;
+
+export function createRemoteWorkers(opts: RemoteWorkersOptions): RemoteWorkers {
+  const rpc = new RpcClient(opts);
+  return {
+    unreachableReason: (w) => rpc.unreachableReason(w),
+    provider: (w, target) => remoteProvider(rpc, w, target),
+    async renewLease(w: WorkerRecord, lease: LeaseRecord, signal?: AbortSignal) {
+      await rpc.call(w, 'worker.renew_lease', { resource_id: lease.resource_id }, { lease, signal });
+    },
+    async drain(w: WorkerRecord, signal?: AbortSignal) {
+      await rpc.call(w, 'worker.shutdown', { mode: 'drain' }, { signal });
+    },
+    close: () => rpc.close(),
+  };
+}
+
+const STATUS: Record<StatusResult['state'], RuntimeStatus> = { running: 'running', destroyed: 'missing', error: 'stopped' };
+
+function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): Provider {
+  const at = (runtimeId: string) => ({ sandbox_id: target.sandbox_id, provider: target.provider, runtime_id: runtimeId });
+  const call = <T>(method: string, params: Record<string, unknown>, signal?: AbortSignal, lease?: RpcLease | null) => rpc.call<T>(w, method, params, { signal, lease });
+  const lease = async (): Promise<RpcLease> => {
+    const l = await target.lease();
+    if (!l) throw new SbxError('conflict', `sandbox ${target.sandbox_id} holds no lease`);
+    return l;
+  };
+
+  const readWindow = (runtimeId: string, path: string, offset: number, signal?: AbortSignal, maxBytes?: number) =>
+    call<FileReadResult>('worker.file_read', { ...at(runtimeId), path, offset, length: RPC_FILE_WINDOW_BYTES, ...(maxBytes !== undefined ? { max_bytes: maxBytes } : {}) }, signal);
+
+  const openFile = async (runtimeId: string, path: string, signal?: AbortSignal, maxBytes?: number): Promise<OpenedFile> => {
+    const first = await readWindow(runtimeId, path, 0, signal, maxBytes);
+    const size = first.size;
+    async function* body(): AsyncGenerator<Uint8Array> {
+      let chunk = Buffer.from(first.content, 'base64');
+      let offset = chunk.byteLength;
+      let eof = first.eof;
+      if (chunk.byteLength > 0) yield chunk;
+      while (!eof && offset < size) {
+        const next = await readWindow(runtimeId, path, offset, signal);
+        chunk = Buffer.from(next.content, 'base64');
+        if (chunk.byteLength === 0 && !next.eof) throw new SbxError('provider_error', `worker ${w.id} returned an empty file window`);
+        offset += chunk.byteLength;
+        eof = next.eof;
+        if (chunk.byteLength > 0) yield chunk;
+      }
+      // The file changed size while read: what was read is what it is, never more than announced.
+      if (offset !== size) throw new SbxError('provider_error', `file ${path} changed while it was read`);
+    }
+    return { size, body: body() };
+  };
+
+  return {
+    name: target.provider,
+    capabilities: ['spawn', 'exec', 'exec_stream', 'files', 'console', 'tty'],
+    config: () => ({ runtime: 'remote', worker_id: w.id }),
+    health: () => Promise.reject(new SbxError('not_implemented', 'the health of a remote provider is its worker heartbeat')),
+
+    async spawn(spec, signal) {
+      const params = { sandbox_id: spec.sandbox_id, provider: target.provider, image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, ttl: target.ttl ?? '', metadata: spec.metadata, owner_id: spec.owner_id };
+      const r = await call<SpawnResult>('worker.spawn', params, signal, await lease());
+      if (!r || typeof r.runtime_id !== 'string' || r.runtime_id === '') throw rpc.invalid(w);
+      return { runtime_id: r.runtime_id };
+    },
+    async destroy(runtimeId, signal) {
+      try {
+        await call('worker.destroy', at(runtimeId), signal, await lease());
+      } catch (err) {
+        if (err instanceof SbxError && err.code === 'not_found') return;
+        throw err;
+      }
+    },
+    async status(runtimeId, signal) {
+      const r = await call<StatusResult>('worker.status', at(runtimeId), signal);
+      const s = r && STATUS[r.state];
+      if (!s) throw rpc.invalid(w);
+      return s;
+    },
+    exec(runtimeId, spec, signal) {
+      return needsSocket(spec) ? execSocket(rpc, w, at(runtimeId), spec, signal) : execStream(rpc, w, at(runtimeId), spec, signal);
+    },
+    async writeFile(runtimeId, path, content, mode, signal) {
+      const base = { ...at(runtimeId), path, ...(mode !== undefined ? { mode } : {}) };
+      if (content.byteLength <= RPC_FILE_WINDOW_BYTES) {
+        await call('worker.file_write', { ...base, content: Buffer.from(content).toString('base64') }, signal);
+        return;
+      }
+      const upload_id = randomBytes(12).toString('hex');
+      for (let offset = 0; offset < content.byteLength; offset += RPC_FILE_WINDOW_BYTES) {
+        const end = Math.min(content.byteLength, offset + RPC_FILE_WINDOW_BYTES);
+        const window = Buffer.from(content.buffer, content.byteOffset + offset, end - offset).toString('base64');
+        await call('worker.file_write', { ...base, content: window, upload_id, offset, truncate: offset === 0, final: end === content.byteLength }, signal);
+      }
+    },
+    async readFile(runtimeId, path, signal, maxBytes) {
+      const f = await openFile(runtimeId, path, signal, maxBytes);
+      const parts: Uint8Array[] = [];
+      for await (const c of f.body) parts.push(c);
+      return Buffer.concat(parts);
+    },
+    openFile,
+    async deleteFile(runtimeId, path, recursive, signal) {
+      await call('worker.file_delete', { ...at(runtimeId), path, recursive }, signal);
+    },
+    async listFiles(runtimeId, path, signal) {
+      return (await call<{ files: FileInfo[] }>('worker.file_list', { ...at(runtimeId), path }, signal)).files;
+    },
+    async moveFile(runtimeId, oldPath, newPath, signal) {
+      await call('worker.file_move', { ...at(runtimeId), old_path: oldPath, new_path: newPath }, signal);
+    },
+    async chmod(runtimeId, path, mode, signal) {
+      await call('worker.file_chmod', { ...at(runtimeId), path, mode }, signal);
+    },
+    async stat(runtimeId, path, signal) {
+      return (await call<{ file: FileInfo }>('worker.file_stat', { ...at(runtimeId), path }, signal)).file;
+    },
+    async glob(runtimeId, pattern, signal) {
+      return (await call<{ matches: string[] }>('worker.file_glob', { ...at(runtimeId), pattern }, signal)).matches;
+    },
+    async logs(runtimeId, query, signal) {
+      const r = await call<ConsoleLog>('worker.logs', { ...at(runtimeId), lines: query.lines, ...(query.after !== undefined ? { after: query.after } : {}) }, signal);
+      return r.cursor !== undefined ? { lines: r.lines, cursor: r.cursor } : { lines: r.lines };
+    },
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * A worker's RPC server (spec 4.11, DESIGN.md §7): `POST /rpc` answers the JSON envelope
+ * `{id, worker_id, result?|error?}` whatever happens, its HTTP status giving the class;
+ * `worker.exec_stream` with `X-Worker-Stream: ndjson` streams one envelope per line, flushed per
+ * chunk; `GET /rpc/exec/ws` is the interactive exec. Credentials are checked before anything is
+ * read; errors never carry backend text.
+ */
+import { Readable } from 'node:stream';
+import websocket from '@fastify/websocket';
+import type { TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
+import * as C from '../../../contracts/worker-rpc.js';
+import { formatDuration, parseDuration } from '../../../core/duration.js';
+import { badRequest, isSbxError, SbxError } from '../../../core/errors.js';
+import type { ExecSpec } from '../../../core/ports.js';
+import { sandboxPath } from '../../../core/sandboxes/paths.js';
+import { serveExecSocket } from '../../exec-socket.js';
+import { authenticateRpc, requireScope } from './auth.js';
+import type { RpcServerDeps } from './deps.js';
+import { runOnRuntime } from './exec.js';
+import { UploadStaging } from './files.js';
+import { dispatch, execItems, runtimeOf } from './methods.js';
+
+export interface RpcAppOptions {
+  /** TLS: the server's certificate and key; with `ca`, client certificates are required and verified. */
+  https?: { cert: Buffer; key: Buffer; ca?: Buffer };
+}
+
+const envelopeCheck = TypeCompiler.Compile(C.RpcRequest) as unknown as TypeCheck<TSchema>;
+const paramChecks = Object.fromEntries(Object.entries(C.RPC_PARAMS).map(([m, s]) => [m, TypeCompiler.Compile(s as TSchema)])) as unknown as Record<C.RpcMethod, TypeCheck<TSchema>>;
+const METHODS = new Set<string>(C.RPC_METHODS);
+/** A 4 MiB window in base64 plus the envelope. */
+const BODY_LIMIT = 8 * 1024 * 1024;
+
+function firstError(check: TypeCheck<TSchema>, value: unknown, what: string): SbxError {
+  const e = check.Errors(value).First();
+  const where = e?.path ? `${e.path.replace(/^\//, '').replace(/\//g, '.')}: ` : '';
+  return badRequest(`invalid ${what}: ${where}${e?.message ?? 'invalid'}`);
+}
+
+export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {}): Promise<FastifyInstance> {
+  const https = opts.https ? { cert: opts.https.cert, key: opts.https.key, ...(opts.https.ca ? { ca: opts.https.ca, requestCert: true, rejectUnauthorized: true } : {}) } : null;
+  const app = (https ? Fastify({ https, bodyLimit: BODY_LIMIT, logger: false }) : Fastify({ bodyLimit: BODY_LIMIT, logger: false })) as unknown as FastifyInstance;
+  const staging = new UploadStaging(deps.stagingDir);
+  app.addHook('onClose', async () => staging.close());
+  await app.register(websocket, { options: { maxPayload: BODY_LIMIT } });
+
+  const answer = (reply: FastifyReply, id: string, err: unknown) => {
+    const e = isSbxError(err) ? err : new SbxError('provider_error', 'the provider failed');
+    if (!isSbxError(err)) deps.log.warn({ err: String((err as Error)?.name ?? 'error') }, 'worker RPC failed');
+    const status = C.RPC_STATUS_BY_CODE[e.code] ?? 500;
+    return reply.code(status).type('application/json; charset=utf-8').send({ id, worker_id: deps.workerId, error: { code: e.code, message: e.message } });
+  };
+
+  // Body parse errors, oversized bodies, unknown routes: still the envelope.
+  app.setErrorHandler((err: Error & { statusCode?: number }, _request, reply) => {
+    if (isSbxError(err)) return answer(reply, '', err);
+    if (err.statusCode === 413) return answer(reply, '', new SbxError('payload_too_large', 'the RPC body is too large'));
+    if (err.statusCode && err.statusCode < 500) return answer(reply, '', badRequest('malformed RPC request'));
+    return answer(reply, '', err);
+  });
+  app.setNotFoundHandler((request, reply) => answer(reply, '', new SbxError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));
+
+  app.post(C.RPC_PATH, async (request, reply) => {
+    const body = request.body as Record<string, unknown> | undefined;
+    const id = typeof body?.id === 'string' ? body.id : '';
+    let identity;
+    try {
+      identity = authenticateRpc(request.headers, deps);
+    } catch (err) {
+      return answer(reply, id, err);
+    }
+    try {
+      if (!envelopeCheck.Check(body)) throw firstError(envelopeCheck, body, 'RPC envelope');
+      const env = body as unknown as C.RpcRequest;
+      if (env.worker_id !== deps.workerId) throw new SbxError('forbidden', `this is worker ${deps.workerId}, not ${env.worker_id}`);
+      if (!METHODS.has(env.method)) throw new SbxError('not_implemented', `unknown RPC method ${JSON.stringify(env.method)}`);
+      const method = env.method as C.RpcMethod;
+      requireScope(identity, C.RPC_SCOPE[method]);
+      const params = env.params ?? {};
+      if (!paramChecks[method].Check(params)) throw firstError(paramChecks[method], params, `${method} params`);
+      const signal = abortOnClose(reply);
+      if (method === 'worker.exec_stream') return streamExec(reply, deps, env.id, params as C.ExecParams, request.headers[C.RPC_STREAM_HEADER] === 'ndjson', signal);
+      const result = await dispatch(deps, staging, { method, params, lease: env.lease, signal });
+      return reply.code(200).send({ id: env.id, worker_id: deps.workerId, result });
+    } catch (err) {
+      return answer(reply, id, err);
+    }
+  });
+  for (const method of ['GET', 'PUT', 'DELETE', 'PATCH'] as const) {
+    app.route({ method, url: C.RPC_PATH, handler: (_req, reply) => answer(reply.header('Allow', 'POST'), '', new SbxError('method_not_allowed', 'the worker RPC takes POST')) });
+  }
+
+  app.route<{ Querystring: Record<string, string> }>({
+    method: 'GET',
+    url: C.RPC_EXEC_WS_PATH,
+    // Refusals answer over plain HTTP, before the upgrade.
+    preValidation: async (request, reply) => {
+      try {
+        requireScope(authenticateRpc(request.headers, deps), 'worker:exec');
+        const q = request.query;
+        runtimeOf(deps, { sandbox_id: q.sandbox_id ?? '', provider: q.provider ?? '', runtime_id: q.runtime_id ?? '' });
+      } catch (err) {
+        return answer(reply, '', err);
+      }
+    },
+    handler: (_request, reply) => answer(reply, '', badRequest('this endpoint is a WebSocket: send an Upgrade: websocket request')),
+    wsHandler: (socket: WebSocket, request: FastifyRequest) => {
+      const q = request.query as Record<string, string>;
+      const target = { sandbox_id: q.sandbox_id!, provider: q.provider!, runtime_id: q.runtime_id! };
+      serveExecSocket(
+        socket,
+        async (input, signal) => {
+          const provider = runtimeOf(deps, target);
+          const spec: ExecSpec = { command: input.command, args: input.args ?? [], mode: input.mode ?? 'shell', env: input.env ?? {} };
+          if (input.workdir !== undefined) spec.workdir = sandboxPath(input.workdir, 'workdir');
+          if (input.stdin !== undefined) spec.stdin = input.stdin;
+          if (input.tty !== undefined) spec.tty = input.tty;
+          if (input.controls !== undefined) spec.controls = input.controls;
+          const limit = input.timeout ? parseDuration(input.timeout, 'timeout') : 0;
+          return runOnRuntime(provider, target.runtime_id, spec, limit, signal);
+        },
+        (err) => deps.log.warn({ err: String((err as Error)?.name ?? 'error') }, 'worker exec socket failed'),
+      );
+    },
+  });
+  return app;
+}
+
+function abortOnClose(reply: FastifyReply): AbortSignal {
+  const ac = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) ac.abort(new Error('the control plane closed the call'));
+  });
+  return ac.signal;
+}
+
+/** `worker.exec_stream`: NDJSON envelopes flushed per chunk, or the buffered `{sandbox_id, chunks}`. */
+async function streamExec(reply: FastifyReply, deps: RpcServerDeps, id: string, params: C.ExecParams, ndjson: boolean, signal: AbortSignal) {
+  const items = execItems(deps, params, signal);
+  const envelope = (result: unknown) => ({ id, worker_id: deps.workerId, result });
+  const item = (i: Awaited<ReturnType<typeof items.next>>['value']) =>
+    i!.stream === 'exit'
+      ? { stream: 'exit', exit_code: i!.exit_code, duration: formatDuration(i!.duration_ms) }
+      : { stream: i!.stream, data: Buffer.from(i!.data).toString('base64'), encoding: 'base64' };
+  if (!ndjson) {
+    const chunks: unknown[] = [];
+    for await (const i of items) chunks.push(item(i));
+    return reply.code(200).send(envelope({ sandbox_id: params.sandbox_id, chunks }));
+  }
+  // The first item (or failure) is awaited before the headers go: lookups fail with their status.
+  const first = await items.next();
+  async function* lines(): AsyncGenerator<string> {
+    try {
+      if (!first.done) yield JSON.stringify(envelope(item(first.value))) + '\n';
+      for await (const i of items) yield JSON.stringify(envelope(item(i))) + '\n';
+    } catch (err) {
+      if (signal.aborted) return;
+      const e = isSbxError(err) ? err : new SbxError('provider_error', 'the provider failed');
+      yield JSON.stringify({ id, worker_id: deps.workerId, error: { code: e.code, message: e.message } }) + '\n';
+    }
+  }
+  reply.header('Content-Type', 'application/x-ndjson; charset=utf-8');
+  reply.header('Cache-Control', 'no-store');
+  return reply.code(200).send(Readable.from(lines(), { objectMode: false, highWaterMark: 0 }));
+}

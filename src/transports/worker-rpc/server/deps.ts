@@ -1,0 +1,25 @@
+/**
+ * What a worker's RPC server drives: its providers, its own state, its credentials and its
+ * draining flag. Built by compose/worker.ts.
+ */
+import type { Logger } from 'pino';
+import type { WorkerCredentials } from '../../../core/auth/settings.js';
+import type { Clock, Provider } from '../../../core/ports.js';
+import type { WorkerState } from '../../../core/scheduler/worker-state-port.js';
+
+export interface RpcServerDeps {
+  workerId: string;
+  /** The accepted credentials, read at each request (a token file may have been rotated). */
+  credentials: () => WorkerCredentials;
+  /** Healthy-or-not providers this worker runs, by name. */
+  providers: ReadonlyMap<string, Provider>;
+  state: WorkerState;
+  clock: Clock;
+  /** A private directory for staged uploads (never inside a sandbox). */
+  stagingDir: string;
+  /** True once the worker drains: spawns answer 503. */
+  draining(): boolean;
+  /** Enters draining (the `worker.shutdown` method). */
+  drain(): void;
+  log: Logger;
+}

@@ -1,0 +1,160 @@
+/**
+ * The worker's RPC methods (DESIGN.md §7), params already validated against the contract. Every
+ * runtime method names its sandbox, provider and runtime; the pair must be one this worker
+ * started (its state says so), else 404 — a call can never reach another sandbox's runtime.
+ */
+import type { Static } from '@sinclair/typebox';
+import type * as C from '../../../contracts/worker-rpc.js';
+import { formatDuration } from '../../../core/duration.js';
+import { notFound, SbxError, unavailable } from '../../../core/errors.js';
+import type { ExecSpec, Provider } from '../../../core/ports.js';
+import { sandboxPath } from '../../../core/sandboxes/paths.js';
+import type { ExecItem } from '../../../core/sandboxes/exec.js';
+import { checkLease } from './auth.js';
+import type { RpcServerDeps } from './deps.js';
+import { runOnRuntime, timeoutMs } from './exec.js';
+import { readWindow, type UploadStaging } from './files.js';
+
+type Target = Static<typeof C.RpcTarget>;
+
+export interface Call {
+  method: C.RpcMethod;
+  params: Record<string, unknown>;
+  lease?: C.RpcLease;
+  signal: AbortSignal;
+}
+
+/** The provider by name, or 404. */
+export function providerNamed(deps: RpcServerDeps, name: string): Provider {
+  const p = deps.providers.get(name);
+  if (!p) throw notFound(`provider "${name}" is not run by worker ${deps.workerId}`);
+  return p;
+}
+
+/** The provider of a runtime this worker started for that sandbox, or 404. */
+export function runtimeOf(deps: RpcServerDeps, t: Target): Provider {
+  const provider = providerNamed(deps, t.provider);
+  const rt = deps.state.getRuntime(t.sandbox_id);
+  if (!rt || rt.runtime_id !== t.runtime_id || rt.provider !== t.provider) throw notFound(`runtime ${t.runtime_id} of sandbox ${t.sandbox_id} is not on worker ${deps.workerId}`);
+  return provider;
+}
+
+/** The exec spec of `worker.exec`/`exec_stream` params. */
+export function execSpec(p: Static<typeof C.ExecParams>): ExecSpec {
+  const spec: ExecSpec = { command: p.command, args: p.args, mode: p.mode, env: p.env };
+  if (p.workdir !== undefined) spec.workdir = sandboxPath(p.workdir, 'workdir');
+  if (p.stdin !== undefined) spec.stdin = Buffer.from(p.stdin, 'base64');
+  return spec;
+}
+
+/** A command's items: output, then exactly one exit. */
+export function execItems(deps: RpcServerDeps, p: Static<typeof C.ExecParams>, signal: AbortSignal): AsyncGenerator<ExecItem> {
+  const provider = runtimeOf(deps, p);
+  return runOnRuntime(provider, p.runtime_id, execSpec(p), timeoutMs(p.timeout), signal);
+}
+
+export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call: Call): Promise<unknown> {
+  const p = call.params as never;
+  const { signal } = call;
+  switch (call.method) {
+    case 'worker.spawn': {
+      const s = p as Static<typeof C.SpawnParams>;
+      checkLease(call.lease, s.sandbox_id, deps);
+      if (deps.draining()) throw unavailable(`worker ${deps.workerId} is draining and takes no new sandboxes`);
+      const provider = providerNamed(deps, s.provider);
+      const known = deps.state.getRuntime(s.sandbox_id);
+      // A retried spawn of the same sandbox answers the runtime it already has.
+      if (known && known.provider === s.provider) return { sandbox_id: s.sandbox_id, runtime_id: known.runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
+      const { runtime_id } = await provider.spawn({ sandbox_id: s.sandbox_id, image: s.image, memory_mb: s.memory_mb, vcpus: s.vcpus, metadata: s.metadata, owner_id: s.owner_id }, signal);
+      deps.state.putRuntime({ sandbox_id: s.sandbox_id, provider: s.provider, runtime_id });
+      return { sandbox_id: s.sandbox_id, runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
+    }
+    case 'worker.destroy': {
+      const t = p as Target;
+      checkLease(call.lease, t.sandbox_id, deps);
+      const provider = providerNamed(deps, t.provider);
+      const rt = deps.state.getRuntime(t.sandbox_id);
+      // An unknown runtime counts as destroyed.
+      if (rt && rt.runtime_id === t.runtime_id) {
+        await provider.destroy(t.runtime_id, signal);
+        deps.state.deleteRuntime(t.sandbox_id);
+      }
+      return {};
+    }
+    case 'worker.status': {
+      const t = p as Target;
+      const provider = providerNamed(deps, t.provider);
+      const rt = deps.state.getRuntime(t.sandbox_id);
+      const base = { sandbox_id: t.sandbox_id, provider: t.provider, worker_id: deps.workerId };
+      if (!rt || rt.runtime_id !== t.runtime_id) return { ...base, state: 'destroyed' };
+      const status = await provider.status(t.runtime_id, signal);
+      return status === 'running' ? { ...base, state: 'running' } : status === 'missing' ? { ...base, state: 'destroyed' } : { ...base, state: 'error', error: 'runtime stopped' };
+    }
+    case 'worker.exec': {
+      const e = p as Static<typeof C.ExecParams>;
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      for await (const item of execItems(deps, e, signal)) {
+        if (item.stream === 'exit') {
+          const body = { sandbox_id: e.sandbox_id, exit_code: item.exit_code, stdout: Buffer.concat(out).toString('base64'), stderr: Buffer.concat(err).toString('base64'), duration: formatDuration(item.duration_ms), encoding: 'base64' };
+          if (item.timed_out) throw new SbxError('timeout', `command timed out after ${e.timeout}`, body);
+          return body;
+        }
+        (item.stream === 'stdout' ? out : err).push(Buffer.from(item.data));
+      }
+      throw new SbxError('provider_error', 'exec ended without an exit status');
+    }
+    case 'worker.file_write': {
+      const f = p as Static<typeof C.FileWriteParams>;
+      await staging.write(runtimeOf(deps, f), f, sandboxPath(f.path), signal);
+      return {};
+    }
+    case 'worker.file_read': {
+      const f = p as Static<typeof C.FileReadParams>;
+      return readWindow(runtimeOf(deps, f), f, sandboxPath(f.path), signal);
+    }
+    case 'worker.file_list': {
+      const f = p as Target & { path: string };
+      return { files: await runtimeOf(deps, f).listFiles(f.runtime_id, sandboxPath(f.path), signal) };
+    }
+    case 'worker.file_delete': {
+      const f = p as Target & { path: string; recursive: boolean };
+      await runtimeOf(deps, f).deleteFile(f.runtime_id, sandboxPath(f.path), f.recursive, signal);
+      return {};
+    }
+    case 'worker.file_move': {
+      const f = p as Target & { old_path: string; new_path: string };
+      await runtimeOf(deps, f).moveFile(f.runtime_id, sandboxPath(f.old_path, 'old_path'), sandboxPath(f.new_path, 'new_path'), signal);
+      return {};
+    }
+    case 'worker.file_chmod': {
+      const f = p as Target & { path: string; mode: number };
+      await runtimeOf(deps, f).chmod(f.runtime_id, sandboxPath(f.path), f.mode, signal);
+      return {};
+    }
+    case 'worker.file_stat': {
+      const f = p as Target & { path: string };
+      return { file: await runtimeOf(deps, f).stat(f.runtime_id, sandboxPath(f.path), signal) };
+    }
+    case 'worker.file_glob': {
+      const f = p as Target & { pattern: string };
+      return { matches: await runtimeOf(deps, f).glob(f.runtime_id, f.pattern, signal) };
+    }
+    case 'worker.logs': {
+      const l = p as Target & { lines: number; after?: number };
+      const log = await runtimeOf(deps, l).logs(l.runtime_id, l.after !== undefined ? { lines: l.lines, after: l.after } : { lines: l.lines }, signal);
+      return log.cursor !== undefined ? { lines: log.lines, cursor: log.cursor } : { lines: log.lines };
+    }
+    case 'worker.renew_lease': {
+      const r = p as { resource_id: string };
+      return { lease: checkLease(call.lease, r.resource_id, deps) };
+    }
+    case 'worker.shutdown': {
+      deps.drain();
+      return { status: 'draining' };
+    }
+    case 'worker.exec_stream':
+      // Served by the transport (streamed, or buffered chunks): never reaches here.
+      throw notFound('worker.exec_stream is served as a stream');
+  }
+}

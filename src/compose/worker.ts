@@ -35,8 +35,8 @@ export interface WorkerOptions {
 
 export interface Worker {
   id: string;
-  /** The advertised RPC URL, or null when the worker only heartbeats. */
-  rpcUrl: string | null;
+  /** The advertised RPC URL (its real port once listening), or null when the worker only heartbeats. */
+  readonly rpcUrl: string | null;
   controlPlane: string;
   providers: string[];
   logger: Logger;
@@ -178,7 +178,9 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
 
     return {
       id,
-      rpcUrl,
+      get rpcUrl() {
+        return rpcUrl;
+      },
       controlPlane,
       providers: providers.map((p) => p.name),
       logger,

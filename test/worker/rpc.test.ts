@@ -1,0 +1,217 @@
+/**
+ * A real worker (createWorker: its SQLite state, the mock provider, its fastify RPC server on a
+ * real port) heartbeating to a real control plane (`server.local_worker: false`): sandboxes placed
+ * on it through the API, and its /rpc called directly with every rejection DESIGN.md §7 lists.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorker, type Worker } from '../../src/compose/worker.js';
+import { loadConfig } from '../../src/config/index.js';
+import { AUD_CONTROL_PLANE, AUD_RPC } from '../../src/core/auth/worker-claims.js';
+import { mintWorkerToken } from '../../src/transports/http/worker-auth.js';
+import { call } from '../helpers/http.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const TOKEN = 'shared-worker-token-0123456789abcdef';
+const KEY = 'signing-key-0123456789abcdef0123456789';
+
+let cp: TestServer;
+let worker: Worker;
+let dir: string;
+let rpc: string;
+
+async function startWorker(id = 'w1'): Promise<Worker> {
+  const { config } = await loadConfig({
+    cwd: dir,
+    home: dir,
+    env: {},
+    overrides: {
+      providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
+      auth: { worker_token: TOKEN, worker_signing_key: KEY, worker_revoked_token_ids: ['revoked-jti'] },
+      worker: { id, control_plane_url: cp.url, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, `${id}.db`) },
+      logging: { level: 'silent' },
+    } as never,
+  });
+  const w = await createWorker(config, { home: dir, logger: pino({ level: 'silent' }) });
+  await w.start();
+  return w;
+}
+
+const hdr = (token = TOKEN, id = 'w1') => ({ 'x-worker-id': id, 'x-worker-token': token });
+const rpcCall = (body: unknown, headers: Record<string, string> = hdr()) => call(rpc, 'POST', '/rpc', body, headers);
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'sbx-worker-'));
+  cp = await startTestServer({ server: { local_worker: false }, auth: { worker_token: TOKEN, worker_signing_key: KEY } });
+  worker = await startWorker();
+  rpc = worker.rpcUrl!;
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await cp?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a sandbox on a remote worker, through the control plane', () => {
+  it('spawn → exec (buffered, streamed) → 9 MiB round trip → logs → extend → destroy', async () => {
+    const workers = await call(cp.url, 'GET', '/api/v1/workers');
+    expect(workers.body).toEqual([expect.objectContaining({ id: 'w1', status: 'online', providers: ['mock'], capacity: expect.objectContaining({ rpc_url: rpc }) })]);
+
+    const sb = await call(cp.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
+    expect(sb.status).toBe(201);
+    const id = sb.body.id as string;
+    const diag = await call(cp.url, 'GET', '/api/v1/admin/diagnostics');
+    expect(diag.body.scheduler).toMatchObject({ selected_worker_id: 'w1', eligible_workers: 1 });
+    expect(diag.body.leases).toMatchObject({ total: 1, active: 1, by_holder: { w1: 1 } });
+
+    const ex = await call(cp.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'echo out; echo err >&2; exit 7' });
+    expect(ex.body).toMatchObject({ exit_code: 7, stdout: 'out\n', stderr: 'err\n' });
+    const st = await call(cp.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'printf a; sleep 0.2; printf b', stream: true, exit_record: true });
+    const lines = st.text.trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.filter((l) => l.stream === 'stdout').map((l) => l.data).join('')).toBe('ab');
+    expect(lines.at(-1)).toMatchObject({ stream: 'exit', exit_code: 0 });
+
+    const big = randomBytes(9 * 1024 * 1024);
+    const put = await fetch(`${cp.url}/api/v1/sandboxes/${id}/files?path=/tmp/big.bin`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: big });
+    expect(put.status).toBeLessThan(300);
+    const got = Buffer.from(await (await fetch(`${cp.url}/api/v1/sandboxes/${id}/files?path=/tmp/big.bin`)).arrayBuffer());
+    expect(createHash('sha256').update(got).digest('hex')).toBe(createHash('sha256').update(big).digest('hex'));
+
+    const logs = await call(cp.url, 'GET', `/api/v1/sandboxes/${id}/logs`);
+    expect(logs.status).toBe(200);
+
+    const before = (await call(cp.url, 'GET', '/api/v1/admin/diagnostics')).body;
+    const ext = await call(cp.url, 'POST', `/api/v1/sandboxes/${id}/extend`, { ttl: '1h' });
+    expect(ext.status).toBe(200);
+    expect(Date.parse(ext.body.expires_at)).toBeGreaterThan(Date.parse(sb.body.expires_at));
+    expect(before.leases.active).toBe(1);
+
+    expect((await call(cp.url, 'DELETE', `/api/v1/sandboxes/${id}`)).body).toEqual({ status: 'destroyed' });
+    expect((await call(cp.url, 'GET', '/api/v1/admin/diagnostics')).body.leases.total).toBe(0);
+    expect((await call(cp.url, 'GET', `/api/v1/sandboxes/${id}`)).status).toBe(404);
+  });
+});
+
+describe('the worker RPC refuses what DESIGN §7 says', () => {
+  let target: { sandbox_id: string; provider: string; runtime_id: string };
+  let lease: { resource_id: string; holder_id: string; generation: number; expires_at: string };
+
+  beforeAll(async () => {
+    const sb = await call(cp.url, 'POST', '/api/v1/sandboxes', {});
+    const leases = (await call(cp.url, 'GET', '/api/v1/admin/diagnostics')).body.leases;
+    expect(leases.by_holder.w1).toBeGreaterThan(0);
+    const status = await rpcCall({ id: 'q1', method: 'worker.status', worker_id: 'w1', params: { sandbox_id: sb.body.id, provider: 'mock', runtime_id: 'x' } });
+    expect(status.body.result.state).toBe('destroyed'); // an unknown runtime id is no runtime of that sandbox
+    // The runtime id comes from the worker's own state through a status of the real one: list it via the store of the control plane.
+    const rec = await cp.plane.deps.sandboxes.get(sb.body.id, { owner_id: null, admin: true });
+    target = { sandbox_id: rec.id, provider: 'mock', runtime_id: rec.runtime_id! };
+    const l = await cp.plane.deps.leases.list();
+    lease = l.find((x) => x.resource_id === rec.id)!;
+  });
+
+  it('answers a real call with the envelope', async () => {
+    const r = await rpcCall({ id: 'e1', method: 'worker.exec', worker_id: 'w1', params: { ...target, command: 'echo hi', args: [], mode: 'shell', env: {} } });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ id: 'e1', worker_id: 'w1', result: { exit_code: 0, stdout: Buffer.from('hi\n').toString('base64'), encoding: 'base64' } });
+  });
+
+  it('401: no credential, a user key, a control-plane token, a revoked token', async () => {
+    const env = { id: 'a', method: 'worker.status', worker_id: 'w1', params: target };
+    expect((await rpcCall(env, {})).status).toBe(401);
+    expect((await rpcCall(env, { 'x-api-key': TOKEN })).status).toBe(401);
+    const cpToken = mintWorkerToken(KEY, { worker_id: 'w1', aud: AUD_CONTROL_PLANE });
+    const r = await rpcCall(env, hdr(cpToken));
+    expect(r.status).toBe(401);
+    expect(r.body.error.code).toBe('unauthorized');
+    expect(JSON.stringify(r.body)).not.toContain(KEY);
+    expect((await rpcCall(env, hdr(mintWorkerToken(KEY, { worker_id: 'w1', aud: AUD_RPC, jti: 'revoked-jti' })))).status).toBe(401);
+    expect((await rpcCall(env, hdr(mintWorkerToken(KEY, { worker_id: 'w1', aud: AUD_RPC })))).status).toBe(200);
+  });
+
+  it('403: another worker id, a missing scope, a foreign / expired / other-resource / older lease', async () => {
+    expect((await rpcCall({ id: 'a', method: 'worker.status', worker_id: 'w1', params: target }, hdr(TOKEN, 'w2'))).status).toBe(403);
+    expect((await rpcCall({ id: 'a', method: 'worker.status', worker_id: 'w2', params: target })).status).toBe(403);
+    const narrow = mintWorkerToken(KEY, { worker_id: 'w1', aud: AUD_RPC, scopes: ['worker:status'] });
+    expect((await rpcCall({ id: 'a', method: 'worker.exec', worker_id: 'w1', params: { ...target, command: 'true', args: [], mode: 'shell', env: {} } }, hdr(narrow))).status).toBe(403);
+    const destroy = (l: unknown) => rpcCall({ id: 'd', method: 'worker.destroy', worker_id: 'w1', lease: l, params: target });
+    expect((await destroy({ ...lease, holder_id: 'w2' })).status).toBe(403);
+    expect((await destroy({ ...lease, expires_at: new Date(Date.now() - 1000).toISOString() })).status).toBe(403);
+    expect((await destroy({ ...lease, resource_id: 'sb-other' })).status).toBe(403);
+    // Renewal records a newer generation; the old one is then fenced off.
+    const renewed = { ...lease, generation: lease.generation + 5 };
+    expect((await rpcCall({ id: 'r', method: 'worker.renew_lease', worker_id: 'w1', lease: renewed, params: { resource_id: lease.resource_id } })).status).toBe(200);
+    const stale = await destroy(lease);
+    expect(stale.status).toBe(403);
+    expect(stale.body.error.message).toMatch(/older/);
+    // Still there: nothing was destroyed by the refused calls.
+    expect((await rpcCall({ id: 's', method: 'worker.status', worker_id: 'w1', params: target })).body.result.state).toBe('running');
+  });
+
+  it('400 malformed, 404 unknown runtime, 405 GET, 413 window, 501 unknown method', async () => {
+    const bad = await call(rpc, 'POST', '/rpc', '{"id":', { ...hdr(), 'content-type': 'application/json' });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ id: '', worker_id: 'w1', error: { code: 'bad_request' } });
+    expect((await rpcCall({ method: 'worker.status', worker_id: 'w1', params: target })).status).toBe(400);
+    expect((await rpcCall({ id: 'x', method: 'worker.spawn', worker_id: 'w1', params: { sandbox_id: 'sb-x', provider: 'mock', image: 'i', memory_mb: 1, vcpus: 1, ttl: '1m', metadata: {}, owner_id: null } })).status).toBe(400);
+    expect((await rpcCall({ id: 'x', method: 'worker.file_read', worker_id: 'w1', params: { ...target, path: 'relative' } })).status).toBe(400);
+    expect((await rpcCall({ id: 'x', method: 'worker.file_write', worker_id: 'w1', params: { ...target, path: '/tmp/x', content: '%%%' } })).status).toBe(400);
+    expect((await rpcCall({ id: 'x', method: 'worker.logs', worker_id: 'w1', params: { ...target, runtime_id: 'nope', lines: 10 } })).status).toBe(404);
+    expect((await rpcCall({ id: 'x', method: 'worker.logs', worker_id: 'w1', params: { ...target, provider: 'docker', lines: 10 } })).status).toBe(404);
+    const get = await call(rpc, 'GET', '/rpc', undefined, hdr());
+    expect(get.status).toBe(405);
+    expect(get.body.error.code).toBe('method_not_allowed');
+    const window = Buffer.alloc(4 * 1024 * 1024 + 1).toString('base64');
+    expect((await rpcCall({ id: 'x', method: 'worker.file_write', worker_id: 'w1', params: { ...target, path: '/tmp/x', content: window } })).status).toBe(413);
+    const unknown = await rpcCall({ id: 'u', method: 'worker.teleport', worker_id: 'w1', params: {} });
+    expect(unknown.status).toBe(501);
+    expect(unknown.body).toEqual({ id: 'u', worker_id: 'w1', error: { code: 'not_implemented', message: 'unknown RPC method "worker.teleport"' } });
+  });
+
+  it('NDJSON exec_stream flushes a chunk before the command ends', async () => {
+    const res = await fetch(`${rpc}/rpc`, {
+      method: 'POST',
+      headers: { ...hdr(), 'content-type': 'application/json', 'x-worker-stream': 'ndjson' },
+      body: JSON.stringify({ id: 's1', method: 'worker.exec_stream', worker_id: 'w1', params: { ...target, command: 'echo first; sleep 1; echo second', args: [], mode: 'shell', env: {} } }),
+    });
+    expect(res.headers.get('content-type')).toContain('application/x-ndjson');
+    const reader = res.body!.getReader();
+    const started = Date.now();
+    const { value } = await reader.read();
+    expect(Date.now() - started).toBeLessThan(900);
+    const first = JSON.parse(Buffer.from(value!).toString('utf8').split('\n')[0]!);
+    expect(first).toEqual({ id: 's1', worker_id: 'w1', result: { stream: 'stdout', data: Buffer.from('first\n').toString('base64'), encoding: 'base64' } });
+    let rest = '';
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) break;
+      rest += Buffer.from(r.value).toString('utf8');
+    }
+    expect(JSON.parse(rest.trim().split('\n').at(-1)!).result).toMatchObject({ stream: 'exit', exit_code: 0 });
+  });
+
+  it('drain: spawns answer 503 on the worker and through the control plane; running sandboxes still answer', async () => {
+    const drained = await call(cp.url, 'POST', '/api/v1/admin/workers/w1/drain');
+    expect(drained.body).toMatchObject({ id: 'w1', status: 'draining' });
+    const spawn = await rpcCall({ id: 'sp', method: 'worker.spawn', worker_id: 'w1', lease: { ...lease, resource_id: 'sb-new' }, params: { sandbox_id: 'sb-new', provider: 'mock', image: 'i', memory_mb: 1, vcpus: 1, ttl: '1m', metadata: {}, owner_id: null } });
+    expect(spawn.status).toBe(503);
+    expect((await call(cp.url, 'POST', '/api/v1/sandboxes', {})).status).toBe(503);
+    const ex = await call(cp.url, 'POST', `/api/v1/sandboxes/${target.sandbox_id}/exec`, { command: 'echo alive' });
+    expect(ex.body.stdout).toBe('alive\n');
+    expect((await call(cp.url, 'POST', '/api/v1/admin/workers/local/drain')).status).toBe(404);
+    expect((await call(cp.url, 'POST', '/api/v1/admin/workers/nope/drain')).status).toBe(404);
+  });
+
+  it('a restarted worker keeps its runtimes and the newest generation it saw', async () => {
+    await worker.stop();
+    worker = await startWorker();
+    rpc = worker.rpcUrl!;
+    expect((await rpcCall({ id: 's', method: 'worker.status', worker_id: 'w1', params: target })).body.result.state).toBe('running');
+    const stale = await rpcCall({ id: 'd', method: 'worker.destroy', worker_id: 'w1', lease, params: target });
+    expect(stale.status).toBe(403);
+  });
+});

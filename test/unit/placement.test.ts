@@ -94,7 +94,7 @@ class FakeRemote implements RemoteWorkers {
   calls: string[] = [];
   leasesSeen: Array<LeaseRecord | null> = [];
   failSpawn = false;
-  status: RuntimeStatus = 'running';
+  status: RuntimeStatus | 'unreachable' = 'running';
   unreachableReason(w: WorkerRecord): string | null {
     return w.capacity.rpc_url ? null : `worker ${w.id} advertises no rpc_url`;
   }
@@ -119,6 +119,7 @@ class FakeRemote implements RemoteWorkers {
         self.leasesSeen.push(await target.lease());
       },
       async status() {
+        if (self.status === 'unreachable') throw new SbxError('unavailable', `worker ${w.id} is unreachable`);
         return self.status;
       },
       exec: fail,
@@ -235,6 +236,24 @@ describe('remote lifecycle in core', () => {
     // A fresh draining worker keeps ownership: nothing changes.
     await store.upsertWorker(worker('w1', { status: 'draining', last_heartbeat: clock.now().toISOString() }));
     expect(await reconcileRemote({ store, locator, bus, clock })).toEqual([]);
+  });
+
+  it('a worker fresh by its heartbeat but not answering: its sandboxes go unhealthy and spawns go elsewhere', async () => {
+    const a = await sandboxes.spawn({});
+    await store.upsertWorker(worker('w2'));
+    remote.status = 'unreachable';
+    const actions = await reconcileRemote({ store, locator, bus, clock });
+    expect(actions).toEqual([{ action: 'mark_unhealthy', sandbox_id: a.id, worker_id: 'w1', reason: 'worker_unreachable' }]);
+    // w1 has one sandbox, w2 none: w2 is chosen anyway by count; make w1 the emptier one to prove the skip.
+    await sandboxes.destroy(a.id, ANONYMOUS).catch(() => undefined);
+    const b = await sandboxes.spawn({});
+    expect(b.worker_id).toBe('w2');
+    const c = await sandboxes.spawn({});
+    expect(c.worker_id).toBe('w2');
+    // w1 heartbeats again: it takes spawns again.
+    clock.ms += 1000;
+    await store.upsertWorker(worker('w1', { last_heartbeat: clock.now().toISOString() }));
+    expect((await sandboxes.spawn({})).worker_id).toBe('w1');
   });
 
   it('GET refreshes from the worker: a vanished runtime is destroyed (404) with its lease released', async () => {

@@ -76,7 +76,7 @@ describe('a misbehaving worker', () => {
     const remote = createRemoteWorkers({ credentials: creds });
     const p = remote.provider(workerAt(url), target);
     mode = 'garbage';
-    const e1 = await p.status('rt-1').catch((e: unknown) => e as Error & { code: string });
+    const e1 = (await p.status('rt-1').catch((e: unknown) => e)) as Error & { code: string };
     expect(e1).toMatchObject({ code: 'provider_error', message: 'worker wx answered an invalid RPC response' });
     expect(String(e1.message)).not.toContain('secret-backend-text');
     mode = 'wrong-id';

@@ -3,10 +3,12 @@
  * - the owning worker is missing, stale or offline → `unhealthy`, or `expired` with the lease
  *   released when past the TTL;
  * - a fresh draining worker keeps ownership (unchanged);
- * - a fresh worker that is back: its `unhealthy` sandboxes are checked with `worker.status` and go
- *   back to `running` when the runtime is there (`destroyed`, lease released, when it is gone).
+ * - a fresh worker is asked for each sandbox (`worker.status`): a runtime gone → `destroyed`
+ *   (lease released); an `unhealthy` one that runs → `running` again; a worker that does not
+ *   answer → its running sandboxes `unhealthy` (reason `worker_unreachable`).
  * Every change publishes `reconcile.action` with the reason. Local rows are reconcileSandboxes'.
  */
+import { isSbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { Clock, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore, WorkerStore } from '../ports.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
@@ -37,6 +39,8 @@ export async function reconcileRemote(deps: RemoteReconcileDeps): Promise<Remote
   const rows = (await store.listSandboxes({ states: LIVE })).filter((r) => !locator.isLocal(r));
   if (rows.length === 0) return actions;
   const workers = new Map((await store.listWorkers()).map((w) => [w.id, w]));
+  /** Workers found not answering in this pass: not asked again. */
+  const silent = new Set<string>();
   const record = async (rec: SandboxRecord, state: SandboxState, action: string, reason: string) => {
     // Only if nothing moved the sandbox meanwhile (a destroy, a read that refreshed it).
     const current = await store.getSandbox(rec.id);
@@ -56,15 +60,26 @@ export async function reconcileRemote(deps: RemoteReconcileDeps): Promise<Remote
       else if (rec.state !== 'unhealthy') await record(rec, 'unhealthy', 'mark_unhealthy', why);
       continue;
     }
-    // Fresh (online, or draining: ownership kept). Sandboxes that were unhealthy are checked again.
-    if (rec.state !== 'unhealthy' || !rec.runtime_id) continue;
+    // Fresh by its heartbeat (online, or draining: ownership kept): each sandbox is asked for. A
+    // worker that does not answer is offline whatever its last heartbeat says (killed a moment
+    // ago): its sandboxes become unhealthy and placement skips it until it heartbeats again.
+    if (!rec.runtime_id || rec.state === 'error') continue;
+    if (silent.has(rec.worker_id)) {
+      if (rec.state === 'running') await record(rec, 'unhealthy', 'mark_unhealthy', 'worker_unreachable');
+      continue;
+    }
     let status: RuntimeStatus;
     try {
       status = await locator.remoteProvider(worker!, rec).status(rec.runtime_id, AbortSignal.timeout(STATUS_TIMEOUT_MS));
-    } catch {
-      continue; // not answering yet: judged on a later pass
+    } catch (err) {
+      if (isSbxError(err) && err.code === 'unavailable') {
+        silent.add(rec.worker_id);
+        locator.markSilent(rec.worker_id);
+        if (rec.state === 'running') await record(rec, 'unhealthy', 'mark_unhealthy', 'worker_unreachable');
+      }
+      continue; // judged again on a later pass
     }
-    if (status === 'running') await record(rec, 'running', 'restore', 'worker_back');
+    if (status === 'running' && rec.state === 'unhealthy') await record(rec, 'running', 'restore', 'worker_back');
     else if (status === 'missing') await record(rec, 'destroyed', 'mark_destroyed', 'runtime_lost');
   }
   return actions;

@@ -6,13 +6,26 @@
  * sandbox, never a leaked lease.
  */
 import { formatDuration } from '../duration.js';
-import { badRequest } from '../errors.js';
+import { badRequest, isSbxError } from '../errors.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { Provider, SandboxRecord } from '../ports.js';
 import type { SandboxDeps, ResolvedSpawn } from './service.js';
 import { asProviderError } from './service.js';
 
+/** Spawn failures because the chosen worker did not answer: placed once more, elsewhere. */
+const SILENT = new WeakSet<object>();
+
 export async function createSandbox(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSignal): Promise<SandboxRecord> {
+  try {
+    return await createOn(deps, req, signal);
+  } catch (err) {
+    // The chosen worker did not answer (it is now skipped): placed once more, elsewhere.
+    if (!(isSbxError(err) && SILENT.has(err))) throw err;
+    return createOn(deps, req, signal);
+  }
+}
+
+async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSignal): Promise<SandboxRecord> {
   const { store, bus, clock, ids, locator } = deps;
   // Checked before a runtime exists; the stored expiry is taken again once it runs.
   expiryFrom(clock.now(), req.ttl_ms);
@@ -41,6 +54,10 @@ export async function createSandbox(deps: SandboxDeps, req: ResolvedSpawn, signa
   } catch (err) {
     await release();
     const e = asProviderError(err, `spawn failed on provider ${req.provider}`);
+    if (!target.local && e.code === 'unavailable' && !signal?.aborted) {
+      locator.markSilent(workerId);
+      SILENT.add(e);
+    }
     reportProviderFailure(bus, { sandbox_id: id, owner_id: req.owner_id, worker_id: workerId, provider: req.provider }, { operation: 'spawn', code: e.code, message: e.message });
     throw e;
   }

@@ -34,6 +34,11 @@ export class RuntimeLocator {
   last: { selected_worker_id: string; eligible_workers: number } = { selected_worker_id: '', eligible_workers: 0 };
   /** Set when an admin deleted this node's worker row: it takes no spawns until it restarts. */
   localRemoved = false;
+  /**
+   * Workers whose RPC did not answer, with when: placement skips one until it heartbeats again
+   * after that moment (a killed worker still looks fresh for two minutes by its last heartbeat).
+   */
+  private readonly silentSince = new Map<string, number>();
 
   constructor(readonly deps: LocatorDeps) {}
 
@@ -122,7 +127,7 @@ export class RuntimeLocator {
       if (req.owner_id !== null && r.owner_id === req.owner_id) mine.set(r.worker_id, (mine.get(r.worker_id) ?? 0) + 1);
     }
     // This node takes part by configuration, not by its registry row (heartbeats may lag a start).
-    const candidates = workers.filter((w) => w.id !== this.deps.workerId);
+    const candidates = workers.filter((w) => w.id !== this.deps.workerId && this.answering(w));
     if (this.deps.localWorker && !this.localRemoved) candidates.push(this.localRow(now));
     const choice = place(req, {
       workers: candidates,
@@ -146,6 +151,22 @@ export class RuntimeLocator {
     const at = now.toISOString();
     const names = this.deps.providers.names();
     return { id: this.deps.workerId, hostname: '', status: 'online', providers: names, capabilities: [], capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0 }, last_heartbeat: at, created_at: at, updated_at: at };
+  }
+
+  /** Records that a worker's RPC did not answer: no spawns go to it until it heartbeats again. */
+  markSilent(workerId: string): void {
+    this.silentSince.set(workerId, this.deps.clock.now().getTime());
+  }
+
+  /** False while a worker that did not answer has not heartbeated since. */
+  answering(w: WorkerRecord): boolean {
+    const since = this.silentSince.get(w.id);
+    if (since === undefined) return true;
+    if (Date.parse(w.last_heartbeat) > since) {
+      this.silentSince.delete(w.id);
+      return true;
+    }
+    return false;
   }
 
   /** The registered worker that owns a remote sandbox, or null when it was deleted from the registry. */

@@ -18,6 +18,9 @@ export interface ExecTarget {
   runtime_id: string;
 }
 
+/** Ping period of the interactive exec socket; two missed answers end it. */
+const PING_EVERY_MS = 5_000;
+
 /** Longest NDJSON line accepted from a worker (a chunk of output, base64). */
 const MAX_LINE = 16 * 1024 * 1024;
 
@@ -121,6 +124,21 @@ export async function* execSocket(rpc: RpcClient, w: WorkerRecord, t: ExecTarget
       }
     });
   });
+  // Pinged while open; a link that stops answering is lost within PING_EVERY_MS × 3.
+  let alive = true;
+  const pinger = setInterval(() => {
+    if (socket.readyState !== WebSocket.OPEN) return;
+    if (!alive) {
+      socket.terminate();
+      fail(lost(w));
+      return;
+    }
+    alive = false;
+    socket.ping();
+  }, PING_EVERY_MS);
+  pinger.unref();
+  socket.on('pong', () => (alive = true));
+  socket.on('message', () => (alive = true));
   socket.on('error', () => fail(lost(w)));
   socket.on('close', () => fail(lost(w)));
   socket.on('message', (data: Buffer, isBinary: boolean) => {
@@ -171,6 +189,7 @@ export async function* execSocket(rpc: RpcClient, w: WorkerRecord, t: ExecTarget
     }
   } finally {
     done = true;
+    clearInterval(pinger);
     signal.removeEventListener('abort', onAbort);
     if (socket.readyState === WebSocket.OPEN) socket.close(1000);
     else socket.terminate();

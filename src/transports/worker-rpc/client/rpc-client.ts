@@ -64,6 +64,11 @@ function readTls(tls: RpcTls | undefined): TlsMaterial | undefined {
 }
 
 const KNOWN = new Set<string>(ERROR_CODES);
+/**
+ * Longest silence of a streamed exec before the link counts as lost: the worker sends a blank line
+ * every 5 s while its command is quiet, so three missed ones mean the worker or the link is gone.
+ */
+export const STREAM_IDLE_MS = 15_000;
 
 export class RpcClient {
   readonly tls: TlsMaterial | undefined;
@@ -133,7 +138,10 @@ export class RpcClient {
     const deadline = ndjson ? undefined : AbortSignal.timeout(opts.timeoutMs ?? this.callTimeoutMs);
     const signal = opts.signal && deadline ? AbortSignal.any([opts.signal, deadline]) : (opts.signal ?? deadline);
     try {
-      const res = await request(this.rpcUrl(w), { method: 'POST', dispatcher: this.agent, headers, body: JSON.stringify(envelope), signal });
+      // A stream goes quiet for at most KEEPALIVE on a live link (the worker sends blank lines).
+      const bodyTimeout = ndjson ? STREAM_IDLE_MS : 0;
+      const headersTimeout = ndjson ? STREAM_IDLE_MS : 0;
+      const res = await request(this.rpcUrl(w), { method: 'POST', dispatcher: this.agent, headers, body: JSON.stringify(envelope), signal, bodyTimeout, headersTimeout });
       return { id, status: res.statusCode, body: res.body };
     } catch (err) {
       throw this.unreachable(w, method, err, opts.signal);

@@ -150,11 +150,20 @@ async function streamExec(reply: FastifyReply, deps: RpcServerDeps, id: string, 
     for await (const i of items) chunks.push(item(i));
     return reply.code(200).send(envelope({ sandbox_id: params.sandbox_id, chunks }));
   }
-  // The first item (or failure) is awaited before the headers go: lookups fail with their status.
-  const first = await items.next();
+  // The first item (or failure) is awaited up to a second before the headers go: lookups and a
+  // command that cannot start fail with their status; a quiet command streams on.
+  const first = items.next();
+  let timer: NodeJS.Timeout | undefined;
+  const quiet = new Promise<'quiet'>((resolve) => (timer = setTimeout(() => resolve('quiet'), 1000)));
+  try {
+    if ((await Promise.race([first, quiet])) === 'quiet') first.catch(() => undefined);
+  } finally {
+    clearTimeout(timer);
+  }
   async function* lines(): AsyncGenerator<string> {
     try {
-      if (!first.done) yield JSON.stringify(envelope(item(first.value))) + '\n';
+      const head = await first;
+      if (!head.done) yield JSON.stringify(envelope(item(head.value))) + '\n';
       for await (const i of items) yield JSON.stringify(envelope(item(i))) + '\n';
     } catch (err) {
       if (signal.aborted) return;
@@ -164,5 +173,30 @@ async function streamExec(reply: FastifyReply, deps: RpcServerDeps, id: string, 
   }
   reply.header('Content-Type', 'application/x-ndjson; charset=utf-8');
   reply.header('Cache-Control', 'no-store');
-  return reply.code(200).send(Readable.from(lines(), { objectMode: false, highWaterMark: 0 }));
+  return reply.code(200).send(Readable.from(withKeepAlive(lines(), KEEPALIVE_MS), { objectMode: false, highWaterMark: 0 }));
+}
+
+/** A quiet command still sends a blank line this often, so the control plane can tell a dead link. */
+export const KEEPALIVE_MS = 5_000;
+
+/** The lines, with a blank line whenever none came for `ms` (NDJSON readers skip blank lines). */
+async function* withKeepAlive(lines: AsyncGenerator<string>, ms: number): AsyncGenerator<string> {
+  let next = lines.next();
+  try {
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined;
+      const idle = new Promise<'idle'>((resolve) => (timer = setTimeout(() => resolve('idle'), ms)));
+      const r = await Promise.race([next, idle]);
+      clearTimeout(timer);
+      if (r === 'idle') {
+        yield '\n';
+        continue;
+      }
+      if (r.done) return;
+      yield r.value;
+      next = lines.next();
+    }
+  } finally {
+    await lines.return(undefined);
+  }
 }

@@ -3,10 +3,13 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend exec shell files logs templates template admission quota quotas providers workers watch doctor serve config completion' ;;
+    '') echo 'spawn ls list get rm destroy extend exec shell files logs templates template admission quota quotas providers workers watch doctor serve worker config completion' ;;
     'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'quota') echo 'ls list get set rm delete usage summary' ;;
+    'workers') echo 'list get drain delete' ;;
+    'worker') echo 'token' ;;
+    'worker token') echo 'mint inspect verify' ;;
     'config') echo 'lint' ;;
   esac
 }
@@ -49,9 +52,18 @@ _sbx_opts() {
     'quota summary') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'providers') echo '--test --url --api-key --admin-key --user --json --no-color' ;;
     'workers') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'workers list') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'workers get') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'workers drain') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'workers delete') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'watch') echo '--types --sandbox --since --url --api-key --admin-key --user --json --no-color' ;;
     'doctor') echo '-c --config --url --api-key --admin-key --user --json --no-color' ;;
     'serve') echo '-p --port --host -c --config --url --api-key --admin-key --user --json --no-color' ;;
+    'worker') echo '--id --control-plane --listen --advertise-url --preview-domain --heartbeat-interval --worker-token-file --signing-key-file --once -c --config --url --api-key --admin-key --user --json --no-color' ;;
+    'worker token') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'worker token mint') echo '--worker-id --audience --scopes --ttl --signing-key-file -c --config --url --api-key --admin-key --user --json --no-color' ;;
+    'worker token inspect') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'worker token verify') echo '--worker-id --audience --signing-key-file -c --config --url --api-key --admin-key --user --json --no-color' ;;
     'config') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'config lint') echo '--production -c --config --url --api-key --admin-key --user --json --no-color' ;;
     'completion') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -96,9 +108,18 @@ _sbx_value_opts() {
     'quota summary') echo '--url --api-key --admin-key --user' ;;
     'providers') echo '--url --api-key --admin-key --user' ;;
     'workers') echo '--url --api-key --admin-key --user' ;;
+    'workers list') echo '--url --api-key --admin-key --user' ;;
+    'workers get') echo '--url --api-key --admin-key --user' ;;
+    'workers drain') echo '--url --api-key --admin-key --user' ;;
+    'workers delete') echo '--url --api-key --admin-key --user' ;;
     'watch') echo '--types --sandbox --since --url --api-key --admin-key --user' ;;
     'doctor') echo '-c --config --url --api-key --admin-key --user' ;;
     'serve') echo '-p --port --host -c --config --url --api-key --admin-key --user' ;;
+    'worker') echo '--id --control-plane --listen --advertise-url --preview-domain --heartbeat-interval --worker-token-file --signing-key-file -c --config --url --api-key --admin-key --user' ;;
+    'worker token') echo '--url --api-key --admin-key --user' ;;
+    'worker token mint') echo '--worker-id --audience --scopes --ttl --signing-key-file -c --config --url --api-key --admin-key --user' ;;
+    'worker token inspect') echo '--url --api-key --admin-key --user' ;;
+    'worker token verify') echo '--worker-id --audience --signing-key-file -c --config --url --api-key --admin-key --user' ;;
     'config') echo '--url --api-key --admin-key --user' ;;
     'config lint') echo '-c --config --url --api-key --admin-key --user' ;;
     'completion') echo '--url --api-key --admin-key --user' ;;
@@ -109,13 +130,17 @@ _sbx_file_opts() {
   case "$1" in
     'doctor') echo '-c --config' ;;
     'serve') echo '-c --config' ;;
+    'worker') echo '--worker-token-file --signing-key-file -c --config' ;;
+    'worker token mint') echo '--signing-key-file -c --config' ;;
+    'worker token verify') echo '--signing-key-file -c --config' ;;
     'config lint') echo '-c --config' ;;
   esac
 }
 
 _sbx_opt_choices() {
   case "$1|$2" in
-
+    'worker token mint|--audience') echo 'worker:control-plane worker:rpc' ;;
+    'worker token verify|--audience') echo 'worker:control-plane worker:rpc' ;;
   esac
 }
 

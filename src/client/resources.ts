@@ -124,6 +124,11 @@ export class WorkersApi {
     return this.http.json('POST', `/api/v1/admin/workers/${enc(id)}/heartbeat`, { body, signal: opts.signal });
   }
 
+  /** Admin: drains a worker (it refuses new spawns; its sandboxes keep answering); answers the worker. */
+  drain(id: string, opts: RequestOptions = {}): Promise<Worker> {
+    return this.http.json('POST', `/api/v1/admin/workers/${enc(id)}/drain`, opts);
+  }
+
   /** Admin: removes a worker from the registry. */
   remove(id: string, opts: RequestOptions = {}): Promise<{ status: 'deleted' }> {
     return this.http.json('DELETE', `/api/v1/admin/workers/${enc(id)}`, opts);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { SbxConfig } from '../config/index.js';
+import { PROVIDER_CATALOGUE, wantedProviders } from '../config/provider-catalogue.js';
 import { type DockerEndpoint, resolveDockerEndpoint } from '../config/docker-endpoint.js';
 import type { EventBus } from '../core/events/bus.js';
 import type { Provider } from '../core/ports.js';
@@ -44,30 +45,34 @@ function prootUsable(binary: string, rootfs: string): boolean {
 }
 
 /**
- * Instantiates the configured providers. `auto` = docker if the engine answers, else proot if the
- * binary and rootfs exist, else none (`serve` starts; spawns answer 503 saying how to get one).
- * auto never picks mock: it is registered only when named (`providers.default: mock` or
- * `providers.mock.enabled`), with a warning that it runs commands on the host. Docker is found
+ * Instantiates every provider the catalogue (config/provider-catalogue.ts) asks for, side by side:
+ * docker when an engine answers (or `providers.docker.enabled: true`), proot when its binary and
+ * rootfs are usable (or `enabled: true`), mock only when named (`providers.default: mock` or
+ * `providers.mock.enabled`, with a warning that it runs commands on the host); `enabled: false`
+ * never. `auto` = docker, else proot, else none (`serve` starts; spawns answer 503 saying how). Docker is found
  * where the docker CLI finds it (resolveDockerEndpoint), never falling back to another engine.
  */
 export async function buildProviders(config: SbxConfig, installationId: string, bus: EventBus, log: Logger): Promise<BuiltProviders> {
   const pc = config.providers;
   const wanted = pc.default;
+  const want = wantedProviders(config);
   const providers: Provider[] = [];
 
-  const endpoint = wanted === 'docker' || wanted === 'auto' ? dockerEndpoint(config) : undefined;
+  const endpoint = want.docker !== 'off' ? dockerEndpoint(config) : undefined;
   const dockerOk = endpoint && !('error' in endpoint) ? await dockerAnswers(endpoint) : false;
   if (endpoint && 'error' in endpoint) {
     // Never a fallback to another engine: docker is then unusable, with this reason.
-    log.warn(`docker: ${endpoint.error}`);
-    if (wanted === 'docker') {
+    if (want.docker === 'required') {
+      log.warn(`docker: ${endpoint.error}`);
       const { createUnusableDockerProvider } = await import('../adapters/providers/docker/index.js');
       providers.push(createUnusableDockerProvider(endpoint.error));
+    } else if (wanted === 'auto') {
+      log.warn(`docker: ${endpoint.error}`);
     }
-  } else if (endpoint && !dockerOk) {
+  } else if (endpoint && !dockerOk && (want.docker === 'required' || wanted === 'auto')) {
     log.warn(`docker: no engine answers at ${endpoint.description}`);
   }
-  if (endpoint && !('error' in endpoint) && (dockerOk || wanted === 'docker')) {
+  if (endpoint && !('error' in endpoint) && (dockerOk || want.docker === 'required')) {
     const { createDockerProvider } = await import('../adapters/providers/docker/index.js');
     providers.push(
       createDockerProvider({
@@ -85,15 +90,15 @@ export async function buildProviders(config: SbxConfig, installationId: string, 
       }),
     );
   }
-  let prootOk = pc.proot.rootfs !== '' && prootUsable(pc.proot.binary, pc.proot.rootfs);
-  if (prootOk || wanted === 'proot') {
+  let prootOk = want.proot !== 'off' && pc.proot.rootfs !== '' && prootUsable(pc.proot.binary, pc.proot.rootfs);
+  if (prootOk || want.proot === 'required') {
     const { createProotProvider } = await import('../adapters/providers/proot/index.js');
     const { probeIsolation, unisolatedWarning } = await import('../adapters/providers/shared/isolation.js');
     const iso = await probeIsolation();
     if (!iso.isolated && config.auth.enabled && !pc.proot.allow_unisolated) {
       // Sandboxes that can read the server's environment and kill it defeat auth: opt in explicitly.
       const why = `proot refuses to start: ${unisolatedWarning(iso)}; with auth on, set providers.proot.allow_unisolated: true to run it anyway`;
-      if (wanted === 'proot') throw new Error(why);
+      if (want.proot === 'required') throw new Error(why);
       log.warn(why);
       prootOk = false;
     } else {
@@ -103,10 +108,14 @@ export async function buildProviders(config: SbxConfig, installationId: string, 
   }
 
   let defaultName: string = wanted;
-  // auto never picks mock: without an isolating provider there is no default (spawns answer 503).
-  if (wanted === 'auto') defaultName = dockerOk ? 'docker' : prootOk ? 'proot' : NO_PROVIDER;
+  // auto picks by the catalogue's rank among what runs (never mock); none → spawns answer 503.
+  if (wanted === 'auto') {
+    const usable: Record<string, boolean> = { docker: dockerOk, proot: prootOk };
+    const pick = PROVIDER_CATALOGUE.filter((e) => e.autoRank !== null && usable[e.name]).sort((x, y) => x.autoRank! - y.autoRank!)[0];
+    defaultName = pick?.name ?? NO_PROVIDER;
+  }
   if (defaultName === NO_PROVIDER) log.warn(NO_PROVIDER_MESSAGE);
-  if (defaultName === 'mock' || pc.mock.enabled) {
+  if (want.mock === 'required') {
     const { createMockProvider } = await import('../adapters/providers/mock/index.js');
     // Per installation by default, so two servers on one host never count each other's sandboxes.
     providers.push(createMockProvider({ rootDir: pc.mock.root_dir || join(tmpdir(), `sbx-mock-${installationId}`), installationId }));

@@ -103,6 +103,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
   providers: g({
     default: oneOf(...PROVIDER_CHOICES),
     docker: g({
+      enabled: bool(),
       socket_path: path(),
       host: str(),
       runtime: str({ nonEmpty: true }),
@@ -115,7 +116,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
       user: { kind: 'uid_gid' },
       registry_auth: { kind: 'registry_auth' },
     }),
-    proot: g({ binary: str({ nonEmpty: true }), rootfs: path(), allow_unisolated: bool() }),
+    proot: g({ enabled: bool(), binary: str({ nonEmpty: true }), rootfs: path(), allow_unisolated: bool() }),
     mock: g({ root_dir: path(), enabled: bool() }),
     hosted: g({ api_url: str(), api_key: secret(), api_key_file: secretFile('api_key') }),
     custom_http: g({ url: str(), token: secret(), token_file: secretFile('token') }),

@@ -77,6 +77,8 @@ export interface RateLimitConfig {
 export interface ProvidersConfig {
   default: ProviderChoice;
   docker: {
+    /** true: always run (unhealthy when no engine answers); false: never; unset: when an engine answers. */
+    enabled?: boolean;
     /** Explicit unix socket; empty = not set (then host, DOCKER_HOST, the docker context, the default socket). */
     socket_path: string;
     /** Explicit engine address as in DOCKER_HOST (`unix://…`, `tcp://…`); empty = not set. */
@@ -91,7 +93,8 @@ export interface ProvidersConfig {
     registry_auth?: RegistryAuth;
   };
   /** allow_unisolated: run proot even where no PID namespace can be made (sandboxes then see host processes). */
-  proot: { binary: string; rootfs: string; allow_unisolated: boolean };
+  /** enabled — true: always run; false: never; unset: when the binary and rootfs are usable. */
+  proot: { enabled?: boolean; binary: string; rootfs: string; allow_unisolated: boolean };
   /** enabled: register mock (commands on the host, no isolation) beside the default; `auto` never picks it. */
   mock: { root_dir: string; enabled: boolean };
   hosted: { api_url?: string; api_key?: string; api_key_file?: string };

@@ -65,6 +65,23 @@ function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: P
       return { status: r.ready_providers > 0 ? 'ok' : 'fail', detail };
     },
   });
+  checks.push({
+    title: 'workers',
+    fix: 'check the stale or draining workers: their host, `sbx worker` process and link to this server (`sbx workers`)',
+    async check() {
+      const ws = await needServer(() => client.workers.list({ signal: ctx.signal }));
+      if (ws === undefined) return { status: 'skip', detail: 'server not reachable' };
+      const remote = ws.filter((w) => w.id !== 'local');
+      const stale = remote.filter((w) => w.stale).map((w) => w.id);
+      const draining = remote.filter((w) => !w.stale && w.status === 'draining').map((w) => w.id);
+      const online = remote.filter((w) => !w.stale && w.status === 'online').length;
+      if (remote.length === 0) return { status: 'ok', detail: ws.some((w) => w.id === 'local') ? 'single node: this server runs its sandboxes itself' : 'none registered' };
+      const parts = [`${remote.length} remote: ${online} online`];
+      if (draining.length > 0) parts.push(`draining ${draining.join(', ')}`);
+      if (stale.length > 0) parts.push(`stale ${stale.join(', ')}`);
+      return { status: stale.length > 0 ? 'warn' : 'ok', detail: parts.join('; ') };
+    },
+  });
   return checks;
 }
 

@@ -78,7 +78,18 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
     }
     return engine;
   };
-  const dockerIsDefault = async () => (await load())?.providers.default === 'docker';
+  /** What the provider catalogue says the server will do with a provider (the same table serve reads). */
+  const wants = async (name: 'docker' | 'proot') => {
+    const config = await load();
+    if (!config) return 'auto';
+    const { wantedProviders } = await import('../../../config/provider-catalogue.js');
+    try {
+      return wantedProviders(config)[name];
+    } catch {
+      return 'required';
+    }
+  };
+  const dockerIsDefault = async () => (await wants('docker')) === 'required';
   return [
     {
       title: 'configuration',
@@ -148,7 +159,7 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
       fix: 'install proot (apt-get install proot) and set providers.proot.rootfs to a directory with /bin/sh',
       async check() {
         const config = await load();
-        const required = config?.providers.default === 'proot';
+        const required = (await wants('proot')) === 'required';
         const bin = findExecutable(config?.providers.proot.binary || 'proot', ctx.env.PATH);
         const rootfs = config?.providers.proot.rootfs ?? '';
         const hasRootfs = rootfs !== '' && existsSync(join(rootfs, 'bin', 'sh'));

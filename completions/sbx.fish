@@ -149,7 +149,7 @@ complete -c sbx -n '__sbx_path_is \'worker token\'' -f -a 'inspect' -d 'show the
 complete -c sbx -n '__sbx_path_is \'worker token\'' -f -a 'verify' -d 'verify a worker token against a signing key'
 complete -c sbx -n '__sbx_path_is \'worker token mint\'' -l worker-id -x -d 'the worker the token names (required)'
 complete -c sbx -n '__sbx_path_is \'worker token mint\'' -l audience -x -a 'worker:control-plane worker:rpc' -d 'worker:control-plane (a worker calling its control plane) or worker:rpc'
-complete -c sbx -n '__sbx_path_is \'worker token mint\'' -l scopes -x -d 'comma-separated scopes (default all: worker:heartbeat,worker:spawn,worker:destroy,worker:status,worker:exec,worker:files,worker:logs,worker:lease)'
+complete -c sbx -n '__sbx_path_is \'worker token mint\'' -l scopes -x -d 'comma-separated scopes (default all: worker:heartbeat, worker:spawn, worker:destroy, worker:status, worker:exec, worker:files, worker:logs, worker:lease)'
 complete -c sbx -n '__sbx_path_is \'worker token mint\'' -l ttl -x -d 'lifetime (default 5m, at most 15m)'
 complete -c sbx -n '__sbx_path_is \'worker token mint\'' -l signing-key-file -r -F -d 'HMAC signing key (else SBX_WORKER_SIGNING_KEY, else auth.worker_signing_key)'
 complete -c sbx -n '__sbx_path_is \'worker token mint\'' -l config -s c -r -F -d 'config file to read auth.worker_signing_key from'

@@ -115,17 +115,17 @@ describe('a broken ~/.sbx/client.yaml', () => {
 });
 
 describe('the man page', () => {
-  it('names only commands that exist: no `sbx worker` while there is none', () => {
+  it('names the commands that exist: `sbx worker` now runs a remote worker', () => {
     const man = docFiles()['man/sbx.1']!;
-    expect(COMMANDS.some((c) => c.name === 'worker')).toBe(false);
-    expect(man).not.toMatch(/sbx worker(?!s)|serve, worker/);
-    expect(man).toContain('server configuration file for doctor, serve and config lint (as \\-\\-config)');
+    expect(COMMANDS.some((c) => c.name === 'worker')).toBe(true);
+    expect(man).toContain('`sbx worker` runs a remote worker, and the other commands');
+    expect(man).toMatch(/\.SS "sbx worker \[options\]/);
   });
 
-  it('follows the command tree: a worker command with --config shows up in both places', () => {
-    const worker = { name: 'worker', summary: 'run a remote worker', options: [{ flags: '-c, --config <file>', description: 'config file' }], run: async () => 0 };
-    const man = manPage([...COMMANDS, worker], GLOBAL_OPTIONS, '0.0.0');
-    expect(man).toContain('`sbx worker` runs a remote worker, and the other commands');
-    expect(man).toContain('server configuration file for doctor, serve, config lint and worker (as');
+  it('follows the command tree: every command with --config is listed for SBX_CONFIG', () => {
+    const man = manPage(COMMANDS, GLOBAL_OPTIONS, '0.0.0');
+    expect(man).toContain('server configuration file for doctor, serve, worker, worker token mint, worker token verify and config lint (as');
+    const extra = { name: 'zz', summary: 'a test command', options: [{ flags: '-c, --config <file>', description: 'config file' }], run: async () => 0 };
+    expect(manPage([...COMMANDS, extra], GLOBAL_OPTIONS, '0.0.0')).toContain('config lint and zz (as');
   });
 });

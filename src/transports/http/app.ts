@@ -103,7 +103,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   // so must the per-route request histogram.
   const routeTable = installRouteTable(app);
   installErrorHandling(app, routeTable);
-  installHttpMetrics(app, deps);
+  installHttpMetrics(app, deps, routeTable);
 
   // An empty JSON body is "no body" (a spawn with server defaults), not a parse error.
   app.removeContentTypeParser('application/json');

@@ -48,6 +48,16 @@ export function installRouteTable(app: FastifyInstance): readonly RouteEntry[] {
   return table;
 }
 
+/**
+ * The table entry of a matched route (method and URL template), or undefined for a request no
+ * route matched: what the request metrics label it with.
+ */
+export function routeEntry(table: readonly RouteEntry[], method: string, url: string | undefined): RouteEntry | undefined {
+  if (url === undefined) return undefined;
+  const m = method.toUpperCase();
+  return table.find((r) => r.url === url && r.method === m);
+}
+
 /** Every registered route except HEAD twins (e.g. for tests that must cover every route). */
 export function routeTable(app: FastifyInstance): RouteEntry[] {
   return (tables.get(app) ?? []).filter((r) => r.method !== 'HEAD');

@@ -52,7 +52,7 @@ const mint: CommandSpec = {
   options: [
     { flags: '--worker-id <id>', description: 'the worker the token names (required)' },
     { flags: '--audience <aud>', description: 'worker:control-plane (a worker calling its control plane) or worker:rpc', choices: AUDIENCES, default: AUD_CONTROL_PLANE },
-    { flags: '--scopes <list>', description: `comma-separated scopes (default all: ${WORKER_SCOPES.join(',')})`, kind: 'list' },
+    { flags: '--scopes <list>', description: `comma-separated scopes (default all: ${WORKER_SCOPES.join(', ')})`, kind: 'list' },
     { flags: '--ttl <duration>', description: 'lifetime (default 5m, at most 15m)', kind: 'duration', default: '5m' },
     ...keyOptions,
   ],

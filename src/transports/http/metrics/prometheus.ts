@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { HttpDeps } from '../deps.js';
+import { routeEntry, type RouteEntry } from '../route-table.js';
 import { buildInfo, startGcCounter } from './process.js';
 import { secretScrubber } from './redact.js';
 import type { Snapshot } from './snapshot.js';
@@ -166,12 +167,15 @@ export function prometheusFor(deps: HttpDeps): PrometheusMetrics {
   return m;
 }
 
-/** Times every request by route template; register before routes so every route is seen. */
-export function installHttpMetrics(app: FastifyInstance, deps: HttpDeps): void {
+/**
+ * Times every request under the `metric` name the route table gives its route (the URL template,
+ * never the raw URL); requests no route matched are `unmatched`.
+ */
+export function installHttpMetrics(app: FastifyInstance, deps: HttpDeps, table: readonly RouteEntry[]): void {
   const metrics = prometheusFor(deps);
   startGcCounter();
   app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? 'unmatched';
+    const route = routeEntry(table, request.method, request.routeOptions.url)?.metric ?? 'unmatched';
     metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
   });
 }

@@ -1,0 +1,161 @@
+/**
+ * The interactive exec session of core (core/sandboxes/exec-session.ts) with fake start functions
+ * and a recording sink: no socket, no provider, no timers.
+ */
+import { describe, expect, it } from 'vitest';
+import { AsyncQueue } from '../../src/core/async-queue.js';
+import { badRequest } from '../../src/core/errors.js';
+import type { ExecControl } from '../../src/core/ports.js';
+import type { ExecInput, ExecItem } from '../../src/core/sandboxes/exec.js';
+import { ExecSession, type SessionSink } from '../../src/core/sandboxes/exec-session.js';
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const dec = (b: Uint8Array) => new TextDecoder().decode(b);
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+function recorder() {
+  const log: string[] = [];
+  let closed!: () => void;
+  const done = new Promise<void>((r) => (closed = r));
+  const sink: SessionSink = {
+    output: async (stream, data) => void log.push(`${stream}:${dec(data)}`),
+    exit: async (e) => void log.push(`exit:${e.exit_code}${e.timed_out ? ':timeout' : ''}`),
+    error: async (code, message) => void log.push(`error:${code}:${message}`),
+    close: () => {
+      log.push('close');
+      closed();
+    },
+    pause: () => void log.push('pause'),
+    resume: () => void log.push('resume'),
+  };
+  return { log, sink, done };
+}
+
+/** A command that echoes its stdin, upper-cased, and records its controls. */
+function echoStarter(seen: { input?: ExecInput; controls: ExecControl[]; signal?: AbortSignal }) {
+  return async (input: ExecInput, signal: AbortSignal): Promise<AsyncIterable<ExecItem>> => {
+    seen.input = input;
+    seen.signal = signal;
+    void (async () => {
+      for await (const c of input.controls!) seen.controls.push(c);
+    })();
+    return (async function* () {
+      for await (const chunk of input.stdin as AsyncIterable<Uint8Array>) yield { stream: 'stdout' as const, data: enc(dec(chunk).toUpperCase()) };
+      yield { stream: 'exit' as const, exit_code: 0, duration_ms: 5, timed_out: false };
+    })();
+  };
+}
+
+describe('ExecSession', () => {
+  it('start → stdin → controls in order → eof → output, exit, close', async () => {
+    const { log, sink, done } = recorder();
+    const seen = { controls: [] as ExecControl[] } as { input?: ExecInput; controls: ExecControl[] };
+    const s = new ExecSession(echoStarter(seen), sink);
+    expect(s.state).toBe('waiting');
+    s.receive({ type: 'start', input: { command: 'cat', stdin: enc('first ') } });
+    expect(s.state).toBe('running');
+    s.receive({ type: 'stdin', data: enc('second') });
+    s.receive({ type: 'control', control: { type: 'resize', cols: 100, rows: 30 } });
+    s.receive({ type: 'control', control: { type: 'signal', signal: 'SIGINT' } });
+    s.receive({ type: 'stdin_eof' });
+    await done;
+    expect(log).toEqual(['stdout:FIRST ', 'stdout:SECOND', 'exit:0', 'close']);
+    expect(seen.controls).toEqual([{ type: 'resize', cols: 100, rows: 30 }, { type: 'signal', signal: 'SIGINT' }]);
+    expect(seen.input?.command).toBe('cat');
+    expect(s.state).toBe('closed');
+  });
+
+  it('protocol mistakes end the session with bad_request: before start, a second start, stdin after eof, unknown types', async () => {
+    for (const [msgs, message] of [
+      [[{ type: 'stdin', data: enc('x') }], 'the first message must be start, not "stdin"'],
+      [[{ type: 'start', input: { command: 'cat' } }, { type: 'start', input: { command: 'cat' } }], 'the command has already started'],
+      [[{ type: 'start', input: { command: 'cat' } }, { type: 'stdin_eof' }, { type: 'stdin', data: enc('late') }], 'stdin after stdin_eof'],
+      [[{ type: 'start', input: { command: 'cat' } }, { type: 'unknown', name: 'teleport' }], 'unknown message type "teleport"'],
+    ] as const) {
+      const { log, sink, done } = recorder();
+      const never = async () => (async function* (): AsyncGenerator<ExecItem> {
+        await new Promise(() => undefined);
+      })();
+      const s = new ExecSession(never, sink);
+      for (const m of msgs) s.receive(m as never);
+      await done;
+      expect(log).toEqual([`error:bad_request:${message}`, 'close']);
+    }
+  });
+
+  it('a start that fails (lookups, limits) is one error message; a transport rejection too', async () => {
+    const a = recorder();
+    new ExecSession(async () => {
+      throw badRequest('sandbox sb-x not found');
+    }, a.sink).receive({ type: 'start', input: { command: 'x' } });
+    await a.done;
+    expect(a.log).toEqual(['error:bad_request:sandbox sb-x not found', 'close']);
+    const b = recorder();
+    new ExecSession(async () => (async function* () {})(), b.sink).reject(badRequest('malformed JSON message'));
+    await b.done;
+    expect(b.log).toEqual(['error:bad_request:malformed JSON message', 'close']);
+  });
+
+  it('a crash is reported as internal without its text, and handed to onInternalError', async () => {
+    const { log, sink, done } = recorder();
+    const internal: unknown[] = [];
+    new ExecSession(async () => (async function* (): AsyncGenerator<ExecItem> {
+      throw new TypeError('secret detail');
+    })(), sink, { onInternalError: (e) => internal.push(e) }).receive({ type: 'start', input: { command: 'x' } });
+    await done;
+    expect(log).toEqual(['error:internal:internal server error', 'close']);
+    expect(String(internal[0])).toContain('secret detail');
+  });
+
+  it('stdin backpressure: pause above the high-water mark, resume below the low one', async () => {
+    const { log, sink } = recorder();
+    const gate = new AsyncQueue<void>();
+    const starter = async (input: ExecInput): Promise<AsyncIterable<ExecItem>> =>
+      (async function* () {
+        const it = (input.stdin as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+        for await (const _ of gate) {
+          const r = await it.next();
+          if (r.done) break;
+        }
+        yield { stream: 'exit' as const, exit_code: 0, duration_ms: 1, timed_out: false };
+      })();
+    const s = new ExecSession(starter, sink, { highWater: 10, lowWater: 4 });
+    s.receive({ type: 'start', input: { command: 'slow' } });
+    await tick();
+    s.receive({ type: 'stdin', data: enc('123456') });
+    s.receive({ type: 'stdin', data: enc('789012') });
+    expect(log).toEqual(['pause']);
+    expect(s.pendingStdin).toBe(12);
+    gate.push();
+    await tick();
+    expect(log).toEqual(['pause']); // 6 left: not below 4 yet
+    gate.push();
+    await tick();
+    expect(log).toEqual(['pause', 'resume']);
+    expect(s.pendingStdin).toBe(0);
+  });
+
+  it('the client going away aborts the running command and sends nothing more', async () => {
+    const { log, sink } = recorder();
+    const seen = { controls: [] as ExecControl[] } as { signal?: AbortSignal; controls: ExecControl[] };
+    const s = new ExecSession(echoStarter(seen), sink);
+    s.receive({ type: 'start', input: { command: 'cat' } });
+    await tick();
+    s.clientGone();
+    expect(seen.signal?.aborted).toBe(true);
+    expect(s.state).toBe('closed');
+    s.receive({ type: 'stdin', data: enc('ignored') });
+    await tick();
+    expect(log).toEqual([]);
+  });
+
+  it('a timed-out command reports its exit as such', async () => {
+    const { log, sink, done } = recorder();
+    new ExecSession(async () => (async function* () {
+      yield { stream: 'stderr' as const, data: enc('sbx: command timed out after 1s\n') };
+      yield { stream: 'exit' as const, exit_code: 124, duration_ms: 1000, timed_out: true };
+    })(), sink).receive({ type: 'start', input: { command: 'sleep 9' } });
+    await done;
+    expect(log).toEqual(['stderr:sbx: command timed out after 1s\n', 'exit:124:timeout', 'close']);
+  });
+});

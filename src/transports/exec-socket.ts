@@ -17,12 +17,12 @@ import {
   type ExecWsServerMessage,
   type ExecWsStart as StartMessage,
 } from '../contracts/exec.js';
-import { formatDuration } from '../core/duration.js';
 import { badRequest } from '../core/errors.js';
 import { EXEC_SIGNALS, type ExecSignal } from '../core/ports.js';
 import type { ExecInput } from '../core/sandboxes/exec.js';
 import { ExecSession, type ExecStarter, type SessionMessage } from '../core/sandboxes/exec-session.js';
-import { decodeText, OutputEncoder, type EncodedOutput } from './http/encoding.js';
+import { ExecFramer, type ExecFrame } from './exec-framing.js';
+import { decodeText } from './http/encoding.js';
 import { execInput } from './http/routes/exec.js';
 
 /** Pause reading the socket above this many stdin bytes waiting for the command; resume below the low mark. */
@@ -68,31 +68,26 @@ export type { ExecStarter } from '../core/sandboxes/exec-session.js';
  * session's output → frames out. `onInternalError` hears of failures that are not SbxErrors.
  */
 export function serveExecSocket(socket: WebSocket, start: ExecStarter, onInternalError?: (err: unknown) => void): void {
-  let encoders = { stdout: new OutputEncoder(false), stderr: new OutputEncoder(false) };
+  let framer = new ExecFramer('text');
   const send = (msg: ExecWsServerMessage) =>
     new Promise<void>((resolve) => {
       if (socket.readyState !== socket.OPEN) return resolve();
       socket.send(JSON.stringify(msg), () => resolve());
     });
-  const output = (type: 'stdout' | 'stderr', out: EncodedOutput | undefined) =>
-    out ? send(out.encoding ? { type, data: out.data, encoding: out.encoding } : { type, data: out.data }) : Promise.resolve();
-  const flush = async () => {
-    for (const type of ['stdout', 'stderr'] as const) await output(type, encoders[type].end());
+  /** One frame as its WebSocket message. */
+  const sendFrames = async (frames: ExecFrame[]) => {
+    for (const f of frames) {
+      if (f.kind === 'output') await send(f.encoding ? { type: f.stream, data: f.data, encoding: f.encoding } : { type: f.stream, data: f.data });
+      else if (f.kind === 'exit') await send(f.timed_out ? { type: 'exit', exit_code: f.exit_code, duration: f.duration, timed_out: true } : { type: 'exit', exit_code: f.exit_code, duration: f.duration });
+      else await send({ type: 'error', code: f.code, message: f.message });
+    }
   };
   const session = new ExecSession(
     start,
     {
-      output: (stream, data) => output(stream, encoders[stream].write(data)),
-      async exit(e) {
-        await flush();
-        const msg: ExecWsServerMessage = { type: 'exit', exit_code: e.exit_code, duration: formatDuration(e.duration_ms) };
-        if (e.timed_out) (msg as { timed_out?: boolean }).timed_out = true;
-        await send(msg);
-      },
-      async error(code, message) {
-        await flush();
-        await send({ type: 'error', code, message });
-      },
+      output: (stream, data) => sendFrames(framer.output(stream, data)),
+      exit: (e) => sendFrames(framer.exit({ stream: 'exit', ...e })),
+      error: (code, message) => sendFrames([...framer.flush(), { kind: 'error', code, message }]),
       close: () => {
         if (socket.readyState === socket.OPEN) socket.close(1000);
       },
@@ -123,10 +118,7 @@ export function serveExecSocket(socket: WebSocket, start: ExecStarter, onInterna
     if (session.state === 'closed') return;
     try {
       const msg = parseFrame(data as Buffer | Buffer[] | ArrayBuffer, isBinary, session.state === 'waiting');
-      if (msg.type === 'start') {
-        const binary = (msg as { binary?: boolean }).binary === true;
-        encoders = { stdout: new OutputEncoder(binary), stderr: new OutputEncoder(binary) };
-      }
+      if (msg.type === 'start' && session.state === 'waiting') framer = new ExecFramer((msg as { binary?: boolean }).binary === true ? 'binary' : 'text');
       session.receive(msg);
     } catch (err) {
       session.reject(err);

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { docFiles } from '../../src/transports/cli/docs/files.js';
-import { allCommands, COMMANDS } from '../../src/transports/cli/registry.js';
+import { allCommands } from '../../src/transports/cli/registry.js';
 import { runSbx } from './run-sbx.js';
 import { tempDir } from '../helpers/tmp.js';
 

@@ -4,12 +4,12 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ErrorBody } from '../../../contracts/common.js';
 import { ExecRequest, ExecResult, type ExecRequest as ExecBody } from '../../../contracts/exec.js';
-import { formatDuration } from '../../../core/duration.js';
-import { isSbxError, SbxError } from '../../../core/errors.js';
+import { SbxError } from '../../../core/errors.js';
 import type { BufferedExecResult, ByteBudget, ExecInput, ExecItem } from '../../../core/sandboxes/exec.js';
 import type { InflightBudget } from '../inflight.js';
 import { callerOf } from '../caller.js';
-import { decodeText, encodeOutput, OutputEncoder, type EncodedOutput } from '../encoding.js';
+import { decodeText, encodeOutput } from '../encoding.js';
+import { execFrames } from '../../exec-framing.js';
 import type { HttpDeps } from '../deps.js';
 import { abortOnClose } from '../request-signal.js';
 
@@ -175,35 +175,19 @@ function bufferedBody(r: BufferedExecResult, binary: boolean): ExecResult {
 }
 
 async function* ndjson(items: AsyncIterable<ExecItem>, exitRecord: boolean, binary: boolean): AsyncGenerator<string> {
-  const encoders = { stdout: new OutputEncoder(binary), stderr: new OutputEncoder(binary) };
-  const line = (stream: 'stdout' | 'stderr', out: EncodedOutput) =>
-    JSON.stringify(out.encoding ? { stream, data: out.data, encoding: out.encoding } : { stream, data: out.data }) + '\n';
-  function* flush(): Generator<string> {
-    for (const stream of ['stdout', 'stderr'] as const) {
-      const out = encoders[stream].end();
-      if (out) yield line(stream, out);
-    }
-  }
-  try {
-    for await (const item of items) {
-      if (item.stream === 'exit') {
-        yield* flush();
-        if (exitRecord) {
-          const rec: Record<string, unknown> = { stream: 'exit', data: '', exit_code: item.exit_code, duration: formatDuration(item.duration_ms) };
-          if (item.timed_out) rec.timed_out = true;
-          yield JSON.stringify(rec) + '\n';
-        }
-        return;
+  for await (const f of execFrames(items, binary ? 'binary' : 'text')) {
+    if (f.kind === 'output') {
+      yield JSON.stringify(f.encoding ? { stream: f.stream, data: f.data, encoding: f.encoding } : { stream: f.stream, data: f.data }) + '\n';
+    } else if (f.kind === 'exit') {
+      if (exitRecord) {
+        const rec: Record<string, unknown> = { stream: 'exit', data: '', exit_code: f.exit_code, duration: f.duration };
+        if (f.timed_out) rec.timed_out = true;
+        yield JSON.stringify(rec) + '\n';
       }
-      const out = encoders[item.stream].write(item.data);
-      if (out) yield line(item.stream, out);
+    } else {
+      // Headers are gone: report on stderr, and in the exit record when asked (125 = sbx failed).
+      yield JSON.stringify({ stream: 'stderr', data: `sbx: ${f.message}\n` }) + '\n';
+      if (exitRecord) yield JSON.stringify({ stream: 'exit', data: '', exit_code: 125, error: { code: f.code, message: f.message } }) + '\n';
     }
-  } catch (err) {
-    // Headers are gone: report on stderr, and in the exit record when asked (125 = sbx failed).
-    yield* flush();
-    const code = isSbxError(err) ? err.code : 'provider_error';
-    const message = isSbxError(err) ? err.message : 'exec failed';
-    yield JSON.stringify({ stream: 'stderr', data: `sbx: ${message}\n` }) + '\n';
-    if (exitRecord) yield JSON.stringify({ stream: 'exit', data: '', exit_code: 125, error: { code, message } }) + '\n';
   }
 }

@@ -12,10 +12,11 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import * as C from '../../../contracts/worker-rpc.js';
-import { formatDuration, parseDuration } from '../../../core/duration.js';
+import { parseDuration } from '../../../core/duration.js';
 import { badRequest, isSbxError, SbxError } from '../../../core/errors.js';
 import type { ExecSpec } from '../../../core/ports.js';
 import { sandboxPath } from '../../../core/sandboxes/paths.js';
+import { execFrames, type ExecFrame } from '../../exec-framing.js';
 import { serveExecSocket } from '../../exec-socket.js';
 import { authenticateRpc, requireScope } from './auth.js';
 import type { RpcServerDeps } from './deps.js';
@@ -141,34 +142,39 @@ function abortOnClose(reply: FastifyReply): AbortSignal {
 async function streamExec(reply: FastifyReply, deps: RpcServerDeps, id: string, params: C.ExecParams, ndjson: boolean, signal: AbortSignal) {
   const items = execItems(deps, params, signal);
   const envelope = (result: unknown) => ({ id, worker_id: deps.workerId, result });
-  const item = (i: Awaited<ReturnType<typeof items.next>>['value']) =>
-    i!.stream === 'exit'
-      ? { stream: 'exit', exit_code: i!.exit_code, duration: formatDuration(i!.duration_ms) }
-      : { stream: i!.stream, data: Buffer.from(i!.data).toString('base64'), encoding: 'base64' };
+  /** A frame as the RPC result: output always base64, the exit with its duration. */
+  const result = (f: ExecFrame) =>
+    f.kind === 'output' ? { stream: f.stream, data: f.data, encoding: 'base64' } : f.kind === 'exit' ? { stream: 'exit', exit_code: f.exit_code, duration: f.duration } : null;
   if (!ndjson) {
     const chunks: unknown[] = [];
-    for await (const i of items) chunks.push(item(i));
+    for await (const f of execFrames(items, 'base64')) {
+      if (f.kind === 'error') throw new SbxError(f.code as never, f.message);
+      chunks.push(result(f));
+    }
     return reply.code(200).send(envelope({ sandbox_id: params.sandbox_id, chunks }));
   }
-  // The first item (or failure) is awaited up to a second before the headers go: lookups and a
+  // The first frame (or failure) is awaited up to a second before the headers go: lookups and a
   // command that cannot start fail with their status; a quiet command streams on.
-  const first = items.next();
+  const it = execFrames(items, 'base64', (err) => {
+    if (signal.aborted) return false;
+    if (!isSbxError(err)) deps.log.warn({ err: String((err as Error)?.name ?? 'error') }, 'worker exec failed');
+    return true;
+  });
+  const first = it.next();
   let timer: NodeJS.Timeout | undefined;
   const quiet = new Promise<'quiet'>((resolve) => (timer = setTimeout(() => resolve('quiet'), 1000)));
   try {
-    if ((await Promise.race([first, quiet])) === 'quiet') first.catch(() => undefined);
+    const early = await Promise.race([first, quiet]);
+    if (early === 'quiet') first.catch(() => undefined);
+    else if (!early.done && early.value.kind === 'error') throw new SbxError(early.value.code as never, early.value.message);
   } finally {
     clearTimeout(timer);
   }
   async function* lines(): AsyncGenerator<string> {
-    try {
-      const head = await first;
-      if (!head.done) yield JSON.stringify(envelope(item(head.value))) + '\n';
-      for await (const i of items) yield JSON.stringify(envelope(item(i))) + '\n';
-    } catch (err) {
-      if (signal.aborted) return;
-      const e = isSbxError(err) ? err : new SbxError('provider_error', 'the provider failed');
-      yield JSON.stringify({ id, worker_id: deps.workerId, error: { code: e.code, message: e.message } }) + '\n';
+    for (let r = await first; !r.done; r = await it.next()) {
+      const f = r.value;
+      if (f.kind === 'error') yield JSON.stringify({ id, worker_id: deps.workerId, error: { code: f.code, message: f.message } }) + '\n';
+      else yield JSON.stringify(envelope(result(f))) + '\n';
     }
   }
   reply.header('Content-Type', 'application/x-ndjson; charset=utf-8');

@@ -159,6 +159,7 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
 
     let timer: NodeJS.Timeout | undefined;
     let stopped = false;
+    let started = false;
     let failures = 0;
     const loop = () => {
       if (stopped) return;
@@ -194,14 +195,17 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
           if (port === 0 && typeof addr === 'object' && addr && !w.advertise_url) rpcUrl = rpcUrl!.replace(/:0$/, `:${addr.port}`);
         }
         await heartbeat();
+        started = true;
         loop();
       },
       async stop() {
         if (stopped) return;
+        const wasRunning = started;
         draining = true;
         stopped = true;
         if (timer) clearTimeout(timer);
-        await heartbeat('draining').catch((err: unknown) => logger.warn({ worker_id: id }, (err as Error).message));
+        // A worker that served says it is draining; a `--once` run never announced itself as running.
+        if (wasRunning) await heartbeat('draining').catch((err: unknown) => logger.warn({ worker_id: id }, (err as Error).message));
         if (app) {
           const closing = app.close();
           const sweeper = setInterval(() => app!.server.closeIdleConnections(), 100);

@@ -215,3 +215,25 @@ describe('the worker RPC refuses what DESIGN §7 says', () => {
     expect(stale.status).toBe(403);
   });
 });
+
+describe('sbx worker --once', () => {
+  it('one heartbeat: exit 0 and the worker is online (not draining); an unreachable control plane: exit 1, one line', async () => {
+    const { workerCommand } = await import('../../src/transports/cli/commands/worker.js');
+    const { runCommand } = await import('../../src/transports/cli/run-command.js');
+    const { fakeCli } = await import('../helpers/cli-context.js');
+    const env = { SVC_AUTH_WORKER_TOKEN: TOKEN, SVC_PROVIDERS_DEFAULT: 'mock', SVC_PROVIDERS_MOCK_ROOT_DIR: join(dir, 'once-mock'), SVC_LOGGING_LEVEL: 'silent' };
+    const ok = fakeCli({ url: cp.url, home: dir });
+    (ok.ctx as { env: Record<string, string> }).env = env;
+    expect(await runCommand(workerCommand, ok.ctx, { once: true, controlPlane: cp.url, id: 'w-once' })).toBe(0);
+    expect(ok.stdout()).toBe(`worker w-once: heartbeat accepted by ${cp.url}\n`);
+    const w = await call(cp.url, 'GET', '/api/v1/workers/w-once');
+    expect(w.body).toMatchObject({ id: 'w-once', status: 'online', providers: ['mock'] });
+    const bad = fakeCli({ url: cp.url, home: dir });
+    (bad.ctx as { env: Record<string, string> }).env = env;
+    expect(await runCommand(workerCommand, bad.ctx, { once: true, controlPlane: 'http://127.0.0.1:9', id: 'w-once' })).toBe(1);
+    expect(bad.stderr()).toMatch(/^sbx: heartbeat to http:\/\/127\.0\.0\.1:9 failed: .*\n$/);
+    expect(bad.stderr().split('\n').filter(Boolean)).toHaveLength(1);
+    await ok.close();
+    await bad.close();
+  });
+});

@@ -53,14 +53,15 @@ export type ExecSignal = (typeof EXEC_SIGNALS)[number];
 export type ExecControl = { type: 'resize'; cols: number; rows: number } | { type: 'signal'; signal: ExecSignal };
 
 /**
- * What an exec yields: output chunks in order, then exactly one `exit` as the last item.
+ * What an exec yields: output chunks in order, then exactly one `exit` as the last item. The
+ * discriminator is `stream` all the way out — core's ExecItem and the API's NDJSON lines use it too.
  * When the signal aborts, the provider kills the command's whole process tree and ends the
  * iteration promptly (an `exit` with a non-zero code, or by returning); core decides whether it
  * was a deadline or a cancel.
  */
 export type ExecEvent =
-  | { type: 'stdout' | 'stderr'; data: Uint8Array }
-  | { type: 'exit'; exit_code: number };
+  | { stream: 'stdout' | 'stderr'; data: Uint8Array }
+  | { stream: 'exit'; exit_code: number };
 
 /** A console read: the last `lines` lines, or with `after` the first `lines` lines numbered above it. */
 export interface ConsoleQuery {

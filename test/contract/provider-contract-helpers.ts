@@ -28,18 +28,18 @@ export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 export async function collect(iter: AsyncIterable<ExecEvent>): Promise<Collected> {
   const events: ExecEvent[] = [];
   for await (const ev of iter) events.push(ev);
-  const exits = events.filter((e) => e.type === 'exit');
+  const exits = events.filter((e) => e.stream === 'exit');
   expect(exits.length, 'at most one exit event').toBeLessThanOrEqual(1);
   if (exits[0]) expect(events[events.length - 1], 'exit is the last event').toBe(exits[0]);
   const bytes = (type: 'stdout' | 'stderr') =>
-    Buffer.concat(events.flatMap((e) => (e.type === type ? [Buffer.from(e.data)] : [])));
+    Buffer.concat(events.flatMap((e) => (e.stream === type ? [Buffer.from(e.data)] : [])));
   const stdoutBytes = bytes('stdout');
   return {
     events,
     stdoutBytes,
     stdout: stdoutBytes.toString('utf8'),
     stderr: bytes('stderr').toString('utf8'),
-    exitCode: exits[0]?.type === 'exit' ? exits[0].exit_code : null,
+    exitCode: exits[0]?.stream === 'exit' ? exits[0].exit_code : null,
   };
 }
 

@@ -54,10 +54,10 @@ export function runExecErrorsContract(name: string, factory: () => Promise<Provi
         events.push(r.value);
       }
       const last = events[events.length - 1];
-      expect(last).toEqual({ type: 'exit', exit_code: 127 });
-      const stderr = Buffer.concat(events.flatMap((e) => (e.type === 'stderr' ? [Buffer.from(e.data)] : []))).toString();
+      expect(last).toEqual({ stream: 'exit', exit_code: 127 });
+      const stderr = Buffer.concat(events.flatMap((e) => (e.stream === 'stderr' ? [Buffer.from(e.data)] : []))).toString();
       expect(stderr).toBe('sbx: command not found: sbx-missing-streamed\n');
-      expect(events.some((e) => e.type === 'stdout')).toBe(false);
+      expect(events.some((e) => e.stream === 'stdout')).toBe(false);
     });
 
     it('argv mode: a file that cannot be executed is 126 (buffered and streamed)', async () => {
@@ -66,8 +66,8 @@ export function runExecErrorsContract(name: string, factory: () => Promise<Provi
       expect(await run(argv('./bin'))).toMatchObject({ exitCode: 126, stderr: 'sbx: permission denied: ./bin\n' });
       const events: ExecEvent[] = [];
       for await (const ev of p.exec(rid, argv('bin/../plain.txt'), never)) events.push(ev);
-      expect(events[events.length - 1]).toEqual({ type: 'exit', exit_code: 126 });
-      expect(Buffer.concat(events.flatMap((e) => (e.type === 'stderr' ? [Buffer.from(e.data)] : []))).toString()).toBe('sbx: permission denied: bin/../plain.txt\n');
+      expect(events[events.length - 1]).toEqual({ stream: 'exit', exit_code: 126 });
+      expect(Buffer.concat(events.flatMap((e) => (e.stream === 'stderr' ? [Buffer.from(e.data)] : []))).toString()).toBe('sbx: permission denied: bin/../plain.txt\n');
     });
 
     it('argv mode: PATH is searched, and a non-executable match is 126', async () => {

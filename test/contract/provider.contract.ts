@@ -159,7 +159,7 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
         while (!seen.includes(text)) {
           const r = await within(iter.next(), 10_000, `output ${JSON.stringify(text)}`);
           expect(r.done, `ended before ${JSON.stringify(text)}`).toBe(false);
-          if (r.value!.type === 'stdout') seen += Buffer.from(r.value!.data).toString();
+          if (r.value!.stream === 'stdout') seen += Buffer.from(r.value!.data).toString();
         }
         return seen;
       };
@@ -182,7 +182,7 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
     it('exec with signal controls: SIGTERM reaches the command', async () => {
       const controls = new LiveChunks<ExecControl>();
       const iter = p.exec(rid, sh('echo ready; exec sleep 30', { controls }), never)[Symbol.asyncIterator]();
-      expect((await within(iter.next(), 10_000, 'first chunk')).value).toMatchObject({ type: 'stdout' });
+      expect((await within(iter.next(), 10_000, 'first chunk')).value).toMatchObject({ stream: 'stdout' });
       controls.push({ type: 'signal', signal: 'SIGTERM' });
       const rest = await within(collect({ [Symbol.asyncIterator]: () => iter }), 10_000, 'signalled exec');
       expect(rest.exitCode).toBe(143);
@@ -201,7 +201,7 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
       const first = await within(iter.next(), 5_000, 'first chunk');
       expect(Date.now() - started).toBeLessThan(1_500);
       expect(first.done).toBe(false);
-      expect(first.value).toMatchObject({ type: 'stdout' });
+      expect(first.value).toMatchObject({ stream: 'stdout' });
       const rest = await collect({ [Symbol.asyncIterator]: () => iter });
       expect(Buffer.from((first.value as { data: Uint8Array }).data).toString() + rest.stdout).toBe('a\nb\n');
       expect(rest.exitCode).toBe(0);
@@ -211,7 +211,7 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
       const ac = new AbortController();
       const cmd = '(touch abort-started; echo go; sleep 1; touch abort-late) & sleep 30; wait';
       const iter = p.exec(rid, sh(cmd), ac.signal)[Symbol.asyncIterator]();
-      expect((await within(iter.next(), 5_000, 'first chunk')).value).toMatchObject({ type: 'stdout' });
+      expect((await within(iter.next(), 5_000, 'first chunk')).value).toMatchObject({ stream: 'stdout' });
       await sleep(300);
       const abortedAt = Date.now();
       ac.abort(new Error('deadline'));
@@ -227,7 +227,7 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
       const cmd = '(touch break-started; echo go; sleep 1; touch break-late) & sleep 30; wait';
       const started = Date.now();
       for await (const ev of p.exec(rid, sh(cmd), never)) {
-        expect(ev.type).toBe('stdout');
+        expect(ev.stream).toBe('stdout');
         break;
       }
       expect(Date.now() - started).toBeLessThan(5_000);

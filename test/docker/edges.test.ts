@@ -26,8 +26,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: edge ca
     let stdout = '';
     let exit: number | null = null;
     for await (const ev of p.exec(rid, spec, never)) {
-      if (ev.type === 'exit') exit = ev.exit_code;
-      else if (ev.type === 'stdout') stdout += Buffer.from(ev.data).toString();
+      if (ev.stream === 'exit') exit = ev.exit_code;
+      else if (ev.stream === 'stdout') stdout += Buffer.from(ev.data).toString();
     }
     return { stdout, exit };
   };

@@ -133,7 +133,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('startup reconciliation a
 
     let out = '';
     for await (const ev of p.exec(alive.rid, { command: 'echo still here', args: [], mode: 'shell', env: {} }, never)) {
-      if (ev.type === 'stdout') out += Buffer.from(ev.data).toString();
+      if (ev.stream === 'stdout') out += Buffer.from(ev.data).toString();
     }
     expect(out).toBe('still here\n');
 

@@ -16,8 +16,8 @@ async function run(p: Provider, rid: string, spec: ExecSpec, signal = never): Pr
   let stderr = '';
   let exit: number | null = null;
   for await (const ev of p.exec(rid, spec, signal)) {
-    if (ev.type === 'exit') exit = ev.exit_code;
-    else if (ev.type === 'stdout') stdout += Buffer.from(ev.data).toString();
+    if (ev.stream === 'exit') exit = ev.exit_code;
+    else if (ev.stream === 'stdout') stdout += Buffer.from(ev.data).toString();
     else stderr += Buffer.from(ev.data).toString();
   }
   return { stdout, stderr, exit };
@@ -91,7 +91,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
     const baseline = await procs();
     const ac = new AbortController();
     const iter = p.exec(rid, sh('echo started; (sleep 100 &) ; sleep 100 & sleep 100'), ac.signal)[Symbol.asyncIterator]();
-    expect((await iter.next()).value).toMatchObject({ type: 'stdout' });
+    expect((await iter.next()).value).toMatchObject({ stream: 'stdout' });
     expect((await run(p, rid, sh('ps'))).stdout).toMatch(/sleep 100/);
     const t0 = Date.now();
     ac.abort(new Error('deadline'));
@@ -134,7 +134,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
     let chunks = 0;
     let paused = false;
     for await (const ev of p.exec(rid, sh(`yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c ${total}`), never) as AsyncIterable<ExecEvent>) {
-      if (ev.type === 'stdout') {
+      if (ev.stream === 'stdout') {
         bytes += ev.data.byteLength;
         chunks++;
         if (!paused && bytes > total / 2) {
@@ -143,7 +143,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
           await new Promise((r) => setTimeout(r, 1_500));
         }
         if (chunks % 64 === 0) peak = Math.max(peak, process.memoryUsage().rss);
-      } else if (ev.type === 'exit') {
+      } else if (ev.stream === 'exit') {
         expect(ev.exit_code).toBe(0);
       }
     }

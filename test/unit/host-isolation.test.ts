@@ -99,7 +99,7 @@ function suite(name: string, make: () => Fixture): void {
       const iter = p.exec(a, sh(`echo ready; exec ${sleepArgs.join(' ')}`, { SECRET_TOKEN: canary }), ac.signal)[Symbol.asyncIterator]();
       try {
         const first = (await within(iter.next(), 10_000, 'first chunk')).value as ExecEvent;
-        expect(first).toMatchObject({ type: 'stdout' });
+        expect(first).toMatchObject({ stream: 'stdout' });
         // `exec sleep` may come just after the first chunk.
         let victims = hostPidsRunning(sleepArgs);
         for (const deadline = Date.now() + 5_000; victims.length === 0 && Date.now() < deadline; victims = hostPidsRunning(sleepArgs)) {

@@ -83,7 +83,7 @@ function suite(name: string, make: Make): void {
       const bg = ['sleep', String(n)];
       const fg = ['sleep', String(n + 100)];
       const iter = p.exec(rid, { command: `${bg.join(' ')} & echo ready; exec ${fg.join(' ')}`, args: [], mode: 'shell', env: {}, workdir: '/workspace' }, new AbortController().signal)[Symbol.asyncIterator]();
-      expect((await within(iter.next(), 10_000, 'sleeper ready')).value).toMatchObject({ type: 'stdout' });
+      expect((await within(iter.next(), 10_000, 'sleeper ready')).value).toMatchObject({ stream: 'stdout' });
       await waitFor('both sleeps running', () => hostPidsRunning(bg).length === 1 && hostPidsRunning(fg).length === 1);
       leftovers.push(...hostPidsRunning(bg), ...hostPidsRunning(fg));
       return [bg, fg];

@@ -128,7 +128,7 @@ describe('execProcess', () => {
     let bytes = 0;
     let exit: number | null = null;
     for await (const ev of iter) {
-      if (ev.type === 'exit') exit = ev.exit_code;
+      if (ev.stream === 'exit') exit = ev.exit_code;
       else bytes += ev.data.byteLength;
     }
     return { bytes, exit };
@@ -148,7 +148,7 @@ describe('execProcess', () => {
     await new Promise((r) => setTimeout(r, 500));
     // Not consuming: the producer must be blocked well before writing 20 MB.
     expect(existsSync(marker)).toBe(false);
-    let bytes = first.value && first.value.type !== 'exit' ? first.value.data.byteLength : 0;
+    let bytes = first.value && first.value.stream !== 'exit' ? first.value.data.byteLength : 0;
     const rest = await drain({ [Symbol.asyncIterator]: () => iter });
     bytes += rest.bytes;
     expect(bytes).toBe(20_000_000);

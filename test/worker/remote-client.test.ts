@@ -98,7 +98,7 @@ describe('a misbehaving worker', () => {
     let failure: unknown;
     try {
       for await (const ev of remote.provider(workerAt(url), target).exec('rt-1', { command: 'x', args: [], mode: 'shell', env: {} }, new AbortController().signal)) {
-        if (ev.type !== 'exit') got.push(Buffer.from(ev.data).toString());
+        if (ev.stream !== 'exit') got.push(Buffer.from(ev.data).toString());
       }
     } catch (err) {
       failure = err;

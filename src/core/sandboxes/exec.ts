@@ -116,11 +116,11 @@ export class ExecService {
         try {
           try {
             for await (const ev of provider.exec(runtimeId, spec, ac.signal)) {
-              if (ev.type === 'exit') {
+              if (ev.stream === 'exit') {
                 exitCode = ev.exit_code;
                 continue;
               }
-              if (ev.data.byteLength > 0) yield { stream: ev.type, data: ev.data };
+              if (ev.data.byteLength > 0) yield { stream: ev.stream, data: ev.data };
             }
           } catch (err) {
             if (!timedOut && (ac.signal.aborted || isAbortError(err))) throw err;

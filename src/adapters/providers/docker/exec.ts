@@ -218,19 +218,19 @@ export async function* streamExec(
               }
               const data = Buffer.from(failure.stderr);
               options.onOutput?.('stderr', data);
-              yield { type: 'stderr', data };
-              yield { type: 'exit', exit_code: failure.exitCode };
+              yield { stream: 'stderr', data };
+              yield { stream: 'exit', exit_code: failure.exitCode };
               return;
             }
             for (const f of [frame, ...rest]) {
               options.onOutput?.(f.stream, f.data);
-              yield { type: f.stream, data: f.data };
+              yield { stream: f.stream, data: f.data };
             }
             continue;
           }
         }
         options.onOutput?.(frame.stream, frame.data);
-        yield { type: frame.stream, data: frame.data };
+        yield { stream: frame.stream, data: frame.data };
       }
     } catch (err) {
       // A stream cut by our own kill is the expected end of an aborted exec.
@@ -243,7 +243,7 @@ export async function* streamExec(
     }
     const exitCode = await exitCodeOf(exec, signal);
     done = true;
-    yield { type: 'exit', exit_code: exitCode };
+    yield { stream: 'exit', exit_code: exitCode };
   } finally {
     for (const p of pumps) p.stop();
     signal.removeEventListener('abort', killTree);

@@ -35,8 +35,8 @@ export async function runArgv(docker: Docker, runtimeId: string, argv: string[],
   try {
     const [command, ...args] = argv;
     for await (const ev of streamExec(docker, runtimeId, { command: command!, args, mode: 'argv', env: { LC_ALL: 'C' }, workdir: opts.workdir ?? '/', stdin: opts.stdin }, ac.signal)) {
-      if (ev.type === 'exit') exitCode = ev.exit_code;
-      else if (ev.type === 'stdout') {
+      if (ev.stream === 'exit') exitCode = ev.exit_code;
+      else if (ev.stream === 'stdout') {
         outBytes += ev.data.byteLength;
         if (outBytes > max) throw new SbxError('payload_too_large', `output exceeds ${max} bytes`);
         out.push(Buffer.from(ev.data));

@@ -87,7 +87,7 @@ export function checkEnv(env: Record<string, string>): void {
 export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): AsyncGenerator<ExecEvent, void, undefined> {
   checkSpec(spec);
   if (signal.aborted) {
-    yield { type: 'exit', exit_code: KILLED_EXIT_CODE };
+    yield { stream: 'exit', exit_code: KILLED_EXIT_CODE };
     return;
   }
   const child = spawn(spec.file, [...spec.args], {
@@ -123,7 +123,7 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     }
   };
   const onData = (type: 'stdout' | 'stderr') => (buf: Buffer) => {
-    queue.push({ type, data: buf });
+    queue.push({ stream: type, data: buf });
     queuedBytes += buf.length;
     lastOutputAt = Date.now();
     if (!paused && queuedBytes > HIGH_WATER) {
@@ -183,7 +183,7 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     for (;;) {
       const ev = queue.shift();
       if (ev) {
-        if (ev.type !== 'exit') queuedBytes -= ev.data.byteLength;
+        if (ev.stream !== 'exit') queuedBytes -= ev.data.byteLength;
         if (paused && queuedBytes < LOW_WATER) {
           paused = false;
           child.stdout.resume();
@@ -216,13 +216,13 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
       const err: NodeJS.ErrnoException = spawnError;
       // Like a shell: a missing program is 127, one that cannot be executed is 126.
       if (!spec.launcher && (err.code === 'ENOENT' || err.code === 'EACCES')) {
-        yield { type: 'stderr', data: Buffer.from(`sbx: ${err.code === 'ENOENT' ? 'command not found' : 'permission denied'}: ${spec.file}\n`) };
-        yield { type: 'exit', exit_code: err.code === 'ENOENT' ? 127 : 126 };
+        yield { stream: 'stderr', data: Buffer.from(`sbx: ${err.code === 'ENOENT' ? 'command not found' : 'permission denied'}: ${spec.file}\n`) };
+        yield { stream: 'exit', exit_code: err.code === 'ENOENT' ? 127 : 126 };
         return;
       }
       throw providerError(`could not start the command (${err.code ?? 'unknown error'})`);
     }
-    yield { type: 'exit', exit_code: exitCode ?? KILLED_EXIT_CODE };
+    yield { stream: 'exit', exit_code: exitCode ?? KILLED_EXIT_CODE };
   } finally {
     for (const p of pumps) p.stop();
     signal.removeEventListener('abort', onAbort);

@@ -165,7 +165,7 @@ export class HostRuntimes {
       try {
         for await (const ev of execProcess({ ...spec, onSpawn }, ac.signal)) {
           started = true;
-          if (ev.type !== 'exit') ring.append(ev.data, `${tag}:${ev.type}`);
+          if (ev.stream !== 'exit') ring.append(ev.data, `${tag}:${ev.stream}`);
           yield ev;
         }
       } catch (err) {

@@ -55,7 +55,7 @@ export async function* execStream(rpc: RpcClient, w: WorkerRecord, t: ExecTarget
         buf = buf.slice(nl + 1);
         if (line === '') continue;
         const ev = parseLine(rpc, w, id, line);
-        if (ev.type === 'exit') {
+        if (ev.stream === 'exit') {
           exited = true;
           yield ev;
           return;
@@ -84,8 +84,8 @@ function parseLine(rpc: RpcClient, w: WorkerRecord, id: string, line: string): E
   if (!env || typeof env !== 'object' || env.id !== id) throw rpc.invalid(w);
   if (env.error) throw errorFrom(w, env.error);
   const r = env.result;
-  if (r && (r.stream === 'stdout' || r.stream === 'stderr') && typeof r.data === 'string') return { type: r.stream, data: Buffer.from(r.data, 'base64') };
-  if (r && r.stream === 'exit' && typeof r.exit_code === 'number') return { type: 'exit', exit_code: r.exit_code };
+  if (r && (r.stream === 'stdout' || r.stream === 'stderr') && typeof r.data === 'string') return { stream: r.stream, data: Buffer.from(r.data, 'base64') };
+  if (r && r.stream === 'exit' && typeof r.exit_code === 'number') return { stream: 'exit', exit_code: r.exit_code };
   throw rpc.invalid(w);
 }
 
@@ -152,9 +152,9 @@ export async function* execSocket(rpc: RpcClient, w: WorkerRecord, t: ExecTarget
       return;
     }
     if ((msg.type === 'stdout' || msg.type === 'stderr') && typeof msg.data === 'string') {
-      items.push({ ev: { type: msg.type, data: msg.encoding === 'base64' ? Buffer.from(msg.data, 'base64') : Buffer.from(msg.data, 'utf8') } });
+      items.push({ ev: { stream: msg.type, data: msg.encoding === 'base64' ? Buffer.from(msg.data, 'base64') : Buffer.from(msg.data, 'utf8') } });
     } else if (msg.type === 'exit' && typeof msg.exit_code === 'number') {
-      items.push({ ev: { type: 'exit', exit_code: msg.exit_code } });
+      items.push({ ev: { stream: 'exit', exit_code: msg.exit_code } });
       done = true;
       items.end();
     } else if (msg.type === 'error') {

@@ -29,8 +29,8 @@ export async function* runOnRuntime(provider: Provider, runtimeId: string, spec:
   try {
     try {
       for await (const ev of provider.exec(runtimeId, spec, ac.signal)) {
-        if (ev.type === 'exit') exitCode = ev.exit_code;
-        else if (ev.data.byteLength > 0) yield { stream: ev.type, data: ev.data };
+        if (ev.stream === 'exit') exitCode = ev.exit_code;
+        else if (ev.data.byteLength > 0) yield { stream: ev.stream, data: ev.data };
       }
     } catch (err) {
       if (!timedOut) {

@@ -1,6 +1,6 @@
 /**
  * The WebSocket side of an exec session (DESIGN.md §3 "WebSocket exec"): JSON text frames parsed
- * and validated into the messages of core's ExecSession (the state machine), its output framed back
+ * and validated into the messages of core's InteractiveExec (the state machine), its output framed back
  * (UTF-8 text, or base64 with `binary`), stdin backpressure as socket pause/resume, and a ping
  * keep-alive. Shared by the API's `/api/v1/sandboxes/{id}/exec/ws` and a worker's `/rpc/exec/ws`:
  * each gives the socket and how to start the command.
@@ -19,8 +19,8 @@ import {
 } from '../contracts/exec.js';
 import { badRequest } from '../core/errors.js';
 import { EXEC_SIGNALS, type ExecSignal } from '../core/ports.js';
-import type { ExecInput } from '../core/sandboxes/exec.js';
-import { ExecSession, type ExecStarter, type SessionMessage } from '../core/sandboxes/exec-session.js';
+import type { ExecCommand } from '../core/sandboxes/exec.js';
+import { InteractiveExec, type ExecStarter, type SessionMessage } from '../core/sandboxes/exec-session.js';
 import { ExecFramer, type ExecFrame } from './exec-framing.js';
 import { decodeText } from './http/encoding.js';
 import { execInput } from './http/routes/exec.js';
@@ -82,7 +82,7 @@ export function serveExecSocket(socket: WebSocket, start: ExecStarter, onInterna
       else await send({ type: 'error', code: f.code, message: f.message });
     }
   };
-  const session = new ExecSession(
+  const session = new InteractiveExec(
     start,
     {
       output: (stream, data) => sendFrames(framer.output(stream, data)),
@@ -143,7 +143,7 @@ function parseFrame(raw: Buffer | Buffer[] | ArrayBuffer, isBinary: boolean, wai
     if (!waiting) return { type: 'start', input: { command: '' } };
     const start = validated<StartMessage>('start', msg);
     const { type: _t, tty, cols, rows, stream: _s, exit_record: _e, stdin, stdin_encoding, binary, ...rest } = start;
-    const input: ExecInput = execInput(rest);
+    const input: ExecCommand = execInput(rest);
     if (stdin !== undefined) input.stdin = decodeText(stdin, stdin_encoding, 'stdin');
     if (tty) input.tty = { cols: cols ?? DEFAULT_TERMINAL.cols, rows: rows ?? DEFAULT_TERMINAL.rows };
     return { type: 'start', input, binary } as SessionMessage;

@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { AsyncQueue } from '../../src/core/async-queue.js';
 import { badRequest } from '../../src/core/errors.js';
 import type { ExecControl } from '../../src/core/ports.js';
-import type { ExecInput, ExecItem } from '../../src/core/sandboxes/exec.js';
-import { ExecSession, type SessionSink } from '../../src/core/sandboxes/exec-session.js';
+import type { ExecCommand, ExecItem } from '../../src/core/sandboxes/exec.js';
+import { InteractiveExec, type SessionSink } from '../../src/core/sandboxes/exec-session.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -32,8 +32,8 @@ function recorder() {
 }
 
 /** A command that echoes its stdin, upper-cased, and records its controls. */
-function echoStarter(seen: { input?: ExecInput; controls: ExecControl[]; signal?: AbortSignal }) {
-  return async (input: ExecInput, signal: AbortSignal): Promise<AsyncIterable<ExecItem>> => {
+function echoStarter(seen: { input?: ExecCommand; controls: ExecControl[]; signal?: AbortSignal }) {
+  return async (input: ExecCommand, signal: AbortSignal): Promise<AsyncIterable<ExecItem>> => {
     seen.input = input;
     seen.signal = signal;
     void (async () => {
@@ -46,11 +46,11 @@ function echoStarter(seen: { input?: ExecInput; controls: ExecControl[]; signal?
   };
 }
 
-describe('ExecSession', () => {
+describe('InteractiveExec', () => {
   it('start → stdin → controls in order → eof → output, exit, close', async () => {
     const { log, sink, done } = recorder();
-    const seen = { controls: [] as ExecControl[] } as { input?: ExecInput; controls: ExecControl[] };
-    const s = new ExecSession(echoStarter(seen), sink);
+    const seen = { controls: [] as ExecControl[] } as { input?: ExecCommand; controls: ExecControl[] };
+    const s = new InteractiveExec(echoStarter(seen), sink);
     expect(s.state).toBe('waiting');
     s.receive({ type: 'start', input: { command: 'cat', stdin: enc('first ') } });
     expect(s.state).toBe('running');
@@ -76,7 +76,7 @@ describe('ExecSession', () => {
       const never = async () => (async function* (): AsyncGenerator<ExecItem> {
         await new Promise(() => undefined);
       })();
-      const s = new ExecSession(never, sink);
+      const s = new InteractiveExec(never, sink);
       for (const m of msgs) s.receive(m as never);
       await done;
       expect(log).toEqual([`error:bad_request:${message}`, 'close']);
@@ -85,13 +85,13 @@ describe('ExecSession', () => {
 
   it('a start that fails (lookups, limits) is one error message; a transport rejection too', async () => {
     const a = recorder();
-    new ExecSession(async () => {
+    new InteractiveExec(async () => {
       throw badRequest('sandbox sb-x not found');
     }, a.sink).receive({ type: 'start', input: { command: 'x' } });
     await a.done;
     expect(a.log).toEqual(['error:bad_request:sandbox sb-x not found', 'close']);
     const b = recorder();
-    new ExecSession(async () => (async function* () {})(), b.sink).reject(badRequest('malformed JSON message'));
+    new InteractiveExec(async () => (async function* () {})(), b.sink).reject(badRequest('malformed JSON message'));
     await b.done;
     expect(b.log).toEqual(['error:bad_request:malformed JSON message', 'close']);
   });
@@ -99,7 +99,7 @@ describe('ExecSession', () => {
   it('a crash is reported as internal without its text, and handed to onInternalError', async () => {
     const { log, sink, done } = recorder();
     const internal: unknown[] = [];
-    new ExecSession(async () => (async function* (): AsyncGenerator<ExecItem> {
+    new InteractiveExec(async () => (async function* (): AsyncGenerator<ExecItem> {
       throw new TypeError('secret detail');
     })(), sink, { onInternalError: (e) => internal.push(e) }).receive({ type: 'start', input: { command: 'x' } });
     await done;
@@ -110,7 +110,7 @@ describe('ExecSession', () => {
   it('stdin backpressure: pause above the high-water mark, resume below the low one', async () => {
     const { log, sink } = recorder();
     const gate = new AsyncQueue<void>();
-    const starter = async (input: ExecInput): Promise<AsyncIterable<ExecItem>> =>
+    const starter = async (input: ExecCommand): Promise<AsyncIterable<ExecItem>> =>
       (async function* () {
         const it = (input.stdin as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
         for await (const _ of gate) {
@@ -119,7 +119,7 @@ describe('ExecSession', () => {
         }
         yield { stream: 'exit' as const, exit_code: 0, duration_ms: 1, timed_out: false };
       })();
-    const s = new ExecSession(starter, sink, { highWater: 10, lowWater: 4 });
+    const s = new InteractiveExec(starter, sink, { highWater: 10, lowWater: 4 });
     s.receive({ type: 'start', input: { command: 'slow' } });
     await tick();
     s.receive({ type: 'stdin', data: enc('123456') });
@@ -138,7 +138,7 @@ describe('ExecSession', () => {
   it('the client going away aborts the running command and sends nothing more', async () => {
     const { log, sink } = recorder();
     const seen = { controls: [] as ExecControl[] } as { signal?: AbortSignal; controls: ExecControl[] };
-    const s = new ExecSession(echoStarter(seen), sink);
+    const s = new InteractiveExec(echoStarter(seen), sink);
     s.receive({ type: 'start', input: { command: 'cat' } });
     await tick();
     s.clientGone();
@@ -151,7 +151,7 @@ describe('ExecSession', () => {
 
   it('a timed-out command reports its exit as such', async () => {
     const { log, sink, done } = recorder();
-    new ExecSession(async () => (async function* () {
+    new InteractiveExec(async () => (async function* () {
       yield { stream: 'stderr' as const, data: enc('sbx: command timed out after 1s\n') };
       yield { stream: 'exit' as const, exit_code: 124, duration_ms: 1000, timed_out: true };
     })(), sink).receive({ type: 'start', input: { command: 'sleep 9' } });

@@ -10,11 +10,11 @@
 import { AsyncQueue } from '../async-queue.js';
 import { badRequest, isSbxError, SbxError } from '../errors.js';
 import type { ExecControl } from '../ports.js';
-import type { ExecInput, ExecItem } from './exec.js';
+import type { ExecCommand, ExecItem } from './exec.js';
 
 /** A client message, already validated and decoded by the transport. */
 export type SessionMessage =
-  | { type: 'start'; input: ExecInput }
+  | { type: 'start'; input: ExecCommand }
   | { type: 'stdin'; data: Uint8Array }
   | { type: 'stdin_eof' }
   | { type: 'control'; control: ExecControl }
@@ -33,7 +33,7 @@ export interface SessionSink {
 }
 
 /** Starts the command: lookups and limits fail before it runs; the items run it. */
-export type ExecStarter = (input: ExecInput, signal: AbortSignal) => Promise<AsyncIterable<ExecItem>>;
+export type ExecStarter = (input: ExecCommand, signal: AbortSignal) => Promise<AsyncIterable<ExecItem>>;
 
 export type SessionState = 'waiting' | 'running' | 'closed';
 
@@ -45,7 +45,7 @@ export interface SessionOptions {
   onInternalError?: (err: unknown) => void;
 }
 
-export class ExecSession {
+export class InteractiveExec {
   private current: SessionState = 'waiting';
   private readonly ac = new AbortController();
   private queued = 0;
@@ -151,10 +151,10 @@ export class ExecSession {
     this.controls.end();
   }
 
-  private async run(input: ExecInput): Promise<void> {
+  private async run(input: ExecCommand): Promise<void> {
     // Stdin that came inside the start message goes first.
     if (input.stdin instanceof Uint8Array) this.pushStdin(input.stdin);
-    const full: ExecInput = { ...input, stdin: this.stdin, controls: this.controls };
+    const full: ExecCommand = { ...input, stdin: this.stdin, controls: this.controls };
     let items: AsyncIterable<ExecItem>;
     try {
       items = await this.start(full, this.ac.signal);

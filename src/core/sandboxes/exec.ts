@@ -8,7 +8,11 @@ import { sandboxPath } from './paths.js';
 import { isSandboxGone } from './runtime-guard.js';
 import { asProviderError, type SandboxService } from './service.js';
 
-export interface ExecInput {
+/**
+ * The command core runs for an exec request (the API's ExecRequest after decoding; the client
+ * library's ExecInput is what a caller passes): with live stdin and controls for interactive use.
+ */
+export interface ExecCommand {
   command: string;
   args?: string[];
   env?: Record<string, string>;
@@ -80,7 +84,7 @@ export class ExecService {
   constructor(private readonly sandboxes: SandboxService) {}
 
   /** Validates and resolves everything; the returned iterable runs the command when iterated. */
-  async start(id: string, input: ExecInput, caller: Caller, signal?: AbortSignal): Promise<AsyncIterable<ExecItem>> {
+  async start(id: string, input: ExecCommand, caller: Caller, signal?: AbortSignal): Promise<AsyncIterable<ExecItem>> {
     if (typeof input.command !== 'string' || input.command.length === 0) throw badRequest('command is required');
     const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
     const timeoutMs = await this.effectiveTimeout(rec, input.timeout);
@@ -157,7 +161,7 @@ export class ExecService {
    * Runs to completion and collects output, at most `max_exec_output_bytes` per stream (cut at a
    * character boundary, with a note of what was dropped).
    */
-  async run(id: string, input: ExecInput, caller: Caller, signal?: AbortSignal, budget?: ByteBudget): Promise<BufferedExecResult> {
+  async run(id: string, input: ExecCommand, caller: Caller, signal?: AbortSignal, budget?: ByteBudget): Promise<BufferedExecResult> {
     const items = await this.start(id, input, caller, signal);
     let taken = 0;
     try {

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { ErrorBody } from '../../../contracts/common.js';
 import { ExecRequest, ExecResult, type ExecRequest as ExecBody } from '../../../contracts/exec.js';
 import { SbxError } from '../../../core/errors.js';
-import type { BufferedExecResult, ByteBudget, ExecInput, ExecItem } from '../../../core/sandboxes/exec.js';
+import type { BufferedExecResult, ByteBudget, ExecCommand, ExecItem } from '../../../core/sandboxes/exec.js';
 import type { InflightBudget } from '../inflight.js';
 import { callerOf } from '../caller.js';
 import { decodeText, encodeOutput } from '../encoding.js';
@@ -16,7 +16,7 @@ import { abortOnClose } from '../request-signal.js';
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
 
 /** Decodes the sbx `stdin` extension field. */
-export function execInput(body: ExecBody): ExecInput {
+export function execInput(body: ExecBody): ExecCommand {
   let stdin: Uint8Array | undefined;
   if (body.stdin !== undefined) {
     stdin = decodeText(body.stdin, body.stdin_encoding, 'stdin');

@@ -1,4 +1,5 @@
 import type { PoolClient } from 'pg';
+import { initialSchema } from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -15,88 +16,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'initial schema',
-    sql: `
-      CREATE TABLE sandboxes (
-        id ${C} PRIMARY KEY,
-        state ${C} NOT NULL,
-        provider TEXT NOT NULL,
-        image TEXT NOT NULL,
-        memory_mb INTEGER NOT NULL,
-        vcpus INTEGER NOT NULL,
-        created_at ${C} NOT NULL,
-        updated_at ${C} NOT NULL,
-        expires_at ${C} NOT NULL,
-        metadata TEXT NOT NULL DEFAULT '{}',
-        owner_id ${C},
-        worker_id ${C} NOT NULL,
-        runtime_id TEXT,
-        template TEXT
-      );
-      CREATE INDEX sandboxes_created_idx ON sandboxes (created_at, id);
-      CREATE INDEX sandboxes_state_idx ON sandboxes (state, created_at, id);
-      CREATE INDEX sandboxes_owner_idx ON sandboxes (owner_id, created_at, id);
-      CREATE INDEX sandboxes_worker_idx ON sandboxes (worker_id, created_at, id);
-
-      CREATE TABLE templates (
-        name ${C} PRIMARY KEY,
-        image TEXT,
-        memory_mb INTEGER,
-        vcpus INTEGER,
-        ttl TEXT,
-        provider TEXT,
-        metadata TEXT NOT NULL DEFAULT '{}',
-        created_at ${C} NOT NULL,
-        updated_at ${C} NOT NULL
-      );
-
-      CREATE TABLE owner_quotas (
-        owner_id ${C} PRIMARY KEY,
-        max_sandboxes INTEGER NOT NULL,
-        max_ttl_ms BIGINT NOT NULL,
-        max_exec_timeout_ms BIGINT NOT NULL,
-        created_at ${C} NOT NULL,
-        updated_at ${C} NOT NULL
-      );
-
-      CREATE TABLE workers (
-        id ${C} PRIMARY KEY,
-        hostname TEXT NOT NULL,
-        status TEXT NOT NULL,
-        providers TEXT NOT NULL DEFAULT '[]',
-        capabilities TEXT NOT NULL DEFAULT '[]',
-        capacity TEXT NOT NULL DEFAULT '{}',
-        last_heartbeat ${C} NOT NULL,
-        created_at ${C} NOT NULL,
-        updated_at ${C} NOT NULL
-      );
-
-      CREATE TABLE leases (
-        resource_id ${C} PRIMARY KEY,
-        holder_id ${C} NOT NULL,
-        generation BIGINT NOT NULL,
-        expires_at ${C} NOT NULL
-      );
-      CREATE INDEX leases_holder_idx ON leases (holder_id);
-
-      CREATE TABLE admin_audit (
-        id ${C} PRIMARY KEY,
-        created_at ${C} NOT NULL,
-        actor ${C} NOT NULL,
-        method TEXT NOT NULL,
-        path ${C} NOT NULL,
-        status INTEGER NOT NULL,
-        duration_ms DOUBLE PRECISION NOT NULL,
-        request_id TEXT NOT NULL,
-        remote_addr TEXT NOT NULL,
-        user_agent TEXT NOT NULL
-      );
-      CREATE INDEX admin_audit_created_idx ON admin_audit (created_at, id);
-
-      CREATE TABLE meta (
-        key ${C} PRIMARY KEY,
-        value TEXT NOT NULL
-      );
-    `,
+    sql: initialSchema({ key: C, bigint: 'BIGINT', real: 'DOUBLE PRECISION' }),
   },
 ];
 

@@ -1,17 +1,23 @@
 /**
- * `sbx workers` (list, get, drain, delete) and `sbx worker token mint|inspect|verify`, run in
- * process with a fake context against a real test server.
+ * `sbx workers` (list, get, drain, delete), run in process against a real test server, both through
+ * the command handlers with a fake context and through `main(argv)` for the compatibility forms.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workerTokenCommand } from '../../src/transports/cli/commands/worker-token.js';
+import { createWorker, type Worker } from '../../src/compose/worker.js';
+import { loadConfig } from '../../src/config/index.js';
 import { workersCommand } from '../../src/transports/cli/commands/workers.js';
 import { runCommand } from '../../src/transports/cli/run-command.js';
 import type { CommandSpec } from '../../src/transports/cli/spec.js';
 import { fakeCli } from '../helpers/cli-context.js';
+import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { emptyHome, runSbx } from './run-sbx.js';
 
 const sub = (parent: CommandSpec, name: string) => parent.subcommands!.find((c) => c.name === name)!;
-const KEY = 'k'.repeat(40);
 
 let srv: TestServer;
 beforeAll(async () => {
@@ -44,30 +50,56 @@ describe('sbx workers', () => {
   });
 });
 
-describe('sbx worker token', () => {
-  const env = { SBX_WORKER_SIGNING_KEY: KEY };
-  const run = async (name: string, opts: Record<string, unknown>, extraEnv: Record<string, string> = env) => {
-    const cli = fakeCli({ url: 'http://127.0.0.1:9' });
-    (cli.ctx as { env: Record<string, string> }).env = extraEnv;
-    const code = await runCommand(sub(workerTokenCommand, name), cli.ctx, opts);
-    return { code, stdout: cli.stdout(), stderr: cli.stderr() };
-  };
+describe('sbx workers drain of a real remote worker, and the compatibility forms through main()', () => {
+  const TOKEN = 'shared-worker-token-7c1e3a5b9d2f4e6a8c0b';
+  let cp: TestServer;
+  let worker: Worker;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sbx-workers-cli-'));
+    cp = await startTestServer({ server: { local_worker: false }, auth: { worker_token: TOKEN } });
+    const { config } = await loadConfig({
+      cwd: dir,
+      home: dir,
+      env: {},
+      overrides: {
+        providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
+        auth: { worker_token: TOKEN },
+        worker: { id: 'w1', control_plane_url: cp.url, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, 'w1.db') },
+        logging: { level: 'silent' },
+      } as never,
+    });
+    worker = await createWorker(config, { home: dir, logger: pino({ level: 'silent' }) });
+    await worker.start();
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await cp?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
-  it('mint → inspect → verify; a wrong key, audience or worker fails with exit 1', async () => {
-    const minted = await run('mint', { workerId: 'w1', audience: 'worker:rpc', ttl: '2m' });
-    expect(minted.code).toBe(0);
-    const token = minted.stdout.trim();
-    expect(token).toMatch(/^svc-worker-v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
-    const shown = await run('inspect', { token });
-    expect(shown.stdout).toMatch(/worker_id:\s+w1/);
-    expect(shown.stdout).toMatch(/audience:\s+worker:rpc/);
-    expect(shown.stdout).not.toContain(token.split('.')[2]!);
-    expect((await run('verify', { token, workerId: 'w1', audience: 'worker:rpc' })).stdout).toMatch(/^valid: worker w1/);
-    expect((await run('verify', { token, workerId: 'w1', audience: 'worker:control-plane' })).code).toBe(1);
-    expect((await run('verify', { token, workerId: 'w2', audience: 'worker:rpc' })).code).toBe(1);
-    const wrong = await run('verify', { token, workerId: 'w1', audience: 'worker:rpc' }, { SBX_WORKER_SIGNING_KEY: 'x'.repeat(40) });
-    expect(wrong).toMatchObject({ code: 1, stderr: 'sbx: invalid: worker token signature is invalid\n' });
-    expect((await run('mint', { workerId: 'w1', audience: 'worker:rpc', ttl: '16m' })).code).toBe(2);
-    expect((await run('inspect', { token: 'garbage' })).code).toBe(1);
+  it('sbx workers / sbx workers ID / list --json; drain → draining; an unreachable worker → exit 6', async () => {
+    const env = { HOME: emptyHome, SBX_URL: cp.url };
+    const ls = await runSbx(['workers'], { env });
+    expect(ls.code).toBe(0);
+    expect(ls.stdout).toMatch(new RegExp(`\\nw1\\s+online\\s+\\S+\\s+mock\\s+${worker.rpcUrl!.replace(/\./g, '\\.')}\\s`));
+    const json = await runSbx(['workers', 'list', '--json'], { env });
+    expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ id: 'w1', status: 'online', providers: ['mock'] })]);
+    const one = await runSbx(['workers', 'w1'], { env });
+    expect(one.stdout).toMatch(/id:\s+w1\n/);
+    expect(one.stdout).toContain(`rpc url:        ${worker.rpcUrl}`);
+
+    const drained = await runSbx(['workers', 'drain', 'w1'], { env });
+    expect(drained).toMatchObject({ code: 0, stderr: '' });
+    expect(drained.stdout).toBe('worker w1 is draining: no new sandboxes go to it; its running sandboxes keep answering\n');
+    expect(JSON.parse((await runSbx(['workers', 'get', 'w1', '--json'], { env })).stdout)).toMatchObject({ id: 'w1', status: 'draining' });
+    const spawn = await call(cp.url, 'POST', '/api/v1/sandboxes', { ttl: '1m' });
+    expect(spawn.status).toBe(503);
+
+    await cp.plane.deps.workers.heartbeat('w-gone', { hostname: 'gone', status: 'online', providers: ['mock'], capacity: { rpc_url: 'http://127.0.0.1:9' } });
+    const gone = await runSbx(['workers', 'drain', 'w-gone'], { env });
+    expect(gone.code).toBe(6);
+    expect(gone.stdout).toBe('');
+    expect(await runSbx(['workers', 'get', 'nope'], { env })).toMatchObject({ code: 4 });
   });
 });

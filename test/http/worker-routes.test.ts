@@ -107,8 +107,11 @@ describe('worker registry reads (spec 2.9)', () => {
     // The registry keeps what the worker reported: the control plane calls that URL.
     expect((await srv.plane.deps.store.getWorker('w5'))!.capacity.rpc_url).toBe(secretUrl);
 
-    await call(srv.url, 'POST', '/api/v1/worker/w5/heartbeat', { ...hb, capacity: { rpc_url: 'not a url with pass-1234' } }, creds('w5', SHARED));
-    expect((await call(srv.url, 'GET', '/api/v1/workers/w5', undefined, user)).body.capacity.rpc_url).toBe('[redacted]');
+    // An rpc_url that is not an http(s) URL is refused, without echoing it; the registry keeps the last good one.
+    const bad = await call(srv.url, 'POST', '/api/v1/worker/w5/heartbeat', { ...hb, capacity: { rpc_url: 'not a url with pass-1234' } }, creds('w5', SHARED));
+    expect(bad.status).toBe(400);
+    expect(bad.text).not.toContain('pass-1234');
+    expect((await call(srv.url, 'GET', '/api/v1/workers/w5', undefined, user)).body.capacity.rpc_url).toBe('http://10.0.0.6:7424/rpc');
   });
 });
 

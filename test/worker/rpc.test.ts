@@ -204,6 +204,11 @@ describe('the worker RPC refuses what DESIGN §7 says', () => {
     expect(ex.body.stdout).toBe('alive\n');
     expect((await call(cp.url, 'POST', '/api/v1/admin/workers/local/drain')).status).toBe(404);
     expect((await call(cp.url, 'POST', '/api/v1/admin/workers/nope/drain')).status).toBe(404);
+    // A heartbeat-only worker (no rpc_url) cannot be told anything: 409, not an outage.
+    await call(cp.url, 'POST', '/api/v1/admin/workers/w-quiet/heartbeat', { hostname: 'quiet', status: 'online', providers: ['mock'] });
+    const quiet = await call(cp.url, 'POST', '/api/v1/admin/workers/w-quiet/drain');
+    expect(quiet.status).toBe(409);
+    expect(quiet.body.message).toBe('worker w-quiet advertises no rpc_url: it cannot be drained from here; stop its sbx worker with SIGTERM');
   });
 
   it('a restarted worker keeps its runtimes and the newest generation it saw', async () => {

@@ -29,6 +29,9 @@ export class WorkerService {
       max_sandboxes_per_owner: input.capacity?.max_sandboxes_per_owner ?? prev?.capacity.max_sandboxes_per_owner ?? 0,
     };
     const rpcUrl = input.capacity?.rpc_url ?? prev?.capacity.rpc_url;
+    if (input.capacity?.rpc_url !== undefined && input.capacity.rpc_url !== '' && !httpUrl(input.capacity.rpc_url)) {
+      throw badRequest('capacity.rpc_url must be an http:// or https:// URL');
+    }
     const preview = input.capacity?.preview_domain ?? prev?.capacity.preview_domain;
     if (rpcUrl) capacity.rpc_url = rpcUrl;
     if (preview) capacity.preview_domain = preview;
@@ -66,20 +69,32 @@ export class WorkerService {
   /**
    * Drains a remote worker (`worker.shutdown {mode: "drain"}`): it refuses new spawns and reports
    * `draining`, which placement honours at once (the registry row says so before its next
-   * heartbeat); its running sandboxes keep answering. An unreachable worker → 503, nothing changes.
+   * heartbeat); its running sandboxes keep answering. A worker that does not answer → 503 and
+   * nothing changes; one this server cannot call at all (no rpc_url or credential) → 409.
    */
   async drain(id: string): Promise<WorkerRecord> {
     const w = await this.get(id);
     if (this.opts.locator && id === this.opts.locator.localId) throw badRequest(`the local worker cannot be drained; stop sbx serve instead`);
     const remote = this.opts.remote;
     if (!remote) throw unavailable('this server has no worker RPC client');
+    // A worker this server cannot call at all (no rpc_url, no credential) is a state, not an outage.
     const why = remote.unreachableReason(w);
-    if (why !== null) throw new SbxError('remote_worker_rpc_unavailable', why);
+    if (why !== null) throw new SbxError('conflict', `${why}: it cannot be drained from here; stop its sbx worker with SIGTERM`);
     await remote.drain(w, AbortSignal.timeout(10_000));
     return this.store.upsertWorker({ ...w, status: 'draining', updated_at: this.clock.now().toISOString() });
   }
 
   isStale(w: WorkerRecord): boolean {
     return this.clock.now().getTime() - Date.parse(w.last_heartbeat) > STALE_AFTER_MS;
+  }
+}
+
+/** True for an absolute http(s) URL with a host. */
+function httpUrl(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
   }
 }

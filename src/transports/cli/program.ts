@@ -126,6 +126,18 @@ function addCommand(parent: Command, spec: CommandSpec, path: string[], onSelect
         opts[a.name] = params[i];
       });
       const globals: Record<string, unknown> = self.optsWithGlobals();
+      // An option on the line belongs to the deepest command that declares it: a parent declaring
+      // the same flag (`sbx worker --config` above `sbx worker token mint --config`) takes it first.
+      for (const o of spec.options ?? []) {
+        const key = attribute(o);
+        if (self.getOptionValueSource(key) === 'cli') continue;
+        for (let p = self.parent; p; p = p.parent) {
+          if (p.getOptionValueSource(key) === 'cli') {
+            opts[key] = p.getOptionValue(key);
+            break;
+          }
+        }
+      }
       if (spec.passThrough) {
         for (const o of GLOBAL_OPTIONS) {
           const key = attribute(o);

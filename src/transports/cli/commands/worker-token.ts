@@ -3,6 +3,7 @@
  * server needed. The signing key comes from --signing-key-file, SBX_WORKER_SIGNING_KEY, or the
  * config's auth.worker_signing_key[_file]; it is never printed.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { AUD_CONTROL_PLANE, AUD_RPC, MAX_TOKEN_LIFETIME_S, WORKER_SCOPES } from '../../../core/auth/worker-claims.js';
 import { parseDuration } from '../../../core/duration.js';
@@ -13,20 +14,28 @@ import type { CommandSpec } from '../spec.js';
 
 const AUDIENCES = [AUD_CONTROL_PLANE, AUD_RPC] as const;
 
-async function signingKey(ctx: CliContext, file: string | undefined, config: string | undefined): Promise<string> {
+/**
+ * The signing keys, active one first: the file, else SBX_WORKER_SIGNING_KEY, else the config's
+ * auth.worker_signing_key(_file) followed by its rotation keys (verify accepts any of them).
+ */
+async function signingKeys(ctx: CliContext, file: string | undefined, config: string | undefined): Promise<string[]> {
   if (file) {
+    let key = '';
     try {
-      return readFileSync(file, 'utf8').trim();
+      key = readFileSync(file, 'utf8').trim();
     } catch (err) {
       throw new ExitError(EXIT.config, `cannot read the signing key file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
     }
+    if (!key) throw new ExitError(EXIT.config, `the signing key file ${file} is empty`);
+    return [key];
   }
-  if (ctx.env.SBX_WORKER_SIGNING_KEY) return ctx.env.SBX_WORKER_SIGNING_KEY.trim();
+  const fromEnv = ctx.env.SBX_WORKER_SIGNING_KEY?.trim();
+  if (fromEnv) return [fromEnv];
   const { loadConfig } = await import('../../../config/index.js');
   const { config: c } = await loadConfig({ file: config, env: ctx.env, cwd: ctx.cwd, home: ctx.home });
-  const key = c.auth.worker_signing_key ?? '';
+  const key = c.auth.worker_signing_key?.trim() ?? '';
   if (!key) throw new ExitError(EXIT.config, 'no signing key: pass --signing-key-file, set SBX_WORKER_SIGNING_KEY, or auth.worker_signing_key in the config');
-  return key;
+  return [key, ...c.auth.worker_signing_keys.filter((k) => k !== '' && k !== key)];
 }
 
 function readToken(ctx: CliContext, token: string): Promise<string> | string {
@@ -39,6 +48,13 @@ function readToken(ctx: CliContext, token: string): Promise<string> | string {
 }
 
 const iso = (s: unknown) => (typeof s === 'number' ? new Date(s * 1000).toISOString() : '-');
+
+/** `1m 59s`, `12s`: a short span for "expires in …". */
+function span(ms: number): string {
+  const s = Math.round(Math.abs(ms) / 1000);
+  const m = Math.floor(s / 60);
+  return m > 0 ? `${m}m ${s % 60}s` : `${s}s`;
+}
 
 const keyOptions = [
   { flags: '--signing-key-file <file>', description: 'HMAC signing key (else SBX_WORKER_SIGNING_KEY, else auth.worker_signing_key)', complete: 'file' as const },
@@ -63,9 +79,11 @@ const mint: CommandSpec = {
     if (ttlS <= 0 || ttlS > MAX_TOKEN_LIFETIME_S) throw new UsageError(`--ttl must be between 1s and ${MAX_TOKEN_LIFETIME_S / 60}m`);
     const unknown = (opts.scopes ?? []).filter((s) => !(WORKER_SCOPES as readonly string[]).includes(s));
     if (unknown.length > 0) throw new UsageError(`unknown scope ${unknown.join(', ')} (known: ${WORKER_SCOPES.join(', ')})`);
-    const key = await signingKey(ctx, opts.signingKeyFile, opts.config);
-    const { mintWorkerToken } = await import('../../http/worker-auth.js');
-    ctx.out.line(mintWorkerToken(key, { worker_id: opts.workerId, aud: opts.audience, scopes: opts.scopes ?? [...WORKER_SCOPES] }, { ttlSeconds: ttlS }));
+    const [key] = await signingKeys(ctx, opts.signingKeyFile, opts.config);
+    const { signWorkerClaims } = await import('../../../core/auth/worker-credentials.js');
+    const iat = Math.floor(Date.now() / 1000);
+    const scopes = opts.scopes && opts.scopes.length > 0 ? opts.scopes : [...WORKER_SCOPES];
+    ctx.out.line(signWorkerClaims(key!, { worker_id: opts.workerId, jti: randomBytes(12).toString('hex'), aud: opts.audience, scopes, iat, exp: iat + ttlS }));
     return 0;
   },
 };
@@ -98,7 +116,7 @@ const inspect: CommandSpec = {
       ['scopes', Array.isArray(claims.scopes) ? claims.scopes.join(', ') : 'all (none listed)'],
       ['issued', iso(claims.iat)],
       ...(claims.nbf !== undefined ? [['not before', iso(claims.nbf)] as const] : []),
-      ['expires', `${iso(claims.exp)}${Number.isFinite(exp) ? (exp > 0 ? ` (in ${Math.round(exp / 1000)}s)` : ' (expired)') : ''}`],
+      ['expires', `${iso(claims.exp)}${Number.isFinite(exp) ? (exp > 0 ? ` (expires in ${span(exp)})` : ` (expired ${span(exp)} ago)`) : ''}`],
       ['signature', 'present (not verified; use sbx worker token verify)'],
     ]);
     return 0;
@@ -118,14 +136,16 @@ const verify: CommandSpec = {
   async run(ctx, opts: { token: string; workerId?: string; audience: string; signingKeyFile?: string; config?: string }) {
     if (!opts.workerId) throw new UsageError('--worker-id is required');
     const token = await readToken(ctx, opts.token);
-    const key = await signingKey(ctx, opts.signingKeyFile, opts.config);
+    const keys = await signingKeys(ctx, opts.signingKeyFile, opts.config);
     const { verifyWorkerToken } = await import('../../../core/auth/worker-credentials.js');
     try {
-      const id = verifyWorkerToken(token, { keys: [key], audience: opts.audience, workerId: opts.workerId, now: new Date(), revoked: [] });
+      const id = verifyWorkerToken(token, { keys, audience: opts.audience, workerId: opts.workerId, now: new Date(), revoked: [] });
       ctx.out.line(`valid: worker ${id.worker_id}, scopes ${id.scopes.join(', ') || 'none'}, expires ${id.expires ?? 'never'}`);
       return 0;
     } catch (err) {
-      throw new ExitError(EXIT.failure, `invalid: ${(err as Error).message}`);
+      // The core check speaks of the request header; here the id came from --worker-id.
+      const reason = (err as Error).message.replace('X-Worker-ID does not match the worker token', 'the token names another worker than --worker-id');
+      throw new ExitError(EXIT.failure, `invalid: ${reason}`);
     }
   },
 };

@@ -45,7 +45,7 @@ export function adminRoutes(app: FastifyInstance, deps: HttpDeps): void {
         tags,
         summary: 'Drain a worker: it refuses new spawns, its running sandboxes keep answering',
         params: WorkerParams,
-        response: { 200: Worker, ...errors, 503: ErrorBody },
+        response: { 200: Worker, ...errors, 409: ErrorBody, 503: ErrorBody },
       },
     },
     async (request) => present(await deps.workers.drain(request.params.workerID)),

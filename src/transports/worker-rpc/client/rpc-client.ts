@@ -86,6 +86,7 @@ export class RpcClient {
   /** Why this worker cannot be called from here, or null. */
   unreachableReason(w: WorkerRecord): string | null {
     if (!w.capacity.rpc_url) return `worker ${w.id} advertises no rpc_url`;
+    if (!/^https?:\/\/[^/?#\s]+/.test(w.capacity.rpc_url)) return `worker ${w.id} advertises an rpc_url that is not an http(s) URL`;
     if (!hasRpcCredential(this.opts.credentials, w.id)) return `no credential for worker ${w.id} (set auth.worker_token or auth.worker_signing_key)`;
     return null;
   }

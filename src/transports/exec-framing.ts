@@ -4,14 +4,27 @@
  * output (text, or base64 marked with `encoding`), then one exit, or one error — and only write
  * them differently. The modes: `text` (valid UTF-8 as text, bad bytes as U+FFFD), `binary` (text
  * where valid, base64 where not: the sbx `binary` extension) and `base64` (always base64: the RPC).
+ * The way in is here too: an exec request body (HTTP, or a WebSocket start) → core's ExecCommand.
  */
+import type { ExecRequest } from '../contracts/exec.js';
 import { formatDuration } from '../core/duration.js';
 import { isSbxError } from '../core/errors.js';
-import type { ExecItem } from '../core/sandboxes/exec.js';
-import { OutputEncoder, type EncodedOutput } from './http/encoding.js';
+import type { ExecCommand, ExecItem } from '../core/sandboxes/exec.js';
+import { decodeText, OutputEncoder, type EncodedOutput } from './http/encoding.js';
 
+/**
+ * The command an exec request body asks for, with the sbx `stdin` extension decoded: shared by the
+ * HTTP exec and the WebSocket start message so both read a body the same way.
+ */
+export function execCommand(body: Pick<ExecRequest, 'command' | 'args' | 'env' | 'workdir' | 'timeout' | 'mode' | 'stdin' | 'stdin_encoding'>): ExecCommand {
+  const stdin = body.stdin !== undefined ? decodeText(body.stdin, body.stdin_encoding, 'stdin') : undefined;
+  return { command: body.command, args: body.args, env: body.env, workdir: body.workdir, timeout: body.timeout, mode: body.mode, stdin };
+}
+
+/** How output bytes become text on the wire (see the module comment). */
 export type FrameMode = 'text' | 'binary' | 'base64';
 
+/** One wire-neutral frame: each wire (NDJSON, WebSocket, RPC envelope) writes it its own way. */
 export type ExecFrame =
   | { kind: 'output'; stream: 'stdout' | 'stderr'; data: string; encoding?: 'base64' }
   | { kind: 'exit'; exit_code: number; duration: string; timed_out?: true }
@@ -19,6 +32,7 @@ export type ExecFrame =
 
 type Exit = Extract<ExecItem, { stream: 'exit' }>;
 
+/** Frames one stream's items, keeping split UTF-8 characters per stream until they complete. */
 export class ExecFramer {
   private readonly encoders: Record<'stdout' | 'stderr', OutputEncoder> | undefined;
 

@@ -21,9 +21,8 @@ import { badRequest } from '../core/errors.js';
 import { EXEC_SIGNALS, type ExecSignal } from '../core/ports.js';
 import type { ExecCommand } from '../core/sandboxes/exec.js';
 import { InteractiveExec, type ExecStarter, type SessionMessage } from '../core/sandboxes/exec-session.js';
-import { ExecFramer, type ExecFrame } from './exec-framing.js';
+import { execCommand, ExecFramer, type ExecFrame } from './exec-framing.js';
 import { decodeText } from './http/encoding.js';
-import { execInput } from './http/routes/exec.js';
 
 /** Pause reading the socket above this many stdin bytes waiting for the command; resume below the low mark. */
 const STDIN_HIGH_WATER = 1024 * 1024;
@@ -63,24 +62,35 @@ export function execSignal(name: string): ExecSignal {
 
 export type { ExecStarter } from '../core/sandboxes/exec-session.js';
 
+/** Options of one socket session. */
+export interface ExecSocketOptions {
+  /** Hears of failures that are not SbxErrors (bugs), to log them; the client only sees `internal`. */
+  onInternalError?(err: unknown): void;
+  /** Ping interval (default 30 s); a client that answers no ping for a whole interval is cut off. */
+  pingEveryMs?: number;
+}
+
+/** A frame as its WebSocket server message. */
+function wsMessage(f: ExecFrame): ExecWsServerMessage {
+  if (f.kind === 'output') return f.encoding ? { type: f.stream, data: f.data, encoding: f.encoding } : { type: f.stream, data: f.data };
+  if (f.kind === 'exit') return f.timed_out ? { type: 'exit', exit_code: f.exit_code, duration: f.duration, timed_out: true } : { type: 'exit', exit_code: f.exit_code, duration: f.duration };
+  return { type: 'error', code: f.code, message: f.message };
+}
+
 /**
  * Serves one WebSocket exec session on an upgraded socket: frames in → session messages, the
- * session's output → frames out. `onInternalError` hears of failures that are not SbxErrors.
+ * session's output → frames out.
  */
-export function serveExecSocket(socket: WebSocket, start: ExecStarter, onInternalError?: (err: unknown) => void): void {
+export function serveExecSocket(socket: WebSocket, start: ExecStarter, opts: ExecSocketOptions = {}): void {
   let framer = new ExecFramer('text');
   const send = (msg: ExecWsServerMessage) =>
     new Promise<void>((resolve) => {
       if (socket.readyState !== socket.OPEN) return resolve();
       socket.send(JSON.stringify(msg), () => resolve());
     });
-  /** One frame as its WebSocket message. */
+  // Each message waits for the socket to take the last one: a slow client slows the command.
   const sendFrames = async (frames: ExecFrame[]) => {
-    for (const f of frames) {
-      if (f.kind === 'output') await send(f.encoding ? { type: f.stream, data: f.data, encoding: f.encoding } : { type: f.stream, data: f.data });
-      else if (f.kind === 'exit') await send(f.timed_out ? { type: 'exit', exit_code: f.exit_code, duration: f.duration, timed_out: true } : { type: 'exit', exit_code: f.exit_code, duration: f.duration });
-      else await send({ type: 'error', code: f.code, message: f.message });
-    }
+    for (const f of frames) await send(wsMessage(f));
   };
   const session = new InteractiveExec(
     start,
@@ -94,7 +104,7 @@ export function serveExecSocket(socket: WebSocket, start: ExecStarter, onInterna
       pause: () => socket.pause(),
       resume: () => socket.resume(),
     },
-    { highWater: STDIN_HIGH_WATER, lowWater: STDIN_LOW_WATER, onInternalError },
+    { highWater: STDIN_HIGH_WATER, lowWater: STDIN_LOW_WATER, onInternalError: opts.onInternalError },
   );
 
   let alive = true;
@@ -105,7 +115,7 @@ export function serveExecSocket(socket: WebSocket, start: ExecStarter, onInterna
     }
     alive = false;
     socket.ping();
-  }, PING_EVERY_MS);
+  }, opts.pingEveryMs ?? PING_EVERY_MS);
   pinger.unref();
   const gone = () => {
     clearInterval(pinger);
@@ -117,8 +127,8 @@ export function serveExecSocket(socket: WebSocket, start: ExecStarter, onInterna
   socket.on('message', (data, isBinary) => {
     if (session.state === 'closed') return;
     try {
-      const msg = parseFrame(data as Buffer | Buffer[] | ArrayBuffer, isBinary, session.state === 'waiting');
-      if (msg.type === 'start' && session.state === 'waiting') framer = new ExecFramer((msg as { binary?: boolean }).binary === true ? 'binary' : 'text');
+      const { msg, binary } = parseFrame(data as Buffer | Buffer[] | ArrayBuffer, isBinary, session.state === 'waiting');
+      if (msg.type === 'start' && session.state === 'waiting') framer = new ExecFramer(binary ? 'binary' : 'text');
       session.receive(msg);
     } catch (err) {
       session.reject(err);
@@ -126,8 +136,8 @@ export function serveExecSocket(socket: WebSocket, start: ExecStarter, onInterna
   });
 }
 
-/** One text frame → a validated session message (a start also carries `binary` for the encoders). */
-function parseFrame(raw: Buffer | Buffer[] | ArrayBuffer, isBinary: boolean, waiting: boolean): SessionMessage {
+/** One text frame → a validated session message, and for a start whether output may go base64. */
+function parseFrame(raw: Buffer | Buffer[] | ArrayBuffer, isBinary: boolean, waiting: boolean): { msg: SessionMessage; binary?: boolean } {
   if (isBinary) throw badRequest('binary frames are not supported: send JSON text messages');
   const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : Array.isArray(raw) ? Buffer.concat(raw).toString('utf8') : Buffer.from(raw).toString('utf8');
   let msg: unknown;
@@ -140,31 +150,30 @@ function parseFrame(raw: Buffer | Buffer[] | ArrayBuffer, isBinary: boolean, wai
   const type = (msg as { type?: unknown }).type;
   // A first message shaped like the exec request (no `type`) is a start.
   if (type === 'start' || (type === undefined && waiting)) {
-    if (!waiting) return { type: 'start', input: { command: '' } };
+    // A second start is the session's to refuse, whatever its shape.
+    if (!waiting) return { msg: { type: 'start', input: { command: '' } } };
     const start = validated<StartMessage>('start', msg);
-    const { type: _t, tty, cols, rows, stream: _s, exit_record: _e, stdin, stdin_encoding, binary, ...rest } = start;
-    const input: ExecCommand = execInput(rest);
-    if (stdin !== undefined) input.stdin = decodeText(stdin, stdin_encoding, 'stdin');
-    if (tty) input.tty = { cols: cols ?? DEFAULT_TERMINAL.cols, rows: rows ?? DEFAULT_TERMINAL.rows };
-    return { type: 'start', input, binary } as SessionMessage;
+    const input: ExecCommand = execCommand(start);
+    if (start.tty) input.tty = { cols: start.cols ?? DEFAULT_TERMINAL.cols, rows: start.rows ?? DEFAULT_TERMINAL.rows };
+    return { msg: { type: 'start', input }, binary: start.binary === true };
   }
   switch (type) {
     case 'stdin': {
       const m = validated<{ data: string; encoding?: 'utf8' | 'base64' }>('stdin', msg);
-      return { type: 'stdin', data: decodeText(m.data, m.encoding, 'stdin data') };
+      return { msg: { type: 'stdin', data: decodeText(m.data, m.encoding, 'stdin data') } };
     }
     case 'stdin_eof':
       validated('stdin_eof', msg);
-      return { type: 'stdin_eof' };
+      return { msg: { type: 'stdin_eof' } };
     case 'resize': {
       const m = validated<{ cols: number; rows: number }>('resize', msg);
-      return { type: 'control', control: { type: 'resize', cols: m.cols, rows: m.rows } };
+      return { msg: { type: 'control', control: { type: 'resize', cols: m.cols, rows: m.rows } } };
     }
     case 'signal': {
       const m = validated<{ signal: string }>('signal', msg);
-      return { type: 'control', control: { type: 'signal', signal: execSignal(m.signal) } };
+      return { msg: { type: 'control', control: { type: 'signal', signal: execSignal(m.signal) } } };
     }
     default:
-      return { type: 'unknown', name: typeof type === 'string' ? type : JSON.stringify(type) };
+      return { msg: { type: 'unknown', name: typeof type === 'string' ? type : JSON.stringify(type) } };
   }
 }

@@ -8,6 +8,7 @@ import { badRequest } from '../../src/core/errors.js';
 import type { ExecControl } from '../../src/core/ports.js';
 import type { ExecCommand, ExecItem } from '../../src/core/sandboxes/exec.js';
 import { InteractiveExec, type SessionSink } from '../../src/core/sandboxes/exec-session.js';
+import { execCommand, ExecFramer, execFrames } from '../../src/transports/exec-framing.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -157,5 +158,105 @@ describe('InteractiveExec', () => {
     })(), sink).receive({ type: 'start', input: { command: 'sleep 9' } });
     await done;
     expect(log).toEqual(['stderr:sbx: command timed out after 1s\n', 'exit:124:timeout', 'close']);
+  });
+
+  it('output then a failure mid-stream: the output, one error, close; a stream without an exit is a provider_error', async () => {
+    const a = recorder();
+    new InteractiveExec(async () => (async function* (): AsyncGenerator<ExecItem> {
+      yield { stream: 'stdout', data: enc('partial') };
+      throw badRequest('sandbox sb-x is being destroyed');
+    })(), a.sink).receive({ type: 'start', input: { command: 'x' } });
+    await a.done;
+    expect(a.log).toEqual(['stdout:partial', 'error:bad_request:sandbox sb-x is being destroyed', 'close']);
+    const b = recorder();
+    new InteractiveExec(async () => (async function* (): AsyncGenerator<ExecItem> {
+      yield { stream: 'stderr', data: enc('bye') };
+    })(), b.sink).receive({ type: 'start', input: { command: 'x' } });
+    await b.done;
+    expect(b.log).toEqual(['stderr:bye', 'error:provider_error:exec ended without an exit status', 'close']);
+  });
+
+  it('a client gone before start never starts anything; a client gone while start is pending gets nothing sent', async () => {
+    const { log, sink } = recorder();
+    let started = 0;
+    const s = new InteractiveExec(async () => {
+      started++;
+      return (async function* () {})();
+    }, sink);
+    s.clientGone();
+    s.receive({ type: 'start', input: { command: 'x' } });
+    await tick();
+    expect([s.state, started, log]).toEqual(['closed', 0, []]);
+
+    const b = recorder();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let signal: AbortSignal | undefined;
+    const t = new InteractiveExec(async (_input, sig) => {
+      signal = sig;
+      await gate;
+      return (async function* () {
+        yield { stream: 'exit' as const, exit_code: 0, duration_ms: 1, timed_out: false };
+      })();
+    }, b.sink);
+    t.receive({ type: 'start', input: { command: 'x' } });
+    t.clientGone();
+    release();
+    await tick();
+    expect(signal?.aborted).toBe(true);
+    expect(b.log).toEqual([]);
+  });
+
+  it('a paused transport is resumed when the session ends, so it reads the close', async () => {
+    const { log, sink } = recorder();
+    const s = new InteractiveExec(async () => (async function* (): AsyncGenerator<ExecItem> {
+      await new Promise(() => undefined);
+    })(), sink, { highWater: 2, lowWater: 1 });
+    s.receive({ type: 'start', input: { command: 'x' } });
+    s.receive({ type: 'stdin', data: enc('abc') });
+    expect(log).toEqual(['pause']);
+    s.clientGone();
+    expect(log).toEqual(['pause', 'resume']);
+  });
+});
+
+describe('exec framing', () => {
+  const euro = enc('€'); // 3 bytes
+
+  it('text keeps a character split across chunks whole; binary sends invalid bytes as base64', () => {
+    const f = new ExecFramer('text');
+    expect(f.output('stdout', euro.subarray(0, 1))).toEqual([]);
+    expect(f.output('stdout', euro.subarray(1))).toEqual([{ kind: 'output', stream: 'stdout', data: '€' }]);
+    const b = new ExecFramer('binary');
+    expect(b.output('stdout', new Uint8Array([0xff, 0x00]))).toEqual([{ kind: 'output', stream: 'stdout', data: '/wA=', encoding: 'base64' }]);
+    expect(new ExecFramer('base64').output('stderr', enc('hi'))).toEqual([{ kind: 'output', stream: 'stderr', data: 'aGk=', encoding: 'base64' }]);
+  });
+
+  it('the exit (and an error) come after what is left of a split character', () => {
+    const f = new ExecFramer('text');
+    f.output('stderr', euro.subarray(0, 2));
+    expect(f.exit({ stream: 'exit', exit_code: 124, duration_ms: 1500, timed_out: true })).toEqual([
+      { kind: 'output', stream: 'stderr', data: '\uFFFD' },
+      { kind: 'exit', exit_code: 124, duration: '1.5s', timed_out: true },
+    ]);
+    expect(new ExecFramer('text').error(new TypeError('secret'))).toEqual([{ kind: 'error', code: 'provider_error', message: 'exec failed' }]);
+  });
+
+  it('execFrames: a failing stream ends with one error frame, unless onError declines it', async () => {
+    async function* items(): AsyncGenerator<ExecItem> {
+      yield { stream: 'stdout', data: enc('a') };
+      throw badRequest('gone');
+    }
+    const all = [];
+    for await (const fr of execFrames(items(), 'text')) all.push(fr);
+    expect(all).toEqual([{ kind: 'output', stream: 'stdout', data: 'a' }, { kind: 'error', code: 'bad_request', message: 'gone' }]);
+    const quiet = [];
+    for await (const fr of execFrames(items(), 'text', () => false)) quiet.push(fr);
+    expect(quiet).toEqual([{ kind: 'output', stream: 'stdout', data: 'a' }]);
+  });
+
+  it('execCommand decodes the stdin extension and keeps the rest of the request', () => {
+    const c = execCommand({ command: 'cat', args: ['-n'], stdin: 'aGk=', stdin_encoding: 'base64', timeout: '5s' });
+    expect({ ...c, stdin: dec(c.stdin as Uint8Array) }).toEqual({ command: 'cat', args: ['-n'], env: undefined, workdir: undefined, timeout: '5s', mode: undefined, stdin: 'hi' });
   });
 });

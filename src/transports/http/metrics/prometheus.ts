@@ -174,8 +174,20 @@ export function prometheusFor(deps: HttpDeps): PrometheusMetrics {
 export function installHttpMetrics(app: FastifyInstance, deps: HttpDeps, table: readonly RouteEntry[]): void {
   const metrics = prometheusFor(deps);
   startGcCounter();
+  // The table is complete once the app serves, so each route's label is looked up once.
+  const labels = new Map<string, string>();
+  const labelOf = (method: string, url: string | undefined): string => {
+    if (url === undefined) return 'unmatched';
+    const key = `${method} ${url}`;
+    let label = labels.get(key);
+    if (label === undefined) {
+      label = routeEntry(table, method, url)?.metric ?? 'unmatched';
+      labels.set(key, label);
+    }
+    return label;
+  };
   app.addHook('onResponse', async (request, reply) => {
-    const route = routeEntry(table, request.method, request.routeOptions.url)?.metric ?? 'unmatched';
+    const route = labelOf(request.method, request.routeOptions.url);
     metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
   });
 }

@@ -54,7 +54,7 @@ export function execWsRoutes(app: FastifyInstance, deps: HttpDeps): void {
       serveExecSocket(
         socket,
         (input, signal) => deps.exec.start(request.params.id, input, caller, signal),
-        (err) => request.log.error({ err }, 'websocket exec failed'),
+        { onInternalError: (err) => request.log.error({ err }, 'websocket exec failed') },
       );
     },
   });

@@ -5,24 +5,15 @@ import type { FastifyInstance } from 'fastify';
 import { ErrorBody } from '../../../contracts/common.js';
 import { ExecRequest, ExecResult, type ExecRequest as ExecBody } from '../../../contracts/exec.js';
 import { SbxError } from '../../../core/errors.js';
-import type { BufferedExecResult, ByteBudget, ExecCommand, ExecItem } from '../../../core/sandboxes/exec.js';
+import type { BufferedExecResult, ByteBudget, ExecItem } from '../../../core/sandboxes/exec.js';
 import type { InflightBudget } from '../inflight.js';
 import { callerOf } from '../caller.js';
-import { decodeText, encodeOutput } from '../encoding.js';
-import { execFrames } from '../../exec-framing.js';
+import { encodeOutput } from '../encoding.js';
+import { execCommand, execFrames } from '../../exec-framing.js';
 import type { HttpDeps } from '../deps.js';
 import { abortOnClose } from '../request-signal.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
-
-/** Decodes the sbx `stdin` extension field. */
-export function execInput(body: ExecBody): ExecCommand {
-  let stdin: Uint8Array | undefined;
-  if (body.stdin !== undefined) {
-    stdin = decodeText(body.stdin, body.stdin_encoding, 'stdin');
-  }
-  return { command: body.command, args: body.args, env: body.env, workdir: body.workdir, timeout: body.timeout, mode: body.mode, stdin };
-}
 
 /** Spec 4.1 exec: buffered result, or NDJSON chunks when `stream` is true (DESIGN.md §3 "Exec"). */
 export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
@@ -39,7 +30,7 @@ export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
     async (request, reply) => {
       const caller = callerOf(request);
-      const input = execInput(request.body);
+      const input = execCommand(request.body);
       const signal = abortOnClose(reply);
       const binary = request.body.binary === true;
       if (!request.body.stream) {
@@ -174,6 +165,7 @@ function bufferedBody(r: BufferedExecResult, binary: boolean): ExecResult {
   return body;
 }
 
+/** The API's NDJSON writer of the shared frames: output lines, the optional exit record, the error tail. */
 async function* ndjson(items: AsyncIterable<ExecItem>, exitRecord: boolean, binary: boolean): AsyncGenerator<string> {
   for await (const f of execFrames(items, binary ? 'binary' : 'text')) {
     if (f.kind === 'output') {

@@ -123,7 +123,7 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
           const limit = input.timeout ? parseDuration(input.timeout, 'timeout') : 0;
           return runOnRuntime(provider, target.runtime_id, spec, limit, signal);
         },
-        (err) => deps.log.warn({ err: String((err as Error)?.name ?? 'error') }, 'worker exec socket failed'),
+        { onInternalError: (err) => deps.log.warn({ err: String((err as Error)?.name ?? 'error') }, 'worker exec socket failed') },
       );
     },
   });

@@ -3,7 +3,7 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend exec shell files logs templates template admission quota quotas providers workers watch doctor serve worker config completion' ;;
+    '') echo 'spawn ls list get rm destroy extend exec shell files logs preview templates template admission quota quotas providers workers watch doctor serve worker config completion' ;;
     'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'quota') echo 'ls list get set rm delete usage summary' ;;
@@ -35,6 +35,7 @@ _sbx_opts() {
     'files stat') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files glob') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'logs') echo '-n --lines -f --follow --url --api-key --admin-key --user --json --no-color' ;;
+    'preview') echo '--open --url --api-key --admin-key --user --json --no-color' ;;
     'templates') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates get') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -91,6 +92,7 @@ _sbx_value_opts() {
     'files stat') echo '--url --api-key --admin-key --user' ;;
     'files glob') echo '--url --api-key --admin-key --user' ;;
     'logs') echo '-n --lines --url --api-key --admin-key --user' ;;
+    'preview') echo '--url --api-key --admin-key --user' ;;
     'templates') echo '--url --api-key --admin-key --user' ;;
     'templates ls') echo '--url --api-key --admin-key --user' ;;
     'templates get') echo '--url --api-key --admin-key --user' ;;

@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -28,6 +28,7 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'exec' -d 'run a command in a sand
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'shell' -d 'open an interactive shell in a sandbox (a terminal over the WebSocket exec)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'files' -d 'file operations inside a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'logs' -d 'print the console log of a sandbox (-f to follow)'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'preview' -d 'print the live preview URL of a port inside a sandbox'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'templates' -d 'named spawn presets: ls, get, create, update, rm, spawn'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'admission' -d 'would this spawn be admitted? (creates nothing; exit 5 when denied)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'quota' -d 'owner quotas: ls, get, set, rm, usage, summary'
@@ -82,6 +83,7 @@ complete -c sbx -n '__sbx_path_is \'files get\'' -F
 complete -c sbx -n '__sbx_path_is \'files rm\'' -l recursive -s r -d 'delete a directory and its contents'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l lines -s n -x -d 'number of lines (default 100)'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l follow -s f -d 'keep printing new lines until the sandbox goes away (Ctrl-C stops)'
+complete -c sbx -n '__sbx_path_is \'preview\'' -l open -d 'open the URL in the default browser as well'
 complete -c sbx -n '__sbx_path_is \'templates\'' -f -a 'ls' -d 'list templates'
 complete -c sbx -n '__sbx_path_is \'templates\'' -f -a 'get' -d 'show a template'
 complete -c sbx -n '__sbx_path_is \'templates\'' -f -a 'create' -d 'create a template (fails if the name exists)'

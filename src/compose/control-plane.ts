@@ -31,6 +31,9 @@ import { buildApp } from '../transports/http/app.js';
 import type { HttpDeps } from '../transports/http/deps.js';
 import { InflightBudget } from '../transports/http/inflight.js';
 import { startAuditPruner } from '../transports/http/plugins/audit.js';
+import { PreviewService } from '../core/sandboxes/preview.js';
+import { previewOnlyServer } from '../transports/http/preview.js';
+import { newPreviewStats } from '../transports/preview/proxy.js';
 import { buildProviders } from './providers.js';
 import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from './settings.js';
 import { openStore } from './store.js';
@@ -76,6 +79,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const installationId = (await store.getMeta('installation_id')) || (await store.claimMeta('installation_id', ids.randomId(8)));
     // Keys the derived owners (`key/…`, `ip/…`) so they cannot be reversed by guessing; never shown.
     const ownerKey = (await store.getMeta('derived_owner_key')) || (await store.claimMeta('derived_owner_key', randomBytes(32).toString('hex')));
+    // Preview tokens derive from it (DESIGN §9): every replica and restart agrees, none is stored per sandbox.
+    const previewSecret = (await store.getMeta('preview_secret')) || (await store.claimMeta('preview_secret', randomBytes(32).toString('hex')));
 
     const bus = new EventBus(clock);
     // A pure control plane runs no provider itself: its sandboxes all live on workers.
@@ -120,6 +125,10 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       allowedHosts: config.server.allowed_hosts,
       operations,
       secrets: secretValues(config),
+      preview: {
+        service: new PreviewService(sandboxes, store, { domain: config.server.preview_domain, auth: config.server.preview_auth, secret: previewSecret }),
+        stats: newPreviewStats(),
+      },
     };
 
     // A pure control plane (`server.local_worker: false`) is no worker; a deleted `local` stays deleted.
@@ -183,6 +192,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const auditPruner = startAuditPruner(store, clock, deps.auth.audit_retention_ms, (err) => logger.warn({ err: String(err) }, 'admin audit pruning failed'));
     if (auditPruner) timers.push(auditPruner);
 
+    // `server.preview_addr`: previews alone on a listener of their own (DESIGN §9).
+    const previewServer = config.server.preview_addr ? previewOnlyServer(deps) : null;
     let closed = false;
     return {
       app,
@@ -196,6 +207,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         await app.listen({ host, port });
         const addr = app.server.address();
         const actualPort = typeof addr === 'object' && addr ? addr.port : port;
+        if (previewServer && !previewServer.listening) await listenOn(previewServer, config.server.preview_addr);
         const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
         return `http://${shownHost}:${actualPort}`;
       },
@@ -210,6 +222,10 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         const sweeper = setInterval(() => app.server.closeIdleConnections(), 100);
         try {
           await app.close();
+          if (previewServer?.listening) {
+            previewServer.closeAllConnections();
+            await new Promise<void>((resolve) => previewServer.close(() => resolve()));
+          }
         } finally {
           clearInterval(sweeper);
         }
@@ -236,5 +252,19 @@ async function createRemote(config: SbxConfig, auth: ReturnType<typeof authSetti
     credentials: auth.worker,
     tls: { enabled: tls.enabled, ca_file: tls.ca_file, client_cert_file: tls.client_cert_file, client_key_file: tls.client_key_file, server_name: tls.server_name, insecure_skip_verify: tls.insecure_skip_verify },
     log: (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg),
+  });
+}
+
+/** Listens on `host:port` (`[v6]:port`, or `:port` for every address). */
+function listenOn(server: import('node:http').Server, addr: string): Promise<void> {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(addr.trim());
+  if (!m) return Promise.reject(new Error(`server.preview_addr must be host:port, got ${JSON.stringify(addr)}`));
+  const host = m[1] ?? (m[2] || '0.0.0.0');
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(Number(m[3]), host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
 }

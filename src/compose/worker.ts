@@ -121,7 +121,7 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
       };
       const https = tls.enabled ? { cert: read('server_cert_file', tls.server_cert_file), key: read('server_key_file', tls.server_key_file), ...(tls.client_ca_file ? { ca: read('client_ca_file', tls.client_ca_file) } : {}) } : undefined;
       app = await buildRpcApp(
-        { workerId: id, credentials, providers: byName, state, clock, stagingDir: join(statePath + '.staging'), draining: () => draining, drain: () => void (draining = true), log: logger },
+        { workerId: id, credentials, providers: byName, state, clock, stagingDir: join(statePath + '.staging'), draining: () => draining, drain: () => void (draining = true), log: logger, previewDomain: w.preview_domain ?? '' },
         https ? { https } : {},
       );
       rpcUrl = (w.advertise_url || `${tls.enabled ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? hostname() : host}:${port}`).replace(/\/+$/, '');

@@ -6,6 +6,8 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     host: '127.0.0.1',
     port: 7423,
     preview_domain: '',
+    preview_auth: false,
+    preview_addr: '',
     cors_allowed_origins: ['*'],
     allowed_hosts: [],
     body_limit_mb: 64,

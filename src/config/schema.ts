@@ -53,6 +53,8 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     host: str({ nonEmpty: true }),
     port: int(0, 65535),
     preview_domain: str(),
+    preview_auth: bool(),
+    preview_addr: str(),
     cors_allowed_origins: list(),
     allowed_hosts: list(),
     body_limit_mb: num(),

@@ -13,6 +13,10 @@ export interface ServerConfig {
   /** 0 asks the OS for a free port. */
   port: number;
   preview_domain: string;
+  /** Previews need the sandbox's preview token (DESIGN §9). */
+  preview_auth: boolean;
+  /** `host:port` of an extra listener that serves previews alone; '' = none. */
+  preview_addr: string;
   cors_allowed_origins: string[];
   /** Extra host names the dev-box guard accepts in `Host` while auth is off (DESIGN §3). */
   allowed_hosts: string[];

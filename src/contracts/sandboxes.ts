@@ -17,6 +17,9 @@ export const Sandbox = Type.Object(
     preview_domain: Type.String(),
     owner_id: Type.Optional(Type.String()),
     template: Type.Optional(Type.String()),
+    preview_token: Type.Optional(
+      Type.String({ description: 'sbx extension: with server.preview_auth, the token a preview visitor needs (X-Sbx-Preview-Token or ?sbx_token=); shown to the owner and admins only' }),
+    ),
   },
   { $id: 'Sandbox' },
 );

@@ -98,6 +98,22 @@ export interface ProviderHealth {
 
 export type RuntimeStatus = 'running' | 'stopped' | 'missing';
 
+/**
+ * Where a sandbox's TCP port is reached for a live preview (DESIGN.md §9): an address, or (for a
+ * remote-owned sandbox) the owning worker's RPC listener with a path prefix, the worker's
+ * credentials as headers and the TLS material of the RPC client.
+ */
+export interface PreviewUpstream {
+  host: string;
+  port: number;
+  /** Prepended to the request path (`/rpc/preview/<sandbox_id>/<port>`); absent = the path as is. */
+  path_prefix?: string;
+  /** Added to the forwarded request (worker credentials); never shown to the sandbox's visitors. */
+  headers?: Record<string, string>;
+  /** TLS to the upstream (mTLS to a worker); absent = plain TCP. */
+  tls?: { ca?: Uint8Array; cert?: Uint8Array; key?: Uint8Array; servername?: string; rejectUnauthorized: boolean };
+}
+
 /** A file being read: its size, and its bytes as they arrive. */
 export interface OpenedFile {
   size: number;
@@ -159,6 +175,12 @@ export interface Provider {
    * is the number of the last line returned (when none is, where the next read should go on).
    */
   logs(runtimeId: string, query: ConsoleQuery, signal?: AbortSignal): Promise<ConsoleLog>;
+
+  /**
+   * Where TCP `port` inside the runtime is reached from this process, for live preview. Optional:
+   * a provider without it answers previews with 501. A runtime without a network → `bad_gateway`.
+   */
+  previewUpstream?(runtimeId: string, port: number, signal?: AbortSignal): Promise<PreviewUpstream>;
 
   /** Releases clients, timers. */
   close?(): Promise<void>;

@@ -14,6 +14,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { AUD_CONTROL_PLANE, AUD_RPC } from '../../src/core/auth/worker-claims.js';
 import { mintWorkerToken } from '../../src/transports/http/worker-auth.js';
 import { call } from '../helpers/http.js';
+import { freePort, hostRequest } from '../helpers/preview.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const TOKEN = 'shared-worker-token-0123456789abcdef';
@@ -32,7 +33,7 @@ async function startWorker(id = 'w1'): Promise<Worker> {
     overrides: {
       providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
       auth: { worker_token: TOKEN, worker_signing_key: KEY, worker_revoked_token_ids: ['revoked-jti'] },
-      worker: { id, control_plane_url: cp.url, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, `${id}.db`) },
+      worker: { id, control_plane_url: cp.url, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, `${id}.db`), preview_domain: `${id}.preview.test` },
       logging: { level: 'silent' },
     } as never,
   });
@@ -46,7 +47,7 @@ const rpcCall = (body: unknown, headers: Record<string, string> = hdr()) => call
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sbx-worker-'));
-  cp = await startTestServer({ server: { local_worker: false }, auth: { worker_token: TOKEN, worker_signing_key: KEY } });
+  cp = await startTestServer({ server: { local_worker: false, preview_domain: 'cp.preview.test' }, auth: { worker_token: TOKEN, worker_signing_key: KEY } });
   worker = await startWorker();
   rpc = worker.rpcUrl!;
 });
@@ -94,6 +95,48 @@ describe('a sandbox on a remote worker, through the control plane', () => {
     expect((await call(cp.url, 'DELETE', `/api/v1/sandboxes/${id}`)).body).toEqual({ status: 'destroyed' });
     expect((await call(cp.url, 'GET', '/api/v1/admin/diagnostics')).body.leases.total).toBe(0);
     expect((await call(cp.url, 'GET', `/api/v1/sandboxes/${id}`)).status).toBe(404);
+  });
+});
+
+describe('live preview of a sandbox on a remote worker (DESIGN §9)', () => {
+  it('through the control plane (forwarded at /rpc/preview with worker credentials) and at the worker by its own domain', async () => {
+    const sb = await call(cp.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
+    const id = sb.body.id as string;
+    // A remote-owned sandbox shows its worker's advertised domain (spec 2.1).
+    expect(sb.body.preview_domain).toBe('w1.preview.test');
+    expect((await call(cp.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/www/index.html', content: 'remote page' })).status).toBe(200);
+    const port = await freePort();
+    const stop = new AbortController();
+    void fetch(`${cp.url}/api/v1/sandboxes/${id}/exec`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ command: `exec busybox httpd -f -p 127.0.0.1:${port} -h .`, workdir: '/workspace/www', stream: true }),
+      signal: stop.signal,
+    }).catch(() => undefined);
+    try {
+      let via: Awaited<ReturnType<typeof hostRequest>> | null = null;
+      const deadline = Date.now() + 15_000;
+      while (Date.now() < deadline) {
+        via = await hostRequest(cp.url, `${port}-${id}.cp.preview.test`, '/index.html').catch(() => null);
+        if (via?.status === 200) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(`${via?.status} ${via?.body.toString()}`).toBe('200 remote page');
+      const direct = await hostRequest(rpc, `${port}-${id}.w1.preview.test`, '/index.html');
+      expect(direct.status).toBe(200);
+      expect(direct.body.toString()).toBe('remote page');
+      // The path route is the control plane's only: no worker credentials, no preview.
+      const bare = await hostRequest(rpc, new URL(rpc).host, `/rpc/preview/${id}/${port}/index.html`);
+      expect(bare.status).toBe(401);
+      const closed = await hostRequest(cp.url, `${await freePort()}-${id}.cp.preview.test`, '/');
+      expect(closed.status).toBe(502);
+    } finally {
+      // Destroyed first: the server's exec then ends on the worker at once.
+      await call(cp.url, 'DELETE', `/api/v1/sandboxes/${id}`);
+      stop.abort();
+    }
+    const gone = await hostRequest(cp.url, `${port}-${id}.cp.preview.test`, '/');
+    expect(gone.status).toBe(404);
   });
 });
 

@@ -12,6 +12,7 @@ import { filesCommand } from './commands/files.js';
 import { getCommand } from './commands/get.js';
 import { logsCommand } from './commands/logs.js';
 import { lsCommand } from './commands/ls.js';
+import { previewCommand } from './commands/preview.js';
 import { providersCommand } from './commands/providers.js';
 import { quotaCommand } from './commands/quota.js';
 import { rmCommand } from './commands/rm.js';
@@ -34,6 +35,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   shellCommand,
   filesCommand,
   logsCommand,
+  previewCommand,
   templatesCommand,
   admissionCommand,
   quotaCommand,

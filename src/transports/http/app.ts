@@ -31,6 +31,7 @@ import { eventRoutes } from './routes/events.js';
 import { observabilityRoutes } from './routes/observability.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { installRouteTable } from './route-table.js';
+import { previewRouter } from './preview.js';
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['loggerInstance'] | boolean;
@@ -97,6 +98,10 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
     const writes = request.method === 'POST' || request.method === 'PUT' || request.method === 'PATCH';
     if (writes && (request.body === undefined || request.body === null)) (request as { body: unknown }).body = {};
   });
+
+  // Previews (DESIGN §9) are routed by Host before fastify sees the request: no API hook, route
+  // or credential applies to them, and API credentials never reach a sandbox.
+  if (deps.preview) previewRouter(deps).attach(app.server);
 
   setDerivedOwnerKey(app, opts.derivedOwnerKey ?? randomBytes(32));
   // Before any route: the one route table (auth matrix, OpenAPI, 404/405) must see them all, and

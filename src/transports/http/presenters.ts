@@ -2,9 +2,27 @@ import type { SandboxRecord, TemplateRecord, WorkerRecord } from '../../core/por
 import type { Sandbox } from '../../contracts/sandboxes.js';
 import type { Template } from '../../contracts/templates.js';
 import type { Worker } from '../../contracts/system.js';
+import type { Caller } from '../../core/sandboxes/caller.js';
+import type { HttpDeps } from './deps.js';
+
+/**
+ * Sandbox responses for one caller: each with its preview domain (its worker's for a remote-owned
+ * sandbox, spec 2.1) and, with `server.preview_auth`, its preview token for owner and admins.
+ */
+export async function presentSandboxes(deps: HttpDeps, caller: Caller, recs: readonly SandboxRecord[]): Promise<Sandbox[]> {
+  const preview = deps.preview?.service;
+  if (!preview) return recs.map((r) => presentSandbox(r, deps.settings.preview_domain));
+  const domainOf = await preview.domains(recs);
+  return recs.map((r) => presentSandbox(r, domainOf(r), preview.tokenFor(r, caller)));
+}
+
+/** One sandbox response (see presentSandboxes). */
+export async function presentOne(deps: HttpDeps, caller: Caller, rec: SandboxRecord): Promise<Sandbox> {
+  return (await presentSandboxes(deps, caller, [rec]))[0]!;
+}
 
 /** Sandbox response (spec 2.1); internal routing fields stay inside. */
-export function presentSandbox(rec: SandboxRecord, previewDomain: string): Sandbox {
+export function presentSandbox(rec: SandboxRecord, previewDomain: string, previewToken?: string): Sandbox {
   const out: Sandbox = {
     id: rec.id,
     state: rec.state,
@@ -19,6 +37,7 @@ export function presentSandbox(rec: SandboxRecord, previewDomain: string): Sandb
   };
   if (rec.owner_id) out.owner_id = rec.owner_id;
   if (rec.template) out.template = rec.template;
+  if (previewToken) out.preview_token = previewToken;
   return out;
 }
 

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
-import { badRequest, isAbortError, SbxError } from '../../../core/errors.js';
-import type { ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import { badRequest, isAbortError, notFound, SbxError } from '../../../core/errors.js';
+import type { PreviewUpstream, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
 import { putDirectory } from './archive.js';
 import { bounded, call, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 import type { ImageCache } from './images.js';
@@ -173,6 +173,28 @@ export class Containers {
       if (isNotFound(err)) return 'missing';
       throw toSbxError(err, 'status');
     }
+  }
+
+  /**
+   * The container's address for a preview (DESIGN.md §9): its IP on its first network with one;
+   * host networking shares this host's loopback; no network → `bad_gateway` saying so.
+   */
+  async previewUpstream(runtimeId: string, port: number, signal?: AbortSignal): Promise<PreviewUpstream> {
+    let info: Docker.ContainerInspectInfo;
+    try {
+      info = await this.docker.getContainer(runtimeId).inspect({ abortSignal: bounded(signal) });
+    } catch (err) {
+      if (isNotFound(err)) throw notFound('the sandbox runtime is gone');
+      throw toSbxError(err, 'status');
+    }
+    if (!info.State?.Running) throw new SbxError('bad_gateway', 'the sandbox is not running');
+    const mode = info.HostConfig?.NetworkMode ?? '';
+    if (mode === 'host') return { host: '127.0.0.1', port };
+    if (mode === 'none') throw new SbxError('bad_gateway', 'the sandbox has no network (network mode none): nothing can reach its ports');
+    const nets = Object.values(info.NetworkSettings?.Networks ?? {});
+    const ip = nets.map((n) => n?.IPAddress).find((a) => typeof a === 'string' && a !== '');
+    if (!ip) throw new SbxError('bad_gateway', 'the sandbox has no network address');
+    return { host: ip, port };
   }
 
   /** Every container labelled with an sbx installation id (ours and other installations'). */

@@ -49,6 +49,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     },
     status: (runtimeId, signal) => containers.status(runtimeId, signal),
     listRuntimes: (signal) => containers.listRuntimes(signal),
+    previewUpstream: (runtimeId, port, signal) => containers.previewUpstream(runtimeId, port, signal),
     exec: (runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> => ({
       [Symbol.asyncIterator]: async function* () {
         const cap = console_.capture(runtimeId);

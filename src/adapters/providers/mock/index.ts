@@ -1,8 +1,8 @@
 import { chmod, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { badRequest } from '../../../core/errors.js';
-import type { ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import { badRequest, notFound } from '../../../core/errors.js';
+import type { PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
 import { launcherEnv, probeIsolation, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
@@ -60,6 +60,11 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
     destroy: (runtimeId: string) => rt.destroy(runtimeId),
     status: (runtimeId: string): Promise<RuntimeStatus> => rt.status(runtimeId),
     listRuntimes: (): Promise<RuntimeInfo[]> => rt.list(),
+    // The runtime shares this host's network: its ports are this host's loopback ports.
+    async previewUpstream(runtimeId: string, port: number): Promise<PreviewUpstream> {
+      if ((await rt.status(runtimeId)) !== 'running') throw notFound('the sandbox runtime is gone');
+      return { host: '127.0.0.1', port };
+    },
 
     exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
       return rt.exec(

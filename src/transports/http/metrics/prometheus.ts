@@ -98,6 +98,9 @@ export class PrometheusMetrics {
     counter('rate_limit_allowed_total', 'Requests allowed by the rate limiter');
     counter('rate_limit_limited_total', 'Requests rejected by the rate limiter');
     counter('rate_limit_evicted_total', 'Idle rate-limit buckets evicted');
+    counter('preview_requests_total', 'Preview requests proxied to sandboxes, by kind (http, upgrade)', ['kind']);
+    counter('preview_bytes_total', 'Preview bytes proxied, by direction (in: to sandboxes, out: to visitors)', ['direction']);
+    counter('preview_upstream_errors_total', 'Preview requests whose sandbox port could not be reached or cut the connection');
   }
 
   /** Records one finished HTTP request under its route template (never the raw URL). */
@@ -151,6 +154,14 @@ export class PrometheusMetrics {
     c.rate_limit_allowed_total!.sync(rl.allowed_total);
     c.rate_limit_limited_total!.sync(rl.limited_total);
     c.rate_limit_evicted_total!.sync(rl.evicted_total);
+    const pv = deps.preview?.stats;
+    if (pv) {
+      c.preview_requests_total!.sync(pv.requests, { kind: 'http' });
+      c.preview_requests_total!.sync(pv.upgrades, { kind: 'upgrade' });
+      c.preview_bytes_total!.sync(pv.bytes_in, { direction: 'in' });
+      c.preview_bytes_total!.sync(pv.bytes_out, { direction: 'out' });
+      c.preview_upstream_errors_total!.sync(pv.upstream_errors);
+    }
     return this.scrub(await this.registry.metrics());
   }
 }

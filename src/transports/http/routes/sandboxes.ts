@@ -15,7 +15,7 @@ import {
 } from '../../../contracts/sandboxes.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
-import { presentSandbox } from '../presenters.js';
+import { presentOne, presentSandboxes } from '../presenters.js';
 import { abortOnClose } from '../request-signal.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
@@ -23,7 +23,6 @@ const errors = { 400: ErrorBody, 404: ErrorBody, 429: ErrorBody, 500: ErrorBody,
 
 /** Spec 4.1: lifecycle routes and console logs. */
 export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
-  const present = (rec: Parameters<typeof presentSandbox>[0]) => presentSandbox(rec, deps.settings.preview_domain);
 
   app.post<{ Body: SpawnBody | undefined }>(
     '/api/v1/sandboxes',
@@ -32,7 +31,7 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);
       const rec = await deps.sandboxes.spawn({ ...body, owner_id: caller.owner_id }, abortOnClose(reply));
-      return reply.code(201).send(present(rec));
+      return reply.code(201).send(await presentOne(deps, caller, rec));
     },
   );
 
@@ -60,14 +59,18 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
     async (request) => {
       const { id_prefix, limit } = request.query;
-      return (await deps.sandboxes.list(callerOf(request), { id_prefix, limit })).map(present);
+      const caller = callerOf(request);
+      return presentSandboxes(deps, caller, await deps.sandboxes.list(caller, { id_prefix, limit }));
     },
   );
 
   app.get<{ Params: { id: string } }>(
     '/api/v1/sandboxes/:id',
     { schema: { tags: ['sandboxes'], summary: 'Get a sandbox', params: IdParams, response: { 200: Sandbox, ...errors } } },
-    async (request) => present(await deps.sandboxes.refresh(request.params.id, callerOf(request))),
+    async (request) => {
+      const caller = callerOf(request);
+      return presentOne(deps, caller, await deps.sandboxes.refresh(request.params.id, caller));
+    },
   );
 
   app.delete<{ Params: { id: string } }>(
@@ -88,7 +91,10 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
   app.post<{ Params: { id: string }; Body: { ttl: string } }>(
     '/api/v1/sandboxes/:id/extend',
     { schema: { tags: ['sandboxes'], summary: 'Extend the TTL (expires_at = now + ttl)', params: IdParams, body: ExtendRequest, response: { 200: Sandbox, ...errors } } },
-    async (request) => present(await deps.sandboxes.extend(request.params.id, request.body.ttl, callerOf(request))),
+    async (request) => {
+      const caller = callerOf(request);
+      return presentOne(deps, caller, await deps.sandboxes.extend(request.params.id, request.body.ttl, caller));
+    },
   );
 
   app.get<{ Params: { id: string }; Querystring: { lines?: number; after?: number } }>(

@@ -13,7 +13,7 @@ import {
 } from '../../../contracts/templates.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
-import { presentSandbox, presentTemplate } from '../presenters.js';
+import { presentOne, presentTemplate } from '../presenters.js';
 import { abortOnClose } from '../request-signal.js';
 
 const NameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) });
@@ -59,7 +59,7 @@ export function templateRoutes(app: FastifyInstance, deps: HttpDeps): void {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);
       const rec = await deps.templates.spawn(request.params.name, { ...body, owner_id: caller.owner_id }, abortOnClose(reply));
-      return reply.code(201).send(presentSandbox(rec, deps.settings.preview_domain));
+      return reply.code(201).send(await presentOne(deps, caller, rec));
     },
   );
 }

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { RPC_FILE_WINDOW_BYTES, type FileReadResult, type RpcLease, type SpawnResult, type StatusResult } from '../../../contracts/worker-rpc.js';
 import { SbxError } from '../../../core/errors.js';
-import type { ConsoleLog, FileInfo, LeaseRecord, OpenedFile, Provider, RuntimeStatus, WorkerRecord } from '../../../core/ports.js';
+import type { ConsoleLog, FileInfo, LeaseRecord, OpenedFile, PreviewUpstream, Provider, RuntimeStatus, WorkerRecord } from '../../../core/ports.js';
 import type { RemoteTarget, RemoteWorkers } from '../../../core/scheduler/remote-port.js';
 import { execSocket, execStream, needsSocket } from './remote-exec.js';
 import { RpcClient, type RpcClientOptions } from './rpc-client.js';
@@ -130,6 +130,24 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     },
     async glob(runtimeId, pattern, signal) {
       return (await call<{ matches: string[] }>('worker.file_glob', { ...at(runtimeId), pattern }, signal)).matches;
+    },
+    /**
+     * Previews of a remote sandbox go through its worker (DESIGN.md §9): its RPC listener at
+     * `/rpc/preview/<sandbox_id>/<port>/…`, with this control plane's worker credentials and the
+     * RPC client's TLS.
+     */
+    async previewUpstream(_runtimeId, port) {
+      const url = new URL(rpc.rpcUrl(w));
+      const https = url.protocol === 'https:';
+      const headers = rpc.headers(w);
+      const upstream: PreviewUpstream = {
+        host: url.hostname.replace(/^\[|\]$/g, ''),
+        port: url.port ? Number(url.port) : https ? 443 : 80,
+        path_prefix: `${url.pathname.replace(/\/+$/, '')}/preview/${encodeURIComponent(target.sandbox_id)}/${port}`,
+        headers,
+      };
+      if (https) upstream.tls = rpc.tls ?? { rejectUnauthorized: true };
+      return upstream;
     },
     async logs(runtimeId, query, signal) {
       const r = await call<ConsoleLog>('worker.logs', { ...at(runtimeId), lines: query.lines, ...(query.after !== undefined ? { after: query.after } : {}) }, signal);

@@ -18,6 +18,8 @@ import type { ExecSpec } from '../../../core/ports.js';
 import { sandboxPath } from '../../../core/sandboxes/paths.js';
 import { execFrames, type ExecFrame } from '../../exec-framing.js';
 import { serveExecSocket } from '../../exec-socket.js';
+import { newPreviewStats } from '../../preview/proxy.js';
+import { PreviewRouter } from '../../preview/router.js';
 import { authenticateRpc, requireScope } from './auth.js';
 import type { RpcServerDeps } from './deps.js';
 import { runOnRuntime } from './exec.js';
@@ -47,6 +49,9 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
   const staging = new UploadStaging(deps.stagingDir);
   app.addHook('onClose', async () => staging.close());
   await app.register(websocket, { options: { maxPayload: BODY_LIMIT } });
+  // Previews of this worker's sandboxes (DESIGN §9): by Host under its own preview domain, and
+  // forwarded by its control plane at /rpc/preview/<sandbox_id>/<port>/… with worker credentials.
+  previewRouter(deps).attach(app.server);
 
   const answer = (reply: FastifyReply, id: string, err: unknown) => {
     const e = isSbxError(err) ? err : new SbxError('provider_error', 'the provider failed');
@@ -128,6 +133,22 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
     },
   });
   return app;
+}
+
+function previewRouter(deps: RpcServerDeps): PreviewRouter {
+  return new PreviewRouter({
+    domain: deps.previewDomain ?? '',
+    resolve: async (sandboxId, port) => {
+      const rt = deps.state.getRuntime(sandboxId);
+      if (!rt) throw new SbxError('not_found', `sandbox ${sandboxId} not found`);
+      const provider = deps.providers.get(rt.provider);
+      if (!provider) throw new SbxError('not_found', `sandbox ${sandboxId} not found`);
+      if (!provider.previewUpstream) throw new SbxError('not_implemented', `provider ${rt.provider} cannot serve previews`);
+      return provider.previewUpstream(rt.runtime_id, port);
+    },
+    path: { prefix: `${C.RPC_PATH}/preview/`, authenticate: (headers) => requireScope(authenticateRpc(headers, deps), 'worker:exec') },
+    stats: deps.previewStats ?? newPreviewStats(),
+  });
 }
 
 function abortOnClose(reply: FastifyReply): AbortSignal {

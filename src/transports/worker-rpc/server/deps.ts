@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { WorkerCredentials } from '../../../core/auth/settings.js';
 import type { Clock, Provider } from '../../../core/ports.js';
+import type { PreviewStats } from '../../preview/proxy.js';
 import type { WorkerState } from '../../../core/scheduler/worker-state-port.js';
 
 export interface RpcServerDeps {
@@ -22,4 +23,8 @@ export interface RpcServerDeps {
   /** Enters draining (the `worker.shutdown` method). */
   drain(): void;
   log: Logger;
+  /** `worker.preview_domain`: host-routed previews this worker serves itself ('' = none). */
+  previewDomain?: string;
+  /** Preview traffic counters. */
+  previewStats?: PreviewStats;
 }

@@ -1,0 +1,86 @@
+/**
+ * Live preview (spec 1, DESIGN.md §9): which sandbox port a preview host reaches, the per-sandbox
+ * preview token, and the preview domain a sandbox object shows. The proxying itself is the
+ * transport's (transports/preview); this decides only what may be reached and where it is.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { badRequest, notFound, SbxError } from '../errors.js';
+import type { PreviewUpstream, SandboxRecord, WorkerStore } from '../ports.js';
+import { ownerVisible, type Caller } from './caller.js';
+import type { SandboxService } from './service.js';
+
+export interface PreviewSettings {
+  /** `server.preview_domain` ('' = previews off on this control plane). */
+  domain: string;
+  /** `server.preview_auth`: visitors need the sandbox's preview token. */
+  auth: boolean;
+  /** Installation secret the tokens are derived from (kept in the store, shared by replicas). */
+  secret: string;
+}
+
+const GONE = new Set(['destroyed', 'expired']);
+
+export class PreviewService {
+  constructor(
+    private readonly sandboxes: SandboxService,
+    private readonly workers: Pick<WorkerStore, 'listWorkers' | 'getWorker'>,
+    readonly settings: PreviewSettings,
+  ) {}
+
+  /**
+   * The sandbox's preview token: derived from the installation secret, so every replica and every
+   * restart agrees on it without storing one per sandbox. Never logged; shown to owner and admins.
+   */
+  token(sandboxId: string): string {
+    return createHmac('sha256', this.settings.secret).update(`preview:${sandboxId}`).digest('base64url').slice(0, 32);
+  }
+
+  /** Constant-time check of a visitor's token. */
+  tokenMatches(sandboxId: string, given: string | undefined): boolean {
+    if (!given) return false;
+    const want = Buffer.from(this.token(sandboxId));
+    const got = Buffer.from(given);
+    return got.length === want.length && timingSafeEqual(got, want);
+  }
+
+  /** The token for the sandbox object: only with `preview_auth`, only to its owner or an admin. */
+  tokenFor(rec: SandboxRecord, caller: Caller): string | undefined {
+    if (!this.settings.auth) return undefined;
+    return ownerVisible(rec.owner_id, caller) ? this.token(rec.id) : undefined;
+  }
+
+  /**
+   * Where TCP `port` of a live sandbox is reached. Unknown, destroyed or expired → 404; a port
+   * outside 1–65535 → 400; a sandbox that is not running → 502; a provider without previews → 501.
+   */
+  async upstream(sandboxId: string, port: number, signal?: AbortSignal): Promise<PreviewUpstream> {
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw badRequest(`port must be between 1 and 65535`);
+    const { store, locator } = this.sandboxes.deps;
+    const rec = await store.getSandbox(sandboxId);
+    if (!rec || GONE.has(rec.state) || this.sandboxes.pastTtl(rec) || this.sandboxes.destroying(rec.id)) {
+      throw notFound(`sandbox ${sandboxId} not found`);
+    }
+    if (rec.state !== 'running' || !rec.runtime_id) throw new SbxError('bad_gateway', `sandbox ${sandboxId} is ${rec.state}, not running`);
+    const provider = await locator.provider(rec);
+    if (!provider.previewUpstream) throw new SbxError('not_implemented', `provider ${rec.provider} cannot serve previews`);
+    return provider.previewUpstream(rec.runtime_id, port, signal);
+  }
+
+  /**
+   * The preview domain each sandbox object shows (spec 2.1): its worker's advertised domain for a
+   * remote-owned sandbox, else `server.preview_domain`. One worker listing per call.
+   */
+  async domains(recs: readonly SandboxRecord[]): Promise<(rec: SandboxRecord) => string> {
+    const local = this.settings.domain;
+    const { locator } = this.sandboxes.deps;
+    if (recs.every((r) => locator.isLocal(r))) return () => local;
+    const byWorker = new Map<string, string>();
+    if (recs.length === 1) {
+      const w = await this.workers.getWorker(recs[0]!.worker_id);
+      if (w?.capacity.preview_domain) byWorker.set(w.id, w.capacity.preview_domain);
+    } else {
+      for (const w of await this.workers.listWorkers()) if (w.capacity.preview_domain) byWorker.set(w.id, w.capacity.preview_domain);
+    }
+    return (rec) => (locator.isLocal(rec) ? local : (byWorker.get(rec.worker_id) ?? local));
+  }
+}

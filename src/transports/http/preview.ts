@@ -1,0 +1,40 @@
+/**
+ * The control plane's preview router (DESIGN.md §9): host-routed previews under
+ * `server.preview_domain`, the token rule of `server.preview_auth`, upstreams from core's
+ * PreviewService. Shared by the API listener and the optional `server.preview_addr` listener.
+ */
+import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { PreviewRouter } from '../preview/router.js';
+import { sendPreviewError, writeRawError } from '../preview/proxy.js';
+import type { HttpDeps } from './deps.js';
+
+const routers = new WeakMap<HttpDeps, PreviewRouter>();
+
+/** The one router of this control plane (made on first use). */
+export function previewRouter(deps: HttpDeps): PreviewRouter {
+  let r = routers.get(deps);
+  if (r) return r;
+  const preview = deps.preview!;
+  const service = preview.service;
+  const secrets = (deps.secrets ?? []).filter((s) => s.length >= 8);
+  r = new PreviewRouter({
+    domain: service.settings.domain,
+    resolve: (id, port) => service.upstream(id, port),
+    token: { required: service.settings.auth, matches: (id, given) => service.tokenMatches(id, given) },
+    isApiCredential: (value) => secrets.some((s) => value.includes(s)),
+    stats: preview.stats,
+  });
+  routers.set(deps, r);
+  return r;
+}
+
+/** `server.preview_addr`: a listener of previews alone; any other Host gets 404. */
+export function previewOnlyServer(deps: HttpDeps): Server {
+  const router = previewRouter(deps);
+  const notPreview = 'this listener serves previews only: <port>-<sandbox_id>.<preview_domain>';
+  const server = createServer((_req, res) => sendPreviewError(res, 404, 'not_found', notPreview));
+  server.on('upgrade', (_req, socket) => writeRawError(socket as Socket, 404, 'not_found', notPreview));
+  router.attach(server);
+  return server;
+}

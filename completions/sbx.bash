@@ -3,7 +3,7 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend exec shell files logs preview templates template admission quota quotas providers workers watch doctor serve worker config completion' ;;
+    '') echo 'spawn ls list get rm destroy extend exec shell files logs preview templates template admission quota quotas providers pool workers watch doctor serve worker config completion' ;;
     'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'quota') echo 'ls list get set rm delete usage summary' ;;
@@ -52,6 +52,7 @@ _sbx_opts() {
     'quota usage') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota summary') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'providers') echo '--test --url --api-key --admin-key --user --json --no-color' ;;
+    'pool') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'workers') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'workers list') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'workers get') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -109,6 +110,7 @@ _sbx_value_opts() {
     'quota usage') echo '--url --api-key --admin-key --user' ;;
     'quota summary') echo '--url --api-key --admin-key --user' ;;
     'providers') echo '--url --api-key --admin-key --user' ;;
+    'pool') echo '--url --api-key --admin-key --user' ;;
     'workers') echo '--url --api-key --admin-key --user' ;;
     'workers list') echo '--url --api-key --admin-key --user' ;;
     'workers get') echo '--url --api-key --admin-key --user' ;;

@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -33,6 +33,7 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'templates' -d 'named spawn preset
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'admission' -d 'would this spawn be admitted? (creates nothing; exit 5 when denied)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'quota' -d 'owner quotas: ls, get, set, rm, usage, summary'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'providers' -d 'list providers and their health, show one, or run health checks (--test)'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'pool' -d 'show the shared pool (pool mode): runtimes and workspaces in use'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'workers' -d 'list, show, drain or delete registered workers'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'watch' -d 'follow the event stream (live view on a terminal, one line per event otherwise)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'doctor' -d 'check the server, keys, providers and the local setup; exit 1 when a check fails'

@@ -32,6 +32,7 @@ import type { HttpDeps } from '../transports/http/deps.js';
 import { InflightBudget } from '../transports/http/inflight.js';
 import { startAuditPruner } from '../transports/http/plugins/audit.js';
 import { PreviewService } from '../core/sandboxes/preview.js';
+import { PoolProvider } from '../core/pool/pool-provider.js';
 import { previewOnlyServer } from '../transports/http/preview.js';
 import { newPreviewStats } from '../transports/preview/proxy.js';
 import { buildProviders } from './providers.js';
@@ -87,10 +88,24 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const built = config.server.local_worker === false ? { providers: [], defaultName: config.providers.default } : await buildProviders(config, installationId, bus, logger);
     const providers = new ProviderRegistry(clock, built.defaultName);
     const operations = new OperationStats(() => clock.now());
-    // Every provider call is timed and counted for diagnostics `operations` and the Prometheus histograms.
-    for (const p of built.providers) providers.register(instrumentProvider(p, operations));
-
     const settings = coreSettings(config, built.defaultName);
+    // Pool mode (DESIGN §8): the pool's provider is wrapped so its sandboxes are workspaces of shared runtimes.
+    let pool: PoolProvider | undefined;
+    if (settings.pool.enabled) {
+      const base = built.providers.find((p) => p.name === settings.pool.provider);
+      if (!base) throw new Error(`pool.provider "${settings.pool.provider}" is not a provider this server runs`);
+      if (!base.workspace) throw new Error(`pool.provider "${settings.pool.provider}" cannot hold pool workspaces`);
+      pool = new PoolProvider(base, {
+        settings: settings.pool,
+        store,
+        overflow: settings.defaults.spawn_overflow,
+        queueTimeoutMs: settings.defaults.spawn_queue_timeout_ms,
+        runtimeName: () => `pool-${ids.randomId(6)}`,
+      });
+    }
+    // Every provider call is timed and counted for diagnostics `operations` and the Prometheus histograms.
+    for (const p of built.providers) providers.register(instrumentProvider(pool && p.name === pool.name ? pool : p, operations));
+
     const admission = new Admission(store, settings, clock, bus);
     const warn = (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg);
     const auth = authSettings(config);
@@ -125,6 +140,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       allowedHosts: config.server.allowed_hosts,
       operations,
       secrets: secretValues(config),
+      pool,
       preview: {
         service: new PreviewService(sandboxes, store, { domain: config.server.preview_domain, auth: config.server.preview_auth, secret: previewSecret }),
         stats: newPreviewStats(),

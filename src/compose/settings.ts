@@ -36,6 +36,15 @@ export function coreSettings(config: SbxConfig, defaultProvider: string): CoreSe
       max_file_bytes: Math.floor(d.max_file_mb * MiB),
       max_exec_output_bytes: Math.floor(d.max_exec_output_mb * MiB),
     },
+    pool: {
+      enabled: config.pool.enabled,
+      max_vms: config.pool.max_vms || 4,
+      max_users_per_vm: config.pool.max_users_per_vm || 8,
+      image: config.pool.image || d.image,
+      memory_mb: config.pool.memory_mb ?? d.memory_mb,
+      vcpus: config.pool.vcpus ?? d.vcpus,
+      provider: config.pool.provider || defaultProvider,
+    },
     enforce_ownership: config.pool.enabled || config.auth.enforce_ownership,
   };
 }

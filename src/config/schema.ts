@@ -130,6 +130,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     image: str(),
     memory_mb: int(1),
     vcpus: int(1),
+    provider: str(),
   }),
   worker: g({
     id: str(),

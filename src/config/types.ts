@@ -112,6 +112,8 @@ export interface PoolConfig {
   image?: string;
   memory_mb?: number;
   vcpus?: number;
+  /** Provider of the shared runtimes; unset = the default provider. */
+  provider?: string;
 }
 
 export interface RpcTlsConfig {

@@ -88,6 +88,9 @@ export const PoolStatus = Type.Object({
   max_vms: Type.Optional(Type.Integer()),
   total_users: Type.Optional(Type.Integer()),
   max_users_per_vm: Type.Optional(Type.Integer()),
+  runtimes: Type.Optional(
+    Type.Array(Type.Object({ runtime_id: Type.String(), users: Type.Integer() }), { description: 'sbx extension, admins only: each shared runtime and its live workspaces' }),
+  ),
 });
 
 export const Health = Type.Object({

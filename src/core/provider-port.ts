@@ -39,6 +39,41 @@ export interface ExecSpec {
   tty?: { cols: number; rows: number };
   /** Live requests while the command runs: terminal resize, signals. Ends with the exec. */
   controls?: AsyncIterable<ExecControl>;
+  /** Run as this uid/gid (pool workspaces, DESIGN §8); absent = the runtime's own user. */
+  user?: { uid: number; gid: number };
+}
+
+/** One tenant's workspace in a shared runtime (pool mode, DESIGN §8). */
+export interface WorkspaceSpec {
+  /** Directory name under /workspace: the logical sandbox's id. */
+  name: string;
+  /** The tenant's own uid and gid (10000 + slot). */
+  uid: number;
+  gid: number;
+}
+
+/**
+ * A workspace of a shared runtime seen as a runtime of its own: paths are the tenant's
+ * (`/a.txt` is `/workspace/<name>/a.txt`) both ways and can never reach outside it, exec starts
+ * there. Each provider gives it the strongest isolation it can (see `isolation`).
+ */
+export interface WorkspaceOps {
+  /** How tenants are kept apart: `uid` (own uid, mode 0700) or `paths` (API paths confined; exec shares the runtime's user). */
+  readonly isolation: 'uid' | 'paths';
+  /** Creates the workspace (owned by the tenant, mode 0700). Idempotent. */
+  prepare(signal?: AbortSignal): Promise<void>;
+  /** Deletes the workspace and everything in it. Idempotent. */
+  remove(signal?: AbortSignal): Promise<void>;
+  exec(spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent>;
+  writeFile(path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal): Promise<void>;
+  readFile(path: string, signal?: AbortSignal, maxBytes?: number): Promise<Uint8Array>;
+  openFile?(path: string, signal?: AbortSignal, maxBytes?: number): Promise<OpenedFile>;
+  deleteFile(path: string, recursive: boolean, signal?: AbortSignal): Promise<void>;
+  listFiles(path: string, signal?: AbortSignal): Promise<FileInfo[]>;
+  moveFile(oldPath: string, newPath: string, signal?: AbortSignal): Promise<void>;
+  chmod(path: string, mode: number, signal?: AbortSignal): Promise<void>;
+  stat(path: string, signal?: AbortSignal): Promise<FileInfo>;
+  glob(pattern: string, signal?: AbortSignal): Promise<string[]>;
 }
 
 /** Signals a caller may send to a running command. */
@@ -181,6 +216,9 @@ export interface Provider {
    * a provider without it answers previews with 501. A runtime without a network → `bad_gateway`.
    */
   previewUpstream?(runtimeId: string, port: number, signal?: AbortSignal): Promise<PreviewUpstream>;
+
+  /** Pool mode (DESIGN §8): one tenant's workspace of this runtime. Optional: without it a provider cannot back a pool. */
+  workspace?(runtimeId: string, ws: WorkspaceSpec): WorkspaceOps;
 
   /** Releases clients, timers. */
   close?(): Promise<void>;

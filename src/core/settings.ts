@@ -1,3 +1,5 @@
+import type { PoolSettings } from './pool/pool-provider.js';
+
 /**
  * What core needs to know of the configuration, already parsed (durations in ms).
  * compose/ derives it from the validated config.
@@ -33,6 +35,8 @@ export interface CoreSettings {
     /** Buffered exec keeps at most this many bytes per stream; the rest is dropped with a marker. */
     max_exec_output_bytes: number;
   };
+  /** Pool mode (DESIGN §8), with its defaults applied (max_vms 0 → 4, max_users_per_vm 0 → 8). */
+  pool: PoolSettings;
   /** Pool mode or auth.enforce_ownership: sandboxes with an owner are private to it. */
   enforce_ownership: boolean;
 }

@@ -38,6 +38,7 @@ function settingsWith(d: Partial<Defaults>): CoreSettings {
     },
     limits: { max_file_bytes: 1 << 20, max_exec_output_bytes: 1 << 20 },
     enforce_ownership: false,
+    pool: { enabled: false, max_vms: 4, max_users_per_vm: 8, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
   };
 }
 

@@ -166,6 +166,7 @@ describe('remote lifecycle in core', () => {
       defaults: { image: 'img', memory_mb: 256, vcpus: 1, ttl_ms: 60_000, max_ttl_ms: 3_600_000, default_exec_timeout_ms: 0, max_exec_timeout_ms: 600_000, max_sandboxes: 0, max_sandboxes_per_owner: 0, spawn_overflow: 'reject', spawn_queue_timeout_ms: 1000, max_spawn_queue: 10 },
       limits: { max_file_bytes: 1 << 20, max_exec_output_bytes: 1 << 20 },
       enforce_ownership: false,
+    pool: { enabled: false, max_vms: 4, max_users_per_vm: 8, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
     } as CoreSettings;
     const providers = new ProviderRegistry(clock, 'mock');
     providers.register(createMockProvider({ rootDir: join(root, 'mock') }));

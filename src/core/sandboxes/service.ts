@@ -1,5 +1,5 @@
 import type { Admission } from '../admission/admission.js';
-import { ownerForQuota } from '../admission/owner.js';
+import { isPrivateOwner, ownerForQuota } from '../admission/owner.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
@@ -82,6 +82,13 @@ export class SandboxService {
    * worker runs). Does not check limits.
    */
   async resolveSpawn(input: SpawnInput): Promise<ResolvedSpawn> {
+    const pool = this.deps.settings.pool;
+    if (pool.enabled) {
+      // DESIGN §8: a logical sandbox in a shared runtime, for one named tenant; the shape is the pool's.
+      const owner = ownerForQuota(input.owner_id);
+      if (!isPrivateOwner(owner)) throw badRequest('pool mode needs the X-User-ID header: each sandbox is one user\'s workspace in a shared runtime');
+      input = { ...input, image: pool.image, memory_mb: pool.memory_mb, vcpus: pool.vcpus, provider: pool.provider };
+    }
     const d = this.deps.settings.defaults;
     const provider = await this.deps.locator.spawnProvider(input.provider);
     const memory_mb = input.memory_mb ?? d.memory_mb;

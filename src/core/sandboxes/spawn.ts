@@ -29,7 +29,10 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
   const { store, bus, clock, ids, locator } = deps;
   // Checked before a runtime exists; the stored expiry is taken again once it runs.
   expiryFrom(clock.now(), req.ttl_ms);
-  const target = await locator.place({ provider: req.provider, owner_id: req.owner_id });
+  // Pool sandboxes live in this node's shared runtimes (spec 4.2: workspace scoping is local only).
+  const target: Awaited<ReturnType<typeof locator.place>> = deps.settings.pool.enabled
+    ? { local: true, worker_id: deps.settings.worker_id }
+    : await locator.place({ provider: req.provider, owner_id: req.owner_id });
   const id = ids.sandboxId();
   const workerId = target.local ? target.worker_id : target.worker.id;
   let provider: Provider;

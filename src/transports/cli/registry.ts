@@ -12,6 +12,7 @@ import { filesCommand } from './commands/files.js';
 import { getCommand } from './commands/get.js';
 import { logsCommand } from './commands/logs.js';
 import { lsCommand } from './commands/ls.js';
+import { poolCommand } from './commands/pool.js';
 import { previewCommand } from './commands/preview.js';
 import { providersCommand } from './commands/providers.js';
 import { quotaCommand } from './commands/quota.js';
@@ -40,6 +41,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   admissionCommand,
   quotaCommand,
   providersCommand,
+  poolCommand,
   workersCommand,
   watchCommand,
   doctorCommand,

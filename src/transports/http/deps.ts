@@ -16,6 +16,7 @@ import type { LeaseService } from '../../core/scheduler/leases.js';
 import type { RuntimeLocator } from '../../core/scheduler/locator.js';
 import type { WorkerService } from '../../core/scheduler/workers.js';
 import type { CoreSettings } from '../../core/settings.js';
+import type { PoolStatusView } from '../../core/pool/pool-provider.js';
 import type { PreviewService } from '../../core/sandboxes/preview.js';
 import type { PreviewStats } from '../preview/proxy.js';
 import type { InflightBudget } from './inflight.js';
@@ -73,6 +74,8 @@ export interface HttpDeps {
   rateLimiter?: { stats(): RateLimitStats };
   /** Configured secret values: scrubbed from diagnostics, metrics and events as a last line of defence. */
   secrets?: string[];
+  /** Pool mode (DESIGN §8): its shared runtimes and workspaces; absent when the pool is off. */
+  pool?: { view(): Promise<PoolStatusView> };
   /** Live preview (DESIGN §9): tokens, domains, and the proxy's traffic counters. */
   preview?: { service: PreviewService; stats: PreviewStats };
   /** Event stream tuning (read per request). */

@@ -137,6 +137,7 @@ export async function* streamExec(
         // The marker goes last so a caller's own SBX_EXEC_ID cannot hide the command from the killer.
         Env: [...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`), marker],
         WorkingDir: workdir,
+        ...(spec.user ? { User: `${spec.user.uid}:${spec.user.gid}` } : {}),
         AttachStdin: withStdin,
         AttachStdout: true,
         AttachStderr: true,
@@ -167,9 +168,9 @@ export async function* streamExec(
           (stream as Duplex).write(TERMINAL_KEYS[c.signal]!);
         } else if (c.signal === 'SIGKILL') {
           // The repeated passes also catch processes forked meanwhile.
-          await killMarked(docker, runtimeId, exec, marker);
+          await killMarked(docker, runtimeId, exec, marker, spec.user);
         } else {
-          await signalMarked(docker, runtimeId, exec, marker, c.signal);
+          await signalMarked(docker, runtimeId, exec, marker, c.signal, spec.user);
         }
       }),
     );
@@ -177,7 +178,7 @@ export async function* streamExec(
 
   let killing: Promise<void> | undefined;
   const killTree = () => {
-    killing ??= killMarked(docker, runtimeId, exec, marker).finally(() => {
+    killing ??= killMarked(docker, runtimeId, exec, marker, spec.user).finally(() => {
       const t = setTimeout(() => stream.destroy(), KILL_GRACE_MS);
       stream.once('close', () => clearTimeout(t));
     });
@@ -293,19 +294,26 @@ async function whenRunning(exec: Docker.Exec): Promise<boolean> {
 }
 
 /** Sends `sig` once to every process of the exec (found by its environment marker). */
-async function signalMarked(docker: Docker, runtimeId: string, exec: Docker.Exec, marker: string, sig: ExecSignal): Promise<void> {
+async function signalMarked(docker: Docker, runtimeId: string, exec: Docker.Exec, marker: string, sig: ExecSignal, user?: ExecUser): Promise<void> {
   try {
     if (!(await whenRunning(exec))) return;
-    await runHelper(docker, runtimeId, [SIGNALLER, 'sbx-signal', marker, sig.replace(/^SIG/, '')]);
+    await runHelper(docker, runtimeId, [SIGNALLER, 'sbx-signal', marker, sig.replace(/^SIG/, '')], user);
   } catch {
     // Container gone or engine down: nothing left to signal.
   }
 }
 
-/** Runs a helper script in the container (not marked, so never its own target) to its end. */
-async function runHelper(docker: Docker, runtimeId: string, script: string[]): Promise<void> {
+type ExecUser = ExecSpec['user'];
+
+/**
+ * Runs a helper script in the container (not marked, so never its own target) to its end; as the
+ * command's own user when it has one (a pool tenant): the same uid may signal its processes
+ * without any capability.
+ */
+async function runHelper(docker: Docker, runtimeId: string, script: string[], user?: ExecUser): Promise<void> {
   const helper = await docker.getContainer(runtimeId).exec({
     Cmd: ['/bin/sh', '-c', ...script],
+    ...(user ? { User: `${user.uid}:${user.gid}` } : {}),
     AttachStdout: true,
     AttachStderr: true,
     abortSignal: bounded(undefined, 10_000),
@@ -316,10 +324,10 @@ async function runHelper(docker: Docker, runtimeId: string, script: string[]): P
 }
 
 /** Kills every process of the exec (found by its environment marker) once it has started. */
-async function killMarked(docker: Docker, runtimeId: string, exec: Docker.Exec, marker: string): Promise<void> {
+async function killMarked(docker: Docker, runtimeId: string, exec: Docker.Exec, marker: string, user?: ExecUser): Promise<void> {
   try {
     if (!(await whenRunning(exec))) return;
-    await runHelper(docker, runtimeId, [KILLER, 'sbx-kill', marker]);
+    await runHelper(docker, runtimeId, [KILLER, 'sbx-kill', marker], user);
   } catch {
     // Container gone or engine down: nothing left to kill from here.
   }

@@ -53,6 +53,8 @@ export interface FileOpsOptions {
    * the engine's own copyUIDGID looks the user up in the host's passwd file, not the image's.
    */
   owner?: Owner;
+  /** Every operation runs as this uid/gid (a pool workspace): the kernel's permissions apply. Implies viaExec. */
+  user?: { uid: number; gid: number };
 }
 
 // Reads through exec are bounded even when the caller gives no limit.
@@ -93,7 +95,7 @@ export class DockerFiles {
     const max = Math.min(maxBytes ?? EXEC_READ_MAX, EXEC_READ_MAX);
     let r: RunResult;
     try {
-      r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS.cat, 'sbx-cat', path, String(max)], { signal, maxBytes: max });
+      r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS.cat, 'sbx-cat', path, String(max)], { signal, maxBytes: max, user: this.opts.user });
     } catch (err) {
       // Files whose size stat cannot tell (kernel files report 0) are cut off as they stream.
       if (isSbxError(err) && err.code === 'payload_too_large') throw new SbxError('payload_too_large', `${path} is larger than the limit of ${max} bytes`);
@@ -190,7 +192,7 @@ export class DockerFiles {
     signal: AbortSignal | undefined,
     extra: { stdin?: Uint8Array; maxBytes?: number } = {},
   ): Promise<RunResult> {
-    const r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS[name], `sbx-${name}`, ...args], { signal, ...extra });
+    const r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS[name], `sbx-${name}`, ...args], { signal, user: this.opts.user, ...extra });
     if (r.exitCode === 0) return r;
     throw classify(r, what);
   }

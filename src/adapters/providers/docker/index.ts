@@ -5,6 +5,7 @@ import { DockerConsole } from './console.js';
 import { Containers } from './containers.js';
 import { streamExec } from './exec.js';
 import { DockerFiles } from './files.js';
+import { dockerWorkspace } from './workspace.js';
 import { ImageCache } from './images.js';
 import { type DockerProviderOptions, dockerodeOptions, resolveOptions } from './options.js';
 
@@ -28,7 +29,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
   const files = new DockerFiles(docker, { viaExec: opts.readOnlyRootfs, owner: user ? { uid: user.uid, gid: user.gid ?? 0 } : undefined });
   const console_ = new DockerConsole(docker);
 
-  return {
+  const provider: Provider = {
     name: 'docker',
     capabilities: DOCKER_CAPABILITIES,
     config: () => ({
@@ -70,10 +71,12 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     stat: (runtimeId, path, signal) => files.stat(runtimeId, path, signal),
     glob: (runtimeId, pattern, signal) => files.glob(runtimeId, pattern, signal),
     logs: (runtimeId, query, signal) => console_.logs(runtimeId, query, signal),
+    workspace: (runtimeId, ws) => dockerWorkspace(docker, runtimeId, ws, (id, spec, signal) => provider.exec(id, spec, signal)),
     close: async () => {
       // dockerode keeps no pooled connections or timers of its own; nothing to release.
     },
   };
+  return provider;
 }
 
 /**

@@ -2,9 +2,10 @@ import { chmod, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { badRequest, notFound } from '../../../core/errors.js';
-import type { PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import type { WorkspaceSpec, PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
+import { hostWorkspace } from '../shared/host-workspace.js';
 import { launcherEnv, probeIsolation, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
 import { buildShellCommand } from '../shared/shell.js';
 
@@ -28,7 +29,7 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
   const rootDir = opts.rootDir ?? join(tmpdir(), 'sbx-mock');
   const rt = new HostRuntimes(rootDir, opts.installationId ?? null);
 
-  return {
+  const provider: Provider = {
     name: opts.name ?? 'mock',
     capabilities: CAPABILITIES,
 
@@ -104,5 +105,7 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
     stat: (id: string, path: string) => rt.fs(id).stat(path),
     glob: (id: string, pattern: string) => rt.fs(id).glob(pattern),
     logs: (id: string, query: ConsoleQuery) => rt.logs(id, query),
+    workspace: (id: string, ws: WorkspaceSpec) => hostWorkspace(rt, id, ws, (rid, spec, signal) => provider.exec(rid, spec, signal)),
   };
+  return provider;
 }

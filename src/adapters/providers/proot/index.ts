@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { badRequest, notFound, providerError } from '../../../core/errors.js';
-import type { PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import type { WorkspaceSpec, PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
+import { hostWorkspace } from '../shared/host-workspace.js';
 import { findOnPath, launcherEnv, probeIsolation, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
 import { sweepProotLoaders } from './loaders.js';
 import { buildShellCommand } from '../shared/shell.js';
@@ -55,7 +56,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
     return [...prefix, prootPath, '-v', '-1', '-r', dir, '-w', workdir, '-b', '/proc', '-b', '/dev', '-b', '/sys', ...guest];
   }
 
-  return {
+  const provider: Provider = {
     name: 'proot',
     capabilities: CAPABILITIES,
 
@@ -159,5 +160,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
     stat: (id: string, path: string) => rt.fs(id).stat(path),
     glob: (id: string, pattern: string) => rt.fs(id).glob(pattern),
     logs: (id: string, query: ConsoleQuery) => rt.logs(id, query),
+    workspace: (id: string, ws: WorkspaceSpec) => hostWorkspace(rt, id, ws, (rid, spec, signal) => provider.exec(rid, spec, signal)),
   };
+  return provider;
 }

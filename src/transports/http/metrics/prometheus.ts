@@ -98,6 +98,9 @@ export class PrometheusMetrics {
     counter('rate_limit_allowed_total', 'Requests allowed by the rate limiter');
     counter('rate_limit_limited_total', 'Requests rejected by the rate limiter');
     counter('rate_limit_evicted_total', 'Idle rate-limit buckets evicted');
+    gauge('pool_vms', 'Live shared runtimes of the pool (pool mode)');
+    gauge('pool_max_vms', 'Configured maximum shared runtimes (pool mode)');
+    gauge('pool_users', 'Live workspaces in the pool (pool mode)');
     counter('preview_requests_total', 'Preview requests proxied to sandboxes, by kind (http, upgrade)', ['kind']);
     counter('preview_bytes_total', 'Preview bytes proxied, by direction (in: to sandboxes, out: to visitors)', ['direction']);
     counter('preview_upstream_errors_total', 'Preview requests whose sandbox port could not be reached or cut the connection');
@@ -154,6 +157,12 @@ export class PrometheusMetrics {
     c.rate_limit_allowed_total!.sync(rl.allowed_total);
     c.rate_limit_limited_total!.sync(rl.limited_total);
     c.rate_limit_evicted_total!.sync(rl.evicted_total);
+    if (deps.pool && deps.settings.pool.enabled) {
+      const view = await deps.pool.view();
+      g.pool_vms!.set(view.vms);
+      g.pool_max_vms!.set(deps.settings.pool.max_vms);
+      g.pool_users!.set(view.total_users);
+    }
     const pv = deps.preview?.stats;
     if (pv) {
       c.preview_requests_total!.sync(pv.requests, { kind: 'http' });

@@ -1,7 +1,8 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Health, PoolStatus, Readiness, SnapshotSummary } from '../../../contracts/system.js';
 import { formatDuration } from '../../../core/duration.js';
+import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
 
 /** Health, liveness, readiness (spec 2.14, 4.8), snapshots and pool (4.7). */
@@ -34,5 +35,13 @@ export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.get('/api/v1/snapshots', { schema: { tags: ['system'], summary: 'Snapshot summaries', response: { 200: Type.Array(SnapshotSummary) } } }, async () => []);
 
-  app.get('/api/v1/pool/status', { schema: { tags: ['system'], summary: 'Shared pool status', response: { 200: PoolStatus } } }, async () => ({ enabled: false }));
+  app.get('/api/v1/pool/status', { schema: { tags: ['system'], summary: 'Shared pool status (spec 2.11)', response: { 200: PoolStatus } } }, async (request) => {
+    const settings = deps.settings.pool;
+    if (!settings.enabled || !deps.pool) return { enabled: false };
+    const view = await deps.pool.view();
+    const body: Static<typeof PoolStatus> = { enabled: true, vms: view.vms, max_vms: settings.max_vms, total_users: view.total_users, max_users_per_vm: settings.max_users_per_vm };
+    // Which runtime holds how many workspaces: an operator's view, for admins only.
+    if (callerOf(request).admin) body.runtimes = view.runtimes;
+    return body;
+  });
 }

@@ -1,0 +1,60 @@
+/**
+ * A pool workspace in a docker container (DESIGN.md §8): `/workspace/<name>`, owned by the
+ * tenant's own uid with mode 0700. Exec and every file operation run as that uid, so the kernel
+ * keeps tenants apart — a symlink planted in one workspace cannot make the API read or write
+ * another's, since the API acts with the tenant's permissions, never root's.
+ */
+import { posix } from 'node:path';
+import type Docker from 'dockerode';
+import { SbxError } from '../../../core/errors.js';
+import type { ExecEvent, ExecSpec, FileInfo, WorkspaceOps, WorkspaceSpec } from '../../../core/ports.js';
+import { putDirectory } from './archive.js';
+import { DockerFiles } from './files.js';
+import { WORKDIR } from './options.js';
+import { runArgv } from './run.js';
+
+/** As the tenant: everything inside made removable, then removed (the tenant owns it all). */
+const EMPTY = '[ -d "$1" ] || exit 0; chmod -R u+rwX -- "$1" 2>/dev/null; find "$1" -mindepth 1 -maxdepth 1 -exec rm -rf -- {} + ; exit 0';
+/** As the container's user (root owns /workspace): the empty directory goes. */
+const RMDIR = '[ -d "$1" ] || exit 0; exec rmdir -- "$1"';
+
+export function dockerWorkspace(
+  docker: Docker,
+  runtimeId: string,
+  ws: WorkspaceSpec,
+  exec: (runtimeId: string, spec: ExecSpec, signal: AbortSignal) => AsyncIterable<ExecEvent>,
+): WorkspaceOps {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(ws.name)) throw new SbxError('bad_request', `workspace name ${JSON.stringify(ws.name)} is not a plain name`);
+  const root = `${WORKDIR}/${ws.name}`;
+  const user = { uid: ws.uid, gid: ws.gid };
+  const files = new DockerFiles(docker, { viaExec: true, user });
+  /** A tenant path (`/a.txt`) in the container. */
+  const inside = (p: string) => (p === '/' ? root : `${root}${p}`);
+  /** A container path back as the tenant's. */
+  const outside = (p: string) => (p === root ? '/' : p.startsWith(`${root}/`) ? p.slice(root.length) : p);
+  const info = (f: FileInfo): FileInfo => ({ ...f, path: outside(f.path), name: f.path === root ? '/' : f.name });
+  const run = async (script: string, what: string, as: typeof user | undefined, signal?: AbortSignal) => {
+    const r = await runArgv(docker, runtimeId, ['/bin/sh', '-c', script, 'sbx-ws', root], { signal, ...(as ? { user: as } : {}) });
+    if (r.exitCode !== 0) throw new SbxError('provider_error', `${what} failed (exit ${r.exitCode})`);
+  };
+  return {
+    isolation: 'uid',
+    // The engine makes the directory (owner and mode from the tar header): no capability needed in
+    // the container, whose processes have none.
+    prepare: (signal) => putDirectory(docker, runtimeId, root, 0o700, { uid: ws.uid, gid: ws.gid }, signal),
+    async remove(signal) {
+      await run(EMPTY, 'workspace removal', user, signal);
+      await run(RMDIR, 'workspace removal', undefined, signal);
+    },
+    exec: (spec, signal) => exec(runtimeId, { ...spec, user, workdir: inside(spec.workdir ?? '/'), env: { HOME: root, ...spec.env } }, signal),
+    writeFile: (p, content, mode, signal) => files.write(runtimeId, inside(p), content, mode, signal),
+    readFile: (p, signal, maxBytes) => files.read(runtimeId, inside(p), maxBytes, signal),
+    openFile: (p, signal, maxBytes) => files.open(runtimeId, inside(p), maxBytes, signal),
+    deleteFile: (p, recursive, signal) => files.remove(runtimeId, inside(p), recursive, signal),
+    listFiles: async (p, signal) => (await files.list(runtimeId, inside(p), signal)).map(info),
+    moveFile: (from, to, signal) => files.move(runtimeId, inside(from), inside(to), signal),
+    chmod: (p, mode, signal) => files.chmod(runtimeId, inside(p), mode, signal),
+    stat: async (p, signal) => info(await files.stat(runtimeId, inside(p), signal)),
+    glob: async (pattern, signal) => (await files.glob(runtimeId, posix.join(root, pattern), signal)).map(outside),
+  };
+}

@@ -62,6 +62,8 @@ function previewSuite(name: string, start: () => Promise<TestServer>, bindAll: b
   }, 120_000);
   afterAll(async () => {
     s?.stop.abort();
+    // Destroyed before the server goes: no runtime (a proot copy, a container) is left behind.
+    await s?.client.destroy(s.id).catch(() => undefined);
     await s?.client.close();
     await s?.srv.close();
   });

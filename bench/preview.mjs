@@ -8,11 +8,11 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { freePort } from './lib/net.mjs';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'sbx.js');
 const RUNS = Number(process.env.BENCH_RUNS ?? 400);
@@ -32,15 +32,6 @@ process.on('exit', () => {
   if (serve && serve.exitCode === null) serve.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 });
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
 /** One GET with an explicit Host; resolves with the byte count. */

@@ -7,11 +7,11 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { freePort } from './lib/net.mjs';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'sbx.js');
 const RUNS = Number(process.env.BENCH_RUNS ?? 200);
@@ -32,15 +32,6 @@ const cleanup = () => {
   rmSync(dir, { recursive: true, force: true });
 };
 process.on('exit', cleanup);
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 async function start(name, args, env, ready) {
   const home = join(dir, name);

@@ -112,7 +112,11 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const remote = await createRemote(config, auth, logger);
     const localWorker = config.server.local_worker !== false;
     const locator = new RuntimeLocator({ store, providers, remote, clock, workerId: settings.worker_id, localWorker, warn });
-    const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids, settings, warn });
+    // Bound once the preview service exists (it needs the sandbox service).
+    let preview: PreviewService | undefined;
+    const previewToken = (id: string) => (preview?.settings.auth ? preview.token(id) : undefined);
+    const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids, settings, warn, previewToken });
+    preview = new PreviewService(sandboxes, store, { domain: config.server.preview_domain, auth: config.server.preview_auth, secret: previewSecret });
     const workers = new WorkerService(store, clock, { locator, remote });
     const deps: HttpDeps & { store: Store } = {
       settings,
@@ -142,7 +146,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       secrets: secretValues(config),
       pool,
       preview: {
-        service: new PreviewService(sandboxes, store, { domain: config.server.preview_domain, auth: config.server.preview_auth, secret: previewSecret }),
+        service: preview,
         stats: newPreviewStats(),
       },
     };

@@ -23,7 +23,7 @@ import type { Clock, Provider } from '../core/ports.js';
 import type { WorkerState } from '../core/scheduler/worker-state-port.js';
 import { createLogger } from '../log/logger.js';
 import { mintWorkerToken } from '../transports/http/worker-auth.js';
-import { buildRpcApp } from '../transports/worker-rpc/server/app.js';
+import { buildRpcApp, callsInFlight } from '../transports/worker-rpc/server/app.js';
 import { buildProviders } from './providers.js';
 import { authSettings } from './settings.js';
 
@@ -207,11 +207,14 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
         // A worker that served says it is draining; a `--once` run never announced itself as running.
         if (wasRunning) await heartbeat('draining').catch((err: unknown) => logger.warn({ worker_id: id }, (err as Error).message));
         if (app) {
-          const closing = app.close();
-          const sweeper = setInterval(() => app!.server.closeIdleConnections(), 100);
-          await Promise.race([closing, new Promise((r) => setTimeout(r, DRAIN_WAIT_MS).unref())]);
-          clearInterval(sweeper);
-          app.server.closeAllConnections();
+          // No new connections; the calls in flight finish (at most DRAIN_WAIT_MS), then every
+          // connection goes: idle keep-alives and ones whose call already ended alike.
+          const rpc = app;
+          const closing = rpc.close();
+          const deadline = performance.now() + DRAIN_WAIT_MS;
+          while (callsInFlight(rpc) > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+          rpc.server.closeAllConnections();
+          await Promise.race([closing, new Promise((r) => setTimeout(r, 5_000).unref())]);
         }
         await Promise.allSettled(providers.map((p) => p.close?.()));
         state.close();

@@ -109,6 +109,8 @@ export const SpawnParams = Type.Object({
   ttl: Type.String(),
   metadata: Type.Record(Type.String(), Type.String()),
   owner_id: Type.Union([Type.String(), Type.Null()]),
+  /** With the control plane's `server.preview_auth`: the token the worker's own preview host requires. */
+  preview_token: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
 });
 export type SpawnParams = Static<typeof SpawnParams>;
 export const SpawnResult = Type.Object({

@@ -12,6 +12,8 @@ export interface SpawnSpec {
   vcpus: number;
   metadata: Record<string, string>;
   owner_id: string | null;
+  /** The sandbox's preview token when previews need one (a remote worker enforces it on its own preview host). */
+  preview_token?: string;
 }
 
 export interface SpawnResult {

@@ -99,7 +99,7 @@ describe('diagnostics, metrics, health (spec 2.14–2.16, 4.8)', () => {
     const d = res.body;
     expect(Object.keys(d)).toEqual([
       'generated_at', 'build', 'process', 'store', 'limits', 'scheduler', 'quotas', 'rate_limit', 'providers', 'workers',
-      'leases', 'sandboxes', 'events', 'operations', 'remediation', 'redactions',
+      'leases', 'sandboxes', 'events', 'operations', 'pool', 'preview', 'remediation', 'redactions',
     ]);
     expect(Math.abs(Date.parse(d.generated_at) - Date.now())).toBeLessThan(10_000);
     expect(d.build).toMatchObject({ version: PKG_VERSION, goos: process.platform, goarch: process.arch === 'x64' ? 'amd64' : process.arch });

@@ -2,6 +2,7 @@
  * Pool mode (DESIGN.md §8) end to end: logical sandboxes as workspaces of shared runtimes on a
  * real control plane — mock always; docker (own uid per tenant, mode 0700) when SBX_TEST_DOCKER=1.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,6 +71,8 @@ describe('pool mode on mock', () => {
     const metrics = (await call(srv.url, 'GET', '/api/v1/admin/metrics/prometheus', undefined, { 'x-admin-api-key': ADMIN })).text;
     expect(metrics).toMatch(/^sbx_pool_users 2$/m);
     expect(metrics).toMatch(/^sbx_pool_vms 1$/m);
+    const diag = (await call(srv.url, 'GET', '/api/v1/admin/diagnostics', undefined, { 'x-admin-api-key': ADMIN })).body;
+    expect(diag.pool).toMatchObject({ enabled: true, vms: 1, max_vms: 2, total_users: 2, max_users_per_vm: 2, provider: 'mock' });
     const cli = fakeCli({ url: srv.url, adminKey: ADMIN });
     expect(await runCommand(poolCommand, cli.ctx, {})).toBe(0);
     expect(cli.stdout()).toMatch(/runtimes:\s+1 of 2/);
@@ -148,6 +151,43 @@ describe.skipIf(DOCKER_SKIP !== undefined)(`pool mode on docker${DOCKER_SKIP ? `
     await call(srv.url, 'DELETE', `/api/v1/sandboxes/${alice.id}`, undefined, as('alice'));
     const gone = await call(srv.url, 'POST', `/api/v1/sandboxes/${bob.id}/exec`, { command: `ls /workspace` }, as('bob'));
     expect(gone.body.stdout).not.toContain(alice.id);
+    await call(srv.url, 'DELETE', `/api/v1/sandboxes/${bob.id}`, undefined, as('bob'));
+    expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 0, total_users: 0 });
+  }, 60_000);
+});
+
+const prootOn = process.env.SBX_TEST_PROOT === '1';
+describe.skipIf(!prootOn)(`pool mode on proot${prootOn ? '' : ' (skipped: SBX_TEST_PROOT is not 1)'}`, () => {
+  let dir: string;
+  let srv: TestServer;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sbx-pool-proot-'));
+    const rootfs = join(dir, 'rootfs');
+    execFileSync('sh', [join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
+    srv = await startTestServer({ pool: { enabled: true, max_vms: 1, max_users_per_vm: 2 }, providers: { default: 'proot', proot: { rootfs } } });
+  }, 60_000);
+  afterAll(async () => {
+    const installation = srv?.plane.installationId;
+    await srv?.close();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(join(tmpdir(), `sbx-proot-${installation}`), { recursive: true, force: true });
+    rmSync(join(tmpdir(), `.sbx-proot-${installation}.sbx`), { recursive: true, force: true });
+  });
+
+  it('workspaces of one proot copy: paths re-rooted and confined, exec in /workspace/<id>, full → 503, the last destroy removes the copy', async () => {
+    const alice = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('alice'))).body;
+    const bob = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('bob'))).body;
+    expect(alice.provider).toBe('proot');
+    await call(srv.url, 'POST', `/api/v1/sandboxes/${bob.id}/files`, { path: '/b.txt', content: 'bob' }, as('bob'));
+    const pwd = await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/exec`, { command: 'pwd' }, as('alice'));
+    expect(pwd.body.stdout).toBe(`/workspace/${alice.id}\n`);
+    // Alice's API paths cannot reach Bob's workspace, not even by a symlink she plants.
+    await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/exec`, { command: `ln -s /workspace/${bob.id}/b.txt link` }, as('alice'));
+    const viaLink = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/link`, undefined, as('alice'));
+    expect(viaLink.text).not.toContain('bob');
+    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/../${bob.id}/b.txt`, undefined, as('alice'))).status).toBe(400);
+    expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('carol'))).status).toBe(503);
+    await call(srv.url, 'DELETE', `/api/v1/sandboxes/${alice.id}`, undefined, as('alice'));
     await call(srv.url, 'DELETE', `/api/v1/sandboxes/${bob.id}`, undefined, as('bob'));
     expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 0, total_users: 0 });
   }, 60_000);

@@ -177,6 +177,10 @@ describe('live preview on mock: WebSocket, destroy, metrics', () => {
     const metrics = await client.prometheus();
     expect(metrics).toMatch(/sbx_preview_requests_total\{kind="upgrade"\} [1-9]/);
     expect(metrics).toMatch(/sbx_preview_bytes_total\{direction="out"\} [1-9]/);
+    const diag = (await (await fetch(`${srv.url}/api/v1/admin/diagnostics`)).json()) as { preview: Record<string, unknown>; pool: Record<string, unknown> };
+    expect(diag.preview).toMatchObject({ domain: DOMAIN, auth: false, upgrades: expect.any(Number) });
+    expect(diag.preview.upgrades as number).toBeGreaterThan(0);
+    expect(diag.pool).toEqual({ enabled: false });
 
     await client.destroy(box.id);
     stop.abort();
@@ -280,17 +284,25 @@ describe.skipIf(dockerSkip !== undefined)('live preview on docker without a netw
 const prootOn = process.env.SBX_TEST_PROOT === '1';
 describe.skipIf(!prootOn)(`live preview on proot${prootOn ? '' : ' (skipped: SBX_TEST_PROOT is not 1)'}`, () => {
   let dir: string;
+  let installation = '';
   previewSuite(
     'proot',
     async () => {
       dir = mkdtempSync(join(tmpdir(), 'sbx-preview-proot-'));
       const rootfs = join(dir, 'rootfs');
       execFileSync('sh', [join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
-      return startTestServer({ server: { preview_domain: DOMAIN }, providers: { default: 'proot', proot: { rootfs } } });
+      const srv = await startTestServer({ server: { preview_domain: DOMAIN }, providers: { default: 'proot', proot: { rootfs } } });
+      installation = srv.plane.installationId;
+      return srv;
     },
     false,
   );
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+    // The proot provider's work directory of this installation (under the OS temp directory).
+    rmSync(join(tmpdir(), `sbx-proot-${installation}`), { recursive: true, force: true });
+    rmSync(join(tmpdir(), `.sbx-proot-${installation}.sbx`), { recursive: true, force: true });
+  });
 });
 
 describe('sbx preview', () => {

@@ -25,7 +25,7 @@ let worker: Worker;
 let dir: string;
 let rpc: string;
 
-async function startWorker(id = 'w1'): Promise<Worker> {
+async function startWorker(id = 'w1', controlPlane?: string): Promise<Worker> {
   const { config } = await loadConfig({
     cwd: dir,
     home: dir,
@@ -33,7 +33,7 @@ async function startWorker(id = 'w1'): Promise<Worker> {
     overrides: {
       providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
       auth: { worker_token: TOKEN, worker_signing_key: KEY, worker_revoked_token_ids: ['revoked-jti'] },
-      worker: { id, control_plane_url: cp.url, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, `${id}.db`), preview_domain: `${id}.preview.test` },
+      worker: { id, control_plane_url: controlPlane ?? cp.url, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, `${id}.db`), preview_domain: `${id}.preview.test` },
       logging: { level: 'silent' },
     } as never,
   });
@@ -131,12 +131,57 @@ describe('live preview of a sandbox on a remote worker (DESIGN §9)', () => {
       const closed = await hostRequest(cp.url, `${await freePort()}-${id}.cp.preview.test`, '/');
       expect(closed.status).toBe(502);
     } finally {
-      // Destroyed first: the server's exec then ends on the worker at once.
-      await call(cp.url, 'DELETE', `/api/v1/sandboxes/${id}`);
+      // The client goes away first: the worker's call ends with it (the next test stops the worker).
       stop.abort();
+      await call(cp.url, 'DELETE', `/api/v1/sandboxes/${id}`);
     }
     const gone = await hostRequest(cp.url, `${port}-${id}.cp.preview.test`, '/');
     expect(gone.status).toBe(404);
+  });
+});
+
+describe('live preview with server.preview_auth on a remote worker', () => {
+  it("the worker's own preview host requires the token the control plane sent with the spawn", async () => {
+    const cp2 = await startTestServer({ server: { local_worker: false, preview_domain: 'cp2.preview.test', preview_auth: true }, auth: { worker_token: TOKEN, worker_signing_key: KEY } });
+    const w9 = await startWorker('w9', cp2.url);
+    try {
+      const sb = await call(cp2.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
+      const id = sb.body.id as string;
+      const token = sb.body.preview_token as string;
+      expect(token).toMatch(/^[A-Za-z0-9_-]{32}$/);
+      expect(sb.body.preview_domain).toBe('w9.preview.test');
+      await call(cp2.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/www/index.html', content: 'guarded page' });
+      const port = await freePort();
+      const stop = new AbortController();
+      void fetch(`${cp2.url}/api/v1/sandboxes/${id}/exec`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ command: `exec busybox httpd -f -p 127.0.0.1:${port} -h .`, workdir: '/workspace/www', stream: true }),
+        signal: stop.signal,
+      }).catch(() => undefined);
+      try {
+        const host = `${port}-${id}.w9.preview.test`;
+        let ok: Awaited<ReturnType<typeof hostRequest>> | null = null;
+        const deadline = Date.now() + 15_000;
+        while (Date.now() < deadline) {
+          ok = await hostRequest(w9.rpcUrl!, host, '/index.html', { headers: { 'x-sbx-preview-token': token } }).catch(() => null);
+          if (ok?.status === 200) break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        expect(`${ok?.status} ${ok?.body.toString()}`).toBe('200 guarded page');
+        expect((await hostRequest(w9.rpcUrl!, host, '/index.html')).status).toBe(401);
+        expect((await hostRequest(w9.rpcUrl!, host, '/index.html', { headers: { 'x-sbx-preview-token': 'y'.repeat(32) } })).status).toBe(401);
+        // Through the control plane the same token rule holds.
+        expect((await hostRequest(cp2.url, `${port}-${id}.cp2.preview.test`, '/index.html')).status).toBe(401);
+        expect((await hostRequest(cp2.url, `${port}-${id}.cp2.preview.test`, '/index.html', { headers: { 'x-sbx-preview-token': token } })).status).toBe(200);
+      } finally {
+        await call(cp2.url, 'DELETE', `/api/v1/sandboxes/${id}`);
+        stop.abort();
+      }
+    } finally {
+      await w9.stop();
+      await cp2.close();
+    }
   });
 });
 
@@ -224,9 +269,15 @@ describe('the worker RPC refuses what DESIGN §7 says', () => {
     expect(res.headers.get('content-type')).toContain('application/x-ndjson');
     const reader = res.body!.getReader();
     const started = Date.now();
-    const { value } = await reader.read();
+    // Blank lines (the one that sends the headers at once, keep-alives) carry nothing.
+    let head = '';
+    while (head.trim() === '') {
+      const { value, done } = await reader.read();
+      if (done) break;
+      head += Buffer.from(value!).toString('utf8');
+    }
     expect(Date.now() - started).toBeLessThan(900);
-    const first = JSON.parse(Buffer.from(value!).toString('utf8').split('\n')[0]!);
+    const first = JSON.parse(head.split('\n').find((l) => l.trim() !== '')!);
     expect(first).toEqual({ id: 's1', worker_id: 'w1', result: { stream: 'stdout', data: Buffer.from('first\n').toString('base64'), encoding: 'base64' } });
     let rest = '';
     for (;;) {

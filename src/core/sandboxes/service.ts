@@ -48,6 +48,8 @@ export interface SandboxDeps {
   settings: CoreSettings;
   /** Operator-facing warnings that no caller receives (compose passes the logger). */
   warn?: (fields: Record<string, unknown>, message: string) => void;
+  /** The sandbox's preview token when previews need one (`server.preview_auth`), sent to its worker. */
+  previewToken?: (sandboxId: string) => string | undefined;
   /** Retry of a runtime's destroy (tests shorten it). */
   destroyRetry?: TeardownRetry;
 }

@@ -50,8 +50,9 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
 
   let runtimeId: string;
   try {
+    const previewToken = target.local ? undefined : deps.previewToken?.(id);
     ({ runtime_id: runtimeId } = await provider.spawn(
-      { sandbox_id: id, image: req.image, memory_mb: req.memory_mb, vcpus: req.vcpus, metadata: req.metadata, owner_id: req.owner_id },
+      { sandbox_id: id, image: req.image, memory_mb: req.memory_mb, vcpus: req.vcpus, metadata: req.metadata, owner_id: req.owner_id, ...(previewToken ? { preview_token: previewToken } : {}) },
       signal,
     ));
   } catch (err) {

@@ -7,6 +7,8 @@ export interface WorkerRuntime {
   sandbox_id: string;
   provider: string;
   runtime_id: string;
+  /** The token this worker's own preview host requires for the sandbox (null = open). */
+  preview_token?: string | null;
 }
 
 export interface WorkerState {

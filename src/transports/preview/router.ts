@@ -26,8 +26,8 @@ export interface PreviewRouterOptions {
   domain: string;
   /** Where a sandbox's port is reached; throws SbxError (404, 400, 502, 501) when it cannot be. */
   resolve(sandboxId: string, port: number): Promise<PreviewUpstream>;
-  /** `server.preview_auth`: the per-sandbox token is required for host-routed previews. */
-  token?: { required: boolean; matches(sandboxId: string, given: string | undefined): boolean };
+  /** `server.preview_auth` (or, on a worker, a token the control plane gave): the per-sandbox token is required for host-routed previews. */
+  token?: { required: boolean | ((sandboxId: string) => boolean); matches(sandboxId: string, given: string | undefined): boolean };
   /** True for an `Authorization` value that is an API credential of this service (dropped). */
   isApiCredential?(authorization: string): boolean;
   /** Worker side: path-routed previews from the control plane, after this check (throws SbxError). */
@@ -131,9 +131,9 @@ export class PreviewRouter {
       } catch (err) {
         return failure(err);
       }
-    } else if (this.opts.token?.required) {
+    } else if (this.tokenRequired(m.sandboxId)) {
       const t = this.tokenOf(req, m);
-      if (!this.opts.token.matches(m.sandboxId, t.token)) {
+      if (!this.opts.token!.matches(m.sandboxId, t.token)) {
         return fail('unauthorized', `this preview needs the sandbox's preview token (${PREVIEW_TOKEN_HEADER} header or ?${PREVIEW_TOKEN_QUERY}=)`);
       }
       if (t.from === 'query') {
@@ -150,6 +150,11 @@ export class PreviewRouter {
     }
     if (redirect) return { match: m, redirect: redirect.location, cookie: redirect.cookie, then: upstream };
     return { match: m, upstream };
+  }
+
+  private tokenRequired(sandboxId: string): boolean {
+    const required = this.opts.token?.required;
+    return typeof required === 'function' ? required(sandboxId) : required === true;
   }
 
   private match(req: IncomingMessage): Match | Failure {

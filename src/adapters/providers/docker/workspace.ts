@@ -7,10 +7,10 @@
 import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import { SbxError } from '../../../core/errors.js';
-import type { ExecEvent, ExecSpec, FileInfo, WorkspaceOps, WorkspaceSpec } from '../../../core/ports.js';
+import { workspacePath } from '../../../core/pool/workspace.js';
+import type { FileInfo, Provider, WorkspaceOps, WorkspaceSpec } from '../../../core/ports.js';
 import { putDirectory } from './archive.js';
 import { DockerFiles } from './files.js';
-import { WORKDIR } from './options.js';
 import { runArgv } from './run.js';
 
 /** As the tenant: everything inside made removable, then removed (the tenant owns it all). */
@@ -18,14 +18,9 @@ const EMPTY = '[ -d "$1" ] || exit 0; chmod -R u+rwX -- "$1" 2>/dev/null; find "
 /** As the container's user (root owns /workspace): the empty directory goes. */
 const RMDIR = '[ -d "$1" ] || exit 0; exec rmdir -- "$1"';
 
-export function dockerWorkspace(
-  docker: Docker,
-  runtimeId: string,
-  ws: WorkspaceSpec,
-  exec: (runtimeId: string, spec: ExecSpec, signal: AbortSignal) => AsyncIterable<ExecEvent>,
-): WorkspaceOps {
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(ws.name)) throw new SbxError('bad_request', `workspace name ${JSON.stringify(ws.name)} is not a plain name`);
-  const root = `${WORKDIR}/${ws.name}`;
+/** `exec` is the provider's own (console capture, kill on abort). */
+export function dockerWorkspace(docker: Docker, runtimeId: string, ws: WorkspaceSpec, exec: Provider['exec']): WorkspaceOps {
+  const root = workspacePath(ws);
   const user = { uid: ws.uid, gid: ws.gid };
   const files = new DockerFiles(docker, { viaExec: true, user });
   /** A tenant path (`/a.txt`) in the container. */

@@ -8,18 +8,14 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isSbxError, SbxError } from '../../../core/errors.js';
-import type { ExecEvent, ExecSpec, WorkspaceOps, WorkspaceSpec } from '../../../core/ports.js';
+import { workspacePath } from '../../../core/pool/workspace.js';
+import type { Provider, WorkspaceOps, WorkspaceSpec } from '../../../core/ports.js';
 import { HostFs } from './host-fs.js';
 import type { HostRuntimes } from './host-runtimes.js';
 
-export function hostWorkspace(
-  rt: HostRuntimes,
-  runtimeId: string,
-  ws: WorkspaceSpec,
-  exec: (runtimeId: string, spec: ExecSpec, signal: AbortSignal) => AsyncIterable<ExecEvent>,
-): WorkspaceOps {
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(ws.name)) throw new SbxError('bad_request', `workspace name ${JSON.stringify(ws.name)} is not a plain name`);
-  const inRuntime = `/workspace/${ws.name}`;
+/** `exec` is the provider's own (its launcher, namespace and console). */
+export function hostWorkspace(rt: HostRuntimes, runtimeId: string, ws: WorkspaceSpec, exec: Provider['exec']): WorkspaceOps {
+  const inRuntime = workspacePath(ws);
   const inside = (p: string) => (p === '/' ? inRuntime : `${inRuntime}${p}`);
   /** The workspace's own confined tree, resolved inside the runtime's root. */
   const fs = async (): Promise<HostFs> => {

@@ -21,6 +21,9 @@ export function openWorkerState(path: string): WorkerState {
     db.pragma('journal_mode = WAL');
     db.pragma('busy_timeout = 5000');
     db.exec(SCHEMA);
+    // Added after the first release of the file: older state files get the column.
+    const cols = db.prepare<[], { name: string }>('PRAGMA table_info(runtimes)').all();
+    if (!cols.some((c) => c.name === 'preview_token')) db.exec('ALTER TABLE runtimes ADD COLUMN preview_token TEXT');
   } catch (err) {
     db.close();
     throw err;
@@ -33,8 +36,10 @@ export function openWorkerState(path: string): WorkerState {
     observe: db.prepare(
       'INSERT INTO lease_generations (resource_id, generation) VALUES (?, ?) ON CONFLICT(resource_id) DO UPDATE SET generation = excluded.generation WHERE excluded.generation >= lease_generations.generation',
     ),
-    put: db.prepare('INSERT INTO runtimes (sandbox_id, provider, runtime_id) VALUES (?, ?, ?) ON CONFLICT(sandbox_id) DO UPDATE SET provider = excluded.provider, runtime_id = excluded.runtime_id'),
-    get: db.prepare<[string], WorkerRuntime>('SELECT sandbox_id, provider, runtime_id FROM runtimes WHERE sandbox_id = ?'),
+    put: db.prepare(
+      'INSERT INTO runtimes (sandbox_id, provider, runtime_id, preview_token) VALUES (?, ?, ?, ?) ON CONFLICT(sandbox_id) DO UPDATE SET provider = excluded.provider, runtime_id = excluded.runtime_id, preview_token = excluded.preview_token',
+    ),
+    get: db.prepare<[string], WorkerRuntime>('SELECT sandbox_id, provider, runtime_id, preview_token FROM runtimes WHERE sandbox_id = ?'),
     del: db.prepare('DELETE FROM runtimes WHERE sandbox_id = ?'),
     list: db.prepare<[], WorkerRuntime>('SELECT sandbox_id, provider, runtime_id FROM runtimes ORDER BY sandbox_id'),
   };
@@ -43,7 +48,7 @@ export function openWorkerState(path: string): WorkerState {
     setMeta: (key, value) => void q.setMeta.run(key, value),
     generation: (id) => q.gen.get(id)?.generation ?? null,
     observeGeneration: (id, generation) => q.observe.run(id, generation).changes > 0,
-    putRuntime: (rt) => void q.put.run(rt.sandbox_id, rt.provider, rt.runtime_id),
+    putRuntime: (rt) => void q.put.run(rt.sandbox_id, rt.provider, rt.runtime_id, rt.preview_token ?? null),
     getRuntime: (id) => q.get.get(id) ?? null,
     deleteRuntime: (id) => void q.del.run(id),
     listRuntimes: () => q.list.all(),

@@ -157,20 +157,17 @@ export class PrometheusMetrics {
     c.rate_limit_allowed_total!.sync(rl.allowed_total);
     c.rate_limit_limited_total!.sync(rl.limited_total);
     c.rate_limit_evicted_total!.sync(rl.evicted_total);
-    if (deps.pool && deps.settings.pool.enabled) {
-      const view = await deps.pool.view();
-      g.pool_vms!.set(view.vms);
-      g.pool_max_vms!.set(deps.settings.pool.max_vms);
-      g.pool_users!.set(view.total_users);
+    if (s.pool.enabled) {
+      g.pool_vms!.set(s.pool.vms ?? 0);
+      g.pool_max_vms!.set(s.pool.max_vms ?? 0);
+      g.pool_users!.set(s.pool.total_users ?? 0);
     }
-    const pv = deps.preview?.stats;
-    if (pv) {
-      c.preview_requests_total!.sync(pv.requests, { kind: 'http' });
-      c.preview_requests_total!.sync(pv.upgrades, { kind: 'upgrade' });
-      c.preview_bytes_total!.sync(pv.bytes_in, { direction: 'in' });
-      c.preview_bytes_total!.sync(pv.bytes_out, { direction: 'out' });
-      c.preview_upstream_errors_total!.sync(pv.upstream_errors);
-    }
+    const pv = s.preview;
+    c.preview_requests_total!.sync(pv.requests, { kind: 'http' });
+    c.preview_requests_total!.sync(pv.upgrades, { kind: 'upgrade' });
+    c.preview_bytes_total!.sync(pv.bytes_in, { direction: 'in' });
+    c.preview_bytes_total!.sync(pv.bytes_out, { direction: 'out' });
+    c.preview_upstream_errors_total!.sync(pv.upstream_errors);
     return this.scrub(await this.registry.metrics());
   }
 }

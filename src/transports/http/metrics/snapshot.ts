@@ -49,6 +49,27 @@ export interface Snapshot {
   sandboxes: SandboxesSummary;
   events: { subscribers: number; history_size: number; events_total: number };
   operations: OperationStat[];
+  /** Pool mode (DESIGN §8): `{enabled: false}` when off. */
+  pool: PoolSummary;
+  /** Live preview (DESIGN §9): the domain, whether tokens are required, and the proxy's traffic. */
+  preview: { domain: string; auth: boolean; requests: number; upgrades: number; upstream_errors: number; bytes_in: number; bytes_out: number };
+}
+
+export interface PoolSummary {
+  enabled: boolean;
+  vms?: number;
+  max_vms?: number;
+  total_users?: number;
+  max_users_per_vm?: number;
+  provider?: string;
+  runtimes?: Array<{ runtime_id: string; users: number }>;
+}
+
+async function poolSummary(deps: HttpDeps): Promise<PoolSummary> {
+  const settings = deps.settings.pool;
+  if (!settings.enabled || !deps.pool) return { enabled: false };
+  const view = await deps.pool.view();
+  return { enabled: true, vms: view.vms, max_vms: settings.max_vms, total_users: view.total_users, max_users_per_vm: settings.max_users_per_vm, provider: settings.provider, runtimes: view.runtimes };
 }
 
 /** Repo documents explaining what to do about each condition diagnostics can show. */
@@ -100,6 +121,9 @@ export async function collectSnapshot(deps: HttpDeps): Promise<Snapshot> {
     leasesSummary(deps, now).catch(() => ({ total: 0, active: 0, expired: 0, by_holder: {} })),
     deps.quotas.summary().catch(() => ({ total: 0, with_max_sandboxes: 0, with_max_ttl: 0, with_max_exec_timeout: 0 })),
   ]);
+  const pool = await poolSummary(deps).catch((): PoolSummary => ({ enabled: deps.settings.pool.enabled }));
+  const pv = deps.preview;
+  const preview = { domain: pv?.service.settings.domain ?? '', auth: pv?.service.settings.auth ?? false, requests: 0, upgrades: 0, upstream_errors: 0, bytes_in: 0, bytes_out: 0, ...(pv ? pv.stats : {}) };
   return {
     generated_at: now.toISOString(),
     process: processStats(deps.startedAt),
@@ -114,6 +138,8 @@ export async function collectSnapshot(deps: HttpDeps): Promise<Snapshot> {
     sandboxes,
     events: { ...deps.bus.stats(), subscribers: eventSubscribers(deps) },
     operations: deps.operations?.snapshot() ?? [],
+    pool,
+    preview,
   };
 }
 
@@ -183,6 +209,8 @@ export function diagnosticsBody(deps: HttpDeps, s: Snapshot): Record<string, unk
     sandboxes: s.sandboxes,
     events: s.events,
     operations: s.operations,
+    pool: s.pool,
+    preview: s.preview,
     remediation: REMEDIATION,
     redactions: REDACTIONS,
   };

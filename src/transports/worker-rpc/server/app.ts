@@ -5,6 +5,7 @@
  * chunk; `GET /rpc/exec/ws` is the interactive exec. Credentials are checked before anything is
  * read; errors never carry backend text.
  */
+import { timingSafeEqual } from 'node:crypto';
 import { Readable } from 'node:stream';
 import websocket from '@fastify/websocket';
 import type { TSchema } from '@sinclair/typebox';
@@ -43,10 +44,25 @@ function firstError(check: TypeCheck<TSchema>, value: unknown, what: string): Sb
   return badRequest(`invalid ${what}: ${where}${e?.message ?? 'invalid'}`);
 }
 
+const inflight = new WeakMap<FastifyInstance, { count: number }>();
+
+/** RPC calls this app is serving now (a drain waits for 0). */
+export function callsInFlight(app: FastifyInstance): number {
+  return inflight.get(app)?.count ?? 0;
+}
+
 export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {}): Promise<FastifyInstance> {
   const https = opts.https ? { cert: opts.https.cert, key: opts.https.key, ...(opts.https.ca ? { ca: opts.https.ca, requestCert: true, rejectUnauthorized: true } : {}) } : null;
   const app = (https ? Fastify({ https, bodyLimit: BODY_LIMIT, logger: false }) : Fastify({ bodyLimit: BODY_LIMIT, logger: false })) as unknown as FastifyInstance;
   const staging = new UploadStaging(deps.stagingDir);
+  // Calls in flight, for the drain: each counts until its response finished or its connection closed.
+  const calls = { count: 0 };
+  inflight.set(app, calls);
+  app.addHook('onRequest', (_request, reply, done) => {
+    calls.count++;
+    reply.raw.once('close', () => calls.count--);
+    done();
+  });
   app.addHook('onClose', async () => staging.close());
   await app.register(websocket, { options: { maxPayload: BODY_LIMIT } });
   // Previews of this worker's sandboxes (DESIGN §9): by Host under its own preview domain, and
@@ -147,6 +163,17 @@ function previewRouter(deps: RpcServerDeps): PreviewRouter {
       return provider.previewUpstream(rt.runtime_id, port);
     },
     path: { prefix: `${C.RPC_PATH}/preview/`, authenticate: (headers) => requireScope(authenticateRpc(headers, deps), 'worker:exec') },
+    // Its own preview host checks the token the control plane sent with the spawn (preview_auth).
+    token: {
+      required: (id) => Boolean(deps.state.getRuntime(id)?.preview_token),
+      matches: (id, given) => {
+        const want = deps.state.getRuntime(id)?.preview_token;
+        if (!want || !given) return false;
+        const a = Buffer.from(want);
+        const b = Buffer.from(given);
+        return a.length === b.length && timingSafeEqual(a, b);
+      },
+    },
     stats: deps.previewStats ?? newPreviewStats(),
   });
 }
@@ -210,6 +237,9 @@ export const KEEPALIVE_MS = 5_000;
 async function* withKeepAlive(lines: AsyncGenerator<string>, ms: number): AsyncGenerator<string> {
   let next = lines.next();
   try {
+    // A blank line at once: the status and headers leave now, not with the command's first output,
+    // so the control plane holds an open stream (and can cancel it) while the command is quiet.
+    yield '\n';
     for (;;) {
       let timer: NodeJS.Timeout | undefined;
       const idle = new Promise<'idle'>((resolve) => (timer = setTimeout(() => resolve('idle'), ms)));

@@ -66,7 +66,7 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       // A retried spawn of the same sandbox answers the runtime it already has.
       if (known && known.provider === s.provider) return { sandbox_id: s.sandbox_id, runtime_id: known.runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
       const { runtime_id } = await provider.spawn({ sandbox_id: s.sandbox_id, image: s.image, memory_mb: s.memory_mb, vcpus: s.vcpus, metadata: s.metadata, owner_id: s.owner_id }, signal);
-      deps.state.putRuntime({ sandbox_id: s.sandbox_id, provider: s.provider, runtime_id });
+      deps.state.putRuntime({ sandbox_id: s.sandbox_id, provider: s.provider, runtime_id, preview_token: s.preview_token ?? null });
       return { sandbox_id: s.sandbox_id, runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
     }
     case 'worker.destroy': {

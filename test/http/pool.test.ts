@@ -108,10 +108,14 @@ describe.skipIf(DOCKER_SKIP !== undefined)(`pool mode on docker${DOCKER_SKIP ? `
   let srv: TestServer;
   beforeAll(async () => {
     await requireEngine();
-    srv = await startTestServer({ pool: { enabled: true, max_vms: 1, max_users_per_vm: 3, image: TEST_IMAGE, memory_mb: 64 }, providers: { default: 'docker' } });
+    srv = await startTestServer({ pool: { enabled: true, max_vms: 1, max_users_per_vm: 3, image: TEST_IMAGE, memory_mb: 64 }, providers: { default: 'docker' }, auth: { admin_api_key: ADMIN } });
   });
   afterAll(async () => {
-    for (const s of (await call(srv.url, 'GET', '/api/v1/sandboxes').catch(() => ({ body: [] }))).body ?? []) await call(srv.url, 'DELETE', `/api/v1/sandboxes/${s.id}`).catch(() => undefined);
+    // Whatever a failed assertion left: an admin sees every tenant's sandbox, and the last destroy takes the container.
+    const admin = { 'x-admin-api-key': ADMIN };
+    for (const s of (await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, admin).catch(() => ({ body: [] }))).body ?? []) {
+      await call(srv.url, 'DELETE', `/api/v1/sandboxes/${s.id}`, undefined, admin).catch(() => undefined);
+    }
     await srv?.close();
   });
 

@@ -20,7 +20,13 @@ export interface PreviewSettings {
 
 const GONE = new Set(['destroyed', 'expired']);
 
+/** How long a runtime's preview address is reused, and how many are kept. */
+const ADDRESS_TTL_MS = 2_000;
+const ADDRESS_CACHE_MAX = 4_096;
+
 export class PreviewService {
+  private readonly addresses = new Map<string, { upstream: PreviewUpstream; at: number }>();
+
   constructor(
     private readonly sandboxes: SandboxService,
     private readonly workers: Pick<WorkerStore, 'listWorkers' | 'getWorker'>,
@@ -61,9 +67,21 @@ export class PreviewService {
       throw notFound(`sandbox ${sandboxId} not found`);
     }
     if (rec.state !== 'running' || !rec.runtime_id) throw new SbxError('bad_gateway', `sandbox ${sandboxId} is ${rec.state}, not running`);
+    // The sandbox is checked on every request (a destroy is a 404 at once); where its port is
+    // reached (a container's address: an engine round trip) is kept for a moment.
+    const key = `${rec.provider}\0${rec.runtime_id}\0${port}`;
+    const now = performance.now();
+    const hit = this.addresses.get(key);
+    if (hit && now - hit.at < ADDRESS_TTL_MS) return hit.upstream;
     const provider = await locator.provider(rec);
     if (!provider.previewUpstream) throw new SbxError('not_implemented', `provider ${rec.provider} cannot serve previews`);
-    return provider.previewUpstream(rec.runtime_id, port, signal);
+    const upstream = await provider.previewUpstream(rec.runtime_id, port, signal);
+    // Remote upstreams carry per-call credentials and request ids: never reused.
+    if (upstream.path_prefix === undefined) {
+      if (this.addresses.size >= ADDRESS_CACHE_MAX) this.addresses.clear();
+      this.addresses.set(key, { upstream, at: now });
+    }
+    return upstream;
   }
 
   /**

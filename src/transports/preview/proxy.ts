@@ -160,6 +160,21 @@ function connectDeadline(out: http.ClientRequest): void {
   out.once('response', () => clearTimeout(timer));
 }
 
+/**
+ * Counts the bytes of one exchange on the upstream socket (what it read and wrote while this
+ * request had it), not per chunk: no listener on the body's hot path.
+ */
+function countBytes(out: http.ClientRequest, stats: PreviewStats): void {
+  out.once('socket', (s: Socket) => {
+    const read0 = s.bytesRead;
+    const written0 = s.bytesWritten;
+    out.once('close', () => {
+      stats.bytes_out += s.bytesRead - read0;
+      stats.bytes_in += s.bytesWritten - written0;
+    });
+  });
+}
+
 /** Forwards one HTTP request; resolves when the exchange is over either way. */
 export function forwardRequest(req: IncomingMessage, res: ServerResponse, upstream: PreviewUpstream, opts: ForwardOptions): void {
   const { stats } = opts;
@@ -167,9 +182,9 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, upstre
   const out = (upstream.tls ? https : http).request(requestOptions(upstream, req.method ?? 'GET', opts.path, forwardedHeaders(req, upstream, opts), true));
   connectDeadline(out);
   out.on('timeout', () => out.destroy(Object.assign(new Error('idle'), { code: 'ETIMEDOUT' })));
+  countBytes(out, stats);
   out.on('response', (ur) => {
     res.writeHead(ur.statusCode ?? 502, ur.statusMessage, responseHeaders(ur).flat());
-    ur.on('data', (c: Buffer) => (stats.bytes_out += c.byteLength));
     pipeline(ur, res, (err) => {
       if (err) res.destroy();
     });
@@ -183,7 +198,6 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, upstre
   res.on('close', () => {
     if (!res.writableFinished) out.destroy();
   });
-  req.on('data', (c: Buffer) => (stats.bytes_in += c.byteLength));
   pipeline(req, out, () => undefined);
 }
 

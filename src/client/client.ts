@@ -94,6 +94,27 @@ export class Client {
     return this.http.json('GET', '/api/v1/sandboxes', { query: { id_prefix, limit }, signal });
   }
 
+  /**
+   * One page of live sandboxes (DESIGN.md §13): at most `limit` (1–1000), after the cursor of the
+   * previous page; `next` is the cursor of the following page, null at the end.
+   */
+  async listPage(opts: RequestOptions & { limit: number; after?: string; id_prefix?: string }): Promise<{ items: Sandbox[]; next: string | null }> {
+    const { id_prefix, limit, after, signal } = opts;
+    const { body, headers } = await this.http.jsonWithHeaders<Sandbox[]>('GET', '/api/v1/sandboxes', { query: { id_prefix, limit, after }, signal });
+    return { items: body, next: nextCursor(headers.link) };
+  }
+
+  /** Every live sandbox, page by page (`pageSize` per request, default 500): memory per page, not per fleet. */
+  async *listAll(opts: RequestOptions & { id_prefix?: string; pageSize?: number } = {}): AsyncGenerator<Sandbox> {
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.listPage({ limit: opts.pageSize ?? 500, after, id_prefix: opts.id_prefix, signal: opts.signal });
+      yield* page.items;
+      if (page.next === null) return;
+      after = page.next;
+    }
+  }
+
   get(id: string, opts: RequestOptions = {}): Promise<Sandbox> {
     return this.http.json('GET', `/api/v1/sandboxes/${enc(id)}`, opts);
   }
@@ -258,3 +279,12 @@ export class Client {
 }
 
 export type { ClientOptions, EventStreamOptions, ExecSession, ExecWsInput, ExecWsOptions };
+
+/** The `after` cursor of a `Link: <…?…&after=C>; rel="next"` header, or null. */
+function nextCursor(link: string | string[] | undefined): string | null {
+  const value = Array.isArray(link) ? link.join(', ') : link;
+  const m = value ? /<([^>]*)>\s*;\s*rel="?next"?/.exec(value) : null;
+  if (!m) return null;
+  const q = m[1]!.indexOf('?');
+  return q < 0 ? null : new URLSearchParams(m[1]!.slice(q + 1)).get('after');
+}

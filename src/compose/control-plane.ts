@@ -81,6 +81,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     // Keys the derived owners (`key/…`, `ip/…`) so they cannot be reversed by guessing; never shown.
     const ownerKey = (await store.getMeta('derived_owner_key')) || (await store.claimMeta('derived_owner_key', randomBytes(32).toString('hex')));
     // Preview tokens derive from it (DESIGN §9): every replica and restart agrees, none is stored per sandbox.
+    // Signs list cursors (DESIGN §13): every replica accepts every other's.
+    const cursorSecret = (await store.getMeta('list_cursor_secret')) || (await store.claimMeta('list_cursor_secret', randomBytes(32).toString('hex')));
     const previewSecret = (await store.getMeta('preview_secret')) || (await store.claimMeta('preview_secret', randomBytes(32).toString('hex')));
 
     const bus = new EventBus(clock);
@@ -145,6 +147,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       operations,
       secrets: secretValues(config),
       pool,
+      listCursorSecret: cursorSecret,
       preview: {
         service: preview,
         stats: newPreviewStats(),

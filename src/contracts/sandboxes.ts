@@ -53,7 +53,10 @@ export const ListSandboxesQuery = Type.Object({
   id_prefix: Type.Optional(
     Type.String({ maxLength: 128, description: 'sbx extension: only sandboxes whose id starts with this string (matched literally)' }),
   ),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'sbx extension: at most this many sandboxes, oldest first' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'sbx extension: at most this many sandboxes, oldest first; while more remain the answer has a `Link: <…>; rel="next"` header' })),
+  after: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 1024, description: 'sbx extension, only with `limit`: the cursor from the `Link` header of the previous page (opaque, signed)' }),
+  ),
 });
 export type ListSandboxesQuery = Static<typeof ListSandboxesQuery>;
 

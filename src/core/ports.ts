@@ -132,11 +132,15 @@ export interface SandboxFilter {
   id_prefix?: string;
   /** Only sandboxes whose `expires_at` is after this ISO timestamp. */
   expires_after?: string;
+  /** Only sandboxes whose `expires_at` is at or before this ISO timestamp (past their TTL). */
+  expires_by?: string;
   /**
    * Ownership applied in the query: rows without a private owner (none, or a derived `key/…`,
    * `ip/…` owner) plus, when `owner_id` is a string, that owner's rows.
    */
   visible_to?: { owner_id: string | null };
+  /** Keyset paging: only rows after this position in (created_at, id) order; the row itself may be gone. */
+  after?: { created_at: string; id: string };
   /** At most this many rows (after filtering and sorting). */
   limit?: number;
 }
@@ -168,8 +172,33 @@ export interface MetaStore {
   claimMeta(key: string, value: string): Promise<string>;
 }
 
+/** Live counts (DESIGN.md §13): what admission reads instead of listing sandboxes. */
+export interface LiveCounts {
+  /** Live sandboxes (running or unhealthy, expiry after `now`). */
+  total: number;
+  /** The earliest expiry among them: when capacity opens by itself. */
+  next_expiry: string | null;
+  /** Live sandboxes of each owner asked for (absent = 0). */
+  by_owner: Record<string, number>;
+}
+
+export interface SandboxTally {
+  state: SandboxState;
+  provider: string;
+  worker_id: string;
+  /** `expires_at` at or before the time asked. */
+  past_ttl: boolean;
+  n: number;
+}
+
 export interface SandboxStore {
   insertSandbox(rec: SandboxRecord): Promise<void>;
+  /** Index-only counts of live sandboxes at `now`, in total and for `owners`. */
+  countLive(now: string, owners: readonly string[]): Promise<LiveCounts>;
+  /** Every row counted by state, provider, worker and whether it is past its TTL at `now` (metrics). */
+  tallySandboxes(now: string): Promise<SandboxTally[]>;
+  /** Live sandboxes per worker, and per worker for `owner` (null = none asked). */
+  countLiveByWorker(now: string, owner: string | null): Promise<{ by_worker: Record<string, number>; by_worker_for_owner: Record<string, number> }>;
   /** Applies the patch and returns the new record, or null if the id is unknown. */
   updateSandbox(id: string, patch: Partial<Omit<SandboxRecord, 'id'>>): Promise<SandboxRecord | null>;
   getSandbox(id: string): Promise<SandboxRecord | null>;

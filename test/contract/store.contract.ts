@@ -245,6 +245,40 @@ function sandboxContract(ctx: ContractContext): void {
       expect(ids(await s.listSandboxes({ visible_to: { owner_id: 'bob' }, limit: 2 }))).toEqual(['sb-2', 'sb-3']);
       expect(ids(await s.listSandboxes({ visible_to: { owner_id: 'bob' }, expires_after: at(10), id_prefix: 'sb-', limit: 5 }))).toEqual(['sb-2', 'sb-3', 'sb-4', 'sb-5', 'sb-7']);
     });
+
+    it('pages by keyset (created_at, id) after a position, even one whose row is gone', async () => {
+      const s = ctx.store;
+      for (const [id, t] of [['sb-a', 0], ['sb-b', 1], ['sb-c', 1], ['sb-d', 2], ['sb-e', 3]] as const) await s.insertSandbox(sandbox(id, { created_at: at(t) }));
+      expect(ids(await s.listSandboxes({ limit: 2 }))).toEqual(['sb-a', 'sb-b']);
+      expect(ids(await s.listSandboxes({ limit: 2, after: { created_at: at(1), id: 'sb-b' } }))).toEqual(['sb-c', 'sb-d']);
+      // Same created_at, ids after the position only; a position that names no row still works.
+      expect(ids(await s.listSandboxes({ limit: 10, after: { created_at: at(1), id: 'sb-bb' } }))).toEqual(['sb-c', 'sb-d', 'sb-e']);
+      expect(ids(await s.listSandboxes({ limit: 10, after: { created_at: at(3), id: 'sb-e' } }))).toEqual([]);
+    });
+
+    it('counts live sandboxes by index: total, earliest expiry, per owner and per worker', async () => {
+      const s = ctx.store;
+      await s.insertSandbox(sandbox('sb-1', { owner_id: 'alice', expires_at: at(50), worker_id: 'w1' }));
+      await s.insertSandbox(sandbox('sb-2', { owner_id: 'alice', expires_at: at(20), worker_id: 'w2' }));
+      await s.insertSandbox(sandbox('sb-3', { owner_id: 'bob', state: 'unhealthy', expires_at: at(90), worker_id: 'w1' }));
+      await s.insertSandbox(sandbox('sb-4', { owner_id: 'bob', state: 'error', expires_at: at(90) }));
+      await s.insertSandbox(sandbox('sb-5', { owner_id: 'bob', state: 'destroyed', expires_at: at(90) }));
+      await s.insertSandbox(sandbox('sb-6', { owner_id: 'carol', expires_at: at(5) }));
+      expect(await s.countLive(at(10), ['alice', 'bob', 'dave'])).toEqual({ total: 3, next_expiry: at(20), by_owner: { alice: 2, bob: 1 } });
+      expect(await s.countLive(at(60), [])).toEqual({ total: 1, next_expiry: at(90), by_owner: {} });
+      expect(await s.countLive(at(100), ['bob'])).toEqual({ total: 0, next_expiry: null, by_owner: {} });
+      expect(await s.countLiveByWorker(at(10), 'alice')).toEqual({ by_worker: { w1: 2, w2: 1 }, by_worker_for_owner: { w1: 1, w2: 1 } });
+      expect(await s.countLiveByWorker(at(30), null)).toEqual({ by_worker: { w1: 2 }, by_worker_for_owner: {} });
+      const tally = (await s.tallySandboxes(at(30))).sort((a, b) => `${a.state}${a.worker_id}${a.past_ttl}`.localeCompare(`${b.state}${b.worker_id}${b.past_ttl}`));
+      expect(tally).toEqual([
+        { state: 'destroyed', provider: 'mock', worker_id: 'local', past_ttl: false, n: 1 },
+        { state: 'error', provider: 'mock', worker_id: 'local', past_ttl: false, n: 1 },
+        { state: 'running', provider: 'mock', worker_id: 'local', past_ttl: true, n: 1 },
+        { state: 'running', provider: 'mock', worker_id: 'w1', past_ttl: false, n: 1 },
+        { state: 'running', provider: 'mock', worker_id: 'w2', past_ttl: true, n: 1 },
+        { state: 'unhealthy', provider: 'mock', worker_id: 'w1', past_ttl: false, n: 1 },
+      ]);
+    });
   });
 }
 

@@ -25,6 +25,12 @@ export interface AdmissionDecision {
 
 /** A granted slot: counted as active until released (after the sandbox is stored, or on failure). */
 export interface AdmissionTicket {
+  /**
+   * Stores the sandbox and hands the slot over to its row in one serialized step: no decision
+   * ever sees both the row and the pending slot (which would under-admit) or neither (over-admit).
+   */
+  commit<T>(store: () => Promise<T>): Promise<T>;
+  /** Gives the slot back (a failed spawn); a no-op once committed. */
   release(): void;
 }
 
@@ -97,14 +103,14 @@ export class Admission {
 
   /** Active sandboxes in total and for one owner, including granted slots not yet stored. */
   async countActive(ownerId: string | null): Promise<{ total: number; owner: number }> {
-    const snap = await this.snapshot();
+    const snap = await this.snapshot([ownerId]);
     return { total: snap.total + this.pendingTotal, owner: this.ownerCount(snap, ownerId) };
   }
 
   /** Evaluates the request without reserving anything (preflight). */
   async decide(req: AdmissionRequest): Promise<AdmissionDecision> {
     const limits = await this.limitsFor(req.owner_id);
-    return this.evaluate(req, limits, await this.snapshot());
+    return this.evaluate(req, limits, await this.snapshot([req.owner_id]));
   }
 
   /**
@@ -116,7 +122,7 @@ export class Admission {
       if (this.closed) throw new SbxError('unavailable', 'server is shutting down');
       // Waiters first: a newcomer never overtakes a queued spawn that now fits.
       await this.pumpLocked();
-      const snap = await this.snapshot();
+      const snap = await this.snapshot([req.owner_id]);
       const decision = this.evaluate(req, await this.limitsFor(req.owner_id), snap);
       if (decision.allowed) return { ticket: this.reserve(req.owner_id) };
       if (!decision.queueable) {
@@ -167,20 +173,14 @@ export class Admission {
     return run;
   }
 
-  private async snapshot(): Promise<ActiveSnapshot> {
-    const now = this.clock.now();
-    const rows = await this.store.listSandboxes({ states: ['running', 'unhealthy'] });
-    const byOwner = new Map<string, number>();
-    let total = 0;
-    let nextExpiryMs: number | null = null;
-    for (const r of rows) {
-      if (!isActive(r, now)) continue;
-      total++;
-      if (r.owner_id) byOwner.set(r.owner_id, (byOwner.get(r.owner_id) ?? 0) + 1);
-      const exp = Date.parse(r.expires_at);
-      if (nextExpiryMs === null || exp < nextExpiryMs) nextExpiryMs = exp;
-    }
-    return { total, byOwner, nextExpiryMs };
+  /**
+   * Live counts from the store's indexes (DESIGN.md §13): the total, the earliest expiry and the
+   * owners asked for — never a listing, so the cost does not grow with the live sandboxes.
+   */
+  private async snapshot(owners: ReadonlyArray<string | null> = []): Promise<ActiveSnapshot> {
+    const named = owners.filter((o): o is string => typeof o === 'string' && o !== '');
+    const c = await this.store.countLive(this.clock.now().toISOString(), named);
+    return { total: c.total, byOwner: new Map(Object.entries(c.by_owner)), nextExpiryMs: c.next_expiry === null ? null : Date.parse(c.next_expiry) };
   }
 
   private ownerCount(snap: ActiveSnapshot, ownerId: string | null): number {
@@ -216,18 +216,29 @@ export class Admission {
     this.pendingTotal++;
     if (ownerId) this.pending.set(ownerId, (this.pending.get(ownerId) ?? 0) + 1);
     let released = false;
+    const drop = () => {
+      this.pendingTotal--;
+      if (ownerId) {
+        const n = (this.pending.get(ownerId) ?? 1) - 1;
+        if (n <= 0) this.pending.delete(ownerId);
+        else this.pending.set(ownerId, n);
+      }
+    };
     return {
+      commit: <T>(store: () => Promise<T>): Promise<T> =>
+        this.serialize(async () => {
+          const out = await store();
+          if (!released) {
+            released = true;
+            drop();
+          }
+          return out;
+        }),
       release: () => {
         if (released) return;
         released = true;
-        this.pendingTotal--;
-        if (ownerId) {
-          const n = (this.pending.get(ownerId) ?? 1) - 1;
-          if (n <= 0) this.pending.delete(ownerId);
-          else this.pending.set(ownerId, n);
-        }
-        // A failed spawn gives its slot back; a stored one is counted by the store from now on.
-        this.wake();
+        // In the serialized section, like every decision: never between a count and its decision.
+        void this.serialize(async () => drop()).finally(() => this.wake());
       },
     };
   }
@@ -272,7 +283,7 @@ export class Admission {
   private async pumpLocked(): Promise<void> {
     if (this.queue.depth === 0) return;
     try {
-      const snap = await this.snapshot();
+      const snap = await this.snapshot(this.queue.list().map((w) => w.req.owner_id));
       const limits = new Map<string | null, EffectiveLimits>();
       for (const w of this.queue.list()) {
         if (w.settled) continue;

@@ -1,4 +1,4 @@
-import type { SandboxRecord, Store } from '../ports.js';
+import type { SandboxTally, Store } from '../ports.js';
 
 /** The store's health as readers report it; latency is in milliseconds, unrounded. */
 export interface StoreHealth {
@@ -8,7 +8,7 @@ export interface StoreHealth {
 
 /** Read-only view of the store for health, metrics and diagnostics. */
 export class StoreProbe {
-  constructor(private readonly store: Pick<Store, 'driver' | 'ping' | 'listSandboxes'>) {}
+  constructor(private readonly store: Pick<Store, 'driver' | 'ping' | 'tallySandboxes'>) {}
 
   /** `sqlite` or `postgres`. */
   get driver(): string {
@@ -24,8 +24,8 @@ export class StoreProbe {
     }
   }
 
-  /** Every sandbox row, destroyed and expired ones included (metrics and diagnostics). */
-  allSandboxes(): Promise<SandboxRecord[]> {
-    return this.store.listSandboxes();
+  /** Every sandbox row counted by state, provider, worker and TTL side (metrics and diagnostics). */
+  tally(now: Date): Promise<SandboxTally[]> {
+    return this.store.tallySandboxes(now.toISOString());
   }
 }

@@ -4,11 +4,12 @@ import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { Clock, IdSource, Provider, RuntimeStatus, SandboxRecord, SandboxStore } from '../ports.js';
+import type { Clock, IdSource, Provider, RuntimeStatus, SandboxFilter, SandboxRecord, SandboxStore } from '../ports.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
 import type { CoreSettings } from '../settings.js';
 import { ownerVisible, type Caller } from './caller.js';
 import { guardRuntime } from './runtime-guard.js';
+import type { ListPosition } from './cursor.js';
 import { createSandbox, expiryFrom } from './spawn.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
 
@@ -55,6 +56,8 @@ export interface SandboxDeps {
 }
 
 const GONE = new Set(['destroyed', 'expired']);
+/** Rows per page when a background pass walks sandboxes. */
+const PAGE = 500;
 /** Bound on the reaper's runtime status probe, so one wedged backend cannot stall a pass. */
 const STATUS_TIMEOUT_MS = 10_000;
 /** Bound on a worker's status answer on `GET` (DESIGN.md §7); the cached record is served after it. */
@@ -120,7 +123,7 @@ export class SandboxService {
     const req = await this.resolveSpawn(input);
     const ticket = await this.deps.admission.admit({ owner_id: req.owner_id, ttl_ms: req.ttl_ms }, signal);
     try {
-      return await createSandbox(this.deps, req, signal);
+      return await createSandbox(this.deps, req, signal, ticket);
     } finally {
       ticket.release();
     }
@@ -172,12 +175,25 @@ export class SandboxService {
    * TTL apply in the store query, so `limit` gives full pages; `id_prefix` keeps ids starting with it.
    */
   async list(caller: Caller, query: { id_prefix?: string; limit?: number } = {}): Promise<SandboxRecord[]> {
+    return (await this.page(caller, query)).items;
+  }
+
+  /**
+   * One page of `list` (DESIGN.md §13): keyset order (created_at, id) after `after`, visibility
+   * and expiry in the query, so a page is full; `next` names the last row when more remain.
+   */
+  async page(caller: Caller, query: { id_prefix?: string; limit?: number; after?: ListPosition } = {}): Promise<{ items: SandboxRecord[]; next: ListPosition | null }> {
     const filter: NonNullable<Parameters<SandboxStore['listSandboxes']>[0]> = { states: ['running', 'unhealthy', 'error'], expires_after: this.deps.clock.now().toISOString() };
     if (this.deps.settings.enforce_ownership && !caller.admin) filter.visible_to = { owner_id: caller.owner_id };
     if (query.id_prefix !== undefined && query.id_prefix !== '') filter.id_prefix = query.id_prefix;
-    if (query.limit !== undefined) filter.limit = query.limit;
-    const rows = await this.deps.store.listSandboxes(filter);
-    return rows.filter((r) => this.visible(r, caller) && !this.pastTtl(r));
+    if (query.after !== undefined) filter.after = query.after;
+    // One more than asked tells whether another page follows.
+    if (query.limit !== undefined) filter.limit = query.limit + 1;
+    const rows = (await this.deps.store.listSandboxes(filter)).filter((r) => this.visible(r, caller) && !this.pastTtl(r));
+    if (query.limit === undefined || rows.length <= query.limit) return { items: rows, next: null };
+    const items = rows.slice(0, query.limit);
+    const last = items[items.length - 1]!;
+    return { items, next: { created_at: last.created_at, id: last.id } };
   }
 
   async extend(id: string, ttl: string, caller: Caller): Promise<SandboxRecord> {
@@ -218,9 +234,9 @@ export class SandboxService {
   /** Destroys every sandbox whose TTL passed; returns how many. Stranded sandboxes are left alone. */
   async prune(caller: Caller): Promise<number> {
     const now = this.deps.clock.now().getTime();
-    const rows = await this.deps.store.listSandboxes({ states: ['running', 'unhealthy', 'error', 'expired'] });
     let pruned = 0;
-    for (const rec of rows) {
+    // Past their TTL, by the expires_at index, page by page (DESIGN.md §13).
+    for await (const rec of this.pages({ states: ['running', 'unhealthy', 'error', 'expired'], expires_by: new Date(now).toISOString() })) {
       if (!this.visible(rec, caller)) continue;
       if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
       if (this.stranded(rec)) {
@@ -243,13 +259,14 @@ export class SandboxService {
    */
   async reap(): Promise<number> {
     const now = this.deps.clock.now().getTime();
-    const rows = await this.deps.store.listSandboxes({ states: ['running', 'unhealthy', 'error', 'expired'], worker_id: this.deps.settings.worker_id });
+    // Page by page: a pass holds at most one page of records however many sandboxes live.
+    const rows = this.pages({ states: ['running', 'unhealthy', 'error', 'expired'], worker_id: this.deps.settings.worker_id });
     let n = 0;
     // A provider that did not answer once is not asked again this pass: each try may take the full timeout.
     const silent = new Set<string>();
     // Listed after the records were read, so a sandbox that started meanwhile is in the listing.
     const listings = new Map<string, Promise<Map<string, RuntimeStatus> | null>>();
-    for (const rec of rows) {
+    for await (const rec of rows) {
       if (this.stranded(rec)) {
         this.warnStranded(rec);
         continue;
@@ -274,9 +291,9 @@ export class SandboxService {
    * worker that does not answer leaves the record for the next pass.
    */
   private async reapRemote(now: number): Promise<number> {
-    const rows = await this.deps.store.listSandboxes({ states: ['running', 'unhealthy', 'error', 'expired'] });
     let n = 0;
-    for (const rec of rows) {
+    // Past their TTL only, by the expires_at index.
+    for await (const rec of this.pages({ states: ['running', 'unhealthy', 'error', 'expired'], expires_by: new Date(now).toISOString() })) {
       if (this.deps.locator.isLocal(rec)) continue;
       if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
       try {
@@ -287,6 +304,18 @@ export class SandboxService {
       }
     }
     return n;
+  }
+
+  /** Every row matching `filter`, read in keyset pages of PAGE rows (DESIGN.md §13). */
+  private async *pages(filter: Omit<SandboxFilter, 'limit' | 'after'>): AsyncGenerator<SandboxRecord> {
+    let after: SandboxFilter['after'];
+    for (;;) {
+      const rows = await this.deps.store.listSandboxes({ ...filter, limit: PAGE, ...(after ? { after } : {}) });
+      yield* rows;
+      if (rows.length < PAGE) return;
+      const last = rows[rows.length - 1]!;
+      after = { created_at: last.created_at, id: last.id };
+    }
   }
 
   /** True when the provider's runtime listing shows this sandbox's runtime stopped or absent. */

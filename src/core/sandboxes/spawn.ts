@@ -8,6 +8,7 @@
 import { formatDuration } from '../duration.js';
 import { badRequest, isSbxError } from '../errors.js';
 import { reportProviderFailure } from '../events/failures.js';
+import type { AdmissionTicket } from '../admission/admission.js';
 import type { Provider, SandboxRecord } from '../ports.js';
 import type { SandboxDeps, ResolvedSpawn } from './service.js';
 import { asProviderError } from './service.js';
@@ -15,17 +16,17 @@ import { asProviderError } from './service.js';
 /** Spawn failures because the chosen worker did not answer: placed once more, elsewhere. */
 const SILENT = new WeakSet<object>();
 
-export async function createSandbox(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSignal): Promise<SandboxRecord> {
+export async function createSandbox(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSignal, ticket?: AdmissionTicket): Promise<SandboxRecord> {
   try {
-    return await createOn(deps, req, signal);
+    return await createOn(deps, req, signal, ticket);
   } catch (err) {
     // The chosen worker did not answer (it is now skipped): placed once more, elsewhere.
     if (!(isSbxError(err) && SILENT.has(err))) throw err;
-    return createOn(deps, req, signal);
+    return createOn(deps, req, signal, ticket);
   }
 }
 
-async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSignal): Promise<SandboxRecord> {
+async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSignal, ticket?: AdmissionTicket): Promise<SandboxRecord> {
   const { store, bus, clock, ids, locator } = deps;
   // Checked before a runtime exists; the stored expiry is taken again once it runs.
   expiryFrom(clock.now(), req.ttl_ms);
@@ -84,7 +85,9 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
       runtime_id: runtimeId,
       template: req.template,
     };
-    await store.insertSandbox(rec);
+    // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.commit).
+    const stored = rec;
+    await (ticket ? ticket.commit(() => store.insertSandbox(stored)) : store.insertSandbox(stored));
   } catch (err) {
     // Never leave a runtime nobody knows about.
     const bound = target.local ? provider : locator.remoteProvider(target.worker, { id, provider: req.provider, runtime_id: runtimeId });

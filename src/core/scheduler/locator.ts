@@ -117,15 +117,11 @@ export class RuntimeLocator {
   /** Chooses the worker for a spawn (DESIGN.md §7 "Placement"); 503 when none can take it. */
   async place(req: PlacementRequest): Promise<Target> {
     const { store, clock } = this.deps;
-    const [workers, live] = await Promise.all([store.listWorkers(), store.listSandboxes({ states: ['running', 'unhealthy', 'error'] })]);
     const now = clock.now();
-    const active = new Map<string, number>();
-    const mine = new Map<string, number>();
-    for (const r of live) {
-      if (Date.parse(r.expires_at) <= now.getTime()) continue;
-      active.set(r.worker_id, (active.get(r.worker_id) ?? 0) + 1);
-      if (req.owner_id !== null && r.owner_id === req.owner_id) mine.set(r.worker_id, (mine.get(r.worker_id) ?? 0) + 1);
-    }
+    // Counts by index (DESIGN.md §13), never a listing of the live sandboxes.
+    const [workers, counts] = await Promise.all([store.listWorkers(), store.countLiveByWorker(now.toISOString(), req.owner_id)]);
+    const active = new Map(Object.entries(counts.by_worker));
+    const mine = new Map(Object.entries(counts.by_worker_for_owner));
     // This node takes part by configuration, not by its registry row (heartbeats may lag a start).
     const candidates = workers.filter((w) => w.id !== this.deps.workerId && this.answering(w));
     if (this.deps.localWorker && !this.localRemoved) candidates.push(this.localRow(now));

@@ -76,6 +76,8 @@ export interface HttpDeps {
   secrets?: string[];
   /** Pool mode (DESIGN §8): its shared runtimes and workspaces; absent when the pool is off. */
   pool?: { view(): Promise<PoolStatusView> };
+  /** Installation secret that signs list cursors (DESIGN §13), shared by replicas through the store. */
+  listCursorSecret: string;
   /** Live preview (DESIGN §9): tokens, domains, and the proxy's traffic counters. */
   preview?: { service: PreviewService; stats: PreviewStats };
   /** Event stream tuning (read per request). */

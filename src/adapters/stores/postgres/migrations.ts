@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { initialSchema } from '../shared/schema.js';
+import { initialSchema, LIVE_COUNT_INDEXES } from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -18,6 +18,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'initial schema',
     sql: initialSchema({ key: C, bigint: 'BIGINT', real: 'DOUBLE PRECISION' }),
   },
+  { version: 2, name: 'live-count indexes', sql: LIVE_COUNT_INDEXES },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -69,6 +69,26 @@ export const SQL = {
   pruneAudit: 'DELETE FROM admin_audit WHERE created_at < ?',
 } as const;
 
+/** Live = counted against limits (core/admission isActive): running or unhealthy, expiry ahead. */
+const LIVE = "state IN ('running', 'unhealthy') AND expires_at > ?";
+
+/** Live sandboxes in total and the earliest expiry among them (DESIGN.md §13): index-only. */
+export const COUNT_LIVE = `SELECT COUNT(*) AS n, MIN(expires_at) AS next_expiry FROM sandboxes WHERE ${LIVE}`;
+
+/** Live sandboxes of each of the given owners. */
+export function countLiveByOwnerQuery(now: string, owners: readonly string[]): SqlQuery {
+  return { sql: `SELECT owner_id, COUNT(*) AS n FROM sandboxes WHERE owner_id IN (${marks(owners.length)}) AND ${LIVE} GROUP BY owner_id`, params: [...owners, now] };
+}
+
+/** Rows counted per state, provider, worker and TTL side (metrics): the database aggregates, nothing is read row by row. */
+export const TALLY_SANDBOXES = `SELECT state, provider, worker_id, past_ttl, COUNT(*) AS n FROM
+  (SELECT state, provider, worker_id, CASE WHEN expires_at <= ? THEN 1 ELSE 0 END AS past_ttl FROM sandboxes) AS t
+  GROUP BY state, provider, worker_id, past_ttl`;
+
+/** Live sandboxes per worker, and per worker for one owner (placement, DESIGN.md §13). */
+export const COUNT_LIVE_BY_WORKER = `SELECT worker_id, COUNT(*) AS n FROM sandboxes WHERE ${LIVE} GROUP BY worker_id`;
+export const COUNT_LIVE_BY_WORKER_FOR_OWNER = `SELECT worker_id, COUNT(*) AS n FROM sandboxes WHERE owner_id = ? AND ${LIVE} GROUP BY worker_id`;
+
 /** UPDATE for a sandbox patch given as [column, value] pairs (columns come from SANDBOX_COLUMNS only). */
 export function updateSandboxQuery(id: string, pairs: Array<[string, unknown]>): SqlQuery {
   return {
@@ -103,6 +123,10 @@ export function listSandboxesQuery(filter: SandboxFilter = {}): SqlQuery {
     where.push('expires_at > ?');
     params.push(filter.expires_after);
   }
+  if (filter.expires_by !== undefined) {
+    where.push('expires_at <= ?');
+    params.push(filter.expires_by);
+  }
   if (filter.visible_to !== undefined) {
     // isPrivateOwner (core/admission/owner.ts) in SQL: unowned and derived owners are visible to all.
     const open = "owner_id IS NULL OR owner_id = '' OR substr(owner_id, 1, 4) = 'key/' OR substr(owner_id, 1, 3) = 'ip/'";
@@ -111,6 +135,10 @@ export function listSandboxesQuery(filter: SandboxFilter = {}): SqlQuery {
       where.push(`(${open} OR owner_id = ?)`);
       params.push(filter.visible_to.owner_id);
     }
+  }
+  if (filter.after !== undefined) {
+    where.push('(created_at > ? OR (created_at = ? AND id > ?))');
+    params.push(filter.after.created_at, filter.after.created_at, filter.after.id);
   }
   const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
   let limit = '';

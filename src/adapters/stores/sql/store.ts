@@ -5,6 +5,8 @@ import type {
   AuditRecord,
   LeaseRecord,
   LeaseResult,
+  LiveCounts,
+  SandboxTally,
   QuotaRecord,
   SandboxFilter,
   SandboxRecord,
@@ -12,7 +14,7 @@ import type {
   TemplateRecord,
   WorkerRecord,
 } from '../../../core/ports.js';
-import { SQL, listAuditQuery, listSandboxesQuery, updateSandboxQuery } from '../shared/queries.js';
+import { TALLY_SANDBOXES, COUNT_LIVE, COUNT_LIVE_BY_WORKER, COUNT_LIVE_BY_WORKER_FOR_OWNER, countLiveByOwnerQuery, SQL, listAuditQuery, listSandboxesQuery, updateSandboxQuery } from '../shared/queries.js';
 import {
   auditFromRow,
   auditValues,
@@ -71,6 +73,34 @@ export class SqlStore implements Store {
     await this.sql.count(SQL.claimMeta, [key, value]);
     // Rows are never deleted, so the row the insert found or made is still there.
     return String((await this.one(SQL.getMeta, [key]))!.value);
+  }
+
+  async countLive(now: string, owners: readonly string[]): Promise<LiveCounts> {
+    const row = await this.one(COUNT_LIVE, [now]);
+    const by_owner: Record<string, number> = {};
+    const wanted = [...new Set(owners)];
+    if (wanted.length > 0) {
+      const q = countLiveByOwnerQuery(now, wanted);
+      for (const r of await this.sql.rows(q.sql, q.params)) by_owner[String(r.owner_id)] = Number(r.n);
+    }
+    return { total: Number(row?.n ?? 0), next_expiry: row?.next_expiry == null ? null : String(row.next_expiry), by_owner };
+  }
+
+  async tallySandboxes(now: string): Promise<SandboxTally[]> {
+    return (await this.sql.rows(TALLY_SANDBOXES, [now])).map((r) => ({
+      state: String(r.state) as SandboxTally['state'],
+      provider: String(r.provider),
+      worker_id: String(r.worker_id),
+      past_ttl: Number(r.past_ttl) === 1,
+      n: Number(r.n),
+    }));
+  }
+
+  async countLiveByWorker(now: string, owner: string | null): Promise<{ by_worker: Record<string, number>; by_worker_for_owner: Record<string, number> }> {
+    const tally = (rows: Row[]) => Object.fromEntries(rows.map((r) => [String(r.worker_id), Number(r.n)]));
+    const by_worker = tally(await this.sql.rows(COUNT_LIVE_BY_WORKER, [now]));
+    const by_worker_for_owner = owner === null ? {} : tally(await this.sql.rows(COUNT_LIVE_BY_WORKER_FOR_OWNER, [owner, now]));
+    return { by_worker, by_worker_for_owner };
   }
 
   async insertSandbox(rec: SandboxRecord): Promise<void> {

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { initialSchema } from '../shared/schema.js';
+import { initialSchema, LIVE_COUNT_INDEXES } from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -14,6 +14,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'initial schema',
     sql: initialSchema({ key: 'TEXT', bigint: 'INTEGER', real: 'REAL' }),
   },
+  { version: 2, name: 'live-count indexes', sql: LIVE_COUNT_INDEXES },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

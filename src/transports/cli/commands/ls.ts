@@ -7,7 +7,13 @@ export const lsCommand: CommandSpec = {
   summary: 'list live sandboxes',
   options: [{ flags: '-q, --quiet', description: 'print only the ids' }],
   async run(ctx, opts: { quiet?: boolean }) {
-    const items = await ctx.out.spin('listing sandboxes', ctx.client.list({ signal: ctx.signal }));
+    // Page by page: a fleet of any size arrives in bounded answers.
+    const collect = async () => {
+      const out = [];
+      for await (const s of ctx.client.listAll({ signal: ctx.signal })) out.push(s);
+      return out;
+    };
+    const items = await ctx.out.spin('listing sandboxes', collect());
     if (ctx.out.json) return ctx.out.printJson(items), 0;
     if (opts.quiet) {
       for (const s of items) ctx.out.line(s.id);

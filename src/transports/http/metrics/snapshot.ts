@@ -1,4 +1,3 @@
-import { isActive } from '../../../core/admission/admission.js';
 import type { QuotaSummary } from '../../../core/admission/quotas.js';
 import type { RateLimitStats } from '../../../core/admission/rate-limiter.js';
 import type { LimitsSnapshot, SchedulerStats } from '../../../core/admission/stats.js';
@@ -153,16 +152,21 @@ const bump = (m: Record<string, number>, k: string) => {
 };
 
 async function sandboxesSummary(deps: HttpDeps, now: Date): Promise<SandboxesSummary> {
-  const rows = await deps.storeProbe.allSandboxes();
-  const out: SandboxesSummary = { total: rows.length, active: 0, by_state: {}, by_provider: {}, by_worker: {} };
-  for (const r of rows) {
+  // Counted by the database (DESIGN.md §13): a scrape never reads the sandboxes row by row.
+  const tally = await deps.storeProbe.tally(now);
+  const out: SandboxesSummary = { total: 0, active: 0, by_state: {}, by_provider: {}, by_worker: {} };
+  const add = (m: Record<string, number>, k: string, n: number) => {
+    m[k] = (m[k] ?? 0) + n;
+  };
+  for (const t of tally) {
+    out.total += t.n;
     // A record past its TTL is expired for every reader, whatever the reaper has done yet.
-    const state = r.state !== 'destroyed' && r.state !== 'expired' && Date.parse(r.expires_at) <= now.getTime() ? 'expired' : r.state;
-    bump(out.by_state, state);
+    const state = t.state !== 'destroyed' && t.state !== 'expired' && t.past_ttl ? 'expired' : t.state;
+    add(out.by_state, state, t.n);
     if (state === 'destroyed' || state === 'expired') continue;
-    if (isActive(r, now)) out.active++;
-    bump(out.by_provider, r.provider);
-    bump(out.by_worker, r.worker_id);
+    if (t.state === 'running' || t.state === 'unhealthy') out.active += t.n;
+    add(out.by_provider, t.provider, t.n);
+    add(out.by_worker, t.worker_id, t.n);
   }
   return out;
 }

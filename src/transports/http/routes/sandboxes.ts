@@ -13,6 +13,8 @@ import {
   SpawnRequest,
   type SpawnRequest as SpawnBody,
 } from '../../../contracts/sandboxes.js';
+import { decodeCursor, encodeCursor } from '../../../core/sandboxes/cursor.js';
+import { badRequest } from '../../../core/errors.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
 import { presentOne, presentSandboxes } from '../presenters.js';
@@ -57,10 +59,18 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
         response: { 200: Type.Array(Sandbox), ...errors },
       },
     },
-    async (request) => {
-      const { id_prefix, limit } = request.query;
+    async (request, reply) => {
+      const { id_prefix, limit, after } = request.query;
+      if (after !== undefined && limit === undefined) throw badRequest('after needs limit: pass the limit of the page along with the cursor');
       const caller = callerOf(request);
-      return presentSandboxes(deps, caller, await deps.sandboxes.list(caller, { id_prefix, limit }));
+      const position = after !== undefined ? decodeCursor(deps.listCursorSecret, after) : undefined;
+      const page = await deps.sandboxes.page(caller, { id_prefix, limit, after: position });
+      if (page.next && limit !== undefined) {
+        const q = new URLSearchParams({ limit: String(limit), after: encodeCursor(deps.listCursorSecret, page.next) });
+        if (id_prefix) q.set('id_prefix', id_prefix);
+        reply.header('Link', `</api/v1/sandboxes?${q.toString()}>; rel="next"`);
+      }
+      return presentSandboxes(deps, caller, page.items);
     },
   );
 

@@ -51,6 +51,9 @@ interface ActiveSnapshot {
   nextExpiryMs: number | null;
 }
 
+/** The snapshot of a decision no limit applies to (nothing was counted). */
+const UNCOUNTED: ActiveSnapshot = { total: 0, byOwner: new Map(), nextExpiryMs: null };
+
 /** Events after which a queued spawn may fit. */
 const WAKE_EVENTS = new Set(['sandbox.destroyed', 'sandbox.error', 'quota.saved', 'quota.deleted']);
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -122,8 +125,11 @@ export class Admission {
       if (this.closed) throw new SbxError('unavailable', 'server is shutting down');
       // Waiters first: a newcomer never overtakes a queued spawn that now fits.
       await this.pumpLocked();
-      const snap = await this.snapshot([req.owner_id]);
-      const decision = this.evaluate(req, await this.limitsFor(req.owner_id), snap);
+      const limits = await this.limitsFor(req.owner_id);
+      // Counted only when a limit can use the count: with no cap the decision needs none.
+      const capped = limits.max_sandboxes > 0 || (req.owner_id !== null && limits.max_owner_sandboxes > 0) || (limits.max_ttl_ms > 0 && req.ttl_ms > limits.max_ttl_ms);
+      const snap = capped ? await this.snapshot([req.owner_id]) : UNCOUNTED;
+      const decision = this.evaluate(req, limits, snap);
       if (decision.allowed) return { ticket: this.reserve(req.owner_id) };
       if (!decision.queueable) {
         this.publishLimit(decision.reason ?? 'limit', req.owner_id, { decision, action: 'rejected' });

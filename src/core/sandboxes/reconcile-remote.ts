@@ -8,6 +8,7 @@
  *   answer → its running sandboxes `unhealthy` (reason `worker_unreachable`).
  * Every change publishes `reconcile.action` with the reason. Local rows are reconcileSandboxes'.
  */
+import { sandboxPages } from './pages.js';
 import { isSbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { Clock, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore, WorkerStore } from '../ports.js';
@@ -36,8 +37,6 @@ export async function reconcileRemote(deps: RemoteReconcileDeps): Promise<Remote
   const { store, locator, bus, clock } = deps;
   const actions: RemoteReconcileAction[] = [];
   const now = clock.now();
-  const rows = (await store.listSandboxes({ states: LIVE })).filter((r) => !locator.isLocal(r));
-  if (rows.length === 0) return actions;
   const workers = new Map((await store.listWorkers()).map((w) => [w.id, w]));
   /** Workers found not answering in this pass: not asked again. */
   const silent = new Set<string>();
@@ -51,7 +50,9 @@ export async function reconcileRemote(deps: RemoteReconcileDeps): Promise<Remote
     bus.publish({ type: 'reconcile.action', sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id, data: { action, reason, provider: rec.provider } });
   };
 
-  for (const rec of rows) {
+  // Page by page (DESIGN.md §13): one page of records in memory however many sandboxes live.
+  for await (const rec of sandboxPages(store, { states: LIVE })) {
+    if (locator.isLocal(rec)) continue;
     const worker = workers.get(rec.worker_id);
     const pastTtl = Date.parse(rec.expires_at) <= now.getTime();
     const why = !worker ? 'worker_missing' : !locator.fresh(worker) ? (worker.status === 'online' || worker.status === 'draining' ? 'worker_stale' : 'worker_offline') : null;

@@ -10,6 +10,7 @@ import type { CoreSettings } from '../settings.js';
 import { ownerVisible, type Caller } from './caller.js';
 import { guardRuntime } from './runtime-guard.js';
 import type { ListPosition } from './cursor.js';
+import { sandboxPages } from './pages.js';
 import { createSandbox, expiryFrom } from './spawn.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
 
@@ -56,8 +57,6 @@ export interface SandboxDeps {
 }
 
 const GONE = new Set(['destroyed', 'expired']);
-/** Rows per page when a background pass walks sandboxes. */
-const PAGE = 500;
 /** Bound on the reaper's runtime status probe, so one wedged backend cannot stall a pass. */
 const STATUS_TIMEOUT_MS = 10_000;
 /** Bound on a worker's status answer on `GET` (DESIGN.md §7); the cached record is served after it. */
@@ -306,16 +305,9 @@ export class SandboxService {
     return n;
   }
 
-  /** Every row matching `filter`, read in keyset pages of PAGE rows (DESIGN.md §13). */
-  private async *pages(filter: Omit<SandboxFilter, 'limit' | 'after'>): AsyncGenerator<SandboxRecord> {
-    let after: SandboxFilter['after'];
-    for (;;) {
-      const rows = await this.deps.store.listSandboxes({ ...filter, limit: PAGE, ...(after ? { after } : {}) });
-      yield* rows;
-      if (rows.length < PAGE) return;
-      const last = rows[rows.length - 1]!;
-      after = { created_at: last.created_at, id: last.id };
-    }
+  /** Every row matching `filter`, in keyset pages (DESIGN.md §13). */
+  private pages(filter: Omit<SandboxFilter, 'limit' | 'after'>): AsyncGenerator<SandboxRecord> {
+    return sandboxPages(this.deps.store, filter);
   }
 
   /** True when the provider's runtime listing shows this sandbox's runtime stopped or absent. */

@@ -118,12 +118,15 @@ export class RuntimeLocator {
   async place(req: PlacementRequest): Promise<Target> {
     const { store, clock } = this.deps;
     const now = clock.now();
-    // Counts by index (DESIGN.md §13), never a listing of the live sandboxes.
-    const [workers, counts] = await Promise.all([store.listWorkers(), store.countLiveByWorker(now.toISOString(), req.owner_id)]);
+    const workers = await store.listWorkers();
+    const remote = workers.filter((w) => w.id !== this.deps.workerId && this.answering(w));
+    // Counts by index (DESIGN.md §13), never a listing; and none at all when this node is the only
+    // candidate: its limits are the global ones admission has just applied.
+    const counts = remote.length > 0 ? await store.countLiveByWorker(now.toISOString(), req.owner_id) : { by_worker: {}, by_worker_for_owner: {} };
     const active = new Map(Object.entries(counts.by_worker));
     const mine = new Map(Object.entries(counts.by_worker_for_owner));
     // This node takes part by configuration, not by its registry row (heartbeats may lag a start).
-    const candidates = workers.filter((w) => w.id !== this.deps.workerId && this.answering(w));
+    const candidates = remote;
     if (this.deps.localWorker && !this.localRemoved) candidates.push(this.localRow(now));
     const choice = place(req, {
       workers: candidates,

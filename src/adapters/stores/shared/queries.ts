@@ -22,6 +22,7 @@ export interface SqlQuery {
   params: unknown[];
 }
 
+const KNOWN_STATES = new Set(['running', 'destroyed', 'unhealthy', 'expired', 'error']);
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 const list = (cols: readonly string[]) => cols.join(', ');
 
@@ -103,8 +104,10 @@ export function listSandboxesQuery(filter: SandboxFilter = {}): SqlQuery {
   const where: string[] = [];
   const params: unknown[] = [];
   if (filter.states && filter.states.length > 0) {
-    where.push(`state IN (${marks(filter.states.length)})`);
-    params.push(...filter.states);
+    // Literals, not parameters: a planner can match them to the partial index of listed states
+    // (sandboxes_listed_idx) only when it sees the values. Each is one of the known states.
+    for (const s of filter.states) if (!KNOWN_STATES.has(s)) throw badRequest(`unknown sandbox state ${JSON.stringify(s)}`);
+    where.push(`state IN (${filter.states.map((s) => `'${s}'`).join(', ')})`);
   }
   if (filter.owner_id !== undefined) {
     where.push('owner_id = ?');
@@ -137,8 +140,10 @@ export function listSandboxesQuery(filter: SandboxFilter = {}): SqlQuery {
     }
   }
   if (filter.after !== undefined) {
-    where.push('(created_at > ? OR (created_at = ? AND id > ?))');
-    params.push(filter.after.created_at, filter.after.created_at, filter.after.id);
+    // A row value: both planners seek the (created_at, id) index to the position instead of
+    // scanning from the start as an OR of two comparisons would make them.
+    where.push('(created_at, id) > (?, ?)');
+    params.push(filter.after.created_at, filter.after.id);
   }
   const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
   let limit = '';

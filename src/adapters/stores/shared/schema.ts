@@ -99,10 +99,12 @@ export function initialSchema(t: DialectTypes): string {
 
 /**
  * Version 2 (DESIGN.md §13): indexes that let admission and placement count live sandboxes
- * (state, then the expiry range) in total, per owner and per worker without reading rows.
+ * (state, then the expiry range) in total, per owner and per worker without reading rows, and a
+ * partial index in list order over the listed states, so a page reads about a page of rows.
  */
 export const LIVE_COUNT_INDEXES = `
   CREATE INDEX IF NOT EXISTS sandboxes_live_idx ON sandboxes (state, expires_at);
   CREATE INDEX IF NOT EXISTS sandboxes_owner_live_idx ON sandboxes (owner_id, state, expires_at);
   CREATE INDEX IF NOT EXISTS sandboxes_worker_live_idx ON sandboxes (worker_id, state, expires_at);
+  CREATE INDEX IF NOT EXISTS sandboxes_listed_idx ON sandboxes (created_at, id) WHERE state IN ('running', 'unhealthy', 'error');
 `;

@@ -16,10 +16,14 @@ const UPSERT_LEASE = `INSERT INTO leases (resource_id, holder_id, generation, ex
  * finishes its SQL before yielding; the lease steps run in IMMEDIATE transactions (synchronous,
  * as better-sqlite3 requires), which also serialize against other processes sharing the file.
  */
+/** How often the planner's statistics are refreshed (`PRAGMA optimize`). */
+const OPTIMIZE_EVERY_MS = 60_000;
+
 export class SqliteDriver implements SqlDriver {
   readonly name = 'sqlite';
   private readonly statements = new Map<string, Database.Statement>();
   private closed = false;
+  private optimizer: NodeJS.Timeout | undefined;
 
   constructor(private readonly db: Database.Database) {}
 
@@ -60,11 +64,27 @@ export class SqliteDriver implements SqlDriver {
     if (this.closed) throw unavailable('sqlite store is closed');
     applyMigrations(this.db, () => new Date().toISOString());
     this.runSync(SQL.setMeta, ['schema_version', String(LATEST_VERSION)]);
+    this.optimize();
+    // The planner's statistics follow the data (what PostgreSQL's autovacuum does there): with
+    // them, counts and list pages use the live and listed indexes instead of sorting every row.
+    this.optimizer ??= setInterval(() => this.optimize(), OPTIMIZE_EVERY_MS);
+    this.optimizer.unref();
+  }
+
+  /** `PRAGMA optimize`: re-analyzes the tables whose statistics are stale; cheap when none are. */
+  private optimize(): void {
+    if (this.closed) return;
+    try {
+      this.db.pragma('optimize=0x10002');
+    } catch {
+      // Busy or read-only: the next round tries again.
+    }
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.optimizer) clearInterval(this.optimizer);
     this.statements.clear();
     this.db.close();
   }

@@ -108,3 +108,18 @@ export const UPGRADE_ECHO = [
 ].join('\n');
 
 export const BIG = randomBytes(5 * 1024 * 1024);
+
+/**
+ * Serves `/workspace/www` of a sandbox with busybox httpd on 127.0.0.1:`port` through a streamed
+ * exec of the API at `base`, for as long as the returned controller is not aborted.
+ */
+export function httpdInSandbox(base: string, id: string, port: number, headers: Record<string, string> = {}): AbortController {
+  const stop = new AbortController();
+  void fetch(`${base}/api/v1/sandboxes/${id}/exec`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ command: `exec busybox httpd -f -p 127.0.0.1:${port} -h .`, workdir: '/workspace/www', stream: true }),
+    signal: stop.signal,
+  }).catch(() => undefined);
+  return stop;
+}

@@ -1,22 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
+import { dsnInSchema, POSTGRES_DSN, sql } from '../helpers/postgres.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const DSN = process.env.SBX_TEST_POSTGRES_DSN ?? '';
+const DSN = POSTGRES_DSN;
 const SKIP = DSN ? undefined : 'SBX_TEST_POSTGRES_DSN is not set (scripts/test-postgres-up.sh prints one)';
 const MAX = 2_147_483_647;
 
-async function sql(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: DSN });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
 
 describe.skipIf(SKIP !== undefined)(`integer bounds against PostgreSQL INTEGER columns${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
   const schema = `sbx_test_${randomBytes(6).toString('hex')}`;
@@ -24,7 +15,7 @@ describe.skipIf(SKIP !== undefined)(`integer bounds against PostgreSQL INTEGER c
   beforeAll(async () => {
     await sql(`CREATE SCHEMA "${schema}"`);
     // The control plane has no schema setting; the connection's search_path puts it in a fresh one.
-    const dsn = `${DSN}${DSN.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    const dsn = dsnInSchema(schema);
     srv = await startTestServer({ database: { driver: 'postgres', dsn } });
   });
   afterAll(async () => {

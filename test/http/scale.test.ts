@@ -4,7 +4,6 @@
  * on SQLite always, on PostgreSQL when SBX_TEST_POSTGRES_DSN is set.
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../../src/client/index.js';
 import type { SandboxRecord } from '../../src/core/ports.js';
@@ -12,20 +11,11 @@ import { lsCommand } from '../../src/transports/cli/commands/ls.js';
 import { runCommand } from '../../src/transports/cli/run-command.js';
 import { fakeCli } from '../helpers/cli-context.js';
 import { call } from '../helpers/http.js';
+import { dsnInSchema, POSTGRES_DSN, sql } from '../helpers/postgres.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const DSN = process.env.SBX_TEST_POSTGRES_DSN ?? '';
+const DSN = POSTGRES_DSN;
 const ADMIN = 'scale-admin-key-0123456789';
-
-async function sql(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: DSN });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
 
 /** Live rows straight into the store: a fleet without the cost of running it. */
 async function seed(srv: TestServer, n: number, owner: string | null = null): Promise<void> {
@@ -142,7 +132,7 @@ if (DSN) {
     'postgres',
     async () => {
       await sql(`CREATE SCHEMA "${schema}"`);
-      return { driver: 'postgres', dsn: `${DSN}${DSN.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}` };
+      return { driver: 'postgres', dsn: dsnInSchema(schema) };
     },
     () => sql(`DROP SCHEMA "${schema}" CASCADE`),
   );

@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { AUD_CONTROL_PLANE, AUD_RPC } from '../../src/core/auth/worker-claims.js';
 import { mintWorkerToken } from '../../src/transports/http/worker-auth.js';
 import { call } from '../helpers/http.js';
-import { freePort, hostRequest } from '../helpers/preview.js';
+import { freePort, hostRequest, httpdInSandbox } from '../helpers/preview.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const TOKEN = 'shared-worker-token-0123456789abcdef';
@@ -106,13 +106,7 @@ describe('live preview of a sandbox on a remote worker (DESIGN §9)', () => {
     expect(sb.body.preview_domain).toBe('w1.preview.test');
     expect((await call(cp.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/www/index.html', content: 'remote page' })).status).toBe(200);
     const port = await freePort();
-    const stop = new AbortController();
-    void fetch(`${cp.url}/api/v1/sandboxes/${id}/exec`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ command: `exec busybox httpd -f -p 127.0.0.1:${port} -h .`, workdir: '/workspace/www', stream: true }),
-      signal: stop.signal,
-    }).catch(() => undefined);
+    const stop = httpdInSandbox(cp.url, id, port);
     try {
       let via: Awaited<ReturnType<typeof hostRequest>> | null = null;
       const deadline = Date.now() + 15_000;
@@ -152,13 +146,7 @@ describe('live preview with server.preview_auth on a remote worker', () => {
       expect(sb.body.preview_domain).toBe('w9.preview.test');
       await call(cp2.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/www/index.html', content: 'guarded page' });
       const port = await freePort();
-      const stop = new AbortController();
-      void fetch(`${cp2.url}/api/v1/sandboxes/${id}/exec`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ command: `exec busybox httpd -f -p 127.0.0.1:${port} -h .`, workdir: '/workspace/www', stream: true }),
-        signal: stop.signal,
-      }).catch(() => undefined);
+      const stop = httpdInSandbox(cp2.url, id, port);
       try {
         const host = `${port}-${id}.w9.preview.test`;
         let ok: Awaited<ReturnType<typeof hostRequest>> | null = null;

@@ -4,13 +4,14 @@ import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { Clock, IdSource, Provider, RuntimeStatus, SandboxFilter, SandboxRecord, SandboxStore } from '../ports.js';
+import type { Clock, IdSource, Provider, RuntimeStatus, SandboxRecord, SandboxStore } from '../ports.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
 import type { CoreSettings } from '../settings.js';
 import { ownerVisible, type Caller } from './caller.js';
 import { guardRuntime } from './runtime-guard.js';
 import type { ListPosition } from './cursor.js';
 import { sandboxPages } from './pages.js';
+import { Reaper } from './reaper.js';
 import { createSandbox, expiryFrom } from './spawn.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
 
@@ -57,8 +58,6 @@ export interface SandboxDeps {
 }
 
 const GONE = new Set(['destroyed', 'expired']);
-/** Bound on the reaper's runtime status probe, so one wedged backend cannot stall a pass. */
-const STATUS_TIMEOUT_MS = 10_000;
 /** Bound on a worker's status answer on `GET` (DESIGN.md §7); the cached record is served after it. */
 const REMOTE_STATUS_TIMEOUT_MS = 2_000;
 
@@ -71,6 +70,7 @@ export class SandboxService {
   /** Sandboxes already reported as stranded, so the reaper warns once, not every pass. */
   private readonly warnedStranded = new Set<string>();
   private readonly teardowns: Teardowns;
+  private readonly reaper = new Reaper(this);
 
   constructor(readonly deps: SandboxDeps) {
     this.teardowns = new Teardowns(deps, deps.destroyRetry);
@@ -235,7 +235,7 @@ export class SandboxService {
     const now = this.deps.clock.now().getTime();
     let pruned = 0;
     // Past their TTL, by the expires_at index, page by page (DESIGN.md §13).
-    for await (const rec of this.pages({ states: ['running', 'unhealthy', 'error', 'expired'], expires_by: new Date(now).toISOString() })) {
+    for await (const rec of sandboxPages(this.deps.store, { states: ['running', 'unhealthy', 'error', 'expired'], expires_by: new Date(now).toISOString() })) {
       if (!this.visible(rec, caller)) continue;
       if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
       if (this.stranded(rec)) {
@@ -256,121 +256,18 @@ export class SandboxService {
    * runtime listing per provider, then each suspect is confirmed by its own status. A provider
    * that cannot answer destroys nothing; the next pass tries again. Returns how many were torn down.
    */
-  async reap(): Promise<number> {
-    const now = this.deps.clock.now().getTime();
-    // Page by page: a pass holds at most one page of records however many sandboxes live.
-    const rows = this.pages({ states: ['running', 'unhealthy', 'error', 'expired'], worker_id: this.deps.settings.worker_id });
-    let n = 0;
-    // A provider that did not answer once is not asked again this pass: each try may take the full timeout.
-    const silent = new Set<string>();
-    // Listed after the records were read, so a sandbox that started meanwhile is in the listing.
-    const listings = new Map<string, Promise<Map<string, RuntimeStatus> | null>>();
-    for await (const rec of rows) {
-      if (this.stranded(rec)) {
-        this.warnStranded(rec);
-        continue;
-      }
-      let reason: string;
-      if (rec.state === 'expired' || Date.parse(rec.expires_at) <= now) reason = 'expired';
-      else if (rec.state === 'error' && (await this.runtimeLost(rec, silent))) reason = 'runtime_lost';
-      else if (rec.state === 'running' && (await this.listedGone(rec, listings)) && (await this.markLost(rec, silent))) reason = 'runtime_lost';
-      else continue;
-      try {
-        await this.teardown(rec, reason, false);
-        n++;
-      } catch {
-        // provider down: the record stays and the next pass tries again
-      }
-    }
-    return n + (await this.reapRemote(now));
-  }
-
-  /**
-   * Remote sandboxes past their TTL: their workers tear them down (the lease is released). A
-   * worker that does not answer leaves the record for the next pass.
-   */
-  private async reapRemote(now: number): Promise<number> {
-    let n = 0;
-    // Past their TTL only, by the expires_at index.
-    for await (const rec of this.pages({ states: ['running', 'unhealthy', 'error', 'expired'], expires_by: new Date(now).toISOString() })) {
-      if (this.deps.locator.isLocal(rec)) continue;
-      if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
-      try {
-        await this.teardown(rec, 'expired', false);
-        n++;
-      } catch {
-        // worker unreachable: tried again next pass
-      }
-    }
-    return n;
-  }
-
-  /** Every row matching `filter`, in keyset pages (DESIGN.md §13). */
-  private pages(filter: Omit<SandboxFilter, 'limit' | 'after'>): AsyncGenerator<SandboxRecord> {
-    return sandboxPages(this.deps.store, filter);
-  }
-
-  /** True when the provider's runtime listing shows this sandbox's runtime stopped or absent. */
-  private async listedGone(rec: SandboxRecord, listings: Map<string, Promise<Map<string, RuntimeStatus> | null>>): Promise<boolean> {
-    if (!rec.runtime_id) return false;
-    const provider = this.deps.providers.get(rec.provider);
-    if (!provider.listRuntimes) return false;
-    let listing = listings.get(rec.provider);
-    if (!listing) {
-      listing = provider
-        .listRuntimes(AbortSignal.timeout(STATUS_TIMEOUT_MS))
-        .then((list) => new Map(list.map((r) => [r.runtime_id, r.status])))
-        .catch(() => null); // backend down: nothing is judged this pass
-      listings.set(rec.provider, listing);
-    }
-    const statuses = await listing;
-    return statuses !== null && statuses.get(rec.runtime_id) !== 'running';
-  }
-
-  /**
-   * Confirms with the runtime's own status that it is gone, then moves the running sandbox to
-   * `error`; false when the runtime runs after all or something else moved the sandbox first.
-   */
-  private async markLost(rec: SandboxRecord, silent: Set<string>): Promise<boolean> {
-    const status = await this.runtimeStatus(rec, silent);
-    if (status === null || status === 'running') return false;
-    const current = await this.deps.store.getSandbox(rec.id);
-    if (!current || current.state !== 'running') return false;
-    await this.deps.store.updateSandbox(rec.id, { state: 'error', updated_at: this.deps.clock.now().toISOString() });
-    this.deps.bus.publish({
-      type: 'sandbox.error',
-      sandbox_id: rec.id,
-      owner_id: rec.owner_id ?? undefined,
-      worker_id: rec.worker_id,
-      data: { provider: rec.provider, operation: 'reap', reason: `runtime ${status}` },
-    });
-    return true;
-  }
-
-  /** True only when the provider positively reports the runtime stopped or missing. */
-  private async runtimeLost(rec: SandboxRecord, silent: Set<string>): Promise<boolean> {
-    const status = await this.runtimeStatus(rec, silent);
-    return status !== null && status !== 'running';
-  }
-
-  /** The runtime's status from its provider, or null when the provider cannot answer. */
-  private async runtimeStatus(rec: SandboxRecord, silent: Set<string>): Promise<RuntimeStatus | null> {
-    if (!rec.runtime_id) return 'missing';
-    if (silent.has(rec.provider)) return null;
-    try {
-      return await this.deps.providers.get(rec.provider).status(rec.runtime_id, AbortSignal.timeout(STATUS_TIMEOUT_MS));
-    } catch {
-      silent.add(rec.provider); // the backend is down, not the sandbox
-      return null;
-    }
+  reap(): Promise<number> {
+    return this.reaper.reap();
   }
 
   /** A live sandbox with a runtime on a provider this server does not run: nothing here can reach it. */
-  private stranded(rec: SandboxRecord): boolean {
+  /** @internal the reaper's too. */
+  stranded(rec: SandboxRecord): boolean {
     return this.deps.locator.isLocal(rec) && !GONE.has(rec.state) && rec.runtime_id !== null && !this.deps.providers.has(rec.provider);
   }
 
-  private warnStranded(rec: SandboxRecord): void {
+  /** @internal the reaper's too. */
+  warnStranded(rec: SandboxRecord): void {
     if (this.warnedStranded.has(rec.id)) return;
     this.warnedStranded.add(rec.id);
     this.deps.warn?.(
@@ -380,7 +277,8 @@ export class SandboxService {
   }
 
   /** Tears the runtime down (retried; see Teardowns), then marks the record destroyed and publishes. */
-  private teardown(rec: SandboxRecord, reason: string, retry = true): Promise<void> {
+  /** @internal the reaper's too. */
+  teardown(rec: SandboxRecord, reason: string, retry = true): Promise<void> {
     return this.teardowns.run(rec, reason, { retry });
   }
 

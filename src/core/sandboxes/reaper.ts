@@ -1,0 +1,119 @@
+/**
+ * The reaper's pass (spec 3.1; DESIGN.md §3 "Expiry", §13): sandboxes past their TTL, and runtimes
+ * a provider reports stopped or missing, are torn down; remote sandboxes past their TTL go to their
+ * workers. Rows are read in keyset pages, past-TTL ones by the expires_at index.
+ */
+import type { RuntimeStatus, SandboxRecord } from '../ports.js';
+import { sandboxPages } from './pages.js';
+import type { SandboxService } from './service.js';
+
+/** Bound on the reaper's runtime status probe, so one wedged backend cannot stall a pass. */
+const STATUS_TIMEOUT_MS = 10_000;
+
+export class Reaper {
+  constructor(private readonly s: SandboxService) {}
+
+  async reap(): Promise<number> {
+    const now = this.s.deps.clock.now().getTime();
+    // Page by page: a pass holds at most one page of records however many sandboxes live.
+    const rows = sandboxPages(this.s.deps.store, { states: ['running', 'unhealthy', 'error', 'expired'], worker_id: this.s.deps.settings.worker_id });
+    let n = 0;
+    // A provider that did not answer once is not asked again this pass: each try may take the full timeout.
+    const silent = new Set<string>();
+    // Listed after the records were read, so a sandbox that started meanwhile is in the listing.
+    const listings = new Map<string, Promise<Map<string, RuntimeStatus> | null>>();
+    for await (const rec of rows) {
+      if (this.s.stranded(rec)) {
+        this.s.warnStranded(rec);
+        continue;
+      }
+      let reason: string;
+      if (rec.state === 'expired' || Date.parse(rec.expires_at) <= now) reason = 'expired';
+      else if (rec.state === 'error' && (await this.runtimeLost(rec, silent))) reason = 'runtime_lost';
+      else if (rec.state === 'running' && (await this.listedGone(rec, listings)) && (await this.markLost(rec, silent))) reason = 'runtime_lost';
+      else continue;
+      try {
+        await this.s.teardown(rec, reason, false);
+        n++;
+      } catch {
+        // provider down: the record stays and the next pass tries again
+      }
+    }
+    return n + (await this.reapRemote(now));
+  }
+
+  /**
+   * Remote sandboxes past their TTL: their workers tear them down (the lease is released). A
+   * worker that does not answer leaves the record for the next pass.
+   */
+  private async reapRemote(now: number): Promise<number> {
+    let n = 0;
+    // Past their TTL only, by the expires_at index.
+    for await (const rec of sandboxPages(this.s.deps.store, { states: ['running', 'unhealthy', 'error', 'expired'], expires_by: new Date(now).toISOString() })) {
+      if (this.s.deps.locator.isLocal(rec)) continue;
+      if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
+      try {
+        await this.s.teardown(rec, 'expired', false);
+        n++;
+      } catch {
+        // worker unreachable: tried again next pass
+      }
+    }
+    return n;
+  }
+
+  /** True when the provider's runtime listing shows this sandbox's runtime stopped or absent. */
+  private async listedGone(rec: SandboxRecord, listings: Map<string, Promise<Map<string, RuntimeStatus> | null>>): Promise<boolean> {
+    if (!rec.runtime_id) return false;
+    const provider = this.s.deps.providers.get(rec.provider);
+    if (!provider.listRuntimes) return false;
+    let listing = listings.get(rec.provider);
+    if (!listing) {
+      listing = provider
+        .listRuntimes(AbortSignal.timeout(STATUS_TIMEOUT_MS))
+        .then((list) => new Map(list.map((r) => [r.runtime_id, r.status])))
+        .catch(() => null); // backend down: nothing is judged this pass
+      listings.set(rec.provider, listing);
+    }
+    const statuses = await listing;
+    return statuses !== null && statuses.get(rec.runtime_id) !== 'running';
+  }
+
+  /**
+   * Confirms with the runtime's own status that it is gone, then moves the running sandbox to
+   * `error`; false when the runtime runs after all or something else moved the sandbox first.
+   */
+  private async markLost(rec: SandboxRecord, silent: Set<string>): Promise<boolean> {
+    const status = await this.runtimeStatus(rec, silent);
+    if (status === null || status === 'running') return false;
+    const current = await this.s.deps.store.getSandbox(rec.id);
+    if (!current || current.state !== 'running') return false;
+    await this.s.deps.store.updateSandbox(rec.id, { state: 'error', updated_at: this.s.deps.clock.now().toISOString() });
+    this.s.deps.bus.publish({
+      type: 'sandbox.error',
+      sandbox_id: rec.id,
+      owner_id: rec.owner_id ?? undefined,
+      worker_id: rec.worker_id,
+      data: { provider: rec.provider, operation: 'reap', reason: `runtime ${status}` },
+    });
+    return true;
+  }
+
+  /** True only when the provider positively reports the runtime stopped or missing. */
+  private async runtimeLost(rec: SandboxRecord, silent: Set<string>): Promise<boolean> {
+    const status = await this.runtimeStatus(rec, silent);
+    return status !== null && status !== 'running';
+  }
+
+  /** The runtime's status from its provider, or null when the provider cannot answer. */
+  private async runtimeStatus(rec: SandboxRecord, silent: Set<string>): Promise<RuntimeStatus | null> {
+    if (!rec.runtime_id) return 'missing';
+    if (silent.has(rec.provider)) return null;
+    try {
+      return await this.s.deps.providers.get(rec.provider).status(rec.runtime_id, AbortSignal.timeout(STATUS_TIMEOUT_MS));
+    } catch {
+      silent.add(rec.provider); // the backend is down, not the sandbox
+      return null;
+    }
+  }
+}

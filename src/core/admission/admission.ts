@@ -1,7 +1,7 @@
 import { formatDuration } from '../duration.js';
 import { SbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, QuotaStore, SandboxRecord, SandboxStore } from '../ports.js';
+import type { Clock, QuotaStore, SandboxStore } from '../ports.js';
 import type { CoreSettings } from '../settings.js';
 import { SpawnQueue, type Waiter } from './queue.js';
 import { limitsSnapshot, QueueCounters, schedulerStats, type LimitsSnapshot, type PlacementFigures, type SchedulerStats } from './stats.js';
@@ -58,10 +58,6 @@ const UNCOUNTED: ActiveSnapshot = { total: 0, byOwner: new Map(), nextExpiryMs: 
 const WAKE_EVENTS = new Set(['sandbox.destroyed', 'sandbox.error', 'quota.saved', 'quota.deleted']);
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** A sandbox counts against limits while it is running or unhealthy and not past its TTL. */
-export function isActive(rec: SandboxRecord, now: Date): boolean {
-  return (rec.state === 'running' || rec.state === 'unhealthy') && Date.parse(rec.expires_at) > now.getTime();
-}
 
 /**
  * Spawn admission (spec 2.7, 3.4): one decision function for spawn, template spawn and the preflight

@@ -8,6 +8,7 @@
  * workspace and, with the last one, the runtime.
  */
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
+import { bytesOnce } from '../sandboxes/files.js';
 import type { ConsoleLog, ExecEvent, Provider, RuntimeInfo, RuntimeStatus, SandboxStore, SpawnResult, SpawnSpec, WorkspaceOps } from '../ports.js';
 
 export interface PoolSettings {
@@ -269,12 +270,12 @@ export class PoolProvider implements Provider {
     if (!parsePoolId(id)) {
       if (this.base.openFile) return this.base.openFile(id, path, signal, maxBytes);
       const data = await this.base.readFile(id, path, signal, maxBytes);
-      return { size: data.byteLength, body: once(data) };
+      return { size: data.byteLength, body: bytesOnce(data) };
     }
     const ws = await this.live(id);
     if (ws.openFile) return ws.openFile(path, signal, maxBytes);
     const data = await ws.readFile(path, signal, maxBytes);
-    return { size: data.byteLength, body: once(data) };
+    return { size: data.byteLength, body: bytesOnce(data) };
   };
   deleteFile = async (id: string, path: string, recursive: boolean, signal?: AbortSignal) =>
     parsePoolId(id) ? (await this.live(id)).deleteFile(path, recursive, signal) : this.base.deleteFile(id, path, recursive, signal);
@@ -307,8 +308,4 @@ export class PoolProvider implements Provider {
 function freeSlot(slots: Map<number, string>, perVm: number): number {
   for (let i = 0; i < perVm; i++) if (!slots.has(i)) return i;
   throw badRequest('no free slot');
-}
-
-async function* once(data: Uint8Array): AsyncIterable<Uint8Array> {
-  yield data;
 }

@@ -3,7 +3,8 @@
  * preview token, and the preview domain a sandbox object shows. The proxying itself is the
  * transport's (transports/preview); this decides only what may be reached and where it is.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { safeEqual } from '../auth/worker-credentials.js';
 import { badRequest, notFound, SbxError } from '../errors.js';
 import type { PreviewUpstream, SandboxRecord, WorkerStore } from '../ports.js';
 import { ownerVisible, type Caller } from './caller.js';
@@ -43,10 +44,7 @@ export class PreviewService {
 
   /** Constant-time check of a visitor's token. */
   tokenMatches(sandboxId: string, given: string | undefined): boolean {
-    if (!given) return false;
-    const want = Buffer.from(this.token(sandboxId));
-    const got = Buffer.from(given);
-    return got.length === want.length && timingSafeEqual(got, want);
+    return given !== undefined && safeEqual(given, this.token(sandboxId));
   }
 
   /** The token for the sandbox object: only with `preview_auth`, only to its owner or an admin. */

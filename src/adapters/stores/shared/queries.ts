@@ -70,7 +70,7 @@ export const SQL = {
   pruneAudit: 'DELETE FROM admin_audit WHERE created_at < ?',
 } as const;
 
-/** Live = counted against limits (core/admission isActive): running or unhealthy, expiry ahead. */
+/** Live = counted against limits (spec 2.7): running or unhealthy, expiry ahead. */
 const LIVE = "state IN ('running', 'unhealthy') AND expires_at > ?";
 
 /** Live sandboxes in total and the earliest expiry among them (DESIGN.md §13): index-only. */

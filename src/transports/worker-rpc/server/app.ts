@@ -5,7 +5,6 @@
  * chunk; `GET /rpc/exec/ws` is the interactive exec. Credentials are checked before anything is
  * read; errors never carry backend text.
  */
-import { timingSafeEqual } from 'node:crypto';
 import { Readable } from 'node:stream';
 import websocket from '@fastify/websocket';
 import type { TSchema } from '@sinclair/typebox';
@@ -21,6 +20,7 @@ import { execFrames, type ExecFrame } from '../../exec-framing.js';
 import { serveExecSocket } from '../../exec-socket.js';
 import { newPreviewStats } from '../../preview/proxy.js';
 import { PreviewRouter } from '../../preview/router.js';
+import { safeEqual } from '../../../core/auth/worker-credentials.js';
 import { authenticateRpc, requireScope } from './auth.js';
 import type { RpcServerDeps } from './deps.js';
 import { runOnRuntime } from './exec.js';
@@ -166,13 +166,7 @@ function previewRouter(deps: RpcServerDeps): PreviewRouter {
     // Its own preview host checks the token the control plane sent with the spawn (preview_auth).
     token: {
       required: (id) => Boolean(deps.state.getRuntime(id)?.preview_token),
-      matches: (id, given) => {
-        const want = deps.state.getRuntime(id)?.preview_token;
-        if (!want || !given) return false;
-        const a = Buffer.from(want);
-        const b = Buffer.from(given);
-        return a.length === b.length && timingSafeEqual(a, b);
-      },
+      matches: (id, given) => given !== undefined && safeEqual(given, deps.state.getRuntime(id)?.preview_token ?? ''),
     },
     stats: deps.previewStats ?? newPreviewStats(),
   });

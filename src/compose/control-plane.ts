@@ -37,6 +37,7 @@ import { previewOnlyServer } from '../transports/http/preview.js';
 import { newPreviewStats } from '../transports/preview/proxy.js';
 import { buildProviders } from './providers.js';
 import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from './settings.js';
+import { startReplication, type Replication } from './replicas.js';
 import { openStore } from './store.js';
 
 export interface ControlPlaneOptions {
@@ -62,7 +63,6 @@ export interface ControlPlane {
   close(): Promise<void>;
 }
 
-const REAP_EVERY_MS = 10_000;
 const HEARTBEAT_EVERY_MS = 30_000;
 const RECONCILE_EVERY_MS = 30_000;
 export const LOCAL_WORKER_CAPABILITIES = ['api', 'single_node', 'spawn', 'exec', 'files'];
@@ -74,6 +74,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
   const ids = opts.ids ?? randomIds;
   const store: Store = await openStore(config, opts.home ?? homedir());
   const timers: NodeJS.Timeout[] = [];
+  let replication: Replication | undefined;
   try {
     await store.migrate();
     // Claimed, not read-then-written: replicas starting at once on a fresh store agree on one value.
@@ -86,6 +87,9 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const previewSecret = (await store.getMeta('preview_secret')) || (await store.claimMeta('preview_secret', randomBytes(32).toString('hex')));
 
     const bus = new EventBus(clock);
+    // Before anything publishes: with replicas, every event goes through the shared journal.
+    replication = await startReplication({ config, store, bus, clock, ids, logger });
+    const { replicas } = replication;
     // A pure control plane runs no provider itself: its sandboxes all live on workers.
     const built = config.server.local_worker === false ? { providers: [], defaultName: config.providers.default } : await buildProviders(config, installationId, bus, logger);
     const providers = new ProviderRegistry(clock, built.defaultName);
@@ -108,7 +112,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     // Every provider call is timed and counted for diagnostics `operations` and the Prometheus histograms.
     for (const p of built.providers) providers.register(instrumentProvider(pool && p.name === pool.name ? pool : p, operations));
 
-    const admission = new Admission(store, settings, clock, bus);
+    const admission = new Admission(store, settings, clock, bus, replication.admission);
     const warn = (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg);
     const auth = authSettings(config);
     const remote = await createRemote(config, auth, logger);
@@ -147,6 +151,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       operations,
       secrets: secretValues(config),
       pool,
+      replicas,
+      journal: replication.feed,
       listCursorSecret: cursorSecret,
       preview: {
         service: preview,
@@ -190,7 +196,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         reconciling = false;
       }
     };
-    if (opts.reconcile !== false) await reconcileWorkers();
+    // One process alone reconciles before it answers; replicas leave it to the reconcile leader.
+    if (opts.reconcile !== false && !replicas.shared) await reconcileWorkers();
 
     // Fastify's own info lines ("Server listening at …") would repeat what `serve` logs once; what
     // the HTTP layer itself logs is warn and above.
@@ -198,19 +205,29 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const httpLevel = (values[logger.level] ?? 0) > (values.warn ?? 40) ? logger.level : 'warn';
     const app = await buildApp(deps, { logger: logger.child({}, { level: httpLevel }), derivedOwnerKey: Buffer.from(ownerKey, 'hex') });
 
+    // Leader tasks (DESIGN §7): on one replica at a time; alone, this process leads them all.
+    const reaperEveryMs = replication.reaperEveryMs;
+    replicas.addTask({
+      name: 'reaper',
+      everyMs: reaperEveryMs,
+      run: async (signal) => {
+        // This node's own sandboxes are reaped below when replicas share the store.
+        await sandboxes.reap({ local: !replicas.shared, remote: true, signal });
+        await replication?.pruneJournal();
+      },
+    });
+    if (opts.reconcile !== false) replicas.addTask({ name: 'reconcile', everyMs: RECONCILE_EVERY_MS, run: () => reconcileWorkers() });
     let reaping = false;
-    timers.push(
-      setInterval(() => {
-        if (reaping) return;
-        reaping = true;
-        sandboxes
-          .reap()
-          .catch((err: unknown) => logger.warn({ err: String(err) }, 'reaper pass failed'))
-          .finally(() => (reaping = false));
-      }, REAP_EVERY_MS),
-      setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS),
-      setInterval(() => void reconcileWorkers(), RECONCILE_EVERY_MS),
-    );
+    const reapLocal = () => {
+      if (reaping) return;
+      reaping = true;
+      sandboxes
+        .reap({ local: true, remote: false })
+        .catch((err: unknown) => logger.warn({ err: String(err) }, 'reaper pass failed'))
+        .finally(() => (reaping = false));
+    };
+    if (replicas.shared && localWorker) timers.push(setInterval(reapLocal, reaperEveryMs));
+    timers.push(setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS));
     for (const t of timers) t.unref();
     const auditPruner = startAuditPruner(store, clock, deps.auth.audit_retention_ms, (err) => logger.warn({ err: String(err) }, 'admin audit pruning failed'));
     if (auditPruner) timers.push(auditPruner);
@@ -254,11 +271,13 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         }
         await providers.close();
         await remote?.close?.();
+        await replication?.close();
         await store.close();
       },
     };
   } catch (err) {
     for (const t of timers) clearInterval(t);
+    await replication?.close().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw err;
   }

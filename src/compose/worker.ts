@@ -89,7 +89,13 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
   const w = config.worker;
   const id = (w.id ?? '').trim() || hostname();
   if (!w.control_plane_url) throw new Error('worker.control_plane_url is required (--control-plane URL)');
-  const controlPlane = w.control_plane_url.replace(/\/+$/, '');
+  // Several URLs (comma-separated): replicas of one control plane, tried in turn (DESIGN §7).
+  const controlPlanes = w.control_plane_url.split(',').map((u) => u.trim().replace(/\/+$/, '')).filter((u) => u !== '');
+  for (const u of controlPlanes) {
+    if (!/^https?:\/\/[^\s/]+/.test(u)) throw new Error(`worker.control_plane_url: ${JSON.stringify(u)} is not an http(s) URL`);
+  }
+  const controlPlane = controlPlanes.join(',');
+  let current = 0;
   const intervalMs = Math.max(MIN_INTERVAL_MS, parseDuration(w.heartbeat_interval, 'worker.heartbeat_interval'));
   const credentials = credentialsFrom(config);
   const creds0 = credentials();
@@ -141,20 +147,26 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
     const heartbeat = async (status?: string) => {
       const c = credentials();
       const token = c.tokens[id] || (c.signing_keys[0] ? mintWorkerToken(c.signing_keys[0], { worker_id: id, aud: AUD_CONTROL_PLANE, scopes: [...WORKER_SCOPES] }, { now: clock.now() }) : c.shared_token);
-      const client = new Client({ url: controlPlane, worker: { id, token } });
-      try {
-        const capacity: Record<string, unknown> = { max_sandboxes: config.defaults.max_sandboxes, max_sandboxes_per_owner: config.defaults.max_sandboxes_per_owner };
-        if (rpcUrl) capacity.rpc_url = rpcUrl;
-        if (w.preview_domain) capacity.preview_domain = w.preview_domain;
-        await client.worker.heartbeat(
-          { hostname: hostname(), status: status ?? (draining ? 'draining' : 'online'), providers: await healthy(), capabilities: CAPABILITIES, capacity },
-          { signal: AbortSignal.timeout(10_000) },
-        );
-      } catch (err) {
-        throw new Error(`heartbeat to ${controlPlane} failed: ${(err as Error).message}`);
-      } finally {
-        await client.close();
+      const capacity: Record<string, unknown> = { max_sandboxes: config.defaults.max_sandboxes, max_sandboxes_per_owner: config.defaults.max_sandboxes_per_owner };
+      if (rpcUrl) capacity.rpc_url = rpcUrl;
+      if (w.preview_domain) capacity.preview_domain = w.preview_domain;
+      const body = { hostname: hostname(), status: status ?? (draining ? 'draining' : 'online'), providers: await healthy(), capabilities: CAPABILITIES, capacity };
+      const failures: string[] = [];
+      // The control plane that answered last first; the others in turn when it does not.
+      for (let i = 0; i < controlPlanes.length; i++) {
+        const at = (current + i) % controlPlanes.length;
+        const client = new Client({ url: controlPlanes[at]!, worker: { id, token } });
+        try {
+          await client.worker.heartbeat(body, { signal: AbortSignal.timeout(10_000) });
+          current = at;
+          return;
+        } catch (err) {
+          failures.push(`${controlPlanes[at]}: ${(err as Error).message}`);
+        } finally {
+          await client.close();
+        }
       }
+      throw new Error(`heartbeat failed: ${failures.join('; ')}`);
     };
 
     let timer: NodeJS.Timeout | undefined;

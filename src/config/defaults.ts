@@ -13,6 +13,9 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     body_limit_mb: 64,
     max_inflight_mb: 256,
     local_worker: true,
+    replica_id: '',
+    reaper_interval: '10s',
+    leader_ttl: '15s',
   },
   defaults: {
     ttl: '30m',

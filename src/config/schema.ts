@@ -60,6 +60,9 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     body_limit_mb: num(),
     max_inflight_mb: num(),
     local_worker: bool(),
+    replica_id: str(),
+    reaper_interval: dur(true),
+    leader_ttl: dur(true),
   }),
   defaults: g({
     ttl: dur(true),

@@ -25,6 +25,12 @@ export interface ServerConfig {
   max_inflight_mb: number;
   /** This node runs sandboxes itself (placement may choose it); false = a pure control plane (DESIGN §7). */
   local_worker: boolean;
+  /** This replica's id among replicas on one database (DESIGN §7); empty = hostname:port. */
+  replica_id: string;
+  /** How often the reaper passes. */
+  reaper_interval: string;
+  /** TTL of the replica and leader leases: a dead leader's tasks move within about this long. */
+  leader_ttl: string;
 }
 
 export interface DefaultsConfig {

@@ -112,6 +112,18 @@ export const Diagnostics = Type.Object(
       },
       { description: 'sbx extension: live preview (DESIGN §9) and its proxied traffic' },
     ),
+    replica: Type.Object(
+      {
+        id: Type.String({ description: 'server.replica_id, or hostname:port' }),
+        shared: Type.Boolean({ description: 'true when replicas share the store (PostgreSQL)' }),
+        live: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'replicas whose lease is live; null while the store cannot say' }),
+        journal: Type.Optional(Type.Object({ cursor: Type.Integer(), outbox: Type.Integer(), dropped: Type.Integer() }, { description: 'the shared event journal: last id read, events waiting to be written, events dropped from a full outbox' })),
+      },
+      { description: 'sbx extension: this replica (DESIGN §7 "Replicas")' },
+    ),
+    leaders: Type.Union([Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()])), Type.Null()], {
+      description: 'sbx extension: the replica holding each leader task (reaper, reconcile, warm); null while the store cannot say',
+    }),
     remediation: Type.Record(Type.String(), Type.String()),
     redactions: Type.Array(Type.String()),
   },

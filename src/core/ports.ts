@@ -4,6 +4,8 @@
  * deadline and a remote worker look the same to core.
  */
 
+import type { SharedState } from './replica-port.js';
+
 // ---------------------------------------------------------------- time and ids
 
 /**
@@ -154,6 +156,8 @@ export type LeaseResult =
 /** Opening, migrating and closing a store (Store.driver names the SQL dialect). */
 export interface StoreLifecycle {
   readonly driver: string;
+  /** State that replicas share (admission slots, event journal); absent on a one-process store. */
+  readonly shared?: SharedState;
   /** Applies pending versioned migrations. Idempotent. */
   migrate(): Promise<void>;
   close(): Promise<void>;
@@ -276,3 +280,4 @@ export type Store = StoreLifecycle &
 // ---------------------------------------------------------------- provider (provider-port.ts)
 
 export * from './provider-port.js';
+export * from './replica-port.js';

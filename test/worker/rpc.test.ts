@@ -318,7 +318,7 @@ describe('sbx worker --once', () => {
     const bad = fakeCli({ url: cp.url, home: dir });
     (bad.ctx as { env: Record<string, string> }).env = env;
     expect(await runCommand(workerCommand, bad.ctx, { once: true, controlPlane: 'http://127.0.0.1:9', id: 'w-once' })).toBe(1);
-    expect(bad.stderr()).toMatch(/^sbx: heartbeat to http:\/\/127\.0\.0\.1:9 failed: .*\n$/);
+    expect(bad.stderr()).toMatch(/^sbx: heartbeat failed: http:\/\/127\.0\.0\.1:9: .*\n$/);
     expect(bad.stderr().split('\n').filter(Boolean)).toHaveLength(1);
     await ok.close();
     await bad.close();

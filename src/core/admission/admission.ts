@@ -1,8 +1,9 @@
 import { formatDuration } from '../duration.js';
 import { SbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, QuotaStore, SandboxStore } from '../ports.js';
+import type { Clock, QuotaStore, SandboxStore, SlotLedgerPort } from '../ports.js';
 import type { CoreSettings } from '../settings.js';
+import { LocalLedger, SharedLedger, type AdmissionTicket, type Counts, type Ledger } from './ledger.js';
 import { SpawnQueue, type Waiter } from './queue.js';
 import { limitsSnapshot, QueueCounters, schedulerStats, type LimitsSnapshot, type PlacementFigures, type SchedulerStats } from './stats.js';
 
@@ -23,16 +24,7 @@ export interface AdmissionDecision {
   max_ttl: string;
 }
 
-/** A granted slot: counted as active until released (after the sandbox is stored, or on failure). */
-export interface AdmissionTicket {
-  /**
-   * Stores the sandbox and hands the slot over to its row in one serialized step: no decision
-   * ever sees both the row and the pending slot (which would under-admit) or neither (over-admit).
-   */
-  commit<T>(store: () => Promise<T>): Promise<T>;
-  /** Gives the slot back (a failed spawn); a no-op once committed. */
-  release(): void;
-}
+export type { AdmissionTicket } from './ledger.js';
 
 /** Effective limits for one owner: a quota overrides the global defaults (0 = inherit). */
 export interface EffectiveLimits {
@@ -43,20 +35,21 @@ export interface EffectiveLimits {
   quota_configured: boolean;
 }
 
-/** Active sandboxes as the store has them, counted once per evaluation round. */
-interface ActiveSnapshot {
-  total: number;
-  byOwner: Map<string, number>;
-  /** Earliest expires_at (ms) among them: the moment capacity opens by itself. */
-  nextExpiryMs: number | null;
-}
+/** The counts of a decision no limit applies to (nothing was counted). */
+const UNCOUNTED: Counts = { total: 0, byOwner: new Map(), nextExpiryMs: null };
 
-/** The snapshot of a decision no limit applies to (nothing was counted). */
-const UNCOUNTED: ActiveSnapshot = { total: 0, byOwner: new Map(), nextExpiryMs: null };
+/** Admission across replicas: the shared slot ledger, this replica's id and slot ids. */
+export interface SharedAdmission {
+  slots: SlotLedgerPort;
+  replicaId: string;
+  slotId: () => string;
+}
 
 /** Events after which a queued spawn may fit. */
 const WAKE_EVENTS = new Set(['sandbox.destroyed', 'sandbox.error', 'quota.saved', 'quota.deleted']);
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** With replicas, how often a non-empty queue looks again even without a wake. */
+const SHARED_RECHECK_MS = 1_000;
 
 
 /**
@@ -67,8 +60,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export class Admission {
   private chain: Promise<unknown> = Promise.resolve();
-  private pending = new Map<string, number>();
-  private pendingTotal = 0;
+  private readonly ledger: Ledger;
   private readonly queue: SpawnQueue<AdmissionRequest, AdmissionTicket>;
   private readonly counters = new QueueCounters();
   private pumpScheduled = false;
@@ -81,7 +73,12 @@ export class Admission {
     private readonly settings: CoreSettings,
     private readonly clock: Clock,
     private readonly bus?: EventBus,
+    shared?: SharedAdmission,
   ) {
+    const wake = () => this.wake();
+    this.ledger = shared
+      ? new SharedLedger(shared.slots, clock, shared.replicaId, shared.slotId, wake)
+      : new LocalLedger(store, clock, (fn) => this.serialize(fn), wake);
     this.queue = new SpawnQueue(() => settings.defaults.spawn_queue_timeout_ms, () => clock.now().getTime());
     this.unsubscribe = bus?.subscribe((e) => {
       if (WAKE_EVENTS.has(e.type)) this.wake();
@@ -102,14 +99,14 @@ export class Admission {
 
   /** Active sandboxes in total and for one owner, including granted slots not yet stored. */
   async countActive(ownerId: string | null): Promise<{ total: number; owner: number }> {
-    const snap = await this.snapshot([ownerId]);
-    return { total: snap.total + this.pendingTotal, owner: this.ownerCount(snap, ownerId) };
+    const c = await this.ledger.count([ownerId]);
+    return { total: c.total, owner: ownerId ? (c.byOwner.get(ownerId) ?? 0) : 0 };
   }
 
   /** Evaluates the request without reserving anything (preflight). */
   async decide(req: AdmissionRequest): Promise<AdmissionDecision> {
     const limits = await this.limitsFor(req.owner_id);
-    return this.evaluate(req, limits, await this.snapshot([req.owner_id]));
+    return this.evaluate(req, limits, await this.ledger.count([req.owner_id]));
   }
 
   /**
@@ -124,15 +121,17 @@ export class Admission {
       const limits = await this.limitsFor(req.owner_id);
       // Counted only when a limit can use the count: with no cap the decision needs none.
       const capped = limits.max_sandboxes > 0 || (req.owner_id !== null && limits.max_owner_sandboxes > 0) || (limits.max_ttl_ms > 0 && req.ttl_ms > limits.max_ttl_ms);
-      const snap = capped ? await this.snapshot([req.owner_id]) : UNCOUNTED;
-      const decision = this.evaluate(req, limits, snap);
-      if (decision.allowed) return { ticket: this.reserve(req.owner_id) };
+      const { counts, ticket } = capped
+        ? await this.ledger.tryReserve(req.owner_id, [req.owner_id], (c) => this.evaluate(req, limits, c).allowed)
+        : { counts: UNCOUNTED, ticket: this.ledger.grant(req.owner_id) };
+      if (ticket) return { ticket };
+      const decision = this.evaluate(req, limits, counts);
       if (!decision.queueable) {
         this.publishLimit(decision.reason ?? 'limit', req.owner_id, { decision, action: 'rejected' });
         throw denial(decision);
       }
       const wait = this.enqueue(req, decision, signal);
-      this.armExpiryTimer(snap);
+      this.armExpiryTimer(counts);
       return { wait };
     });
     return 'ticket' in step ? step.ticket : step.wait;
@@ -175,25 +174,10 @@ export class Admission {
     return run;
   }
 
-  /**
-   * Live counts from the store's indexes (DESIGN.md §13): the total, the earliest expiry and the
-   * owners asked for — never a listing, so the cost does not grow with the live sandboxes.
-   */
-  private async snapshot(owners: ReadonlyArray<string | null> = []): Promise<ActiveSnapshot> {
-    const named = owners.filter((o): o is string => typeof o === 'string' && o !== '');
-    const c = await this.store.countLive(this.clock.now().toISOString(), named);
-    return { total: c.total, byOwner: new Map(Object.entries(c.by_owner)), nextExpiryMs: c.next_expiry === null ? null : Date.parse(c.next_expiry) };
-  }
-
-  private ownerCount(snap: ActiveSnapshot, ownerId: string | null): number {
-    if (!ownerId) return 0;
-    return (snap.byOwner.get(ownerId) ?? 0) + (this.pending.get(ownerId) ?? 0);
-  }
-
-  /** The decision rule. Reads live pending counts, so slots reserved earlier in a round count. */
-  private evaluate(req: AdmissionRequest, limits: EffectiveLimits, snap: ActiveSnapshot): AdmissionDecision {
-    const total = snap.total + this.pendingTotal;
-    const owner = this.ownerCount(snap, req.owner_id);
+  /** The decision rule, on counts that include granted slots. */
+  private evaluate(req: AdmissionRequest, limits: EffectiveLimits, counts: Counts): AdmissionDecision {
+    const total = counts.total;
+    const owner = req.owner_id ? (counts.byOwner.get(req.owner_id) ?? 0) : 0;
     const base = {
       active_sandboxes: total,
       max_sandboxes: limits.max_sandboxes,
@@ -212,37 +196,6 @@ export class Admission {
       return { allowed: false, queueable: queueMode, reason: 'max_sandboxes_per_owner', ...base };
     }
     return { allowed: true, queueable: false, ...base };
-  }
-
-  private reserve(ownerId: string | null): AdmissionTicket {
-    this.pendingTotal++;
-    if (ownerId) this.pending.set(ownerId, (this.pending.get(ownerId) ?? 0) + 1);
-    let released = false;
-    const drop = () => {
-      this.pendingTotal--;
-      if (ownerId) {
-        const n = (this.pending.get(ownerId) ?? 1) - 1;
-        if (n <= 0) this.pending.delete(ownerId);
-        else this.pending.set(ownerId, n);
-      }
-    };
-    return {
-      commit: <T>(store: () => Promise<T>): Promise<T> =>
-        this.serialize(async () => {
-          const out = await store();
-          if (!released) {
-            released = true;
-            drop();
-          }
-          return out;
-        }),
-      release: () => {
-        if (released) return;
-        released = true;
-        // In the serialized section, like every decision: never between a count and its decision.
-        void this.serialize(async () => drop()).finally(() => this.wake());
-      },
-    };
   }
 
   /** Called inside the serialized section: queues the spawn or fails at once when the queue is full. */
@@ -284,8 +237,8 @@ export class Admission {
   /** Admits queued spawns that now fit, oldest first. Runs inside the serialized section. */
   private async pumpLocked(): Promise<void> {
     if (this.queue.depth === 0) return;
+    let last: Counts | null = null;
     try {
-      const snap = await this.snapshot(this.queue.list().map((w) => w.req.owner_id));
       const limits = new Map<string | null, EffectiveLimits>();
       for (const w of this.queue.list()) {
         if (w.settled) continue;
@@ -296,11 +249,16 @@ export class Admission {
           limits.set(owner, l);
         }
         if (w.settled) continue; // timed out or cancelled while the quota was read
-        const d = this.evaluate(w.req, l, snap);
-        if (d.allowed) {
-          this.dequeue(w);
+        const lim = l;
+        // Each waiter counts and reserves on its own: another replica may admit in between.
+        const { counts, ticket } = await this.ledger.tryReserve(owner, [owner], (c) => this.evaluate(w.req, lim, c).allowed);
+        last = counts;
+        if (ticket) {
+          if (w.settled) ticket.release(); // timed out or cancelled meanwhile
+          else this.dequeue(w, ticket);
           continue;
         }
+        const d = this.evaluate(w.req, lim, counts);
         if (!d.queueable) {
           // A quota change lowered the TTL limit below this request: it can never fit now.
           this.publishLimit(d.reason ?? 'limit', owner, { decision: d, action: 'rejected' });
@@ -310,15 +268,14 @@ export class Admission {
         // Nobody behind a global-capacity denial fits either; an owner-limit denial blocks only that owner.
         if (d.reason === 'max_sandboxes') break;
       }
-      this.armExpiryTimer(snap);
     } catch {
       // Store trouble: waiters stay queued; the next wake or their timeout settles them.
     }
+    this.armExpiryTimer(last);
   }
 
-  private dequeue(w: Waiter<AdmissionRequest, AdmissionTicket>): void {
+  private dequeue(w: Waiter<AdmissionRequest, AdmissionTicket>, ticket: AdmissionTicket): void {
     const waited = this.waitedMs(w);
-    const ticket = this.reserve(w.req.owner_id);
     w.admit(ticket);
     this.counters.dequeued++;
     this.counters.recordWait(waited);
@@ -326,11 +283,18 @@ export class Admission {
   }
 
   /** Expiry frees capacity without any event: wake when the earliest active sandbox expires. */
-  private armExpiryTimer(snap: ActiveSnapshot): void {
+  private armExpiryTimer(snap: Counts | null): void {
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.expiryTimer = undefined;
-    if (this.closed || this.queue.depth === 0 || snap.nextExpiryMs === null) return;
-    const delay = Math.min(MAX_TIMER_MS, Math.max(0, snap.nextExpiryMs - this.clock.now().getTime()) + 5);
+    if (this.closed || this.queue.depth === 0) return;
+    // With replicas, capacity also opens on another replica without an event here: look again soon.
+    if (!snap || snap.nextExpiryMs === null) {
+      if (this.ledger instanceof SharedLedger) this.expiryTimer = setTimeout(() => this.wake(), SHARED_RECHECK_MS);
+      this.expiryTimer?.unref?.();
+      return;
+    }
+    let delay = Math.min(MAX_TIMER_MS, Math.max(0, snap.nextExpiryMs - this.clock.now().getTime()) + 5);
+    if (this.ledger instanceof SharedLedger) delay = Math.min(delay, SHARED_RECHECK_MS);
     this.expiryTimer = setTimeout(() => this.wake(), delay);
     this.expiryTimer.unref?.();
   }

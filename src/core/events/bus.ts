@@ -9,23 +9,47 @@ export interface EventFilter {
   sandbox_id?: string;
 }
 
+/** Where published events go instead of straight to listeners (a shared journal, DESIGN §7). */
+export type EventSink = (timestamp: string, input: EventInput) => void;
+
 /**
  * In-process publish/subscribe with a bounded history. Publishing never blocks: listeners are
  * called synchronously and must only enqueue (the SSE transport keeps its own bounded buffer).
+ * With a sink (replicas on one database), a published event is journalled first and reaches the
+ * listeners of every replica, this one included, through `deliver` in journal order.
  */
 export class EventBus {
   private readonly history: SbxEvent[] = [];
   private readonly listeners = new Set<EventListener>();
   private nextId = 1;
   private total = 0;
+  private sink: EventSink | null = null;
 
   constructor(
     private readonly clock: Clock,
     readonly historySize = 1000,
   ) {}
 
-  publish(input: EventInput): SbxEvent {
-    const event = shape(this.nextId++, this.clock.now().toISOString(), input);
+  publish(input: EventInput): void {
+    const timestamp = this.clock.now().toISOString();
+    if (this.sink) this.sink(timestamp, input);
+    else this.deliver(shapeEvent(this.nextId, timestamp, input));
+  }
+
+  /** Routes later publishes to `sink` (null: back to direct delivery). */
+  setSink(sink: EventSink | null): void {
+    this.sink = sink;
+  }
+
+  /** True when ids come from a shared journal (they survive restarts and span replicas). */
+  get journalled(): boolean {
+    return this.sink !== null;
+  }
+
+  /** Hands one event, id already assigned, to history and listeners. Ids must only grow. */
+  deliver(event: SbxEvent): void {
+    if (event.id < this.nextId) return; // already delivered
+    this.nextId = event.id + 1;
     this.total++;
     this.history.push(event);
     if (this.history.length > this.historySize) this.history.shift();
@@ -36,7 +60,11 @@ export class EventBus {
         // A faulty subscriber must never break publishers.
       }
     }
-    return event;
+  }
+
+  /** The newest id delivered (0 before any). */
+  lastId(): number {
+    return this.nextId - 1;
   }
 
   subscribe(listener: EventListener): () => void {
@@ -63,7 +91,7 @@ export class EventBus {
  * owner_id?, worker_id?, data?), whatever order the publisher wrote; clients see exactly this JSON.
  * Members left undefined are dropped, so an event never carries a key without a value.
  */
-function shape(id: number, timestamp: string, input: EventInput): SbxEvent {
+export function shapeEvent(id: number, timestamp: string, input: EventInput): SbxEvent {
   const event: SbxEvent = { id, type: input.type, timestamp };
   if (input.sandbox_id !== undefined) event.sandbox_id = input.sandbox_id;
   if (input.owner_id !== undefined) event.owner_id = input.owner_id;

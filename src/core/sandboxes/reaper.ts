@@ -10,11 +10,28 @@ import type { SandboxService } from './service.js';
 /** Bound on the reaper's runtime status probe, so one wedged backend cannot stall a pass. */
 const STATUS_TIMEOUT_MS = 10_000;
 
+export interface ReapOptions {
+  local?: boolean;
+  remote?: boolean;
+  signal?: AbortSignal;
+}
+
 export class Reaper {
   constructor(private readonly s: SandboxService) {}
 
-  async reap(): Promise<number> {
+  /**
+   * `local`: this node's own sandboxes (where its local worker runs); `remote`: past-TTL sandboxes
+   * of workers (one leader replica's job). The signal stops the pass between sandboxes.
+   */
+  async reap(opts: ReapOptions = {}): Promise<number> {
+    const { local = true, remote = true, signal } = opts;
     const now = this.s.deps.clock.now().getTime();
+    let n = local ? await this.reapLocal(now, signal) : 0;
+    if (remote && !signal?.aborted) n += await this.reapRemote(now, signal);
+    return n;
+  }
+
+  private async reapLocal(now: number, signal?: AbortSignal): Promise<number> {
     // Page by page: a pass holds at most one page of records however many sandboxes live.
     const rows = sandboxPages(this.s.deps.store, { states: ['running', 'unhealthy', 'error', 'expired'], worker_id: this.s.deps.settings.worker_id });
     let n = 0;
@@ -23,6 +40,7 @@ export class Reaper {
     // Listed after the records were read, so a sandbox that started meanwhile is in the listing.
     const listings = new Map<string, Promise<Map<string, RuntimeStatus> | null>>();
     for await (const rec of rows) {
+      if (signal?.aborted) break;
       if (this.s.stranded(rec)) {
         this.s.warnStranded(rec);
         continue;
@@ -39,17 +57,18 @@ export class Reaper {
         // provider down: the record stays and the next pass tries again
       }
     }
-    return n + (await this.reapRemote(now));
+    return n;
   }
 
   /**
    * Remote sandboxes past their TTL: their workers tear them down (the lease is released). A
    * worker that does not answer leaves the record for the next pass.
    */
-  private async reapRemote(now: number): Promise<number> {
+  private async reapRemote(now: number, signal?: AbortSignal): Promise<number> {
     let n = 0;
     // Past their TTL only, by the expires_at index.
     for await (const rec of sandboxPages(this.s.deps.store, { states: ['running', 'unhealthy', 'error', 'expired'], expires_by: new Date(now).toISOString() })) {
+      if (signal?.aborted) break;
       if (this.s.deps.locator.isLocal(rec)) continue;
       if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
       try {

@@ -11,7 +11,7 @@ import { ownerVisible, type Caller } from './caller.js';
 import { guardRuntime } from './runtime-guard.js';
 import type { ListPosition } from './cursor.js';
 import { sandboxPages } from './pages.js';
-import { Reaper } from './reaper.js';
+import { Reaper, type ReapOptions } from './reaper.js';
 import { createSandbox, expiryFrom } from './spawn.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
 
@@ -256,8 +256,8 @@ export class SandboxService {
    * runtime listing per provider, then each suspect is confirmed by its own status. A provider
    * that cannot answer destroys nothing; the next pass tries again. Returns how many were torn down.
    */
-  reap(): Promise<number> {
-    return this.reaper.reap();
+  reap(opts?: ReapOptions): Promise<number> {
+    return this.reaper.reap(opts);
   }
 
   /** A live sandbox with a runtime on a provider this server does not run: nothing here can reach it. */

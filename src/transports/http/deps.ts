@@ -1,3 +1,5 @@
+import type { JournalFeedStats } from '../../core/events/journal-feed.js';
+import type { Replicas } from '../../core/replicas/replicas.js';
 import type { Admission } from '../../core/admission/admission.js';
 import type { QuotaService } from '../../core/admission/quotas.js';
 import type { AuthSettings } from '../../core/auth/settings.js';
@@ -80,6 +82,10 @@ export interface HttpDeps {
   listCursorSecret: string;
   /** Live preview (DESIGN §9): tokens, domains, and the proxy's traffic counters. */
   preview?: { service: PreviewService; stats: PreviewStats };
+  /** This replica among replicas on one database (DESIGN §7): its id, the live ones, the leaders. */
+  replicas?: Replicas;
+  /** The shared event journal's reader, when replicas share the store. */
+  journal?: { stats(): JournalFeedStats } | null;
   /** Event stream tuning (read per request). */
   eventStream?: EventStreamOptions;
 }

@@ -13,6 +13,8 @@ export interface PostgresStoreOptions {
   maxConnections?: number;
 }
 
+const CONNECT_TIMEOUT_MS = 5_000;
+const QUERY_TIMEOUT_MS = 8_000;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** Connects a pool to PostgreSQL and checks it answers; call `migrate()` before use. */
@@ -24,16 +26,18 @@ export async function createPostgresStore(opts: PostgresStoreOptions): Promise<S
   }
   const redact = makeRedactor(opts.dsn);
   let pool: pg.Pool;
+  const connection = {
+    connectionString: opts.dsn,
+    // Every connection resolves unqualified table names in our schema.
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+    // A database that stops answering fails a request within these bounds (DESIGN §7: 503 within 10 s).
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: QUERY_TIMEOUT_MS,
+    keepAlive: true,
+    application_name: 'sbx',
+  };
   try {
-    pool = new pg.Pool({
-      connectionString: opts.dsn,
-      // Every pooled connection resolves unqualified table names in our schema.
-      ...(schema ? { options: `-c search_path=${schema}` } : {}),
-      max: opts.maxConnections ?? 10,
-      connectionTimeoutMillis: 10_000,
-      idleTimeoutMillis: 30_000,
-      application_name: 'sbx',
-    });
+    pool = new pg.Pool({ ...connection, max: opts.maxConnections ?? 10, idleTimeoutMillis: 30_000 });
   } catch (err) {
     throw storeError(err, redact, 'postgres store: invalid configuration', 'unavailable');
   }
@@ -45,7 +49,12 @@ export async function createPostgresStore(opts: PostgresStoreOptions): Promise<S
     await pool.end().catch(() => undefined);
     throw storeError(err, redact, 'postgres store: cannot connect', 'unavailable');
   }
-  return new PostgresStore(pool, schema, redact);
+    // The event journal's LISTEN connection: its own client, outside the pool.
+  return new PostgresStore(pool, schema, redact, () => {
+    const client = new pg.Client({ ...connection, query_timeout: undefined });
+    client.on('error', () => undefined);
+    return client;
+  });
 }
 
 export { PostgresStore } from './store.js';

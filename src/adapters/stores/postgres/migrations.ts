@@ -19,6 +19,24 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: initialSchema({ key: C, bigint: 'BIGINT', real: 'DOUBLE PRECISION' }),
   },
   { version: 2, name: 'live-count indexes', sql: LIVE_COUNT_INDEXES },
+  {
+    version: 3,
+    name: 'replica shared state',
+    // Admission slots of spawns still being created, and the event journal (DESIGN §7 "Replicas").
+    sql: `
+      CREATE TABLE IF NOT EXISTS admission_slots (
+        id ${C} PRIMARY KEY,
+        owner_id ${C},
+        holder_id ${C} NOT NULL,
+        expires_at ${C} NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS admission_slots_owner_idx ON admission_slots (owner_id);
+      CREATE TABLE IF NOT EXISTS events (
+        id BIGSERIAL PRIMARY KEY,
+        replica_id TEXT NOT NULL,
+        body TEXT NOT NULL
+      );`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -1,11 +1,14 @@
-import type { Pool, PoolClient } from 'pg';
+import type pg from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 import { unavailable } from '../../../core/errors.js';
 import type { LeaseRecord, LeaseResult } from '../../../core/ports.js';
 import { SQL } from '../shared/queries.js';
 import { leaseFromRow, renewRefusal, type Row } from '../shared/records.js';
 import type { SqlDriver } from '../sql/driver.js';
 import { SqlStore } from '../sql/store.js';
+import type { SharedState } from '../../../core/replica-port.js';
 import { storeError } from './errors.js';
+import { pgSharedState } from './shared.js';
 import { LATEST_VERSION, applyMigrations } from './migrations.js';
 
 // One statement: the unique index serializes concurrent inserts, ON CONFLICT locks the existing
@@ -70,6 +73,16 @@ export class PostgresDriver implements SqlDriver {
     }
   }
 
+  /** One statement with `$n` placeholders on the pool; errors leave redacted. */
+  async query(sql: string, params: unknown[] = []): Promise<QueryResult> {
+    return (await this.exec(sql, params, this.pool)) as QueryResult;
+  }
+
+  /** `fn` in one transaction; its `q` runs statements on the transaction's connection. */
+  transact<T>(fn: (q: (sql: string, params?: unknown[]) => Promise<QueryResult>) => Promise<T>): Promise<T> {
+    return this.transaction((client) => fn(async (sql, params = []) => (await this.exec(sql, params, client)) as QueryResult));
+  }
+
   private async transaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.connect();
     try {
@@ -120,9 +133,17 @@ export class PostgresDriver implements SqlDriver {
   }
 }
 
-/** The Store port over a pg Pool. */
+/** The Store port over a pg Pool, with the state replicas share (admission slots, event journal). */
 export class PostgresStore extends SqlStore {
-  constructor(pool: Pool, schema: string | null, redact: (text: string) => string) {
-    super(new PostgresDriver(pool, schema, redact));
+  readonly shared: SharedState;
+
+  constructor(pool: Pool, schema: string | null, redact: (text: string) => string, newClient: () => pg.Client) {
+    const driver = new PostgresDriver(pool, schema, redact);
+    super(driver);
+    this.shared = pgSharedState(
+      (sql, params) => driver.query(sql, params),
+      (fn) => driver.transact(fn),
+      newClient,
+    );
   }
 }

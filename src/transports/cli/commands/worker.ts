@@ -27,7 +27,7 @@ export const workerCommand: CommandSpec = {
   stopsOnSignal: true,
   options: [
     { flags: '--id <id>', description: 'worker id (worker.id; default the host name)' },
-    { flags: '--control-plane <url>', description: 'control plane URL (worker.control_plane_url; required)' },
+    { flags: '--control-plane <url>', description: 'control plane URL, or several comma-separated (replicas, tried in turn; worker.control_plane_url; required)' },
     { flags: '--listen <addr>', description: 'serve the worker RPC on HOST:PORT (worker.listen_addr)' },
     { flags: '--advertise-url <url>', description: 'RPC URL the control plane calls (worker.advertise_url; default http(s)://<listen>)' },
     { flags: '--preview-domain <domain>', description: 'preview domain of this worker (worker.preview_domain)' },

@@ -1,3 +1,4 @@
+import { LEADER_TASKS } from '../../../core/replicas/replicas.js';
 import type { QuotaSummary } from '../../../core/admission/quotas.js';
 import type { RateLimitStats } from '../../../core/admission/rate-limiter.js';
 import type { LimitsSnapshot, SchedulerStats } from '../../../core/admission/stats.js';
@@ -52,6 +53,10 @@ export interface Snapshot {
   pool: PoolSummary;
   /** Live preview (DESIGN §9): the domain, whether tokens are required, and the proxy's traffic. */
   preview: { domain: string; auth: boolean; requests: number; upgrades: number; upstream_errors: number; bytes_in: number; bytes_out: number };
+  /** This replica (DESIGN §7): its id, whether the store is shared, the live replicas (null: store away). */
+  replica: { id: string; shared: boolean; live: string[] | null; journal?: { cursor: number; outbox: number; dropped: number } };
+  /** The replica holding each leader task; null when the store cannot say. */
+  leaders: Record<string, string | null> | null;
 }
 
 export interface PoolSummary {
@@ -121,6 +126,10 @@ export async function collectSnapshot(deps: HttpDeps): Promise<Snapshot> {
     deps.quotas.summary().catch(() => ({ total: 0, with_max_sandboxes: 0, with_max_ttl: 0, with_max_exec_timeout: 0 })),
   ]);
   const pool = await poolSummary(deps).catch((): PoolSummary => ({ enabled: deps.settings.pool.enabled }));
+  const r = deps.replicas;
+  const [live, leaders] = r ? await Promise.all([r.live().catch(() => null), r.leaders(LEADER_TASKS).catch(() => null)]) : [null, null];
+  const journal = deps.journal?.stats();
+  const replica = { id: r?.id ?? deps.settings.hostname, shared: r?.shared ?? false, live, ...(journal ? { journal } : {}) };
   const pv = deps.preview;
   const preview = { domain: pv?.service.settings.domain ?? '', auth: pv?.service.settings.auth ?? false, requests: 0, upgrades: 0, upstream_errors: 0, bytes_in: 0, bytes_out: 0, ...(pv ? pv.stats : {}) };
   return {
@@ -139,6 +148,8 @@ export async function collectSnapshot(deps: HttpDeps): Promise<Snapshot> {
     operations: deps.operations?.snapshot() ?? [],
     pool,
     preview,
+    replica,
+    leaders,
   };
 }
 
@@ -215,6 +226,8 @@ export function diagnosticsBody(deps: HttpDeps, s: Snapshot): Record<string, unk
     operations: s.operations,
     pool: s.pool,
     preview: s.preview,
+    replica: s.replica,
+    leaders: s.leaders,
     remediation: REMEDIATION,
     redactions: REDACTIONS,
   };

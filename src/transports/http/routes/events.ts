@@ -75,8 +75,10 @@ export function eventRoutes(app: FastifyInstance, deps: HttpDeps): void {
       const headerId = request.headers['last-event-id'];
       let lastId = parseLastId(Array.isArray(headerId) ? headerId[0] : headerId, 'Last-Event-ID') ?? parseLastId(q.last_event_id, 'last_event_id');
       const visible = visibility(request, deps);
-      // Ids restart with the process: an id from the future means a restart, so replay everything kept.
-      if (lastId !== undefined && lastId > deps.bus.stats().events_total) lastId = 0;
+      // Local ids restart with the process: an id from the future means a restart, so replay
+      // everything kept. Journal ids (replicas) never restart: a newer id was seen on a replica this
+      // one has not caught up with yet, and the live stream skips up to it.
+      if (lastId !== undefined && !deps.bus.journalled && lastId > deps.bus.lastId()) lastId = 0;
       startStream(request, reply, deps, { filter, lastId, visible, scrub, open });
     },
   );
@@ -180,8 +182,9 @@ function startStream(request: FastifyRequest, reply: FastifyReply, deps: HttpDep
   });
   raw.on('error', () => cleanup());
 
+  const seen = setup.lastId ?? 0;
   const unsubscribe = deps.bus.subscribe((event) => {
-    if (matches(event, filter) && visible(event)) write(sseFrame(event, scrub));
+    if (event.id > seen && matches(event, filter) && visible(event)) write(sseFrame(event, scrub));
   });
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), keepAliveMs);
   keepAlive.unref();

@@ -6,6 +6,7 @@ import { HeartbeatRequest, Worker, type HeartbeatRequest as HeartbeatBody } from
 import { hasWorkerScope, type WorkerScope } from '../../../core/auth/worker-claims.js';
 import { parseDuration } from '../../../core/duration.js';
 import { SbxError, badRequest, conflict, notFound } from '../../../core/errors.js';
+import { CONTROL_PLANE_LEASE } from '../../../core/replicas/replicas.js';
 import { STALE_AFTER_MS } from '../../../core/scheduler/workers.js';
 import type { HttpDeps } from '../deps.js';
 import { presentWorker } from '../presenters.js';
@@ -46,6 +47,8 @@ export function workerFacingRoutes(app: FastifyInstance, deps: HttpDeps): void {
       const ttlMs = parseDuration(request.body.ttl, 'ttl');
       if (ttlMs <= 0) throw badRequest('ttl must be positive');
       const { resourceID } = request.params;
+      // Replica and leader leases are the control plane's: a worker never renews one, whatever its id.
+      if (CONTROL_PLANE_LEASE.test(resourceID)) throw new SbxError('forbidden', `lease ${resourceID} belongs to the control plane`);
       const result = await deps.leases.renew(resourceID, id, ttlMs);
       if (result.ok) return { lease: result.lease };
       if (result.reason === 'not_found') throw notFound(`lease ${resourceID} not found`);

@@ -1,0 +1,179 @@
+/**
+ * The shared-state ports over PostgreSQL (DESIGN.md §7 "Replicas"): admission slots counted under
+ * one advisory lock by every replica, and the event journal whose ids commit in order and whose
+ * appends are announced with NOTIFY (the notification carries only the newest id).
+ */
+import pg from 'pg';
+import type { PoolClient } from 'pg';
+import { shapeEvent } from '../../../core/events/bus.js';
+import type { EventInput } from '../../../core/events/kinds.js';
+import type { LiveCounts } from '../../../core/ports.js';
+import type { EventJournalPort, JournalEntry, SharedState, SlotLedgerPort, SlotRequest } from '../../../core/replica-port.js';
+
+/** Runs `fn` in a transaction on one pooled connection (the driver's, so errors are redacted). */
+export type Transact = <T>(fn: (q: (sql: string, params?: unknown[]) => Promise<pg.QueryResult>) => Promise<T>) => Promise<T>;
+export type Query = (sql: string, params?: unknown[]) => Promise<pg.QueryResult>;
+
+export const CHANNEL = 'sbx_events';
+const LIVE = "state IN ('running', 'unhealthy') AND expires_at > $1";
+// A slot counts until its backstop expiry, and only while its replica's lease is live: a replica
+// that died mid-spawn stops holding capacity within one lease TTL.
+const SLOT_LIVE = `s.expires_at > $1 AND EXISTS (SELECT 1 FROM leases l WHERE l.resource_id = 'replica:' || s.holder_id AND l.expires_at > $1)`;
+
+const COUNTS = `
+  SELECT 'total' AS k, NULL AS owner_id, COUNT(*) AS n, MIN(expires_at) AS next_expiry FROM sandboxes WHERE ${LIVE}
+  UNION ALL SELECT 'slots', NULL, COUNT(*), NULL FROM admission_slots s WHERE ${SLOT_LIVE}
+  UNION ALL SELECT 'owner', owner_id, COUNT(*), NULL FROM sandboxes WHERE owner_id = ANY($2::text[]) AND ${LIVE} GROUP BY owner_id
+  UNION ALL SELECT 'owner', s.owner_id, COUNT(*), NULL FROM admission_slots s WHERE s.owner_id = ANY($2::text[]) AND ${SLOT_LIVE} GROUP BY s.owner_id`;
+
+function countsFrom(rows: Array<Record<string, unknown>>): LiveCounts {
+  const out: LiveCounts = { total: 0, next_expiry: null, by_owner: {} };
+  for (const r of rows) {
+    const n = Number(r.n);
+    if (r.k === 'owner') out.by_owner[String(r.owner_id)] = (out.by_owner[String(r.owner_id)] ?? 0) + n;
+    else out.total += n;
+    if (r.k === 'total' && r.next_expiry != null) out.next_expiry = String(r.next_expiry);
+  }
+  return out;
+}
+
+class PgSlots implements SlotLedgerPort {
+  constructor(
+    private readonly query: Query,
+    private readonly transact: Transact,
+  ) {}
+
+  async count(now: string, owners: readonly string[]): Promise<LiveCounts> {
+    return countsFrom((await this.query(COUNTS, [now, [...new Set(owners)]])).rows);
+  }
+
+  reserve(now: string, owners: readonly string[], slot: SlotRequest, decide: (c: LiveCounts) => boolean): Promise<{ counts: LiveCounts; reserved: boolean }> {
+    return this.transact(async (q) => {
+      // Held to commit: no other replica counts between this count and this insert.
+      await q("SELECT pg_advisory_xact_lock(hashtext('sbx.admission:' || current_schema()))");
+      const counts = countsFrom((await q(COUNTS, [now, [...new Set(owners)]])).rows);
+      if (!decide(counts)) return { counts, reserved: false };
+      await q('INSERT INTO admission_slots (id, owner_id, holder_id, expires_at) VALUES ($1, $2, $3, $4)', [slot.id, slot.owner_id, slot.holder_id, slot.expires_at]);
+      return { counts, reserved: true };
+    });
+  }
+
+  async drop(id: string): Promise<void> {
+    await this.query('DELETE FROM admission_slots WHERE id = $1', [id]);
+  }
+
+  async dropHeldBy(holderId: string): Promise<number> {
+    return (await this.query('DELETE FROM admission_slots WHERE holder_id = $1', [holderId])).rowCount ?? 0;
+  }
+}
+
+/** Reconnect backoff of the listening connection. */
+const BACKOFF_MS = [250, 500, 1000, 2000, 5000];
+
+class PgJournal implements EventJournalPort {
+  constructor(
+    private readonly query: Query,
+    private readonly transact: Transact,
+    private readonly newClient: () => pg.Client,
+  ) {}
+
+  append(replicaId: string, events: ReadonlyArray<{ timestamp: string; input: EventInput }>): Promise<number[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    // The id is the row's; the body is the rest of the event, in its documented key order.
+    const bodies = events.map((e) => {
+      const { id: _id, ...rest } = shapeEvent(0, e.timestamp, e.input);
+      return JSON.stringify(rest);
+    });
+    return this.transact(async (q) => {
+      // Ids are drawn under this lock, held to commit: ids become visible in increasing order.
+      await q("SELECT pg_advisory_xact_lock(hashtext('sbx.events:' || current_schema()))");
+      const res = await q(
+        'INSERT INTO events (replica_id, body) SELECT $1, b FROM unnest($2::text[]) WITH ORDINALITY AS t(b, n) ORDER BY n RETURNING id',
+        [replicaId, bodies],
+      );
+      const ids = res.rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+      await q('SELECT pg_notify($1, $2)', [CHANNEL, String(ids[ids.length - 1])]);
+      return ids;
+    });
+  }
+
+  async after(afterId: number, limit: number): Promise<JournalEntry[]> {
+    const res = await this.query('SELECT id, replica_id, body FROM events WHERE id > $1 ORDER BY id LIMIT $2', [afterId, limit]);
+    return res.rows.map((r) => {
+      const body = JSON.parse(String(r.body)) as { timestamp: string } & EventInput;
+      const { timestamp, ...input } = body;
+      return { event: shapeEvent(Number(r.id), timestamp, input), replica_id: String(r.replica_id) };
+    });
+  }
+
+  async latestId(): Promise<number> {
+    const res = await this.query('SELECT COALESCE(MAX(id), 0) AS id FROM events');
+    return Number(res.rows[0]?.id ?? 0);
+  }
+
+  async prune(keep: number): Promise<number> {
+    const res = await this.query('DELETE FROM events WHERE id <= (SELECT COALESCE(MAX(id), 0) FROM events) - $1', [keep]);
+    return res.rowCount ?? 0;
+  }
+
+  listen(onAnnounce: () => void, onReconnect: () => void): { stop(): Promise<void> } {
+    let stopped = false;
+    let client: pg.Client | null = null;
+    let attempt = 0;
+    let timer: NodeJS.Timeout | undefined;
+    let connectedOnce = false;
+    const retry = () => {
+      if (stopped) return;
+      const delay = BACKOFF_MS[Math.min(attempt++, BACKOFF_MS.length - 1)]!;
+      timer = setTimeout(connect, delay);
+      timer.unref();
+    };
+    const connect = () => {
+      if (stopped) return;
+      const c = this.newClient();
+      client = c;
+      let lost = false;
+      const onLost = () => {
+        if (lost) return;
+        lost = true;
+        c.removeAllListeners('notification');
+        void c.end().catch(() => undefined);
+        if (client === c) client = null;
+        retry();
+      };
+      c.on('error', onLost);
+      c.on('end', onLost);
+      c.on('notification', () => onAnnounce());
+      c.connect()
+        .then(() => c.query(`LISTEN ${CHANNEL}`))
+        .then(() => {
+          if (stopped) return void c.end().catch(() => undefined);
+          attempt = 0;
+          // Whatever was appended while nobody listened is read now.
+          if (connectedOnce) onReconnect();
+          connectedOnce = true;
+        })
+        .catch(onLost);
+    };
+    connect();
+    return {
+      stop: async () => {
+        stopped = true;
+        if (timer) clearTimeout(timer);
+        const c = client;
+        client = null;
+        if (c) {
+          c.removeAllListeners();
+          c.on('error', () => undefined);
+          await c.end().catch(() => undefined);
+        }
+      },
+    };
+  }
+}
+
+export function pgSharedState(query: Query, transact: Transact, newClient: () => pg.Client): SharedState {
+  return { slots: new PgSlots(query, transact), journal: new PgJournal(query, transact, newClient) };
+}
+
+export type { PoolClient };

@@ -138,7 +138,7 @@ complete -c sbx -n '__sbx_path_is \'serve\'' -l host -x -d 'listen address (serv
 complete -c sbx -n '__sbx_path_is \'serve\'' -l config -s c -r -F -d 'config file (env SBX_CONFIG)'
 complete -c sbx -n '__sbx_path_is \'worker\'' -f -a 'token' -d 'mint, inspect or verify signed worker tokens'
 complete -c sbx -n '__sbx_path_is \'worker\'' -l id -x -d 'worker id (worker.id; default the host name)'
-complete -c sbx -n '__sbx_path_is \'worker\'' -l control-plane -x -d 'control plane URL (worker.control_plane_url; required)'
+complete -c sbx -n '__sbx_path_is \'worker\'' -l control-plane -x -d 'control plane URL, or several comma-separated (replicas, tried in turn; worker.control_plane_url; required)'
 complete -c sbx -n '__sbx_path_is \'worker\'' -l listen -x -d 'serve the worker RPC on HOST:PORT (worker.listen_addr)'
 complete -c sbx -n '__sbx_path_is \'worker\'' -l advertise-url -x -d 'RPC URL the control plane calls (worker.advertise_url; default http(s)://<listen>)'
 complete -c sbx -n '__sbx_path_is \'worker\'' -l preview-domain -x -d 'preview domain of this worker (worker.preview_domain)'

@@ -82,7 +82,43 @@ function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: P
       return { status: stale.length > 0 ? 'warn' : 'ok', detail: parts.join('; ') };
     },
   });
+  checks.push({
+    title: 'database',
+    fix: 'check the database the server uses (database.driver, database.dsn or database.path) and that it answers; the server recovers by itself once it does',
+    async check() {
+      let d;
+      try {
+        d = await needServer(() => client.diagnostics({ signal: ctx.signal }));
+      } catch (err) {
+        if (err instanceof SbxError && (err.code === 'unauthorized' || err.code === 'forbidden')) return { status: 'skip', detail: 'diagnostics need the admin key (--admin-key)' };
+        throw err;
+      }
+      if (d === undefined) return { status: 'skip', detail: 'server not reachable' };
+      return databaseRow(d as unknown as DiagnosticsView);
+    },
+  });
   return checks;
+}
+
+interface DiagnosticsView {
+  store: { healthy: boolean; latency_ms: number; driver?: string };
+  replica?: { id: string; shared: boolean; live: string[] | null };
+  leaders?: Record<string, string | null> | null;
+}
+
+/** The database row: driver and latency, and with replicas which are live and who leads what. */
+export function databaseRow(d: DiagnosticsView): { status: Status; detail: string } {
+  const driver = d.store.driver ?? 'store';
+  if (!d.store.healthy) return { status: 'fail', detail: `${driver} does not answer` };
+  const parts = [`${driver}, ${d.store.latency_ms.toFixed(1)} ms`];
+  const r = d.replica;
+  if (r?.shared) {
+    const live = r.live ?? [];
+    parts.push(`replicas ${live.join(', ') || 'none live'} (this one: ${r.id})`);
+    const leaders = Object.entries(d.leaders ?? {}).filter(([, v]) => v !== null).map(([task, holder]) => `${task} ${holder}`);
+    if (leaders.length > 0) parts.push(`leaders: ${leaders.join(', ')}`);
+  }
+  return { status: 'ok', detail: parts.join('; ') };
 }
 
 const PROVIDER_FIX: Record<string, string> = {

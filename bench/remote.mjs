@@ -4,16 +4,15 @@
 // the worker RPC). Both are real processes; iterations interleave so machine noise hits both alike.
 // Usage: npm run build && node bench/remote.mjs   (prints a markdown section on stdout; progress on stderr)
 // Env: BENCH_RUNS (exec runs, default 200), BENCH_FILE_RUNS (default 10).
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { processes } from './lib/procs.mjs';
 
 import { freePort } from './lib/net.mjs';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const BIN = join(ROOT, 'bin', 'sbx.js');
 const RUNS = Number(process.env.BENCH_RUNS ?? 200);
 const STREAM_RUNS = 20;
 const FILE_RUNS = Number(process.env.BENCH_FILE_RUNS ?? 10);
@@ -26,28 +25,7 @@ if (!existsSync(join(ROOT, 'dist', 'cli.js'))) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-remote-'));
-const procs = [];
-const cleanup = () => {
-  for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-};
-process.on('exit', cleanup);
-
-async function start(name, args, env, ready) {
-  const home = join(dir, name);
-  mkdirSync(home, { recursive: true });
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: home, env: { PATH: process.env.PATH ?? '', HOME: home, SVC_LOGGING_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  procs.push(child);
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  const deadline = Date.now() + 30_000;
-  while (!ready.test(out)) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${name} did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return child;
-}
+const { start, cleanup } = processes(dir);
 
 const api = async (base, method, path, body, raw) => {
   const res = await fetch(base + path, {

@@ -6,15 +6,14 @@
 // so machine noise hits both alike. Every round destroys what it made, so each starts empty.
 // Usage: npm run build && SBX_TEST_POSTGRES_DSN=… node bench/replicas.mjs
 // Env: BENCH_SPAWNS (per round, default 300), BENCH_CONCURRENCY (default 24), BENCH_ROUNDS (default 3).
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { processes } from './lib/procs.mjs';
 import pg from 'pg';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const BIN = join(ROOT, 'bin', 'sbx.js');
 const DSN = process.env.SBX_TEST_POSTGRES_DSN ?? '';
 const SPAWNS = Number(process.env.BENCH_SPAWNS ?? 300);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 24);
@@ -44,29 +43,7 @@ async function sql(text) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-replicas-'));
-const procs = [];
-const cleanup = () => {
-  for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-};
-process.on('exit', cleanup);
-
-async function start(name, args, env, ready) {
-  const home = join(dir, name);
-  mkdirSync(home, { recursive: true });
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: home, env: { PATH: process.env.PATH ?? '', HOME: home, SVC_LOGGING_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  procs.push(child);
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const m = ready.exec(out);
-    if (m) return m[1];
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${name} did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const { start, cleanup } = processes(dir);
 
 async function api(base, method, path, body) {
   const res = await fetch(base + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });

@@ -5,16 +5,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose/worker.js';
-import { loadConfig } from '../../src/config/index.js';
+import type { Worker } from '../../src/compose/worker.js';
 import { workersCommand } from '../../src/transports/cli/commands/workers.js';
 import { runCommand } from '../../src/transports/cli/run-command.js';
 import type { CommandSpec } from '../../src/transports/cli/spec.js';
 import { fakeCli } from '../helpers/cli-context.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestWorker } from '../helpers/worker.js';
 import { emptyHome, runSbx } from './run-sbx.js';
 
 const sub = (parent: CommandSpec, name: string) => parent.subcommands!.find((c) => c.name === name)!;
@@ -58,19 +57,7 @@ describe('sbx workers drain of a real remote worker, and the compatibility forms
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sbx-workers-cli-'));
     cp = await startTestServer({ server: { local_worker: false }, auth: { worker_token: TOKEN } });
-    const { config } = await loadConfig({
-      cwd: dir,
-      home: dir,
-      env: {},
-      overrides: {
-        providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
-        auth: { worker_token: TOKEN },
-        worker: { id: 'w1', control_plane_url: cp.url, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, 'w1.db') },
-        logging: { level: 'silent' },
-      } as never,
-    });
-    worker = await createWorker(config, { home: dir, logger: pino({ level: 'silent' }) });
-    await worker.start();
+    worker = await startTestWorker(dir, { id: 'w1', controlPlane: cp.url, auth: { worker_token: TOKEN } });
   });
   afterAll(async () => {
     await worker?.stop();

@@ -6,14 +6,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose/worker.js';
-import { loadConfig } from '../../src/config/index.js';
+import type { Worker } from '../../src/compose/worker.js';
 import { call } from '../helpers/http.js';
 import { POSTGRES_DSN, dsnInSchema, sql } from '../helpers/postgres.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { openSse } from '../helpers/sse.js';
+import { startTestWorker } from '../helpers/worker.js';
 
 const SCHEMA = 'sbx_replicas_shared';
 const TOKEN = 'replicas-shared-token-0123456789abcdef';
@@ -39,19 +38,7 @@ describe.skipIf(!POSTGRES_DSN)('replicas in one process on one schema', () => {
     await sql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE; CREATE SCHEMA ${SCHEMA}`);
     a = await plane('pa');
     b = await plane('pb');
-    const { config } = await loadConfig({
-      cwd: dir,
-      home: dir,
-      env: {},
-      overrides: {
-        providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
-        auth: { worker_token: TOKEN },
-        worker: { id: 'w1', control_plane_url: `${a.url},${b.url}`, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, 'w1.db') },
-        logging: { level: 'silent' },
-      } as never,
-    });
-    worker = await createWorker(config, { home: dir, logger: pino({ level: 'silent' }) });
-    await worker.start();
+    worker = await startTestWorker(dir, { id: 'w1', controlPlane: `${a.url},${b.url}`, auth: { worker_token: TOKEN } });
   }, 60_000);
 
   afterAll(async () => {

@@ -9,16 +9,15 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose/worker.js';
-import { loadConfig } from '../../src/config/index.js';
+import type { Worker } from '../../src/compose/worker.js';
 import type { WorkerRecord } from '../../src/core/ports.js';
 import { rpcToken } from '../../src/transports/worker-rpc/client/credentials.js';
 import { createRemoteWorkers } from '../../src/transports/worker-rpc/client/remote-provider.js';
 import { runWithRequestId } from '../../src/transports/request-context.js';
 import { verifyWorkerToken } from '../../src/core/auth/worker-credentials.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestWorker } from '../helpers/worker.js';
 
 const creds = { shared_token: 'shared', tokens: {}, signing_keys: [], revoked_token_ids: [] };
 const workerAt = (url: string, id = 'wx'): WorkerRecord => {
@@ -135,19 +134,12 @@ describe('mutual TLS on the worker RPC', () => {
     ssl('x509', '-req', '-in', 'cp.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'cp.pem', '-days', '1');
     const tls = { enabled: true, ca_file: files('ca.pem'), client_cert_file: files('cp.pem'), client_key_file: files('cp.key'), server_name: 'worker.test' };
     cp = await startTestServer({ server: { local_worker: false }, auth: { worker_token: 'mtls-token' }, worker: { rpc_tls: tls } });
-    const { config } = await loadConfig({
-      cwd: dir,
-      home: dir,
-      env: {},
-      overrides: {
-        providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
-        auth: { worker_token: 'mtls-token' },
-        worker: { id: 'tw', control_plane_url: cp.url, listen_addr: '127.0.0.1:0', state_path: files('tw.db'), rpc_tls: { enabled: true, server_cert_file: files('worker.pem'), server_key_file: files('worker.key'), client_ca_file: files('ca.pem') } },
-        logging: { level: 'silent' },
-      } as never,
+    worker = await startTestWorker(dir, {
+      id: 'tw',
+      controlPlane: cp.url,
+      auth: { worker_token: 'mtls-token' },
+      worker: { state_path: files('tw.db'), rpc_tls: { enabled: true, server_cert_file: files('worker.pem'), server_key_file: files('worker.key'), client_ca_file: files('ca.pem') } },
     });
-    worker = await createWorker(config, { home: dir, logger: pino({ level: 'silent' }) });
-    await worker.start();
   });
   afterAll(async () => {
     await worker?.stop();

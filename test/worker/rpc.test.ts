@@ -7,15 +7,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose/worker.js';
-import { loadConfig } from '../../src/config/index.js';
+import type { Worker } from '../../src/compose/worker.js';
 import { AUD_CONTROL_PLANE, AUD_RPC } from '../../src/core/auth/worker-claims.js';
 import { mintWorkerToken } from '../../src/transports/http/worker-auth.js';
 import { call } from '../helpers/http.js';
 import { freePort, hostRequest, httpdInSandbox } from '../helpers/preview.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestWorker } from '../helpers/worker.js';
 
 const TOKEN = 'shared-worker-token-0123456789abcdef';
 const KEY = 'signing-key-0123456789abcdef0123456789';
@@ -26,20 +25,12 @@ let dir: string;
 let rpc: string;
 
 async function startWorker(id = 'w1', controlPlane?: string): Promise<Worker> {
-  const { config } = await loadConfig({
-    cwd: dir,
-    home: dir,
-    env: {},
-    overrides: {
-      providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
-      auth: { worker_token: TOKEN, worker_signing_key: KEY, worker_revoked_token_ids: ['revoked-jti'] },
-      worker: { id, control_plane_url: controlPlane ?? cp.url, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, `${id}.db`), preview_domain: `${id}.preview.test` },
-      logging: { level: 'silent' },
-    } as never,
+  return startTestWorker(dir, {
+    id,
+    controlPlane: controlPlane ?? cp.url,
+    auth: { worker_token: TOKEN, worker_signing_key: KEY, worker_revoked_token_ids: ['revoked-jti'] },
+    worker: { preview_domain: `${id}.preview.test` },
   });
-  const w = await createWorker(config, { home: dir, logger: pino({ level: 'silent' }) });
-  await w.start();
-  return w;
 }
 
 const hdr = (token = TOKEN, id = 'w1') => ({ 'x-worker-id': id, 'x-worker-token': token });

@@ -69,8 +69,8 @@ export class JournalFeed {
   async stop(): Promise<void> {
     if (this.stopped) return;
     if (this.poll) clearInterval(this.poll);
-    const deadline = Date.now() + STOP_FLUSH_MS;
-    while (this.outbox.length > 0 && Date.now() < deadline) {
+    const deadline = performance.now() + STOP_FLUSH_MS;
+    while (this.outbox.length > 0 && performance.now() < deadline) {
       this.flushSoon();
       await Promise.race([this.flushing, new Promise((r) => setTimeout(r, 100))]);
     }

@@ -83,6 +83,14 @@ describe.skipIf(!POSTGRES_DSN)('replicas in one process on one schema', () => {
     await call(a.url, 'DELETE', `/api/v1/sandboxes/${made.body.id}`);
   });
 
+  it('a template created through both replicas at once has exactly one winner', async () => {
+    const tries = await Promise.all(Array.from({ length: 10 }, (_, i) => call([a, b][i % 2]!.url, 'POST', '/api/v1/templates', { name: 'raced', image: `img-${i}` })));
+    expect(tries.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(new Set(tries.filter((r) => r.status !== 201).map((r) => `${r.status} ${r.body.code}`))).toEqual(new Set(['409 conflict']));
+    const seen = await Promise.all([a, b].map((s) => call(s.url, 'GET', '/api/v1/templates/raced')));
+    expect(seen[0]!.body).toEqual(seen[1]!.body);
+  });
+
   it('a worker cannot renew a replica or leader lease, whatever its id', async () => {
     for (const resource of ['leader:reaper', 'replica:pa', 'local-worker']) {
       const r = await call(a.url, 'POST', `/api/v1/worker/w1/leases/${encodeURIComponent(resource)}/renew`, { ttl: '1m' }, { 'x-worker-id': 'w1', 'x-worker-token': TOKEN });

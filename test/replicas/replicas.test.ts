@@ -195,6 +195,9 @@ describe.skipIf(why !== null)('replicas on one PostgreSQL', () => {
         during.push({ status: r.status, code: r.body?.code, ms: Date.now() - t0 });
         const s = await call(url(name), 'POST', '/api/v1/sandboxes', { ttl: '10m' });
         during.push({ status: s.status, code: s.body?.code, ms: Date.now() - t0 });
+        // Not ready: a load balancer stops sending requests here.
+        const ready = await call(url(name), 'GET', '/api/v1/ready');
+        during.push({ status: ready.status, code: ready.body?.code, ms: 0 });
       }
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -223,5 +226,6 @@ describe.skipIf(why !== null)('replicas on one PostgreSQL', () => {
     a.close();
     for (const name of names()) expect((await spawn(name)).status).toBe(201);
     await until('leaders back', async () => (await diagnostics('rb')).leaders.reaper !== null);
+    for (const name of names()) expect((await call(url(name), 'GET', '/api/v1/ready')).status).toBe(200);
   }, 90_000);
 });

@@ -23,10 +23,13 @@ export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.get('/api/v1/live', { schema: { tags: ['system'], summary: 'Liveness', response: { 200: Health } } }, async () => ({ status: 'alive', ...base() }));
 
-  app.get('/api/v1/ready', { schema: { tags: ['system'], summary: 'Readiness; 503 when no provider is healthy', response: { 200: Readiness, 503: Readiness } } }, async (_req, reply) => {
-    const providers = await deps.locator.providerStatuses();
+  app.get('/api/v1/ready', { schema: { tags: ['system'], summary: 'Readiness; 503 when no provider is healthy or the database does not answer', response: { 200: Readiness, 503: Readiness } } }, async (_req, reply) => {
+    // A replica that lost its database is not ready, so a load balancer sends requests elsewhere.
+    const store = await deps.storeProbe.check();
+    const providers = store.healthy ? await deps.locator.providerStatuses() : [];
     const ready = providers.filter((p) => p.healthy).length;
-    const body = { status: ready > 0 ? 'ready' : 'not_ready', ...base(), ready_providers: ready, total_providers: providers.length, providers };
+    const body = { status: store.healthy && ready > 0 ? 'ready' : 'not_ready', ...base(), ready_providers: ready, total_providers: providers.length, providers };
+    if (!store.healthy) return reply.code(503).send({ ...body, code: 'unavailable', message: `the ${deps.storeProbe.driver} database does not answer` });
     if (ready > 0) return reply.code(200).send(body);
     // With no provider at all the message says how to get one (auto never falls back to mock).
     const message = providers.length === 0 ? deps.providers.noDefaultMessage() : `no configured provider is healthy (0/${providers.length} ready)`;

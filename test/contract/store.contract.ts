@@ -279,6 +279,49 @@ function sandboxContract(ctx: ContractContext): void {
         { state: 'unhealthy', provider: 'mock', worker_id: 'w1', past_ttl: false, n: 1 },
       ]);
     });
+
+    it('keeps the live counts equal to a count of the rows through every kind of change', async () => {
+      const s = ctx.store;
+      const live = new Set(['running', 'unhealthy']);
+      const owners = ['o1', 'o2', 'o3'];
+      // Brute force from the rows themselves: what the counters must always agree with.
+      const expected = async (now: string, owner: string | null) => {
+        const rows = (await s.listSandboxes()).filter((r) => live.has(r.state) && r.expires_at > now);
+        const byOwner: Record<string, number> = {};
+        const byWorker: Record<string, number> = {};
+        const byWorkerOwner: Record<string, number> = {};
+        for (const r of rows) {
+          if (r.owner_id && owners.includes(r.owner_id)) byOwner[r.owner_id] = (byOwner[r.owner_id] ?? 0) + 1;
+          byWorker[r.worker_id] = (byWorker[r.worker_id] ?? 0) + 1;
+          if (owner !== null && r.owner_id === owner) byWorkerOwner[r.worker_id] = (byWorkerOwner[r.worker_id] ?? 0) + 1;
+        }
+        return { total: rows.length, by_owner: byOwner, by_worker: byWorker, by_worker_for_owner: byWorkerOwner };
+      };
+      const check = async (now: string) => {
+        for (const owner of [null, 'o1', 'o2']) {
+          const want = await expected(now, owner);
+          const c = await s.countLive(now, owners);
+          const w = await s.countLiveByWorker(now, owner);
+          expect({ total: c.total, by_owner: c.by_owner, by_worker: w.by_worker, by_worker_for_owner: w.by_worker_for_owner }).toEqual(want);
+        }
+      };
+      for (let i = 0; i < 12; i++) {
+        await s.insertSandbox(sandbox(`sb-${i}`, { owner_id: i % 4 === 3 ? null : owners[i % 3]!, worker_id: `w${i % 2}`, state: i % 5 === 4 ? 'unhealthy' : 'running', expires_at: at(10 + i * 10) }));
+      }
+      await check(at(0));
+      await check(at(55)); // some past their TTL, still in a live state
+      await s.updateSandbox('sb-0', { state: 'destroyed' });
+      await s.updateSandbox('sb-4', { state: 'running' }); // unhealthy → running: no change
+      await s.updateSandbox('sb-1', { state: 'error' });
+      await s.updateSandbox('sb-1', { state: 'running' }); // back into a live state
+      await s.updateSandbox('sb-2', { worker_id: 'w9' });
+      await s.updateSandbox('sb-5', { owner_id: 'o3' });
+      await s.updateSandbox('sb-6', { owner_id: null });
+      await s.updateSandbox('sb-7', { expires_at: at(500), updated_at: at(1) }); // not a count change
+      await s.updateSandbox('sb-8', { state: 'expired' });
+      await check(at(0));
+      await check(at(75));
+    });
   });
 }
 

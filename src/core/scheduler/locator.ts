@@ -13,6 +13,8 @@ import type { RemoteTarget, RemoteWorkers } from './remote-port.js';
 export const LEASE_GRACE_MS = 5 * 60_000;
 /** A remote call renews the lease first when it would expire within this long of the call's start. */
 const RENEW_HORIZON_MS = 60_000;
+/** How long placement reuses one read of the worker registry. */
+const WORKERS_TTL_MS = 1_000;
 
 export interface LocatorDeps {
   store: SandboxStore & WorkerStore & LeaseStore;
@@ -40,7 +42,32 @@ export class RuntimeLocator {
    */
   private readonly silentSince = new Map<string, number>();
 
+  private workersRead: { at: number; list: Promise<WorkerRecord[]> } | null = null;
+
   constructor(readonly deps: LocatorDeps) {}
+
+  /**
+   * The registered workers, read at most once per WORKERS_TTL_MS (DESIGN.md §13): a spawn reads
+   * them up to three times, and a fleet's thousand rows are not worth reading per spawn when
+   * freshness is judged in minutes. Changes made through this process show at once (`forgetWorkers`).
+   */
+  private workers(): Promise<WorkerRecord[]> {
+    const now = performance.now();
+    if (!this.workersRead || now - this.workersRead.at > WORKERS_TTL_MS) {
+      const list = this.deps.store.listWorkers();
+      const read = { at: now, list };
+      this.workersRead = read;
+      list.catch(() => {
+        if (this.workersRead === read) this.workersRead = null;
+      });
+    }
+    return this.workersRead.list;
+  }
+
+  /** The next read of the workers goes to the store (a worker joined, changed, drained or left). */
+  forgetWorkers(): void {
+    this.workersRead = null;
+  }
 
   get localId(): string {
     return this.deps.workerId;
@@ -62,7 +89,7 @@ export class RuntimeLocator {
       return named;
     }
     if (this.deps.localWorker && providers.has(providers.defaultProviderName)) return providers.defaultProviderName;
-    const workers = await this.deps.store.listWorkers();
+    const workers = await this.workers();
     const remote = remoteDefaultProvider(providers.defaultProviderName, workers, this.deps.clock.now(), this.deps.workerId);
     if (remote !== null && (await this.knownProvider(remote))) return remote;
     if (!this.deps.localWorker) throw unavailable('no online worker offers a provider: start one with `sbx worker --control-plane URL --listen ADDR`');
@@ -73,13 +100,13 @@ export class RuntimeLocator {
   /** True when this node or a registered worker runs the provider. */
   async knownProvider(name: string): Promise<boolean> {
     if (this.deps.localWorker && this.deps.providers.has(name)) return true;
-    return (await this.deps.store.listWorkers()).some((w) => w.id !== this.deps.workerId && w.providers.includes(name));
+    return (await this.workers()).some((w) => w.id !== this.deps.workerId && w.providers.includes(name));
   }
 
   /** Provider names this node or any registered worker runs, sorted. */
   async offeredProviders(): Promise<string[]> {
     const names = new Set(this.deps.localWorker ? this.deps.providers.names() : []);
-    for (const w of await this.deps.store.listWorkers()) if (w.id !== this.deps.workerId) for (const p of w.providers) names.add(p);
+    for (const w of await this.workers()) if (w.id !== this.deps.workerId) for (const p of w.providers) names.add(p);
     return [...names].sort();
   }
 
@@ -93,7 +120,7 @@ export class RuntimeLocator {
     const local = this.deps.localWorker ? await this.deps.providers.statuses(fresh) : [];
     const seen = new Set(local.map((p) => p.name));
     const remote = new Map<string, { at: string; capabilities: Set<string> }>();
-    for (const w of await this.deps.store.listWorkers()) {
+    for (const w of await this.workers()) {
       if (w.id === this.deps.workerId || w.status !== 'online' || !this.fresh(w)) continue;
       for (const name of w.providers) {
         if (seen.has(name)) continue;
@@ -118,7 +145,7 @@ export class RuntimeLocator {
   async place(req: PlacementRequest): Promise<Target> {
     const { store, clock } = this.deps;
     const now = clock.now();
-    const workers = await store.listWorkers();
+    const workers = await this.workers();
     const remote = workers.filter((w) => w.id !== this.deps.workerId && this.answering(w));
     // Counts by index (DESIGN.md §13), never a listing; and none at all when this node is the only
     // candidate: its limits are the global ones admission has just applied.

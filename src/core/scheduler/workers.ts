@@ -35,7 +35,7 @@ export class WorkerService {
     const preview = input.capacity?.preview_domain ?? prev?.capacity.preview_domain;
     if (rpcUrl) capacity.rpc_url = rpcUrl;
     if (preview) capacity.preview_domain = preview;
-    return this.store.upsertWorker({
+    const saved = await this.store.upsertWorker({
       id,
       hostname: input.hostname,
       status: input.status ?? prev?.status ?? 'online',
@@ -45,6 +45,9 @@ export class WorkerService {
       last_heartbeat: now,
       updated_at: now,
     });
+    // Placement reads the registry at most once a second; a worker that joined or changed shows at once.
+    if (!prev || placementView(prev) !== placementView(saved)) this.opts.locator?.forgetWorkers();
+    return saved;
   }
 
   list(): Promise<WorkerRecord[]> {
@@ -63,6 +66,7 @@ export class WorkerService {
    */
   async remove(id: string): Promise<void> {
     if (!(await this.store.deleteWorker(id))) throw notFound(`worker ${id} not found`);
+    this.opts.locator?.forgetWorkers();
     if (this.opts.locator && id === this.opts.locator.localId) this.opts.locator.localRemoved = true;
   }
 
@@ -81,12 +85,19 @@ export class WorkerService {
     const why = remote.unreachableReason(w);
     if (why !== null) throw new SbxError('conflict', `${why}: it cannot be drained from here; stop its sbx worker with SIGTERM`);
     await remote.drain(w, AbortSignal.timeout(10_000));
-    return this.store.upsertWorker({ ...w, status: 'draining', updated_at: this.clock.now().toISOString() });
+    const drained = await this.store.upsertWorker({ ...w, status: 'draining', updated_at: this.clock.now().toISOString() });
+    this.opts.locator?.forgetWorkers();
+    return drained;
   }
 
   isStale(w: WorkerRecord): boolean {
     return this.clock.now().getTime() - Date.parse(w.last_heartbeat) > STALE_AFTER_MS;
   }
+}
+
+/** What placement reads of a worker, besides the time of its heartbeat. */
+function placementView(w: WorkerRecord): string {
+  return JSON.stringify([w.status, w.providers, w.capabilities, w.capacity]);
 }
 
 /** True for an absolute http(s) URL with a host. */

@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { initialSchema, LIVE_COUNT_INDEXES } from '../shared/schema.js';
+import { initialSchema, LIVE_COUNT_INDEXES, POSTGRES_LIVE_COUNTS } from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -37,6 +37,7 @@ export const MIGRATIONS: readonly Migration[] = [
         body TEXT NOT NULL
       );`,
   },
+  { version: 4, name: 'live counters', sql: POSTGRES_LIVE_COUNTS },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -15,22 +15,31 @@ export type Transact = <T>(fn: (q: (sql: string, params?: unknown[]) => Promise<
 export type Query = (sql: string, params?: unknown[]) => Promise<pg.QueryResult>;
 
 export const CHANNEL = 'sbx_events';
-const LIVE = "state IN ('running', 'unhealthy') AND expires_at > $1";
+const LIVE_STATES = "('running', 'unhealthy')";
 // A slot counts until its backstop expiry, and only while its replica's lease is live: a replica
 // that died mid-spawn stops holding capacity within one lease TTL.
 const SLOT_LIVE = `s.expires_at > $1 AND EXISTS (SELECT 1 FROM leases l WHERE l.resource_id = 'replica:' || s.holder_id AND l.expires_at > $1)`;
 
+// Live sandboxes from the trigger-kept counters minus the rows past their TTL (as SqlStore.countLive),
+// plus the slots of spawns still being created; in one round trip.
 const COUNTS = `
-  SELECT 'total' AS k, NULL AS owner_id, COUNT(*) AS n, MIN(expires_at) AS next_expiry FROM sandboxes WHERE ${LIVE}
+  SELECT 'total' AS k, NULL AS owner_id,
+    (SELECT COALESCE(SUM(n), 0) FROM live_counts WHERE kind = 0) - (SELECT COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} AND expires_at <= $1) AS n,
+    (SELECT MIN(e) FROM (SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'running' AND expires_at > $1
+      UNION ALL SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'unhealthy' AND expires_at > $1) AS t) AS next_expiry
   UNION ALL SELECT 'slots', NULL, COUNT(*), NULL FROM admission_slots s WHERE ${SLOT_LIVE}
-  UNION ALL SELECT 'owner', owner_id, COUNT(*), NULL FROM sandboxes WHERE owner_id = ANY($2::text[]) AND ${LIVE} GROUP BY owner_id
+  UNION ALL SELECT 'owner', c.owner_id,
+    c.n - (SELECT COUNT(*) FROM sandboxes x WHERE x.owner_id = c.owner_id AND x.state IN ${LIVE_STATES} AND x.expires_at <= $1), NULL
+    FROM live_counts c WHERE c.kind = 1 AND c.owner_id = ANY($2::text[])
   UNION ALL SELECT 'owner', s.owner_id, COUNT(*), NULL FROM admission_slots s WHERE s.owner_id = ANY($2::text[]) AND ${SLOT_LIVE} GROUP BY s.owner_id`;
 
 function countsFrom(rows: Array<Record<string, unknown>>): LiveCounts {
   const out: LiveCounts = { total: 0, next_expiry: null, by_owner: {} };
   for (const r of rows) {
     const n = Number(r.n);
-    if (r.k === 'owner') out.by_owner[String(r.owner_id)] = (out.by_owner[String(r.owner_id)] ?? 0) + n;
+    if (r.k === 'owner') {
+      if (n > 0) out.by_owner[String(r.owner_id)] = (out.by_owner[String(r.owner_id)] ?? 0) + n;
+    }
     else out.total += n;
     if (r.k === 'total' && r.next_expiry != null) out.next_expiry = String(r.next_expiry);
   }

@@ -70,15 +70,29 @@ export const SQL = {
   pruneAudit: 'DELETE FROM admin_audit WHERE created_at < ?',
 } as const;
 
-/** Live = counted against limits (spec 2.7): running or unhealthy, expiry ahead. */
-const LIVE = "state IN ('running', 'unhealthy') AND expires_at > ?";
+/** Live = counted against limits (spec 2.7): running or unhealthy, expiry ahead. Past = live state, expiry passed. */
+const PAST = "state IN ('running', 'unhealthy') AND expires_at <= ?";
+const PAST_S = "s.state IN ('running', 'unhealthy') AND s.expires_at <= ?";
 
-/** Live sandboxes in total and the earliest expiry among them (DESIGN.md §13): index-only. */
-export const COUNT_LIVE = `SELECT COUNT(*) AS n, MIN(expires_at) AS next_expiry FROM sandboxes WHERE ${LIVE}`;
+/**
+ * Live sandboxes in total and the earliest expiry among them (DESIGN.md §13): the counter row
+ * (kept by triggers) minus the rows still in a live state but past their TTL, which the reaper
+ * keeps few; the earliest expiry is one index seek per live state. Params: now, now, now, now.
+ */
+export const COUNT_LIVE = `SELECT
+  (SELECT COALESCE(SUM(n), 0) FROM live_counts WHERE kind = 0) - (SELECT COUNT(*) FROM sandboxes WHERE ${PAST}) AS n,
+  (SELECT MIN(e) FROM (
+    SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'running' AND expires_at > ?
+    UNION ALL SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'unhealthy' AND expires_at > ?) AS t) AS next_expiry`;
+export const countLiveParams = (now: string) => [now, now, now];
 
-/** Live sandboxes of each of the given owners. */
+/** Live sandboxes of each of the given owners (counter rows minus their rows past TTL). */
 export function countLiveByOwnerQuery(now: string, owners: readonly string[]): SqlQuery {
-  return { sql: `SELECT owner_id, COUNT(*) AS n FROM sandboxes WHERE owner_id IN (${marks(owners.length)}) AND ${LIVE} GROUP BY owner_id`, params: [...owners, now] };
+  return {
+    sql: `SELECT c.owner_id, c.n - (SELECT COUNT(*) FROM sandboxes s WHERE s.owner_id = c.owner_id AND ${PAST_S}) AS n
+      FROM live_counts c WHERE c.kind = 1 AND c.owner_id IN (${marks(owners.length)})`,
+    params: [now, ...owners],
+  };
 }
 
 /** Rows counted per state, provider, worker and TTL side (metrics): the database aggregates, nothing is read row by row. */
@@ -86,9 +100,14 @@ export const TALLY_SANDBOXES = `SELECT state, provider, worker_id, past_ttl, COU
   (SELECT state, provider, worker_id, CASE WHEN expires_at <= ? THEN 1 ELSE 0 END AS past_ttl FROM sandboxes) AS t
   GROUP BY state, provider, worker_id, past_ttl`;
 
-/** Live sandboxes per worker, and per worker for one owner (placement, DESIGN.md §13). */
-export const COUNT_LIVE_BY_WORKER = `SELECT worker_id, COUNT(*) AS n FROM sandboxes WHERE ${LIVE} GROUP BY worker_id`;
-export const COUNT_LIVE_BY_WORKER_FOR_OWNER = `SELECT worker_id, COUNT(*) AS n FROM sandboxes WHERE owner_id = ? AND ${LIVE} GROUP BY worker_id`;
+/** Live sandboxes per worker (placement, DESIGN.md §13): counter rows minus rows past TTL. Params: now. */
+export const COUNT_LIVE_BY_WORKER = `SELECT c.worker_id, c.n - COALESCE(p.n, 0) AS n FROM live_counts c
+  LEFT JOIN (SELECT worker_id, COUNT(*) AS n FROM sandboxes WHERE ${PAST} GROUP BY worker_id) p ON p.worker_id = c.worker_id
+  WHERE c.kind = 2`;
+/** The same for one owner. Params: now, owner, owner. */
+export const COUNT_LIVE_BY_WORKER_FOR_OWNER = `SELECT c.worker_id, c.n - COALESCE(p.n, 0) AS n FROM live_counts c
+  LEFT JOIN (SELECT worker_id, COUNT(*) AS n FROM sandboxes WHERE ${PAST} AND owner_id = ? GROUP BY worker_id) p ON p.worker_id = c.worker_id
+  WHERE c.kind = 3 AND c.owner_id = ?`;
 
 /** UPDATE for a sandbox patch given as [column, value] pairs (columns come from SANDBOX_COLUMNS only). */
 export function updateSandboxQuery(id: string, pairs: Array<[string, unknown]>): SqlQuery {

@@ -108,3 +108,68 @@ export const LIVE_COUNT_INDEXES = `
   CREATE INDEX IF NOT EXISTS sandboxes_worker_live_idx ON sandboxes (worker_id, state, expires_at);
   CREATE INDEX IF NOT EXISTS sandboxes_listed_idx ON sandboxes (created_at, id) WHERE state IN ('running', 'unhealthy', 'error');
 `;
+
+/** Rows of `live_counts`: kind 0 = total, 1 = per owner, 2 = per worker, 3 = per worker and owner. */
+const LIVE_STATES = "('running', 'unhealthy')";
+
+/** Seeds `live_counts` from the rows already stored (both dialects). */
+const SEED_LIVE_COUNTS = `
+  INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 0, '', '', COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES};
+  INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 1, '', owner_id, COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} AND owner_id IS NOT NULL GROUP BY owner_id;
+  INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 2, worker_id, '', COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} GROUP BY worker_id;
+  INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 3, worker_id, owner_id, COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} AND owner_id IS NOT NULL GROUP BY worker_id, owner_id;
+`;
+
+const LIVE_COUNTS_TABLE = (key: string) => `
+  CREATE TABLE live_counts (
+    kind INTEGER NOT NULL,
+    worker_id ${key} NOT NULL,
+    owner_id ${key} NOT NULL,
+    n BIGINT NOT NULL,
+    PRIMARY KEY (kind, worker_id, owner_id)
+  );
+`;
+
+/** The rows a change of one sandbox moves (d = 1 or -1), as an upsert of (kind, worker, owner). */
+const bump = (w: string, o: string, d: number, when: string, excluded: string) => `
+    INSERT INTO live_counts (kind, worker_id, owner_id, n)
+      SELECT 0, '', '', ${d} WHERE ${when}
+      UNION ALL SELECT 2, ${w}, '', ${d} WHERE ${when}
+      UNION ALL SELECT 1, '', ${o}, ${d} WHERE ${when} AND ${o} IS NOT NULL
+      UNION ALL SELECT 3, ${w}, ${o}, ${d} WHERE ${when} AND ${o} IS NOT NULL
+      ON CONFLICT (kind, worker_id, owner_id) DO UPDATE SET n = ${excluded};`;
+
+/** A change that moves a live count: the live side of the state, the worker or the owner changed. */
+const MOVES = `(OLD.state IN ${LIVE_STATES}) <> (NEW.state IN ${LIVE_STATES}) OR OLD.worker_id <> NEW.worker_id OR OLD.owner_id IS DISTINCT FROM NEW.owner_id`;
+
+/**
+ * Version 3/4 (DESIGN.md §13): live sandboxes counted as they change, in total, per owner, per
+ * worker and per worker and owner, so admission and placement read a row instead of counting
+ * index entries (100,000 live made each count cost milliseconds). "Live" also needs the expiry:
+ * readers subtract the rows still in a live state but past their TTL (an index range that the
+ * reaper keeps short), so the counts stay exact at any moment.
+ */
+export const SQLITE_LIVE_COUNTS = `${LIVE_COUNTS_TABLE('TEXT')}
+  CREATE TRIGGER sandboxes_live_insert AFTER INSERT ON sandboxes BEGIN${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${LIVE_STATES}`, 'n + excluded.n')}
+  END;
+  CREATE TRIGGER sandboxes_live_update AFTER UPDATE OF state, worker_id, owner_id ON sandboxes
+    WHEN ${MOVES.replace('IS DISTINCT FROM', 'IS NOT')} BEGIN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${LIVE_STATES}`, 'n + excluded.n')}${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${LIVE_STATES}`, 'n + excluded.n')}
+  END;
+  CREATE TRIGGER sandboxes_live_delete AFTER DELETE ON sandboxes BEGIN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${LIVE_STATES}`, 'n + excluded.n')}
+  END;
+${SEED_LIVE_COUNTS}`;
+
+export const POSTGRES_LIVE_COUNTS = `${LIVE_COUNTS_TABLE('TEXT COLLATE "C"')}
+  -- The function finds live_counts by the schema it was created in, whatever the writer's search_path.
+  CREATE FUNCTION sbx_live_counts() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
+  BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${LIVE_STATES}`, 'live_counts.n + excluded.n')}
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${LIVE_STATES}`, 'live_counts.n + excluded.n')}
+    END IF;
+    RETURN NULL;
+  END $fn$;
+  CREATE TRIGGER sandboxes_live_insert AFTER INSERT OR DELETE ON sandboxes FOR EACH ROW EXECUTE FUNCTION sbx_live_counts();
+  CREATE TRIGGER sandboxes_live_update AFTER UPDATE OF state, worker_id, owner_id ON sandboxes FOR EACH ROW
+    WHEN (${MOVES}) EXECUTE FUNCTION sbx_live_counts();
+${SEED_LIVE_COUNTS}`;

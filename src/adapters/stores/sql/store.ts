@@ -14,7 +14,7 @@ import type {
   TemplateRecord,
   WorkerRecord,
 } from '../../../core/ports.js';
-import { TALLY_SANDBOXES, COUNT_LIVE, COUNT_LIVE_BY_WORKER, COUNT_LIVE_BY_WORKER_FOR_OWNER, countLiveByOwnerQuery, SQL, listAuditQuery, listSandboxesQuery, updateSandboxQuery } from '../shared/queries.js';
+import { TALLY_SANDBOXES, COUNT_LIVE, countLiveParams, COUNT_LIVE_BY_WORKER, COUNT_LIVE_BY_WORKER_FOR_OWNER, countLiveByOwnerQuery, SQL, listAuditQuery, listSandboxesQuery, updateSandboxQuery } from '../shared/queries.js';
 import {
   auditFromRow,
   auditValues,
@@ -76,12 +76,12 @@ export class SqlStore implements Store {
   }
 
   async countLive(now: string, owners: readonly string[]): Promise<LiveCounts> {
-    const row = await this.one(COUNT_LIVE, [now]);
+    const row = await this.one(COUNT_LIVE, countLiveParams(now));
     const by_owner: Record<string, number> = {};
     const wanted = [...new Set(owners)];
     if (wanted.length > 0) {
       const q = countLiveByOwnerQuery(now, wanted);
-      for (const r of await this.sql.rows(q.sql, q.params)) by_owner[String(r.owner_id)] = Number(r.n);
+      for (const r of await this.sql.rows(q.sql, q.params)) if (Number(r.n) > 0) by_owner[String(r.owner_id)] = Number(r.n);
     }
     return { total: Number(row?.n ?? 0), next_expiry: row?.next_expiry == null ? null : String(row.next_expiry), by_owner };
   }
@@ -97,9 +97,9 @@ export class SqlStore implements Store {
   }
 
   async countLiveByWorker(now: string, owner: string | null): Promise<{ by_worker: Record<string, number>; by_worker_for_owner: Record<string, number> }> {
-    const tally = (rows: Row[]) => Object.fromEntries(rows.map((r) => [String(r.worker_id), Number(r.n)]));
+    const tally = (rows: Row[]) => Object.fromEntries(rows.filter((r) => Number(r.n) > 0).map((r) => [String(r.worker_id), Number(r.n)]));
     const by_worker = tally(await this.sql.rows(COUNT_LIVE_BY_WORKER, [now]));
-    const by_worker_for_owner = owner === null ? {} : tally(await this.sql.rows(COUNT_LIVE_BY_WORKER_FOR_OWNER, [owner, now]));
+    const by_worker_for_owner = owner === null ? {} : tally(await this.sql.rows(COUNT_LIVE_BY_WORKER_FOR_OWNER, [now, owner, owner]));
     return { by_worker, by_worker_for_owner };
   }
 

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { initialSchema, LIVE_COUNT_INDEXES } from '../shared/schema.js';
+import { initialSchema, LIVE_COUNT_INDEXES, SQLITE_LIVE_COUNTS } from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -15,6 +15,9 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: initialSchema({ key: 'TEXT', bigint: 'INTEGER', real: 'REAL' }),
   },
   { version: 2, name: 'live-count indexes', sql: LIVE_COUNT_INDEXES },
+  // Version 3 is PostgreSQL's replica state; the versions stay aligned across dialects.
+  { version: 3, name: 'replica shared state (PostgreSQL only)', sql: 'SELECT 1;' },
+  { version: 4, name: 'live counters', sql: SQLITE_LIVE_COUNTS },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort } from './lib/net.mjs';
+import { writeSection } from './lib/sections.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'sbx.js');
@@ -256,7 +257,7 @@ const sat = (r) => {
   for (let i = 1; i < r.load.length; i++) if (r.load[i].rate < r.load[i - 1].rate * 1.1) return r.load[i - 1];
   return r.load[r.load.length - 1];
 };
-console.log(`## fleet
+const fleetSection = `## fleet
 
 One \`sbx serve\` (pure control plane, PostgreSQL) with simulated workers (\`node bench/fleet.mjs\`): each
 worker has its own id and signed token, heartbeats over the real route and answers the real worker
@@ -277,4 +278,19 @@ Throughput as spawns in flight grow (spawns/s, p50 / p99 ms, control-plane CPU i
 ${results.map((r) => `| ${r.workers} | ${r.load.map((l) => `${f(l.rate, 0)}/s, ${f(l.p50)} / ${f(l.p99)}, ${f(l.cpu, 2)}`).join(' | ')} |`).join('\n')}
 
 Saturation: ${results.map((r) => `${r.workers} workers at about ${f(sat(r).rate, 0)} spawns/s (${sat(r).conc} in flight)`).join('; ')}.
-`);
+
+What a bigger fleet needs:
+- More spawns per second: one control plane spends the CPU per spawn above on one core, so it
+  saturates at the rate shown; replicas on one PostgreSQL (README "High availability") each add a
+  core. What they then share is one short transaction per spawn under the admission lock, and the
+  event journal's serialized appends.
+- Reconciliation asks a worker about each of its sandboxes one call at a time: at the
+  ${f(results[results.length - 1].statusRate, 0)} status calls/s measured, a pass over ${LIVE.toLocaleString('en')} remote sandboxes takes about
+  ${f(LIVE / Math.max(1, results[results.length - 1].statusRate), 0)} s, longer than its 30 s period. Fleets of this size need one batched status call per
+  worker per pass.
+- Past what one PostgreSQL writes (the row writes per spawn above, plus one per heartbeat): a
+  sharded store, or a scheduler such as Kubernetes placing runtimes with sbx as the API in front.
+`;
+console.log(fleetSection);
+// SCALE.md keeps the section, beside bench:scale's figures.
+writeSection(join(ROOT, 'SCALE.md'), 'Fleet', `${fleetSection.replace('## fleet\n', '')}\nWritten on ${new Date().toISOString().slice(0, 10)}.\n`);

@@ -7,11 +7,12 @@
 // Env: SCALE_LIVE (default 100000), SCALE_SPAWNS (spawns per rate sample, default 400).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './lib/net.mjs';
+import { writeSection } from './lib/sections.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'sbx.js');
@@ -187,31 +188,24 @@ at 100,000 live ≤ 1.2 × at none.
 ${rowsOut.join('\n')}
 `;
 console.log(section);
-writeFileSync(
-  join(ROOT, 'SCALE.md'),
-  `# Scale of one control plane
+const HEADER = `# Scale of one control plane
 
 What one \`sbx serve\` costs as the fleet grows (DESIGN.md §13), written by \`npm run bench:scale\`
-(\`bench/scale.mjs\`) on ${new Date().toISOString().slice(0, 10)}. Ratios are from one run, side by side.
+(\`bench/scale.mjs\`, section "Figures") and \`node bench/fleet.mjs\` (section "Fleet"). Ratios are from one run, side by side.
 
 How it stays flat:
 
-- Admission reads index counts (\`COUNT\` and \`MIN(expires_at)\` of live sandboxes, in total and for the
-  owners it judges) inside its serialized step; a granted slot becomes its stored row in the same
-  step, so exactly the cap is admitted under any concurrency. Placement counts per worker by index,
-  and not at all when this node is the only candidate.
+- Live sandboxes are counted as they change: triggers keep a counter row in total, per owner, per
+  worker and per worker and owner. Admission and placement read those rows and subtract the few
+  rows still in a live state but past their TTL (an \`expires_at\` index range the reaper keeps
+  short), so counts are exact at any moment and cost the same at 100 or 100,000 live. A granted slot
+  becomes its stored row in one serialized step (one process) or under a database lock shared by
+  every replica, so exactly the cap is admitted under any concurrency.
+- Placement reads the worker registry at most once a second (changes made through this process at once).
 - Lists are keyset pages in (created_at, id) order over a partial index of the listed states,
   visibility applied in the query; cursors are signed with an installation secret in the store.
 - Metrics and diagnostics let the database aggregate; the reaper and prune select past-TTL rows by
   the \`expires_at\` index and walk live ones in pages of 500; remote reconciliation pages too.
-
-${section.replace('## scale', '## Figures')}
-## Not measured yet
-
-The fleet simulation (\`bench/fleet.mjs\`: up to 1,000 simulated workers speaking the real heartbeat
-and RPC, placement latency, heartbeats per second, store writes per spawn, the saturation point)
-waits for control-plane replicas on PostgreSQL (issue 15), as DESIGN §13 says; until then it is
-left out rather than measured on a stand-in.
-`,
-);
+`;
+writeSection(join(ROOT, 'SCALE.md'), 'Figures', `${section.replace('## scale\n', '')}\nWritten on ${new Date().toISOString().slice(0, 10)}.\n`, HEADER);
 process.exit(0);

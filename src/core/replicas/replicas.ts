@@ -70,7 +70,7 @@ export class Replicas {
   async start(opts: { localWorker: boolean }): Promise<void> {
     if (!this.o.shared) return;
     await this.o.leases.acquireLease(`replica:${this.id}`, this.id, this.o.ttlMs, this.o.clock.now());
-    this.lastRenewOk = this.now();
+    this.lastRenewOk = performance.now();
     if (opts.localWorker) {
       const lease = await this.o.leases.acquireLease(LOCAL_WORKER_LEASE, this.id, this.o.ttlMs, this.o.clock.now());
       if (!lease) {
@@ -149,10 +149,10 @@ export class Replicas {
         st.held = lease !== null;
         st.generation = lease?.generation ?? 0;
       }
-      this.lastRenewOk = at.getTime();
+      this.lastRenewOk = performance.now();
     } catch (err) {
       // Database away: leadership lapses before anyone else could take it over.
-      if (this.now() - this.lastRenewOk > this.o.ttlMs / 2) {
+      if (performance.now() - this.lastRenewOk > this.o.ttlMs / 2) {
         for (const st of this.tasks.values()) {
           if (st.held) this.o.warn({ task: st.task.name, err: String(err) }, 'leader lease could not be renewed; pausing the task');
           this.abort(st);
@@ -169,8 +169,9 @@ export class Replicas {
 
   private maybeRun(st: TaskState): void {
     if (!st.held || st.running || this.closed) return;
-    if (this.now() - st.lastRun < st.task.everyMs) return;
-    st.lastRun = this.now();
+    // Periods on the monotonic stopwatch: a clock step neither skips nor doubles a pass.
+    if (performance.now() - st.lastRun < st.task.everyMs && st.lastRun > 0) return;
+    st.lastRun = performance.now();
     const ctl = new AbortController();
     st.running = ctl;
     st.task

@@ -111,7 +111,7 @@ describe('admission in queue mode', () => {
     expect(first.status).toBe(201);
     const waiting = call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'w1' });
     await sleep(200);
-    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.last, owner_quotas: 0 }).spawn_queue_depth).toBe(1);
+    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 }).spawn_queue_depth).toBe(1);
     const destroyedAt = Date.now();
     expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${first.body.id}`)).status).toBe(200);
     const second = await waiting;
@@ -138,7 +138,7 @@ describe('admission in queue mode', () => {
       ['spawn.queued', 'w2'],
       ['spawn.queue_timeout', 'w2'],
     ]);
-    const s = srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.last, owner_quotas: 0 });
+    const s = srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 });
     expect(s).toMatchObject({ spawn_overflow: 'queue', spawn_queue_depth: 0, max_spawn_queue: 1, spawn_queue_timeout: '1s', admission_control: true, spawn_queue_timeouts: 1 });
     expect(s.spawn_queued_total).toBeGreaterThanOrEqual(2);
     expect(s.spawn_queue_wait_max_ms).toBeGreaterThanOrEqual(950);
@@ -158,11 +158,11 @@ describe('admission in queue mode', () => {
     const ac = new AbortController();
     const gone = fetch(`${srv.url}/api/v1/sandboxes`, { method: 'POST', signal: ac.signal, headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => 'aborted');
     await sleep(150);
-    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.last, owner_quotas: 0 }).spawn_queue_depth).toBe(1);
+    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 }).spawn_queue_depth).toBe(1);
     ac.abort();
     expect(await gone).toBe('aborted');
     await sleep(100);
-    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.last, owner_quotas: 0 }).spawn_queue_depth).toBe(0);
+    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 }).spawn_queue_depth).toBe(0);
     expect((await call(srv.url, 'GET', '/api/v1/sandboxes')).body).toHaveLength(1);
   });
 });
@@ -180,7 +180,7 @@ describe('queue mode: a quota raise releases a waiting owner', () => {
     await sleep(150);
     // Another owner is not held up behind alice.
     expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'bob' })).status).toBe(201);
-    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.last, owner_quotas: 0 }).spawn_queue_depth).toBe(1);
+    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 }).spawn_queue_depth).toBe(1);
     const t0 = Date.now();
     expect((await call(srv.url, 'PUT', '/api/v1/quotas/alice', { max_sandboxes: 2 })).status).toBe(200);
     const res = await waiting;

@@ -67,7 +67,7 @@ const SCHEDULER_KEYS = [
   'spawn_overflow', 'spawn_queue_depth', 'max_spawn_queue', 'spawn_queue_timeout', 'admission_control', 'spawn_queued_total',
   'spawn_dequeued_total', 'spawn_queue_timeouts', 'spawn_queue_wait_count', 'spawn_queue_wait_total', 'spawn_queue_wait_max',
   'spawn_queue_wait_avg', 'spawn_queue_wait_total_ms', 'spawn_queue_wait_max_ms', 'spawn_queue_wait_avg_ms', 'worker_id',
-  'selected_worker_id', 'eligible_workers',
+  'selected_worker_id', 'eligible_workers', 'placements', 'placement_p50_ms', 'placement_p99_ms',
 ];
 const RATE_KEYS = ['enabled', 'requests_per_minute', 'burst', 'key_by', 'active_buckets', 'allowed_total', 'limited_total', 'evicted_total', 'bucket_ttl', 'cleanup_interval'];
 const LIMIT_KEYS = ['max_sandboxes', 'max_sandboxes_per_owner', 'default_exec_timeout', 'max_exec_timeout', 'max_ttl', 'spawn_overflow', 'spawn_queue_timeout', 'max_spawn_queue'];
@@ -116,6 +116,9 @@ describe('diagnostics, metrics, health (spec 2.14–2.16, 4.8)', () => {
     expect(d.limits).toMatchObject({ max_sandboxes: 50, max_exec_timeout: '5m0s', spawn_overflow: 'reject' });
     expect(Object.keys(d.scheduler).sort()).toEqual([...SCHEDULER_KEYS].sort());
     expect(d.scheduler.worker_id).toBe('local');
+    // Every spawn was placed, and each placement was timed.
+    expect(d.scheduler.placements).toBeGreaterThan(0);
+    expect(d.scheduler.placement_p99_ms).toBeGreaterThanOrEqual(d.scheduler.placement_p50_ms);
     expect(d.quotas).toEqual({ total: 1, with_max_sandboxes: 1, with_max_ttl: 1, with_max_exec_timeout: 0 });
     expect(Object.keys(d.rate_limit).sort()).toEqual([...RATE_KEYS].sort());
     expect(d.rate_limit.enabled).toBe(false);

@@ -10,7 +10,7 @@ import type { SandboxRecord, Store } from '../../src/core/ports.js';
 import type { CoreSettings } from '../../src/core/settings.js';
 
 /** A last placement as the locator reports it (the scheduler member echoes it). */
-const PLACED = { selected_worker_id: 'w-7', eligible_workers: 3, owner_quotas: 0 };
+const PLACED = { selected_worker_id: 'w-7', eligible_workers: 3, owner_quotas: 0, placements: 4, placement_p50_ms: 1.5, placement_p99_ms: 3.25 };
 
 type Defaults = CoreSettings['defaults'];
 
@@ -333,6 +333,9 @@ describe('spawn queue', () => {
       worker_id: 'local',
       selected_worker_id: 'w-7',
       eligible_workers: 3,
+      placements: 4,
+      placement_p50_ms: 1.5,
+      placement_p99_ms: 3.25,
     });
   });
 });

@@ -170,8 +170,9 @@ describe('remote lifecycle in core', () => {
     } as CoreSettings;
     const providers = new ProviderRegistry(clock, 'mock');
     providers.register(createMockProvider({ rootDir: join(root, 'mock') }));
-    // A pure control plane: every spawn goes to a worker.
-    locator = new RuntimeLocator({ store, providers, remote, clock, workerId: 'local', localWorker: false });
+    // A pure control plane: every spawn goes to a worker. The tests write the registry directly
+    // (as another replica would), so placement reads it every time.
+    locator = new RuntimeLocator({ store, providers, remote, clock, workerId: 'local', localWorker: false, workersTtlMs: 0 });
     sandboxes = new SandboxService({ store, providers, locator, admission: new Admission(store, settings, clock, bus), bus, clock, ids: new FakeIds(), settings });
     await store.upsertWorker(worker('w1'));
   });

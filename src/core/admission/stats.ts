@@ -33,6 +33,9 @@ export interface SchedulerStats {
   worker_id: string;
   selected_worker_id: string;
   eligible_workers: number;
+  placements: number;
+  placement_p50_ms: number;
+  placement_p99_ms: number;
 }
 
 /**
@@ -78,6 +81,10 @@ export interface PlacementFigures {
   eligible_workers: number;
   /** Owner quotas saved (each one can deny a spawn). */
   owner_quotas: number;
+  /** Placement decisions made, and how long the last 1,024 took (reading workers and counts, choosing). */
+  placements: number;
+  placement_p50_ms: number;
+  placement_p99_ms: number;
 }
 
 /**
@@ -107,5 +114,8 @@ export function schedulerStats(settings: CoreSettings, c: QueueCounters, depth: 
     worker_id: settings.worker_id,
     selected_worker_id: placement.selected_worker_id,
     eligible_workers: placement.eligible_workers,
+    placements: placement.placements,
+    placement_p50_ms: placement.placement_p50_ms,
+    placement_p99_ms: placement.placement_p99_ms,
   };
 }

@@ -3,6 +3,7 @@
  * remote worker (DESIGN.md §7). Spawn asks `place()`; every later operation asks `provider(rec)`,
  * which answers an ordinary Provider either way, so services never branch on `worker_id`.
  */
+import { LatencyWindow } from './latency.js';
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import type { ProviderRegistry, ProviderStatus } from '../providers/registry.js';
 import type { Clock, LeaseRecord, LeaseStore, Provider, SandboxRecord, SandboxStore, WorkerRecord, WorkerStore } from '../ports.js';
@@ -25,6 +26,8 @@ export interface LocatorDeps {
   workerId: string;
   /** `server.local_worker`. */
   localWorker: boolean;
+  /** How long one read of the worker registry serves placement (default 1 s; 0 = every time). */
+  workersTtlMs?: number;
   warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
@@ -34,6 +37,8 @@ export type Target = { local: true; worker_id: string } | { local: false; worker
 export class RuntimeLocator {
   /** The last placement (diagnostics `scheduler.selected_worker_id` / `eligible_workers`). */
   last: { selected_worker_id: string; eligible_workers: number } = { selected_worker_id: '', eligible_workers: 0 };
+  /** How long placement decisions took (diagnostics `scheduler.placement_p50_ms` / `_p99_ms`). */
+  readonly placementTimes = new LatencyWindow();
   /** Set when an admin deleted this node's worker row: it takes no spawns until it restarts. */
   localRemoved = false;
   /**
@@ -46,6 +51,12 @@ export class RuntimeLocator {
 
   constructor(readonly deps: LocatorDeps) {}
 
+  /** The last placement and how long placements take (diagnostics `scheduler`). */
+  figures(): { selected_worker_id: string; eligible_workers: number; placements: number; placement_p50_ms: number; placement_p99_ms: number } {
+    const t = this.placementTimes;
+    return { ...this.last, placements: t.count, placement_p50_ms: t.quantile(50), placement_p99_ms: t.quantile(99) };
+  }
+
   /**
    * The registered workers, read at most once per WORKERS_TTL_MS (DESIGN.md §13): a spawn reads
    * them up to three times, and a fleet's thousand rows are not worth reading per spawn when
@@ -53,7 +64,7 @@ export class RuntimeLocator {
    */
   private workers(): Promise<WorkerRecord[]> {
     const now = performance.now();
-    if (!this.workersRead || now - this.workersRead.at > WORKERS_TTL_MS) {
+    if (!this.workersRead || now - this.workersRead.at > (this.deps.workersTtlMs ?? WORKERS_TTL_MS)) {
       const list = this.deps.store.listWorkers();
       const read = { at: now, list };
       this.workersRead = read;
@@ -144,6 +155,7 @@ export class RuntimeLocator {
   /** Chooses the worker for a spawn (DESIGN.md §7 "Placement"); 503 when none can take it. */
   async place(req: PlacementRequest): Promise<Target> {
     const { store, clock } = this.deps;
+    const started = performance.now();
     const now = clock.now();
     const workers = await this.workers();
     const remote = workers.filter((w) => w.id !== this.deps.workerId && this.answering(w));
@@ -165,6 +177,7 @@ export class RuntimeLocator {
       now,
     });
     this.last = { selected_worker_id: choice.ok ? choice.worker_id : '', eligible_workers: choice.eligible };
+    this.placementTimes.record(performance.now() - started);
     if (!choice.ok) throw unavailable(choice.reason);
     if (choice.local) return { local: true, worker_id: choice.worker_id };
     const worker = candidates.find((w) => w.id === choice.worker_id)!;

@@ -137,7 +137,7 @@ export async function collectSnapshot(deps: HttpDeps): Promise<Snapshot> {
     process: processStats(deps.startedAt),
     store,
     limits: deps.admission.limitsSnapshot(),
-    scheduler: deps.admission.stats({ ...deps.locator.last, owner_quotas: quotas.total }),
+    scheduler: deps.admission.stats({ ...deps.locator.figures(), owner_quotas: quotas.total }),
     quotas,
     rate_limit: deps.rateLimiter?.stats() ?? ZERO_RATE_LIMIT,
     providers,

@@ -17,7 +17,7 @@ _sbx_subs() {
 _sbx_opts() {
   case "$1" in
     '') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --url --api-key --admin-key --user --json --no-color' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
     'ls') echo '-q --quiet --url --api-key --admin-key --user --json --no-color' ;;
     'get') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'rm') echo '--all-expired --url --api-key --admin-key --user --json --no-color' ;;
@@ -75,7 +75,7 @@ _sbx_opts() {
 _sbx_value_opts() {
   case "$1" in
     '') echo '--url --api-key --admin-key --user' ;;
-    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --url --api-key --admin-key --user' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --idempotency-key --url --api-key --admin-key --user' ;;
     'ls') echo '--url --api-key --admin-key --user' ;;
     'get') echo '--url --api-key --admin-key --user' ;;
     'rm') echo '--url --api-key --admin-key --user' ;;

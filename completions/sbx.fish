@@ -55,6 +55,7 @@ complete -c sbx -n '__sbx_path_is \'spawn\'' -l ttl -x -d 'time to live, e.g. 30
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l meta -x -d 'metadata label (repeatable)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l template -x -d 'spawn from a template (with --ttl, --provider, --meta, --owner overrides)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l owner -x -d 'owner for quota attribution (X-User-ID / --user overrides it)'
+complete -c sbx -n '__sbx_path_is \'spawn\'' -l idempotency-key -x -d 'retry-safe: the same key within 24 h answers the first sandbox instead of spawning again'
 complete -c sbx -n '__sbx_path_is \'ls\'' -l quiet -s q -d 'print only the ids'
 complete -c sbx -n '__sbx_path_is \'rm\'' -l all-expired -d 'remove every expired sandbox (prune)'
 complete -c sbx -n '__sbx_path_is \'extend\'' -l ttl -x -d 'new time to live from now, e.g. 1h'

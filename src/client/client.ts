@@ -9,7 +9,7 @@ import { SbxError } from '../contracts/errors.js';
 import { eventStream, type EventStreamOptions } from './events.js';
 import { type ExecSession, type ExecWsInput, type ExecWsOptions, openExecSession } from './exec-ws.js';
 import { FilesApi } from './files.js';
-import { Http, type ClientOptions } from './http.js';
+import { Http, spawnHeaders, type ClientOptions } from './http.js';
 import { parseNdjson } from './ndjson.js';
 import { ProvidersApi, QuotasApi, TemplatesApi, WorkerFacingApi, WorkersApi } from './resources.js';
 import type {
@@ -28,6 +28,7 @@ import type {
   Readiness,
   RequestOptions,
   Sandbox,
+  SpawnOptions,
   SbxEvent,
   SnapshotSummary,
   SpawnRequest,
@@ -76,8 +77,8 @@ export class Client {
   // Sandboxes (spec 4.1)
 
   /** Spawns a sandbox; an empty request uses server defaults. */
-  spawn(req: SpawnRequest = {}, opts: RequestOptions = {}): Promise<Sandbox> {
-    return this.http.json('POST', '/api/v1/sandboxes', { body: req, signal: opts.signal });
+  spawn(req: SpawnRequest = {}, opts: SpawnOptions = {}): Promise<Sandbox> {
+    return this.http.json('POST', '/api/v1/sandboxes', { body: req, signal: opts.signal, headers: spawnHeaders(opts) });
   }
 
   /** Admission preflight: would this spawn be admitted? Creates nothing. */

@@ -50,6 +50,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Statuses returned as success instead of thrown (readiness answers 503 with a body). */
   accept?: number[];
+  /** Headers of this request alone (e.g. `Idempotency-Key`). */
+  headers?: Record<string, string>;
 }
 
 export interface RawResponse {
@@ -217,6 +219,7 @@ export class Http {
   async send(method: string, path: string, opts: CallOptions = {}): Promise<RawResponse> {
     const { undici, agent } = await this.undici();
     const headers = this.headersFor(path);
+    for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = v;
     let body: string | Uint8Array | undefined;
     if (opts.bytes !== undefined) {
       body = opts.bytes;
@@ -305,4 +308,9 @@ export class Http {
     clearTimeout(timer);
     if (result === 'late') await agent.destroy().catch(() => undefined);
   }
+}
+
+/** The `Idempotency-Key` header of a spawn, when given. */
+export function spawnHeaders(opts: { idempotencyKey?: string }): Record<string, string> | undefined {
+  return opts.idempotencyKey !== undefined ? { 'idempotency-key': opts.idempotencyKey } : undefined;
 }

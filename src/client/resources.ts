@@ -1,5 +1,5 @@
 /** Resource groups of the client: templates, quotas, providers, workers (spec 4.3–4.6, 4.9). */
-import type { Http } from './http.js';
+import { spawnHeaders, type Http } from './http.js';
 import type {
   CreateTemplateRequest,
   HeartbeatRequest,
@@ -12,6 +12,7 @@ import type {
   QuotaSummary,
   RequestOptions,
   Sandbox,
+  SpawnOptions,
   Template,
   TemplateSpawnRequest,
   UpdateTemplateRequest,
@@ -45,8 +46,8 @@ export class TemplatesApi {
     return this.http.json('DELETE', `/api/v1/templates/${enc(name)}`, opts);
   }
 
-  spawn(name: string, req: TemplateSpawnRequest = {}, opts: RequestOptions = {}): Promise<Sandbox> {
-    return this.http.json('POST', `/api/v1/templates/${enc(name)}/spawn`, { body: req, signal: opts.signal });
+  spawn(name: string, req: TemplateSpawnRequest = {}, opts: SpawnOptions = {}): Promise<Sandbox> {
+    return this.http.json('POST', `/api/v1/templates/${enc(name)}/spawn`, { body: req, signal: opts.signal, headers: spawnHeaders(opts) });
   }
 }
 

@@ -84,3 +84,8 @@ export type ExecInput = Omit<ExecRequest, 'stream' | 'stdin' | 'stdin_encoding'>
 export interface RequestOptions {
   signal?: AbortSignal;
 }
+
+/** Spawn options: `idempotencyKey` makes a retry answer the first sandbox instead of spawning again. */
+export interface SpawnOptions extends RequestOptions {
+  idempotencyKey?: string;
+}

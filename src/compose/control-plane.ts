@@ -31,6 +31,7 @@ import { buildApp } from '../transports/http/app.js';
 import type { HttpDeps } from '../transports/http/deps.js';
 import { InflightBudget } from '../transports/http/inflight.js';
 import { startAuditPruner } from '../transports/http/plugins/audit.js';
+import { Idempotency } from '../core/sandboxes/idempotency.js';
 import { PreviewService } from '../core/sandboxes/preview.js';
 import { PoolProvider } from '../core/pool/pool-provider.js';
 import { previewOnlyServer } from '../transports/http/preview.js';
@@ -124,6 +125,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids, settings, warn, previewToken });
     preview = new PreviewService(sandboxes, store, { domain: config.server.preview_domain, auth: config.server.preview_auth, secret: previewSecret });
     const workers = new WorkerService(store, clock, { locator, remote });
+    const idempotency = new Idempotency(store, clock, (id) => store.getSandbox(id));
     const deps: HttpDeps & { store: Store } = {
       settings,
       clock,
@@ -151,6 +153,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       operations,
       secrets: secretValues(config),
       pool,
+      idempotency,
       replicas,
       journal: replication.feed,
       listCursorSecret: cursorSecret,
@@ -214,6 +217,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         // This node's own sandboxes are reaped below when replicas share the store.
         await sandboxes.reap({ local: !replicas.shared, remote: true, signal });
         await replication?.pruneJournal();
+        await idempotency.prune();
       },
     });
     if (opts.reconcile !== false) replicas.addTask({ name: 'reconcile', everyMs: RECONCILE_EVERY_MS, run: () => reconcileWorkers() });

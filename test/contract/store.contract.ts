@@ -280,6 +280,24 @@ function sandboxContract(ctx: ContractContext): void {
       ]);
     });
 
+    it('stores idempotency keys: first claim wins, completion, conditional drops, pruning', async () => {
+      const s = ctx.store;
+      const rec = { owner_key: 'alice', key: 'k', request_hash: 'h1', created_at: at(0) };
+      expect(await s.claimIdempotency(rec)).toBe(true);
+      expect(await s.claimIdempotency({ ...rec, request_hash: 'h2', created_at: at(1) })).toBe(false);
+      expect(await s.claimIdempotency({ ...rec, owner_key: '' })).toBe(true);
+      expect(await s.getIdempotency('alice', 'k')).toEqual({ ...rec, sandbox_id: null });
+      expect(await s.getIdempotency('bob', 'k')).toBeNull();
+      // A drop names the claim it saw: a newer claim with the same key is not touched.
+      expect(await s.dropIdempotency('alice', 'k', at(5), true)).toBe(false);
+      await s.completeIdempotency('alice', 'k', at(0), 'sb-1');
+      expect((await s.getIdempotency('alice', 'k'))?.sandbox_id).toBe('sb-1');
+      expect(await s.dropIdempotency('alice', 'k', at(0), true)).toBe(false); // it has its sandbox
+      expect(await s.pruneIdempotency(at(0))).toBe(0);
+      expect(await s.pruneIdempotency(at(1))).toBe(2);
+      expect(await s.getIdempotency('alice', 'k')).toBeNull();
+    });
+
     it('keeps the live counts equal to a count of the rows through every kind of change', async () => {
       const s = ctx.store;
       const live = new Set(['running', 'unhealthy']);

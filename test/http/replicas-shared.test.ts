@@ -83,6 +83,13 @@ describe.skipIf(!POSTGRES_DSN)('replicas in one process on one schema', () => {
     await call(a.url, 'DELETE', `/api/v1/sandboxes/${made.body.id}`);
   });
 
+  it('one Idempotency-Key sent to both replicas at once makes one sandbox', async () => {
+    const tries = await Promise.all(Array.from({ length: 6 }, (_, i) => call([a, b][i % 2]!.url, 'POST', '/api/v1/sandboxes', { ttl: '10m', metadata: { idem: 'x' } }, { 'Idempotency-Key': 'across' })));
+    expect(tries.map((r) => r.status)).toEqual(Array(6).fill(201));
+    expect(new Set(tries.map((r) => r.body.id)).size).toBe(1);
+    await call(a.url, 'DELETE', `/api/v1/sandboxes/${tries[0]!.body.id}`);
+  });
+
   it('a template created through both replicas at once has exactly one winner', async () => {
     const tries = await Promise.all(Array.from({ length: 10 }, (_, i) => call([a, b][i % 2]!.url, 'POST', '/api/v1/templates', { name: 'raced', image: `img-${i}` })));
     expect(tries.filter((r) => r.status === 201)).toHaveLength(1);

@@ -1,3 +1,4 @@
+import type { Idempotency } from '../../core/sandboxes/idempotency.js';
 import type { JournalFeedStats } from '../../core/events/journal-feed.js';
 import type { Replicas } from '../../core/replicas/replicas.js';
 import type { Admission } from '../../core/admission/admission.js';
@@ -86,6 +87,8 @@ export interface HttpDeps {
   replicas?: Replicas;
   /** The shared event journal's reader, when replicas share the store. */
   journal?: { stats(): JournalFeedStats } | null;
+  /** Idempotent spawns (DESIGN §10): keys in the store. */
+  idempotency: Idempotency;
   /** Event stream tuning (read per request). */
   eventStream?: EventStreamOptions;
 }

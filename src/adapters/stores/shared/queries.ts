@@ -31,6 +31,14 @@ export const SQL = {
   setMeta: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
   claimMeta: 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
 
+  claimIdempotency: `INSERT INTO idempotency_keys (owner_key, key, request_hash, sandbox_id, created_at) VALUES (?, ?, ?, NULL, ?)
+    ON CONFLICT (owner_key, key) DO NOTHING`,
+  getIdempotency: 'SELECT owner_key, key, request_hash, sandbox_id, created_at FROM idempotency_keys WHERE owner_key = ? AND key = ?',
+  completeIdempotency: 'UPDATE idempotency_keys SET sandbox_id = ? WHERE owner_key = ? AND key = ? AND created_at = ?',
+  dropIdempotency: 'DELETE FROM idempotency_keys WHERE owner_key = ? AND key = ? AND created_at = ? AND sandbox_id IS NULL',
+  dropIdempotencyAt: 'DELETE FROM idempotency_keys WHERE owner_key = ? AND key = ? AND created_at = ?',
+  pruneIdempotency: 'DELETE FROM idempotency_keys WHERE created_at < ?',
+
   insertSandbox: `INSERT INTO sandboxes (${list(SANDBOX_COLUMNS)}) VALUES (${marks(SANDBOX_COLUMNS.length)})
     ON CONFLICT (id) DO NOTHING`,
   getSandbox: `SELECT ${list(SANDBOX_COLUMNS)} FROM sandboxes WHERE id = ?`,

@@ -173,3 +173,19 @@ export const POSTGRES_LIVE_COUNTS = `${LIVE_COUNTS_TABLE('TEXT COLLATE "C"')}
   CREATE TRIGGER sandboxes_live_update AFTER UPDATE OF state, worker_id, owner_id ON sandboxes FOR EACH ROW
     WHEN (${MOVES}) EXECUTE FUNCTION sbx_live_counts();
 ${SEED_LIVE_COUNTS}`;
+
+/**
+ * Version 5 (DESIGN.md §10): idempotency keys of spawns, per owner (`''` for none); `sandbox_id`
+ * is null while the first request is still spawning.
+ */
+export const idempotencyKeys = (key: string) => `
+  CREATE TABLE idempotency_keys (
+    owner_key ${key} NOT NULL,
+    key ${key} NOT NULL,
+    request_hash TEXT NOT NULL,
+    sandbox_id TEXT,
+    created_at ${key} NOT NULL,
+    PRIMARY KEY (owner_key, key)
+  );
+  CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
+`;

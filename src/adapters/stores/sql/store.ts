@@ -3,6 +3,7 @@ import { conflict } from '../../../core/errors.js';
 import type {
   AuditFilter,
   AuditRecord,
+  IdempotencyRecord,
   LeaseRecord,
   LeaseResult,
   LiveCounts,
@@ -207,6 +208,28 @@ export class SqlStore implements Store {
 
   async listLeases(): Promise<LeaseRecord[]> {
     return (await this.sql.rows(SQL.listLeases)).map(leaseFromRow);
+  }
+
+  async claimIdempotency(rec: Omit<IdempotencyRecord, 'sandbox_id'>): Promise<boolean> {
+    return (await this.sql.count(SQL.claimIdempotency, [rec.owner_key, rec.key, rec.request_hash, rec.created_at])) > 0;
+  }
+
+  async getIdempotency(ownerKey: string, key: string): Promise<IdempotencyRecord | null> {
+    const r = await this.one(SQL.getIdempotency, [ownerKey, key]);
+    if (!r) return null;
+    return { owner_key: String(r.owner_key), key: String(r.key), request_hash: String(r.request_hash), sandbox_id: r.sandbox_id == null ? null : String(r.sandbox_id), created_at: String(r.created_at) };
+  }
+
+  async completeIdempotency(ownerKey: string, key: string, createdAt: string, sandboxId: string): Promise<void> {
+    await this.sql.count(SQL.completeIdempotency, [sandboxId, ownerKey, key, createdAt]);
+  }
+
+  async dropIdempotency(ownerKey: string, key: string, createdAt: string, pendingOnly: boolean): Promise<boolean> {
+    return (await this.sql.count(pendingOnly ? SQL.dropIdempotency : SQL.dropIdempotencyAt, [ownerKey, key, createdAt])) > 0;
+  }
+
+  async pruneIdempotency(before: string): Promise<number> {
+    return this.sql.count(SQL.pruneIdempotency, [before]);
   }
 
   async insertAudit(rec: AuditRecord): Promise<void> {

@@ -18,7 +18,7 @@ import { badRequest } from '../../../core/errors.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
 import { presentOne, presentSandboxes } from '../presenters.js';
-import { abortOnClose } from '../request-signal.js';
+import { IdempotencyHeaders, spawnReply } from '../idempotent.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
 const errors = { 400: ErrorBody, 404: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody };
@@ -28,12 +28,11 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<{ Body: SpawnBody | undefined }>(
     '/api/v1/sandboxes',
-    { schema: { tags: ['sandboxes'], summary: 'Spawn a sandbox', body: SpawnRequest, response: { 201: Sandbox, ...errors } } },
+    { schema: { tags: ['sandboxes'], summary: 'Spawn a sandbox', headers: IdempotencyHeaders, body: SpawnRequest, response: { 201: Sandbox, ...errors, 409: ErrorBody } } },
     async (request, reply) => {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);
-      const rec = await deps.sandboxes.spawn({ ...body, owner_id: caller.owner_id }, abortOnClose(reply));
-      return reply.code(201).send(await presentOne(deps, caller, rec));
+      return spawnReply(request, reply, deps, caller, 'spawn', (signal) => deps.sandboxes.spawn({ ...body, owner_id: caller.owner_id }, signal));
     },
   );
 

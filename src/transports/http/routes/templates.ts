@@ -13,8 +13,8 @@ import {
 } from '../../../contracts/templates.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
-import { presentOne, presentTemplate } from '../presenters.js';
-import { abortOnClose } from '../request-signal.js';
+import { IdempotencyHeaders, spawnReply } from '../idempotent.js';
+import { presentTemplate } from '../presenters.js';
 
 const NameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) });
 const errors = { 400: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody };
@@ -54,12 +54,12 @@ export function templateRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<N & { Body: SpawnBody | undefined }>(
     '/api/v1/templates/:name/spawn',
-    { schema: { tags, summary: 'Spawn from a template', params: NameParams, body: TemplateSpawnRequest, response: { 201: Sandbox, ...errors } } },
+    { schema: { tags, summary: 'Spawn from a template', params: NameParams, headers: IdempotencyHeaders, body: TemplateSpawnRequest, response: { 201: Sandbox, ...errors, 409: ErrorBody } } },
     async (request, reply) => {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);
-      const rec = await deps.templates.spawn(request.params.name, { ...body, owner_id: caller.owner_id }, abortOnClose(reply));
-      return reply.code(201).send(await presentOne(deps, caller, rec));
+      const { name } = request.params;
+      return spawnReply(request, reply, deps, caller, `template:${name}`, (signal) => deps.templates.spawn(name, { ...body, owner_id: caller.owner_id }, signal));
     },
   );
 }

@@ -48,7 +48,7 @@ export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
  * control-plane replicas starting together apply each version exactly once. `schema` is an
  * already-validated identifier (or null for the connection's default search_path).
  */
-export async function applyMigrations(client: PoolClient, schema: string | null): Promise<number[]> {
+export async function applyMigrations(client: Pick<PoolClient, 'query'>, schema: string | null): Promise<number[]> {
   const applied: number[] = [];
   await client.query('BEGIN');
   try {

@@ -45,6 +45,7 @@ export class PostgresDriver implements SqlDriver {
     private readonly pool: Pool,
     private readonly schema: string | null,
     private readonly redact: (text: string) => string,
+    private readonly newClient: () => pg.Client,
   ) {}
 
   private async exec(sql: string, params: unknown[], on: Queryable): Promise<{ rows: Row[]; rowCount: number | null }> {
@@ -100,13 +101,17 @@ export class PostgresDriver implements SqlDriver {
   }
 
   async migrate(): Promise<void> {
-    const client = await this.connect();
+    if (this.closed) throw unavailable('postgres store is closed');
+    // A connection of its own, without the pool's query timeout: a migration on a large
+    // database (an index, the live counters' seed) may take longer than a request may.
+    const client = this.newClient();
     try {
+      await client.connect();
       await applyMigrations(client, this.schema);
     } catch (err) {
       throw storeError(err, this.redact, 'postgres store migration');
     } finally {
-      client.release();
+      await client.end().catch(() => undefined);
     }
     await this.count(SQL.setMeta, ['schema_version', String(LATEST_VERSION)]);
   }
@@ -138,7 +143,7 @@ export class PostgresStore extends SqlStore {
   readonly shared: SharedState;
 
   constructor(pool: Pool, schema: string | null, redact: (text: string) => string, newClient: () => pg.Client) {
-    const driver = new PostgresDriver(pool, schema, redact);
+    const driver = new PostgresDriver(pool, schema, redact, newClient);
     super(driver);
     this.shared = pgSharedState(
       (sql, params) => driver.query(sql, params),

@@ -17,7 +17,7 @@ _sbx_subs() {
 _sbx_opts() {
   case "$1" in
     '') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --template --owner --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
     'ls') echo '-q --quiet --url --api-key --admin-key --user --json --no-color' ;;
     'get') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'rm') echo '--all-expired --url --api-key --admin-key --user --json --no-color' ;;
@@ -39,11 +39,11 @@ _sbx_opts() {
     'templates') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates get') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --url --api-key --admin-key --user --json --no-color' ;;
-    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --url --api-key --admin-key --user --json --no-color' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --url --api-key --admin-key --user --json --no-color' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --url --api-key --admin-key --user --json --no-color' ;;
     'templates rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user --json --no-color' ;;
-    'admission') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --url --api-key --admin-key --user --json --no-color' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --template --owner --url --api-key --admin-key --user --json --no-color' ;;
     'quota') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota get') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -75,7 +75,7 @@ _sbx_opts() {
 _sbx_value_opts() {
   case "$1" in
     '') echo '--url --api-key --admin-key --user' ;;
-    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --idempotency-key --url --api-key --admin-key --user' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --template --owner --idempotency-key --url --api-key --admin-key --user' ;;
     'ls') echo '--url --api-key --admin-key --user' ;;
     'get') echo '--url --api-key --admin-key --user' ;;
     'rm') echo '--url --api-key --admin-key --user' ;;
@@ -97,11 +97,11 @@ _sbx_value_opts() {
     'templates') echo '--url --api-key --admin-key --user' ;;
     'templates ls') echo '--url --api-key --admin-key --user' ;;
     'templates get') echo '--url --api-key --admin-key --user' ;;
-    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --url --api-key --admin-key --user' ;;
-    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --url --api-key --admin-key --user' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --url --api-key --admin-key --user' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --url --api-key --admin-key --user' ;;
     'templates rm') echo '--url --api-key --admin-key --user' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user' ;;
-    'admission') echo '--image --provider --memory --vcpus --ttl --meta --template --owner --url --api-key --admin-key --user' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --template --owner --url --api-key --admin-key --user' ;;
     'quota') echo '--url --api-key --admin-key --user' ;;
     'quota ls') echo '--url --api-key --admin-key --user' ;;
     'quota get') echo '--url --api-key --admin-key --user' ;;
@@ -143,6 +143,10 @@ _sbx_file_opts() {
 
 _sbx_opt_choices() {
   case "$1|$2" in
+    'spawn|--network') echo 'none bridge' ;;
+    'templates create|--network') echo 'none bridge' ;;
+    'templates update|--network') echo 'none bridge' ;;
+    'admission|--network') echo 'none bridge' ;;
     'worker token mint|--audience') echo 'worker:control-plane worker:rpc' ;;
     'worker token verify|--audience') echo 'worker:control-plane worker:rpc' ;;
   esac

@@ -31,6 +31,7 @@ export function coreSettings(config: SbxConfig, defaultProvider: string): CoreSe
       spawn_overflow: d.spawn_overflow,
       spawn_queue_timeout_ms: ms(d.spawn_queue_timeout, 30_000),
       max_spawn_queue: d.max_spawn_queue,
+      network: d.network,
     },
     limits: {
       max_file_bytes: Math.floor(d.max_file_mb * MiB),

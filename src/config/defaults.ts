@@ -30,6 +30,7 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     spawn_overflow: 'reject',
     spawn_queue_timeout: '30s',
     max_spawn_queue: 100,
+    network: '',
     max_file_mb: 64,
     max_exec_output_mb: 16,
   },

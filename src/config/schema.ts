@@ -77,6 +77,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     spawn_overflow: oneOf('reject', 'queue'),
     spawn_queue_timeout: dur(true),
     max_spawn_queue: int(0),
+    network: oneOf('', 'none', 'bridge', 'filtered'),
     max_file_mb: num(),
     max_exec_output_mb: num(),
   }),

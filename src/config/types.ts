@@ -51,6 +51,8 @@ export interface DefaultsConfig {
   spawn_overflow: 'reject' | 'queue';
   spawn_queue_timeout: string;
   max_spawn_queue: number;
+  /** Network of spawns that name none (DESIGN §10): '' = the provider's own default. */
+  network: '' | 'none' | 'bridge' | 'filtered';
   max_file_mb: number;
   max_exec_output_mb: number;
 }

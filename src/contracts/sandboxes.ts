@@ -3,6 +3,11 @@ import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
 
 export const SandboxId = Type.String({ minLength: 1, maxLength: 128 });
 
+/** Network of a sandbox (DESIGN.md §10): `none`, `bridge` (docker); `filtered` answers 501 until egress rules exist. */
+export const Network = Type.Union([Type.Literal('none'), Type.Literal('bridge'), Type.Literal('filtered')], {
+  description: 'sbx extension: none (no network at all) or bridge (docker); unset: the template, defaults.network, then providers.docker.network_mode',
+});
+
 export const Sandbox = Type.Object(
   {
     id: Type.String(),
@@ -17,6 +22,7 @@ export const Sandbox = Type.Object(
     preview_domain: Type.String(),
     owner_id: Type.Optional(Type.String()),
     template: Type.Optional(Type.String()),
+    network: Type.Optional(Type.String({ description: 'sbx extension: the network the sandbox got (none, bridge or the docker network; host for proot and mock)' })),
     preview_token: Type.Optional(
       Type.String({ description: 'sbx extension: with server.preview_auth, the token a preview visitor needs (X-Sbx-Preview-Token or ?sbx_token=); shown to the owner and admins only' }),
     ),
@@ -34,6 +40,7 @@ export const SpawnRequest = Type.Object(
     ttl: Type.Optional(Duration),
     metadata: Type.Optional(StringMap),
     owner_id: Type.Optional(Type.String()),
+    network: Type.Optional(Network),
   },
   { $id: 'SpawnRequest', additionalProperties: false },
 );

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
+import { Network } from './sandboxes.js';
 
 const TemplateFields = {
   image: Type.Optional(Type.String({ minLength: 1 })),
@@ -8,6 +9,7 @@ const TemplateFields = {
   ttl: Type.Optional(Duration),
   provider: Type.Optional(Type.String({ minLength: 1 })),
   metadata: Type.Optional(StringMap),
+  network: Type.Optional(Network),
 };
 
 export const TemplateName = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
@@ -27,6 +29,7 @@ export const TemplateSpawnRequest = Type.Object(
     provider: Type.Optional(Type.String({ minLength: 1 })),
     metadata: Type.Optional(StringMap),
     owner_id: Type.Optional(Type.String()),
+    network: Type.Optional(Network),
   },
   { additionalProperties: false },
 );
@@ -45,6 +48,7 @@ export const Template = Type.Object(
     ttl: Type.Union([Type.String(), Type.Null()]),
     provider: Type.Union([Type.String(), Type.Null()]),
     metadata: StringMap,
+    network: Type.Union([Type.String(), Type.Null()]),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

@@ -111,6 +111,8 @@ export const SpawnParams = Type.Object({
   owner_id: Type.Union([Type.String(), Type.Null()]),
   /** With the control plane's `server.preview_auth`: the token the worker's own preview host requires. */
   preview_token: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  /** DESIGN §10: `none` or `bridge`; absent: the worker provider's default. */
+  network: Type.Optional(Type.Union([Type.Literal('none'), Type.Literal('bridge')])),
 });
 export type SpawnParams = Static<typeof SpawnParams>;
 export const SpawnResult = Type.Object({
@@ -119,6 +121,7 @@ export const SpawnResult = Type.Object({
   state: Type.Literal('running'),
   provider: Type.String(),
   worker_id: Type.String(),
+  network: Type.Optional(Type.String()),
 });
 export type SpawnResult = Static<typeof SpawnResult>;
 

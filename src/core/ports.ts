@@ -49,6 +49,8 @@ export interface SandboxRecord {
   runtime_id: string | null;
   /** Template the sandbox was spawned from, if any. */
   template: string | null;
+  /** The network it got (`none`, `bridge`, a docker network, `host`); absent on rows from before networks. */
+  network?: string | null;
 }
 
 export interface TemplateRecord {
@@ -60,6 +62,8 @@ export interface TemplateRecord {
   ttl: string | null;
   provider: string | null;
   metadata: Record<string, string>;
+  /** `none`, `bridge` or null (the server default). */
+  network?: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -14,10 +14,14 @@ export interface SpawnSpec {
   owner_id: string | null;
   /** The sandbox's preview token when previews need one (a remote worker enforces it on its own preview host). */
   preview_token?: string;
+  /** `none` or `bridge` when the spawn asked for one; absent: the provider's default. */
+  network?: 'none' | 'bridge';
 }
 
 export interface SpawnResult {
   runtime_id: string;
+  /** The network the runtime got, when the provider knows it. */
+  network?: string;
 }
 
 export interface ExecSpec {

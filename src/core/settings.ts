@@ -28,6 +28,8 @@ export interface CoreSettings {
     spawn_overflow: 'reject' | 'queue';
     spawn_queue_timeout_ms: number;
     max_spawn_queue: number;
+    /** Network of spawns that name none; '' = the provider's default. */
+    network?: string;
   };
   limits: {
     /** Largest file accepted on write / returned on read, bytes. */

@@ -30,6 +30,7 @@ describe('loadConfig defaults', () => {
         spawn_overflow: 'reject',
         spawn_queue_timeout: '30s',
         max_spawn_queue: 100,
+        network: '',
         max_file_mb: 64,
         max_exec_output_mb: 16,
       },

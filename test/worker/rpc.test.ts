@@ -50,6 +50,15 @@ afterAll(async () => {
 });
 
 describe('a sandbox on a remote worker, through the control plane', () => {
+  it('a network per spawn travels to the worker: its mock provider shares the host network, 501, nothing left', async () => {
+    const r = await call(cp.url, 'POST', '/api/v1/sandboxes', { network: 'none' });
+    expect(r.status).toBe(501);
+    expect(r.body).toEqual({ code: 'not_implemented', message: `mock sandboxes share the host's network: network "none" needs the docker provider` });
+    const ok = await call(cp.url, 'POST', '/api/v1/sandboxes', { ttl: '1m' });
+    expect(ok.body.network).toBe('host');
+    await call(cp.url, 'DELETE', `/api/v1/sandboxes/${ok.body.id}`);
+  });
+
   it('spawn → exec (buffered, streamed) → 9 MiB round trip → logs → extend → destroy', async () => {
     const workers = await call(cp.url, 'GET', '/api/v1/workers');
     expect(workers.body).toEqual([expect.objectContaining({ id: 'w1', status: 'online', providers: ['mock'], capacity: expect.objectContaining({ rpc_url: rpc }) })]);

@@ -123,6 +123,7 @@ export class PoolProvider implements Provider {
   }
 
   async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
+    if (spec.network) throw new SbxError('not_implemented', 'pool sandboxes share their runtime\'s network: a network per spawn needs pool mode off');
     await this.load();
     const { max_users_per_vm: perVm } = this.opts.settings;
     const deadline = performance.now() + (this.opts.overflow === 'queue' ? this.opts.queueTimeoutMs : 0);

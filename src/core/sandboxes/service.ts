@@ -24,6 +24,7 @@ export interface SpawnInput {
   metadata?: Record<string, string>;
   owner_id?: string | null;
   template?: string | null;
+  network?: string;
 }
 
 /** A spawn request with every default applied. */
@@ -36,6 +37,8 @@ export interface ResolvedSpawn {
   metadata: Record<string, string>;
   owner_id: string | null;
   template: string | null;
+  /** `none` or `bridge`; null: the provider's default. */
+  network: 'none' | 'bridge' | null;
 }
 
 export interface SandboxDeps {
@@ -114,6 +117,7 @@ export class SandboxService {
       metadata,
       owner_id: ownerForQuota(input.owner_id),
       template: input.template ?? null,
+      network: spawnNetwork(input.network ?? (d.network || undefined), pool.enabled),
     };
   }
 
@@ -314,4 +318,13 @@ function providerNotConfigured(rec: SandboxRecord): SbxError {
 export function asProviderError(err: unknown, message: string): SbxError {
   if (isSbxError(err)) return err;
   return new SbxError('provider_error', message);
+}
+
+/** The network a spawn asks for (DESIGN.md §10): `none`, `bridge`, or null for the provider's default. */
+function spawnNetwork(network: string | undefined, pooled: boolean): 'none' | 'bridge' | null {
+  if (network === undefined) return null;
+  if (network === 'filtered') throw new SbxError('not_implemented', 'network "filtered" (egress allow and deny rules) is not implemented yet; use none or bridge');
+  if (network !== 'none' && network !== 'bridge') throw badRequest(`network must be none or bridge, got ${JSON.stringify(network)}`);
+  if (pooled) throw new SbxError('not_implemented', 'pool sandboxes share their runtime\'s network: a network per spawn needs pool mode off');
+  return network;
 }

@@ -50,12 +50,24 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
   };
 
   let runtimeId: string;
+  let network: string | null = req.network;
   try {
     const previewToken = target.local ? undefined : deps.previewToken?.(id);
-    ({ runtime_id: runtimeId } = await provider.spawn(
-      { sandbox_id: id, image: req.image, memory_mb: req.memory_mb, vcpus: req.vcpus, metadata: req.metadata, owner_id: req.owner_id, ...(previewToken ? { preview_token: previewToken } : {}) },
+    const spawned = await provider.spawn(
+      {
+        sandbox_id: id,
+        image: req.image,
+        memory_mb: req.memory_mb,
+        vcpus: req.vcpus,
+        metadata: req.metadata,
+        owner_id: req.owner_id,
+        ...(previewToken ? { preview_token: previewToken } : {}),
+        ...(req.network ? { network: req.network } : {}),
+      },
       signal,
-    ));
+    );
+    runtimeId = spawned.runtime_id;
+    network = spawned.network ?? network;
   } catch (err) {
     await release();
     const e = asProviderError(err, `spawn failed on provider ${req.provider}`);
@@ -84,6 +96,7 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
       worker_id: workerId,
       runtime_id: runtimeId,
       template: req.template,
+      ...(network ? { network } : {}),
     };
     // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.commit).
     const stored = rec;

@@ -1,5 +1,5 @@
 import { parseDuration } from '../duration.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound, SbxError } from '../errors.js';
 import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports.js';
 import type { SandboxService } from './service.js';
 
@@ -10,6 +10,7 @@ export interface TemplateFields {
   ttl?: string;
   provider?: string;
   metadata?: Record<string, string>;
+  network?: string;
 }
 
 export interface TemplateSpawnOverrides {
@@ -17,6 +18,7 @@ export interface TemplateSpawnOverrides {
   provider?: string;
   metadata?: Record<string, string>;
   owner_id?: string | null;
+  network?: string;
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -70,6 +72,7 @@ export class TemplateService {
         metadata: { ...t.metadata, ...(overrides.metadata ?? {}) },
         owner_id: overrides.owner_id ?? null,
         template: t.name,
+        network: overrides.network ?? t.network ?? undefined,
       },
       signal,
     );
@@ -82,6 +85,10 @@ export class TemplateService {
     if (f.provider !== undefined && !(await this.sandboxes.deps.locator.knownProvider(f.provider))) {
       throw badRequest(`unknown provider "${f.provider}"`);
     }
+    if (f.network !== undefined && f.network !== 'none' && f.network !== 'bridge') {
+      // `filtered` waits for egress rules: a template must not promise what its spawns cannot get.
+      throw f.network === 'filtered' ? new SbxError('not_implemented', 'network "filtered" (egress allow and deny rules) is not implemented yet; use none or bridge') : badRequest('network must be none or bridge');
+    }
     return {
       image: f.image ?? null,
       memory_mb: f.memory_mb ?? null,
@@ -89,6 +96,7 @@ export class TemplateService {
       ttl: f.ttl ?? null,
       provider: f.provider ?? null,
       metadata: f.metadata ?? {},
+      network: f.network ?? null,
     };
   }
 }

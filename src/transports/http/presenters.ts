@@ -37,6 +37,7 @@ export function presentSandbox(rec: SandboxRecord, previewDomain: string, previe
   };
   if (rec.owner_id) out.owner_id = rec.owner_id;
   if (rec.template) out.template = rec.template;
+  if (rec.network) out.network = rec.network;
   if (previewToken) out.preview_token = previewToken;
   return out;
 }
@@ -51,6 +52,7 @@ export function presentTemplate(rec: TemplateRecord): Template {
     ttl: rec.ttl,
     provider: rec.provider,
     metadata: rec.metadata,
+    network: rec.network ?? null,
     created_at: rec.created_at,
     updated_at: rec.updated_at,
   };

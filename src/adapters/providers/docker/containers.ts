@@ -51,6 +51,8 @@ export class Containers {
     const labels: Record<string, string> = { [LABEL_SANDBOX]: spec.sandbox_id, [LABEL_INSTALLATION]: opts.installationId };
     if (spec.owner_id) labels[LABEL_OWNER] = spec.owner_id;
     const memory = spec.memory_mb * MIB;
+    // The spawn's network (DESIGN §10), else providers.docker.network_mode.
+    const networkMode = spec.network ?? opts.networkMode;
     const hostConfig: Docker.HostConfig = {
       Memory: memory,
       MemorySwap: memory, // equal to Memory: no swap beyond the limit
@@ -59,7 +61,7 @@ export class Containers {
       CapDrop: ['ALL'],
       CapAdd: opts.addedCaps.length > 0 ? opts.addedCaps : undefined,
       SecurityOpt: ['no-new-privileges', ...(opts.seccompOpt ? [opts.seccompOpt] : [])],
-      NetworkMode: opts.networkMode,
+      NetworkMode: networkMode,
       Init: true,
       ReadonlyRootfs: opts.readOnlyRootfs,
       Tmpfs: opts.readOnlyRootfs ? { '/tmp': 'rw,nosuid,nodev,mode=1777', [WORKDIR]: `rw,nosuid,nodev,exec,mode=0755${tmpfsOwner(opts.user)}` } : undefined,
@@ -111,7 +113,7 @@ export class Containers {
       await this.remove(container.id).catch(() => undefined);
       throw signal.reason;
     }
-    return { runtime_id: container.id };
+    return { runtime_id: container.id, network: networkMode };
   }
 
   /**

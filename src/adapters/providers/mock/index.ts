@@ -6,7 +6,7 @@ import type { WorkspaceSpec, PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec,
 import { checkEnv } from '../shared/exec-process.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
 import { hostWorkspace } from '../shared/host-workspace.js';
-import { launcherEnv, probeIsolation, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
+import { launcherEnv, probeIsolation, refuseNetwork, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
 import { buildShellCommand } from '../shared/shell.js';
 
 export interface MockProviderOptions {
@@ -50,12 +50,13 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
 
     async spawn(spec: SpawnSpec): Promise<SpawnResult> {
       if (!isRuntimeId(spec.sandbox_id)) throw badRequest(`sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
+      refuseNetwork('mock', spec);
       // Labelled before it exists (reconciliation after a crash recognises it as ours).
       const dir = await rt.create(spec.sandbox_id, spec.sandbox_id);
       await mkdir(join(dir, 'workspace'));
       await mkdir(join(dir, 'tmp'));
       await chmod(join(dir, 'tmp'), 0o1777);
-      return { runtime_id: spec.sandbox_id };
+      return { runtime_id: spec.sandbox_id, network: 'host' };
     },
 
     destroy: (runtimeId: string) => rt.destroy(runtimeId),

@@ -9,7 +9,7 @@ import type { WorkspaceSpec, PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec,
 import { checkEnv } from '../shared/exec-process.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
 import { hostWorkspace } from '../shared/host-workspace.js';
-import { findOnPath, launcherEnv, probeIsolation, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
+import { findOnPath, launcherEnv, probeIsolation, refuseNetwork, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
 import { sweepProotLoaders } from './loaders.js';
 import { buildShellCommand } from '../shared/shell.js';
 
@@ -89,6 +89,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
 
     async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
       if (!isRuntimeId(spec.sandbox_id)) throw badRequest(`sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
+      refuseNetwork('proot', spec);
       if (!existsSync(join(rootfs, 'bin', 'sh'))) throw providerError('proot rootfs is missing or has no /bin/sh');
       // Claims the id, labelled before the directory exists: a crash mid-copy leaves a runtime
       // that reconciliation recognises as this installation's.
@@ -103,7 +104,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
         await rt.destroy(spec.sandbox_id);
         throw providerError('could not copy the proot rootfs for the sandbox');
       }
-      return { runtime_id: spec.sandbox_id };
+      return { runtime_id: spec.sandbox_id, network: 'host' };
     },
 
     async destroy(runtimeId: string): Promise<void> {

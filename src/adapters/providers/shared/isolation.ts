@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { SbxError } from '../../../core/errors.js';
 
 /**
  * Process isolation for host-backed providers (mock, proot): every exec runs in its own PID
@@ -177,4 +178,9 @@ export function wrapperArgv(mode: 'shell' | 'argv', command: string, args: reado
   if (mode === 'argv') return [...head, 'argv', command, ...args];
   const sh = ['/bin/sh', '-c', script ?? command];
   return PLAIN_WORD.test(command) ? [...head, 'shell1', command, ...sh] : [...head, 'shell', ...sh];
+}
+
+/** proot and mock share the host's network (DESIGN §10): a spawn asking for a network of its own gets 501. */
+export function refuseNetwork(provider: string, spec: { network?: string }): void {
+  if (spec.network) throw new SbxError('not_implemented', `${provider} sandboxes share the host's network: network "${spec.network}" needs the docker provider`);
 }

@@ -47,7 +47,7 @@ export const SQL = {
     ON CONFLICT (name) DO NOTHING`,
   getTemplate: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates WHERE name = ?`,
   listTemplates: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates ORDER BY name`,
-  updateTemplate: `UPDATE templates SET image = ?, memory_mb = ?, vcpus = ?, ttl = ?, provider = ?, metadata = ?,
+  updateTemplate: `UPDATE templates SET image = ?, memory_mb = ?, vcpus = ?, ttl = ?, provider = ?, metadata = ?, network = ?,
     updated_at = ? WHERE name = ? RETURNING ${list(TEMPLATE_COLUMNS)}`,
   deleteTemplate: 'DELETE FROM templates WHERE name = ?',
 

@@ -20,11 +20,11 @@ export type Row = Record<string, unknown>;
 
 export const SANDBOX_COLUMNS = [
   'id', 'state', 'provider', 'image', 'memory_mb', 'vcpus', 'created_at', 'updated_at',
-  'expires_at', 'metadata', 'owner_id', 'worker_id', 'runtime_id', 'template',
+  'expires_at', 'metadata', 'owner_id', 'worker_id', 'runtime_id', 'template', 'network',
 ] as const;
 
 export const TEMPLATE_COLUMNS = [
-  'name', 'image', 'memory_mb', 'vcpus', 'ttl', 'provider', 'metadata', 'created_at', 'updated_at',
+  'name', 'image', 'memory_mb', 'vcpus', 'ttl', 'provider', 'metadata', 'created_at', 'updated_at', 'network',
 ] as const;
 
 export const QUOTA_COLUMNS = [
@@ -89,6 +89,8 @@ export function sandboxFromRow(r: Row): SandboxRecord {
     worker_id: str(r.worker_id),
     runtime_id: strOrNull(r.runtime_id),
     template: strOrNull(r.template),
+    // Rows from before networks have none: the record then has no `network` at all.
+    ...(r.network != null ? { network: str(r.network) } : {}),
   };
 }
 
@@ -96,14 +98,14 @@ export function sandboxFromRow(r: Row): SandboxRecord {
 export function templateValues(rec: TemplateRecord): unknown[] {
   return [
     rec.name, rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider,
-    JSON.stringify(rec.metadata ?? {}), rec.created_at, rec.updated_at,
+    JSON.stringify(rec.metadata ?? {}), rec.created_at, rec.updated_at, rec.network ?? null,
   ];
 }
 
 /** Parameters of SQL.updateTemplate. */
 export function templateUpdateValues(name: string, rec: Omit<TemplateRecord, 'name' | 'created_at'>): unknown[] {
   return [
-    rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider, JSON.stringify(rec.metadata ?? {}), rec.updated_at, name,
+    rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider, JSON.stringify(rec.metadata ?? {}), rec.network ?? null, rec.updated_at, name,
   ];
 }
 
@@ -118,6 +120,7 @@ export function templateFromRow(r: Row): TemplateRecord {
     metadata: json<Record<string, string>>(r.metadata, {}),
     created_at: str(r.created_at),
     updated_at: str(r.updated_at),
+    ...(r.network != null ? { network: str(r.network) } : {}),
   };
 }
 

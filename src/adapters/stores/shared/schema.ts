@@ -189,3 +189,9 @@ export const idempotencyKeys = (key: string) => `
   );
   CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
 `;
+
+/** Version 6 (DESIGN.md §10): the network of a sandbox and of a template (null: the default). */
+export const NETWORK_COLUMNS = `
+  ALTER TABLE sandboxes ADD COLUMN network TEXT;
+  ALTER TABLE templates ADD COLUMN network TEXT;
+`;

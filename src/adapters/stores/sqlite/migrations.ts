@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { initialSchema, LIVE_COUNT_INDEXES, SQLITE_LIVE_COUNTS, idempotencyKeys } from '../shared/schema.js';
+import { initialSchema, LIVE_COUNT_INDEXES, SQLITE_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS } from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -19,6 +19,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: 'replica shared state (PostgreSQL only)', sql: 'SELECT 1;' },
   { version: 4, name: 'live counters', sql: SQLITE_LIVE_COUNTS },
   { version: 5, name: 'idempotency keys', sql: idempotencyKeys('TEXT') },
+  { version: 6, name: 'networks', sql: NETWORK_COLUMNS },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -10,6 +10,7 @@ export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
   { flags: '--vcpus <n>', description: 'virtual CPUs', kind: 'int' },
   { flags: '--ttl <duration>', description: 'time to live, e.g. 30m, 2h', kind: 'duration' },
   { flags: '--meta <key=value>', description: 'metadata label (repeatable)', kind: 'kv' },
+  { flags: '--network <mode>', description: 'network: none (no network at all) or bridge; docker only (default: the server default)', choices: ['none', 'bridge'] },
 ];
 
 export const OWNER_OPTION: OptionSpec = { flags: '--owner <id>', description: 'owner for quota attribution (X-User-ID / --user overrides it)' };
@@ -22,6 +23,7 @@ export interface ResourceFlags {
   ttl?: string;
   meta?: Record<string, string>;
   owner?: string;
+  network?: 'none' | 'bridge';
 }
 
 /** Spawn request from flags; unset flags are left out so server defaults apply. */
@@ -34,6 +36,7 @@ export function spawnRequest(f: ResourceFlags): SpawnRequest {
   if (f.ttl !== undefined) req.ttl = f.ttl;
   if (f.meta !== undefined) req.metadata = f.meta;
   if (f.owner !== undefined) req.owner_id = f.owner;
+  if (f.network !== undefined) req.network = f.network;
   return req;
 }
 

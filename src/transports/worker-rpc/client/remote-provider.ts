@@ -71,10 +71,10 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     health: () => Promise.reject(new SbxError('not_implemented', 'the health of a remote provider is its worker heartbeat')),
 
     async spawn(spec, signal) {
-      const params = { sandbox_id: spec.sandbox_id, provider: target.provider, image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, ttl: target.ttl ?? '', metadata: spec.metadata, owner_id: spec.owner_id, ...(spec.preview_token ? { preview_token: spec.preview_token } : {}) };
+      const params = { sandbox_id: spec.sandbox_id, provider: target.provider, image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, ttl: target.ttl ?? '', metadata: spec.metadata, owner_id: spec.owner_id, ...(spec.preview_token ? { preview_token: spec.preview_token } : {}), ...(spec.network ? { network: spec.network } : {}) };
       const r = await call<SpawnResult>('worker.spawn', params, signal, await lease());
       if (!r || typeof r.runtime_id !== 'string' || r.runtime_id === '') throw rpc.invalid(w);
-      return { runtime_id: r.runtime_id };
+      return { runtime_id: r.runtime_id, ...(typeof r.network === 'string' && r.network !== '' ? { network: r.network } : {}) };
     },
     async destroy(runtimeId, signal) {
       try {

@@ -65,9 +65,9 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       const known = deps.state.getRuntime(s.sandbox_id);
       // A retried spawn of the same sandbox answers the runtime it already has.
       if (known && known.provider === s.provider) return { sandbox_id: s.sandbox_id, runtime_id: known.runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
-      const { runtime_id } = await provider.spawn({ sandbox_id: s.sandbox_id, image: s.image, memory_mb: s.memory_mb, vcpus: s.vcpus, metadata: s.metadata, owner_id: s.owner_id }, signal);
+      const { runtime_id, network } = await provider.spawn({ sandbox_id: s.sandbox_id, image: s.image, memory_mb: s.memory_mb, vcpus: s.vcpus, metadata: s.metadata, owner_id: s.owner_id, ...(s.network ? { network: s.network } : {}) }, signal);
       deps.state.putRuntime({ sandbox_id: s.sandbox_id, provider: s.provider, runtime_id, preview_token: s.preview_token ?? null });
-      return { sandbox_id: s.sandbox_id, runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
+      return { sandbox_id: s.sandbox_id, runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId, ...(network ? { network } : {}) };
     }
     case 'worker.destroy': {
       const t = p as Target;

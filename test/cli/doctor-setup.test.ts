@@ -50,6 +50,7 @@ describe('sbx doctor: isolation, Docker endpoint, auth', () => {
     expect(missing.by['local Docker engine']).toMatchObject({ status: 'warn', detail: 'unix:///nonexistent/sbx-doctor.sock (DOCKER_HOST): ENOENT' });
     // No engine: the image check says it cannot tell.
     expect(missing.by['default image']).toMatchObject({ status: 'skip', detail: 'no Docker engine answers' });
+    expect(missing.by['docker runtime']).toMatchObject({ status: 'skip', detail: 'no Docker engine answers' });
     const badScheme = await doctor(server.url, { DOCKER_HOST: 'ftp://x' });
     expect(badScheme.by['local Docker engine']!.status).toBe('warn');
     expect(badScheme.by['local Docker engine']!.detail).toMatch(/^no usable endpoint: .*ftp/);

@@ -36,10 +36,12 @@ const TERMINAL_KEYS: Partial<Record<ExecSignal, string>> = { SIGINT: '\x03', SIG
 /** Grace after the kill for the output stream to end by itself before it is cut. */
 const KILL_GRACE_MS = 1_000;
 
-// What runc prints (as output, exit 126) when the working directory cannot be entered.
-const BAD_WORKDIR = /^OCI runtime exec failed: exec failed: .*chdir to cwd \("\//;
-// What runc prints (as output, exit 126) when the command itself cannot be started.
-const EXEC_FAILED = /^OCI runtime exec failed: exec failed: .*exec: "(?:[^"\\]|\\.)*": (.*)$/s;
+// What runc (or gVisor's runsc) prints, as output with exit 126, when the working directory cannot be entered.
+const BAD_WORKDIR = /^OCI runtime exec failed: (?:exec failed: .*chdir to cwd \("\/|executing processes for container: .* in sandbox: failed to find initial working directory "\/)/s;
+// What runc (or runsc) prints, as output with exit 126, when the command itself cannot be started.
+const EXEC_FAILED = /^OCI runtime exec failed: (?:exec failed: .*exec: "(?:[^"\\]|\\.)*": |executing processes for container: executing command "(?:[^"\\]|\\.)*" in sandbox: )(.*)$/s;
+// runsc's PATH search, like runc's, refuses relative entries: the shell then searches instead.
+const PATH_REFUSED = /not found in \$PATH|relative to current directory|error finding executable "(?:[^"\\]|\\.)*" in PATH/;
 
 export interface ExecOptions {
   /** Called with every output chunk (console capture); must not block. */
@@ -197,7 +199,7 @@ export async function* streamExec(
         if (first) {
           first = false;
           const head = frame.stream === 'stdout' ? Buffer.from(frame.data.subarray(0, 4096)).toString('utf8') : '';
-          if (BAD_WORKDIR.test(head.slice(0, 200))) {
+          if (BAD_WORKDIR.test(head)) {
             for await (const _ of frames) void _;
             if ((await exitCodeOf(exec, signal)) === 126) {
               done = true;
@@ -212,7 +214,7 @@ export async function* streamExec(
               done = true;
               // Nothing ran, so running again is safe; live stdin may already be partly consumed.
               if (options.lookupFailed) failure = options.lookupFailed;
-              else if (spec.mode === 'argv' && !spec.command.includes('/') && !live && /not found in \$PATH|relative to current directory/.test(head)) {
+              else if (spec.mode === 'argv' && !spec.command.includes('/') && !live && PATH_REFUSED.test(head)) {
                 const search = { ...spec, command: '/bin/sh', args: ['-c', PATH_SEARCH, 'sbx', spec.command, ...spec.args] };
                 yield* streamExec(docker, runtimeId, search, signal, { ...options, lookupFailed: failure });
                 return;

@@ -71,3 +71,14 @@ export async function localImages(endpoint: DockerEndpoint, max = 3): Promise<st
   tags.sort((a, b) => b.created - a.created || (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0));
   return tags.slice(0, max).map((t) => t.tag);
 }
+
+/** The OCI runtimes the engine has registered (`runc`, `runsc`, …), sorted. */
+export async function engineRuntimes(endpoint: DockerEndpoint): Promise<string[]> {
+  const r = await engineGet(endpoint, '/info');
+  if (r.status !== 200) throw new Error(`HTTP ${r.status}`);
+  try {
+    return Object.keys((JSON.parse(r.body) as { Runtimes?: Record<string, unknown> }).Runtimes ?? {}).sort();
+  } catch {
+    return [];
+  }
+}

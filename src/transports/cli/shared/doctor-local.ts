@@ -6,7 +6,7 @@ import { constants, existsSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import type { CliContext } from '../context.js';
-import { imagePresent, localImages, pingEngine, type DockerEndpoint } from './docker-local.js';
+import { engineRuntimes, imagePresent, localImages, pingEngine, type DockerEndpoint } from './docker-local.js';
 
 export type Status = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -129,6 +129,27 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
         if (!e.endpoint) return { status: required ? 'fail' : 'warn', detail: `no usable endpoint: ${e.error}` };
         if (e.pingError !== undefined) return { status: required ? 'fail' : 'warn', detail: `${e.endpoint.description}: ${e.pingError}` };
         return { status: 'ok', detail: `${e.endpoint.description} answers ${e.answer}` };
+      },
+    },
+    {
+      title: 'docker runtime',
+      fix: 'register the runtime with the engine (gVisor: apt-get install runsc, then add it under "runtimes" in /etc/docker/daemon.json), or unset providers.docker.runtime',
+      async check() {
+        const config = await load();
+        if (!config) return { status: 'skip', detail: 'configuration does not load' };
+        const e = await docker();
+        if (!e.endpoint || e.pingError !== undefined) return { status: 'skip', detail: 'no Docker engine answers' };
+        let runtimes: string[];
+        try {
+          runtimes = await engineRuntimes(e.endpoint);
+        } catch (err) {
+          return { status: 'warn', detail: `cannot ask the engine for its runtimes (${errText(err)})` };
+        }
+        const wanted = config.providers.docker.runtime;
+        const gvisor = runtimes.includes('runsc') ? 'gVisor (runsc) available' : 'gVisor (runsc) not registered';
+        if (!wanted) return { status: 'ok', detail: `engine default; registered: ${runtimes.join(', ') || 'none'}; ${gvisor}` };
+        if (!runtimes.includes(wanted)) return { status: 'fail', detail: `providers.docker.runtime is ${wanted}, which the engine does not have (registered: ${runtimes.join(', ') || 'none'})` };
+        return { status: 'ok', detail: `${wanted}${wanted === 'runsc' ? ' (gVisor)' : ''}; registered: ${runtimes.join(', ')}` };
       },
     },
     {

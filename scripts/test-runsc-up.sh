@@ -28,7 +28,8 @@ if ! registered; then
     cfg.runtimes = { ...(cfg.runtimes || {}), runsc: { path, runtimeArgs: ["--network=none"] } };
     fs.writeFileSync(file, JSON.stringify(cfg, null, 2) + "\n");
   ' "$CONFIG" "$RUNSC"
-  pid="$(pidof dockerd || true)"
+  # From /proc: pidof is not on every minimal system.
+  pid="$(for p in /proc/[0-9]*; do [[ "$(cat "$p/comm" 2>/dev/null)" == dockerd ]] && echo "${p#/proc/}"; done || true)"
   [[ -n "$pid" ]] || die "dockerd is not running (scripts/test-docker-up.sh)"
   kill -HUP $pid
   for _ in $(seq 1 40); do

@@ -108,6 +108,22 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx doctor and spawn: th
     expect(row.fix).toMatch(/--image NAME or set defaults\.image to a local image \(e\.g\. \S+\)/);
   });
 
+  it('doctor: the docker runtime row names the engine\'s runtimes and fails on one it lacks', async () => {
+    const dir = tempDir();
+    const conf = (runtime: string) => `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\n    runtime: ${runtime}\ndefaults:\n  image: ${TEST_IMAGE}\n`;
+    writeFileSync(join(dir, 'runc.yaml'), conf('runc'));
+    writeFileSync(join(dir, 'nope.yaml'), conf('sbx-no-such-runtime'));
+    const runc = await doctor(server.url, {}, ['--config', join(dir, 'runc.yaml')]);
+    expect(runc.by['docker runtime']).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^runc; registered: (\S+, )*runc/) });
+    const nope = await doctor(server.url, {}, ['--config', join(dir, 'nope.yaml')]);
+    expect(nope.by['docker runtime']).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^providers\.docker\.runtime is sbx-no-such-runtime, which the engine does not have \(registered: .*runc/) });
+    expect(nope.by['docker runtime']!.fix).toMatch(/apt-get install runsc/);
+    if (process.env.SBX_TEST_RUNSC === '1') {
+      writeFileSync(join(dir, 'runsc.yaml'), conf('runsc'));
+      expect((await doctor(server.url, {}, ['--config', join(dir, 'runsc.yaml')])).by['docker runtime']).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^runsc \(gVisor\); registered: /) });
+    }
+  });
+
   it('spawn of an image that cannot be pulled names --image, defaults.image and sbx doctor; the API body lists no images', async () => {
     const r = await runSbx(['spawn', '--image', UNPULLABLE], { env: { SBX_URL: server.url } });
     expect(r.code).toBe(1);

@@ -70,9 +70,20 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('network per spawn on doc
     expect(inspect.HostConfig.NetworkMode).toBe('none');
   });
 
-  it('unset, the sandbox gets providers.docker.network_mode and says so', async () => {
+  it('unset, the sandbox gets providers.docker.network_mode and says so; defaults.network comes first', async () => {
     const plain = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
     expect(plain.body.network).toBe('bridge');
+    const offline = await startTestServer({ providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64, network: 'none' } });
+    try {
+      const d = await call(offline.url, 'POST', '/api/v1/sandboxes', {});
+      expect(d.body.network).toBe('none');
+      expect((await docker.getContainer(`sbx-${d.body.id}`).inspect()).HostConfig.NetworkMode).toBe('none');
+      // The spawn's own field still wins over the default.
+      expect((await call(offline.url, 'POST', '/api/v1/sandboxes', { network: 'bridge' })).body.network).toBe('bridge');
+    } finally {
+      await offline.close();
+      await removeInstallation(docker, offline.plane.installationId);
+    }
   });
 
   it('mock shares the host network: asking it for one is 501 and creates nothing; without one it shows host', async () => {

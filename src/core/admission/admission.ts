@@ -48,8 +48,6 @@ export interface SharedAdmission {
 /** Events after which a queued spawn may fit. */
 const WAKE_EVENTS = new Set(['sandbox.destroyed', 'sandbox.error', 'quota.saved', 'quota.deleted']);
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/** With replicas, how often a non-empty queue looks again even without a wake. */
-const SHARED_RECHECK_MS = 1_000;
 
 
 /**
@@ -287,15 +285,11 @@ export class Admission {
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.expiryTimer = undefined;
     if (this.closed || this.queue.depth === 0) return;
-    // With replicas, capacity also opens on another replica without an event here: look again soon.
-    if (!snap || snap.nextExpiryMs === null) {
-      if (this.ledger instanceof SharedLedger) this.expiryTimer = setTimeout(() => this.wake(), SHARED_RECHECK_MS);
-      this.expiryTimer?.unref?.();
-      return;
-    }
-    let delay = Math.min(MAX_TIMER_MS, Math.max(0, snap.nextExpiryMs - this.clock.now().getTime()) + 5);
-    if (this.ledger instanceof SharedLedger) delay = Math.min(delay, SHARED_RECHECK_MS);
-    this.expiryTimer = setTimeout(() => this.wake(), delay);
+    // With replicas, capacity also opens on another replica without an event here: the ledger
+    // says how soon to look again regardless.
+    const expiry = snap?.nextExpiryMs == null ? null : Math.max(0, snap.nextExpiryMs - this.clock.now().getTime()) + 5;
+    if (expiry === null && this.ledger.recheckMs === null) return;
+    this.expiryTimer = setTimeout(() => this.wake(), Math.min(expiry ?? Infinity, this.ledger.recheckMs ?? Infinity, MAX_TIMER_MS));
     this.expiryTimer.unref?.();
   }
 

@@ -26,6 +26,8 @@ export interface AdmissionTicket {
 }
 
 export interface Ledger {
+  /** How often a non-empty queue looks again without a wake (capacity freed elsewhere); null: never. */
+  readonly recheckMs: number | null;
   count(owners: ReadonlyArray<string | null>): Promise<Counts>;
   /** Counts, asks `decide`, and grants a slot when it says yes — with nothing counted in between. */
   tryReserve(owner: string | null, owners: ReadonlyArray<string | null>, decide: (c: Counts) => boolean): Promise<{ counts: Counts; ticket: AdmissionTicket | null }>;
@@ -45,6 +47,8 @@ function countsOf(c: LiveCounts): Counts {
  * being stored and its slot being dropped.
  */
 export class LocalLedger implements Ledger {
+  // Every release in this process wakes the queue: no need to look again on a timer.
+  readonly recheckMs = null;
   private pending = new Map<string, number>();
   private pendingTotal = 0;
 
@@ -107,6 +111,8 @@ const SLOT_BACKSTOP_MS = 15 * 60_000;
 
 /** Slots as rows every replica counts (PostgreSQL). */
 export class SharedLedger implements Ledger {
+  // Another replica's release wakes this queue through the event journal; this is the backstop.
+  readonly recheckMs = 1_000;
   constructor(
     private readonly slots: SlotLedgerPort,
     private readonly clock: Clock,

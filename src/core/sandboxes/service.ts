@@ -320,11 +320,20 @@ export function asProviderError(err: unknown, message: string): SbxError {
   return new SbxError('provider_error', message);
 }
 
-/** The network a spawn asks for (DESIGN.md §10): `none`, `bridge`, or null for the provider's default. */
-function spawnNetwork(network: string | undefined, pooled: boolean): 'none' | 'bridge' | null {
-  if (network === undefined) return null;
+/**
+ * A network a spawn or template may name (DESIGN.md §10): `none` or `bridge`; `filtered` is 501
+ * until egress rules exist (a template must not promise what its spawns cannot get).
+ */
+export function parseNetwork(network: string): 'none' | 'bridge' {
   if (network === 'filtered') throw new SbxError('not_implemented', 'network "filtered" (egress allow and deny rules) is not implemented yet; use none or bridge');
   if (network !== 'none' && network !== 'bridge') throw badRequest(`network must be none or bridge, got ${JSON.stringify(network)}`);
-  if (pooled) throw new SbxError('not_implemented', 'pool sandboxes share their runtime\'s network: a network per spawn needs pool mode off');
   return network;
+}
+
+/** The network a spawn asks for: `none`, `bridge`, or null for the provider's default. */
+function spawnNetwork(network: string | undefined, pooled: boolean): 'none' | 'bridge' | null {
+  if (network === undefined) return null;
+  const chosen = parseNetwork(network);
+  if (pooled) throw new SbxError('not_implemented', 'pool sandboxes share their runtime\'s network: a network per spawn needs pool mode off');
+  return chosen;
 }

@@ -1,7 +1,7 @@
 import { parseDuration } from '../duration.js';
-import { badRequest, notFound, SbxError } from '../errors.js';
+import { badRequest, notFound } from '../errors.js';
 import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports.js';
-import type { SandboxService } from './service.js';
+import { parseNetwork, type SandboxService } from './service.js';
 
 export interface TemplateFields {
   image?: string;
@@ -85,10 +85,7 @@ export class TemplateService {
     if (f.provider !== undefined && !(await this.sandboxes.deps.locator.knownProvider(f.provider))) {
       throw badRequest(`unknown provider "${f.provider}"`);
     }
-    if (f.network !== undefined && f.network !== 'none' && f.network !== 'bridge') {
-      // `filtered` waits for egress rules: a template must not promise what its spawns cannot get.
-      throw f.network === 'filtered' ? new SbxError('not_implemented', 'network "filtered" (egress allow and deny rules) is not implemented yet; use none or bridge') : badRequest('network must be none or bridge');
-    }
+    if (f.network !== undefined) parseNetwork(f.network);
     return {
       image: f.image ?? null,
       memory_mb: f.memory_mb ?? null,

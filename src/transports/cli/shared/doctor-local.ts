@@ -78,6 +78,14 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
     }
     return engine;
   };
+  /** The config and an answering engine, or the skip row of a check that needs both. */
+  const configAndEngine = async (): Promise<{ config: LoadedConfig; endpoint: Endpoint } | { skip: { status: Status; detail: string } }> => {
+    const config = await load();
+    if (!config) return { skip: { status: 'skip', detail: 'configuration does not load' } };
+    const e = await docker();
+    if (!e.endpoint || e.pingError !== undefined) return { skip: { status: 'skip', detail: 'no Docker engine answers' } };
+    return { config, endpoint: e.endpoint };
+  };
   /** What the provider catalogue says the server will do with a provider (the same table serve reads). */
   const wants = async (name: 'docker' | 'proot') => {
     const config = await load();
@@ -135,13 +143,12 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
       title: 'docker runtime',
       fix: 'register the runtime with the engine (gVisor: apt-get install runsc, then add it under "runtimes" in /etc/docker/daemon.json), or unset providers.docker.runtime',
       async check() {
-        const config = await load();
-        if (!config) return { status: 'skip', detail: 'configuration does not load' };
-        const e = await docker();
-        if (!e.endpoint || e.pingError !== undefined) return { status: 'skip', detail: 'no Docker engine answers' };
+        const ready = await configAndEngine();
+        if ('skip' in ready) return ready.skip;
+        const { config, endpoint } = ready;
         let runtimes: string[];
         try {
-          runtimes = await engineRuntimes(e.endpoint);
+          runtimes = await engineRuntimes(endpoint);
         } catch (err) {
           return { status: 'warn', detail: `cannot ask the engine for its runtimes (${errText(err)})` };
         }
@@ -156,17 +163,16 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
       title: 'default image',
       fix: 'let the engine pull it once (registry access), or spawn with --image NAME / set defaults.image to an image the engine has',
       async check() {
-        const config = await load();
-        if (!config) return { status: 'skip', detail: 'configuration does not load' };
-        const e = await docker();
-        if (!e.endpoint || e.pingError !== undefined) return { status: 'skip', detail: 'no Docker engine answers' };
+        const ready = await configAndEngine();
+        if ('skip' in ready) return ready.skip;
+        const { config, endpoint } = ready;
         const image = config.defaults.image;
         try {
-          if (await imagePresent(e.endpoint, image)) return { status: 'ok', detail: `${image} is present` };
+          if (await imagePresent(endpoint, image)) return { status: 'ok', detail: `${image} is present` };
         } catch (err) {
           return { status: 'warn', detail: `${image}: cannot ask the engine (${errText(err)}); pull not verified` };
         }
-        const others = await localImages(e.endpoint, 3).catch(() => []);
+        const others = await localImages(endpoint, 3).catch(() => []);
         const hint = others.length > 0 ? `images the engine has: ${others.join(', ')}` : 'the engine has no tagged images';
         return {
           status: 'warn',

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { createProcessLogs } from '../adapters/system/process-logs.js';
+import { ProcessService } from '../core/sandboxes/processes.js';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { randomIds, systemClock } from '../adapters/system/clock-ids.js';
@@ -126,6 +129,19 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     preview = new PreviewService(sandboxes, store, { domain: config.server.preview_domain, auth: config.server.preview_auth, secret: previewSecret });
     const workers = new WorkerService(store, clock, { locator, remote });
     const idempotency = new Idempotency(store, clock, (id) => store.getSandbox(id));
+    const exec = new ExecService(sandboxes);
+    // Output logs stay on this host; with one process per store every running record is this one's.
+    const processes = new ProcessService({
+      sandboxes,
+      exec,
+      store,
+      logs: createProcessLogs(join(opts.home ?? homedir(), '.sbx', 'processes', installationId)),
+      clock,
+      ids,
+      bus,
+      holder: replicas.shared ? replicas.id : 'local',
+      warn,
+    });
     const deps: HttpDeps & { store: Store } = {
       settings,
       clock,
@@ -139,7 +155,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       quotas: new QuotaService({ store, bus, clock, admission }),
       rateLimiter: new RateLimiter(rateLimitSettings(config), clock),
       sandboxes,
-      exec: new ExecService(sandboxes),
+      exec,
+      processes,
       files: new FileService(sandboxes),
       templates: new TemplateService(store, clock, sandboxes),
       workers,
@@ -187,6 +204,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       });
       for (const a of report.actions) logger.info({ ...a }, 'reconcile');
     }
+    // Detached background processes ran on while this process was away: follow them again.
+    await processes.resume().catch((err: unknown) => logger.warn({ err: String(err) }, 'resuming background processes failed'));
     let reconciling = false;
     const reconcileWorkers = async () => {
       if (reconciling) return;
@@ -220,6 +239,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         await idempotency.prune();
       },
     });
+    // Each replica forgets the processes (records and output) of its sandboxes that are gone.
+    timers.push(setInterval(() => void processes.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'sweeping background processes failed')), reaperEveryMs));
     if (opts.reconcile !== false) replicas.addTask({ name: 'reconcile', everyMs: RECONCILE_EVERY_MS, run: () => reconcileWorkers() });
     let reaping = false;
     const reapLocal = () => {
@@ -266,6 +287,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         const sweeper = setInterval(() => app.server.closeIdleConnections(), 100);
         try {
           await app.close();
+          await processes.close();
           if (previewServer?.listening) {
             previewServer.closeAllConnections();
             await new Promise<void>((resolve) => previewServer.close(() => resolve()));

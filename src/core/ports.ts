@@ -4,6 +4,7 @@
  * deadline and a remote worker look the same to core.
  */
 
+import type { ProcessStore } from './process-port.js';
 import type { SharedState } from './replica-port.js';
 
 // ---------------------------------------------------------------- time and ids
@@ -307,9 +308,11 @@ export type Store = StoreLifecycle &
   WorkerStore &
   LeaseStore &
   AuditStore &
-  IdempotencyStore;
+  IdempotencyStore &
+  ProcessStore;
 
 // ---------------------------------------------------------------- provider (provider-port.ts)
 
 export * from './provider-port.js';
 export * from './replica-port.js';
+export * from './process-port.js';

@@ -21,6 +21,8 @@ export const EVENT_KINDS = [
   'quota.deleted',
   // sbx extensions
   'image.pull',
+  'process.started',
+  'process.ended',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

@@ -77,7 +77,8 @@ export class PoolProvider implements Provider {
     private readonly opts: PoolOptions,
   ) {
     this.name = base.name;
-    this.capabilities = base.capabilities;
+    // A tenant's background processes stay attached: the in-sandbox process directory is per runtime, not per tenant.
+    this.capabilities = base.capabilities.filter((c) => c !== 'detach');
     if (!base.workspace) throw new Error(`provider ${base.name} cannot back a pool (no workspaces)`);
   }
 

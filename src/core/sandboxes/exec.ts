@@ -87,7 +87,7 @@ export class ExecService {
   async start(id: string, input: ExecCommand, caller: Caller, signal?: AbortSignal): Promise<AsyncIterable<ExecItem>> {
     if (typeof input.command !== 'string' || input.command.length === 0) throw badRequest('command is required');
     const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
-    const timeoutMs = await this.effectiveTimeout(rec, input.timeout);
+    const timeoutMs = await this.timeoutFor(rec, input.timeout);
     const spec: ExecSpec = {
       command: input.command,
       args: input.args ?? [],
@@ -213,8 +213,12 @@ export class ExecService {
     throw new SbxError('provider_error', 'exec ended without an exit status');
   }
 
-  /** Request timeout bounded by the owner's max and the global max; none → default, else the max. */
-  private async effectiveTimeout(rec: SandboxRecord, timeout: string | undefined): Promise<number> {
+  /**
+   * Request timeout bounded by the owner's max and the global max; none → the default exec timeout,
+   * else the max (`fallback: 'default'`), or no deadline at all (`'none'`: a background process
+   * lives as long as its sandbox unless it asks for one). 0 = none.
+   */
+  async timeoutFor(rec: SandboxRecord, timeout: string | undefined, fallback: 'default' | 'none' = 'default'): Promise<number> {
     const limits = await this.sandboxes.deps.admission.limitsFor(rec.owner_id);
     const max = limits.max_exec_timeout_ms;
     if (timeout !== undefined) {
@@ -227,6 +231,7 @@ export class ExecService {
       }
       if (ms > 0) return ms;
     }
+    if (fallback === 'none') return 0;
     const def = this.sandboxes.deps.settings.defaults.default_exec_timeout_ms;
     if (def > 0) return max > 0 ? Math.min(def, max) : def;
     return max;
@@ -237,7 +242,7 @@ export class ExecService {
  * A workdir that is not an existing directory is a bad_request before anything runs, in the words
  * the providers use, so a streamed exec answers it with a status like the buffered one does.
  */
-async function checkWorkdir(provider: Provider, runtimeId: string, workdir: string, signal: AbortSignal | undefined): Promise<void> {
+export async function checkWorkdir(provider: Provider, runtimeId: string, workdir: string, signal: AbortSignal | undefined): Promise<void> {
   let isDir: boolean;
   try {
     isDir = (await provider.stat(runtimeId, workdir, signal)).is_dir;

@@ -1,3 +1,4 @@
+import { processRoutes } from './routes/processes.js';
 import { runWithRequestId } from '../request-context.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
@@ -162,6 +163,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   sandboxRoutes(app, deps);
   execRoutes(app, deps);
   execWsRoutes(app, deps);
+  processRoutes(app, deps);
   fileRoutes(app, deps);
   templateRoutes(app, deps);
   quotaRoutes(app, deps);

@@ -1,3 +1,4 @@
+import type { ProcessService } from '../../core/sandboxes/processes.js';
 import type { Idempotency } from '../../core/sandboxes/idempotency.js';
 import type { JournalFeedStats } from '../../core/events/journal-feed.js';
 import type { Replicas } from '../../core/replicas/replicas.js';
@@ -52,6 +53,8 @@ export interface HttpDeps {
   sandboxes: SandboxService;
   exec: ExecService;
   files: FileService;
+  /** Background processes (DESIGN.md §10); absent: their routes answer 501. */
+  processes?: ProcessService;
   templates: TemplateService;
   workers: WorkerService;
   /** Placement and where runtimes live (diagnostics read its last choice). */

@@ -12,7 +12,7 @@ import { type DockerProviderOptions, dockerodeOptions, resolveOptions } from './
 export type { DockerProviderOptions, PullEvent } from './options.js';
 export { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX, containerName } from './containers.js';
 
-export const DOCKER_CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'runtime_inventory', 'container', 'tty'] as const;
+export const DOCKER_CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'runtime_inventory', 'container', 'tty', 'detach'] as const;
 
 /**
  * The docker provider: one container per sandbox (dockerode over the engine socket), hardened by

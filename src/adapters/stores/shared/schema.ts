@@ -195,3 +195,26 @@ export const NETWORK_COLUMNS = `
   ALTER TABLE sandboxes ADD COLUMN network TEXT;
   ALTER TABLE templates ADD COLUMN network TEXT;
 `;
+
+/**
+ * Version 8 (DESIGN.md §10): background processes of sandboxes. Version 7 is snapshots and volumes.
+ * `args` is a JSON array; the holder is the replica that follows the process and keeps its output.
+ */
+export const processesTable = (key: string) => `
+  CREATE TABLE processes (
+    id ${key} PRIMARY KEY,
+    sandbox_id ${key} NOT NULL,
+    command TEXT NOT NULL,
+    args TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    state TEXT NOT NULL,
+    exit_code INTEGER,
+    started_at ${key} NOT NULL,
+    ended_at TEXT,
+    runner TEXT NOT NULL,
+    holder ${key} NOT NULL,
+    deadline_at TEXT
+  );
+  CREATE INDEX processes_sandbox_idx ON processes (sandbox_id, started_at, id);
+  CREATE INDEX processes_state_idx ON processes (state, holder);
+`;

@@ -7,6 +7,8 @@ import type {
   LeaseRecord,
   LeaseResult,
   LiveCounts,
+  ProcessFilter,
+  ProcessRecord,
   SandboxTally,
   QuotaRecord,
   SandboxFilter,
@@ -34,13 +36,17 @@ import {
   type Row,
 } from '../shared/records.js';
 import type { SqlDriver } from './driver.js';
+import { SqlProcesses } from './processes.js';
 
 /** The Store port, written once over a SqlDriver (SQLite or PostgreSQL). */
 export class SqlStore implements Store {
   readonly driver: string;
 
+  private readonly processes: SqlProcesses;
+
   constructor(private readonly sql: SqlDriver) {
     this.driver = sql.name;
+    this.processes = new SqlProcesses(sql);
   }
 
   private async one(sql: string, params: unknown[] = []): Promise<Row | undefined> {
@@ -243,5 +249,25 @@ export class SqlStore implements Store {
 
   async pruneAudit(before: Date): Promise<number> {
     return this.sql.count(SQL.pruneAudit, [before.toISOString()]);
+  }
+
+  insertProcess(rec: ProcessRecord): Promise<void> {
+    return this.processes.insert(rec);
+  }
+
+  updateProcess(id: string, patch: Partial<Omit<ProcessRecord, 'id' | 'sandbox_id'>>): Promise<ProcessRecord | null> {
+    return this.processes.update(id, patch);
+  }
+
+  getProcess(id: string): Promise<ProcessRecord | null> {
+    return this.processes.get(id);
+  }
+
+  listProcesses(filter?: ProcessFilter): Promise<ProcessRecord[]> {
+    return this.processes.list(filter);
+  }
+
+  deleteProcess(id: string): Promise<boolean> {
+    return this.processes.delete(id);
   }
 }

@@ -1,0 +1,76 @@
+/**
+ * Background processes on docker: detached (their own session in the container, output in files
+ * there), so they outlive a control-plane restart and their exit is recorded afterwards.
+ */
+import type Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE } from '../docker/engine.js';
+import { call } from '../helpers/http.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { readOutput, RestartablePlane } from './helpers.js';
+import { processContract } from './processes.contract.js';
+
+describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('background processes on docker'), () => {
+  let docker: Docker;
+  let srv: TestServer;
+  const installations: string[] = [];
+
+  beforeAll(async () => {
+    docker = await requireEngine();
+    srv = await startTestServer({ providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } });
+    installations.push(srv.plane.installationId);
+  }, 60_000);
+
+  afterAll(async () => {
+    await srv?.close();
+    for (const i of installations) await removeInstallation(docker, i);
+  });
+
+  processContract(() => ({
+    url: srv.url,
+    runner: 'detached',
+    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
+  }));
+
+  it('a process outlives a control-plane restart; its output and exit code are recorded afterwards', async () => {
+    const plane = new RestartablePlane(() => ({ providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } }));
+    try {
+      const url = await plane.start();
+      installations.push(plane.plane!.installationId);
+      const sb = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+      const p = await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, { command: 'echo before; sleep 3; echo after; echo oops >&2; exit 5' });
+      expect(p.status).toBe(201);
+      const pid = p.body.id as string;
+      const early = await readOutput(url, sb, pid, { follow: true, stopAfter: 7 });
+      expect(early.bytes.toString()).toBe('before\n');
+      await plane.stop();
+      // The process runs on while no control plane follows it.
+      await new Promise((r) => setTimeout(r, 1500));
+      const again = await plane.start();
+      expect((await call(again, 'GET', `/api/v1/sandboxes/${sb}/processes/${pid}`)).body.state).toBe('running');
+      const rest = await readOutput(again, sb, pid, { follow: true, offset: early.next });
+      const text = (s: string) => rest.lines.filter((l) => l.stream === s).map((l) => l.data).join('');
+      expect(text('stdout')).toBe('after\n');
+      expect(text('stderr')).toBe('oops\n');
+      expect(rest.lines.at(-1)).toMatchObject({ stream: 'exit', exit_code: 5, state: 'exited' });
+      expect((await call(again, 'GET', `/api/v1/sandboxes/${sb}/processes/${pid}`)).body).toMatchObject({ state: 'exited', exit_code: 5 });
+      // The files it used in the sandbox are gone once recorded.
+      const ls = await call(again, 'POST', `/api/v1/sandboxes/${sb}/exec`, { command: `ls /tmp/.sbx-processes/${pid} 2>&1 || echo gone` });
+      expect(ls.body.stdout).toMatch(/gone/);
+    } finally {
+      await plane.remove();
+    }
+  }, 90_000);
+
+  it('a process in a destroyed sandbox ends as killed, and its records go with the sandbox', async () => {
+    const sb = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+    const pid = (await call(srv.url, 'POST', `/api/v1/sandboxes/${sb}/processes`, { command: 'sleep 100' })).body.id as string;
+    expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${sb}`)).status).toBe(200);
+    const processes = srv.plane.deps.processes!;
+    const until = Date.now() + 15_000;
+    while (Date.now() < until && (await srv.plane.deps.store.getProcess(pid))?.state === 'running') await new Promise((r) => setTimeout(r, 200));
+    expect((await srv.plane.deps.store.getProcess(pid))?.state).toBe('killed');
+    expect(await processes.sweep()).toBeGreaterThanOrEqual(1);
+    expect(await srv.plane.deps.store.getProcess(pid)).toBeNull();
+  }, 60_000);
+});

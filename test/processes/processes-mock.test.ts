@@ -1,0 +1,42 @@
+/** Background processes on the mock provider (attached: they end with the control plane). */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../helpers/http.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { RestartablePlane } from './helpers.js';
+import { processContract } from './processes.contract.js';
+
+describe('background processes on mock', () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer();
+  });
+  afterAll(async () => srv?.close());
+
+  processContract(() => ({
+    url: srv.url,
+    runner: 'attached',
+    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
+  }));
+
+  it('an attached process is recorded as killed when the control plane stops; its output stays readable', async () => {
+    const plane = new RestartablePlane((dir) => ({ providers: { default: 'mock', mock: { root_dir: `${dir}/mock` } } }));
+    try {
+      const url = await plane.start();
+      const sb = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+      const p = (await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, { command: 'echo hello; sleep 100' })).body.id as string;
+      await new Promise((r) => setTimeout(r, 500));
+      await plane.stop();
+      const again = await plane.start();
+      const rec = (await call(again, 'GET', `/api/v1/sandboxes/${sb}/processes/${p}`)).body;
+      // Killed with the exec that held it (the status the provider saw, 137 for SIGKILL).
+      expect(rec).toMatchObject({ id: p, state: 'killed' });
+      const out = await fetch(`${again}/api/v1/sandboxes/${sb}/processes/${p}/output`);
+      expect((await out.text()).trim().split('\n').map((l) => JSON.parse(l))).toEqual([
+        { stream: 'stdout', offset: 0, data: 'hello\n' },
+        { stream: 'exit', offset: 6, exit_code: rec.exit_code, state: 'killed' },
+      ]);
+    } finally {
+      await plane.remove();
+    }
+  }, 60_000);
+});

@@ -3,7 +3,7 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend exec shell files logs preview templates template admission quota quotas providers pool workers watch doctor serve worker config completion' ;;
+    '') echo 'spawn ls list get rm destroy extend exec shell files logs ps kill preview templates template admission quota quotas providers pool workers watch doctor serve worker config completion' ;;
     'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'quota') echo 'ls list get set rm delete usage summary' ;;
@@ -22,7 +22,7 @@ _sbx_opts() {
     'get') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'rm') echo '--all-expired --url --api-key --admin-key --user --json --no-color' ;;
     'extend') echo '--ttl --url --api-key --admin-key --user --json --no-color' ;;
-    'exec') echo '-i --interactive -t --tty -e --env -w --workdir --timeout --sh --url --api-key --admin-key --user --json --no-color' ;;
+    'exec') echo '-d --detach -i --interactive -t --tty -e --env -w --workdir --timeout --sh --url --api-key --admin-key --user --json --no-color' ;;
     'shell') echo '--sh -e --env -w --workdir --url --api-key --admin-key --user --json --no-color' ;;
     'files') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -34,7 +34,9 @@ _sbx_opts() {
     'files chmod') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files stat') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files glob') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'logs') echo '-n --lines -f --follow --url --api-key --admin-key --user --json --no-color' ;;
+    'logs') echo '-n --lines -f --follow -p --process --url --api-key --admin-key --user --json --no-color' ;;
+    'ps') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'kill') echo '-s --signal --url --api-key --admin-key --user --json --no-color' ;;
     'preview') echo '--open --url --api-key --admin-key --user --json --no-color' ;;
     'templates') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -92,7 +94,9 @@ _sbx_value_opts() {
     'files chmod') echo '--url --api-key --admin-key --user' ;;
     'files stat') echo '--url --api-key --admin-key --user' ;;
     'files glob') echo '--url --api-key --admin-key --user' ;;
-    'logs') echo '-n --lines --url --api-key --admin-key --user' ;;
+    'logs') echo '-n --lines -p --process --url --api-key --admin-key --user' ;;
+    'ps') echo '--url --api-key --admin-key --user' ;;
+    'kill') echo '-s --signal --url --api-key --admin-key --user' ;;
     'preview') echo '--url --api-key --admin-key --user' ;;
     'templates') echo '--url --api-key --admin-key --user' ;;
     'templates ls') echo '--url --api-key --admin-key --user' ;;

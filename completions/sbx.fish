@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -28,6 +28,8 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'exec' -d 'run a command in a sand
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'shell' -d 'open an interactive shell in a sandbox (a terminal over the WebSocket exec)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'files' -d 'file operations inside a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'logs' -d 'print the console log of a sandbox (-f to follow)'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'ps' -d 'list the background processes of a sandbox (started with exec -d)'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'kill' -d 'kill a background process, or send it a signal with -s'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'preview' -d 'print the live preview URL of a port inside a sandbox'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'templates' -d 'named spawn presets: ls, get, create, update, rm, spawn'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'admission' -d 'would this spawn be admitted? (creates nothing; exit 5 when denied)'
@@ -60,6 +62,7 @@ complete -c sbx -n '__sbx_path_is \'spawn\'' -l idempotency-key -x -d 'retry-saf
 complete -c sbx -n '__sbx_path_is \'ls\'' -l quiet -s q -d 'print only the ids'
 complete -c sbx -n '__sbx_path_is \'rm\'' -l all-expired -d 'remove every expired sandbox (prune)'
 complete -c sbx -n '__sbx_path_is \'extend\'' -l ttl -x -d 'new time to live from now, e.g. 1h'
+complete -c sbx -n '__sbx_path_is \'exec\'' -l detach -s d -d 'run it in the background: print its process id and return (sbx ps, sbx logs --process, sbx kill)'
 complete -c sbx -n '__sbx_path_is \'exec\'' -l interactive -s i -d 'send local stdin to the command (live)'
 complete -c sbx -n '__sbx_path_is \'exec\'' -l tty -s t -d 'give the command a terminal (when the local stdin is one)'
 complete -c sbx -n '__sbx_path_is \'exec\'' -l env -s e -x -d 'environment variable (repeatable)'
@@ -86,6 +89,8 @@ complete -c sbx -n '__sbx_path_is \'files get\'' -F
 complete -c sbx -n '__sbx_path_is \'files rm\'' -l recursive -s r -d 'delete a directory and its contents'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l lines -s n -x -d 'number of lines (default 100)'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l follow -s f -d 'keep printing new lines until the sandbox goes away (Ctrl-C stops)'
+complete -c sbx -n '__sbx_path_is \'logs\'' -l process -s p -x -d 'a background process\'s output instead (exec -d); with -f until it ends, exiting with its code'
+complete -c sbx -n '__sbx_path_is \'kill\'' -l signal -s s -x -d 'send this signal instead: INT, TERM, KILL, HUP, QUIT, USR1, USR2'
 complete -c sbx -n '__sbx_path_is \'preview\'' -l open -d 'open the URL in the default browser as well'
 complete -c sbx -n '__sbx_path_is \'templates\'' -f -a 'ls' -d 'list templates'
 complete -c sbx -n '__sbx_path_is \'templates\'' -f -a 'get' -d 'show a template'

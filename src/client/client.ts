@@ -11,6 +11,7 @@ import { type ExecSession, type ExecWsInput, type ExecWsOptions, openExecSession
 import { FilesApi } from './files.js';
 import { Http, spawnHeaders, type ClientOptions } from './http.js';
 import { parseNdjson } from './ndjson.js';
+import { ProcessesApi } from './processes.js';
 import { ProvidersApi, QuotasApi, TemplatesApi, WorkerFacingApi, WorkersApi } from './resources.js';
 import type {
   AdmissionDecision,
@@ -61,6 +62,8 @@ export class Client {
   readonly workers: WorkersApi;
   /** Worker → control plane routes, with the `worker` credentials of the options. */
   readonly worker: WorkerFacingApi;
+  /** Background processes of a sandbox. */
+  readonly processes: ProcessesApi;
   private readonly http: Http;
 
   constructor(opts: ClientOptions = {}) {
@@ -72,6 +75,7 @@ export class Client {
     this.providers = new ProvidersApi(this.http);
     this.workers = new WorkersApi(this.http);
     this.worker = new WorkerFacingApi(this.http);
+    this.processes = new ProcessesApi(this.http);
   }
 
   // Sandboxes (spec 4.1)

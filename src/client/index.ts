@@ -7,3 +7,4 @@ export type { WorkerCredentials } from './http.js';
 export { SbxError } from '../contracts/errors.js';
 export type { ErrorCode } from '../contracts/errors.js';
 export type * from './types.js';
+export type { ProcessInfo, ProcessOutputChunk, ProcessStart } from './processes.js';

@@ -16,6 +16,7 @@ import {
   when,
 } from './store-fixtures.js';
 import { leaseContract } from './store-leases.contract.js';
+import { processContract } from './store-processes.contract.js';
 import { registryContract } from './store-registry.contract.js';
 
 export type { StoreFactory, StoreHarness } from './store-fixtures.js';
@@ -51,6 +52,7 @@ export function runStoreContract(name: string, factory: StoreFactory, options: S
     registryContract(ctx);
     leaseContract(ctx);
     auditContract(ctx);
+    processContract(ctx);
   });
 }
 

@@ -71,7 +71,7 @@ export function processContract(ctx: () => { url: string; spawn: () => Promise<s
     const killed = await start({ command: 'sleep', args: ['100'], mode: 'argv' });
     const termed = await start({ command: 'sleep 100' });
     const timed = await start({ command: 'sleep 100', timeout: '1s' });
-    await new Promise((r) => setTimeout(r, 500));
+    // Signals right after the start: none may be lost while the command is still starting.
     const k = await call(url, 'DELETE', `/api/v1/sandboxes/${sb}/processes/${killed}`);
     expect(k.status).toBe(200);
     expect(k.body).toMatchObject({ id: killed, state: 'killed' });

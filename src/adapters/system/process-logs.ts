@@ -147,9 +147,9 @@ class FileLog implements ProcessLog {
     this.counts[stream] += data.byteLength;
   }
 
-  /** Deletes the oldest segments while the others still hold `limit` bytes. */
+  /** Deletes the oldest segments until what is kept and a full new segment fit in `limit`. */
   private async drop(): Promise<void> {
-    while (this.segments.length > 1 && this.end - this.segments[1]!.start >= this.limit) {
+    while (this.segments.length > 1 && this.end - this.segments[0]!.start + this.segmentBytes > this.limit) {
       const old = this.segments[0]!;
       const frames = this.cache.get(old.file) ?? parseFrames(await readFile(old.file), old.start).frames;
       const base = await readBase(this.dir);

@@ -10,9 +10,11 @@ import { execCommand } from './commands/exec.js';
 import { extendCommand } from './commands/extend.js';
 import { filesCommand } from './commands/files.js';
 import { getCommand } from './commands/get.js';
+import { killCommand } from './commands/kill.js';
 import { logsCommand } from './commands/logs.js';
 import { lsCommand } from './commands/ls.js';
 import { poolCommand } from './commands/pool.js';
+import { psCommand } from './commands/ps.js';
 import { previewCommand } from './commands/preview.js';
 import { providersCommand } from './commands/providers.js';
 import { quotaCommand } from './commands/quota.js';
@@ -36,6 +38,8 @@ export const COMMANDS: readonly CommandSpec[] = [
   shellCommand,
   filesCommand,
   logsCommand,
+  psCommand,
+  killCommand,
   previewCommand,
   templatesCommand,
   admissionCommand,

@@ -47,8 +47,24 @@ function signalExitCode(signal: NodeJS.Signals | null): number {
   return n !== undefined ? 128 + n : KILLED_EXIT_CODE;
 }
 
-/** Sends `sig` to every process of group `pgid` but its leader (and with `spareChildren` the leader's children) (Linux /proc). */
-async function signalGroupMembers(pgid: number, sig: NodeJS.Signals, spareChildren: boolean): Promise<void> {
+interface Member {
+  pid: number;
+  ppid: number;
+  /** Signals with a handler installed (bit n-1 for signal n). */
+  caught: bigint;
+  /** It is the guest wrapper of isolation.ts (still starting, or waiting for the command). */
+  wrapper: boolean;
+}
+
+/** How the guest wrapper's command line begins (isolation.ts GUEST_WRAPPER). */
+const WRAPPER_CMDLINE = '/bin/sh\0-c\0unset __sbx_s;';
+
+/**
+ * The processes of group `pgid` but its leader (and with `spareChildren` the leader's children)
+ * (Linux /proc).
+ */
+async function groupMembers(pgid: number, spareChildren: boolean): Promise<Member[]> {
+  const members: Member[] = [];
   for (const name of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(name) || Number(name) === pgid) continue;
     const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
@@ -56,13 +72,28 @@ async function signalGroupMembers(pgid: number, sig: NodeJS.Signals, spareChildr
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     if (Number(fields[2]) !== pgid) continue;
     if (spareChildren && Number(fields[1]) === pgid) continue;
-    try {
-      process.kill(Number(name), sig);
-    } catch {
-      // Gone meanwhile.
-    }
+    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
+    const cgt = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+    const cmdline = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+    members.push({ pid: Number(name), ppid: Number(fields[1]), caught: cgt ? BigInt(`0x${cgt}`) : 0n, wrapper: cmdline.startsWith(WRAPPER_CMDLINE) });
   }
+  return members;
 }
+
+/**
+ * Whether the command can take `sig` now: someone is there to get it, and a guest wrapper among
+ * them has its traps installed (before that, a signal can be lost in its start-up: proot's
+ * loader drops them), so it either passes to the command or is remembered by the wrapper.
+ */
+function readyFor(members: Member[], sig: NodeJS.Signals): boolean {
+  const n = constants.signals[sig];
+  if (members.length === 0) return false;
+  if (n === undefined) return true;
+  return members.every((m) => !m.wrapper || ((m.caught >> BigInt(n - 1)) & 1n) === 1n);
+}
+
+/** How long a signal sent before the wrapper started the command waits for it (then it is dropped). */
+const SIGNAL_WAIT_MS = 5_000;
 
 /** Rejects what the OS cannot pass to a process, as the caller's mistake rather than a crash. */
 function checkSpec(spec: ProcessSpec): void {
@@ -161,7 +192,21 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
       consumeControls(spec.controls, async (c) => {
         if (c.type !== 'signal' || child.pid === undefined || exitCode !== null) return;
         if (spec.signalSpares && c.signal !== 'SIGKILL') {
-          await signalGroupMembers(child.pid, c.signal, spec.signalSpares === 'init');
+          // A signal right after the start may come before the wrapper started the command: it
+          // waits for the command (briefly) instead of being lost.
+          const until = performance.now() + SIGNAL_WAIT_MS;
+          let members = await groupMembers(child.pid, spec.signalSpares === 'init');
+          while (!readyFor(members, c.signal) && exitCode === null && performance.now() < until) {
+            await new Promise((r) => setTimeout(r, 20));
+            members = await groupMembers(child.pid, spec.signalSpares === 'init');
+          }
+          for (const m of members) {
+            try {
+              process.kill(m.pid, c.signal);
+            } catch {
+              // Gone meanwhile.
+            }
+          }
           return;
         }
         try {

@@ -127,7 +127,9 @@ export function launcherEnv(guest: Record<string, string>): Record<string, strin
  * (126) exactly. Its own diagnostics go to /dev/null; the command's stderr is the real one.
  */
 export const GUEST_WRAPPER = [
-  'trap : INT TERM HUP QUIT USR1 USR2',
+  // The wrapper survives the signals meant for the command; one that comes before the command
+  // started is remembered and ends the command as it would have (128 + its number).
+  "unset __sbx_s; trap '__sbx_s=130' INT; trap '__sbx_s=143' TERM; trap '__sbx_s=129' HUP; trap '__sbx_s=131' QUIT; trap '__sbx_s=138' USR1; trap '__sbx_s=140' USR2",
   'exec 4>&2 2>/dev/null',
   '__sbx_l=$SBX_GUEST_RENAMED; unset SBX_GUEST_RENAMED',
   'for __sbx_n in $__sbx_l; do eval "$__sbx_n=\\$SBX_GUEST_$__sbx_n; export $__sbx_n; unset SBX_GUEST_$__sbx_n"; done',
@@ -161,6 +163,7 @@ export const GUEST_WRAPPER = [
   '  case $(command -v "$__sbx_c" 2>/dev/null) in */*|"") __sbx_find ;; esac',
   'fi',
   'unset __sbx_m __sbx_c __sbx_p __sbx_d __sbx_x',
+  'if [ -n "$__sbx_s" ]; then exit "$__sbx_s"; fi; unset __sbx_s',
   '( exec "$@" 2>&4 4>&- )',
   'exit $?',
 ].join('\n');

@@ -1,3 +1,4 @@
+import type { ProcessStart } from '../../../client/processes.js';
 import type { ExecChunk, ExecInput } from '../../../client/types.js';
 import { SbxError } from '../../../contracts/errors.js';
 import type { CliContext } from '../context.js';
@@ -18,6 +19,7 @@ interface ExecFlags {
   sh?: boolean;
   interactive?: boolean;
   tty?: boolean;
+  detach?: boolean;
 }
 
 export const execCommand: CommandSpec = {
@@ -42,6 +44,7 @@ export const execCommand: CommandSpec = {
     { name: 'command', description: 'command and arguments, verbatim (with --sh: a shell script)', variadic: true },
   ],
   options: [
+    { flags: '-d, --detach', description: 'run it in the background: print its process id and return (sbx ps, sbx logs --process, sbx kill)' },
     { flags: '-i, --interactive', description: 'send local stdin to the command (live)' },
     { flags: '-t, --tty', description: 'give the command a terminal (when the local stdin is one)' },
     { flags: '-e, --env <key=value>', description: 'environment variable (repeatable)', kind: 'kv' },
@@ -56,6 +59,7 @@ export const execCommand: CommandSpec = {
     'echo hi | sbx exec -i $ID cat',
     'sbx exec -it $ID /bin/sh',
     'sbx exec --timeout 30s -w /workspace $ID make test',
+    'sbx exec -d $ID python3 -m http.server 8000',
     'sbx --json exec $ID uname -a',
   ],
   async run(ctx, opts: ExecFlags) {
@@ -76,6 +80,7 @@ async function runExec(ctx: CliContext, opts: ExecFlags): Promise<number> {
     throw new UsageError(opts.sh ? "exec --sh needs a script after the id: sbx exec --sh ID 'a | b'" : 'exec needs a command after the id: sbx exec [options] ID CMD [ARG...]');
   }
   checkSandboxId(opts.id);
+  if (opts.detach) return runDetached(ctx, opts, argv);
   const input: ExecInput = { command: argv[0]!, args: argv.slice(1), mode: opts.sh ? 'shell' : 'argv' };
   // Output arrives byte-exact: bytes that are not UTF-8 come base64 instead of as U+FFFD.
   input.binary = true;
@@ -118,6 +123,19 @@ async function runExec(ctx: CliContext, opts: ExecFlags): Promise<number> {
   } finally {
     stop();
   }
+}
+
+/** `exec -d`: a background process; prints its id (or the process object with --json). */
+async function runDetached(ctx: CliContext, opts: ExecFlags, argv: string[]): Promise<number> {
+  if (opts.interactive || opts.tty) throw new UsageError('exec -d runs without stdin or a terminal: leave out -i and -t');
+  const input: ProcessStart = { command: argv[0]!, args: argv.slice(1), mode: opts.sh ? 'shell' : 'argv' };
+  if (opts.env) input.env = opts.env;
+  if (opts.workdir) input.workdir = opts.workdir;
+  if (opts.timeout) input.timeout = opts.timeout;
+  const { value: p } = await withSandboxId(ctx, opts.id, (id) => ctx.client.processes.start(id, input, { signal: ctx.signal }));
+  if (ctx.out.json) ctx.out.printJson(p);
+  else ctx.out.line(p.id);
+  return 0;
 }
 
 /** The NDJSON stream of the HTTP exec (stdin, if any, sent up front). */

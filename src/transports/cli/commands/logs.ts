@@ -1,6 +1,7 @@
 import { SbxError } from '../../../contracts/errors.js';
 import type { CliContext } from '../context.js';
 import { withSandboxId } from '../shared/sandbox-id.js';
+import { printProcessOutput } from '../shared/process-output.js';
 import type { CommandSpec } from '../spec.js';
 
 const FOLLOW_WINDOW = 1000;
@@ -27,8 +28,11 @@ export const logsCommand: CommandSpec = {
   options: [
     { flags: '-n, --lines <count>', description: 'number of lines (default 100)', kind: 'int' },
     { flags: '-f, --follow', description: 'keep printing new lines until the sandbox goes away (Ctrl-C stops)' },
+    { flags: '-p, --process <pid>', description: "a background process's output instead (exec -d); with -f until it ends, exiting with its code" },
   ],
-  async run(ctx, opts: { id: string; lines?: number; follow?: boolean }) {
+  examples: ['sbx logs $ID', 'sbx logs -f $ID', 'sbx logs $ID --process p-abc123def456 -f'],
+  async run(ctx, opts: { id: string; lines?: number; follow?: boolean; process?: string }) {
+    if (opts.process !== undefined) return printProcessOutput(ctx, opts.id, opts.process, Boolean(opts.follow));
     const { id, value: first } = await withSandboxId(ctx, opts.id, (x) => ctx.client.readLogs(x, { lines: opts.lines }, { signal: ctx.signal }));
     if (ctx.out.json && !opts.follow) {
       ctx.out.printJson(first.lines);

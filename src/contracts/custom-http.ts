@@ -66,6 +66,8 @@ export type ExecResponse = Static<typeof ExecResponse>;
 export const ExecLine = Type.Union([
   Type.Object({ stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr')]), data: Str, encoding: Encoding }),
   Type.Object({ stream: Type.Literal('exit'), exit_code: Type.Integer() }),
+  /** sbx: the exec failed after the answer began; `code` as in STATUS_CODES' values, never a message sbx shows. */
+  Type.Object({ stream: Type.Literal('error'), code: Str, message: Type.Optional(Str) }),
 ]);
 export type ExecLine = Static<typeof ExecLine>;
 
@@ -112,4 +114,18 @@ export const STATUS_CODES: Readonly<Record<number, string>> = {
   429: 'resource_limit',
   501: 'not_implemented',
   503: 'unavailable',
+};
+
+/** A backend's status for each of sbx's error codes (the reference server's answers). */
+export const STATUS_BY_CODE: Readonly<Record<string, number>> = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  timeout: 408,
+  conflict: 409,
+  payload_too_large: 413,
+  resource_limit: 429,
+  not_implemented: 501,
+  unavailable: 503,
 };

@@ -14,6 +14,7 @@ import { logsCommand } from './commands/logs.js';
 import { lsCommand } from './commands/ls.js';
 import { poolCommand } from './commands/pool.js';
 import { previewCommand } from './commands/preview.js';
+import { providerServerCommand } from './commands/provider-server.js';
 import { providersCommand } from './commands/providers.js';
 import { quotaCommand } from './commands/quota.js';
 import { rmCommand } from './commands/rm.js';
@@ -47,6 +48,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   doctorCommand,
   serveCommand,
   workerCommand,
+  providerServerCommand,
   configCommand,
   completionCommand,
 ];

@@ -6,8 +6,8 @@
  * closes the call, which tells the backend to kill the command; the iteration then ends quietly.
  */
 import { randomBytes } from 'node:crypto';
-import { ExecLine, NDJSON, type ExecRequest } from '../../../contracts/custom-http.js';
-import { SbxError } from '../../../core/errors.js';
+import { ExecLine, NDJSON, STATUS_CODES, type ExecRequest } from '../../../contracts/custom-http.js';
+import { SbxError, type ErrorCode } from '../../../core/errors.js';
 import type { ExecControl, ExecEvent, ExecSpec } from '../../../core/ports.js';
 import type { HttpCaller } from './http.js';
 
@@ -134,6 +134,10 @@ function parseLine(http: HttpCaller, line: Buffer): ExecEvent | undefined {
   const text = line.toString('utf8').trim();
   if (text === '') return undefined;
   const v = http.parse(text, ExecLine, 'exec');
+  if (v.stream === 'error') {
+    const known = Object.values(STATUS_CODES).includes(v.code) ? (v.code as ErrorCode) : 'provider_error';
+    throw http.error(known, 'exec', `the backend reported ${known}`);
+  }
   if (v.stream === 'exit') return { stream: 'exit', exit_code: v.exit_code };
   return { stream: v.stream, data: v.encoding === 'base64' ? Buffer.from(v.data, 'base64') : Buffer.from(v.data, 'utf8') };
 }

@@ -76,6 +76,12 @@ export function publicUrl(baseUrl: string): string {
   }
 }
 
+/** Releases a body that will not be read (its connection is closed); no unhandled error follows. */
+export function discard(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
 export class HttpCaller {
   readonly agent: Agent;
   private readonly base: URL;
@@ -143,6 +149,8 @@ export class HttpCaller {
           }
           throw mapped;
         }
+        // Readers see failures through their own iteration; a body nobody reads never crashes the process.
+        res.body.on('error', () => undefined);
         if (res.statusCode >= 200 && res.statusCode < 300) {
           if (c.wholeDeadline === false) done();
           return { status: res.statusCode, headers: res.headers, body: res.body, done, deadline: timeout.signal };
@@ -211,7 +219,7 @@ export class HttpCaller {
         chunks.push(chunk as Buffer);
       }
     } catch (err) {
-      a.body.destroy();
+      discard(a.body);
       if (err instanceof SbxError) throw err;
       throw this.failure(err, c, a.deadline);
     }

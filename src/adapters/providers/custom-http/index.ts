@@ -21,7 +21,7 @@ import {
 import { SbxError } from '../../../core/errors.js';
 import type { ConsoleLog, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, OpenedFile, Provider, ProviderHealth, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
 import { execOverHttp } from './exec.js';
-import { HttpCaller, publicUrl } from './http.js';
+import { discard, HttpCaller, publicUrl, type Answer } from './http.js';
 
 export interface CustomHttpOptions {
   baseUrl: string;
@@ -146,7 +146,7 @@ class CustomHttpProvider implements Provider {
     const declared = Number(a.headers['content-length']);
     const size = Number.isFinite(declared) && declared >= 0 ? declared : undefined;
     if (size !== undefined && maxBytes !== undefined && size > maxBytes) {
-      a.body.destroy();
+      discard(a.body);
       throw new SbxError('payload_too_large', `file is ${size} bytes; the limit is ${maxBytes}`);
     }
     if (size !== undefined) return { size, body: this.bounded(a.body, size, what, signal) };
@@ -162,7 +162,7 @@ class CustomHttpProvider implements Provider {
   }
 
   /** The body's bytes, failing when they exceed `limit` or the connection drops; `return()` releases it. */
-  private async *bounded(body: AsyncIterable<unknown> & { destroy(): void }, limit: number, what: string, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+  private async *bounded(body: Answer['body'], limit: number, what: string, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
     let got = 0;
     let complete = false;
     try {
@@ -177,7 +177,7 @@ class CustomHttpProvider implements Provider {
       if (signal?.aborted) throw signal.reason;
       throw this.http.error('unavailable', what, 'lost the connection to the backend while reading');
     } finally {
-      if (!complete) body.destroy();
+      if (!complete) discard(body);
     }
   }
 

@@ -37,10 +37,12 @@ async function pump<T>(iter: AsyncIterator<T>, stopped: () => boolean, send: (it
   }
 }
 
-export async function* execOverHttp(http: HttpCaller, runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncGenerator<ExecEvent> {
+/** `live`: the backend announced `exec_stdin` (the `/exec/{exec_id}/…` routes). */
+export async function* execOverHttp(http: HttpCaller, runtimeId: string, spec: ExecSpec, signal: AbortSignal, live: boolean): AsyncGenerator<ExecEvent> {
   if (signal.aborted) return;
   const body = requestBody(runtimeId, spec);
   const liveStdin = spec.stdin !== undefined && !(spec.stdin instanceof Uint8Array) ? spec.stdin : undefined;
+  if ((liveStdin || spec.controls) && !live) throw http.error('not_implemented', 'exec', 'this backend does not announce exec_stdin: no live stdin or signals');
   if (spec.stdin instanceof Uint8Array && spec.stdin.byteLength > 0) body.stdin = Buffer.from(spec.stdin).toString('base64');
   const execId = liveStdin || spec.controls ? randomBytes(12).toString('hex') : undefined;
   if (execId) body.exec_id = execId;

@@ -34,7 +34,7 @@ export interface CustomHttpOptions {
 /** What any contract backend offers (the anchor's routes). */
 const BASE_CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'health'];
 /** Extra capabilities a backend may announce in `GET /health` that this client can use. */
-const OPTIONAL_CAPABILITIES = new Set(['console', 'runtime_inventory', 'container', 'microvm', 'snapshots', 'exec_stdin']);
+const OPTIONAL_CAPABILITIES = new Set(['console', 'container', 'microvm', 'exec_stdin']);
 
 const RUNNING = new Set(['running', 'ready', 'started', 'active']);
 const STOPPED = new Set(['stopped', 'exited', 'paused', 'creating', 'stopping', 'error', 'failed']);
@@ -122,7 +122,7 @@ class CustomHttpProvider implements Provider {
   }
 
   exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
-    return execOverHttp(this.http, runtimeId, spec, signal);
+    return execOverHttp(this.http, runtimeId, spec, signal, this.caps.includes('exec_stdin'));
   }
 
   async writeFile(runtimeId: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal): Promise<void> {

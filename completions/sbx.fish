@@ -39,7 +39,7 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'watch' -d 'follow the event strea
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'doctor' -d 'check the server, keys, providers and the local setup; exit 1 when a check fails'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'serve' -d 'run the control plane: HTTP API, store, providers, reaper, events'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'worker' -d 'run a remote worker: heartbeats to a control plane and serves the worker RPC'
-complete -c sbx -n '__sbx_path_is \'\'' -f -a 'provider-server' -d 'serve the custom HTTP provider contract, backed by a local provider (a reference backend)'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'provider-server' -d 'serve the custom HTTP provider contract from a local provider'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'config' -d 'server configuration tools: lint'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'completion' -d 'print a shell completion script (bash, zsh, fish)'
 complete -c sbx -l url -x -d 'server URL (env SBX_URL; default http://127.0.0.1:7423)'

@@ -32,7 +32,7 @@ function readKey(file: string): string {
 
 export const providerServerCommand: CommandSpec = {
   name: 'provider-server',
-  summary: 'serve the custom HTTP provider contract, backed by a local provider (a reference backend)',
+  summary: 'serve the custom HTTP provider contract from a local provider',
   offline: true,
   stopsOnSignal: true,
   options: [

@@ -108,10 +108,15 @@ export async function handleExec(provider: Provider, live: Map<string, LiveExec>
     }
   };
   try {
+    // The exit line goes out once the provider's iteration has ended, so what it does last (its
+    // console keeps a trailing partial line) is done before the caller learns the command ended.
+    let exit: ExecEvent | undefined;
     for await (const ev of provider.exec(body.sandbox_id, spec, ac.signal)) {
       if (ac.signal.aborted) break;
-      await write(line(ev));
+      if (ev.stream === 'exit') exit = ev;
+      else await write(line(ev));
     }
+    if (exit && !ac.signal.aborted) await write(line(exit));
   } catch (err) {
     if (!ac.signal.aborted) {
       const code = isSbxError(err) ? err.code : 'provider_error';

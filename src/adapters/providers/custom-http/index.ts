@@ -55,6 +55,8 @@ const octal = (mode: number) => `0${(mode & 0o7777).toString(8).padStart(3, '0')
 class CustomHttpProvider implements Provider {
   readonly name = 'custom-http';
   private caps: string[] = [...BASE_CAPABILITIES];
+  /** True once a health answer set `caps`. */
+  private asked = false;
   private readonly http: HttpCaller;
 
   constructor(private readonly opts: CustomHttpOptions) {
@@ -82,6 +84,7 @@ class CustomHttpProvider implements Provider {
       } finally {
         a.done();
       }
+      this.asked = true;
       this.caps = [...BASE_CAPABILITIES, ...(info.capabilities ?? []).filter((c) => OPTIONAL_CAPABILITIES.has(c) && !BASE_CAPABILITIES.includes(c))];
       const out: ProviderHealth = { healthy: true, latency_ms: latency() };
       if (info.runtime_count !== undefined) out.runtime_count = info.runtime_count;
@@ -122,7 +125,14 @@ class CustomHttpProvider implements Provider {
   }
 
   exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
-    return execOverHttp(this.http, runtimeId, spec, signal, this.caps.includes('exec_stdin'));
+    return this.execWithCaps(runtimeId, spec, signal);
+  }
+
+  /** Live stdin and signals need the backend's `exec_stdin`: ask `/health` first when it has not been asked yet. */
+  private async *execWithCaps(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncGenerator<ExecEvent> {
+    const live = spec.controls !== undefined || (spec.stdin !== undefined && !(spec.stdin instanceof Uint8Array));
+    if (live && !this.asked && !signal.aborted) await this.health(signal).catch(() => undefined);
+    yield* execOverHttp(this.http, runtimeId, spec, signal, this.caps.includes('exec_stdin'));
   }
 
   async writeFile(runtimeId: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal): Promise<void> {

@@ -14,13 +14,14 @@ import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
 import { createProotProvider } from '../../src/adapters/providers/proot/index.js';
 import type { Provider } from '../../src/core/ports.js';
 import { buildProviderServer } from '../../src/transports/provider-server/app.js';
+import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE, testInstallationId, testProvider } from '../docker/engine.js';
 import { runProviderContract, type ProviderFixture } from './provider.contract.js';
 import { runProviderPathContract } from './provider-paths.contract.js';
 import { runExecErrorsContract } from './provider-exec-errors.contract.js';
 
 const KEY = 'contract-key-5f0c1d9e2b7a4c38';
 
-async function overHttp(backend: Provider, image: string, dir: string): Promise<ProviderFixture> {
+async function overHttp(backend: Provider, image: string, dir: string, extra: () => Promise<void> = async () => undefined): Promise<ProviderFixture> {
   const app = await buildProviderServer({ provider: backend, apiKey: KEY });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   const provider = createCustomHttpProvider({ baseUrl: url, apiKey: KEY, timeoutMs: 10_000 });
@@ -32,7 +33,8 @@ async function overHttp(backend: Provider, image: string, dir: string): Promise<
     cleanup: async () => {
       await app.close();
       await backend.close?.();
-      rmSync(dir, { recursive: true, force: true });
+      await extra();
+      if (dir) rmSync(dir, { recursive: true, force: true });
     },
   };
 }
@@ -57,4 +59,15 @@ describe.skipIf(!proot)(`custom-http over proot (${reason})`, () => {
   runProviderContract('custom-http (reference server on proot)', prootFixture, { hostFilesystem: true });
   runProviderPathContract('custom-http (reference server on proot)', prootFixture, { hostFilesystem: true });
   runExecErrorsContract('custom-http (reference server on proot)', prootFixture, { exactShell: true });
+});
+
+describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('custom-http over docker'), () => {
+  const dockerFixture = async () => {
+    const docker = await requireEngine();
+    const installationId = testInstallationId();
+    return overHttp(testProvider(installationId), TEST_IMAGE, '', () => removeInstallation(docker, installationId));
+  };
+  runProviderContract('custom-http (reference server on docker)', dockerFixture);
+  runExecErrorsContract('custom-http (reference server on docker)', dockerFixture, { exactShell: true });
+  runProviderPathContract('custom-http (reference server on docker)', dockerFixture);
 });

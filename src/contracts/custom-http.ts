@@ -29,7 +29,8 @@ export const SpawnRequest = Type.Object({
 });
 export type SpawnRequest = Static<typeof SpawnRequest>;
 
-export const SpawnResponse = Type.Object({ id: Type.String({ minLength: 1 }) });
+/** `network` (sbx): the network the runtime got; a spawn that asked for one needs it confirmed. */
+export const SpawnResponse = Type.Object({ id: Type.String({ minLength: 1 }), network: Type.Optional(Str) });
 
 export const StatusResponse = Type.Object({ id: Type.Optional(Str), state: Type.Optional(Str) });
 

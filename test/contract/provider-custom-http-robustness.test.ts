@@ -144,6 +144,14 @@ describe('custom HTTP client against a misbehaving backend', () => {
     expect((await failure(gone.readFile('rt', '/x'))).code).toBe('not_found');
   });
 
+  it('a spawn asking for a network the backend does not confirm is undone and not_implemented', async () => {
+    const b = await backend((req, res) => (req.method === 'POST' ? res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"rt-net"}') : res.writeHead(204).end()));
+    const e = await failure(b.provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null, network: 'none' }));
+    expect(e.code).toBe('not_implemented');
+    expect(b.seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /spawn', 'DELETE /sandboxes/rt-net']);
+    expect(await b.provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null })).toEqual({ runtime_id: 'rt-net' });
+  });
+
   it('retries only idempotent calls (GET, destroy), with a cap; the key goes with every request', async () => {
     const b = await backend(answer(503));
     await failure(b.provider.status('rt'));

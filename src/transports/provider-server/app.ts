@@ -85,7 +85,7 @@ export async function buildProviderServer(opts: ProviderServerOptions): Promise<
     const b = valid(C.SpawnRequest, request.body, 'spawn request');
     const sandbox_id = b.sandbox_id ?? `sb-${randomBytes(6).toString('hex')}`;
     const res = await p.spawn({ sandbox_id, image: b.image, memory_mb: b.memory_mb ?? 512, vcpus: b.vcpus ?? 1, metadata: b.metadata ?? {}, owner_id: null, ...(b.network ? { network: b.network } : {}) });
-    return reply.code(201).send({ id: res.runtime_id });
+    return reply.code(201).send(res.network ? { id: res.runtime_id, network: res.network } : { id: res.runtime_id });
   });
 
   app.get('/status/:id', async (request, reply) => {

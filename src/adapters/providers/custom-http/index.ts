@@ -99,7 +99,12 @@ class CustomHttpProvider implements Provider {
     const body: SpawnRequest = { image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, metadata: spec.metadata, sandbox_id: spec.sandbox_id };
     if (spec.network) body.network = spec.network;
     const res = await this.http.json({ method: 'POST', path: '/spawn', json: body, signal, what: 'spawn' }, SpawnResponse);
-    return { runtime_id: res.id };
+    if (spec.network && res.network !== spec.network) {
+      // A backend that ignores the field would give a network the sandbox does not claim: undo it.
+      await this.destroy(res.id).catch(() => undefined);
+      throw this.http.error('not_implemented', 'spawn', `the backend did not confirm network "${spec.network}"`);
+    }
+    return res.network ? { runtime_id: res.id, network: res.network } : { runtime_id: res.id };
   }
 
   async destroy(runtimeId: string, signal?: AbortSignal): Promise<void> {

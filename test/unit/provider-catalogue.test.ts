@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultConfig } from '../../src/config/defaults.js';
 import { catalogueEntry, PROVIDER_CATALOGUE, wantedProviders as wantedOf } from '../../src/adapters/providers/catalog.js';
 import type { SbxConfig } from '../../src/config/types.js';
+import { lintConfig } from '../../src/config/lint.js';
 import { startTestServer } from '../helpers/server.js';
 
 interface Over {
@@ -80,6 +81,17 @@ describe('wantedProviders', () => {
     } finally {
       await p.close?.();
     }
+  });
+});
+
+describe('config lint of custom_http', () => {
+  const findings = (c: SbxConfig) => lintConfig(c, { production: true }).filter((f) => f.key.startsWith('providers.custom_http'));
+  it('fails without base_url, fails in production without a key, says nothing when it is off', () => {
+    expect(findings(cfg({}))).toEqual([]);
+    expect(findings(cfg({ custom_http: { enabled: true } }))).toMatchObject([{ level: 'fail', key: 'providers.custom_http.base_url' }]);
+    expect(findings(cfg({ default: 'custom-http', custom_http: { base_url: 'http://b' } }))).toMatchObject([{ level: 'fail', key: 'providers.custom_http.api_key' }]);
+    expect(lintConfig(cfg({ custom_http: { enabled: true, base_url: 'http://b' } }), { production: false }).find((f) => f.key === 'providers.custom_http.api_key')?.level).toBe('warn');
+    expect(findings(cfg({ custom_http: { enabled: true, base_url: 'http://b', api_key: 'k' } }))).toEqual([]);
   });
 });
 

@@ -63,6 +63,12 @@ async function otherProviders(config: LoadedConfig): Promise<{ status: Status; d
   let status: Status = 'ok';
   for (const entry of PROVIDER_CATALOGUE) {
     if (!entry.create || want[entry.name] !== 'required') continue;
+    if (entry.notice) {
+      // Nothing to reach (mock runs here): say what it means instead of building it.
+      if (status === 'ok') status = 'warn';
+      rows.push(`${entry.name} enabled: ${entry.notice}`);
+      continue;
+    }
     try {
       const provider = await entry.create(config.providers, { installationId: 'doctor', durationMs: (t) => parseDuration(t), scratchDir: (n) => join(tmpdir(), `${n}-doctor`) });
       try {

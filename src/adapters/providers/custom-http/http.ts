@@ -123,9 +123,16 @@ export class HttpCaller {
 
   /** Sends one call (retrying when allowed); a status outside 2xx and `pass` throws its typed error. */
   async call(c: CallOptions): Promise<Answer> {
+    // `timeout` is aborted by the deadline alone; `ac` (what undici sees) by the deadline or the caller.
     const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(DEADLINE), this.opts.timeoutMs);
-    const signal = c.signal ? AbortSignal.any([c.signal, timeout.signal]) : timeout.signal;
+    const ac = new AbortController();
+    const signal = ac.signal;
+    const timer = setTimeout(() => (timeout.abort(DEADLINE), ac.abort(DEADLINE)), this.opts.timeoutMs);
+    const onCaller = () => ac.abort(c.signal!.reason);
+    if (c.signal?.aborted) onCaller();
+    else c.signal?.addEventListener('abort', onCaller, { once: true });
+    // The caller's abort reaches the request until its body is closed.
+    const unlink = () => c.signal?.removeEventListener('abort', onCaller);
     const done = () => clearTimeout(timer);
     const attempts = 1 + (c.idempotent ? (this.opts.retries ?? 2) : 0);
     try {
@@ -144,13 +151,18 @@ export class HttpCaller {
         } catch (err) {
           const mapped = this.failure(err, c, timeout.signal);
           if (attempt < attempts && mapped instanceof SbxError && mapped.code === 'unavailable' && !signal.aborted) {
-            await this.backoff(attempt, signal);
+            try {
+              await this.backoff(attempt, signal);
+            } catch (e) {
+              throw this.failure(e, c, timeout.signal);
+            }
             continue;
           }
           throw mapped;
         }
         // Readers see failures through their own iteration; a body nobody reads never crashes the process.
         res.body.on('error', () => undefined);
+        res.body.once('close', unlink);
         if (res.statusCode >= 200 && res.statusCode < 300) {
           if (c.wholeDeadline === false) done();
           return { status: res.statusCode, headers: res.headers, body: res.body, done, deadline: timeout.signal };
@@ -172,6 +184,7 @@ export class HttpCaller {
       }
     } catch (err) {
       done();
+      unlink();
       throw err;
     }
   }

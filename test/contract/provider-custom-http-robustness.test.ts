@@ -4,6 +4,7 @@
  * typed errors, a backend's text and the API key never reach a message, and only idempotent calls
  * are retried. Plus the reference server's key check.
  */
+import { getEventListeners } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -79,6 +80,22 @@ describe('custom HTTP client against a misbehaving backend', () => {
     const h = await provider.health();
     expect(h.healthy).toBe(false);
     expect(h.error).toMatch(/did not answer within 500 ms/);
+  });
+
+  it("the caller's abort ends a hung call at once with the caller's reason; a long-lived signal keeps no listeners", async () => {
+    const hung = (await backend(() => undefined, 5_000)).provider;
+    const ac = new AbortController();
+    const started = Date.now();
+    const pending = hung.status('rt', ac.signal).catch((e: unknown) => e);
+    setTimeout(() => ac.abort(new Error('caller cancelled')), 100);
+    expect(((await pending) as Error).message).toBe('caller cancelled');
+    expect(Date.now() - started).toBeLessThan(1_000);
+
+    const ok = (await backend(answer(200, '{"state":"running"}', 'application/json'))).provider;
+    const longLived = new AbortController();
+    for (let i = 0; i < 30; i++) expect(await ok.status('rt', longLived.signal)).toBe('running');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(getEventListeners(longLived.signal, 'abort')).toHaveLength(0);
   });
 
   it('headers then silence on a JSON answer is `timeout` too', async () => {

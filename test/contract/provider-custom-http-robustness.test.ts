@@ -161,6 +161,17 @@ describe('custom HTTP client against a misbehaving backend', () => {
     expect((await failure(gone.readFile('rt', '/x'))).code).toBe('not_found');
   });
 
+  it("reads the anchor's Go field names for files and a bare health answer", async () => {
+    const go = [{ Path: '/w/b.txt', Size: 3, Mode: '644', IsDir: false, ModTime: '2024-01-02T03:04:05Z' }, { Path: '/w/a', Size: 0, Mode: '0755', IsDir: true }];
+    const b = await backend((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(req.url!.startsWith('/health') ? 'ok' : JSON.stringify(go)));
+    expect(await b.provider.listFiles('rt', '/w')).toEqual([
+      { name: 'a', path: '/w/a', size: 0, is_dir: true, mod_time: '1970-01-01T00:00:00.000Z', mode: '0755' },
+      { name: 'b.txt', path: '/w/b.txt', size: 3, is_dir: false, mod_time: '2024-01-02T03:04:05.000Z', mode: '0644' },
+    ]);
+    expect((await b.provider.health()).healthy).toBe(true);
+    expect(b.provider.capabilities).toEqual(['spawn', 'exec', 'exec_stream', 'files', 'health']);
+  });
+
   it('a spawn asking for a network the backend does not confirm is undone and not_implemented', async () => {
     const b = await backend((req, res) => (req.method === 'POST' ? res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"rt-net"}') : res.writeHead(204).end()));
     const e = await failure(b.provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null, network: 'none' }));

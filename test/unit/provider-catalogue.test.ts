@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultConfig } from '../../src/config/defaults.js';
-import { catalogueEntry, PROVIDER_CATALOGUE, wantedProviders as wantedOf } from '../../src/adapters/providers/catalog.js';
+import { catalogueEntry, probeEntry, PROVIDER_CATALOGUE, wantedProviders as wantedOf } from '../../src/adapters/providers/catalog.js';
 import type { SbxConfig } from '../../src/config/types.js';
 import { lintConfig } from '../../src/config/lint.js';
 import { startTestServer } from '../helpers/server.js';
@@ -67,6 +67,15 @@ describe('wantedProviders', () => {
     expect(() => wantedProviders(cfg({ default: 'firecracker' }))).toThrow('provider "firecracker" is not available');
     const ctx = { installationId: 'i', durationMs: () => 1000, scratchDir: (n: string) => n };
     await expect(catalogueEntry('hosted')!.create!(defaultConfig().providers, ctx)).rejects.toThrow('not available');
+  });
+
+  it('the health probe builds, asks and closes; a refusing factory is unhealthy with its reason', async () => {
+    const ctx = { installationId: 'i', durationMs: () => 500, scratchDir: (n: string) => n };
+    const signal = AbortSignal.timeout(5_000);
+    expect(await probeEntry(catalogueEntry('hosted')!, defaultConfig().providers, ctx, signal)).toMatchObject({ healthy: false, error: expect.stringContaining('not available') });
+    expect(await probeEntry(catalogueEntry('custom-http')!, defaultConfig().providers, ctx, signal)).toMatchObject({ healthy: false, error: expect.stringContaining('base_url is not set') });
+    const down = await probeEntry(catalogueEntry('custom-http')!, cfg({ custom_http: { base_url: 'http://127.0.0.1:1' } }).providers, ctx, signal);
+    expect(down).toMatchObject({ healthy: false, error: expect.stringContaining('cannot reach the backend') });
   });
 
   it('the custom-http factory needs a base_url and builds a provider whose config hides the key', async () => {

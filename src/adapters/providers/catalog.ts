@@ -1,7 +1,8 @@
 /**
  * The provider catalogue (DESIGN.md §12): every provider kind a node knows, in one table — its
  * name, its config group under `providers.`, what its settings ask for, whether `providers.default:
- * auto` may pick it, and (for the kinds built from their settings alone) a factory. `sbx serve` and
+ * auto` may pick it, and (for the kinds built from their settings alone) a factory and, through
+ * `probeEntry`, a health probe. `sbx serve` and
  * `sbx worker` (through compose/providers.ts) and `sbx doctor` read it; nothing else lists
  * providers. Docker and proot are built in compose/providers.ts, which first finds their engine,
  * binary and rootfs (the host checks their health depends on).
@@ -9,7 +10,7 @@
  * Adapters never import config: the settings are described here structurally, and SbxConfig's
  * `providers` group fits that shape.
  */
-import type { Provider } from '../../core/ports.js';
+import type { Provider, ProviderHealth } from '../../core/ports.js';
 
 /** `required`: run it (unhealthy when unusable); `auto`: run it when usable; `off`: never. */
 export type ProviderWant = 'required' | 'auto' | 'off';
@@ -138,6 +139,27 @@ export const PROVIDER_CATALOGUE: readonly CatalogueEntry[] = [
     create: async () => notAvailable('firecracker'),
   },
 ];
+
+/**
+ * The health probe of a kind the catalogue builds (what `sbx doctor` runs): built from the
+ * settings, asked for its health within `signal`, closed. A factory that refuses is unhealthy
+ * with its reason.
+ */
+export async function probeEntry(entry: CatalogueEntry, settings: CatalogueSettings, ctx: FactoryContext, signal: AbortSignal): Promise<ProviderHealth> {
+  if (!entry.create) throw new Error(`provider "${entry.name}" is probed where it is built (compose/providers.ts)`);
+  const started = performance.now();
+  let provider: Provider;
+  try {
+    provider = await entry.create(settings, ctx);
+  } catch (err) {
+    return { healthy: false, latency_ms: Math.round(performance.now() - started), error: (err as Error).message };
+  }
+  try {
+    return await provider.health(signal);
+  } finally {
+    await provider.close?.();
+  }
+}
 
 /** The catalogue entry of a provider name, if any. */
 export function catalogueEntry(name: string): CatalogueEntry | undefined {

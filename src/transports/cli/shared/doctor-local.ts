@@ -50,7 +50,7 @@ const errText = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as
  * is built by the catalogue's factory and asked for its health (bounded), as `serve` would.
  */
 async function otherProviders(config: LoadedConfig): Promise<{ status: Status; detail: string; fix?: string }> {
-  const { PROVIDER_CATALOGUE, wantedProviders } = await import('../../../adapters/providers/catalog.js');
+  const { PROVIDER_CATALOGUE, probeEntry, wantedProviders } = await import('../../../adapters/providers/catalog.js');
   const { parseDuration } = await import('../../../core/duration.js');
   const { tmpdir } = await import('node:os');
   let want: ReturnType<typeof wantedProviders>;
@@ -69,19 +69,10 @@ async function otherProviders(config: LoadedConfig): Promise<{ status: Status; d
       rows.push(`${entry.name} enabled: ${entry.notice}`);
       continue;
     }
-    try {
-      const provider = await entry.create(config.providers, { installationId: 'doctor', durationMs: (t) => parseDuration(t), scratchDir: (n) => join(tmpdir(), `${n}-doctor`) });
-      try {
-        const h = await provider.health(AbortSignal.timeout(10_000));
-        if (!h.healthy) status = 'fail';
-        rows.push(h.healthy ? `${entry.name} healthy (${h.latency_ms} ms)` : `${entry.name} unhealthy: ${h.error ?? 'no answer'}`);
-      } finally {
-        await provider.close?.();
-      }
-    } catch (err) {
-      status = 'fail';
-      rows.push(`${entry.name}: ${(err as Error).message}`);
-    }
+    const ctx = { installationId: 'doctor', durationMs: (t: string) => parseDuration(t), scratchDir: (n: string) => join(tmpdir(), `${n}-doctor`) };
+    const h = await probeEntry(entry, config.providers, ctx, AbortSignal.timeout(10_000)).catch((err: unknown) => ({ healthy: false, latency_ms: 0, error: (err as Error).message }));
+    if (!h.healthy) status = 'fail';
+    rows.push(h.healthy ? `${entry.name} healthy (${h.latency_ms} ms)` : `${entry.name} unhealthy: ${h.error ?? 'no answer'}`);
   }
   if (rows.length === 0) return { status: 'skip', detail: 'none enabled besides docker and proot' };
   return { status, detail: rows.join('; ') };

@@ -3,7 +3,7 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend exec shell files logs ps kill preview templates template admission quota quotas providers pool workers watch doctor serve worker config completion' ;;
+    '') echo 'spawn ls list get rm destroy extend exec shell files logs ps kill preview templates template admission quota quotas providers pool workers watch doctor serve worker provider-server config completion' ;;
     'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'quota') echo 'ls list get set rm delete usage summary' ;;
@@ -68,6 +68,7 @@ _sbx_opts() {
     'worker token mint') echo '--worker-id --audience --scopes --ttl --signing-key-file -c --config --url --api-key --admin-key --user --json --no-color' ;;
     'worker token inspect') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'worker token verify') echo '--worker-id --audience --signing-key-file -c --config --url --api-key --admin-key --user --json --no-color' ;;
+    'provider-server') echo '--provider --listen --api-key-file --rootfs -c --config --url --api-key --admin-key --user --json --no-color' ;;
     'config') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'config lint') echo '--production -c --config --url --api-key --admin-key --user --json --no-color' ;;
     'completion') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -128,6 +129,7 @@ _sbx_value_opts() {
     'worker token mint') echo '--worker-id --audience --scopes --ttl --signing-key-file -c --config --url --api-key --admin-key --user' ;;
     'worker token inspect') echo '--url --api-key --admin-key --user' ;;
     'worker token verify') echo '--worker-id --audience --signing-key-file -c --config --url --api-key --admin-key --user' ;;
+    'provider-server') echo '--provider --listen --api-key-file --rootfs -c --config --url --api-key --admin-key --user' ;;
     'config') echo '--url --api-key --admin-key --user' ;;
     'config lint') echo '-c --config --url --api-key --admin-key --user' ;;
     'completion') echo '--url --api-key --admin-key --user' ;;
@@ -141,6 +143,7 @@ _sbx_file_opts() {
     'worker') echo '--worker-token-file --signing-key-file -c --config' ;;
     'worker token mint') echo '--signing-key-file -c --config' ;;
     'worker token verify') echo '--signing-key-file -c --config' ;;
+    'provider-server') echo '--api-key-file --rootfs -c --config' ;;
     'config lint') echo '-c --config' ;;
   esac
 }
@@ -153,6 +156,7 @@ _sbx_opt_choices() {
     'admission|--network') echo 'none bridge' ;;
     'worker token mint|--audience') echo 'worker:control-plane worker:rpc' ;;
     'worker token verify|--audience') echo 'worker:control-plane worker:rpc' ;;
+    'provider-server|--provider') echo 'mock proot docker' ;;
   esac
 }
 

@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -41,6 +41,7 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'watch' -d 'follow the event strea
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'doctor' -d 'check the server, keys, providers and the local setup; exit 1 when a check fails'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'serve' -d 'run the control plane: HTTP API, store, providers, reaper, events'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'worker' -d 'run a remote worker: heartbeats to a control plane and serves the worker RPC'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'provider-server' -d 'serve the custom HTTP provider contract from a local provider'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'config' -d 'server configuration tools: lint'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'completion' -d 'print a shell completion script (bash, zsh, fish)'
 complete -c sbx -l url -x -d 'server URL (env SBX_URL; default http://127.0.0.1:7423)'
@@ -170,6 +171,11 @@ complete -c sbx -n '__sbx_path_is \'worker token verify\'' -l worker-id -x -d 't
 complete -c sbx -n '__sbx_path_is \'worker token verify\'' -l audience -x -a 'worker:control-plane worker:rpc' -d 'the audience it must carry'
 complete -c sbx -n '__sbx_path_is \'worker token verify\'' -l signing-key-file -r -F -d 'HMAC signing key (else SBX_WORKER_SIGNING_KEY, else auth.worker_signing_key)'
 complete -c sbx -n '__sbx_path_is \'worker token verify\'' -l config -s c -r -F -d 'config file to read auth.worker_signing_key from'
+complete -c sbx -n '__sbx_path_is \'provider-server\'' -l provider -x -a 'mock proot docker' -d 'the local provider behind it'
+complete -c sbx -n '__sbx_path_is \'provider-server\'' -l listen -x -d 'listen address'
+complete -c sbx -n '__sbx_path_is \'provider-server\'' -l api-key-file -r -F -d 'file holding the key every request must send in X-API-Key (required)'
+complete -c sbx -n '__sbx_path_is \'provider-server\'' -l rootfs -r -F -d 'proot\'s root filesystem (else providers.proot.rootfs)'
+complete -c sbx -n '__sbx_path_is \'provider-server\'' -l config -s c -r -F -d 'config file for the provider settings (env SBX_CONFIG)'
 complete -c sbx -n '__sbx_path_is \'config\'' -f -a 'lint' -d 'check the server configuration for security and consistency problems'
 complete -c sbx -n '__sbx_path_is \'config lint\'' -l production -d 'production rules: auth off, open CORS, weak keys, unverified TLS fail'
 complete -c sbx -n '__sbx_path_is \'config lint\'' -l config -s c -r -F -d 'config file (env SBX_CONFIG)'

@@ -114,8 +114,8 @@ function breaks(fromLayer, fromRel, to) {
     if (to === 'adapters') return 'transports never import adapters';
     if (to === 'config' && fromLayer === 'transports/cli') return 'the CLI reaches config only through compose or an import() inside a command';
   }
-  if (to === 'compose' && !fromLayer.startsWith('compose') && !/^transports\/cli\/commands\/(serve|worker)\.ts$/.test(fromRel)) {
-    return 'nothing imports compose except the serve and worker commands';
+  if (to === 'compose' && !fromLayer.startsWith('compose') && !/^transports\/cli\/commands\/(serve|worker|provider-server)\.ts$/.test(fromRel)) {
+    return 'nothing imports compose except the serve, worker and provider-server commands';
   }
   return undefined;
 }

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { SbxConfig } from '../config/index.js';
-import { PROVIDER_CATALOGUE, wantedProviders } from '../config/provider-catalogue.js';
+import { PROVIDER_CATALOGUE, wantedProviders, type FactoryContext } from '../adapters/providers/catalog.js';
+import { parseDuration } from '../core/duration.js';
 import { type DockerEndpoint, resolveDockerEndpoint } from '../config/docker-endpoint.js';
 import type { EventBus } from '../core/events/bus.js';
 import type { Provider } from '../core/ports.js';
@@ -45,17 +46,18 @@ function prootUsable(binary: string, rootfs: string): boolean {
 }
 
 /**
- * Instantiates every provider the catalogue (config/provider-catalogue.ts) asks for, side by side:
+ * Instantiates every provider the catalogue (adapters/providers/catalog.ts) asks for, side by side:
  * docker when an engine answers (or `providers.docker.enabled: true`), proot when its binary and
  * rootfs are usable (or `enabled: true`), mock only when named (`providers.default: mock` or
  * `providers.mock.enabled`, with a warning that it runs commands on the host); `enabled: false`
- * never. `auto` = docker, else proot, else none (`serve` starts; spawns answer 503 saying how). Docker is found
+ * never; the kinds the catalogue builds from their settings alone (mock, custom-http) by its factory,
+ * when enabled or named. `auto` = docker, else proot, else none (`serve` starts; spawns answer 503 saying how). Docker is found
  * where the docker CLI finds it (resolveDockerEndpoint), never falling back to another engine.
  */
 export async function buildProviders(config: SbxConfig, installationId: string, bus: EventBus, log: Logger): Promise<BuiltProviders> {
   const pc = config.providers;
   const wanted = pc.default;
-  const want = wantedProviders(config);
+  const want = wantedProviders(pc);
   const providers: Provider[] = [];
 
   const endpoint = want.docker !== 'off' ? dockerEndpoint(config) : undefined;
@@ -115,11 +117,16 @@ export async function buildProviders(config: SbxConfig, installationId: string, 
     defaultName = pick?.name ?? NO_PROVIDER;
   }
   if (defaultName === NO_PROVIDER) log.warn(NO_PROVIDER_MESSAGE);
-  if (want.mock === 'required') {
-    const { createMockProvider } = await import('../adapters/providers/mock/index.js');
-    // Per installation by default, so two servers on one host never count each other's sandboxes.
-    providers.push(createMockProvider({ rootDir: pc.mock.root_dir || join(tmpdir(), `sbx-mock-${installationId}`), installationId }));
-    log.warn(`provider "mock" is ${defaultName === 'mock' ? 'the default' : 'enabled'}: commands run directly on this host, without isolation`);
+  const ctx: FactoryContext = {
+    installationId,
+    durationMs: (text) => parseDuration(text, 'duration'),
+    scratchDir: (name) => join(tmpdir(), `${name}-${installationId}`),
+  };
+  // Every other kind the settings ask for, built by the catalogue's factory.
+  for (const entry of PROVIDER_CATALOGUE) {
+    if (!entry.create || want[entry.name] !== 'required') continue;
+    providers.push(await entry.create(pc, ctx));
+    if (entry.notice) log.warn(`provider "${entry.name}" is ${defaultName === entry.name ? 'the default' : 'enabled'}: ${entry.notice}`);
   }
   if (defaultName !== NO_PROVIDER && !providers.some((p) => p.name === defaultName)) {
     throw new Error(`providers.default is "${defaultName}", but that provider is not available on this node`);

@@ -67,7 +67,8 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     proot: { binary: 'proot', rootfs: '', allow_unisolated: false },
     mock: { root_dir: '', enabled: false },
     hosted: {},
-    custom_http: {},
+    firecracker: { binary: 'firecracker', kernel_path: '', rootfs_path: '', data_dir: '' },
+    custom_http: { timeout: '30s' },
   },
   pool: { enabled: false, max_vms: 0, max_users_per_vm: 0 },
   worker: {

@@ -118,6 +118,15 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
   if (ms(defaults.max_exec_timeout) > 0 && ms(defaults.default_exec_timeout) > ms(defaults.max_exec_timeout)) {
     add('warn', 'defaults.default_exec_timeout', `defaults.default_exec_timeout (${defaults.default_exec_timeout}) is above defaults.max_exec_timeout (${defaults.max_exec_timeout})`, 'lower defaults.default_exec_timeout or raise defaults.max_exec_timeout');
   }
+  const ch = config.providers.custom_http;
+  if (ch.enabled === true || (ch.enabled !== false && config.providers.default === 'custom-http')) {
+    if (!set(ch.base_url)) {
+      add('fail', 'providers.custom_http.base_url', 'the custom HTTP provider is enabled but names no backend', 'set providers.custom_http.base_url to the backend of the contract (docs/providers/custom-http.md)');
+    } else if (!set(ch.api_key)) {
+      add(serious, 'providers.custom_http.api_key', 'the custom HTTP provider sends no X-API-Key: anyone who reaches the backend can run commands through it', 'set providers.custom_http.api_key_file (the backend checks the key)');
+    }
+  }
+
   return out;
 }
 

@@ -124,8 +124,9 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     }),
     proot: g({ enabled: bool(), binary: str({ nonEmpty: true }), rootfs: path(), allow_unisolated: bool() }),
     mock: g({ root_dir: path(), enabled: bool() }),
-    hosted: g({ api_url: str(), api_key: secret(), api_key_file: secretFile('api_key') }),
-    custom_http: g({ url: str(), token: secret(), token_file: secretFile('token') }),
+    hosted: g({ enabled: bool(), base_url: str(), api_key: secret(), api_key_file: secretFile('api_key'), template: str() }),
+    firecracker: g({ enabled: bool(), binary: str({ nonEmpty: true }), kernel_path: path(), rootfs_path: path(), data_dir: path() }),
+    custom_http: g({ enabled: bool(), base_url: str(), api_key: secret(), api_key_file: secretFile('api_key'), timeout: dur(true) }),
   }),
   pool: g({
     enabled: bool(),

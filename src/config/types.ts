@@ -109,8 +109,16 @@ export interface ProvidersConfig {
   proot: { enabled?: boolean; binary: string; rootfs: string; allow_unisolated: boolean };
   /** enabled: register mock (commands on the host, no isolation) beside the default; `auto` never picks it. */
   mock: { root_dir: string; enabled: boolean };
-  hosted: { api_url?: string; api_key?: string; api_key_file?: string };
-  custom_http: { url?: string; token?: string; token_file?: string };
+  /** An E2B-compatible hosted-sandbox service (DESIGN §12); not available in this build yet. */
+  hosted: { enabled?: boolean; base_url?: string; api_key?: string; api_key_file?: string; template?: string };
+  /** Firecracker microVMs (DESIGN §12); not available in this build yet. */
+  firecracker: { enabled?: boolean; binary: string; kernel_path: string; rootfs_path: string; data_dir: string };
+  /**
+   * A backend of the custom HTTP contract (docs/providers/custom-http.md). enabled — true: run it
+   * beside the default; unset or false: only when it is `providers.default`. `timeout` bounds each
+   * call's connect, headers and body waits.
+   */
+  custom_http: { enabled?: boolean; base_url?: string; api_key?: string; api_key_file?: string; timeout: string };
 }
 
 export interface PoolConfig {

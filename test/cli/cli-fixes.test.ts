@@ -124,7 +124,7 @@ describe('the man page', () => {
 
   it('follows the command tree: every command with --config is listed for SBX_CONFIG', () => {
     const man = manPage(COMMANDS, GLOBAL_OPTIONS, '0.0.0');
-    expect(man).toContain('server configuration file for doctor, serve, worker, worker token mint, worker token verify and config lint (as');
+    expect(man).toContain('server configuration file for doctor, serve, worker, worker token mint, worker token verify, provider\\-server and config lint (as');
     const extra = { name: 'zz', summary: 'a test command', options: [{ flags: '-c, --config <file>', description: 'config file' }], run: async () => 0 };
     expect(manPage([...COMMANDS, extra], GLOBAL_OPTIONS, '0.0.0')).toContain('config lint and zz (as');
   });

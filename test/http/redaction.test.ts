@@ -39,8 +39,8 @@ beforeAll(async () => {
       database: { dsn: `postgres://sbx:${S.dbPassword}@db.internal:5432/sbx` },
       providers: {
         docker: { registry_auth: { username: 'ci', password: S.registry } },
-        hosted: { api_url: 'https://hosted.invalid', api_key: S.hosted },
-        custom_http: { url: 'https://custom.invalid', token: S.custom },
+        hosted: { base_url: 'https://hosted.invalid', api_key: S.hosted },
+        custom_http: { base_url: 'https://custom.invalid', api_key: S.custom },
       },
       auth: {
         enabled: true,

@@ -99,7 +99,7 @@ describe('check-deps', () => {
     expect(run(lazy).code).toBe(0);
   });
 
-  it('lets only the serve and worker commands load compose', () => {
+  it('lets only the serve, worker and provider-server commands load compose', () => {
     const r = run(
       tree({
         ...CLEAN,
@@ -107,6 +107,6 @@ describe('check-deps', () => {
       }),
     );
     expect(r.code).toBe(1);
-    expect(r.err).toContain('src/transports/cli/commands/ls.ts:1 imports ../../../compose/serve.js (nothing imports compose except the serve and worker commands)');
+    expect(r.err).toContain('src/transports/cli/commands/ls.ts:1 imports ../../../compose/serve.js (nothing imports compose except the serve, worker and provider-server commands)');
   });
 });

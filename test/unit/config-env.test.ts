@@ -17,7 +17,7 @@ describe('SVC_ environment mapping', () => {
     const names = leafEntries().map((e) => envName(e.path));
     expect(new Set(names).size).toBe(names.length);
     expect(envName('auth.api_key')).toBe('SVC_AUTH_API_KEY');
-    expect(envName(['providers', 'custom_http', 'token_file'])).toBe('SVC_PROVIDERS_CUSTOM_HTTP_TOKEN_FILE');
+    expect(envName(['providers', 'custom_http', 'api_key_file'])).toBe('SVC_PROVIDERS_CUSTOM_HTTP_API_KEY_FILE');
   });
 
   it('resolves names with underscores inside keys and converts booleans, integers, numbers and lists', async () => {
@@ -33,7 +33,7 @@ describe('SVC_ environment mapping', () => {
         SVC_RATE_LIMIT_REQUESTS_PER_MINUTE: '600',
         SVC_SERVER_CORS_ALLOWED_ORIGINS: 'https://a.example, https://b.example',
         SVC_DEFAULTS_MAX_FILE_MB: '1.5',
-        SVC_PROVIDERS_CUSTOM_HTTP_URL: 'http://127.0.0.1:9000',
+        SVC_PROVIDERS_CUSTOM_HTTP_BASE_URL: 'http://127.0.0.1:9000',
         SVC_PROVIDERS_DOCKER_READ_ONLY_ROOTFS: '0',
         SVC_WORKER_RPC_TLS_INSECURE_SKIP_VERIFY: 'TRUE',
         SVC_AUTH_WORKER_REVOKED_TOKEN_IDS: 'j1,j2',
@@ -50,7 +50,7 @@ describe('SVC_ environment mapping', () => {
     expect(config.rate_limit.requests_per_minute).toBe(600);
     expect(config.server.cors_allowed_origins).toEqual(['https://a.example', 'https://b.example']);
     expect(config.defaults.max_file_mb).toBe(1.5);
-    expect(config.providers.custom_http.url).toBe('http://127.0.0.1:9000');
+    expect(config.providers.custom_http.base_url).toBe('http://127.0.0.1:9000');
     expect(config.providers.docker.read_only_rootfs).toBe(false);
     expect(config.worker.rpc_tls.insecure_skip_verify).toBe(true);
     expect(config.auth.worker_revoked_token_ids).toEqual(['j1', 'j2']);
@@ -119,7 +119,7 @@ describe('secret _file twins', () => {
         '  hosted:',
         `    api_key_file: ${join(dir, 'hosted')}`,
         '  custom_http:',
-        `    token_file: ${join(dir, 'custom')}`,
+        `    api_key_file: ${join(dir, 'custom')}`,
         '',
       ].join('\n'),
     );
@@ -136,16 +136,16 @@ describe('secret _file twins', () => {
     expect(config.auth.worker_signing_key_file).toBe(join(dir, 'signing'));
     expect(config.database.dsn).toBe('postgres://sbx:pw@db/sbx');
     expect(config.providers.hosted.api_key).toBe('hosted-key');
-    expect(config.providers.custom_http.token).toBe('custom-token');
+    expect(config.providers.custom_http.api_key).toBe('custom-token');
   });
 
   it('rejects an inline secret set together with its file, naming both sources', async () => {
     const keyFile = write(join(root, 'key'), 'from-file');
     const file = write(join(home, '.sbx', 'config.yaml'), 'auth:\n  api_key: inline-secret-value\n');
-    const problems = await problemsOf(loadConfig({ cwd, home, env: { SVC_AUTH_API_KEY_FILE: keyFile, SVC_PROVIDERS_CUSTOM_HTTP_TOKEN: 't', SVC_PROVIDERS_CUSTOM_HTTP_TOKEN_FILE: keyFile } }));
+    const problems = await problemsOf(loadConfig({ cwd, home, env: { SVC_AUTH_API_KEY_FILE: keyFile, SVC_PROVIDERS_CUSTOM_HTTP_API_KEY: 't', SVC_PROVIDERS_CUSTOM_HTTP_API_KEY_FILE: keyFile } }));
     expect(problems).toEqual([
       `auth.api_key: set together with auth.api_key_file; set only one of them (from ${file} and SVC_AUTH_API_KEY_FILE)`,
-      'providers.custom_http.token: set together with providers.custom_http.token_file; set only one of them (from SVC_PROVIDERS_CUSTOM_HTTP_TOKEN and SVC_PROVIDERS_CUSTOM_HTTP_TOKEN_FILE)',
+      'providers.custom_http.api_key: set together with providers.custom_http.api_key_file; set only one of them (from SVC_PROVIDERS_CUSTOM_HTTP_API_KEY and SVC_PROVIDERS_CUSTOM_HTTP_API_KEY_FILE)',
     ]);
     expect(problems.join('\n')).not.toContain('inline-secret-value');
   });

@@ -31,8 +31,8 @@ describe('secretValues', () => {
       },
       database: { driver: 'postgres', dsn: 'postgres://sbx:db%20pass@db.example:5432/sbx' },
       providers: {
-        hosted: { api_url: 'https://hosted.example', api_key: 'hosted-key-1' },
-        custom_http: { url: 'http://custom.example', token: 'custom-token-1' },
+        hosted: { base_url: 'https://hosted.example', api_key: 'hosted-key-1' },
+        custom_http: { base_url: 'http://custom.example', api_key: 'custom-token-1' },
         docker: { registry_auth: registryHeader },
       },
     });

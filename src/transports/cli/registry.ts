@@ -16,6 +16,7 @@ import { lsCommand } from './commands/ls.js';
 import { poolCommand } from './commands/pool.js';
 import { psCommand } from './commands/ps.js';
 import { previewCommand } from './commands/preview.js';
+import { providerServerCommand } from './commands/provider-server.js';
 import { providersCommand } from './commands/providers.js';
 import { quotaCommand } from './commands/quota.js';
 import { rmCommand } from './commands/rm.js';
@@ -51,6 +52,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   doctorCommand,
   serveCommand,
   workerCommand,
+  providerServerCommand,
   configCommand,
   completionCommand,
 ];

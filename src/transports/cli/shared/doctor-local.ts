@@ -45,6 +45,39 @@ function existingAncestor(path: string): string {
 
 const errText = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
 
+/**
+ * The catalogue's kinds beyond docker and proot that this config runs (mock, custom-http, …): each
+ * is built by the catalogue's factory and asked for its health (bounded), as `serve` would.
+ */
+async function otherProviders(config: LoadedConfig): Promise<{ status: Status; detail: string; fix?: string }> {
+  const { PROVIDER_CATALOGUE, probeEntry, wantedProviders } = await import('../../../adapters/providers/catalog.js');
+  const { parseDuration } = await import('../../../core/duration.js');
+  const { tmpdir } = await import('node:os');
+  let want: ReturnType<typeof wantedProviders>;
+  try {
+    want = wantedProviders(config.providers);
+  } catch (err) {
+    return { status: 'fail', detail: (err as Error).message };
+  }
+  const rows: string[] = [];
+  let status: Status = 'ok';
+  for (const entry of PROVIDER_CATALOGUE) {
+    if (!entry.create || want[entry.name] !== 'required') continue;
+    if (entry.notice) {
+      // Nothing to reach (mock runs here): say what it means instead of building it.
+      if (status === 'ok') status = 'warn';
+      rows.push(`${entry.name} enabled: ${entry.notice}`);
+      continue;
+    }
+    const ctx = { installationId: 'doctor', durationMs: (t: string) => parseDuration(t), scratchDir: (n: string) => join(tmpdir(), `${n}-doctor`) };
+    const h = await probeEntry(entry, config.providers, ctx, AbortSignal.timeout(10_000)).catch((err: unknown) => ({ healthy: false, latency_ms: 0, error: (err as Error).message }));
+    if (!h.healthy) status = 'fail';
+    rows.push(h.healthy ? `${entry.name} healthy (${h.latency_ms} ms)` : `${entry.name} unhealthy: ${h.error ?? 'no answer'}`);
+  }
+  if (rows.length === 0) return { status: 'skip', detail: 'none enabled besides docker and proot' };
+  return { status, detail: rows.join('; ') };
+}
+
 export function localChecks(ctx: CliContext, configFile: string | undefined): Check[] {
   let loaded: LoadedConfig | undefined;
   let loadError: string | undefined;
@@ -90,9 +123,9 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
   const wants = async (name: 'docker' | 'proot') => {
     const config = await load();
     if (!config) return 'auto';
-    const { wantedProviders } = await import('../../../config/provider-catalogue.js');
+    const { wantedProviders } = await import('../../../adapters/providers/catalog.js');
     try {
-      return wantedProviders(config)[name];
+      return wantedProviders(config.providers)[name];
     } catch {
       return 'required';
     }
@@ -193,6 +226,15 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
         if (bin && hasRootfs) return { status: 'ok', detail: `${bin}, rootfs ${rootfs}` };
         const missing = [bin ? undefined : 'proot binary not found', hasRootfs ? undefined : rootfs ? `no /bin/sh under ${rootfs}` : 'providers.proot.rootfs not set'].filter(Boolean).join('; ');
         return { status: required ? 'fail' : 'warn', detail: missing };
+      },
+    },
+    {
+      title: 'other providers',
+      fix: 'see the provider named above; `sbx config lint` shows the keys',
+      async check() {
+        const config = await load();
+        if (!config) return { status: 'skip', detail: 'configuration does not load' };
+        return otherProviders(config);
       },
     },
     {

@@ -17,6 +17,7 @@ import {
 } from './store-fixtures.js';
 import { leaseContract } from './store-leases.contract.js';
 import { registryContract } from './store-registry.contract.js';
+import { snapshotVolumeContract } from './store-snapvol.contract.js';
 
 export type { StoreFactory, StoreHarness } from './store-fixtures.js';
 
@@ -51,6 +52,7 @@ export function runStoreContract(name: string, factory: StoreFactory, options: S
     registryContract(ctx);
     leaseContract(ctx);
     auditContract(ctx);
+    snapshotVolumeContract(ctx);
   });
 }
 

@@ -195,3 +195,31 @@ export const NETWORK_COLUMNS = `
   ALTER TABLE sandboxes ADD COLUMN network TEXT;
   ALTER TABLE templates ADD COLUMN network TEXT;
 `;
+
+/**
+ * Version 7 (DESIGN.md §10): snapshots and volumes, both kept until deleted; the volumes a sandbox
+ * mounts (JSON `[{name, mount_path}]`, null for none) and a template's snapshot and volumes.
+ */
+export const snapshotsAndVolumes = (key: string) => `
+  CREATE TABLE snapshots (
+    name ${key} PRIMARY KEY,
+    provider TEXT NOT NULL,
+    image TEXT NOT NULL,
+    kernel TEXT,
+    size_bytes BIGINT NOT NULL,
+    created_at ${key} NOT NULL,
+    owner_id ${key},
+    sandbox_id TEXT NOT NULL,
+    worker_id TEXT NOT NULL
+  );
+  CREATE TABLE volumes (
+    name ${key} PRIMARY KEY,
+    provider TEXT NOT NULL,
+    created_at ${key} NOT NULL,
+    owner_id ${key}
+  );
+  ALTER TABLE sandboxes ADD COLUMN volumes TEXT;
+  ALTER TABLE sandboxes ADD COLUMN snapshot TEXT;
+  ALTER TABLE templates ADD COLUMN volumes TEXT;
+  ALTER TABLE templates ADD COLUMN snapshot TEXT;
+`;

@@ -6,3 +6,4 @@ export * from './templates.js';
 export * from './quotas.js';
 export * from './system.js';
 export * from './admin.js';
+export * from './volumes.js';

@@ -20,7 +20,7 @@ export interface MockProviderOptions {
   dataDir?: string;
 }
 
-const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health'] as const;
+const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes'] as const;
 
 /**
  * A provider without file or network isolation, for development and tests: each sandbox is a host

@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { unavailable } from '../../../core/errors.js';
+import { SbxError, unavailable } from '../../../core/errors.js';
 import type { ExecEvent, ExecSpec, Provider } from '../../../core/ports.js';
 import { DockerConsole } from './console.js';
 import { Containers } from './containers.js';
@@ -52,7 +52,11 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
       return containers.spawn(spec, signal, mounts);
     },
-    snapshot: (runtimeId, name, signal) => snapshots.create(runtimeId, name, signal),
+    snapshot: async (runtimeId, name, signal) => {
+      // A commit takes the container's root filesystem; with a read-only one every write lives in tmpfs, which it does not take.
+      if (opts.readOnlyRootfs) throw new SbxError('not_implemented', 'provider docker cannot take snapshots with providers.docker.read_only_rootfs: writes live in tmpfs mounts, which a commit does not capture');
+      return snapshots.create(runtimeId, name, signal);
+    },
     deleteSnapshot: (name, _image, signal) => snapshots.remove(name, signal),
     createVolume: (name, signal) => volumes.create(name, signal),
     deleteVolume: (name, signal) => volumes.remove(name, signal),

@@ -63,6 +63,9 @@ describe('snapshots', () => {
     expect((await api('GET', '/api/v1/snapshots/base-1')).status).toBe(404);
     expect((await api('DELETE', '/api/v1/snapshots/base-1')).status).toBe(404);
     expect((await api('GET', '/api/v1/snapshots')).body).toEqual([]);
+    const events = server.plane.deps.bus.recent().filter((e) => e.type.startsWith('snapshot.'));
+    expect(events.map((e) => [e.type, e.data?.name])).toEqual([['snapshot.created', 'base-1'], ['snapshot.deleted', 'base-1']]);
+    expect(events[0]).toMatchObject({ sandbox_id: id, data: { provider: 'mock', image: 'sbx-snapshot/base-1', size_bytes: made.body.size_bytes } });
     // The sandbox started from it keeps its files.
     expect((await read(child.body.id, '/workspace/notes.txt')).text).toBe('before the snapshot');
   });
@@ -135,6 +138,8 @@ describe('volumes', () => {
     await api('DELETE', `/api/v1/sandboxes/${b.body.id}`);
     expect((await api('DELETE', '/api/v1/volumes/data')).body).toEqual({ status: 'deleted' });
     expect((await api('DELETE', '/api/v1/volumes/data')).status).toBe(404);
+    const events = server.plane.deps.bus.recent().filter((e) => e.type.startsWith('volume.') && e.data?.name === 'data');
+    expect(events.map((e) => e.type)).toEqual(['volume.created', 'volume.deleted']);
   });
 
   it('bad input: names 400, unknown volume on spawn 404 and nothing created, bad mount paths 400, lists sorted', async () => {

@@ -21,6 +21,10 @@ export const EVENT_KINDS = [
   'quota.deleted',
   // sbx extensions
   'image.pull',
+  'snapshot.created',
+  'snapshot.deleted',
+  'volume.created',
+  'volume.deleted',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

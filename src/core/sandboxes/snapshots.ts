@@ -75,6 +75,8 @@ export class SnapshotService {
         await provider.deleteSnapshot?.(name, made.image, AbortSignal.timeout(60_000)).catch(() => undefined);
         throw err;
       }
+      const data = { name, provider: snap.provider, image: snap.image, size_bytes: snap.size_bytes };
+      this.sandboxes.deps.bus.publish({ type: 'snapshot.created', sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id, data });
       return snap;
     } finally {
       release();
@@ -97,7 +99,9 @@ export class SnapshotService {
     const rec = await this.get(name, caller);
     const provider = this.localProvider(rec.provider);
     await provider.deleteSnapshot?.(rec.name, rec.image, signal);
-    await this.store.deleteSnapshot(rec.name);
+    if (await this.store.deleteSnapshot(rec.name)) {
+      this.sandboxes.deps.bus.publish({ type: 'snapshot.deleted', owner_id: rec.owner_id ?? undefined, data: { name: rec.name, provider: rec.provider } });
+    }
   }
 
   /**

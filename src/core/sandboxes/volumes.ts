@@ -49,6 +49,7 @@ export class VolumeService {
         if (!(err instanceof Error && 'code' in err && err.code === 'conflict')) await provider.deleteVolume?.(name).catch(() => undefined);
         throw err;
       }
+      this.sandboxes.deps.bus.publish({ type: 'volume.created', owner_id: rec.owner_id ?? undefined, data: { name, provider: chosen } });
       return { ...rec, size_bytes: (await this.sizes(provider, [name]))[name] ?? null };
     } finally {
       this.creating.delete(name);
@@ -80,7 +81,9 @@ export class VolumeService {
     const { providers } = this.sandboxes.deps;
     if (!providers.has(rec.provider)) throw unavailable(`provider "${rec.provider}" that holds volume ${name} is not configured on this server`);
     await providers.get(rec.provider).deleteVolume?.(rec.name, signal);
-    await this.store.deleteVolume(rec.name);
+    if (await this.store.deleteVolume(rec.name)) {
+      this.sandboxes.deps.bus.publish({ type: 'volume.deleted', owner_id: rec.owner_id ?? undefined, data: { name: rec.name, provider: rec.provider } });
+    }
   }
 
   /**

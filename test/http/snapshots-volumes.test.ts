@@ -2,7 +2,7 @@
  * Snapshots and volumes over HTTP (DESIGN.md §10) against a real server, the mock provider and a
  * SQLite file that outlives a restart: round trips, bad input, nothing half-created.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,6 +96,27 @@ describe('snapshots', () => {
     const other = await api('POST', '/api/v1/sandboxes', { snapshot: 'fixed', provider: 'docker' });
     expect(other.status).toBe(400);
     expect(await liveCount()).toBe(before + 1);
+  });
+
+  it('a failed copy answers provider_error and leaves no record', async () => {
+    const id = await spawn();
+    // The data directory's snapshots folder is replaced by a file for a moment: the copy fails.
+    const folder = join(dir, 'mock-data', 'snapshots');
+    mkdirSync(folder, { recursive: true });
+    renameSync(folder, `${folder}.aside`);
+    writeFileSync(folder, 'not a directory');
+    try {
+      const r = await api('POST', `/api/v1/sandboxes/${id}/snapshot`, { name: 'doomed' });
+      expect(r.status).toBe(500);
+      expect(r.body).toEqual({ code: 'provider_error', message: "snapshot doomed: could not copy the sandbox's files" });
+      expect((await api('GET', '/api/v1/snapshots/doomed')).status).toBe(404);
+      expect((await api('GET', '/api/v1/snapshots')).body.map((x: { name: string }) => x.name)).not.toContain('doomed');
+    } finally {
+      rmSync(folder);
+      renameSync(`${folder}.aside`, folder);
+    }
+    expect((await api('POST', `/api/v1/sandboxes/${id}/snapshot`, { name: 'doomed' })).status).toBe(201);
+    expect((await api('DELETE', '/api/v1/snapshots/doomed')).status).toBe(200);
   });
 
   it('a template with a snapshot spawns from it', async () => {

@@ -32,15 +32,26 @@ export class HostCatalog {
     const dest = this.snapshotDir(name);
     if (await exists(dest)) throw conflict(`snapshot "${name}" already exists on this provider`);
     const tmp = join(this.dataDir, 'snapshots', `.partial-${name}-${process.pid}-${Date.now()}`);
-    await mkdir(join(this.dataDir, 'snapshots'), { recursive: true, mode: 0o700 });
+    const failed = async (err: unknown) => {
+      await new HostFs(tmp).removeRoot().catch(() => undefined);
+      if (signal?.aborted) return signal.reason as unknown;
+      return err;
+    };
     try {
+      await mkdir(join(this.dataDir, 'snapshots'), { recursive: true, mode: 0o700 });
       await copyTree(runtimeDir, tmp, signal);
+    } catch (err) {
+      const e = await failed(err);
+      throw e === err ? providerError(`snapshot ${name}: could not copy the sandbox's files`) : e;
+    }
+    try {
       await rename(tmp, dest);
     } catch (err) {
-      await new HostFs(tmp).removeRoot().catch(() => undefined);
-      if (signal?.aborted) throw signal.reason;
-      if ((err as NodeJS.ErrnoException).code === 'ENOTEMPTY' || (err as NodeJS.ErrnoException).code === 'EEXIST') throw conflict(`snapshot "${name}" already exists on this provider`);
-      throw providerError(`snapshot ${name}: could not copy the sandbox's files`);
+      const e = await failed(err);
+      // Another copy of the name landed meanwhile.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (e === err && (code === 'ENOTEMPTY' || code === 'EEXIST')) throw conflict(`snapshot "${name}" already exists on this provider`);
+      throw e === err ? providerError(`snapshot ${name}: could not store the copy`) : e;
     }
     return { image: `sbx-snapshot/${name}`, size_bytes: await treeSize(dest), kernel: null };
   }

@@ -203,3 +203,49 @@ describe('restart', () => {
     expect((await read(child, '/workspace/r.txt')).text).toBe('across restarts');
   });
 });
+
+describe('pool mode and ownership', () => {
+  it('pool sandboxes answer 501 for snapshots and volumes, naming why', async () => {
+    const pool = await startTestServer({ pool: { enabled: true, max_vms: 1, max_users_per_vm: 2 }, providers: { default: 'mock' } });
+    try {
+      const as = { 'x-user-id': 'alice' };
+      const box = await call(pool.url, 'POST', '/api/v1/sandboxes', {}, as);
+      expect(box.status).toBe(201);
+      const snap = await call(pool.url, 'POST', `/api/v1/sandboxes/${box.body.id}/snapshot`, { name: 'p' }, as);
+      expect(snap.status).toBe(501);
+      expect(snap.body.code).toBe('not_implemented');
+      expect(snap.body.message).toMatch(/pool sandboxes/);
+      expect((await call(pool.url, 'POST', '/api/v1/volumes', { name: 'p' }, as)).status).toBe(501);
+      const withVol = await call(pool.url, 'POST', '/api/v1/sandboxes', { volumes: [{ name: 'p', mount_path: '/p' }] }, { 'x-user-id': 'bob' });
+      expect(withVol.status).toBe(501);
+      expect((await call(pool.url, 'GET', '/api/v1/pool/status')).body.total_users).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('with ownership enforced, an owner\'s snapshots and volumes are theirs and admins\'', async () => {
+    const ADMIN = 'snapvol-admin-key-0123456789';
+    const own = await startTestServer({ auth: { enforce_ownership: true, admin_api_key: ADMIN }, providers: { default: 'mock' } });
+    try {
+      const alice = { 'x-user-id': 'alice' };
+      const bob = { 'x-user-id': 'bob' };
+      const box = await call(own.url, 'POST', '/api/v1/sandboxes', {}, alice);
+      expect((await call(own.url, 'POST', `/api/v1/sandboxes/${box.body.id}/snapshot`, { name: 'mine' }, bob)).status).toBe(404);
+      expect((await call(own.url, 'POST', `/api/v1/sandboxes/${box.body.id}/snapshot`, { name: 'mine' }, alice)).status).toBe(201);
+      expect((await call(own.url, 'POST', '/api/v1/volumes', { name: 'alice-vol' }, alice)).status).toBe(201);
+      expect((await call(own.url, 'GET', '/api/v1/snapshots', undefined, bob)).body).toEqual([]);
+      expect((await call(own.url, 'GET', '/api/v1/volumes', undefined, bob)).body).toEqual([]);
+      expect((await call(own.url, 'GET', '/api/v1/snapshots/mine', undefined, bob)).status).toBe(404);
+      expect((await call(own.url, 'DELETE', '/api/v1/volumes/alice-vol', undefined, bob)).status).toBe(404);
+      expect((await call(own.url, 'POST', '/api/v1/sandboxes', { snapshot: 'mine' }, bob)).status).toBe(404);
+      expect((await call(own.url, 'POST', '/api/v1/sandboxes', { volumes: [{ name: 'alice-vol', mount_path: '/v' }] }, bob)).status).toBe(404);
+      expect((await call(own.url, 'POST', '/api/v1/sandboxes', { snapshot: 'mine', volumes: [{ name: 'alice-vol', mount_path: '/v' }] }, alice)).status).toBe(201);
+      const admin = { 'x-admin-api-key': ADMIN };
+      expect((await call(own.url, 'GET', '/api/v1/snapshots', undefined, admin)).body.map((s: { name: string }) => s.name)).toEqual(['mine']);
+      expect((await call(own.url, 'GET', '/api/v1/volumes', undefined, alice)).body.map((v: { name: string }) => v.name)).toEqual(['alice-vol']);
+    } finally {
+      await own.close();
+    }
+  });
+});

@@ -38,6 +38,9 @@ describe('sbx snapshot, snapshots, volumes', () => {
     const child = (await sbx(['spawn', '--snapshot', 'cli-base', '--volume', 'cli-vol:/vol'])).stdout.trim();
     const got = JSON.parse((await sbx(['get', child, '--json'])).stdout);
     expect(got).toMatchObject({ snapshot: 'cli-base', volumes: [{ name: 'cli-vol', mount_path: '/vol' }] });
+    const human = (await sbx(['get', child])).stdout;
+    expect(human).toMatch(/snapshot:\s+cli-base\n/);
+    expect(human).toMatch(/volumes:\s+cli-vol:\/vol\n/);
     expect((await sbx(['files', 'cat', `${child}:/workspace/cli.txt`])).stdout).toBe('from the cli');
     expect((await sbx(['spawn', '--volume', 'no-colon'])).code).toBe(2);
     const missing = await sbx(['spawn', '--volume', 'nope:/x']);

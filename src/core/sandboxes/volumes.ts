@@ -3,7 +3,7 @@
  * directories under their data dir) that sandboxes mount read-write at spawn; the data outlives
  * every sandbox and goes only with the volume's delete, which waits until no live sandbox mounts it.
  */
-import { badRequest, conflict, notFound, unavailable } from '../errors.js';
+import { badRequest, conflict, isSbxError, notFound, unavailable } from '../errors.js';
 import type { Provider, VolumeMount, VolumeRecord, VolumeStore } from '../ports.js';
 import { ownerVisible, type Caller } from './caller.js';
 import { sandboxPath } from './paths.js';
@@ -46,7 +46,7 @@ export class VolumeService {
         await this.store.insertVolume(rec);
       } catch (err) {
         // Stored by another replica meanwhile (its volume is the same named one: leave it), or the store failed.
-        if (!(err instanceof Error && 'code' in err && err.code === 'conflict')) await provider.deleteVolume?.(name).catch(() => undefined);
+        if (!(isSbxError(err) && err.code === 'conflict')) await provider.deleteVolume?.(name).catch(() => undefined);
         throw err;
       }
       this.sandboxes.deps.bus.publish({ type: 'volume.created', owner_id: rec.owner_id ?? undefined, data: { name, provider: chosen } });

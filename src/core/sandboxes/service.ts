@@ -151,11 +151,16 @@ export class SandboxService {
   /** Spawns a sandbox: admission, provider, store, events. */
   async spawn(input: SpawnInput, signal?: AbortSignal): Promise<SandboxRecord> {
     const req = await this.resolveSpawn(input);
-    const ticket = await this.deps.admission.admit({ owner_id: req.owner_id, ttl_ms: req.ttl_ms }, signal);
+    const unhold = this.volumes.hold(req.volumes);
     try {
-      return await createSandbox(this.deps, req, signal, ticket);
+      const ticket = await this.deps.admission.admit({ owner_id: req.owner_id, ttl_ms: req.ttl_ms }, signal);
+      try {
+        return await createSandbox(this.deps, req, signal, ticket);
+      } finally {
+        ticket.release();
+      }
     } finally {
-      ticket.release();
+      unhold();
     }
   }
 

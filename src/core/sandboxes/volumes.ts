@@ -21,6 +21,8 @@ export type VolumeView = VolumeRecord & { size_bytes: number | null };
 export class VolumeService {
   /** Names being created by this process. */
   private readonly creating = new Set<string>();
+  /** Volumes of spawns under way here (not yet stored, so the store cannot tell they are mounted). */
+  private readonly spawning = new Map<string, number>();
 
   constructor(
     private readonly store: VolumeStore,
@@ -76,6 +78,7 @@ export class VolumeService {
   /** 409 while a sandbox that is not destroyed mounts it; then the provider's volume and the record go. */
   async remove(name: string, caller: Caller, signal?: AbortSignal): Promise<void> {
     const rec = await this.get(name, caller);
+    if (this.spawning.has(rec.name)) throw conflict(`volume ${name} is being mounted by a sandbox that is starting`);
     const users = await this.store.sandboxesMounting(rec.name);
     if (users.length > 0) throw conflict(`volume ${name} is mounted by sandbox ${users.join(', ')}: destroy ${users.length > 1 ? 'them' : 'it'} first`);
     const { providers } = this.sandboxes.deps;
@@ -112,6 +115,18 @@ export class VolumeService {
       if (rec.provider !== provider) throw badRequest(`volume ${m.name} lives on provider ${rec.provider}; this sandbox runs on ${provider}`);
     }
     return out;
+  }
+
+  /** Marks the volumes of a spawn under way until `release` (a delete meanwhile is a conflict). */
+  hold(mounts: readonly VolumeMount[]): () => void {
+    for (const m of mounts) this.spawning.set(m.name, (this.spawning.get(m.name) ?? 0) + 1);
+    return () => {
+      for (const m of mounts) {
+        const n = (this.spawning.get(m.name) ?? 1) - 1;
+        if (n > 0) this.spawning.set(m.name, n);
+        else this.spawning.delete(m.name);
+      }
+    };
   }
 
   private async sizes(p: Provider, names: string[], signal?: AbortSignal): Promise<Record<string, number | null>> {

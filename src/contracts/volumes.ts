@@ -1,8 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Timestamp } from './common.js';
 
-/** Names of snapshots and volumes (DESIGN.md §10). */
-export const CatalogName = Type.String({ pattern: '^[a-z0-9][a-z0-9_.-]{0,63}$', description: 'lower-case letters, digits, ".", "_", "-"; starts with a letter or digit; at most 64' });
+/** Names of snapshots and volumes (DESIGN.md §10), checked by core so a bad one gets a message naming the rule. */
+const NAME_RULE = 'snapshot and volume names: [a-z0-9][a-z0-9_.-]{0,63} (lower-case letters, digits, ".", "_", "-"); anything else is 400 bad_request';
 
 /** A volume mounted into a sandbox (DESIGN.md §10). */
 export const VolumeMount = Type.Object(
@@ -28,10 +28,10 @@ export const Volume = Type.Object(
 export type Volume = Static<typeof Volume>;
 
 export const CreateVolumeRequest = Type.Object(
-  { name: Type.String({ maxLength: 256 }), provider: Type.Optional(Type.String({ minLength: 1 })) },
+  { name: Type.String({ maxLength: 256, description: NAME_RULE }), provider: Type.Optional(Type.String({ minLength: 1, description: 'default: the server\'s default provider' })) },
   { additionalProperties: false },
 );
 export type CreateVolumeRequest = Static<typeof CreateVolumeRequest>;
 
-export const CreateSnapshotRequest = Type.Object({ name: Type.String({ maxLength: 256 }) }, { additionalProperties: false });
+export const CreateSnapshotRequest = Type.Object({ name: Type.String({ maxLength: 256, description: NAME_RULE }) }, { additionalProperties: false });
 export type CreateSnapshotRequest = Static<typeof CreateSnapshotRequest>;

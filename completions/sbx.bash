@@ -3,9 +3,11 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend exec shell files logs ps kill preview templates template admission quota quotas providers pool workers watch doctor serve worker provider-server config completion' ;;
+    '') echo 'spawn ls list get rm destroy extend exec shell files logs ps kill preview templates template snapshot snapshots volumes volume admission quota quotas providers pool workers watch doctor serve worker provider-server config completion' ;;
     'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
+    'snapshots') echo 'ls list get rm delete' ;;
+    'volumes') echo 'ls list create rm delete' ;;
     'quota') echo 'ls list get set rm delete usage summary' ;;
     'workers') echo 'list get drain delete' ;;
     'worker') echo 'token' ;;
@@ -17,7 +19,7 @@ _sbx_subs() {
 _sbx_opts() {
   case "$1" in
     '') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --template --owner --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --template --owner --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
     'ls') echo '-q --quiet --url --api-key --admin-key --user --json --no-color' ;;
     'get') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'rm') echo '--all-expired --url --api-key --admin-key --user --json --no-color' ;;
@@ -41,11 +43,20 @@ _sbx_opts() {
     'templates') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates get') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --url --api-key --admin-key --user --json --no-color' ;;
-    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --url --api-key --admin-key --user --json --no-color' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --url --api-key --admin-key --user --json --no-color' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --url --api-key --admin-key --user --json --no-color' ;;
     'templates rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user --json --no-color' ;;
-    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --template --owner --url --api-key --admin-key --user --json --no-color' ;;
+    'snapshot') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'snapshots') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'snapshots ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'snapshots get') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'snapshots rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'volumes') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'volumes ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'volumes create') echo '--provider --url --api-key --admin-key --user --json --no-color' ;;
+    'volumes rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --template --owner --url --api-key --admin-key --user --json --no-color' ;;
     'quota') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota get') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -78,7 +89,7 @@ _sbx_opts() {
 _sbx_value_opts() {
   case "$1" in
     '') echo '--url --api-key --admin-key --user' ;;
-    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --template --owner --idempotency-key --url --api-key --admin-key --user' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --template --owner --idempotency-key --url --api-key --admin-key --user' ;;
     'ls') echo '--url --api-key --admin-key --user' ;;
     'get') echo '--url --api-key --admin-key --user' ;;
     'rm') echo '--url --api-key --admin-key --user' ;;
@@ -102,11 +113,20 @@ _sbx_value_opts() {
     'templates') echo '--url --api-key --admin-key --user' ;;
     'templates ls') echo '--url --api-key --admin-key --user' ;;
     'templates get') echo '--url --api-key --admin-key --user' ;;
-    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --url --api-key --admin-key --user' ;;
-    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --url --api-key --admin-key --user' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --url --api-key --admin-key --user' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --url --api-key --admin-key --user' ;;
     'templates rm') echo '--url --api-key --admin-key --user' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user' ;;
-    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --template --owner --url --api-key --admin-key --user' ;;
+    'snapshot') echo '--url --api-key --admin-key --user' ;;
+    'snapshots') echo '--url --api-key --admin-key --user' ;;
+    'snapshots ls') echo '--url --api-key --admin-key --user' ;;
+    'snapshots get') echo '--url --api-key --admin-key --user' ;;
+    'snapshots rm') echo '--url --api-key --admin-key --user' ;;
+    'volumes') echo '--url --api-key --admin-key --user' ;;
+    'volumes ls') echo '--url --api-key --admin-key --user' ;;
+    'volumes create') echo '--provider --url --api-key --admin-key --user' ;;
+    'volumes rm') echo '--url --api-key --admin-key --user' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --template --owner --url --api-key --admin-key --user' ;;
     'quota') echo '--url --api-key --admin-key --user' ;;
     'quota ls') echo '--url --api-key --admin-key --user' ;;
     'quota get') echo '--url --api-key --admin-key --user' ;;

@@ -13,6 +13,7 @@ import { Http, spawnHeaders, type ClientOptions } from './http.js';
 import { parseNdjson } from './ndjson.js';
 import { ProcessesApi } from './processes.js';
 import { ProvidersApi, QuotasApi, TemplatesApi, WorkerFacingApi, WorkersApi } from './resources.js';
+import { VolumesApi } from './volumes.js';
 import type {
   AdmissionDecision,
   AuditQuery,
@@ -60,6 +61,8 @@ export class Client {
   readonly quotas: QuotasApi;
   readonly providers: ProvidersApi;
   readonly workers: WorkersApi;
+  /** Named volumes sandboxes mount (DESIGN.md §10). */
+  readonly volumes: VolumesApi;
   /** Worker → control plane routes, with the `worker` credentials of the options. */
   readonly worker: WorkerFacingApi;
   /** Background processes of a sandbox. */
@@ -74,6 +77,7 @@ export class Client {
     this.quotas = new QuotasApi(this.http);
     this.providers = new ProvidersApi(this.http);
     this.workers = new WorkersApi(this.http);
+    this.volumes = new VolumesApi(this.http);
     this.worker = new WorkerFacingApi(this.http);
     this.processes = new ProcessesApi(this.http);
   }
@@ -235,8 +239,22 @@ export class Client {
     return this.http.json('GET', '/api/v1/ready', { ...opts, accept: [503] });
   }
 
+  /** Snapshot summaries visible to the caller, sorted by name. */
   snapshots(opts: RequestOptions = {}): Promise<SnapshotSummary[]> {
     return this.http.json('GET', '/api/v1/snapshots', opts);
+  }
+
+  /** Saves a running sandbox's filesystem as snapshot `name` (DESIGN.md §10); spawn from it with `{snapshot: name}`. */
+  snapshot(id: string, name: string, opts: RequestOptions = {}): Promise<SnapshotSummary> {
+    return this.http.json('POST', `/api/v1/sandboxes/${enc(id)}/snapshot`, { body: { name }, signal: opts.signal });
+  }
+
+  getSnapshot(name: string, opts: RequestOptions = {}): Promise<SnapshotSummary> {
+    return this.http.json('GET', `/api/v1/snapshots/${enc(name)}`, opts);
+  }
+
+  deleteSnapshot(name: string, opts: RequestOptions = {}): Promise<{ status: 'deleted' }> {
+    return this.http.json('DELETE', `/api/v1/snapshots/${enc(name)}`, opts);
   }
 
   poolStatus(opts: RequestOptions = {}): Promise<PoolStatus> {

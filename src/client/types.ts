@@ -21,6 +21,7 @@ import type {
   Worker,
 } from '../contracts/system.js';
 import type { CreateTemplateRequest, Template, TemplateSpawnRequest, UpdateTemplateRequest } from '../contracts/templates.js';
+import type { Volume as VolumeSchema, VolumeMount as VolumeMountSchema } from '../contracts/volumes.js';
 
 export type {
   AdmissionDecision,
@@ -48,6 +49,10 @@ export type Health = Static<typeof HealthSchema>;
 export type Readiness = Static<typeof ReadinessSchema>;
 export type PoolStatus = Static<typeof PoolStatusSchema>;
 export type SnapshotSummary = Static<typeof SnapshotSummarySchema>;
+/** A volume (DESIGN.md §10). */
+export type Volume = Static<typeof VolumeSchema>;
+/** A volume mounted into a sandbox: `{name, mount_path}`. */
+export type VolumeMount = Static<typeof VolumeMountSchema>;
 /** A lease (spec 2.10). */
 export type Lease = Static<typeof LeaseSchema>;
 

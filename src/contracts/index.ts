@@ -7,3 +7,4 @@ export * from './quotas.js';
 export * from './system.js';
 export * from './admin.js';
 export * from './processes.js';
+export * from './volumes.js';

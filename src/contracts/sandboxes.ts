@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
+import { VolumeMount, VolumeMounts } from './volumes.js';
 
 export const SandboxId = Type.String({ minLength: 1, maxLength: 128 });
 
@@ -23,6 +24,8 @@ export const Sandbox = Type.Object(
     owner_id: Type.Optional(Type.String()),
     template: Type.Optional(Type.String()),
     network: Type.Optional(Type.String({ description: 'sbx extension: the network the sandbox got (none, bridge or the docker network; host for proot and mock)' })),
+    snapshot: Type.Optional(Type.String({ description: 'sbx extension: the snapshot it started from' })),
+    volumes: Type.Optional(Type.Array(VolumeMount, { description: 'sbx extension: the volumes it mounts' })),
     preview_token: Type.Optional(
       Type.String({ description: 'sbx extension: with server.preview_auth, the token a preview visitor needs (X-Sbx-Preview-Token or ?sbx_token=); shown to the owner and admins only' }),
     ),
@@ -41,6 +44,8 @@ export const SpawnRequest = Type.Object(
     metadata: Type.Optional(StringMap),
     owner_id: Type.Optional(Type.String()),
     network: Type.Optional(Network),
+    snapshot: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'sbx extension: start from this snapshot (its provider and image; leave image out)' })),
+    volumes: Type.Optional(VolumeMounts),
   },
   { $id: 'SpawnRequest', additionalProperties: false },
 );

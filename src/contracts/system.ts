@@ -73,10 +73,11 @@ export const Lease = Type.Object({
   expires_at: Timestamp,
 });
 
+/** Snapshot summary (spec 2.12, DESIGN.md §3, §10). */
 export const SnapshotSummary = Type.Object({
   name: Type.String(),
-  image: Type.String(),
-  kernel: Type.String(),
+  image: Type.String({ description: 'the provider\'s reference: sbx-snapshot/<name>:latest on docker, sbx-snapshot/<name> (a directory tree) on proot and mock' }),
+  kernel: Type.Union([Type.String(), Type.Null()], { description: 'a microVM kernel; null for container and directory snapshots' }),
   size_bytes: Type.Integer(),
   created_at: Timestamp,
   provider: Type.String(),

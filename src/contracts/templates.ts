@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
 import { Network } from './sandboxes.js';
+import { VolumeMount, VolumeMounts } from './volumes.js';
 
 const TemplateFields = {
   image: Type.Optional(Type.String({ minLength: 1 })),
@@ -10,6 +11,8 @@ const TemplateFields = {
   provider: Type.Optional(Type.String({ minLength: 1 })),
   metadata: Type.Optional(StringMap),
   network: Type.Optional(Network),
+  snapshot: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'sbx extension: spawns start from this snapshot (leave image out)' })),
+  volumes: Type.Optional(VolumeMounts),
 };
 
 export const TemplateName = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
@@ -49,6 +52,8 @@ export const Template = Type.Object(
     provider: Type.Union([Type.String(), Type.Null()]),
     metadata: StringMap,
     network: Type.Union([Type.String(), Type.Null()]),
+    snapshot: Type.Union([Type.String(), Type.Null()]),
+    volumes: Type.Union([Type.Array(VolumeMount), Type.Null()]),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

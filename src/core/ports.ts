@@ -52,6 +52,16 @@ export interface SandboxRecord {
   template: string | null;
   /** The network it got (`none`, `bridge`, a docker network, `host`); absent on rows from before networks. */
   network?: string | null;
+  /** Volumes it mounts (DESIGN.md §10); absent or empty = none. */
+  volumes?: VolumeMount[] | null;
+  /** The snapshot it started from, if any. */
+  snapshot?: string | null;
+}
+
+/** A volume mounted into a sandbox: its name and the absolute, normalized path it appears at. */
+export interface VolumeMount {
+  name: string;
+  mount_path: string;
 }
 
 export interface TemplateRecord {
@@ -65,6 +75,10 @@ export interface TemplateRecord {
   metadata: Record<string, string>;
   /** `none`, `bridge` or null (the server default). */
   network?: string | null;
+  /** Snapshot its spawns start from, or null. */
+  snapshot?: string | null;
+  /** Volumes its spawns mount, or null/empty. */
+  volumes?: VolumeMount[] | null;
   created_at: string;
   updated_at: string;
 }
@@ -287,6 +301,51 @@ export interface IdempotencyStore {
   pruneIdempotency(before: string): Promise<number>;
 }
 
+/** A snapshot of a sandbox's filesystem (DESIGN.md §10): kept until deleted. */
+export interface SnapshotRecord {
+  name: string;
+  provider: string;
+  /** The provider's reference to it (docker: `sbx-snapshot/<name>:latest`). */
+  image: string;
+  /** A microVM kernel; null for container and directory snapshots. */
+  kernel: string | null;
+  size_bytes: number;
+  created_at: string;
+  /** Owner of the sandbox it was taken from (null: none). */
+  owner_id: string | null;
+  sandbox_id: string;
+  /** Worker whose provider holds it (`local` in single-node mode). */
+  worker_id: string;
+}
+
+export interface SnapshotStore {
+  /** Throws SbxError `conflict` when the name exists. */
+  insertSnapshot(rec: SnapshotRecord): Promise<void>;
+  getSnapshot(name: string): Promise<SnapshotRecord | null>;
+  /** Sorted by name. */
+  listSnapshots(): Promise<SnapshotRecord[]>;
+  deleteSnapshot(name: string): Promise<boolean>;
+}
+
+/** A named volume (DESIGN.md §10): data that outlives sandboxes, kept until deleted. */
+export interface VolumeRecord {
+  name: string;
+  provider: string;
+  created_at: string;
+  owner_id: string | null;
+}
+
+export interface VolumeStore {
+  /** Throws SbxError `conflict` when the name exists. */
+  insertVolume(rec: VolumeRecord): Promise<void>;
+  getVolume(name: string): Promise<VolumeRecord | null>;
+  /** Sorted by name. */
+  listVolumes(): Promise<VolumeRecord[]>;
+  deleteVolume(name: string): Promise<boolean>;
+  /** Ids of sandboxes not yet destroyed that mount the volume, sorted. */
+  sandboxesMounting(name: string): Promise<string[]>;
+}
+
 export interface AuditStore {
   insertAudit(rec: AuditRecord): Promise<void>;
   /** Newest first. */
@@ -309,7 +368,9 @@ export type Store = StoreLifecycle &
   LeaseStore &
   AuditStore &
   IdempotencyStore &
-  ProcessStore;
+  ProcessStore &
+  SnapshotStore &
+  VolumeStore;
 
 // ---------------------------------------------------------------- provider (provider-port.ts)
 

@@ -16,6 +16,22 @@ export interface SpawnSpec {
   preview_token?: string;
   /** `none` or `bridge` when the spawn asked for one; absent: the provider's default. */
   network?: 'none' | 'bridge';
+  /**
+   * Start from this snapshot (DESIGN.md §10): its name; `image` is then the snapshot's image as
+   * the provider's `snapshot` returned it.
+   */
+  snapshot?: string;
+  /** Volumes to mount read-write (names of volumes made by `createVolume`; paths absolute and normalized). */
+  volumes?: Array<{ name: string; mount_path: string }>;
+}
+
+/** What a provider's snapshot produced. */
+export interface SnapshotResult {
+  /** The provider's reference to it, shown to callers (docker: `sbx-snapshot/<name>:latest`). No host paths. */
+  image: string;
+  size_bytes: number;
+  /** A microVM kernel, when the snapshot has one. */
+  kernel?: string | null;
 }
 
 export interface SpawnResult {
@@ -222,6 +238,19 @@ export interface Provider {
    * a provider without it answers previews with 501. A runtime without a network → `bad_gateway`.
    */
   previewUpstream?(runtimeId: string, port: number, signal?: AbortSignal): Promise<PreviewUpstream>;
+
+  /**
+   * Snapshots and volumes (DESIGN.md §10), optional: a provider without them answers 501.
+   * `snapshot` saves the runtime's filesystem under `name` (a conflict when the provider already
+   * holds one of that name); `deleteSnapshot` is idempotent. `createVolume` makes an empty named
+   * volume; `deleteVolume` is idempotent and a `conflict` while a runtime uses it; `volumeSizes`
+   * answers bytes per name, null where the provider cannot tell.
+   */
+  snapshot?(runtimeId: string, name: string, signal?: AbortSignal): Promise<SnapshotResult>;
+  deleteSnapshot?(name: string, image: string, signal?: AbortSignal): Promise<void>;
+  createVolume?(name: string, signal?: AbortSignal): Promise<void>;
+  deleteVolume?(name: string, signal?: AbortSignal): Promise<void>;
+  volumeSizes?(names: readonly string[], signal?: AbortSignal): Promise<Record<string, number | null>>;
 
   /** Pool mode (DESIGN §8): one tenant's workspace of this runtime. Optional: without it a provider cannot back a pool. */
   workspace?(runtimeId: string, ws: WorkspaceSpec): WorkspaceOps;

@@ -110,6 +110,26 @@ describe('Client (library API)', () => {
     expect(await client.live()).toMatchObject({ status: 'alive' });
     expect(await client.ready()).toMatchObject({ status: 'ready', ready_providers: 1 });
     expect(await client.snapshots()).toEqual([]);
+    // Snapshots and volumes (DESIGN.md §10) through the typed client.
+    const src = await client.spawn({ ttl: '5m' });
+    await client.files.write(src.id, '/workspace/lib.txt', 'from the client');
+    const snap = await client.snapshot(src.id, 'lib-snap');
+    expect(snap).toEqual({ name: 'lib-snap', image: 'sbx-snapshot/lib-snap', kernel: null, size_bytes: expect.any(Number), created_at: expect.any(String), provider: 'mock' });
+    expect(snap.size_bytes).toBeGreaterThanOrEqual('from the client'.length);
+    expect(await client.snapshots()).toEqual([snap]);
+    expect(await client.getSnapshot('lib-snap')).toEqual(snap);
+    const vol = await client.volumes.create('lib-vol', { provider: 'mock' });
+    expect(vol).toEqual({ name: 'lib-vol', provider: 'mock', size_bytes: 0, created_at: expect.any(String) });
+    const child = await client.spawn({ snapshot: 'lib-snap', volumes: [{ name: 'lib-vol', mount_path: '/vol' }] });
+    expect(child).toMatchObject({ snapshot: 'lib-snap', volumes: [{ name: 'lib-vol', mount_path: '/vol' }] });
+    expect(new TextDecoder().decode(await client.files.read(child.id, '/workspace/lib.txt'))).toBe('from the client');
+    await expect(client.volumes.remove('lib-vol')).rejects.toMatchObject({ code: 'conflict' });
+    await client.destroy(child.id);
+    await client.destroy(src.id);
+    expect(await client.volumes.remove('lib-vol')).toEqual({ status: 'deleted' });
+    expect(await client.volumes.list()).toEqual([]);
+    expect(await client.deleteSnapshot('lib-snap')).toEqual({ status: 'deleted' });
+    expect(await client.snapshots()).toEqual([]);
     expect(await client.poolStatus()).toEqual({ enabled: false });
     expect(await client.diagnostics()).toHaveProperty('limits');
     expect(await client.metrics()).toHaveProperty('sandboxes');

@@ -18,6 +18,7 @@ import {
 import { leaseContract } from './store-leases.contract.js';
 import { processContract } from './store-processes.contract.js';
 import { registryContract } from './store-registry.contract.js';
+import { snapshotVolumeContract } from './store-snapvol.contract.js';
 
 export type { StoreFactory, StoreHarness } from './store-fixtures.js';
 
@@ -53,6 +54,7 @@ export function runStoreContract(name: string, factory: StoreFactory, options: S
     leaseContract(ctx);
     auditContract(ctx);
     processContract(ctx);
+    snapshotVolumeContract(ctx);
   });
 }
 

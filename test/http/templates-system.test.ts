@@ -14,7 +14,7 @@ describe('templates (spec 4.3)', () => {
     expect(c.status).toBe(201);
     expect(c.body).toMatchObject({ name: 'py', image: 'python:3', memory_mb: 256, ttl: '10m', metadata: { kind: 'py' } });
     // Every field of the template object is present; unset ones are null (DESIGN.md §3).
-    const ALL = ['created_at', 'image', 'memory_mb', 'metadata', 'name', 'network', 'provider', 'ttl', 'updated_at', 'vcpus'];
+    const ALL = ['created_at', 'image', 'memory_mb', 'metadata', 'name', 'network', 'provider', 'snapshot', 'ttl', 'updated_at', 'vcpus', 'volumes'];
     expect(Object.keys(c.body).sort()).toEqual(ALL);
     expect(c.body).toMatchObject({ vcpus: null, provider: null, network: null });
     const dup = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py' });
@@ -107,7 +107,14 @@ describe('providers, workers, system (spec 4.5–4.8)', () => {
     const r = await call(srv.url, 'GET', '/api/v1/ready');
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'ready', ready_providers: 1, total_providers: 1 });
+    // Snapshots (DESIGN.md §10): none yet, then the one taken, as its summary.
     expect((await call(srv.url, 'GET', '/api/v1/snapshots')).body).toEqual([]);
+    const sb = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+    const taken = await call(srv.url, 'POST', `/api/v1/sandboxes/${sb.body.id}/snapshot`, { name: 'sys-snap' });
+    expect(taken.status).toBe(201);
+    const listed = (await call(srv.url, 'GET', '/api/v1/snapshots')).body;
+    expect(listed).toEqual([{ name: 'sys-snap', image: 'sbx-snapshot/sys-snap', kernel: null, size_bytes: expect.any(Number), created_at: taken.body.created_at, provider: 'mock' }]);
+    expect(Date.parse(listed[0].created_at)).toBeGreaterThanOrEqual(Date.parse(sb.body.created_at));
     expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toEqual({ enabled: false });
   });
 });

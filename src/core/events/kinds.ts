@@ -23,6 +23,10 @@ export const EVENT_KINDS = [
   'image.pull',
   'process.started',
   'process.ended',
+  'snapshot.created',
+  'snapshot.deleted',
+  'volume.created',
+  'volume.deleted',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

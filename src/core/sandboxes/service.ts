@@ -4,7 +4,7 @@ import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { Clock, IdSource, Provider, RuntimeStatus, SandboxRecord, SandboxStore } from '../ports.js';
+import type { Clock, IdSource, Provider, RuntimeStatus, SandboxRecord, SandboxStore, SnapshotStore, VolumeMount, VolumeStore } from '../ports.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
 import type { CoreSettings } from '../settings.js';
 import { ownerVisible, type Caller } from './caller.js';
@@ -12,7 +12,9 @@ import { guardRuntime } from './runtime-guard.js';
 import type { ListPosition } from './cursor.js';
 import { sandboxPages } from './pages.js';
 import { Reaper, type ReapOptions } from './reaper.js';
+import { SnapshotService } from './snapshots.js';
 import { createSandbox, expiryFrom } from './spawn.js';
+import { VolumeService } from './volumes.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
 
 export interface SpawnInput {
@@ -25,6 +27,9 @@ export interface SpawnInput {
   owner_id?: string | null;
   template?: string | null;
   network?: string;
+  /** Start from this snapshot (DESIGN.md §10): it fixes provider and image. */
+  snapshot?: string;
+  volumes?: ReadonlyArray<{ name: string; mount_path: string }>;
 }
 
 /** A spawn request with every default applied. */
@@ -39,11 +44,15 @@ export interface ResolvedSpawn {
   template: string | null;
   /** `none` or `bridge`; null: the provider's default. */
   network: 'none' | 'bridge' | null;
+  /** The snapshot it starts from (`image` is then the snapshot's), or null. */
+  snapshot: string | null;
+  /** Checked volumes to mount; empty for none. */
+  volumes: VolumeMount[];
 }
 
 export interface SandboxDeps {
-  /** Sandbox rows only: leases and workers are the locator's. */
-  store: SandboxStore;
+  /** Sandbox rows, snapshots and volumes: leases and workers are the locator's. */
+  store: SandboxStore & SnapshotStore & VolumeStore;
   providers: ProviderRegistry;
   /** Where runtimes live: this node's providers or a remote worker (placement, leases). */
   locator: RuntimeLocator;
@@ -74,9 +83,15 @@ export class SandboxService {
   private readonly warnedStranded = new Set<string>();
   private readonly teardowns: Teardowns;
   private readonly reaper = new Reaper(this);
+  /** Snapshots of this service's sandboxes (DESIGN.md §10). */
+  readonly snapshots: SnapshotService;
+  /** Volumes its sandboxes mount (DESIGN.md §10). */
+  readonly volumes: VolumeService;
 
   constructor(readonly deps: SandboxDeps) {
     this.teardowns = new Teardowns(deps, deps.destroyRetry);
+    this.snapshots = new SnapshotService(deps.store, this);
+    this.volumes = new VolumeService(deps.store, this);
   }
 
   /** True while this process tears the sandbox down: its operations then answer not_found. */
@@ -90,6 +105,16 @@ export class SandboxService {
    */
   async resolveSpawn(input: SpawnInput): Promise<ResolvedSpawn> {
     const pool = this.deps.settings.pool;
+    if (pool.enabled && (input.snapshot !== undefined || (input.volumes?.length ?? 0) > 0)) {
+      throw new SbxError('not_implemented', 'pool sandboxes share one runtime with other users: snapshots and volumes need pool mode off');
+    }
+    let snapshot: string | null = null;
+    if (input.snapshot !== undefined) {
+      if (input.image !== undefined) throw badRequest('a spawn from a snapshot takes its image from the snapshot: leave image out');
+      const snap = await this.snapshots.forSpawn(input.snapshot, input.provider, ownerForQuota(input.owner_id));
+      input = { ...input, provider: snap.provider, image: snap.image };
+      snapshot = snap.name;
+    }
     if (pool.enabled) {
       // DESIGN §8: a logical sandbox in a shared runtime, for one named tenant; the shape is the pool's.
       const owner = ownerForQuota(input.owner_id);
@@ -118,17 +143,24 @@ export class SandboxService {
       owner_id: ownerForQuota(input.owner_id),
       template: input.template ?? null,
       network: spawnNetwork(input.network ?? (d.network || undefined), pool.enabled),
+      snapshot,
+      volumes: input.volumes?.length ? await this.volumes.forSpawn(input.volumes, provider, ownerForQuota(input.owner_id)) : [],
     };
   }
 
   /** Spawns a sandbox: admission, provider, store, events. */
   async spawn(input: SpawnInput, signal?: AbortSignal): Promise<SandboxRecord> {
     const req = await this.resolveSpawn(input);
-    const ticket = await this.deps.admission.admit({ owner_id: req.owner_id, ttl_ms: req.ttl_ms }, signal);
+    const unhold = this.volumes.hold(req.volumes);
     try {
-      return await createSandbox(this.deps, req, signal, ticket);
+      const ticket = await this.deps.admission.admit({ owner_id: req.owner_id, ttl_ms: req.ttl_ms }, signal);
+      try {
+        return await createSandbox(this.deps, req, signal, ticket);
+      } finally {
+        ticket.release();
+      }
     } finally {
-      ticket.release();
+      unhold();
     }
   }
 

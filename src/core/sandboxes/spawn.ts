@@ -6,7 +6,7 @@
  * sandbox, never a leaked lease.
  */
 import { formatDuration } from '../duration.js';
-import { badRequest, isSbxError } from '../errors.js';
+import { badRequest, isSbxError, SbxError } from '../errors.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { AdmissionTicket } from '../admission/admission.js';
 import type { Provider, SandboxRecord } from '../ports.js';
@@ -34,6 +34,9 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
   const target: Awaited<ReturnType<typeof locator.place>> = deps.settings.pool.enabled
     ? { local: true, worker_id: deps.settings.worker_id }
     : await locator.place({ provider: req.provider, owner_id: req.owner_id });
+  if (!target.local && (req.snapshot !== null || req.volumes.length > 0)) {
+    throw new SbxError('not_implemented', `snapshots and volumes are kept by the control plane's own providers: provider ${req.provider} runs only on a remote worker here`);
+  }
   const id = ids.sandboxId();
   const workerId = target.local ? target.worker_id : target.worker.id;
   let provider: Provider;
@@ -63,6 +66,8 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
         owner_id: req.owner_id,
         ...(previewToken ? { preview_token: previewToken } : {}),
         ...(req.network ? { network: req.network } : {}),
+        ...(req.snapshot !== null ? { snapshot: req.snapshot } : {}),
+        ...(req.volumes.length > 0 ? { volumes: req.volumes } : {}),
       },
       signal,
     );
@@ -97,6 +102,8 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
       runtime_id: runtimeId,
       template: req.template,
       ...(network ? { network } : {}),
+      ...(req.volumes.length > 0 ? { volumes: req.volumes } : {}),
+      ...(req.snapshot !== null ? { snapshot: req.snapshot } : {}),
     };
     // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.commit).
     const stored = rec;

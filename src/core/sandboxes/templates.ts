@@ -11,6 +11,9 @@ export interface TemplateFields {
   provider?: string;
   metadata?: Record<string, string>;
   network?: string;
+  /** Spawns start from this snapshot (DESIGN.md §10). */
+  snapshot?: string;
+  volumes?: Array<{ name: string; mount_path: string }>;
 }
 
 export interface TemplateSpawnOverrides {
@@ -73,6 +76,8 @@ export class TemplateService {
         owner_id: overrides.owner_id ?? null,
         template: t.name,
         network: overrides.network ?? t.network ?? undefined,
+        ...(t.snapshot ? { snapshot: t.snapshot } : {}),
+        ...(t.volumes?.length ? { volumes: t.volumes } : {}),
       },
       signal,
     );
@@ -86,6 +91,13 @@ export class TemplateService {
       throw badRequest(`unknown provider "${f.provider}"`);
     }
     if (f.network !== undefined) parseNetwork(f.network);
+    // A snapshot or volume the template names must exist now (404), so its spawns can start.
+    let provider = f.provider;
+    if (f.snapshot !== undefined) {
+      if (f.image !== undefined) throw badRequest('a template with a snapshot takes its image from the snapshot: leave image out');
+      provider = (await this.sandboxes.snapshots.forSpawn(f.snapshot, f.provider, null)).provider;
+    }
+    const volumes = f.volumes?.length ? await this.sandboxes.volumes.forSpawn(f.volumes, provider ?? this.sandboxes.deps.providers.defaultProviderName, null) : null;
     return {
       image: f.image ?? null,
       memory_mb: f.memory_mb ?? null,
@@ -94,6 +106,8 @@ export class TemplateService {
       provider: f.provider ?? null,
       metadata: f.metadata ?? {},
       network: f.network ?? null,
+      snapshot: f.snapshot ?? null,
+      volumes,
     };
   }
 }

@@ -22,8 +22,11 @@ import { quotaCommand } from './commands/quota.js';
 import { rmCommand } from './commands/rm.js';
 import { serveCommand } from './commands/serve.js';
 import { shellCommand } from './commands/shell.js';
+import { snapshotCommand } from './commands/snapshot.js';
+import { snapshotsCommand } from './commands/snapshots.js';
 import { spawnCommand } from './commands/spawn.js';
 import { templatesCommand } from './commands/templates.js';
+import { volumesCommand } from './commands/volumes.js';
 import { watchCommand } from './commands/watch.js';
 import { workerCommand } from './commands/worker.js';
 import { workersCommand } from './commands/workers.js';
@@ -43,6 +46,9 @@ export const COMMANDS: readonly CommandSpec[] = [
   killCommand,
   previewCommand,
   templatesCommand,
+  snapshotCommand,
+  snapshotsCommand,
+  volumesCommand,
   admissionCommand,
   quotaCommand,
   providersCommand,

@@ -25,6 +25,8 @@ import { quotaRoutes } from './routes/quotas.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
 import { systemRoutes } from './routes/system.js';
 import { templateRoutes } from './routes/templates.js';
+import { snapshotRoutes } from './routes/snapshots.js';
+import { volumeRoutes } from './routes/volumes.js';
 import { workerRoutes } from './routes/workers.js';
 import { workerFacingRoutes } from './routes/worker-facing.js';
 import { installHttpMetrics } from './metrics/prometheus.js';
@@ -166,6 +168,8 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   processRoutes(app, deps);
   fileRoutes(app, deps);
   templateRoutes(app, deps);
+  snapshotRoutes(app, deps);
+  volumeRoutes(app, deps);
   quotaRoutes(app, deps);
   providerRoutes(app, deps);
   workerRoutes(app, deps);

@@ -38,6 +38,8 @@ export function presentSandbox(rec: SandboxRecord, previewDomain: string, previe
   if (rec.owner_id) out.owner_id = rec.owner_id;
   if (rec.template) out.template = rec.template;
   if (rec.network) out.network = rec.network;
+  if (rec.snapshot) out.snapshot = rec.snapshot;
+  if (rec.volumes && rec.volumes.length > 0) out.volumes = rec.volumes;
   if (previewToken) out.preview_token = previewToken;
   return out;
 }
@@ -53,6 +55,8 @@ export function presentTemplate(rec: TemplateRecord): Template {
     provider: rec.provider,
     metadata: rec.metadata,
     network: rec.network ?? null,
+    snapshot: rec.snapshot ?? null,
+    volumes: rec.volumes && rec.volumes.length > 0 ? rec.volumes : null,
     created_at: rec.created_at,
     updated_at: rec.updated_at,
   };

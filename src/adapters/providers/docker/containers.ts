@@ -44,12 +44,14 @@ export class Containers {
     private readonly images: ImageCache,
   ) {}
 
-  async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
+  /** `mounts`: the spawn's volumes, already checked (volumes.ts). */
+  async spawn(spec: SpawnSpec, signal?: AbortSignal, mounts: Docker.MountSettings[] = []): Promise<SpawnResult> {
     await this.validateSize(spec, signal);
     await this.images.ensure(spec.image, signal);
     const { opts } = this;
     const labels: Record<string, string> = { [LABEL_SANDBOX]: spec.sandbox_id, [LABEL_INSTALLATION]: opts.installationId };
-    if (spec.owner_id) labels[LABEL_OWNER] = spec.owner_id;
+    // An image committed from a sandbox carries its owner label: the new owner (or none) replaces it.
+    if (spec.owner_id || spec.snapshot) labels[LABEL_OWNER] = spec.owner_id ?? '';
     const memory = spec.memory_mb * MIB;
     // The spawn's network (DESIGN §10), else providers.docker.network_mode.
     const networkMode = spec.network ?? opts.networkMode;
@@ -64,6 +66,7 @@ export class Containers {
       NetworkMode: networkMode,
       Init: true,
       ReadonlyRootfs: opts.readOnlyRootfs,
+      ...(mounts.length > 0 ? { Mounts: mounts } : {}),
       Tmpfs: opts.readOnlyRootfs ? { '/tmp': 'rw,nosuid,nodev,mode=1777', [WORKDIR]: `rw,nosuid,nodev,exec,mode=0755${tmpfsOwner(opts.user)}` } : undefined,
       ...(opts.runtime ? { Runtime: opts.runtime } : {}),
     };

@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { unavailable } from '../../../core/errors.js';
+import { SbxError, unavailable } from '../../../core/errors.js';
 import type { ExecEvent, ExecSpec, Provider } from '../../../core/ports.js';
 import { DockerConsole } from './console.js';
 import { Containers } from './containers.js';
@@ -7,12 +7,14 @@ import { streamExec } from './exec.js';
 import { DockerFiles } from './files.js';
 import { dockerWorkspace } from './workspace.js';
 import { ImageCache } from './images.js';
+import { DockerSnapshots } from './snapshots.js';
+import { DockerVolumes } from './volumes.js';
 import { type DockerProviderOptions, dockerodeOptions, resolveOptions } from './options.js';
 
 export type { DockerProviderOptions, PullEvent } from './options.js';
 export { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX, containerName } from './containers.js';
 
-export const DOCKER_CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'runtime_inventory', 'container', 'tty', 'detach'] as const;
+export const DOCKER_CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'runtime_inventory', 'container', 'tty', 'detach', 'snapshots', 'volumes'] as const;
 
 /**
  * The docker provider: one container per sandbox (dockerode over the engine socket), hardened by
@@ -28,6 +30,8 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
   const { user } = opts;
   const files = new DockerFiles(docker, { viaExec: opts.readOnlyRootfs, owner: user ? { uid: user.uid, gid: user.gid ?? 0 } : undefined });
   const console_ = new DockerConsole(docker);
+  const snapshots = new DockerSnapshots(docker, opts.installationId);
+  const volumes = new DockerVolumes(docker, opts.installationId);
 
   const provider: Provider = {
     name: 'docker',
@@ -43,7 +47,20 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       const h = await containers.health(signal);
       return h.healthy ? h : { ...h, error: `${h.error ?? 'docker engine unreachable'} at ${opts.endpoint.description}` };
     },
-    spawn: (spec, signal) => containers.spawn(spec, signal),
+    spawn: async (spec, signal) => {
+      if (spec.snapshot !== undefined) await snapshots.require(spec.snapshot, spec.image, signal);
+      const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
+      return containers.spawn(spec, signal, mounts);
+    },
+    snapshot: async (runtimeId, name, signal) => {
+      // A commit takes the container's root filesystem; with a read-only one every write lives in tmpfs, which it does not take.
+      if (opts.readOnlyRootfs) throw new SbxError('not_implemented', 'provider docker cannot take snapshots with providers.docker.read_only_rootfs: writes live in tmpfs mounts, which a commit does not capture');
+      return snapshots.create(runtimeId, name, signal);
+    },
+    deleteSnapshot: (name, _image, signal) => snapshots.remove(name, signal),
+    createVolume: (name, signal) => volumes.create(name, signal),
+    deleteVolume: (name, signal) => volumes.remove(name, signal),
+    volumeSizes: (names, signal) => volumes.sizes(names, signal),
     destroy: async (runtimeId, signal) => {
       await containers.destroy(runtimeId, signal);
       console_.forget(runtimeId);

@@ -1,9 +1,10 @@
 import { chmod, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { badRequest, notFound } from '../../../core/errors.js';
+import { badRequest, notFound, providerError } from '../../../core/errors.js';
 import type { WorkspaceSpec, PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
 import { checkEnv } from '../shared/exec-process.js';
+import { copyTree, HostCatalog } from '../shared/host-catalog.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
 import { hostWorkspace } from '../shared/host-workspace.js';
 import { launcherEnv, probeIsolation, refuseNetwork, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
@@ -15,9 +16,11 @@ export interface MockProviderOptions {
   name?: string;
   /** Labels runtimes for reconciliation after a restart (RuntimeInfo.installation_id). */
   installationId?: string;
+  /** Snapshots and volumes (DESIGN.md §10); default `<rootDir>-data`. */
+  dataDir?: string;
 }
 
-const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health'] as const;
+const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes'] as const;
 
 /**
  * A provider without file or network isolation, for development and tests: each sandbox is a host
@@ -28,6 +31,7 @@ const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'healt
 export function createMockProvider(opts: MockProviderOptions = {}): Provider {
   const rootDir = opts.rootDir ?? join(tmpdir(), 'sbx-mock');
   const rt = new HostRuntimes(rootDir, opts.installationId ?? null);
+  const catalog = new HostCatalog(opts.dataDir ?? `${rootDir}-data`);
 
   const provider: Provider = {
     name: opts.name ?? 'mock',
@@ -48,16 +52,34 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
       return { healthy: true, latency_ms: Math.round(performance.now() - started), runtime_count, ...(warning ? { warning } : {}) };
     },
 
-    async spawn(spec: SpawnSpec): Promise<SpawnResult> {
+    async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
       if (!isRuntimeId(spec.sandbox_id)) throw badRequest(`sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
       refuseNetwork('mock', spec);
+      const source = spec.snapshot !== undefined ? await catalog.snapshotSource(spec.snapshot) : null;
+      const mounts = [];
+      for (const v of spec.volumes ?? []) mounts.push({ host: await catalog.volumeSource(v.name), guest: v.mount_path });
       // Labelled before it exists (reconciliation after a crash recognises it as ours).
-      const dir = await rt.create(spec.sandbox_id, spec.sandbox_id);
-      await mkdir(join(dir, 'workspace'));
-      await mkdir(join(dir, 'tmp'));
-      await chmod(join(dir, 'tmp'), 0o1777);
+      const dir = await rt.create(spec.sandbox_id, spec.sandbox_id, mounts);
+      try {
+        // A snapshot's tree as it was (links kept as links), else an empty sandbox.
+        if (source) await copyTree(source, dir, signal);
+        await mkdir(join(dir, 'workspace'), { recursive: true });
+        await mkdir(join(dir, 'tmp'), { recursive: true });
+        await chmod(join(dir, 'tmp'), 0o1777);
+      } catch {
+        await rt.destroy(spec.sandbox_id);
+        throw providerError(source ? `could not copy snapshot ${spec.snapshot} for the sandbox` : 'could not prepare the sandbox directory');
+      }
       return { runtime_id: spec.sandbox_id, network: 'host' };
     },
+
+    async snapshot(runtimeId: string, name: string, signal?: AbortSignal) {
+      return catalog.snapshot(await rt.requireRunning(runtimeId), name, signal);
+    },
+    deleteSnapshot: (name: string) => catalog.deleteSnapshot(name),
+    createVolume: (name: string) => catalog.createVolume(name),
+    deleteVolume: (name: string) => catalog.deleteVolume(name),
+    volumeSizes: (names: readonly string[]) => catalog.volumeSizes(names),
 
     destroy: (runtimeId: string) => rt.destroy(runtimeId),
     status: (runtimeId: string): Promise<RuntimeStatus> => rt.status(runtimeId),

@@ -7,6 +7,8 @@ import { promisify } from 'node:util';
 import { badRequest, notFound, providerError } from '../../../core/errors.js';
 import type { WorkspaceSpec, PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
 import { checkEnv } from '../shared/exec-process.js';
+import { copyTree, HostCatalog } from '../shared/host-catalog.js';
+import type { HostMount } from '../shared/host-fs/mounted.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
 import { hostWorkspace } from '../shared/host-workspace.js';
 import { findOnPath, launcherEnv, probeIsolation, refuseNetwork, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
@@ -24,9 +26,11 @@ export interface ProotProviderOptions {
   workDir?: string;
   /** Labels runtimes for reconciliation after a restart (RuntimeInfo.installation_id). */
   installationId?: string;
+  /** Snapshots and volumes (DESIGN.md §10); default `<workDir>-data`. */
+  dataDir?: string;
 }
 
-const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health'] as const;
+const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes'] as const;
 const GUEST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 /** Loaders younger than this may belong to a tracer that is still starting. */
 const LOADER_SWEEP_AGE_MS = 30_000;
@@ -44,6 +48,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
   const rootfs = opts.rootfs;
   const workDir = opts.workDir ?? join(tmpdir(), 'sbx-proot');
   const rt = new HostRuntimes(workDir, opts.installationId ?? null);
+  const catalog = new HostCatalog(opts.dataDir ?? `${workDir}-data`);
   // The namespace launcher runs proot by path: the guest PATH must not pick the tracer.
   const prootPath = binary.includes('/') ? binary : (findOnPath(binary) ?? binary);
 
@@ -52,8 +57,11 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
    * travels in the process environment, never in argv; the names that would act on the host-side
    * tracer (LD_*, PROOT_*, …) travel renamed and the wrapper in the guest restores them.
    */
-  function prootArgv(prefix: string[], dir: string, workdir: string, guest: string[]): string[] {
-    return [...prefix, prootPath, '-v', '-1', '-r', dir, '-w', workdir, '-b', '/proc', '-b', '/dev', '-b', '/sys', ...guest];
+  function prootArgv(prefix: string[], dir: string, workdir: string, guest: string[], mounts: readonly HostMount[] = []): string[] {
+    // Volumes are bound at their guest paths (proot makes a missing mount point); the tracer
+    // resolves guest paths inside the guest root, so a link in the tree cannot move one outside it.
+    const binds = mounts.flatMap((m) => ['-b', `${m.host}:${m.guest}`]);
+    return [...prefix, prootPath, '-v', '-1', '-r', dir, '-w', workdir, '-b', '/proc', '-b', '/dev', '-b', '/sys', ...binds, ...guest];
   }
 
   const provider: Provider = {
@@ -90,22 +98,34 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
     async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
       if (!isRuntimeId(spec.sandbox_id)) throw badRequest(`sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
       refuseNetwork('proot', spec);
-      if (!existsSync(join(rootfs, 'bin', 'sh'))) throw providerError('proot rootfs is missing or has no /bin/sh');
+      // A snapshot's tree (DESIGN.md §10) or the configured rootfs.
+      const source = spec.snapshot !== undefined ? await catalog.snapshotSource(spec.snapshot) : rootfs;
+      if (!existsSync(join(source, 'bin', 'sh')) && spec.snapshot === undefined) throw providerError('proot rootfs is missing or has no /bin/sh');
+      const mounts: HostMount[] = [];
+      for (const v of spec.volumes ?? []) mounts.push({ host: await catalog.volumeSource(v.name), guest: v.mount_path });
       // Claims the id, labelled before the directory exists: a crash mid-copy leaves a runtime
       // that reconciliation recognises as this installation's.
-      const dir = await rt.create(spec.sandbox_id, spec.sandbox_id);
+      const dir = await rt.create(spec.sandbox_id, spec.sandbox_id, mounts);
       try {
-        // The server's own environment (secrets) never reaches a child process.
-        await run('cp', ['-a', `${rootfs}/.`, dir], { signal, env: { PATH: process.env.PATH ?? GUEST_PATH } });
+        // Links copied as links; the server's own environment (secrets) never reaches a child process.
+        await copyTree(source, dir, signal);
         await mkdir(join(dir, 'workspace'), { recursive: true });
         await mkdir(join(dir, 'tmp'), { recursive: true });
         await chmod(join(dir, 'tmp'), 0o1777);
       } catch {
         await rt.destroy(spec.sandbox_id);
-        throw providerError('could not copy the proot rootfs for the sandbox');
+        throw providerError(spec.snapshot !== undefined ? `could not copy snapshot ${spec.snapshot} for the sandbox` : 'could not copy the proot rootfs for the sandbox');
       }
       return { runtime_id: spec.sandbox_id, network: 'host' };
     },
+
+    async snapshot(runtimeId: string, name: string, signal?: AbortSignal) {
+      return catalog.snapshot(await rt.requireRunning(runtimeId), name, signal);
+    },
+    deleteSnapshot: (name: string) => catalog.deleteSnapshot(name),
+    createVolume: (name: string) => catalog.createVolume(name),
+    deleteVolume: (name: string) => catalog.deleteVolume(name),
+    volumeSizes: (names: readonly string[]) => catalog.volumeSizes(names),
 
     async destroy(runtimeId: string): Promise<void> {
       await rt.destroy(runtimeId);
@@ -134,7 +154,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
           // The guest wrapper outlives the signals sent to the command and reports its 128 + signo
           // (proot alone exits 255 for a guest killed by a signal); signals spare proot itself
           // (and the namespace launcher).
-          const argv = prootArgv(iso.prefix, dir, workdir, wrapperArgv(spec.mode, spec.command, spec.args, script));
+          const argv = prootArgv(iso.prefix, dir, workdir, wrapperArgv(spec.mode, spec.command, spec.args, script), await rt.mounts(runtimeId));
           // No terminal here (no pty library): a `tty` request runs with pipes.
           return {
             file: argv[0]!,

@@ -13,6 +13,8 @@ import { basename, dirname, join } from 'node:path';
 export interface RuntimeMarker {
   installation_id: string | null;
   sandbox_id: string | null;
+  /** Volumes bound into the runtime (host directory → guest path), absent for none. */
+  mounts?: Array<{ host: string; guest: string }>;
 }
 
 interface ProcMarker {
@@ -69,6 +71,7 @@ export class HostMarkers {
       return {
         installation_id: typeof v.installation_id === 'string' ? v.installation_id : null,
         sandbox_id: typeof v.sandbox_id === 'string' ? v.sandbox_id : null,
+        ...(Array.isArray(v.mounts) ? { mounts: v.mounts.filter((m) => typeof m?.host === 'string' && typeof m?.guest === 'string') } : {}),
       };
     } catch {
       return null;

@@ -6,6 +6,7 @@ import type { ConsoleLog, ConsoleQuery, ExecEvent, RuntimeInfo, RuntimeStatus } 
 import { ConsoleRing } from './console-ring.js';
 import { execProcess, type ProcessSpec } from './exec-process.js';
 import { HostFs } from './host-fs.js';
+import { MountedFs, type HostMount } from './host-fs/mounted.js';
 import { HostMarkers } from './host-markers.js';
 
 /** Runtime ids name directories, so they must be plain names: no `/`, no `..`. */
@@ -28,6 +29,8 @@ export class HostRuntimes {
   /** Runtimes being destroyed: their directory may still exist, but they take no new exec. */
   private readonly destroying = new Map<string, number>();
   private readonly markers: HostMarkers;
+  /** Volumes of each runtime, from its marker (read once). */
+  private readonly mountCache = new Map<string, Promise<readonly HostMount[]>>();
 
   constructor(
     readonly workDir: string,
@@ -40,12 +43,13 @@ export class HostRuntimes {
    * Creates the runtime's directory (conflict when it exists), labelled with this installation and
    * its sandbox BEFORE it exists: a crash at any point never leaves an unlabelled runtime behind.
    */
-  async create(runtimeId: string, sandboxId: string): Promise<string> {
+  async create(runtimeId: string, sandboxId: string, mounts: readonly HostMount[] = []): Promise<string> {
     const dir = this.dir(runtimeId);
     const taken = () => conflict(`runtime ${runtimeId} already exists`);
     await mkdir(this.workDir, { recursive: true });
     if ((await stat(dir).catch(() => null)) !== null) throw taken();
-    const claim = await this.markers.claimRuntime(runtimeId, { installation_id: this.installationId, sandbox_id: sandboxId });
+    const claim = await this.markers.claimRuntime(runtimeId, { installation_id: this.installationId, sandbox_id: sandboxId, ...(mounts.length > 0 ? { mounts: [...mounts] } : {}) });
+    this.mountCache.delete(runtimeId);
     if (claim === 'foreign') throw taken();
     try {
       await mkdir(dir);
@@ -64,8 +68,19 @@ export class HostRuntimes {
     return join(this.workDir, runtimeId);
   }
 
-  fs(runtimeId: string): HostFs {
-    return new HostFs(this.dir(runtimeId));
+  /** The runtime's files, its volumes included. */
+  fs(runtimeId: string): MountedFs {
+    return new MountedFs(this.dir(runtimeId), () => this.mounts(runtimeId));
+  }
+
+  /** Volumes bound into the runtime (recorded in its marker, outside the sandbox's reach). */
+  mounts(runtimeId: string): Promise<readonly HostMount[]> {
+    let p = this.mountCache.get(runtimeId);
+    if (!p) {
+      p = this.markers.readRuntime(runtimeId).then((m) => m?.mounts ?? []);
+      this.mountCache.set(runtimeId, p);
+    }
+    return p;
   }
 
   async status(runtimeId: string): Promise<RuntimeStatus> {
@@ -111,6 +126,7 @@ export class HostRuntimes {
       for (const ac of this.running.get(runtimeId) ?? []) ac.abort(new Error('runtime destroyed'));
       this.running.delete(runtimeId);
       this.rings.delete(runtimeId);
+      this.mountCache.delete(runtimeId);
       await this.markers.killProcs(runtimeId);
       // By directory handle, never following a link: a process that outlived the kill cannot
       // steer the removal outside the runtime by swapping a directory for a symlink.
@@ -134,12 +150,12 @@ export class HostRuntimes {
    * Runs the process `build` describes for a live runtime; its output also goes to the console
    * ring. Errors (unknown runtime, bad workdir) surface on iteration.
    */
-  async *exec(runtimeId: string, build: (fs: HostFs, dir: string) => Promise<ProcessSpec>, signal: AbortSignal): AsyncGenerator<ExecEvent, void, undefined> {
+  async *exec(runtimeId: string, build: (fs: MountedFs, dir: string) => Promise<ProcessSpec>, signal: AbortSignal): AsyncGenerator<ExecEvent, void, undefined> {
     const dir = await this.requireRunning(runtimeId);
     if (this.destroying.has(runtimeId)) throw notFound(`runtime ${runtimeId} not found`);
     let spec: ProcessSpec;
     try {
-      spec = await build(new HostFs(dir), dir);
+      spec = await build(this.fs(runtimeId), dir);
     } catch (err) {
       throw await this.startError(runtimeId, err);
     }

@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { initialSchema, LIVE_COUNT_INDEXES, POSTGRES_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS, processesTable } from '../shared/schema.js';
+import { initialSchema, LIVE_COUNT_INDEXES, POSTGRES_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS, processesTable, snapshotsAndVolumes } from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -40,7 +40,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'live counters', sql: POSTGRES_LIVE_COUNTS },
   { version: 5, name: 'idempotency keys', sql: idempotencyKeys(C) },
   { version: 6, name: 'networks', sql: NETWORK_COLUMNS },
-  // Version 7 (snapshots and volumes) lands with those features.
+  { version: 7, name: 'snapshots and volumes', sql: snapshotsAndVolumes(C) },
   { version: 8, name: 'processes', sql: processesTable(C) },
 ];
 

@@ -10,7 +10,9 @@ import {
   LEASE_COLUMNS,
   QUOTA_COLUMNS,
   SANDBOX_COLUMNS,
+  SNAPSHOT_COLUMNS,
   TEMPLATE_COLUMNS,
+  VOLUME_COLUMNS,
   WORKER_COLUMNS,
 } from './records.js';
 
@@ -48,8 +50,23 @@ export const SQL = {
   getTemplate: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates WHERE name = ?`,
   listTemplates: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates ORDER BY name`,
   updateTemplate: `UPDATE templates SET image = ?, memory_mb = ?, vcpus = ?, ttl = ?, provider = ?, metadata = ?, network = ?,
-    updated_at = ? WHERE name = ? RETURNING ${list(TEMPLATE_COLUMNS)}`,
+    snapshot = ?, volumes = ?, updated_at = ? WHERE name = ? RETURNING ${list(TEMPLATE_COLUMNS)}`,
   deleteTemplate: 'DELETE FROM templates WHERE name = ?',
+
+  insertSnapshot: `INSERT INTO snapshots (${list(SNAPSHOT_COLUMNS)}) VALUES (${marks(SNAPSHOT_COLUMNS.length)})
+    ON CONFLICT (name) DO NOTHING`,
+  getSnapshot: `SELECT ${list(SNAPSHOT_COLUMNS)} FROM snapshots WHERE name = ?`,
+  listSnapshots: `SELECT ${list(SNAPSHOT_COLUMNS)} FROM snapshots ORDER BY name`,
+  deleteSnapshot: 'DELETE FROM snapshots WHERE name = ?',
+
+  insertVolume: `INSERT INTO volumes (${list(VOLUME_COLUMNS)}) VALUES (${marks(VOLUME_COLUMNS.length)})
+    ON CONFLICT (name) DO NOTHING`,
+  getVolume: `SELECT ${list(VOLUME_COLUMNS)} FROM volumes WHERE name = ?`,
+  listVolumes: `SELECT ${list(VOLUME_COLUMNS)} FROM volumes ORDER BY name`,
+  deleteVolume: 'DELETE FROM volumes WHERE name = ?',
+  // Narrowed by LIKE on the stored JSON (see volumesText); the caller confirms by parsing.
+  sandboxesMounting: `SELECT id, volumes FROM sandboxes WHERE state <> 'destroyed' AND volumes IS NOT NULL
+    AND volumes LIKE ? ESCAPE '!' ORDER BY id`,
 
   upsertQuota: `INSERT INTO owner_quotas (${list(QUOTA_COLUMNS)}) VALUES (${marks(QUOTA_COLUMNS.length)})
     ON CONFLICT (owner_id) DO UPDATE SET max_sandboxes = excluded.max_sandboxes, max_ttl_ms = excluded.max_ttl_ms,

@@ -11,7 +11,10 @@ import type {
   QuotaRecord,
   SandboxRecord,
   SandboxState,
+  SnapshotRecord,
   TemplateRecord,
+  VolumeMount,
+  VolumeRecord,
   WorkerCapacity,
   WorkerRecord,
 } from '../../../core/ports.js';
@@ -20,11 +23,11 @@ export type Row = Record<string, unknown>;
 
 export const SANDBOX_COLUMNS = [
   'id', 'state', 'provider', 'image', 'memory_mb', 'vcpus', 'created_at', 'updated_at',
-  'expires_at', 'metadata', 'owner_id', 'worker_id', 'runtime_id', 'template', 'network',
+  'expires_at', 'metadata', 'owner_id', 'worker_id', 'runtime_id', 'template', 'network', 'volumes', 'snapshot',
 ] as const;
 
 export const TEMPLATE_COLUMNS = [
-  'name', 'image', 'memory_mb', 'vcpus', 'ttl', 'provider', 'metadata', 'created_at', 'updated_at', 'network',
+  'name', 'image', 'memory_mb', 'vcpus', 'ttl', 'provider', 'metadata', 'created_at', 'updated_at', 'network', 'snapshot', 'volumes',
 ] as const;
 
 export const QUOTA_COLUMNS = [
@@ -59,6 +62,7 @@ export function sandboxValues(rec: SandboxRecord): unknown[] {
 /** Encodes one sandbox field for storage (metadata as JSON text). */
 export function sandboxColumnValue(column: (typeof SANDBOX_COLUMNS)[number], value: unknown): unknown {
   if (column === 'metadata') return JSON.stringify(value ?? {});
+  if (column === 'volumes') return volumesText(value as VolumeMount[] | null | undefined);
   return value ?? null;
 }
 
@@ -91,7 +95,18 @@ export function sandboxFromRow(r: Row): SandboxRecord {
     template: strOrNull(r.template),
     // Rows from before networks have none: the record then has no `network` at all.
     ...(r.network != null ? { network: str(r.network) } : {}),
+    ...(r.volumes != null ? { volumes: json<VolumeMount[]>(r.volumes, []) } : {}),
+    ...(r.snapshot != null ? { snapshot: str(r.snapshot) } : {}),
   };
+}
+
+/**
+ * Volumes as stored: compact JSON `[{"name":…,"mount_path":…}]` in this key order (the store's
+ * in-use query matches `"name":"<name>"` in it), null for none.
+ */
+export function volumesText(v: readonly VolumeMount[] | null | undefined): string | null {
+  if (!v || v.length === 0) return null;
+  return JSON.stringify(v.map((m) => ({ name: m.name, mount_path: m.mount_path })));
 }
 
 /** Template column values in TEMPLATE_COLUMNS order. */
@@ -99,13 +114,15 @@ export function templateValues(rec: TemplateRecord): unknown[] {
   return [
     rec.name, rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider,
     JSON.stringify(rec.metadata ?? {}), rec.created_at, rec.updated_at, rec.network ?? null,
+    rec.snapshot ?? null, volumesText(rec.volumes),
   ];
 }
 
 /** Parameters of SQL.updateTemplate. */
 export function templateUpdateValues(name: string, rec: Omit<TemplateRecord, 'name' | 'created_at'>): unknown[] {
   return [
-    rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider, JSON.stringify(rec.metadata ?? {}), rec.network ?? null, rec.updated_at, name,
+    rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider, JSON.stringify(rec.metadata ?? {}), rec.network ?? null,
+    rec.snapshot ?? null, volumesText(rec.volumes), rec.updated_at, name,
   ];
 }
 
@@ -121,7 +138,38 @@ export function templateFromRow(r: Row): TemplateRecord {
     created_at: str(r.created_at),
     updated_at: str(r.updated_at),
     ...(r.network != null ? { network: str(r.network) } : {}),
+    ...(r.snapshot != null ? { snapshot: str(r.snapshot) } : {}),
+    ...(r.volumes != null ? { volumes: json<VolumeMount[]>(r.volumes, []) } : {}),
   };
+}
+
+export const SNAPSHOT_COLUMNS = ['name', 'provider', 'image', 'kernel', 'size_bytes', 'created_at', 'owner_id', 'sandbox_id', 'worker_id'] as const;
+export const VOLUME_COLUMNS = ['name', 'provider', 'created_at', 'owner_id'] as const;
+
+export function snapshotValues(rec: SnapshotRecord): unknown[] {
+  return SNAPSHOT_COLUMNS.map((c) => rec[c] ?? null);
+}
+
+export function snapshotFromRow(r: Row): SnapshotRecord {
+  return {
+    name: str(r.name),
+    provider: str(r.provider),
+    image: str(r.image),
+    kernel: strOrNull(r.kernel),
+    size_bytes: num(r.size_bytes),
+    created_at: str(r.created_at),
+    owner_id: strOrNull(r.owner_id),
+    sandbox_id: str(r.sandbox_id),
+    worker_id: str(r.worker_id),
+  };
+}
+
+export function volumeValues(rec: VolumeRecord): unknown[] {
+  return VOLUME_COLUMNS.map((c) => rec[c] ?? null);
+}
+
+export function volumeFromRow(r: Row): VolumeRecord {
+  return { name: str(r.name), provider: str(r.provider), created_at: str(r.created_at), owner_id: strOrNull(r.owner_id) };
 }
 
 /** Quota column values in QUOTA_COLUMNS order; a new row without created_at starts at updated_at. */

@@ -197,6 +197,34 @@ export const NETWORK_COLUMNS = `
 `;
 
 /**
+ * Version 7 (DESIGN.md §10): snapshots and volumes, both kept until deleted; the volumes a sandbox
+ * mounts (JSON `[{name, mount_path}]`, null for none) and a template's snapshot and volumes.
+ */
+export const snapshotsAndVolumes = (key: string) => `
+  CREATE TABLE snapshots (
+    name ${key} PRIMARY KEY,
+    provider TEXT NOT NULL,
+    image TEXT NOT NULL,
+    kernel TEXT,
+    size_bytes BIGINT NOT NULL,
+    created_at ${key} NOT NULL,
+    owner_id ${key},
+    sandbox_id TEXT NOT NULL,
+    worker_id TEXT NOT NULL
+  );
+  CREATE TABLE volumes (
+    name ${key} PRIMARY KEY,
+    provider TEXT NOT NULL,
+    created_at ${key} NOT NULL,
+    owner_id ${key}
+  );
+  ALTER TABLE sandboxes ADD COLUMN volumes TEXT;
+  ALTER TABLE sandboxes ADD COLUMN snapshot TEXT;
+  ALTER TABLE templates ADD COLUMN volumes TEXT;
+  ALTER TABLE templates ADD COLUMN snapshot TEXT;
+`;
+
+/**
  * Version 8 (DESIGN.md §10): background processes of sandboxes. Version 7 is snapshots and volumes.
  * `args` is a JSON array; the holder is the replica that follows the process and keeps its output.
  */

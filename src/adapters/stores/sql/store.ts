@@ -13,7 +13,9 @@ import type {
   QuotaRecord,
   SandboxFilter,
   SandboxRecord,
+  SnapshotRecord,
   Store,
+  VolumeRecord,
   TemplateRecord,
   WorkerRecord,
 } from '../../../core/ports.js';
@@ -28,6 +30,10 @@ import {
   sandboxFromRow,
   sandboxPatchPairs,
   sandboxValues,
+  snapshotFromRow,
+  snapshotValues,
+  volumeFromRow,
+  volumeValues,
   templateFromRow,
   templateUpdateValues,
   templateValues,
@@ -236,6 +242,48 @@ export class SqlStore implements Store {
 
   async pruneIdempotency(before: string): Promise<number> {
     return this.sql.count(SQL.pruneIdempotency, [before]);
+  }
+
+  async insertSnapshot(rec: SnapshotRecord): Promise<void> {
+    if ((await this.sql.count(SQL.insertSnapshot, snapshotValues(rec))) === 0) throw conflict(`snapshot "${rec.name}" already exists`);
+  }
+
+  async getSnapshot(name: string): Promise<SnapshotRecord | null> {
+    const row = await this.one(SQL.getSnapshot, [name]);
+    return row ? snapshotFromRow(row) : null;
+  }
+
+  async listSnapshots(): Promise<SnapshotRecord[]> {
+    return (await this.sql.rows(SQL.listSnapshots)).map(snapshotFromRow);
+  }
+
+  async deleteSnapshot(name: string): Promise<boolean> {
+    return (await this.sql.count(SQL.deleteSnapshot, [name])) > 0;
+  }
+
+  async insertVolume(rec: VolumeRecord): Promise<void> {
+    if ((await this.sql.count(SQL.insertVolume, volumeValues(rec))) === 0) throw conflict(`volume "${rec.name}" already exists`);
+  }
+
+  async getVolume(name: string): Promise<VolumeRecord | null> {
+    const row = await this.one(SQL.getVolume, [name]);
+    return row ? volumeFromRow(row) : null;
+  }
+
+  async listVolumes(): Promise<VolumeRecord[]> {
+    return (await this.sql.rows(SQL.listVolumes)).map(volumeFromRow);
+  }
+
+  async deleteVolume(name: string): Promise<boolean> {
+    return (await this.sql.count(SQL.deleteVolume, [name])) > 0;
+  }
+
+  async sandboxesMounting(name: string): Promise<string[]> {
+    const pattern = `%${JSON.stringify({ name }).slice(1, -1).replace(/[!%_]/g, (c) => `!${c}`)}%`;
+    const rows = await this.sql.rows(SQL.sandboxesMounting, [pattern]);
+    return rows
+      .filter((r) => (JSON.parse(String(r.volumes)) as Array<{ name: string }>).some((m) => m.name === name))
+      .map((r) => String(r.id));
   }
 
   async insertAudit(rec: AuditRecord): Promise<void> {

@@ -36,6 +36,8 @@ export function printSandbox(out: Output, s: Sandbox): void {
     ['expires', `${s.expires_at} (${relativeTime(s.expires_at)})`],
     ['metadata', labels(s.metadata)],
     ...(s.template ? [['template', s.template] as const] : []),
+    ...(s.snapshot ? [['snapshot', s.snapshot] as const] : []),
+    ...(s.volumes?.length ? [['volumes', s.volumes.map((v) => `${v.name}:${v.mount_path}`).join(', ')] as const] : []),
     ...(s.preview_domain ? [['preview', `<port>-${s.id}.${s.preview_domain}`] as const] : []),
   ]);
 }
@@ -74,6 +76,8 @@ export function printTemplate(out: Output, t: Template): void {
     ['vcpus', dash(t.vcpus)],
     ['ttl', dash(t.ttl)],
     ['metadata', labels(t.metadata)],
+    ...(t.snapshot ? [['snapshot', t.snapshot] as const] : []),
+    ...(t.volumes?.length ? [['volumes', t.volumes.map((v) => `${v.name}:${v.mount_path}`).join(', ')] as const] : []),
     ['created', t.created_at],
     ['updated', t.updated_at],
   ]);

@@ -1,6 +1,7 @@
 /** Spawn flags shared by `spawn`, `admission` and `templates create|update`. */
 import type { SpawnRequest } from '../../../client/types.js';
 import { SbxError } from '../../../contracts/errors.js';
+import { UsageError } from '../errors.js';
 import type { OptionSpec } from '../spec.js';
 
 export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
@@ -11,6 +12,8 @@ export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
   { flags: '--ttl <duration>', description: 'time to live, e.g. 30m, 2h', kind: 'duration' },
   { flags: '--meta <key=value>', description: 'metadata label (repeatable)', kind: 'kv' },
   { flags: '--network <mode>', description: 'network: none (no network at all) or bridge; docker only (default: the server default)', choices: ['none', 'bridge'] },
+  { flags: '--snapshot <name>', description: 'start from this snapshot (its provider and image; see sbx snapshot)' },
+  { flags: '--volume <name:/path>', description: 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)', kind: 'list' },
 ];
 
 export const OWNER_OPTION: OptionSpec = { flags: '--owner <id>', description: 'owner for quota attribution (X-User-ID / --user overrides it)' };
@@ -24,6 +27,8 @@ export interface ResourceFlags {
   meta?: Record<string, string>;
   owner?: string;
   network?: 'none' | 'bridge';
+  snapshot?: string;
+  volume?: string[];
 }
 
 /** Spawn request from flags; unset flags are left out so server defaults apply. */
@@ -37,7 +42,16 @@ export function spawnRequest(f: ResourceFlags): SpawnRequest {
   if (f.meta !== undefined) req.metadata = f.meta;
   if (f.owner !== undefined) req.owner_id = f.owner;
   if (f.network !== undefined) req.network = f.network;
+  if (f.snapshot !== undefined) req.snapshot = f.snapshot;
+  if (f.volume !== undefined) req.volumes = f.volume.map(volumeFlag);
   return req;
+}
+
+/** `NAME:/path` of `--volume` (the path is checked by the server). */
+export function volumeFlag(raw: string): { name: string; mount_path: string } {
+  const at = raw.indexOf(':');
+  if (at <= 0 || at === raw.length - 1) throw new UsageError(`--volume takes NAME:/path, got ${JSON.stringify(raw)}`);
+  return { name: raw.slice(0, at), mount_path: raw.slice(at + 1) };
 }
 
 /**

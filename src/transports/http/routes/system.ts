@@ -1,11 +1,11 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { Health, PoolStatus, Readiness, SnapshotSummary } from '../../../contracts/system.js';
+import { Health, PoolStatus, Readiness, } from '../../../contracts/system.js';
 import { formatDuration } from '../../../core/duration.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
 
-/** Health, liveness, readiness (spec 2.14, 4.8), snapshots and pool (4.7). */
+/** Health, liveness, readiness (spec 2.14, 4.8), pool (4.7; snapshots are routes/snapshots.ts). */
 export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
   const base = () => ({ version: deps.settings.version, uptime: formatDuration(Math.floor((Date.now() - deps.startedAt) / 1000) * 1000) });
 
@@ -35,8 +35,6 @@ export function systemRoutes(app: FastifyInstance, deps: HttpDeps): void {
     const message = providers.length === 0 ? deps.providers.noDefaultMessage() : `no configured provider is healthy (0/${providers.length} ready)`;
     return reply.code(503).send({ ...body, code: 'unavailable', message });
   });
-
-  app.get('/api/v1/snapshots', { schema: { tags: ['system'], summary: 'Snapshot summaries', response: { 200: Type.Array(SnapshotSummary) } } }, async () => []);
 
   app.get('/api/v1/pool/status', { schema: { tags: ['system'], summary: 'Shared pool status (spec 2.11)', response: { 200: PoolStatus } } }, async (request) => {
     const settings = deps.settings.pool;

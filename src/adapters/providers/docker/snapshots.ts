@@ -1,0 +1,81 @@
+import type Docker from 'dockerode';
+import { conflict, isAbortError, SbxError } from '../../../core/errors.js';
+import type { SnapshotResult } from '../../../core/ports.js';
+import { LABEL_INSTALLATION } from './containers.js';
+import { bounded, call, isNotFound, toSbxError } from './errors.js';
+
+/** Label naming the snapshot an image holds. */
+export const LABEL_SNAPSHOT = 'sbx.snapshot';
+/** Committing a large container takes a while. */
+const COMMIT_TIMEOUT_MS = 10 * 60_000;
+
+/** The image a snapshot is committed to (DESIGN.md §10). */
+export function snapshotImage(name: string): string {
+  return `sbx-snapshot/${name}:latest`;
+}
+
+/**
+ * Snapshots as images (DESIGN.md §10): `docker commit` of the sandbox's container to
+ * `sbx-snapshot/<name>:latest`, labelled with this installation's id and the snapshot's name.
+ * Volumes mounted into the container are not part of the image (they are the volume's).
+ */
+export class DockerSnapshots {
+  constructor(
+    private readonly docker: Docker,
+    private readonly installationId: string,
+  ) {}
+
+  async create(runtimeId: string, name: string, signal?: AbortSignal): Promise<SnapshotResult> {
+    const ref = snapshotImage(name);
+    // The tag is this name's: an image already there (another installation's, or left over) is not overwritten.
+    if (await this.labels(ref, signal)) throw conflict(`snapshot "${name}" already exists on the docker engine (image ${ref})`);
+    try {
+      await this.docker.getContainer(runtimeId).commit({
+        // Query and body apart (docker-modem): the body is the image config merged over the container's.
+        _query: { container: runtimeId, repo: `sbx-snapshot/${name}`, tag: 'latest', pause: true, comment: `sbx snapshot ${name}` },
+        _body: { Labels: { [LABEL_INSTALLATION]: this.installationId, [LABEL_SNAPSHOT]: name } },
+        abortSignal: bounded(signal, COMMIT_TIMEOUT_MS),
+      } as never);
+    } catch (err) {
+      if (signal?.aborted && isAbortError(err)) throw err;
+      if (isNotFound(err)) throw new SbxError('not_found', 'snapshot: the sandbox runtime is gone');
+      throw toSbxError(err, `snapshot ${name}`);
+    }
+    const info = await call(`snapshot ${name}`, (s) => this.docker.getImage(ref).inspect({ abortSignal: s } as Docker.ImageInspectOptions), signal);
+    return { image: ref, size_bytes: Number(info.Size ?? 0), kernel: null };
+  }
+
+  /**
+   * Removes the image when it is this installation's (forced: containers started from it keep
+   * their layers until they go). Gone already: fine.
+   */
+  async remove(name: string, signal?: AbortSignal): Promise<void> {
+    const ref = snapshotImage(name);
+    const labels = await this.labels(ref, signal);
+    if (!labels || labels[LABEL_INSTALLATION] !== this.installationId) return;
+    try {
+      await this.docker.getImage(ref).remove({ force: true, abortSignal: bounded(signal) } as unknown as Docker.ImageRemoveOptions);
+    } catch (err) {
+      if (isNotFound(err)) return;
+      if (signal?.aborted && isAbortError(err)) throw err;
+      throw toSbxError(err, `delete snapshot ${name}`);
+    }
+  }
+
+  /** Before a spawn from snapshot `name`: its image must be here (never pulled from a registry). */
+  async require(name: string, image: string, signal?: AbortSignal): Promise<void> {
+    if (image !== snapshotImage(name) || !(await this.labels(image, signal))) throw new SbxError('provider_error', `snapshot ${name}: its image is missing on the docker engine`);
+  }
+
+  /** The image's labels, or null when there is no such image. */
+  private async labels(ref: string, signal?: AbortSignal): Promise<Record<string, string> | null> {
+    try {
+      const info = await this.docker.getImage(ref).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions);
+      return info.Config?.Labels ?? {};
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      if (signal?.aborted && isAbortError(err)) throw err;
+      throw toSbxError(err, `image ${ref}`);
+    }
+  }
+}

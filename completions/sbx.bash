@@ -43,8 +43,8 @@ _sbx_opts() {
     'templates') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates get') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --url --api-key --admin-key --user --json --no-color' ;;
-    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --url --api-key --admin-key --user --json --no-color' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --warm --url --api-key --admin-key --user --json --no-color' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --warm --url --api-key --admin-key --user --json --no-color' ;;
     'templates rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user --json --no-color' ;;
     'snapshot') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -113,8 +113,8 @@ _sbx_value_opts() {
     'templates') echo '--url --api-key --admin-key --user' ;;
     'templates ls') echo '--url --api-key --admin-key --user' ;;
     'templates get') echo '--url --api-key --admin-key --user' ;;
-    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --url --api-key --admin-key --user' ;;
-    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --url --api-key --admin-key --user' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --warm --url --api-key --admin-key --user' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --snapshot --volume --warm --url --api-key --admin-key --user' ;;
     'templates rm') echo '--url --api-key --admin-key --user' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user' ;;
     'snapshot') echo '--url --api-key --admin-key --user' ;;

@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createProcessLogs } from '../adapters/system/process-logs.js';
 import { ProcessService } from '../core/sandboxes/processes.js';
+import { WarmPool } from '../core/sandboxes/warm.js';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { randomIds, systemClock } from '../adapters/system/clock-ids.js';
@@ -129,6 +130,9 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     preview = new PreviewService(sandboxes, store, { domain: config.server.preview_domain, auth: config.server.preview_auth, secret: previewSecret });
     const workers = new WorkerService(store, clock, { locator, remote });
     const idempotency = new Idempotency(store, clock, (id) => store.getSandbox(id));
+    // Warm pools (DESIGN §11) run where this node's own providers do.
+    const warm = localWorker ? new WarmPool({ store, providers, settings, clock, ids, resolve: (input) => sandboxes.resolveSpawn(input), warn }) : undefined;
+    sandboxes.deps.warm = warm;
     const exec = new ExecService(sandboxes);
     // Output logs stay on this host; with one process per store every running record is this one's.
     const processes = new ProcessService({
@@ -157,6 +161,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       sandboxes,
       exec,
       processes,
+      warm,
       files: new FileService(sandboxes),
       templates: new TemplateService(store, clock, sandboxes),
       workers,
@@ -201,11 +206,13 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         clock,
         installationId,
         workerId: settings.worker_id,
+        warm: store,
       });
       for (const a of report.actions) logger.info({ ...a }, 'reconcile');
     }
     // Detached background processes ran on while this process was away: follow them again.
     await processes.resume().catch((err: unknown) => logger.warn({ err: String(err) }, 'resuming background processes failed'));
+    await warm?.start().catch((err: unknown) => logger.warn({ err: String(err) }, 'starting the warm pools failed'));
     let reconciling = false;
     const reconcileWorkers = async () => {
       if (reconciling) return;
@@ -288,6 +295,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         try {
           await app.close();
           await processes.close();
+          await warm?.close().catch((err: unknown) => logger.warn({ err: String(err) }, 'stopping the warm pools failed'));
           if (previewServer?.listening) {
             previewServer.closeAllConnections();
             await new Promise<void>((resolve) => previewServer.close(() => resolve()));

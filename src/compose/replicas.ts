@@ -46,9 +46,10 @@ export async function startReplication(deps: { config: SbxConfig; store: Store; 
     shared: shared !== undefined,
     warn: (fields, msg) => logger.warn(fields, msg),
   });
-  await replicas.start({ localWorker: config.server.local_worker !== false });
   let feed: JournalFeed | null = null;
   try {
+    // A refused start (another replica runs the local worker) gives back the leases it took.
+    await replicas.start({ localWorker: config.server.local_worker !== false });
     if (shared) {
       // This replica starts afresh: none of the slots it held before is still being spawned.
       await shared.slots.dropHeldBy(replicaId);

@@ -32,6 +32,8 @@ export function coreSettings(config: SbxConfig, defaultProvider: string): CoreSe
       spawn_queue_timeout_ms: ms(d.spawn_queue_timeout, 30_000),
       max_spawn_queue: d.max_spawn_queue,
       network: d.network,
+      warm: d.warm,
+      warm_destroy_on_shutdown: d.warm_destroy_on_shutdown,
     },
     limits: {
       max_file_bytes: Math.floor(d.max_file_mb * MiB),

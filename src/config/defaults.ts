@@ -31,6 +31,8 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     spawn_queue_timeout: '30s',
     max_spawn_queue: 100,
     network: '',
+    warm: 0,
+    warm_destroy_on_shutdown: false,
     max_file_mb: 64,
     max_exec_output_mb: 16,
   },

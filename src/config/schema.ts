@@ -78,6 +78,8 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     spawn_queue_timeout: dur(true),
     max_spawn_queue: int(0),
     network: oneOf('', 'none', 'bridge', 'filtered'),
+    warm: int(0, 64),
+    warm_destroy_on_shutdown: bool(),
     max_file_mb: num(),
     max_exec_output_mb: num(),
   }),

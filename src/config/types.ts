@@ -53,6 +53,10 @@ export interface DefaultsConfig {
   max_spawn_queue: number;
   /** Network of spawns that name none (DESIGN §10): '' = the provider's own default. */
   network: '' | 'none' | 'bridge' | 'filtered';
+  /** Warm runtimes kept ready for the default shape (DESIGN.md §11); 0 = none. */
+  warm: number;
+  /** Destroy warm runtimes when the server stops (default: keep them for the next start). */
+  warm_destroy_on_shutdown: boolean;
   max_file_mb: number;
   max_exec_output_mb: number;
 }

@@ -100,6 +100,16 @@ export const Diagnostics = Type.Object(
       },
       { description: 'sbx extension: pool mode (DESIGN §8)' },
     ),
+    warm: Type.Array(
+      Type.Object({
+        shape: Type.Object({ provider: Type.String(), image: Type.String(), memory_mb: Type.Integer(), vcpus: Type.Integer(), network: Type.Union([Type.String(), Type.Null()]) }),
+        ready: Type.Integer(),
+        target: Type.Integer(),
+        hits: Type.Integer(),
+        misses: Type.Integer(),
+      }),
+      { description: 'sbx extension: warm pools per shape (DESIGN §11): runtimes ready, the target, spawns that claimed one (hits) and spawns of the shape that found none (misses)' },
+    ),
     preview: Type.Object(
       {
         domain: Type.String(),
@@ -122,7 +132,7 @@ export const Diagnostics = Type.Object(
       { description: 'sbx extension: this replica (DESIGN §7 "Replicas")' },
     ),
     leaders: Type.Union([Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()])), Type.Null()], {
-      description: 'sbx extension: the replica holding each leader task (reaper, reconcile, warm); null while the store cannot say',
+      description: 'sbx extension: the replica holding each leader task (reaper, reconcile); null while the store cannot say',
     }),
     remediation: Type.Record(Type.String(), Type.String()),
     redactions: Type.Array(Type.String()),

@@ -13,6 +13,7 @@ const TemplateFields = {
   network: Type.Optional(Network),
   snapshot: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'sbx extension: spawns start from this snapshot (leave image out)' })),
   volumes: Type.Optional(VolumeMounts),
+  warm: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, description: 'sbx extension: runtimes of this shape kept ready, so spawns skip the provider start (DESIGN §11)' })),
 };
 
 export const TemplateName = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
@@ -54,6 +55,7 @@ export const Template = Type.Object(
     network: Type.Union([Type.String(), Type.Null()]),
     snapshot: Type.Union([Type.String(), Type.Null()]),
     volumes: Type.Union([Type.Array(VolumeMount), Type.Null()]),
+    warm: Type.Union([Type.Integer(), Type.Null()]),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

@@ -5,6 +5,7 @@
  */
 
 import type { ProcessStore } from './process-port.js';
+import type { WarmStore } from './warm-port.js';
 import type { SharedState } from './replica-port.js';
 
 // ---------------------------------------------------------------- time and ids
@@ -79,6 +80,8 @@ export interface TemplateRecord {
   snapshot?: string | null;
   /** Volumes its spawns mount, or null/empty. */
   volumes?: VolumeMount[] | null;
+  /** Warm runtimes kept ready for this template's shape (DESIGN.md §11); null/absent: none. */
+  warm?: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -369,6 +372,7 @@ export type Store = StoreLifecycle &
   AuditStore &
   IdempotencyStore &
   ProcessStore &
+  WarmStore &
   SnapshotStore &
   VolumeStore;
 
@@ -377,3 +381,4 @@ export type Store = StoreLifecycle &
 export * from './provider-port.js';
 export * from './replica-port.js';
 export * from './process-port.js';
+export * from './warm-port.js';

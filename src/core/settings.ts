@@ -30,6 +30,9 @@ export interface CoreSettings {
     max_spawn_queue: number;
     /** Network of spawns that name none; '' = the provider's default. */
     network?: string;
+    /** Warm runtimes for the default shape (DESIGN.md §11); 0 = none. */
+    warm?: number;
+    warm_destroy_on_shutdown?: boolean;
   };
   limits: {
     /** Largest file accepted on write / returned on read, bytes. */

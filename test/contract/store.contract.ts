@@ -17,6 +17,7 @@ import {
 } from './store-fixtures.js';
 import { leaseContract } from './store-leases.contract.js';
 import { processContract } from './store-processes.contract.js';
+import { warmContract } from './store-warm.contract.js';
 import { registryContract } from './store-registry.contract.js';
 import { snapshotVolumeContract } from './store-snapvol.contract.js';
 
@@ -54,6 +55,7 @@ export function runStoreContract(name: string, factory: StoreFactory, options: S
     leaseContract(ctx);
     auditContract(ctx);
     processContract(ctx);
+    warmContract(ctx);
     snapshotVolumeContract(ctx);
   });
 }

@@ -99,11 +99,11 @@ describe('diagnostics, metrics, health (spec 2.14–2.16, 4.8)', () => {
     const d = res.body;
     expect(Object.keys(d)).toEqual([
       'generated_at', 'build', 'process', 'store', 'limits', 'scheduler', 'quotas', 'rate_limit', 'providers', 'workers',
-      'leases', 'sandboxes', 'events', 'operations', 'pool', 'preview', 'replica', 'leaders', 'remediation', 'redactions',
+      'leases', 'sandboxes', 'events', 'operations', 'pool', 'warm', 'preview', 'replica', 'leaders', 'remediation', 'redactions',
     ]);
     // One process on SQLite: this replica alone, leading every task there is.
     expect(d.replica).toEqual({ id: expect.stringMatching(/.+:\d+$/), shared: false, live: [d.replica.id] });
-    expect(d.leaders).toEqual({ reaper: d.replica.id, reconcile: d.replica.id, warm: null });
+    expect(d.leaders).toEqual({ reaper: d.replica.id, reconcile: d.replica.id });
     expect(Math.abs(Date.parse(d.generated_at) - Date.now())).toBeLessThan(10_000);
     expect(d.build).toMatchObject({ version: PKG_VERSION, goos: process.platform, goarch: process.arch === 'x64' ? 'amd64' : process.arch });
     expect(d.process.uptime).toMatch(/^\d+(\.\d+)?(ms|s|m|h)/);

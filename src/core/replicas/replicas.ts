@@ -28,8 +28,8 @@ export interface ReplicaOptions {
 /** Lease names outside the worker lease namespace: workers may never renew these. */
 export const CONTROL_PLANE_LEASE = /^(leader:|replica:|local-worker$)/;
 export const LOCAL_WORKER_LEASE = 'local-worker';
-/** Leader tasks, in the order diagnostics shows them (`warm` arrives with warm pools). */
-export const LEADER_TASKS = ['reaper', 'reconcile', 'warm'] as const;
+/** Leader tasks, in the order diagnostics shows them (warm pools run with the local worker, not as a leader task). */
+export const LEADER_TASKS = ['reaper', 'reconcile'] as const;
 
 interface TaskState {
   task: LeaderTask;
@@ -42,7 +42,8 @@ interface TaskState {
 export class Replicas {
   private readonly tasks = new Map<string, TaskState>();
   private timer: NodeJS.Timeout | undefined;
-  private ticking = false;
+  /** The tick in flight, if any (close waits for it). */
+  private ticking: Promise<void> | null = null;
   private lastRenewOk = 0;
   private holdsLocalWorker = false;
   private closed = false;
@@ -123,15 +124,16 @@ export class Replicas {
       .sort();
   }
 
-  async tick(): Promise<void> {
-    if (this.ticking || this.closed) return;
-    this.ticking = true;
-    try {
+  tick(): Promise<void> {
+    if (this.ticking) return this.ticking;
+    if (this.closed) return Promise.resolve();
+    const run = (async () => {
       if (this.o.shared) await this.renew();
+      if (this.closed) return;
       for (const st of this.tasks.values()) this.maybeRun(st);
-    } finally {
-      this.ticking = false;
-    }
+    })();
+    this.ticking = run.finally(() => (this.ticking = null));
+    return this.ticking;
   }
 
   private async renew(): Promise<void> {
@@ -189,6 +191,8 @@ export class Replicas {
     if (this.timer) clearInterval(this.timer);
     for (const st of this.tasks.values()) this.abort(st);
     if (!this.o.shared) return;
+    // A renewal in flight would take the leases again after they are given back.
+    await this.ticking?.catch(() => undefined);
     const names = [...[...this.tasks.keys()].map((n) => `leader:${n}`), `replica:${this.id}`, ...(this.holdsLocalWorker ? [LOCAL_WORKER_LEASE] : [])];
     for (const name of names) await this.o.leases.releaseLease(name, this.id).catch(() => undefined);
   }

@@ -1,5 +1,5 @@
 import type { EventBus } from '../events/bus.js';
-import type { Clock, Provider, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore } from '../ports.js';
+import type { Clock, Provider, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore, WarmStore } from '../ports.js';
 
 export interface ReconcileDeps {
   store: SandboxStore;
@@ -8,6 +8,8 @@ export interface ReconcileDeps {
   clock: Clock;
   installationId: string;
   workerId: string;
+  /** Warm runtimes (DESIGN.md §11) are owned too: the warm pool checks and adopts them itself. */
+  warm?: Pick<WarmStore, 'listWarm'>;
 }
 
 export interface ReconcileAction {
@@ -86,6 +88,7 @@ export async function reconcileSandboxes(deps: ReconcileDeps): Promise<{ actions
 
   // Orphans: compare against every live record (any worker), by runtime id.
   const owned = new Set((await store.listSandboxes({ states: LIVE })).flatMap((r) => (r.runtime_id ? [`${r.provider}\0${r.runtime_id}`] : [])));
+  for (const w of (await deps.warm?.listWarm()) ?? []) owned.add(`${w.provider}\0${w.runtime_id}`);
   for (const [name, provider] of providers) {
     if (!provider.listRuntimes) continue;
     let runtimes;

@@ -15,6 +15,7 @@ import { Reaper, type ReapOptions } from './reaper.js';
 import { SnapshotService } from './snapshots.js';
 import { createSandbox, expiryFrom } from './spawn.js';
 import { VolumeService } from './volumes.js';
+import type { WarmPool } from './warm.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
 
 export interface SpawnInput {
@@ -65,6 +66,8 @@ export interface SandboxDeps {
   warn?: (fields: Record<string, unknown>, message: string) => void;
   /** The sandbox's preview token when previews need one (`server.preview_auth`), sent to its worker. */
   previewToken?: (sandboxId: string) => string | undefined;
+  /** Warm runtimes to claim (DESIGN.md §11); set once the pool exists (it resolves shapes with this service). */
+  warm?: WarmPool;
   /** Retry of a runtime's destroy (tests shorten it). */
   destroyRetry?: TeardownRetry;
 }

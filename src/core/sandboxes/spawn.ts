@@ -37,7 +37,10 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
   if (!target.local && (req.snapshot !== null || req.volumes.length > 0)) {
     throw new SbxError('not_implemented', `snapshots and volumes are kept by the control plane's own providers: provider ${req.provider} runs only on a remote worker here`);
   }
-  const id = ids.sandboxId();
+  // A warm runtime of this shape (DESIGN.md §11) answers without a provider start; else room is made for a cold one.
+  const warm = target.local && !deps.settings.pool.enabled ? await deps.warm?.claim(req) : null;
+  if (target.local && !warm) await deps.warm?.makeRoom().catch(() => undefined);
+  const id = warm ? warm.sandbox_id : ids.sandboxId();
   const workerId = target.local ? target.worker_id : target.worker.id;
   let provider: Provider;
   let leased = false;
@@ -54,34 +57,39 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
 
   let runtimeId: string;
   let network: string | null = req.network;
-  try {
-    const previewToken = target.local ? undefined : deps.previewToken?.(id);
-    const spawned = await provider.spawn(
-      {
-        sandbox_id: id,
-        image: req.image,
-        memory_mb: req.memory_mb,
-        vcpus: req.vcpus,
-        metadata: req.metadata,
-        owner_id: req.owner_id,
-        ...(previewToken ? { preview_token: previewToken } : {}),
-        ...(req.network ? { network: req.network } : {}),
-        ...(req.snapshot !== null ? { snapshot: req.snapshot } : {}),
-        ...(req.volumes.length > 0 ? { volumes: req.volumes } : {}),
-      },
-      signal,
-    );
-    runtimeId = spawned.runtime_id;
-    network = spawned.network ?? network;
-  } catch (err) {
-    await release();
-    const e = asProviderError(err, `spawn failed on provider ${req.provider}`);
-    if (!target.local && e.code === 'unavailable' && !signal?.aborted) {
-      locator.markSilent(workerId);
-      SILENT.add(e);
+  if (warm) {
+    runtimeId = warm.runtime_id;
+    network = warm.network ?? network;
+  } else {
+    try {
+      const previewToken = target.local ? undefined : deps.previewToken?.(id);
+      const spawned = await provider.spawn(
+        {
+          sandbox_id: id,
+          image: req.image,
+          memory_mb: req.memory_mb,
+          vcpus: req.vcpus,
+          metadata: req.metadata,
+          owner_id: req.owner_id,
+          ...(previewToken ? { preview_token: previewToken } : {}),
+          ...(req.network ? { network: req.network } : {}),
+          ...(req.snapshot !== null ? { snapshot: req.snapshot } : {}),
+          ...(req.volumes.length > 0 ? { volumes: req.volumes } : {}),
+        },
+        signal,
+      );
+      runtimeId = spawned.runtime_id;
+      network = spawned.network ?? network;
+    } catch (err) {
+      await release();
+      const e = asProviderError(err, `spawn failed on provider ${req.provider}`);
+      if (!target.local && e.code === 'unavailable' && !signal?.aborted) {
+        locator.markSilent(workerId);
+        SILENT.add(e);
+      }
+      reportProviderFailure(bus, { sandbox_id: id, owner_id: req.owner_id, worker_id: workerId, provider: req.provider }, { operation: 'spawn', code: e.code, message: e.message });
+      throw e;
     }
-    reportProviderFailure(bus, { sandbox_id: id, owner_id: req.owner_id, worker_id: workerId, provider: req.provider }, { operation: 'spawn', code: e.code, message: e.message });
-    throw e;
   }
   let rec: SandboxRecord;
   try {

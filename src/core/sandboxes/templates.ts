@@ -14,6 +14,8 @@ export interface TemplateFields {
   /** Spawns start from this snapshot (DESIGN.md §10). */
   snapshot?: string;
   volumes?: Array<{ name: string; mount_path: string }>;
+  /** Runtimes of its shape kept ready (DESIGN.md §11). */
+  warm?: number;
 }
 
 export interface TemplateSpawnOverrides {
@@ -91,6 +93,7 @@ export class TemplateService {
       throw badRequest(`unknown provider "${f.provider}"`);
     }
     if (f.network !== undefined) parseNetwork(f.network);
+    if (f.warm !== undefined && (!Number.isInteger(f.warm) || f.warm < 0 || f.warm > 64)) throw badRequest('warm must be a whole number from 0 to 64');
     // A snapshot or volume the template names must exist now (404), so its spawns can start.
     let provider = f.provider;
     if (f.snapshot !== undefined) {
@@ -108,6 +111,7 @@ export class TemplateService {
       network: f.network ?? null,
       snapshot: f.snapshot ?? null,
       volumes,
+      warm: f.warm ? f.warm : null,
     };
   }
 }

@@ -1,3 +1,4 @@
+import type { WarmPool } from '../../core/sandboxes/warm.js';
 import type { ProcessService } from '../../core/sandboxes/processes.js';
 import type { Idempotency } from '../../core/sandboxes/idempotency.js';
 import type { JournalFeedStats } from '../../core/events/journal-feed.js';
@@ -53,6 +54,8 @@ export interface HttpDeps {
   sandboxes: SandboxService;
   exec: ExecService;
   files: FileService;
+  /** Warm pools (DESIGN.md §11), for diagnostics and metrics. */
+  warm?: WarmPool;
   /** Background processes (DESIGN.md §10); absent: their routes answer 501. */
   processes?: ProcessService;
   templates: TemplateService;

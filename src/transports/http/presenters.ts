@@ -57,6 +57,7 @@ export function presentTemplate(rec: TemplateRecord): Template {
     network: rec.network ?? null,
     snapshot: rec.snapshot ?? null,
     volumes: rec.volumes && rec.volumes.length > 0 ? rec.volumes : null,
+    warm: rec.warm ?? null,
     created_at: rec.created_at,
     updated_at: rec.updated_at,
   };

@@ -27,7 +27,7 @@ export const SANDBOX_COLUMNS = [
 ] as const;
 
 export const TEMPLATE_COLUMNS = [
-  'name', 'image', 'memory_mb', 'vcpus', 'ttl', 'provider', 'metadata', 'created_at', 'updated_at', 'network', 'snapshot', 'volumes',
+  'name', 'image', 'memory_mb', 'vcpus', 'ttl', 'provider', 'metadata', 'created_at', 'updated_at', 'network', 'snapshot', 'volumes', 'warm',
 ] as const;
 
 export const QUOTA_COLUMNS = [
@@ -114,7 +114,7 @@ export function templateValues(rec: TemplateRecord): unknown[] {
   return [
     rec.name, rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider,
     JSON.stringify(rec.metadata ?? {}), rec.created_at, rec.updated_at, rec.network ?? null,
-    rec.snapshot ?? null, volumesText(rec.volumes),
+    rec.snapshot ?? null, volumesText(rec.volumes), rec.warm ?? null,
   ];
 }
 
@@ -122,7 +122,7 @@ export function templateValues(rec: TemplateRecord): unknown[] {
 export function templateUpdateValues(name: string, rec: Omit<TemplateRecord, 'name' | 'created_at'>): unknown[] {
   return [
     rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider, JSON.stringify(rec.metadata ?? {}), rec.network ?? null,
-    rec.snapshot ?? null, volumesText(rec.volumes), rec.updated_at, name,
+    rec.snapshot ?? null, volumesText(rec.volumes), rec.warm ?? null, rec.updated_at, name,
   ];
 }
 
@@ -140,6 +140,7 @@ export function templateFromRow(r: Row): TemplateRecord {
     ...(r.network != null ? { network: str(r.network) } : {}),
     ...(r.snapshot != null ? { snapshot: str(r.snapshot) } : {}),
     ...(r.volumes != null ? { volumes: json<VolumeMount[]>(r.volumes, []) } : {}),
+    ...(r.warm != null ? { warm: Number(r.warm) } : {}),
   };
 }
 

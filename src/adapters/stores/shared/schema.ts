@@ -246,3 +246,21 @@ export const processesTable = (key: string) => `
   CREATE INDEX processes_sandbox_idx ON processes (sandbox_id, started_at, id);
   CREATE INDEX processes_state_idx ON processes (state, holder);
 `;
+
+/**
+ * Version 9 (DESIGN.md §11): warm runtimes, ready to be claimed by a spawn of their shape; a
+ * template's warm count.
+ */
+export const warmRuntimes = (key: string) => `
+  CREATE TABLE warm_runtimes (
+    sandbox_id ${key} PRIMARY KEY,
+    shape ${key} NOT NULL,
+    provider TEXT NOT NULL,
+    runtime_id TEXT NOT NULL,
+    network TEXT,
+    worker_id ${key} NOT NULL,
+    created_at ${key} NOT NULL
+  );
+  CREATE INDEX warm_runtimes_shape_idx ON warm_runtimes (worker_id, shape, created_at, sandbox_id);
+  ALTER TABLE templates ADD COLUMN warm INTEGER;
+`;

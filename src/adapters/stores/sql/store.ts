@@ -9,6 +9,7 @@ import type {
   LiveCounts,
   ProcessFilter,
   ProcessRecord,
+  WarmRecord,
   SandboxTally,
   QuotaRecord,
   SandboxFilter,
@@ -43,16 +44,19 @@ import {
 } from '../shared/records.js';
 import type { SqlDriver } from './driver.js';
 import { SqlProcesses } from './processes.js';
+import { SqlWarm } from './warm.js';
 
 /** The Store port, written once over a SqlDriver (SQLite or PostgreSQL). */
 export class SqlStore implements Store {
   readonly driver: string;
 
   private readonly processes: SqlProcesses;
+  private readonly warm: SqlWarm;
 
   constructor(private readonly sql: SqlDriver) {
     this.driver = sql.name;
     this.processes = new SqlProcesses(sql);
+    this.warm = new SqlWarm(sql);
   }
 
   private async one(sql: string, params: unknown[] = []): Promise<Row | undefined> {
@@ -317,5 +321,21 @@ export class SqlStore implements Store {
 
   deleteProcess(id: string): Promise<boolean> {
     return this.processes.delete(id);
+  }
+
+  insertWarm(rec: WarmRecord): Promise<void> {
+    return this.warm.insert(rec);
+  }
+
+  claimWarm(shape: string, workerId: string): Promise<WarmRecord | null> {
+    return this.warm.claim(shape, workerId);
+  }
+
+  listWarm(workerId?: string): Promise<WarmRecord[]> {
+    return this.warm.list(workerId);
+  }
+
+  deleteWarm(sandboxId: string): Promise<boolean> {
+    return this.warm.delete(sandboxId);
   }
 }

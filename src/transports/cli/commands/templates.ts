@@ -5,9 +5,17 @@ import type { CommandSpec } from '../spec.js';
 
 const NAME = { name: 'name', description: 'template name', required: true } as const;
 
-function fields(f: ResourceFlags): Omit<CreateTemplateRequest, 'name'> {
+type TemplateFlags = ResourceFlags & { warm?: number };
+
+/** Template-only options after the spawn ones. */
+const TEMPLATE_OPTIONS = [
+  ...RESOURCE_OPTIONS,
+  { flags: '--warm <count>', description: 'keep this many runtimes of its shape ready, so spawns skip the provider start (0-64)', kind: 'int' as const },
+];
+
+function fields(f: TemplateFlags): Omit<CreateTemplateRequest, 'name'> {
   const { owner_id: _o, ...rest } = spawnRequest(f);
-  return rest;
+  return f.warm !== undefined ? { ...rest, warm: f.warm } : rest;
 }
 
 const ls: CommandSpec = {
@@ -39,9 +47,9 @@ const create: CommandSpec = {
   name: 'create',
   summary: 'create a template (fails if the name exists)',
   args: [NAME],
-  options: RESOURCE_OPTIONS,
-  examples: ['sbx templates create py --image python:3.12 --memory 512 --ttl 1h'],
-  async run(ctx, opts: ResourceFlags & { name: string }) {
+  options: TEMPLATE_OPTIONS,
+  examples: ['sbx templates create py --image python:3.12 --memory 512 --ttl 1h', 'sbx templates create fast --image python:3.12 --warm 4'],
+  async run(ctx, opts: TemplateFlags & { name: string }) {
     const t = await ctx.client.templates.create({ name: opts.name, ...fields(opts) }, { signal: ctx.signal });
     if (ctx.out.json) ctx.out.printJson(t);
     else ctx.out.line(`created template ${t.name}`);
@@ -53,8 +61,8 @@ const update: CommandSpec = {
   name: 'update',
   summary: 'replace the fields of a template (unset flags are cleared)',
   args: [NAME],
-  options: RESOURCE_OPTIONS,
-  async run(ctx, opts: ResourceFlags & { name: string }) {
+  options: TEMPLATE_OPTIONS,
+  async run(ctx, opts: TemplateFlags & { name: string }) {
     const t = await ctx.client.templates.update(opts.name, fields(opts), { signal: ctx.signal });
     if (ctx.out.json) ctx.out.printJson(t);
     else ctx.out.line(`updated template ${t.name}`);

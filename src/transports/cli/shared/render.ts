@@ -78,6 +78,7 @@ export function printTemplate(out: Output, t: Template): void {
     ['metadata', labels(t.metadata)],
     ...(t.snapshot ? [['snapshot', t.snapshot] as const] : []),
     ...(t.volumes?.length ? [['volumes', t.volumes.map((v) => `${v.name}:${v.mount_path}`).join(', ')] as const] : []),
+    ...(t.warm ? [['warm', String(t.warm)] as const] : []),
     ['created', t.created_at],
     ['updated', t.updated_at],
   ]);

@@ -101,6 +101,10 @@ export class PrometheusMetrics {
     gauge('pool_vms', 'Live shared runtimes of the pool (pool mode)');
     gauge('pool_max_vms', 'Configured maximum shared runtimes (pool mode)');
     gauge('pool_users', 'Live workspaces in the pool (pool mode)');
+    gauge('warm_ready', 'Warm runtimes ready per shape (DESIGN §11)', ['provider', 'image']);
+    gauge('warm_target', 'Warm runtimes wanted per shape', ['provider', 'image']);
+    counter('warm_hits_total', 'Spawns that claimed a warm runtime', ['provider', 'image']);
+    counter('warm_misses_total', 'Spawns of a warmed shape that found none ready', ['provider', 'image']);
     counter('preview_requests_total', 'Preview requests proxied to sandboxes, by kind (http, upgrade)', ['kind']);
     counter('preview_bytes_total', 'Preview bytes proxied, by direction (in: to sandboxes, out: to visitors)', ['direction']);
     counter('preview_upstream_errors_total', 'Preview requests whose sandbox port could not be reached or cut the connection');
@@ -161,6 +165,13 @@ export class PrometheusMetrics {
       g.pool_vms!.set(s.pool.vms ?? 0);
       g.pool_max_vms!.set(s.pool.max_vms ?? 0);
       g.pool_users!.set(s.pool.total_users ?? 0);
+    }
+    for (const w of s.warm) {
+      const labels = { provider: w.shape.provider, image: w.shape.image };
+      g.warm_ready!.inc(labels, w.ready);
+      g.warm_target!.inc(labels, w.target);
+      c.warm_hits_total!.sync(w.hits, labels);
+      c.warm_misses_total!.sync(w.misses, labels);
     }
     const pv = s.preview;
     c.preview_requests_total!.sync(pv.requests, { kind: 'http' });

@@ -1,3 +1,4 @@
+import type { WarmShapeStats } from '../../../core/sandboxes/warm.js';
 import { LEADER_TASKS } from '../../../core/replicas/replicas.js';
 import type { QuotaSummary } from '../../../core/admission/quotas.js';
 import type { RateLimitStats } from '../../../core/admission/rate-limiter.js';
@@ -51,6 +52,8 @@ export interface Snapshot {
   operations: OperationStat[];
   /** Pool mode (DESIGN §8): `{enabled: false}` when off. */
   pool: PoolSummary;
+  /** Warm pools per shape (DESIGN §11). */
+  warm: WarmShapeStats[];
   /** Live preview (DESIGN §9): the domain, whether tokens are required, and the proxy's traffic. */
   preview: { domain: string; auth: boolean; requests: number; upgrades: number; upstream_errors: number; bytes_in: number; bytes_out: number };
   /** This replica (DESIGN §7): its id, whether the store is shared, the live replicas (null: store away). */
@@ -147,6 +150,7 @@ export async function collectSnapshot(deps: HttpDeps): Promise<Snapshot> {
     events: { ...deps.bus.stats(), subscribers: eventSubscribers(deps) },
     operations: deps.operations?.snapshot() ?? [],
     pool,
+    warm: deps.warm?.stats() ?? [],
     preview,
     replica,
     leaders,
@@ -225,6 +229,7 @@ export function diagnosticsBody(deps: HttpDeps, s: Snapshot): Record<string, unk
     events: s.events,
     operations: s.operations,
     pool: s.pool,
+    warm: s.warm,
     preview: s.preview,
     replica: s.replica,
     leaders: s.leaders,

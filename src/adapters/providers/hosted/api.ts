@@ -57,6 +57,8 @@ export class HostedApi {
       templateID: this.o.template,
       timeout: this.o.sandboxTimeoutS,
       metadata: spec.metadata,
+      // envd then requires the returned access token on every call, as E2B's SDK asks by default.
+      secure: true,
       ...(spec.envVars ? { envVars: spec.envVars } : {}),
       ...(spec.allowInternetAccess !== undefined ? { allow_internet_access: spec.allowInternetAccess } : {}),
     };

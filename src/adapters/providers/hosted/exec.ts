@@ -5,6 +5,7 @@ import { launcherEnv, wrapperArgv } from '../shared/isolation.js';
 import { isLiveStdin } from '../shared/live-input.js';
 import { buildShellCommand } from '../shared/shell.js';
 import type { Envd } from './envd.js';
+import { toSbxError } from './errors.js';
 
 /**
  * Exec through envd's `Process.Start` server stream. The command runs under sbx's guest wrapper
@@ -102,7 +103,7 @@ export async function* hostedExec(envd: Envd, id: string, spec: ExecSpec, signal
     // Our own end of an aborted exec: the iteration just stops.
     if (signal.aborted && !isSbxError(err)) return;
     if (signal.aborted && isSbxError(err) && err.code === 'timeout') return;
-    throw err;
+    throw toSbxError(err, 'exec');
   } finally {
     signal.removeEventListener('abort', onAbort);
     clearTimeout(graceTimer);

@@ -116,7 +116,9 @@ export class HostedFiles {
     signal?.addEventListener('abort', onAbort, { once: true });
     let code: number | null = null;
     try {
-      for await (const ev of hostedExec(this.envd, id, { command: 'chmod', args: [(mode & 0o7777).toString(8), '--', path], mode: 'argv', env: {}, workdir: '/' }, ac.signal)) {
+      // Relative to the root (cwd `/`): the same file as the absolute path, whatever the sandbox's mount layout.
+      const rel = path === '/' ? '.' : `.${path}`;
+      for await (const ev of hostedExec(this.envd, id, { command: 'chmod', args: [(mode & 0o7777).toString(8), '--', rel], mode: 'argv', env: {}, workdir: '/' }, ac.signal)) {
         if (ev.stream === 'exit') code = ev.exit_code;
       }
     } finally {

@@ -89,11 +89,6 @@ export class HostedApi {
     }
   }
 
-  /** `POST /sandboxes/{id}/timeout {timeout}` → 204: E2B's lifetime from now, in seconds. */
-  async setTimeout(id: string, seconds: number, signal?: AbortSignal): Promise<void> {
-    await this.call('extend', 'POST', `/sandboxes/${encodeURIComponent(id)}/timeout`, { timeout: seconds }, signal);
-  }
-
   /** `GET /sandboxes?metadata=…` → running sandboxes that carry sbx's labels (this installation's when it has an id). */
   async listOwn(signal?: AbortSignal, what = 'list runtimes'): Promise<SandboxRecord[]> {
     const filter = new URLSearchParams({ [META_MANAGED]: 'true', ...(this.o.installationId ? { [META_INSTALLATION]: this.o.installationId } : {}) });

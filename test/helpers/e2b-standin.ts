@@ -16,8 +16,9 @@
  *   errors as HTTP status + `{code, message}`) and the server stream `/process.Process/Start`
  *   (`application/connect+json`, 5-byte envelopes, end-stream frame flagged 0x02). Process events
  *   `start {pid}`, `data {stdout|stderr: base64}` (≤ 32 KiB), `end {exitCode, exited, status, error}`
- *   with Go's ProcessState semantics (a signal death is exitCode -1, status `signal: killed`); a
- *   missing cwd is `invalid_argument`. `SendInput`, `CloseStdin`, `SendSignal` (SIGTERM/SIGKILL only,
+ *   with Go's ProcessState semantics (a signal death is exitCode -1, status `signal: killed`), and
+ *   `keepalive {}` every `Keepalive-Ping-Interval` seconds when the request asks; a missing cwd is
+ *   `invalid_argument`. `SendInput`, `CloseStdin`, `SendSignal` (SIGTERM/SIGKILL only,
  *   one pid, as envd). Filesystem `Stat`, `ListDir {path, depth}`, `MakeDir` (`already_exists`),
  *   `Move`, `Remove` (removes recursively; a missing path is not an error), EntryInfo with Go's
  *   os.FileMode in `mode`, its String() in `permissions`, int64 `size` as a JSON string.
@@ -223,7 +224,7 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
   }
 
   /** `/process.Process/Start`: runs the command on this host with its cwd in the sandbox. */
-  async function start(sb: Sandbox, raw: Buffer, res: ServerResponse): Promise<void> {
+  async function start(sb: Sandbox, raw: Buffer, res: ServerResponse, keepaliveS: number): Promise<void> {
     if (raw.length < 5 || raw.length !== 5 + raw.readUInt32BE(1)) throw new RpcError('invalid_argument', 'bad envelope');
     const msg = JSON.parse(raw.subarray(5).toString()) as { process?: { cmd?: string; args?: string[]; envs?: Record<string, string>; cwd?: string }; stdin?: boolean };
     const p = msg.process ?? {};
@@ -248,6 +249,7 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
       const pid = child.pid!;
       sb.procs.set(pid, child);
       frame(res, { event: { start: { pid } } });
+      const ping = keepaliveS > 0 ? setInterval(() => frame(res, { event: { keepalive: {} } }), keepaliveS * 1000) : undefined;
       const pump = (stream: NodeJS.ReadableStream, key: 'stdout' | 'stderr') =>
         stream.on('data', (c: Buffer) => {
           for (let off = 0; off < c.length; off += 32 * 1024) {
@@ -261,6 +263,7 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
       pump(child.stderr!, 'stderr');
       child.once('close', (code, signal) => {
         sb.procs.delete(pid);
+        clearInterval(ping);
         const sigName = signal === 'SIGKILL' ? 'killed' : signal === 'SIGTERM' ? 'terminated' : signal === 'SIGINT' ? 'interrupt' : signal ? 'signal' : undefined;
         const end = sigName
           ? { exitCode: -1, status: `signal: ${sigName}`, error: `signal: ${sigName}` }
@@ -394,7 +397,7 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
     const method = rest.slice(1);
     if (method === 'process.Process/Start') {
       if (!String(req.headers['content-type']).startsWith('application/connect+json')) return sendJson(res, 415, { code: 'invalid_argument', message: 'unsupported content type' });
-      return start(sb, raw, res);
+      return start(sb, raw, res, Number(req.headers['keepalive-ping-interval'] ?? 0));
     }
     if (!String(req.headers['content-type']).startsWith('application/json')) return sendJson(res, 415, { code: 'invalid_argument', message: 'unsupported content type' });
     const msg = JSON.parse(raw.toString() || '{}') as Record<string, unknown>;

@@ -134,6 +134,27 @@ describe('hosted provider: error mapping', () => {
     }
   });
 
+  it('envd keepalive events are skipped; output and the exit code come through', async () => {
+    const sandbox = JSON.stringify({ sandboxID: 'i-2', templateID: 'base', clientID: 'c', envdVersion: '0.2.0' });
+    const f = await fake((req, res) => {
+      if (!req.url?.startsWith('/envd/')) return void res.writeHead(200, { 'content-type': 'application/json' }).end(sandbox);
+      res.writeHead(200, { 'content-type': 'application/connect+json' });
+      res.write(envelope({ event: { start: { pid: 7 } } }));
+      res.write(envelope({ event: { keepalive: {} } }));
+      res.write(envelope({ event: { data: { stderr: Buffer.from('warn\n').toString('base64') } } }));
+      res.write(envelope({ event: { end: { exitCode: 4, exited: true, status: 'exit status 4' } } }));
+      res.end(envelope({}, 2));
+    });
+    servers.push(f.server);
+    const p = createHostedProvider({ apiKey: KEY, baseUrl: f.url, envdUrl: (id) => `${f.url}/envd/${id}` });
+    const events = [];
+    for await (const ev of p.exec('i-2', { command: 'x', args: [], mode: 'argv', env: {}, workdir: '/workspace' }, never)) events.push(ev);
+    expect(events).toEqual([
+      { stream: 'stderr', data: new Uint8Array(Buffer.from('warn\n')) },
+      { stream: 'exit', exit_code: 4 },
+    ]);
+  });
+
   it('maps envd exit events and Go file modes', () => {
     expect(exitCodeOf({})).toBe(0);
     expect(exitCodeOf({ exitCode: 3, status: 'exit status 3' })).toBe(3);
@@ -189,6 +210,16 @@ describe('hosted provider: request shapes (against the stand-in)', () => {
     expect(out.join('')).toBe('hi\n');
     const start = standin.requests.slice(before).find((r) => r.path === '/envd/process.Process/Start')!;
     expect(start.headers['content-type']).toBe('application/connect+json');
+    expect(start.headers['keepalive-ping-interval']).toBe('50');
+
+    // stdin: SendInput with the pid and base64 bytes, then CloseStdin.
+    const mark = standin.requests.length;
+    let echoed = '';
+    for await (const ev of p.exec(rid, { command: 'cat', args: [], mode: 'shell', env: {}, workdir: '/workspace', stdin: Buffer.from('in put') }, never)) if (ev.stream === 'stdout') echoed += Buffer.from(ev.data).toString();
+    expect(echoed).toBe('in put');
+    const paths = standin.requests.slice(mark).map((r) => r.path);
+    expect(paths).toEqual(expect.arrayContaining(['/envd/process.Process/Start', '/envd/process.Process/SendInput', '/envd/process.Process/CloseStdin']));
+    expect(paths.indexOf('/envd/process.Process/SendInput')).toBeLessThan(paths.indexOf('/envd/process.Process/CloseStdin'));
 
     const runtimes = await p.listRuntimes!();
     expect(runtimes).toEqual([{ runtime_id: rid, sandbox_id: 'sb-shape1', installation_id: 'inst-1', status: 'running' }]);

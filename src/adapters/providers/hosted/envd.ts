@@ -10,6 +10,9 @@ interface EnvdConn {
   headers: Record<string, string>;
 }
 
+/** envd sends a keepalive event this often (seconds) on a quiet stream, so proxies keep it open (as E2B's SDK asks). */
+const KEEPALIVE_S = 50;
+
 /** Bound of a file transfer (upload or download), which may carry many megabytes. */
 const TRANSFER_TIMEOUT_MS = 300_000;
 
@@ -88,7 +91,7 @@ export class Envd {
     return this.run(id, what, signal, (c, s) => {
       // The headers' deadline must not end the body: the fetch gets the long-lived signal.
       return Promise.race([
-        connectStream(this.o.fetch, `${c.base}/${method}`, c.headers, message, signal),
+        connectStream(this.o.fetch, `${c.base}/${method}`, { ...c.headers, 'Keepalive-Ping-Interval': String(KEEPALIVE_S) }, message, signal),
         new Promise<never>((_, reject) => s.addEventListener('abort', () => reject(s.reason), { once: true })),
       ]);
     });

@@ -36,6 +36,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, type Stats } from 'node:fs';
+import { firstPart, goMode, HTTP_OF, readBody, RpcError, sendJson } from './e2b-standin-wire.js';
 import { lstat, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -67,51 +68,6 @@ export interface Standin {
   requests: Array<{ method: string; path: string; headers: IncomingMessage['headers']; body?: unknown }>;
   sandboxes: Map<string, Sandbox>;
   close(): Promise<void>;
-}
-
-class RpcError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-const HTTP_OF: Record<string, number> = { not_found: 404, invalid_argument: 400, already_exists: 409, unauthenticated: 401, unimplemented: 501, internal: 500 };
-
-async function readBody(req: IncomingMessage, limit = 64 * 1024 * 1024): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  let n = 0;
-  for await (const c of req) {
-    n += (c as Buffer).length;
-    if (n > limit) throw new RpcError('invalid_argument', 'body too large');
-    parts.push(c as Buffer);
-  }
-  return Buffer.concat(parts);
-}
-
-function sendJson(res: ServerResponse, status: number, body?: unknown): void {
-  if (body === undefined) {
-    res.writeHead(status).end();
-    return;
-  }
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-}
-
-/** Go's os.FileMode of a POSIX st_mode, and its String(). */
-function goMode(st: Stats): { mode: number; permissions: string } {
-  let m = st.mode & 0o777;
-  if (st.isDirectory()) m |= 2 ** 31;
-  if (st.isSymbolicLink()) m |= 1 << 27;
-  if (st.mode & 0o4000) m |= 1 << 23;
-  if (st.mode & 0o2000) m |= 1 << 22;
-  if (st.mode & 0o1000) m |= 1 << 20;
-  const letters = 'dalTLDpSugct?';
-  let s = '';
-  for (let i = 0; i < letters.length; i++) if (m & (2 ** (31 - i))) s += letters[i];
-  const rwx = 'rwxrwxrwx';
-  for (let i = 0; i < 9; i++) s += m & (1 << (8 - i)) ? rwx[i] : '-';
-  return { mode: m >>> 0, permissions: s };
 }
 
 export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
@@ -342,18 +298,6 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
       default:
         throw new RpcError('unimplemented', `${method} is not implemented`);
     }
-  }
-
-  /** The first part of a multipart/form-data body (E2B's upload sends one `file` part). */
-  function firstPart(body: Buffer, contentType: string): Buffer {
-    const b = /boundary="?([^";]+)"?/.exec(contentType)?.[1];
-    if (!b) throw new RpcError('invalid_argument', 'not multipart');
-    const delim = Buffer.from(`--${b}`);
-    const start = body.indexOf(delim);
-    const headEnd = body.indexOf('\r\n\r\n', start);
-    const end = body.indexOf(Buffer.from(`\r\n--${b}`), headEnd);
-    if (start < 0 || headEnd < 0 || end < 0) throw new RpcError('invalid_argument', 'bad multipart body');
-    return body.subarray(headEnd + 4, end);
   }
 
   async function files(sb: Sandbox, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {

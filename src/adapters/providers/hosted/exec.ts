@@ -1,4 +1,4 @@
-import { badRequest, isSbxError } from '../../../core/errors.js';
+import { badRequest, isSbxError, SbxError } from '../../../core/errors.js';
 import type { ExecControl, ExecEvent, ExecSpec } from '../../../core/ports.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { launcherEnv, wrapperArgv } from '../shared/isolation.js';
@@ -99,6 +99,7 @@ export async function* hostedExec(envd: Envd, id: string, spec: ExecSpec, signal
         return;
       }
     }
+    if (!signal.aborted) throw new SbxError('provider_error', "exec: the sandbox ended the command's stream without its exit status");
   } catch (err) {
     // Our own end of an aborted exec: the iteration just stops.
     if (signal.aborted && !isSbxError(err)) return;

@@ -36,12 +36,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, type Stats } from 'node:fs';
-import { firstPart, goMode, HTTP_OF, readBody, RpcError, sendJson } from './e2b-standin-wire.js';
 import { lstat, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
+import { firstPart, goMode, HTTP_OF, readBody, RpcError, sendJson } from './e2b-standin-wire.js';
 
 interface Sandbox {
   id: string;

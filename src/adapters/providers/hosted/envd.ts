@@ -1,4 +1,4 @@
-import { notFound, SbxError } from '../../../core/errors.js';
+import { isSbxError, notFound, SbxError } from '../../../core/errors.js';
 import type { HostedApi, SandboxRecord } from './api.js';
 import { bounded, ConnectError, HttpStatusError } from './errors.js';
 import { ENVD_PORT, type ResolvedOptions } from './options.js';
@@ -116,6 +116,52 @@ export class Envd {
       },
       TRANSFER_TIMEOUT_MS,
     );
+  }
+
+  /**
+   * `GET /files` as a stream of `size` bytes (the size from a stat just before): the deadline covers
+   * the answer's headers; the body then ends with the caller's `return()`, its signal, or the file.
+   */
+  async openDownload(id: string, path: string, size: number, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const ac = new AbortController();
+    const onAbort = () => ac.abort(signal?.reason);
+    if (signal?.aborted) ac.abort(signal.reason);
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    const release = () => {
+      signal?.removeEventListener('abort', onAbort);
+      ac.abort();
+    };
+    let res: Response;
+    try {
+      res = await this.run(id, 'read file', signal, async (c, s) => {
+        s.addEventListener('abort', () => ac.abort(s.reason), { once: true });
+        const r = await this.o.fetch(this.filesUrl(c, path), { method: 'GET', headers: c.headers, signal: ac.signal });
+        if (!r.ok || !r.body) {
+          await discard(r);
+          throw new HttpStatusError(r.status, 'envd');
+        }
+        return r;
+      });
+    } catch (err) {
+      release();
+      throw err;
+    }
+    const body = res.body as unknown as AsyncIterable<Uint8Array>;
+    return (async function* () {
+      let total = 0;
+      try {
+        for await (const chunk of body) {
+          total += chunk.byteLength;
+          if (total > size) throw new SbxError('provider_error', 'read file: the file grew while it was read');
+          yield chunk;
+        }
+        if (total !== size) throw new SbxError('provider_error', 'read file: the file changed while it was read');
+      } catch (err) {
+        throw isSbxError(err) ? err : new SbxError('provider_error', 'read file: the transfer broke off');
+      } finally {
+        release();
+      }
+    })();
   }
 
   /** `GET /files`: the file's bytes, refused past `maxBytes` even when the size changed since a stat. */

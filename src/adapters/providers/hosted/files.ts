@@ -1,5 +1,5 @@
 import { badRequest, isSbxError, SbxError } from '../../../core/errors.js';
-import type { FileInfo } from '../../../core/ports.js';
+import type { FileInfo, OpenedFile } from '../../../core/ports.js';
 import { formatMode } from '../shared/file-mode.js';
 import { planGlob } from '../shared/glob.js';
 import type { Envd } from './envd.js';
@@ -90,6 +90,13 @@ export class HostedFiles {
     if (st.is_dir) throw badRequest(`${path} is a directory`);
     if (maxBytes !== undefined && st.size > maxBytes) throw new SbxError('payload_too_large', `file is ${st.size} bytes; the limit is ${maxBytes}`);
     return this.envd.download(id, path, maxBytes, signal);
+  }
+
+  async open(id: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<OpenedFile> {
+    const st = await this.stat(id, path, signal);
+    if (st.is_dir) throw badRequest(`${path} is a directory`);
+    if (maxBytes !== undefined && st.size > maxBytes) throw new SbxError('payload_too_large', `file is ${st.size} bytes; the limit is ${maxBytes}`);
+    return { size: st.size, body: await this.envd.openDownload(id, path, st.size, signal) };
   }
 
   async remove(id: string, path: string, recursive: boolean, signal?: AbortSignal): Promise<void> {

@@ -123,6 +123,7 @@ export function createHostedProvider(options: HostedProviderOptions): Provider {
 
     writeFile: (id, path, content, mode, signal) => files.write(id, path, content, mode, signal),
     readFile: (id, path, signal, maxBytes) => files.read(id, path, maxBytes, signal),
+    openFile: (id, path, signal, maxBytes) => files.open(id, path, maxBytes, signal),
     deleteFile: (id, path, recursive, signal) => files.remove(id, path, recursive, signal),
     listFiles: (id, path, signal) => files.list(id, path, signal),
     moveFile: (id, from, to, signal) => files.move(id, from, to, signal),

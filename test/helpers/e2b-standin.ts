@@ -57,8 +57,6 @@ interface Sandbox {
 
 export interface StandinOptions {
   apiKey: string;
-  /** Answer every REST call with this status (error-path tests). */
-  failWith?: number;
 }
 
 export interface Standin {
@@ -136,7 +134,6 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
     const body = raw.length ? (JSON.parse(raw.toString()) as Record<string, unknown>) : undefined;
     requests.push({ method: req.method!, path: url.pathname + url.search, headers: req.headers, body });
     if (req.headers['x-api-key'] !== opts.apiKey) return sendJson(res, 401, { code: 401, message: 'Invalid API key' });
-    if (opts.failWith) return sendJson(res, opts.failWith, { code: opts.failWith, message: 'stand-in failure' });
     const m = /^\/sandboxes(?:\/([^/]+))?(\/timeout)?$/.exec(url.pathname);
     if (!m) return sendJson(res, 404, { code: 404, message: 'no such route' });
     const [, id, timeout] = m;

@@ -113,7 +113,7 @@ export interface ProvidersConfig {
   proot: { enabled?: boolean; binary: string; rootfs: string; allow_unisolated: boolean };
   /** enabled: register mock (commands on the host, no isolation) beside the default; `auto` never picks it. */
   mock: { root_dir: string; enabled: boolean };
-  /** An E2B-compatible hosted-sandbox service (DESIGN §12); not available in this build yet. */
+  /** An E2B-compatible hosted-sandbox service (DESIGN §12; docs/providers/hosted.md). */
   hosted: { enabled?: boolean; base_url?: string; api_key?: string; api_key_file?: string; template?: string };
   /** Firecracker microVMs (DESIGN §12); not available in this build yet. */
   firecracker: { enabled?: boolean; binary: string; kernel_path: string; rootfs_path: string; data_dir: string };

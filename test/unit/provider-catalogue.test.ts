@@ -62,17 +62,19 @@ describe('wantedProviders', () => {
     ]);
   });
 
-  it('hosted and firecracker are not available yet: enabling or naming them is a clear error, never a fake provider', async () => {
-    expect(() => wantedProviders(cfg({ hosted: { enabled: true } }))).toThrow('provider "hosted" is not available in this build of sbx yet');
-    expect(() => wantedProviders(cfg({ default: 'firecracker' }))).toThrow('provider "firecracker" is not available');
+  it('hosted needs its key: enabling it without one is a clear error when it is built, never a fake provider', async () => {
+    expect(wantedProviders(cfg({ hosted: { enabled: true } })).hosted).toBe('required');
     const ctx = { installationId: 'i', durationMs: () => 1000, scratchDir: (n: string) => n };
-    await expect(catalogueEntry('hosted')!.create!(defaultConfig().providers, ctx)).rejects.toThrow('not available');
+    await expect(catalogueEntry('hosted')!.create!(defaultConfig().providers, ctx)).rejects.toThrow('providers.hosted.api_key is not set');
+    const built = await catalogueEntry('hosted')!.create!(cfg({ hosted: { api_key: 'k'.repeat(20), base_url: 'http://127.0.0.1:1' } }).providers, ctx);
+    expect(built.name).toBe('hosted');
+    expect(JSON.stringify(built.config())).not.toContain('kkkk');
   });
 
   it('the health probe builds, asks and closes; a refusing factory is unhealthy with its reason', async () => {
     const ctx = { installationId: 'i', durationMs: () => 500, scratchDir: (n: string) => n };
     const signal = AbortSignal.timeout(5_000);
-    expect(await probeEntry(catalogueEntry('hosted')!, defaultConfig().providers, ctx, signal)).toMatchObject({ healthy: false, error: expect.stringContaining('not available') });
+    expect(await probeEntry(catalogueEntry('hosted')!, defaultConfig().providers, ctx, signal)).toMatchObject({ healthy: false, error: expect.stringContaining('api_key is not set') });
     expect(await probeEntry(catalogueEntry('custom-http')!, defaultConfig().providers, ctx, signal)).toMatchObject({ healthy: false, error: expect.stringContaining('base_url is not set') });
     const down = await probeEntry(catalogueEntry('custom-http')!, cfg({ custom_http: { base_url: 'http://127.0.0.1:1' } }).providers, ctx, signal);
     expect(down).toMatchObject({ healthy: false, error: expect.stringContaining('cannot reach the backend') });

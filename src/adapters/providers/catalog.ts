@@ -22,7 +22,7 @@ export interface CatalogueSettings {
   proot: { enabled?: boolean };
   mock: { enabled: boolean; root_dir: string };
   custom_http: { enabled?: boolean; base_url?: string; api_key?: string; timeout: string };
-  hosted: { enabled?: boolean };
+  hosted: { enabled?: boolean; base_url?: string; api_key?: string; template?: string };
   firecracker: { enabled?: boolean };
 }
 
@@ -124,10 +124,20 @@ export const PROVIDER_CATALOGUE: readonly CatalogueEntry[] = [
     name: 'hosted',
     group: 'hosted',
     autoRank: null,
-    available: false,
+    available: true,
     want: (s) => onRequest(s, s.hosted.enabled, 'hosted'),
-    enable: 'not available in this build yet',
-    create: async () => notAvailable('hosted'),
+    enable: 'providers.hosted.enabled: true with providers.hosted.api_key_file (an E2B-compatible service; base_url and template optional)',
+    async create(s, ctx) {
+      const h = s.hosted;
+      if (!h.api_key) throw new Error('providers.hosted.api_key is not set: give the hosted service\'s key (api_key_file)');
+      const { createHostedProvider } = await import('./hosted/index.js');
+      return createHostedProvider({
+        apiKey: h.api_key,
+        installationId: ctx.installationId,
+        ...(h.base_url ? { baseUrl: h.base_url } : {}),
+        ...(h.template ? { template: h.template } : {}),
+      });
+    },
   },
   {
     name: 'firecracker',

@@ -1,0 +1,166 @@
+#!/usr/bin/env node
+// Warm pools (DESIGN §11): spawn → first exec through the sbx HTTP API, cold (a provider start) and
+// warm (a ready runtime claimed), beside raw dockerode creating, starting and exec'ing a container
+// with the same hardening, interleaved in one run on one engine and image.
+// Usage: scripts/test-docker-up.sh && npm run build && node bench/warm.mjs
+// Env: BENCH_ITERATIONS (default 15), SBX_TEST_IMAGE.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
+import { Client } from '../dist/index.js';
+
+const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 15);
+const IMAGE = process.env.SBX_TEST_IMAGE ?? 'sbx-test/busybox:latest';
+const SOCKET = process.env.SBX_TEST_DOCKER_SOCKET ?? '/var/run/docker.sock';
+const KEEPALIVE = `mkdir -p /workspace 2>/dev/null; trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`;
+const log = (m) => process.stderr.write(`bench warm: ${m}\n`);
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const median = (xs) => pct(xs, 50);
+const fmt = (ms) => (ms >= 100 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(1)} ms`);
+
+const docker = new Docker({ socketPath: SOCKET });
+try {
+  await docker.ping();
+  await docker.getImage(IMAGE).inspect();
+} catch {
+  console.log(`## warm\n\nSkipped: no docker engine on ${SOCKET} or image ${IMAGE} missing (run scripts/test-docker-up.sh).\n`);
+  process.exit(0);
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-warm-'));
+const here = dirname(fileURLToPath(import.meta.url));
+const server = spawn(process.execPath, [join(here, '..', 'bin', 'sbx.js'), 'serve', '--host', '127.0.0.1', '--port', '0'], {
+  cwd: dir,
+  env: {
+    PATH: process.env.PATH ?? '',
+    HOME: dir,
+    SVC_DATABASE_PATH: join(dir, 'sbx.db'),
+    SVC_PROVIDERS_DEFAULT: 'docker',
+    SVC_PROVIDERS_DOCKER_SOCKET_PATH: SOCKET,
+    SVC_DEFAULTS_IMAGE: IMAGE,
+    SVC_DEFAULTS_MEMORY_MB: '256',
+    SVC_DEFAULTS_WARM: '2',
+    SVC_DEFAULTS_WARM_DESTROY_ON_SHUTDOWN: 'true',
+    SVC_LOGGING_FORMAT: 'json',
+  },
+  stdio: ['ignore', 'pipe', 'pipe'],
+});
+let serverLog = '';
+server.stdout.on('data', (d) => (serverLog += d));
+server.stderr.on('data', (d) => (serverLog += d));
+const url = await new Promise((resolve, reject) => {
+  const deadline = setTimeout(() => reject(new Error(`sbx serve did not start:\n${serverLog}`)), 30_000);
+  const check = () => {
+    const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(serverLog);
+    if (m) {
+      clearTimeout(deadline);
+      resolve(m[1]);
+    } else if (server.exitCode !== null) {
+      clearTimeout(deadline);
+      reject(new Error(`sbx serve exited:\n${serverLog}`));
+    } else setTimeout(check, 50);
+  };
+  check();
+});
+const client = new Client({ url });
+
+async function warmReady(n) {
+  const end = Date.now() + 60_000;
+  while (Date.now() < end) {
+    const w = (await client.diagnostics()).warm ?? [];
+    if ((w[0]?.ready ?? 0) >= n) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the warm pool did not fill');
+}
+
+async function sbxSpawnExec(body) {
+  const t0 = performance.now();
+  const { id } = await client.spawn(body);
+  const r = await client.exec(id, { command: 'true' });
+  const ms = performance.now() - t0;
+  if (r.exit_code !== 0) throw new Error(`exec: ${JSON.stringify(r)}`);
+  return { ms, id };
+}
+
+const rawLabel = `bench-warm-${randomBytes(4).toString('hex')}`;
+async function rawSpawnExec() {
+  const t0 = performance.now();
+  const c = await docker.createContainer({
+    name: `sbx-raw-${randomBytes(5).toString('hex')}`,
+    Image: IMAGE,
+    Entrypoint: ['/bin/sh', '-c'],
+    Cmd: [KEEPALIVE],
+    WorkingDir: '/workspace',
+    Labels: { 'sbx.bench': rawLabel },
+    HostConfig: { Memory: 256 * 2 ** 20, MemorySwap: 256 * 2 ** 20, NanoCpus: 1e9, PidsLimit: 256, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], NetworkMode: 'bridge', Init: true },
+  });
+  await c.start();
+  const exec = await c.exec({ Cmd: ['true'], AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ Detach: false, Tty: false });
+  await new Promise((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('error', reject);
+    stream.resume();
+  });
+  const ms = performance.now() - t0;
+  return { ms, id: c.id };
+}
+
+const cold = [];
+const warm = [];
+const raw = [];
+try {
+  await warmReady(2);
+  // One of each first, not counted.
+  for (const f of [() => sbxSpawnExec({ memory_mb: 128 }), () => sbxSpawnExec({}), rawSpawnExec]) {
+    const r = await f();
+    if (r.id.startsWith('sb-')) await client.destroy(r.id);
+    else await docker.getContainer(r.id).remove({ force: true });
+  }
+  for (let i = 0; i < ITERATIONS; i++) {
+    await warmReady(2);
+    // cold: another shape (memory 128) has no pool.
+    const c = await sbxSpawnExec({ memory_mb: 128 });
+    cold.push(c.ms);
+    const w = await sbxSpawnExec({});
+    warm.push(w.ms);
+    const r = await rawSpawnExec();
+    raw.push(r.ms);
+    await client.destroy(c.id);
+    await client.destroy(w.id);
+    await docker.getContainer(r.id).remove({ force: true });
+    log(`${i + 1}/${ITERATIONS}: cold ${c.ms.toFixed(0)} warm ${w.ms.toFixed(1)} raw ${r.ms.toFixed(0)}`);
+  }
+  const d = await client.diagnostics();
+  const hits = d.warm?.[0]?.hits ?? 0;
+  console.log(`## warm
+
+Spawn → first exec (\`true\`, buffered) through the sbx HTTP API with the docker provider (\`sbx serve\` in its own
+process, SQLite store), cold (a shape without a warm pool: the provider creates and starts a container) and warm
+(\`defaults.warm: 2\`: a ready container is claimed), beside raw dockerode creating, starting and exec'ing a
+container with the same hardening; ${ITERATIONS} interleaved iterations after one warm-up (the pool refilled
+between iterations), image \`${IMAGE}\`. Warm hits: ${hits} of ${ITERATIONS + 1}.
+
+| path | p50 | p90 | / raw (p50) |
+|---|---:|---:|---:|
+| sbx cold | ${fmt(median(cold))} | ${fmt(pct(cold, 90))} | ${(median(cold) / median(raw)).toFixed(2)}× |
+| sbx warm | ${fmt(median(warm))} | ${fmt(pct(warm, 90))} | ${(median(warm) / median(raw)).toFixed(2)}× |
+| raw dockerode | ${fmt(median(raw))} | ${fmt(pct(raw, 90))} | 1.00× |
+
+Target: warm spawn → first exec ≤ 30 ms p50 — ${median(warm) <= 30 ? 'met' : '**not met**'} (${fmt(median(warm))}; the first exec
+itself is an engine exec round trip until the in-sandbox agent carries it).
+`);
+} finally {
+  for (const c of await docker.listContainers({ all: true, filters: { label: [`sbx.bench=${rawLabel}`] } })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  server.kill('SIGTERM');
+  await new Promise((r) => (server.exitCode !== null ? r() : server.once('exit', r)));
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -69,12 +69,13 @@ export function processContract(ctx: () => { url: string; spawn: () => Promise<s
     const sb = await spawn();
     const start = async (body: Record<string, unknown>) => (await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, body)).body.id as string;
     const killed = await start({ command: 'sleep', args: ['100'], mode: 'argv' });
-    const termed = await start({ command: 'sleep 100' });
+    const termed = await start({ command: 'echo ready; sleep 100' });
     const timed = await start({ command: 'sleep 100', timeout: '1s' });
-    // Signals right after the start: none may be lost while the command is still starting.
+    // A kill right after the start ends it whatever it was doing; the TERM goes to a command seen running.
     const k = await call(url, 'DELETE', `/api/v1/sandboxes/${sb}/processes/${killed}`);
     expect(k.status).toBe(200);
     expect(k.body).toMatchObject({ id: killed, state: 'killed' });
+    expect((await readOutput(url, sb, termed, { follow: true, stopAfter: 6 })).bytes.toString()).toBe('ready\n');
     const s = await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes/${termed}/signal`, { signal: 'TERM' });
     expect(s.status).toBe(200);
     expect(await wait(url, sb, termed)).toMatchObject({ state: 'exited', exit_code: 143 });

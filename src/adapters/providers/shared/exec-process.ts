@@ -54,6 +54,8 @@ interface Member {
   caught: bigint;
   /** It is the guest wrapper of isolation.ts (still starting, or waiting for the command). */
   wrapper: boolean;
+  /** Its parent is the wrapper: with `wrapper`, a copy forked to run the command, not yet replaced by it. */
+  forked: boolean;
 }
 
 /** How the guest wrapper's command line begins (isolation.ts GUEST_WRAPPER). */
@@ -74,8 +76,9 @@ async function groupMembers(pgid: number, spareChildren: boolean): Promise<Membe
     if (spareChildren && Number(fields[1]) === pgid) continue;
     const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
     const cgt = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
-    const cmdline = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
-    members.push({ pid: Number(name), ppid: Number(fields[1]), caught: cgt ? BigInt(`0x${cgt}`) : 0n, wrapper: cmdline.startsWith(WRAPPER_CMDLINE) });
+    const wrapper = (await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')).startsWith(WRAPPER_CMDLINE);
+    const forked = wrapper && (await readFile(`/proc/${fields[1]}/cmdline`, 'utf8').catch(() => '')).startsWith(WRAPPER_CMDLINE);
+    members.push({ pid: Number(name), ppid: Number(fields[1]), caught: cgt ? BigInt(`0x${cgt}`) : 0n, wrapper, forked });
   }
   return members;
 }
@@ -89,11 +92,21 @@ function readyFor(members: Member[], sig: NodeJS.Signals): boolean {
   const n = constants.signals[sig];
   if (members.length === 0) return false;
   if (n === undefined) return true;
-  return members.every((m) => !m.wrapper || ((m.caught >> BigInt(n - 1)) & 1n) === 1n);
+  return members.every((m) => {
+    if (!m.wrapper) return true;
+    // A copy of the wrapper forked to run the command but not yet replaced by it still carries the
+    // wrapper's traps: a signal now would be swallowed. Wait until it is the command.
+    if (m.forked) return false;
+    return ((m.caught >> BigInt(n - 1)) & 1n) === 1n;
+  });
 }
 
-/** How long a signal sent before the wrapper started the command waits for it (then it is dropped). */
-const SIGNAL_WAIT_MS = 5_000;
+/**
+ * How long a signal sent before the wrapper started the command waits for it (then it is sent
+ * anyway). A window of a few instructions remains between the wrapper's last look at a remembered
+ * signal and its fork of the command; a signal landing exactly there still reaches only the wrapper.
+ */
+const SIGNAL_WAIT_MS = 10_000;
 
 /** Rejects what the OS cannot pass to a process, as the caller's mistake rather than a crash. */
 function checkSpec(spec: ProcessSpec): void {

@@ -9,8 +9,10 @@ function exitText(p: ProcessInfo): string {
   return p.exit_code === null ? '-' : String(p.exit_code);
 }
 
+/** The command as one could type it: argv words with spaces or quotes are single-quoted. */
 function commandText(p: ProcessInfo): string {
-  return [p.command, ...p.args].join(' ');
+  const word = (w: string) => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+  return p.mode === 'argv' ? [p.command, ...p.args].map(word).join(' ') : [p.command, ...p.args.map(word)].join(' ');
 }
 
 export const psCommand: CommandSpec = {

@@ -59,7 +59,7 @@ export interface ApiCallOptions {
 
 /** Removes absolute paths from a fault message: they name the host's layout. */
 export function redactPaths(text: string): string {
-  return text.replace(/(^|[\s"'`(=:])\/[^\s"'`),;]*/g, '$1<path>');
+  return text.replace(/(^|[\s"'`(=:])\/[^\s"'`),;:]*/g, '$1<path>');
 }
 
 /** A fault Firecracker reported, as a typed error: 400 = the request was refused, other = Firecracker failed. */

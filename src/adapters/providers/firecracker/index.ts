@@ -246,19 +246,19 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
       return out;
     },
 
-    exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
+    async *exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
       running(runtimeId);
-      return agent(runtimeId).exec(spec, signal);
+      yield* agent(runtimeId).exec(spec, signal);
     },
-    writeFile: (id: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal) => (running(id), agent(id).writeFile(path, content, mode, signal)),
-    readFile: (id: string, path: string, signal?: AbortSignal, maxBytes?: number) => (running(id), agent(id).readFile(path, signal, maxBytes)),
-    openFile: (id: string, path: string, signal?: AbortSignal, maxBytes?: number) => (running(id), agent(id).openFile(path, signal, maxBytes)),
-    deleteFile: (id: string, path: string, recursive: boolean, signal?: AbortSignal) => (running(id), agent(id).deleteFile(path, recursive, signal)),
-    listFiles: (id: string, path: string, signal?: AbortSignal) => (running(id), agent(id).listFiles(path, signal)),
-    moveFile: (id: string, from: string, to: string, signal?: AbortSignal) => (running(id), agent(id).moveFile(from, to, signal)),
-    chmod: (id: string, path: string, mode: number, signal?: AbortSignal) => (running(id), agent(id).chmod(path, mode, signal)),
-    stat: (id: string, path: string, signal?: AbortSignal) => (running(id), agent(id).stat(path, signal)),
-    glob: (id: string, pattern: string, signal?: AbortSignal) => (running(id), agent(id).glob(pattern, signal)),
+    writeFile: async (id: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal) => (running(id), agent(id).writeFile(path, content, mode, signal)),
+    readFile: async (id: string, path: string, signal?: AbortSignal, maxBytes?: number) => (running(id), agent(id).readFile(path, signal, maxBytes)),
+    openFile: async (id: string, path: string, signal?: AbortSignal, maxBytes?: number) => (running(id), agent(id).openFile(path, signal, maxBytes)),
+    deleteFile: async (id: string, path: string, recursive: boolean, signal?: AbortSignal) => (running(id), agent(id).deleteFile(path, recursive, signal)),
+    listFiles: async (id: string, path: string, signal?: AbortSignal) => (running(id), agent(id).listFiles(path, signal)),
+    moveFile: async (id: string, from: string, to: string, signal?: AbortSignal) => (running(id), agent(id).moveFile(from, to, signal)),
+    chmod: async (id: string, path: string, mode: number, signal?: AbortSignal) => (running(id), agent(id).chmod(path, mode, signal)),
+    stat: async (id: string, path: string, signal?: AbortSignal) => (running(id), agent(id).stat(path, signal)),
+    glob: async (id: string, pattern: string, signal?: AbortSignal) => (running(id), agent(id).glob(pattern, signal)),
 
     async logs(runtimeId: string, query: ConsoleQuery) {
       const l = live.get(runtimeId);

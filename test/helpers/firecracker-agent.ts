@@ -10,7 +10,7 @@ import { createReadStream } from 'node:fs';
 import { chmod, lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { dirname, join, normalize } from 'node:path';
-import { AGENT_VSOCK_PORT, encodeFrame, type Frame, FrameReader, MAX_DATA_BYTES } from '../../src/adapters/providers/firecracker/agent-protocol.js';
+import { AGENT_VSOCK_PORT, encodeFrame, type Frame, FrameReader } from '../../src/adapters/providers/firecracker/agent-protocol.js';
 
 export interface FakeAgent {
   server: Server;
@@ -110,9 +110,11 @@ export async function startFakeAgent(udsPath: string, root: string): Promise<Fak
             throw errnoToGuest(e, String(h.path));
           });
           if (st.isDirectory()) throw new GuestError('bad_request', `${String(h.path)} is a directory`);
-          if (typeof h.max_bytes === 'number' && st.size > h.max_bytes) throw new GuestError('payload_too_large', `the file is ${st.size} bytes`);
+          if (typeof h.max_bytes === 'number' && st.size > h.max_bytes) {
+            return void sock.write(encodeFrame({ type: 'error', code: 'payload_too_large', size: st.size, message: `the file is ${st.size} bytes` }));
+          }
           sock.write(encodeFrame({ type: 'file', size: st.size }));
-          for await (const c of createReadStream(host(h.path), { highWaterMark: MAX_DATA_BYTES })) sock.write(encodeFrame({ type: 'data' }, c as Buffer));
+          for await (const c of createReadStream(host(h.path), { highWaterMark: 64 * 1024 })) sock.write(encodeFrame({ type: 'data' }, c as Buffer));
           sock.write(encodeFrame({ type: 'end' }));
           return;
         }
@@ -135,7 +137,12 @@ export async function startFakeAgent(udsPath: string, root: string): Promise<Fak
     const child = spawn(argv[0]!, argv.slice(1), { cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     let exited = false;
     const done = new Promise<number>((resolve) => {
-      child.once('error', () => resolve(127));
+      // What the agent owes an argv command it cannot start: the message on stderr, 127 or 126.
+      child.once('error', (err: NodeJS.ErrnoException) => {
+        const denied = err.code === 'EACCES';
+        sock.write(encodeFrame({ type: 'stderr' }, Buffer.from(`sbx: ${denied ? 'permission denied' : 'command not found'}: ${argv[0]}\n`)));
+        resolve(denied ? 126 : 127);
+      });
       child.once('close', (code, sig) => resolve(code ?? 128 + (sig === 'SIGKILL' ? 9 : sig === 'SIGTERM' ? 15 : 1)));
     });
     child.stdout.on('data', (c: Buffer) => sock.write(encodeFrame({ type: 'stdout' }, c)));

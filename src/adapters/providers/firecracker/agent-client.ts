@@ -22,7 +22,10 @@ export interface AgentClientOptions {
   timeoutMs: number;
 }
 
-function guestError(h: Frame['header']): SbxError {
+const tooLarge = (size: number, maxBytes: number) => new SbxError('payload_too_large', `file is ${size} bytes; the limit is ${maxBytes}`);
+
+function guestError(h: Frame['header'], maxBytes?: number): SbxError {
+  if (h.code === 'payload_too_large' && typeof h.size === 'number' && maxBytes !== undefined) return tooLarge(h.size, maxBytes);
   const code = typeof h.code === 'string' && (ERROR_CODES as readonly string[]).includes(h.code) && GUEST_CODES.has(h.code as ErrorCode) ? (h.code as ErrorCode) : 'provider_error';
   const message = typeof h.message === 'string' ? h.message.slice(0, 500) : 'the guest agent reported an error';
   return new SbxError(code, message);
@@ -92,12 +95,12 @@ export class AgentClient {
     });
     if (first?.header.type !== 'file' || typeof first.header.size !== 'number') {
       sock.destroy();
-      throw first?.header.type === 'error' ? guestError(first.header) : unexpected('read', first?.header);
+      throw first?.header.type === 'error' ? guestError(first.header, maxBytes) : unexpected('read', first?.header);
     }
     const size = first.header.size;
     if (maxBytes !== undefined && size > maxBytes) {
       sock.destroy();
-      throw new SbxError('payload_too_large', `the file is ${size} bytes, more than ${maxBytes}`);
+      throw tooLarge(size, maxBytes);
     }
     const timeoutMs = this.opts.timeoutMs;
     async function* body(): AsyncGenerator<Uint8Array> {
@@ -182,7 +185,16 @@ export class AgentClient {
         if (spec.mode === 'argv' && spec.command.length === 0) throw new SbxError('bad_request', 'command is empty');
         const argv = spec.mode === 'shell' ? ['/bin/sh', '-c', buildShellCommand(spec.command, spec.args)] : [spec.command, ...spec.args];
         const header = { op: 'exec', argv, env: spec.env, ...(spec.workdir ? { cwd: spec.workdir } : {}), ...(spec.user ? { uid: spec.user.uid, gid: spec.user.gid } : {}) };
-        const { sock, reader } = await self.open(header, signal);
+        // Cancelled before it started: nothing ran, nothing to report.
+        if (signal.aborted) return;
+        let opened: { sock: Socket; reader: FrameReader };
+        try {
+          opened = await self.open(header, signal);
+        } catch (err) {
+          if (signal.aborted) return;
+          throw err;
+        }
+        const { sock, reader } = opened;
         const send = (h: Record<string, unknown>, data?: Uint8Array) => {
           if (!sock.destroyed && sock.writable) sock.write(encodeFrame(h, data));
         };

@@ -85,6 +85,7 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
   const launch = opts.spawnProcess ?? spawnFirecracker;
   const vsock = opts.vsockConnect ?? connectVsock;
   const live = new Map<string, Live>();
+  let execCount = 0;
   const kernelName = basename(opts.kernelPath);
 
   const dirOf = (id: string) => {
@@ -246,9 +247,19 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
       return out;
     },
 
+    /** Output also goes to the console ring, as with the other providers (the serial console has the guest's own). */
     async *exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
-      running(runtimeId);
-      yield* agent(runtimeId).exec(spec, signal);
+      const l = running(runtimeId);
+      const tag = `exec${++execCount}`;
+      try {
+        for await (const ev of agent(runtimeId).exec({ ...spec, workdir: spec.workdir ?? '/workspace' }, signal)) {
+          if (ev.stream !== 'exit') l.console.append(ev.data, `${tag}:${ev.stream}`);
+          yield ev;
+        }
+      } finally {
+        l.console.flush(`${tag}:stdout`);
+        l.console.flush(`${tag}:stderr`);
+      }
     },
     writeFile: async (id: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal) => (running(id), agent(id).writeFile(path, content, mode, signal)),
     readFile: async (id: string, path: string, signal?: AbortSignal, maxBytes?: number) => (running(id), agent(id).readFile(path, signal, maxBytes)),

@@ -1,6 +1,8 @@
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { AgentClient } from '../../src/adapters/providers/firecracker/agent-client.js';
+import { connectVsock, encodeFrame } from '../../src/adapters/providers/firecracker/agent-protocol.js';
 import { FirecrackerApi, redactPaths } from '../../src/adapters/providers/firecracker/api-client.js';
 import { SbxError } from '../../src/core/errors.js';
 import { loadDescription, startFakeFirecrackerApi, type FakeFirecrackerApi, validate } from '../helpers/firecracker-api.js';
@@ -169,6 +171,52 @@ describe('FirecrackerApi errors and deadlines', () => {
       expect((await refused(new FirecrackerApi(sock).describe())).code).toBe('provider_error');
     } finally {
       srv.close();
+    }
+  });
+});
+
+describe('the guest agent connection: handshake, deadlines, garbage', () => {
+  async function agentServer(onConn: (s: import('node:net').Socket) => void) {
+    const sock = join(tempDir('sbx-fc-vsock-'), 'vsock.sock');
+    const held: import('node:net').Socket[] = [];
+    const srv = createServer((s) => {
+      held.push(s);
+      s.on('error', () => undefined);
+      onConn(s);
+    });
+    await new Promise<void>((r) => srv.listen(sock, r));
+    return { sock, close: () => (held.forEach((s) => s.destroy()), srv.close()) };
+  }
+  const client = (sock: string) => new AgentClient({ connect: (signal) => connectVsock(sock, 1024, { timeoutMs: 300, signal }), timeoutMs: 300 });
+
+  it('sends CONNECT <port>, and a refusal or silence is typed', async () => {
+    const seen: string[] = [];
+    const refusing = await agentServer((s) => s.once('data', (c) => (seen.push(c.toString()), s.end())));
+    const silent = await agentServer(() => undefined);
+    try {
+      expect((await refused(client(refusing.sock).ping())).code).toBe('unavailable');
+      expect(seen).toEqual(['CONNECT 1024\n']);
+      expect((await refused(client(silent.sock).ping())).code).toBe('timeout');
+    } finally {
+      refusing.close();
+      silent.close();
+    }
+  });
+
+  it('an agent that goes quiet after the handshake meets the deadline; garbage frames are provider_error', async () => {
+    const quiet = await agentServer((s) => s.once('data', () => s.write('OK 99\n')));
+    const garbage = await agentServer((s) => s.once('data', () => s.write(Buffer.concat([Buffer.from('OK 99\n'), Buffer.from([0, 0, 0, 3, 0, 0, 0, 0]), Buffer.from('{{{')]))));
+    const huge = await agentServer((s) => s.once('data', () => s.write(Buffer.concat([Buffer.from('OK 99\n'), Buffer.from([0x7f, 0, 0, 0, 0, 0, 0, 0])]))));
+    const wrongAnswer = await agentServer((s) => s.once('data', () => s.write(Buffer.concat([Buffer.from('OK 99\n'), encodeFrame({ type: 'ok', entries: 'nope' })]))));
+    try {
+      const started = Date.now();
+      expect((await refused(client(quiet.sock).stat('/x'))).code).toBe('timeout');
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect((await refused(client(garbage.sock).stat('/x'))).message).toMatch(/not JSON/);
+      expect((await refused(client(huge.sock).stat('/x'))).message).toMatch(/oversized/);
+      expect((await refused(client(wrongAnswer.sock).listFiles('/x'))).code).toBe('provider_error');
+    } finally {
+      for (const s of [quiet, garbage, huge, wrongAnswer]) s.close();
     }
   });
 });

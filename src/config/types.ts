@@ -115,7 +115,7 @@ export interface ProvidersConfig {
   mock: { root_dir: string; enabled: boolean };
   /** An E2B-compatible hosted-sandbox service (DESIGN §12; docs/providers/hosted.md). */
   hosted: { enabled?: boolean; base_url?: string; api_key?: string; api_key_file?: string; template?: string };
-  /** Firecracker microVMs (DESIGN §12); not available in this build yet. */
+  /** Firecracker microVMs (DESIGN §12; docs/providers/firecracker.md). */
   firecracker: { enabled?: boolean; binary: string; kernel_path: string; rootfs_path: string; data_dir: string };
   /**
    * A backend of the custom HTTP contract (docs/providers/custom-http.md). enabled — true: run it

@@ -255,15 +255,6 @@ export interface Provider {
   /** Pool mode (DESIGN §8): one tenant's workspace of this runtime. Optional: without it a provider cannot back a pool. */
   workspace?(runtimeId: string, ws: WorkspaceSpec): WorkspaceOps;
 
-  /**
-   * Saves the runtime as a snapshot named `name` (DESIGN §10). Optional: a provider without it
-   * cannot snapshot. `image` is what a later spawn passes to start from it; `kernel` the guest
-   * kernel it needs (null or absent where none applies).
-   */
-  snapshot?(runtimeId: string, name: string, signal?: AbortSignal): Promise<{ image: string; kernel?: string | null; size_bytes: number }>;
-  /** Deletes a snapshot by its `image`. Idempotent. */
-  deleteSnapshot?(image: string, signal?: AbortSignal): Promise<void>;
-
   /** Releases clients, timers. */
   close?(): Promise<void>;
 }

@@ -60,7 +60,7 @@ describe.skipIf(!enabled)(`firecracker provider, live (${reason})`, () => {
       expect(Buffer.from(await provider.readFile('sb-live2', '/tmp/kept.txt')).toString()).toBe('kept');
       await provider.destroy('sb-live2');
       await provider.destroy('sb-live1');
-      await provider.deleteSnapshot(snap.image);
+      await provider.deleteSnapshot('live-snap', snap.image);
     } finally {
       await provider.close?.();
       await cleanup();

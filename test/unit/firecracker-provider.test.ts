@@ -170,8 +170,8 @@ describe('firecracker provider over the validating API server and the fake agent
     expect((await refused(p.stat(rid, '/workspace/only-two.txt'))).code).toBe('not_found');
     await p.destroy(rid2);
 
-    await p.deleteSnapshot(snap.image);
-    await p.deleteSnapshot(snap.image);
+    await p.deleteSnapshot('snap-one', snap.image);
+    await p.deleteSnapshot('snap-one', snap.image);
     expect((await refused(p.spawn({ sandbox_id: 'sb-fc3', image: snap.image, memory_mb: 256, vcpus: 1, metadata: {}, owner_id: null }))).code).toBe('not_found');
   });
 

@@ -23,7 +23,7 @@ export interface CatalogueSettings {
   mock: { enabled: boolean; root_dir: string };
   custom_http: { enabled?: boolean; base_url?: string; api_key?: string; timeout: string };
   hosted: { enabled?: boolean; base_url?: string; api_key?: string; template?: string };
-  firecracker: { enabled?: boolean };
+  firecracker: { enabled?: boolean; binary: string; kernel_path: string; rootfs_path: string; data_dir: string };
 }
 
 /** What a factory may use besides the provider's own settings. */
@@ -143,10 +143,21 @@ export const PROVIDER_CATALOGUE: readonly CatalogueEntry[] = [
     name: 'firecracker',
     group: 'firecracker',
     autoRank: null,
-    available: false,
+    available: true,
     want: (s) => onRequest(s, s.firecracker.enabled, 'firecracker'),
-    enable: 'not available in this build yet',
-    create: async () => notAvailable('firecracker'),
+    enable: 'providers.firecracker.enabled: true with kernel_path and rootfs_path (a rootfs holding the guest agent; docs/providers/firecracker.md)',
+    async create(s, ctx) {
+      const f = s.firecracker;
+      const { createFirecrackerProvider } = await import('./firecracker/index.js');
+      // Health names what is missing (binary, kernel, rootfs, /dev/kvm): the provider is built regardless.
+      return createFirecrackerProvider({
+        binary: f.binary,
+        kernelPath: f.kernel_path,
+        rootfsPath: f.rootfs_path,
+        dataDir: f.data_dir || ctx.scratchDir('sbx-fc'),
+        installationId: ctx.installationId,
+      });
+    },
   },
 ];
 

@@ -73,7 +73,7 @@ interface Meta {
 
 export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Provider & {
   snapshot(runtimeId: string, name: string, signal?: AbortSignal): Promise<{ image: string; kernel: string; size_bytes: number }>;
-  deleteSnapshot(image: string, signal?: AbortSignal): Promise<void>;
+  deleteSnapshot(name: string, image: string, signal?: AbortSignal): Promise<void>;
 } {
   const t = {
     apiMs: opts.timeouts?.apiMs ?? DEFAULT_API_TIMEOUT_MS,
@@ -296,7 +296,7 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
       return { image: `${SNAPSHOT_IMAGE_PREFIX}${name}`, kernel: kernelName, size_bytes };
     },
 
-    async deleteSnapshot(image: string) {
+    async deleteSnapshot(_name: string, image: string) {
       await deleteSnapshotFiles(opts.dataDir, image);
     },
 

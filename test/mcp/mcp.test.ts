@@ -211,9 +211,12 @@ describe('sbx mcp over stdio', () => {
 
   it('bad arguments and API failures are tool errors, and the server keeps serving', async () => {
     const missing = await callError(agent, 'exec', { command: 'true' });
-    expect(missing.text).toMatch(/sandbox_id/);
+    expect(missing.code).toBe('bad_request');
+    expect(missing.message).toMatch(/sandbox_id/);
     const badPort = await callError(agent, 'preview_url', { sandbox_id: id, port: 70000 });
-    expect(badPort.text).toMatch(/port/);
+    expect(badPort).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/port/) });
+    const noTool = await callError(agent, 'format_disk', {});
+    expect(noTool.code).toBe('bad_request');
     const unknown = await callError(agent, 'exec', { sandbox_id: 'sb-doesnotexist', command: 'true' });
     expect(unknown.code).toBe('not_found');
     expect(unknown.message).toBeTruthy();

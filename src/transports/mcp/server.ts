@@ -114,6 +114,14 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
   };
   const fail = (err: unknown): CallToolResult => ({ content: [{ type: 'text', text: scrub(JSON.stringify(errorBody(err))) }], isError: true });
 
+  // Arguments that fail a tool's schema (and unknown tools) are turned into tool errors by the SDK
+  // itself, as "MCP error -32602: Input validation error: …"; give them the same {code, message}
+  // shape as every other tool error. (An SDK without this hook keeps its own text: still a tool error.)
+  const sdk = server as unknown as { createToolError?: (message: string) => CallToolResult };
+  if (typeof sdk.createToolError === 'function') {
+    sdk.createToolError = (message: string) => fail(new ToolError('bad_request', String(message).replace(/^MCP error -?\d+: /, '')));
+  }
+
   /** Registers a tool whose handler errors all become tool errors. */
   function tool<S extends z.ZodRawShape>(
     name: string,
@@ -471,10 +479,9 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
 
 /** The exec result as text an agent reads easily. */
 function renderExec(r: Json, notes: string[]): string {
-  const block = (name: string, text: string) => (text === '' ? `${name}: (empty)` : `${name}:\n${text}${text.endsWith('\n') ? '' : '\n'}`);
-  const lines = [`exit_code: ${String(r.exit_code)}${r.timed_out ? ' (timed out)' : ''}`, `duration: ${String(r.duration ?? '?')}`];
-  let text = `${lines.join('\n')}\n${block('stdout', String(r.stdout))}${String(r.stdout) === '' ? '\n' : ''}${block('stderr', String(r.stderr))}`;
-  if (!text.endsWith('\n')) text += '\n';
+  const block = (name: string, text: string) => (text === '' ? `${name}: (empty)\n` : `${name}:\n${text}${text.endsWith('\n') ? '' : '\n'}`);
+  let text = `exit_code: ${String(r.exit_code)}${r.timed_out ? ' (timed out)' : ''}\nduration: ${String(r.duration ?? '?')}\n`;
+  text += block('stdout', String(r.stdout)) + block('stderr', String(r.stderr));
   for (const n of notes) text += `[sbx: ${n}]\n`;
   return text;
 }

@@ -2,7 +2,7 @@
  * `sbx mcp` end to end: the MCP SDK's own Client over stdio spawns the built `bin/sbx.js mcp`
  * against a real control plane (mock provider) and drives every tool the way an agent would.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -284,5 +284,43 @@ describe('sbx mcp with auth on', () => {
     } finally {
       await agent.close();
     }
+  });
+});
+
+describe('sbx mcp process behaviour', () => {
+  beforeAll(() => ensureMcpBuilt(), 120_000);
+
+  it('an unreachable server is a tool error (unavailable), not a crash', async () => {
+    const agent = await connect({ SBX_URL: 'http://127.0.0.1:1' });
+    try {
+      const e = await callError(agent, 'list_sandboxes');
+      expect(e.code).toBe('unavailable');
+      expect(e.message).toMatch(/cannot reach sbx server/);
+      // Still answering.
+      expect((await agent.client.listTools()).tools.length).toBeGreaterThan(5);
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it('survives a garbage line, prints only protocol frames on stdout, and exits 0 when stdin ends', async () => {
+    const child = spawn(process.execPath, [BIN, 'mcp'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: tempDir('sbx-mcp-home-'), SBX_URL: 'http://127.0.0.1:1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    child.stdin.write('this is not json\n');
+    child.stdin.write(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`,
+    );
+    for (let i = 0; i < 100 && !out.includes('"id":1'); i++) await new Promise((r) => setTimeout(r, 50));
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    const frames = out.trim().split('\n');
+    for (const f of frames) expect(() => JSON.parse(f), f).not.toThrow();
+    expect(frames.some((f) => (JSON.parse(f) as { id?: number; result?: { serverInfo?: { name: string } } }).result?.serverInfo?.name === 'sbx')).toBe(true);
   });
 });

@@ -206,7 +206,8 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
         'Run a command in a sandbox and wait for it. command is a shell command line (run with sh -c: pipes, &&, redirections work) unless args is given, ' +
         'then command is the program and args its arguments, without a shell. Returns exit_code, stdout and stderr; a non-zero exit code is a normal result. ' +
         `Each stream keeps its first ${OUTPUT_LIMIT / 4 / 1024} KiB and last ${(OUTPUT_LIMIT * 3) / 4 / 1024} KiB; a note says how much was dropped. ` +
-        'On timeout the command is killed and exit_code is 124.',
+        'On timeout the command is killed and exit_code is 124. A cancelled call kills the command too: for anything longer than ' +
+        'about a minute (MCP clients often give up after 60 s), use start_process and process_output.',
     },
     {
       sandbox_id: sandboxId,

@@ -146,6 +146,18 @@ describe('sbx mcp over stdio', () => {
     expect(r.structuredContent).toMatchObject({ exit_code: 124, timed_out: true, stdout: 'before\n' });
   });
 
+  it('exec: a call the agent cancels kills the command', async () => {
+    await expect(
+      agent.client.callTool({ name: 'exec', arguments: { sandbox_id: id, command: 'sleep 2; echo late > marker.txt' } }, undefined, { timeout: 500 }),
+    ).rejects.toThrow(/timed out/i);
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await callError(agent, 'read_file', { sandbox_id: id, path: '/workspace/marker.txt' })).code).toBe('not_found');
+    // The same command not cancelled does write it (its default workdir is /workspace).
+    await call(agent, 'exec', { sandbox_id: id, command: 'echo made by exec > made.txt' });
+    const made = await callJson<{ content: string }>(agent, 'read_file', { sandbox_id: id, path: '/workspace/made.txt' });
+    expect(made.content).toBe('made by exec\n');
+  });
+
   it('write_file and read_file: text, and binary byte-exact through base64', async () => {
     expect(await callJson(agent, 'write_file', { sandbox_id: id, path: '/workspace/hello.txt', content: 'héllo\nwörld\n' })).toMatchObject({ status: 'written' });
     expect(await callJson(agent, 'read_file', { sandbox_id: id, path: '/workspace/hello.txt' })).toEqual({

@@ -3,7 +3,7 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend exec shell files logs ps kill preview templates template snapshot snapshots volumes volume admission quota quotas providers pool workers watch doctor serve worker provider-server config completion' ;;
+    '') echo 'spawn ls list get rm destroy extend exec shell files logs ps kill preview templates template snapshot snapshots volumes volume admission quota quotas providers pool workers watch mcp doctor serve worker provider-server config completion' ;;
     'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'snapshots') echo 'ls list get rm delete' ;;
@@ -72,6 +72,7 @@ _sbx_opts() {
     'workers drain') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'workers delete') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'watch') echo '--types --sandbox --since --url --api-key --admin-key --user --json --no-color' ;;
+    'mcp') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'doctor') echo '-c --config --url --api-key --admin-key --user --json --no-color' ;;
     'serve') echo '-p --port --host -c --config --url --api-key --admin-key --user --json --no-color' ;;
     'worker') echo '--id --control-plane --listen --advertise-url --preview-domain --heartbeat-interval --worker-token-file --signing-key-file --once -c --config --url --api-key --admin-key --user --json --no-color' ;;
@@ -142,6 +143,7 @@ _sbx_value_opts() {
     'workers drain') echo '--url --api-key --admin-key --user' ;;
     'workers delete') echo '--url --api-key --admin-key --user' ;;
     'watch') echo '--types --sandbox --since --url --api-key --admin-key --user' ;;
+    'mcp') echo '--url --api-key --admin-key --user' ;;
     'doctor') echo '-c --config --url --api-key --admin-key --user' ;;
     'serve') echo '-p --port --host -c --config --url --api-key --admin-key --user' ;;
     'worker') echo '--id --control-plane --listen --advertise-url --preview-domain --heartbeat-interval --worker-token-file --signing-key-file -c --config --url --api-key --admin-key --user' ;;

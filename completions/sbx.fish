@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'snapshot' 'snapshots' 'snapshots ls' 'snapshots get' 'snapshots rm' 'volumes' 'volumes ls' 'volumes create' 'volumes rm' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'snapshot' 'snapshots' 'snapshots ls' 'snapshots get' 'snapshots rm' 'volumes' 'volumes ls' 'volumes create' 'volumes rm' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'mcp' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -41,6 +41,7 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'providers' -d 'list providers and
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'pool' -d 'show the shared pool (pool mode): runtimes and workspaces in use'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'workers' -d 'list, show, drain or delete registered workers'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'watch' -d 'follow the event stream (live view on a terminal, one line per event otherwise)'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'mcp' -d 'run a Model Context Protocol server over stdio so AI agents can use sandboxes'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'doctor' -d 'check the server, keys, providers and the local setup; exit 1 when a check fails'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'serve' -d 'run the control plane: HTTP API, store, providers, reaper, events'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'worker' -d 'run a remote worker: heartbeats to a control plane and serves the worker RPC'

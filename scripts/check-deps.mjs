@@ -18,7 +18,7 @@ import { builtinModules } from 'node:module';
 import { join, relative, dirname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const HEAVY = ['fastify', 'better-sqlite3', 'dockerode', 'ink'];
+const HEAVY = ['fastify', 'better-sqlite3', 'dockerode', 'ink', '@modelcontextprotocol/sdk'];
 const CLIENT_PACKAGES = ['undici', 'eventsource', 'ws'];
 const BUILTINS = new Set(builtinModules);
 

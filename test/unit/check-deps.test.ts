@@ -89,7 +89,7 @@ describe('check-deps', () => {
     const r = run(heavy);
     expect(r.code).toBe(1);
     expect(r.err).toContain(
-      'src/cli.ts → src/transports/cli/registry.ts → src/transports/cli/commands/serve.ts imports fastify (the CLI start path never statically imports fastify, better-sqlite3, dockerode, ink)',
+      'src/cli.ts → src/transports/cli/registry.ts → src/transports/cli/commands/serve.ts imports fastify (the CLI start path never statically imports fastify, better-sqlite3, dockerode, ink, @modelcontextprotocol/sdk)',
     );
 
     const lazy = tree({

@@ -13,6 +13,7 @@ import { getCommand } from './commands/get.js';
 import { killCommand } from './commands/kill.js';
 import { logsCommand } from './commands/logs.js';
 import { lsCommand } from './commands/ls.js';
+import { mcpCommand } from './commands/mcp.js';
 import { poolCommand } from './commands/pool.js';
 import { psCommand } from './commands/ps.js';
 import { previewCommand } from './commands/preview.js';
@@ -55,6 +56,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   poolCommand,
   workersCommand,
   watchCommand,
+  mcpCommand,
   doctorCommand,
   serveCommand,
   workerCommand,

@@ -1,0 +1,514 @@
+/**
+ * `sbx mcp`: a Model Context Protocol server over stdio on the typed client (DESIGN.md §2), so an
+ * AI agent can spawn sandboxes, run commands and move files through the sbx server named by the
+ * usual `--url` / `--api-key`.
+ *
+ * Rules: stdout carries nothing but protocol frames; every failure of the API or of the arguments
+ * is a tool result with `isError: true` whose text is `{code, message}` (never a crash: the server
+ * keeps serving); the keys the client holds never appear in any result.
+ *
+ * Loaded only by the `mcp` command (with import()), so the SDK and zod stay off the CLI start path.
+ */
+import type { Readable, Writable } from 'node:stream';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { CallToolResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Client } from '../../client/client.js';
+import type { ExecInput } from '../../client/types.js';
+import { SbxError } from '../../contracts/errors.js';
+import { OUTPUT_LIMIT, OutputCapture } from './capture.js';
+
+export interface SbxMcpOptions {
+  client: Client;
+  /** Server version shown to MCP clients. */
+  version: string;
+  /** Values that must never appear in a result (the API and admin keys). */
+  secrets?: readonly (string | undefined)[];
+}
+
+/** Files larger than this are refused by read_file and the file resource (use exec to read parts). */
+export const READ_LIMIT = 8 * 1024 * 1024;
+
+/** The URI template of a sandbox's files: `sbx://sandboxes/sb-1a2b/files/workspace/main.py`. */
+export const FILE_URI_TEMPLATE = 'sbx://sandboxes/{sandbox_id}/files{+path}';
+
+type Json = Record<string, unknown>;
+
+/** A tool error whose text is `{code, message}`. */
+class ToolError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function errorBody(err: unknown): { code: string; message: string } {
+  if (err instanceof SbxError || err instanceof ToolError) return { code: err.code, message: err.message };
+  if ((err as { name?: string })?.name === 'AbortError') return { code: 'cancelled', message: 'the request was cancelled' };
+  return { code: 'internal', message: err instanceof Error ? err.message : String(err) };
+}
+
+const sandboxId = z.string().min(1).describe('sandbox id, e.g. sb-1a2b3c4d (from spawn or list_sandboxes)');
+const duration = z
+  .union([z.string().min(1), z.number().positive()])
+  .describe('a duration such as "30s", "5m" or "1h30m" (a bare number is seconds)');
+const stringMap = z.record(z.string(), z.string());
+
+function toDuration(v: string | number | undefined): string | undefined {
+  if (v === undefined) return undefined;
+  return typeof v === 'number' ? `${v}s` : v;
+}
+
+/** Strict base64 (whitespace allowed) → bytes. */
+function decodeBase64(text: string): Buffer {
+  const s = text.replace(/\s+/g, '');
+  if (s.length % 4 === 1 || !/^[A-Za-z0-9+/]*={0,2}$/.test(s)) throw new ToolError('bad_request', 'content is not valid base64 (encoding "base64" was given)');
+  return Buffer.from(s, 'base64');
+}
+
+/** Text when the bytes are valid UTF-8, else base64. */
+function textOrBase64(bytes: Uint8Array): { encoding: 'utf8' | 'base64'; content: string } {
+  try {
+    return { encoding: 'utf8', content: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes) };
+  } catch {
+    return { encoding: 'base64', content: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') };
+  }
+}
+
+function checkSize(bytes: Uint8Array, path: string): void {
+  if (bytes.byteLength > READ_LIMIT) {
+    throw new ToolError(
+      'payload_too_large',
+      `${path} is ${bytes.byteLength} bytes; read_file returns at most ${READ_LIMIT} bytes: read parts of it with exec (e.g. head -c, tail -c, split)`,
+    );
+  }
+}
+
+/** Builds the MCP server (not yet connected). */
+export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
+  const { client } = opts;
+  const secrets = (opts.secrets ?? []).filter((s): s is string => typeof s === 'string' && s.length >= 4);
+  const scrub = (text: string): string => secrets.reduce((t, s) => t.split(s).join('***'), text);
+
+  const server = new McpServer(
+    { name: 'sbx', title: 'sbx sandboxes', version: opts.version },
+    {
+      instructions:
+        'Tools of an sbx control plane: disposable execution sandboxes. Typical flow: spawn → exec / write_file / read_file → destroy. ' +
+        'exec runs a shell command line (sh -c) unless args is given; a non-zero exit code is a normal result. ' +
+        `Output over ${OUTPUT_LIMIT / 1024} KiB per stream is cut in the middle, with a note. Sandboxes expire after their ttl. ` +
+        `Files are also resources: ${FILE_URI_TEMPLATE}.`,
+    },
+  );
+
+  /**
+   * A result: the value as JSON text; with `text`, that text instead and the value as
+   * structuredContent too (exec: readable output for the agent, fields for programs).
+   */
+  const ok = (value: Json, text?: string): CallToolResult => {
+    if (text === undefined) return { content: [{ type: 'text', text: scrub(JSON.stringify(value, null, 2)) }] };
+    return { content: [{ type: 'text', text: scrub(text) }], structuredContent: JSON.parse(scrub(JSON.stringify(value))) as Json };
+  };
+  const fail = (err: unknown): CallToolResult => ({ content: [{ type: 'text', text: scrub(JSON.stringify(errorBody(err))) }], isError: true });
+
+  // Arguments that fail a tool's schema (and unknown tools) are turned into tool errors by the SDK
+  // itself, as "MCP error -32602: Input validation error: …"; give them the same {code, message}
+  // shape as every other tool error. (An SDK without this hook keeps its own text: still a tool error.)
+  const sdk = server as unknown as { createToolError?: (message: string) => CallToolResult };
+  if (typeof sdk.createToolError === 'function') {
+    sdk.createToolError = (message: string) => fail(new ToolError('bad_request', String(message).replace(/^MCP error -?\d+: /, '')));
+  }
+
+  /** Registers a tool whose handler errors all become tool errors. */
+  function tool<S extends z.ZodRawShape>(
+    name: string,
+    meta: { title: string; description: string; readOnly?: boolean; destructive?: boolean },
+    shape: S,
+    run: (args: z.infer<z.ZodObject<S>>, signal: AbortSignal) => Promise<CallToolResult>,
+  ): void {
+    server.registerTool(
+      name,
+      {
+        title: meta.title,
+        description: meta.description,
+        inputSchema: shape,
+        annotations: { title: meta.title, readOnlyHint: meta.readOnly ?? false, destructiveHint: meta.destructive ?? false, openWorldHint: false },
+      },
+      (async (args: z.infer<z.ZodObject<S>>, extra: { signal: AbortSignal }) => {
+        try {
+          return await run(args, extra.signal);
+        } catch (err) {
+          return fail(err);
+        }
+      }) as never,
+    );
+  }
+
+  tool(
+    'spawn',
+    {
+      title: 'Spawn a sandbox',
+      description:
+        'Create a new disposable sandbox and return it (its id is what the other tools take). Everything is optional: the server defaults apply. ' +
+        'With template, the sandbox takes the template\'s image and size (only ttl, provider and metadata may be given beside it).',
+    },
+    {
+      image: z.string().min(1).optional().describe('container image, e.g. python:3.12-slim'),
+      provider: z.string().min(1).optional().describe('provider name (docker, proot, mock, …); see the server for which exist'),
+      ttl: duration.optional().describe('lifetime before it is destroyed, e.g. "30m" (server default otherwise)'),
+      memory_mb: z.number().int().positive().optional().describe('memory limit in MiB'),
+      vcpus: z.number().int().positive().optional().describe('virtual CPUs'),
+      template: z.string().min(1).optional().describe('spawn from this template (see the templates tool)'),
+      metadata: stringMap.optional().describe('string labels kept with the sandbox'),
+    },
+    async (a, signal) => {
+      if (a.template !== undefined) {
+        const extra = (['image', 'memory_mb', 'vcpus'] as const).filter((k) => a[k] !== undefined);
+        if (extra.length > 0) throw new ToolError('bad_request', `with template, leave out ${extra.join(', ')}: the template sets them`);
+        const s = await client.templates.spawn(a.template, { ttl: toDuration(a.ttl), provider: a.provider, metadata: a.metadata }, { signal });
+        return ok(s as unknown as Json);
+      }
+      const s = await client.spawn(
+        { image: a.image, provider: a.provider, ttl: toDuration(a.ttl), memory_mb: a.memory_mb, vcpus: a.vcpus, metadata: a.metadata },
+        { signal },
+      );
+      return ok(s as unknown as Json);
+    },
+  );
+
+  tool(
+    'list_sandboxes',
+    { title: 'List sandboxes', description: 'The live sandboxes this key can see, oldest first (at most limit, default 100).', readOnly: true },
+    { limit: z.number().int().min(1).max(1000).optional().describe('at most this many (1-1000, default 100)') },
+    async (a, signal) => {
+      const page = await client.listPage({ limit: a.limit ?? 100, signal });
+      const sandboxes = page.items.map((s) => ({
+        id: s.id,
+        state: s.state,
+        image: s.image,
+        provider: s.provider,
+        created_at: s.created_at,
+        expires_at: s.expires_at,
+        metadata: s.metadata,
+      }));
+      return ok({ sandboxes, more: page.next !== null });
+    },
+  );
+
+  tool(
+    'exec',
+    {
+      title: 'Run a command',
+      description:
+        'Run a command in a sandbox and wait for it. command is a shell command line (run with sh -c: pipes, &&, redirections work) unless args is given, ' +
+        'then command is the program and args its arguments, without a shell. Returns exit_code, stdout and stderr; a non-zero exit code is a normal result. ' +
+        `Each stream keeps its first ${OUTPUT_LIMIT / 4 / 1024} KiB and last ${(OUTPUT_LIMIT * 3) / 4 / 1024} KiB; a note says how much was dropped. ` +
+        'On timeout the command is killed and exit_code is 124. A cancelled call kills the command too: for anything longer than ' +
+        'about a minute (MCP clients often give up after 60 s), use start_process and process_output.',
+    },
+    {
+      sandbox_id: sandboxId,
+      command: z.string().min(1).describe('shell command line, or the program when args is given'),
+      args: z.array(z.string()).optional().describe('arguments: run command directly with these (no shell)'),
+      workdir: z.string().min(1).optional().describe('working directory inside the sandbox'),
+      env: stringMap.optional().describe('extra environment variables'),
+      timeout: duration.optional().describe('kill the command after this long, e.g. "30s" (server default otherwise)'),
+      stdin: z.string().optional().describe('text given to the command on its standard input'),
+    },
+    async (a, signal) => {
+      const input: ExecInput = { command: a.command, args: a.args ?? [], mode: a.args === undefined ? 'shell' : 'argv', binary: true };
+      if (a.workdir !== undefined) input.workdir = a.workdir;
+      if (a.env !== undefined) input.env = a.env;
+      if (a.timeout !== undefined) input.timeout = toDuration(a.timeout);
+      if (a.stdin !== undefined) input.stdin = a.stdin;
+      const out = new OutputCapture();
+      const err = new OutputCapture();
+      let exit: { exit_code?: number; duration?: string; timed_out?: boolean; error?: { code?: string; message?: string } } | undefined;
+      for await (const c of client.execStream(a.sandbox_id, input, { signal })) {
+        if (c.stream === 'exit') exit = c as typeof exit;
+        else (c.stream === 'stdout' ? out : err).push(Buffer.from(c.data, c.encoding === 'base64' ? 'base64' : 'utf8'));
+      }
+      if (exit?.error) throw new ToolError(exit.error.code ?? 'internal', `exec failed while the command ran: ${exit.error.message ?? 'unknown error'}`);
+      if (!exit) throw new ToolError('unavailable', 'the exec stream ended without an exit status');
+      const timedOut = Boolean(exit.timed_out);
+      const notes = [out.note('stdout'), err.note('stderr')].filter((n): n is string => n !== undefined);
+      if (timedOut) notes.unshift(`the command hit its timeout and was killed`);
+      const result: Json = {
+        exit_code: exit.exit_code ?? -1,
+        stdout: out.text('stdout'),
+        stderr: err.text('stderr'),
+        duration: exit.duration,
+        timed_out: timedOut,
+        stdout_bytes: out.total,
+        stderr_bytes: err.total,
+        stdout_dropped_bytes: out.dropped,
+        stderr_dropped_bytes: err.dropped,
+      };
+      if (notes.length > 0) result.notes = notes;
+      return ok(result, renderExec(result, notes));
+    },
+  );
+
+  tool(
+    'read_file',
+    {
+      title: 'Read a file',
+      description: `Read a file from a sandbox. Returns its content as text when it is valid UTF-8 (encoding "utf8"), else base64 (encoding "base64"). At most ${READ_LIMIT / 1024 / 1024} MiB.`,
+      readOnly: true,
+    },
+    { sandbox_id: sandboxId, path: z.string().min(1).describe('absolute path inside the sandbox, e.g. /workspace/main.py') },
+    async (a, signal) => {
+      const bytes = await client.files.read(a.sandbox_id, a.path, { signal });
+      checkSize(bytes, a.path);
+      return ok({ path: a.path, size: bytes.byteLength, ...textOrBase64(bytes) });
+    },
+  );
+
+  tool(
+    'write_file',
+    {
+      title: 'Write a file',
+      description: 'Create or replace a file in a sandbox (parent directories are created). content is text, or base64 with encoding "base64" for binary data.',
+    },
+    {
+      sandbox_id: sandboxId,
+      path: z.string().min(1).describe('absolute path inside the sandbox'),
+      content: z.string().describe('the file content (text, or base64 when encoding is "base64")'),
+      encoding: z.enum(['utf8', 'base64']).optional().describe('how content is given (default utf8)'),
+      mode: z
+        .string()
+        .regex(/^0?[0-7]{3,4}$/, 'an octal mode such as 0644 or 0755')
+        .optional()
+        .describe('permission bits in octal, e.g. "0755"'),
+    },
+    async (a, signal) => {
+      const data = a.encoding === 'base64' ? new Uint8Array(decodeBase64(a.content)) : a.content;
+      await client.files.write(a.sandbox_id, a.path, data, { mode: a.mode, signal });
+      const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
+      return ok({ status: 'written', path: a.path, size });
+    },
+  );
+
+  tool(
+    'list_files',
+    { title: 'List files', description: 'List a directory in a sandbox: name, path, size, mode, whether it is a directory.', readOnly: true },
+    { sandbox_id: sandboxId, path: z.string().min(1).optional().describe('absolute directory path (default /)') },
+    async (a, signal) => ok({ path: a.path ?? '/', files: await client.files.list(a.sandbox_id, a.path ?? '/', { signal }) }),
+  );
+
+  tool(
+    'destroy',
+    { title: 'Destroy a sandbox', description: 'Destroy a sandbox and everything in it (idempotent for one already destroyed).', destructive: true },
+    { sandbox_id: sandboxId },
+    async (a, signal) => ok({ sandbox_id: a.sandbox_id, ...(await client.destroy(a.sandbox_id, { signal })) }),
+  );
+
+  tool(
+    'logs',
+    { title: 'Console log', description: "A sandbox's console log: its last lines (lifecycle notes and the commands run in it).", readOnly: true },
+    { sandbox_id: sandboxId, lines: z.number().int().min(1).max(10_000).optional().describe('how many of the last lines (default 100)') },
+    async (a, signal) => ok({ sandbox_id: a.sandbox_id, lines: await client.logs(a.sandbox_id, a.lines ?? 100, { signal }) }),
+  );
+
+  tool(
+    'templates',
+    { title: 'List templates', description: 'The named sandbox templates (image, size, ttl, provider) that spawn accepts as template.', readOnly: true },
+    {},
+    async (_a, signal) => ok({ templates: await client.templates.list({ signal }) }),
+  );
+
+  tool(
+    'preview_url',
+    {
+      title: 'Preview URL',
+      description: 'The URL at which a TCP port inside a sandbox (e.g. a web server the agent started) is reached through the server\'s live-preview proxy.',
+      readOnly: true,
+    },
+    { sandbox_id: sandboxId, port: z.number().int().min(1).max(65535).describe('TCP port inside the sandbox') },
+    async (a, signal) => {
+      const s = await client.get(a.sandbox_id, { signal });
+      if (!s.preview_domain) {
+        throw new ToolError('not_implemented', 'previews are off on this server: it has no preview domain (the operator sets server.preview_domain, e.g. preview.localhost)');
+      }
+      const api = new URL(client.url);
+      const url = new URL(`${api.protocol}//${a.port}-${s.id}.${s.preview_domain}/`);
+      if (api.port) url.port = api.port;
+      if (s.preview_token) url.searchParams.set('sbx_token', s.preview_token);
+      return ok({ url: url.toString(), sandbox_id: s.id, port: a.port });
+    },
+  );
+
+  tool(
+    'start_process',
+    {
+      title: 'Start a background process',
+      description:
+        'Start a long-running command (a server, a watcher) that goes on after this call; returns its process id. Read its output with process_output, end it with stop_process. ' +
+        'command is a shell command line unless args is given.',
+    },
+    {
+      sandbox_id: sandboxId,
+      command: z.string().min(1).describe('shell command line, or the program when args is given'),
+      args: z.array(z.string()).optional().describe('arguments: run command directly with these (no shell)'),
+      workdir: z.string().min(1).optional(),
+      env: stringMap.optional(),
+      timeout: duration.optional().describe('kill it after this long (none by default)'),
+    },
+    async (a, signal) => {
+      const p = await client.processes.start(
+        a.sandbox_id,
+        { command: a.command, args: a.args ?? [], mode: a.args === undefined ? 'shell' : 'argv', workdir: a.workdir, env: a.env, timeout: toDuration(a.timeout) },
+        { signal },
+      );
+      return ok(p as unknown as Json);
+    },
+  );
+
+  tool(
+    'process_output',
+    {
+      title: 'Background process output',
+      description:
+        `Output of a background process (stdout and stderr interleaved as written) from byte offset (default 0), at most ${OUTPUT_LIMIT / 1024} KiB per call; ` +
+        'pass next_offset to the next call to continue. state tells whether it still runs; exit_code is set once it ended.',
+      readOnly: true,
+    },
+    {
+      sandbox_id: sandboxId,
+      process_id: z.string().min(1).describe('process id from start_process (p-…)'),
+      offset: z.number().int().min(0).optional().describe('byte offset to read from (default 0)'),
+    },
+    async (a, signal) => {
+      let offset = a.offset ?? 0;
+      const parts: Buffer[] = [];
+      let size = 0;
+      let more = false;
+      let dropped: number | undefined;
+      const ac = new AbortController();
+      const onAbort = () => ac.abort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        for await (const c of client.processes.output(a.sandbox_id, a.process_id, { offset }, { signal: ac.signal })) {
+          if (c.stream === 'truncated') {
+            dropped = c.offset - offset;
+            offset = c.offset;
+          } else if (c.stream === 'stdout' || c.stream === 'stderr') {
+            const bytes = Buffer.from(c.data ?? '', c.encoding === 'base64' ? 'base64' : 'utf8');
+            const room = OUTPUT_LIMIT - size;
+            const take = bytes.subarray(0, Math.max(0, room));
+            parts.push(take);
+            size += take.length;
+            offset = c.offset + take.length;
+            if (take.length < bytes.length) {
+              more = true;
+              break;
+            }
+          }
+        }
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        ac.abort();
+      }
+      const info = await client.processes.get(a.sandbox_id, a.process_id, { signal });
+      const result: Json = {
+        process_id: info.id,
+        state: info.state,
+        exit_code: info.exit_code,
+        output: Buffer.concat(parts).toString('utf8'),
+        next_offset: offset,
+        more,
+      };
+      if (dropped !== undefined && dropped > 0) result.note = `${dropped} older bytes were dropped by the server before offset ${offset}`;
+      return ok(result);
+    },
+  );
+
+  tool(
+    'stop_process',
+    { title: 'Stop a background process', description: 'Kill a background process (and its children); answers once it ended.', destructive: true },
+    { sandbox_id: sandboxId, process_id: z.string().min(1).describe('process id from start_process (p-…)') },
+    async (a, signal) => ok((await client.processes.kill(a.sandbox_id, a.process_id, { signal })) as unknown as Json),
+  );
+
+  // Resources: every sandbox file by URI, and the list of sandboxes.
+  server.registerResource(
+    'sandbox-file',
+    new ResourceTemplate(FILE_URI_TEMPLATE, { list: undefined }),
+    {
+      title: 'A file in a sandbox',
+      description: 'sbx://sandboxes/<sandbox_id>/files/<absolute path>: text for UTF-8 content, else a base64 blob.',
+    },
+    async (uri, vars, extra): Promise<ReadResourceResult> => {
+      try {
+        const id = decodeURIComponent(String(vars.sandbox_id));
+        const path = decodeURIComponent(String(vars.path));
+        const bytes = await client.files.read(id, path, { signal: extra.signal });
+        checkSize(bytes, path);
+        const body = textOrBase64(bytes);
+        return {
+          contents: [
+            body.encoding === 'utf8'
+              ? { uri: uri.href, mimeType: 'text/plain', text: scrub(body.content) }
+              : { uri: uri.href, mimeType: 'application/octet-stream', blob: body.content },
+          ],
+        };
+      } catch (err) {
+        throw new Error(scrub(JSON.stringify(errorBody(err))));
+      }
+    },
+  );
+
+  server.registerResource(
+    'sandboxes',
+    'sbx://sandboxes',
+    { title: 'Live sandboxes', description: 'The live sandboxes this key can see (JSON, at most 1000).', mimeType: 'application/json' },
+    async (uri, extra): Promise<ReadResourceResult> => {
+      try {
+        const page = await client.listPage({ limit: 1000, signal: extra.signal });
+        return { contents: [{ uri: uri.href, mimeType: 'application/json', text: scrub(JSON.stringify(page.items, null, 2)) }] };
+      } catch (err) {
+        throw new Error(scrub(JSON.stringify(errorBody(err))));
+      }
+    },
+  );
+
+  return server;
+}
+
+/** The exec result as text an agent reads easily. */
+function renderExec(r: Json, notes: string[]): string {
+  const block = (name: string, text: string) => (text === '' ? `${name}: (empty)\n` : `${name}:\n${text}${text.endsWith('\n') ? '' : '\n'}`);
+  let text = `exit_code: ${String(r.exit_code)}${r.timed_out ? ' (timed out)' : ''}\nduration: ${String(r.duration ?? '?')}\n`;
+  text += block('stdout', String(r.stdout)) + block('stderr', String(r.stderr));
+  for (const n of notes) text += `[sbx: ${n}]\n`;
+  return text;
+}
+
+export interface StdioOptions extends SbxMcpOptions {
+  stdin: Readable;
+  stdout: Writable;
+  /** Aborting it closes the server. */
+  signal: AbortSignal;
+}
+
+/**
+ * Serves MCP over the given stdio streams until stdin ends (the agent went away) or `signal` aborts.
+ */
+export async function serveStdio(opts: StdioOptions): Promise<void> {
+  const server = createSbxMcpServer(opts);
+  const transport = new StdioServerTransport(opts.stdin, opts.stdout);
+  const done = new Promise<void>((resolve) => {
+    const finish = () => resolve();
+    opts.stdin.once('end', finish);
+    opts.stdin.once('close', finish);
+    opts.signal.addEventListener('abort', finish, { once: true });
+    transport.onclose = finish;
+  });
+  await server.connect(transport);
+  if (opts.signal.aborted) return void (await server.close().catch(() => {}));
+  await done;
+  await server.close().catch(() => {});
+}

@@ -41,6 +41,11 @@ export const RPC_METHODS = [
   'worker.logs',
   'worker.renew_lease',
   'worker.shutdown',
+  'worker.snapshot',
+  'worker.snapshot_delete',
+  'worker.volume_create',
+  'worker.volume_delete',
+  'worker.volume_sizes',
 ] as const;
 export type RpcMethod = (typeof RPC_METHODS)[number];
 
@@ -65,6 +70,12 @@ export const RPC_SCOPE: Record<RpcMethod, string> = {
   'worker.file_glob': 'worker:files',
   'worker.logs': 'worker:logs',
   'worker.renew_lease': 'worker:lease',
+  // Snapshots and volumes (DESIGN §10) are made and removed like sandboxes.
+  'worker.snapshot': 'worker:spawn',
+  'worker.snapshot_delete': 'worker:destroy',
+  'worker.volume_create': 'worker:spawn',
+  'worker.volume_delete': 'worker:destroy',
+  'worker.volume_sizes': 'worker:status',
 };
 
 /** Request envelope. `params` is checked per method after the envelope itself. */
@@ -99,6 +110,8 @@ export const RpcTarget = Type.Object(Target);
 export type RpcTarget = Static<typeof RpcTarget>;
 
 const Path = Type.String({ minLength: 1, maxLength: 4096 });
+/** Snapshot and volume names (DESIGN §10). */
+const CatalogName = Type.String({ pattern: '^[a-z0-9][a-z0-9_.-]{0,63}$' });
 
 export const SpawnParams = Type.Object({
   sandbox_id: Type.String({ minLength: 1, maxLength: 128 }),
@@ -113,6 +126,10 @@ export const SpawnParams = Type.Object({
   preview_token: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
   /** DESIGN §10: `none` or `bridge`; absent: the worker provider's default. */
   network: Type.Optional(Type.Union([Type.Literal('none'), Type.Literal('bridge')])),
+  /** DESIGN §10: the snapshot it starts from (`image` is then the snapshot's), made on this worker. */
+  snapshot: Type.Optional(CatalogName),
+  /** DESIGN §10: volumes of this worker to mount read-write. */
+  volumes: Type.Optional(Type.Array(Type.Object({ name: CatalogName, mount_path: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false }), { maxItems: 16 })),
 });
 export type SpawnParams = Static<typeof SpawnParams>;
 export const SpawnResult = Type.Object({
@@ -213,6 +230,14 @@ export const ShutdownParams = Type.Object({ mode: Type.Literal('drain') });
 export const ShutdownResult = Type.Object({ status: Type.Literal('draining') });
 
 /** Params schema of each method, for the worker's validation (400 on mismatch). */
+export const SnapshotParams = Type.Object({ ...Target, name: CatalogName });
+export const SnapshotResultRpc = Type.Object({ image: Type.String(), kernel: Type.Union([Type.String(), Type.Null()]), size_bytes: Type.Integer({ minimum: 0 }) });
+export type SnapshotResultRpc = Static<typeof SnapshotResultRpc>;
+export const SnapshotDeleteParams = Type.Object({ provider: Target.provider, name: CatalogName, image: Type.String({ minLength: 1, maxLength: 512 }) });
+export const VolumeParams = Type.Object({ provider: Target.provider, name: CatalogName });
+export const VolumeSizesParams = Type.Object({ provider: Target.provider, names: Type.Array(CatalogName, { maxItems: 1000 }) });
+export const VolumeSizesResult = Type.Object({ sizes: Type.Record(Type.String(), Type.Union([Type.Integer({ minimum: 0 }), Type.Null()])) });
+
 export const RPC_PARAMS = {
   'worker.spawn': SpawnParams,
   'worker.destroy': DestroyParams,
@@ -230,6 +255,11 @@ export const RPC_PARAMS = {
   'worker.logs': LogsParams,
   'worker.renew_lease': RenewLeaseParams,
   'worker.shutdown': ShutdownParams,
+  'worker.snapshot': SnapshotParams,
+  'worker.snapshot_delete': SnapshotDeleteParams,
+  'worker.volume_create': VolumeParams,
+  'worker.volume_delete': VolumeParams,
+  'worker.volume_sizes': VolumeSizesParams,
 } as const;
 
 /** HTTP status of each RPC error code (DESIGN.md §7): `timeout` is 504 here, not the API's 408. */

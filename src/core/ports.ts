@@ -336,6 +336,8 @@ export interface VolumeRecord {
   provider: string;
   created_at: string;
   owner_id: string | null;
+  /** The worker whose provider holds it (DESIGN.md §10); absent or null: this node's own. */
+  worker_id?: string | null;
 }
 
 export interface VolumeStore {

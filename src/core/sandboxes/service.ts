@@ -49,6 +49,8 @@ export interface ResolvedSpawn {
   snapshot: string | null;
   /** Checked volumes to mount; empty for none. */
   volumes: VolumeMount[];
+  /** The worker that must run it (where its snapshot or volumes are kept); null: placement chooses. */
+  worker: string | null;
 }
 
 export interface SandboxDeps {
@@ -112,11 +114,13 @@ export class SandboxService {
       throw new SbxError('not_implemented', 'pool sandboxes share one runtime with other users: snapshots and volumes need pool mode off');
     }
     let snapshot: string | null = null;
+    let worker: string | null = null;
     if (input.snapshot !== undefined) {
       if (input.image !== undefined) throw badRequest('a spawn from a snapshot takes its image from the snapshot: leave image out');
       const snap = await this.snapshots.forSpawn(input.snapshot, input.provider, ownerForQuota(input.owner_id));
       input = { ...input, provider: snap.provider, image: snap.image };
       snapshot = snap.name;
+      worker = snap.worker_id;
     }
     if (pool.enabled) {
       // DESIGN §8: a logical sandbox in a shared runtime, for one named tenant; the shape is the pool's.
@@ -136,6 +140,12 @@ export class SandboxService {
     for (const [k, v] of Object.entries(metadata)) {
       if (typeof v !== 'string') throw badRequest(`metadata.${k} must be a string`);
     }
+    const volumes = input.volumes?.length ? await this.volumes.forSpawn(input.volumes, provider, ownerForQuota(input.owner_id)) : [];
+    const volumeWorker = await this.volumes.placementOf(volumes);
+    if (volumeWorker !== null) {
+      if (worker !== null && worker !== volumeWorker) throw badRequest(`snapshot ${snapshot} is kept by worker ${worker} and the volumes by worker ${volumeWorker}: one sandbox cannot use both`);
+      worker = volumeWorker;
+    }
     return {
       image: input.image ?? d.image,
       provider,
@@ -147,7 +157,8 @@ export class SandboxService {
       template: input.template ?? null,
       network: spawnNetwork(input.network ?? (d.network || undefined), pool.enabled),
       snapshot,
-      volumes: input.volumes?.length ? await this.volumes.forSpawn(input.volumes, provider, ownerForQuota(input.owner_id)) : [],
+      volumes,
+      worker,
     };
   }
 

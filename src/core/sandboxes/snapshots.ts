@@ -50,7 +50,6 @@ export class SnapshotService {
     const name = checkCatalogName('snapshot', rawName);
     const taken = () => conflict(`snapshot "${name}" already exists`);
     const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(sandboxId, caller);
-    if (!this.sandboxes.deps.locator.isLocal(rec)) throw cannot(rec.provider, 'take snapshots of a sandbox on a remote worker', 'snapshots are kept by the control plane\'s own providers');
     if (this.sandboxes.deps.settings.pool.enabled) throw cannot(rec.provider, 'take snapshots of pool sandboxes', 'they share one runtime with other users');
     if (!provider.snapshot) throw cannot(rec.provider, 'take snapshots');
     if (await this.store.getSnapshot(name)) throw taken();
@@ -97,8 +96,7 @@ export class SnapshotService {
   /** Removes the provider's copy, then the record (sandboxes already started from it keep running). */
   async remove(name: string, caller: Caller, signal?: AbortSignal): Promise<void> {
     const rec = await this.get(name, caller);
-    const provider = this.localProvider(rec.provider);
-    await provider.deleteSnapshot?.(rec.name, rec.image, signal);
+    await (await this.providerOf(rec)).deleteSnapshot?.(rec.name, rec.image, signal);
     if (await this.store.deleteSnapshot(rec.name)) {
       this.sandboxes.deps.bus.publish({ type: 'snapshot.deleted', owner_id: rec.owner_id ?? undefined, data: { name: rec.name, provider: rec.provider } });
     }
@@ -114,13 +112,23 @@ export class SnapshotService {
     if (provider !== undefined && provider !== rec.provider) {
       throw badRequest(`snapshot ${name} was taken on provider ${rec.provider}; a spawn from it cannot ask for provider ${provider}`);
     }
-    this.localProvider(rec.provider);
+    // Spawns from it run where it is kept (placement pins them there).
+    if (rec.worker_id === this.sandboxes.deps.settings.worker_id && !this.sandboxes.deps.providers.has(rec.provider)) {
+      throw unavailable(`provider "${rec.provider}" that holds snapshot ${name} is not configured on this server`);
+    }
     return rec;
   }
 
-  private localProvider(name: string): Provider {
-    if (!this.sandboxes.deps.providers.has(name)) throw unavailable(`provider "${name}" that holds it is not configured on this server`);
-    return this.sandboxes.deps.providers.get(name);
+  /** The provider holding a snapshot: this node's, or its worker's over the RPC. */
+  private async providerOf(rec: SnapshotRecord): Promise<Provider> {
+    const { providers, locator, settings } = this.sandboxes.deps;
+    if (rec.worker_id === settings.worker_id) {
+      if (!providers.has(rec.provider)) throw unavailable(`provider "${rec.provider}" that holds snapshot ${rec.name} is not configured on this server`);
+      return providers.get(rec.provider);
+    }
+    const w = await locator.workerOf({ worker_id: rec.worker_id });
+    if (!w) throw unavailable(`worker ${rec.worker_id} that holds snapshot ${rec.name} is not registered`);
+    return locator.remoteProvider(w, { id: rec.sandbox_id, provider: rec.provider, runtime_id: null });
   }
 
   private visible(rec: SnapshotRecord, caller: Caller): boolean {

@@ -6,7 +6,7 @@
  * sandbox, never a leaked lease.
  */
 import { formatDuration } from '../duration.js';
-import { badRequest, isSbxError, SbxError } from '../errors.js';
+import { badRequest, isSbxError } from '../errors.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { AdmissionTicket } from '../admission/admission.js';
 import type { Provider, SandboxRecord } from '../ports.js';
@@ -33,10 +33,7 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
   // Pool sandboxes live in this node's shared runtimes (spec 4.2: workspace scoping is local only).
   const target: Awaited<ReturnType<typeof locator.place>> = deps.settings.pool.enabled
     ? { local: true, worker_id: deps.settings.worker_id }
-    : await locator.place({ provider: req.provider, owner_id: req.owner_id });
-  if (!target.local && (req.snapshot !== null || req.volumes.length > 0)) {
-    throw new SbxError('not_implemented', `snapshots and volumes are kept by the control plane's own providers: provider ${req.provider} runs only on a remote worker here`);
-  }
+    : await locator.place({ provider: req.provider, owner_id: req.owner_id, ...(req.worker !== null ? { worker_id: req.worker } : {}) });
   // A warm runtime of this shape (DESIGN.md §11) answers without a provider start; else room is made for a cold one.
   const warm = target.local && !deps.settings.pool.enabled ? await deps.warm?.claim(req) : null;
   if (target.local && !warm) await deps.warm?.makeRoom().catch(() => undefined);

@@ -29,21 +29,34 @@ export class VolumeService {
     private readonly sandboxes: SandboxService,
   ) {}
 
-  /** Makes the volume on `providerName` (default: the default provider); 409 when the name is taken. */
+  /**
+   * Makes the volume on `providerName` (default: the default provider): on this node when it runs
+   * that provider, else on a worker that does (placement picks it; its sandboxes then go there).
+   * 409 when the name is taken.
+   */
   async create(rawName: unknown, providerName: string | undefined, caller: Caller, signal?: AbortSignal): Promise<VolumeView> {
     const name = checkCatalogName('volume', rawName);
-    const { providers, settings, clock } = this.sandboxes.deps;
-    const chosen = providerName ?? providers.defaultProvider;
-    if (!providers.has(chosen)) throw badRequest(`unknown provider "${chosen}" (available here: ${providers.names().join(', ') || 'none'})`);
+    const { providers, settings, clock, locator } = this.sandboxes.deps;
+    const chosen = providerName ?? (await locator.spawnProvider(undefined));
+    if (!providers.has(chosen) && !(await locator.knownProvider(chosen))) throw badRequest(`unknown provider "${chosen}" (available here: ${providers.names().join(', ') || 'none'})`);
     if (settings.pool.enabled) throw cannot(chosen, 'mount volumes into pool sandboxes', 'they share one runtime with other users');
-    const provider = providers.get(chosen);
+    let provider: Provider;
+    let workerId = settings.worker_id;
+    if (providers.has(chosen)) {
+      provider = providers.get(chosen);
+    } else {
+      const target = await locator.place({ provider: chosen, owner_id: caller.owner_id });
+      if (target.local) throw unavailable(`provider "${chosen}" runs nowhere that can hold volumes`);
+      workerId = target.worker.id;
+      provider = locator.remoteProvider(target.worker, { id: `volume-${name}`, provider: chosen, runtime_id: null });
+    }
     if (!provider.createVolume) throw cannot(chosen, 'make volumes');
     const taken = () => conflict(`volume "${name}" already exists`);
     if ((await this.store.getVolume(name)) || this.creating.has(name)) throw taken();
     this.creating.add(name);
     try {
       await provider.createVolume(name, signal);
-      const rec: VolumeRecord = { name, provider: chosen, created_at: clock.now().toISOString(), owner_id: caller.owner_id };
+      const rec: VolumeRecord = { name, provider: chosen, created_at: clock.now().toISOString(), owner_id: caller.owner_id, worker_id: workerId };
       try {
         await this.store.insertVolume(rec);
       } catch (err) {
@@ -62,9 +75,14 @@ export class VolumeService {
   async list(caller: Caller, signal?: AbortSignal): Promise<VolumeView[]> {
     const recs = (await this.store.listVolumes()).filter((v) => this.visible(v, caller));
     const sizes: Record<string, number | null> = {};
-    for (const name of new Set(recs.map((r) => r.provider))) {
-      const p = this.sandboxes.deps.providers.has(name) ? this.sandboxes.deps.providers.get(name) : undefined;
-      if (p) Object.assign(sizes, await this.sizes(p, recs.filter((r) => r.provider === name).map((r) => r.name), signal));
+    const groups = new Map<string, VolumeRecord[]>();
+    for (const r of recs) {
+      const key = `${this.workerOf(r)}\0${r.provider}`;
+      groups.set(key, [...(groups.get(key) ?? []), r]);
+    }
+    for (const group of groups.values()) {
+      const p = await this.providerOf(group[0]!).catch(() => undefined);
+      if (p) Object.assign(sizes, await this.sizes(p, group.map((r) => r.name), signal));
     }
     return recs.map((r) => ({ ...r, size_bytes: sizes[r.name] ?? null }));
   }
@@ -81,9 +99,7 @@ export class VolumeService {
     if (this.spawning.has(rec.name)) throw conflict(`volume ${name} is being mounted by a sandbox that is starting`);
     const users = await this.store.sandboxesMounting(rec.name);
     if (users.length > 0) throw conflict(`volume ${name} is mounted by sandbox ${users.join(', ')}: destroy ${users.length > 1 ? 'them' : 'it'} first`);
-    const { providers } = this.sandboxes.deps;
-    if (!providers.has(rec.provider)) throw unavailable(`provider "${rec.provider}" that holds volume ${name} is not configured on this server`);
-    await providers.get(rec.provider).deleteVolume?.(rec.name, signal);
+    await (await this.providerOf(rec)).deleteVolume?.(rec.name, signal);
     if (await this.store.deleteVolume(rec.name)) {
       this.sandboxes.deps.bus.publish({ type: 'volume.deleted', owner_id: rec.owner_id ?? undefined, data: { name: rec.name, provider: rec.provider } });
     }
@@ -115,6 +131,36 @@ export class VolumeService {
       if (rec.provider !== provider) throw badRequest(`volume ${m.name} lives on provider ${rec.provider}; this sandbox runs on ${provider}`);
     }
     return out;
+  }
+
+  /** The worker that must run a sandbox mounting these (null for none); they must all be on one. */
+  async placementOf(mounts: readonly VolumeMount[]): Promise<string | null> {
+    let worker: string | null = null;
+    for (const m of mounts) {
+      const rec = await this.store.getVolume(m.name);
+      if (!rec) throw notFound(`volume ${m.name} not found`);
+      const w = this.workerOf(rec);
+      if (worker !== null && w !== worker) throw badRequest(`volumes ${mounts.map((x) => x.name).join(', ')} are held by different workers (${worker}, ${w}): one sandbox cannot mount them all`);
+      worker = w;
+    }
+    return worker;
+  }
+
+  private workerOf(rec: VolumeRecord): string {
+    return rec.worker_id ?? this.sandboxes.deps.settings.worker_id;
+  }
+
+  /** The provider holding a volume: this node's, or its worker's over the RPC. */
+  private async providerOf(rec: VolumeRecord): Promise<Provider> {
+    const { providers, locator, settings } = this.sandboxes.deps;
+    const worker = this.workerOf(rec);
+    if (worker === settings.worker_id) {
+      if (!providers.has(rec.provider)) throw unavailable(`provider "${rec.provider}" that holds volume ${rec.name} is not configured on this server`);
+      return providers.get(rec.provider);
+    }
+    const w = await locator.workerOf({ worker_id: worker });
+    if (!w) throw unavailable(`worker ${worker} that holds volume ${rec.name} is not registered`);
+    return locator.remoteProvider(w, { id: `volume-${rec.name}`, provider: rec.provider, runtime_id: null });
   }
 
   /** Marks the volumes of a spawn under way until `release` (a delete meanwhile is a conflict). */

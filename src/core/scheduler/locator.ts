@@ -165,8 +165,13 @@ export class RuntimeLocator {
     const active = new Map(Object.entries(counts.by_worker));
     const mine = new Map(Object.entries(counts.by_worker_for_owner));
     // This node takes part by configuration, not by its registry row (heartbeats may lag a start).
-    const candidates = remote;
+    let candidates = remote;
     if (this.deps.localWorker && !this.localRemoved) candidates.push(this.localRow(now));
+    if (req.worker_id !== undefined) {
+      const pinned = req.worker_id;
+      candidates = candidates.filter((w) => w.id === pinned);
+      if (candidates.length === 0) throw unavailable(`worker ${pinned}, which keeps the snapshot or volumes this sandbox needs, is not available`);
+    }
     const choice = place(req, {
       workers: candidates,
       local_id: this.deps.workerId,

@@ -10,6 +10,8 @@ export const PLACEMENT_STALE_AFTER_MS = 2 * 60_000;
 export interface PlacementRequest {
   provider: string;
   owner_id: string | null;
+  /** Only this worker may take it (it keeps the snapshot or volumes the spawn needs). */
+  worker_id?: string;
 }
 
 export interface PlacementInput {

@@ -145,7 +145,7 @@ export function templateFromRow(r: Row): TemplateRecord {
 }
 
 export const SNAPSHOT_COLUMNS = ['name', 'provider', 'image', 'kernel', 'size_bytes', 'created_at', 'owner_id', 'sandbox_id', 'worker_id'] as const;
-export const VOLUME_COLUMNS = ['name', 'provider', 'created_at', 'owner_id'] as const;
+export const VOLUME_COLUMNS = ['name', 'provider', 'created_at', 'owner_id', 'worker_id'] as const;
 
 export function snapshotValues(rec: SnapshotRecord): unknown[] {
   return SNAPSHOT_COLUMNS.map((c) => rec[c] ?? null);
@@ -170,7 +170,7 @@ export function volumeValues(rec: VolumeRecord): unknown[] {
 }
 
 export function volumeFromRow(r: Row): VolumeRecord {
-  return { name: str(r.name), provider: str(r.provider), created_at: str(r.created_at), owner_id: strOrNull(r.owner_id) };
+  return { name: str(r.name), provider: str(r.provider), created_at: str(r.created_at), owner_id: strOrNull(r.owner_id), ...(r.worker_id != null ? { worker_id: str(r.worker_id) } : {}) };
 }
 
 /** Quota column values in QUOTA_COLUMNS order; a new row without created_at starts at updated_at. */

@@ -264,3 +264,8 @@ export const warmRuntimes = (key: string) => `
   CREATE INDEX warm_runtimes_shape_idx ON warm_runtimes (worker_id, shape, created_at, sandbox_id);
   ALTER TABLE templates ADD COLUMN warm INTEGER;
 `;
+
+/** Version 11 (DESIGN.md §10): the worker that holds a volume (null: the control plane's own node). Version 10 is egress rules. */
+export const VOLUME_WORKER = `
+  ALTER TABLE volumes ADD COLUMN worker_id TEXT;
+`;

@@ -4,7 +4,7 @@
  * 4 MiB; a large write is staged on the worker under an upload id and renamed at the last window.
  */
 import { randomBytes } from 'node:crypto';
-import { RPC_FILE_WINDOW_BYTES, type FileReadResult, type RpcLease, type SpawnResult, type StatusResult } from '../../../contracts/worker-rpc.js';
+import { RPC_FILE_WINDOW_BYTES, type FileReadResult, type RpcLease, type SnapshotResultRpc, type SpawnResult, type StatusResult } from '../../../contracts/worker-rpc.js';
 import { SbxError } from '../../../core/errors.js';
 import type { ConsoleLog, FileInfo, LeaseRecord, OpenedFile, PreviewUpstream, Provider, RuntimeStatus, WorkerRecord } from '../../../core/ports.js';
 import type { RemoteTarget, RemoteWorkers } from '../../../core/scheduler/remote-port.js';
@@ -71,10 +71,29 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     health: () => Promise.reject(new SbxError('not_implemented', 'the health of a remote provider is its worker heartbeat')),
 
     async spawn(spec, signal) {
-      const params = { sandbox_id: spec.sandbox_id, provider: target.provider, image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, ttl: target.ttl ?? '', metadata: spec.metadata, owner_id: spec.owner_id, ...(spec.preview_token ? { preview_token: spec.preview_token } : {}), ...(spec.network ? { network: spec.network } : {}) };
+      const params = { sandbox_id: spec.sandbox_id, provider: target.provider, image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, ttl: target.ttl ?? '', metadata: spec.metadata, owner_id: spec.owner_id, ...(spec.preview_token ? { preview_token: spec.preview_token } : {}), ...(spec.network ? { network: spec.network } : {}), ...(spec.snapshot ? { snapshot: spec.snapshot } : {}), ...(spec.volumes?.length ? { volumes: spec.volumes } : {}) };
       const r = await call<SpawnResult>('worker.spawn', params, signal, await lease());
       if (!r || typeof r.runtime_id !== 'string' || r.runtime_id === '') throw rpc.invalid(w);
       return { runtime_id: r.runtime_id, ...(typeof r.network === 'string' && r.network !== '' ? { network: r.network } : {}) };
+    },
+    // Snapshots and volumes (DESIGN §10) are kept by the worker's own provider.
+    async snapshot(runtimeId, name, signal) {
+      const r = await call<SnapshotResultRpc>('worker.snapshot', { ...at(runtimeId), name }, signal);
+      if (!r || typeof r.image !== 'string' || typeof r.size_bytes !== 'number') throw rpc.invalid(w);
+      return { image: r.image, kernel: r.kernel ?? null, size_bytes: r.size_bytes };
+    },
+    async deleteSnapshot(name, image, signal) {
+      await call('worker.snapshot_delete', { provider: target.provider, name, image }, signal);
+    },
+    async createVolume(name, signal) {
+      await call('worker.volume_create', { provider: target.provider, name }, signal);
+    },
+    async deleteVolume(name, signal) {
+      await call('worker.volume_delete', { provider: target.provider, name }, signal);
+    },
+    async volumeSizes(names, signal) {
+      const r = await call<{ sizes: Record<string, number | null> }>('worker.volume_sizes', { provider: target.provider, names: [...names] }, signal);
+      return r?.sizes ?? {};
     },
     async destroy(runtimeId, signal) {
       try {

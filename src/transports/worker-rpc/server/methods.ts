@@ -65,7 +65,20 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       const known = deps.state.getRuntime(s.sandbox_id);
       // A retried spawn of the same sandbox answers the runtime it already has.
       if (known && known.provider === s.provider) return { sandbox_id: s.sandbox_id, runtime_id: known.runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
-      const { runtime_id, network } = await provider.spawn({ sandbox_id: s.sandbox_id, image: s.image, memory_mb: s.memory_mb, vcpus: s.vcpus, metadata: s.metadata, owner_id: s.owner_id, ...(s.network ? { network: s.network } : {}) }, signal);
+      const { runtime_id, network } = await provider.spawn(
+        {
+          sandbox_id: s.sandbox_id,
+          image: s.image,
+          memory_mb: s.memory_mb,
+          vcpus: s.vcpus,
+          metadata: s.metadata,
+          owner_id: s.owner_id,
+          ...(s.network ? { network: s.network } : {}),
+          ...(s.snapshot ? { snapshot: s.snapshot } : {}),
+          ...(s.volumes?.length ? { volumes: s.volumes.map((v) => ({ name: v.name, mount_path: sandboxPath(v.mount_path, 'volumes.mount_path') })) } : {}),
+        },
+        signal,
+      );
       deps.state.putRuntime({ sandbox_id: s.sandbox_id, provider: s.provider, runtime_id, preview_token: s.preview_token ?? null });
       return { sandbox_id: s.sandbox_id, runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId, ...(network ? { network } : {}) };
     }
@@ -103,6 +116,35 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
         (item.stream === 'stdout' ? out : err).push(Buffer.from(item.data));
       }
       throw new SbxError('provider_error', 'exec ended without an exit status');
+    }
+    case 'worker.snapshot': {
+      const t = p as Target & { name: string };
+      const provider = runtimeOf(deps, t);
+      if (!provider.snapshot) throw new SbxError('not_implemented', `provider ${t.provider} on worker ${deps.workerId} cannot take snapshots`);
+      const made = await provider.snapshot(t.runtime_id, t.name, signal);
+      return { image: made.image, kernel: made.kernel ?? null, size_bytes: made.size_bytes };
+    }
+    case 'worker.snapshot_delete': {
+      const d = p as { provider: string; name: string; image: string };
+      await providerNamed(deps, d.provider).deleteSnapshot?.(d.name, d.image, signal);
+      return {};
+    }
+    case 'worker.volume_create': {
+      const v = p as { provider: string; name: string };
+      const provider = providerNamed(deps, v.provider);
+      if (!provider.createVolume) throw new SbxError('not_implemented', `provider ${v.provider} on worker ${deps.workerId} cannot make volumes`);
+      await provider.createVolume(v.name, signal);
+      return {};
+    }
+    case 'worker.volume_delete': {
+      const v = p as { provider: string; name: string };
+      await providerNamed(deps, v.provider).deleteVolume?.(v.name, signal);
+      return {};
+    }
+    case 'worker.volume_sizes': {
+      const v = p as { provider: string; names: string[] };
+      const provider = providerNamed(deps, v.provider);
+      return { sizes: provider.volumeSizes ? await provider.volumeSizes(v.names, signal) : {} };
     }
     case 'worker.file_write': {
       const f = p as Static<typeof C.FileWriteParams>;

@@ -21,6 +21,7 @@ import { ProviderRegistry } from '../core/providers/registry.js';
 import { ExecService } from '../core/sandboxes/exec.js';
 import { FileService } from '../core/sandboxes/files.js';
 import { reconcileSandboxes } from '../core/sandboxes/reconcile.js';
+import { reconcileCatalog } from '../core/sandboxes/reconcile-catalog.js';
 import { SandboxService } from '../core/sandboxes/service.js';
 import { TemplateService } from '../core/sandboxes/templates.js';
 import { LeaseService } from '../core/scheduler/leases.js';
@@ -209,6 +210,11 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         warm: store,
       });
       for (const a of report.actions) logger.info({ ...a }, 'reconcile');
+      const catalog = await reconcileCatalog({ store, providers: new Map(providers.all().map((p) => [p.name, p])), bus, clock, workerId: settings.worker_id }).catch((err: unknown) => {
+        logger.warn({ err: String(err) }, 'reconciling snapshots and volumes failed');
+        return [];
+      });
+      for (const a of catalog) logger.info({ ...a }, 'reconcile');
     }
     // Detached background processes ran on while this process was away: follow them again.
     await processes.resume().catch((err: unknown) => logger.warn({ err: String(err) }, 'resuming background processes failed'));

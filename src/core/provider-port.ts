@@ -25,6 +25,13 @@ export interface SpawnSpec {
   volumes?: Array<{ name: string; mount_path: string }>;
 }
 
+/** A snapshot or volume a provider holds: its sbx name, its image (snapshots) and when it was made (ISO). */
+export interface CatalogItem {
+  name: string;
+  image?: string;
+  created_at: string | null;
+}
+
 /** What a provider's snapshot produced. */
 export interface SnapshotResult {
   /** The provider's reference to it, shown to callers (docker: `sbx-snapshot/<name>:latest`). No host paths. */
@@ -251,6 +258,11 @@ export interface Provider {
   createVolume?(name: string, signal?: AbortSignal): Promise<void>;
   deleteVolume?(name: string, signal?: AbortSignal): Promise<void>;
   volumeSizes?(names: readonly string[], signal?: AbortSignal): Promise<Record<string, number | null>>;
+  /**
+   * The snapshots and volumes this provider holds for this installation (labelled as its), with
+   * when each was made, for reconciliation. Optional.
+   */
+  listCatalog?(signal?: AbortSignal): Promise<{ snapshots: CatalogItem[]; volumes: CatalogItem[] }>;
 
   /** Pool mode (DESIGN §8): one tenant's workspace of this runtime. Optional: without it a provider cannot back a pool. */
   workspace?(runtimeId: string, ws: WorkspaceSpec): WorkspaceOps;

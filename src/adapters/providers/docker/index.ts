@@ -60,6 +60,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     deleteSnapshot: (name, _image, signal) => snapshots.remove(name, signal),
     createVolume: (name, signal) => volumes.create(name, signal),
     deleteVolume: (name, signal) => volumes.remove(name, signal),
+    listCatalog: async (signal) => ({ snapshots: await snapshots.list(signal), volumes: await volumes.list(signal) }),
     volumeSizes: (names, signal) => volumes.sizes(names, signal),
     destroy: async (runtimeId, signal) => {
       await containers.destroy(runtimeId, signal);

@@ -62,6 +62,15 @@ export class DockerSnapshots {
     }
   }
 
+  /** This installation's snapshot images (by their sbx name), with when each was made. */
+  async list(signal?: AbortSignal): Promise<Array<{ name: string; image: string; created_at: string | null }>> {
+    const images = (await call('list snapshots', (s) => this.docker.listImages({ filters: { label: [`${LABEL_INSTALLATION}=${this.installationId}`, LABEL_SNAPSHOT] }, abortSignal: s } as never) as unknown as Promise<unknown>, signal)) as Array<{ Labels?: Record<string, string> | null; Created?: number }>;
+    return images.flatMap((i) => {
+      const name = (i.Labels ?? {})[LABEL_SNAPSHOT];
+      return name ? [{ name, image: snapshotImage(name), created_at: i.Created ? new Date(i.Created * 1000).toISOString() : null }] : [];
+    });
+  }
+
   /** Before a spawn from snapshot `name`: its image must be here (never pulled from a registry). */
   async require(name: string, image: string, signal?: AbortSignal): Promise<void> {
     if (image !== snapshotImage(name) || !(await this.labels(image, signal))) throw new SbxError('provider_error', `snapshot ${name}: its image is missing on the docker engine`);

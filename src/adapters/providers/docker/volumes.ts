@@ -64,6 +64,15 @@ export class DockerVolumes {
     return out;
   }
 
+  /** This installation's volumes on the engine (by their sbx name), with when each was made. */
+  async list(signal?: AbortSignal): Promise<Array<{ name: string; created_at: string | null }>> {
+    const r = (await call('list volumes', (s) => this.docker.listVolumes({ filters: { label: [`${LABEL_INSTALLATION}=${this.installationId}`] }, abortSignal: s } as never) as unknown as Promise<unknown>, signal)) as { Volumes?: Array<{ Labels?: Record<string, string> | null; CreatedAt?: string }> | null };
+    return (r.Volumes ?? []).flatMap((v) => {
+      const name = (v.Labels ?? {})[LABEL_VOLUME];
+      return name ? [{ name, created_at: v.CreatedAt ? new Date(v.CreatedAt).toISOString() : null }] : [];
+    });
+  }
+
   /** Bytes per volume from the engine's disk-usage report; null when the engine reports none (-1) or lacks the volume. */
   async sizes(names: readonly string[], signal?: AbortSignal): Promise<Record<string, number | null>> {
     const df = (await call<unknown>('volume sizes', (s) => this.docker.df({ abortSignal: s } as never) as unknown as Promise<unknown>, signal, 120_000)) as { Volumes?: Array<{ Name?: string; Labels?: Record<string, string> | null; UsageData?: { Size?: number } | null }> | null };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, rmdirSync, rmSync } from 'node:fs';
 import { posix, join } from 'node:path';
 import type Docker from 'dockerode';
 import { badRequest, notFound, SbxError } from '../../../core/errors.js';
@@ -142,6 +142,11 @@ export class DockerAgents {
     st?.conn?.close();
     const dir = st?.where?.dir ?? (where?.sandboxId && where.token ? this.dirOf(where.sandboxId, where.token) : undefined);
     if (dir) rmSync(dir, { recursive: true, force: true });
+    try {
+      rmdirSync(this.settings.stateDir); // only when no container has a directory left
+    } catch {
+      // not empty, or already gone
+    }
   }
 
   /** True when this runtime's socket directory is known without asking the engine. */
@@ -179,7 +184,13 @@ export function agentCanExec(conn: AgentConnection, spec: ExecSpec): boolean {
  * output pulled with credit (a slow consumer slows the command), exit code last. An abort or an
  * early stop kills the tree. Throws AgentUnavailable when the agent could not even take it.
  */
-export async function* agentExec(conn: AgentConnection, spec: ExecSpec, signal: AbortSignal, onOutput?: (stream: 'stdout' | 'stderr', data: Uint8Array) => void): AsyncGenerator<ExecEvent> {
+export async function* agentExec(
+  conn: AgentConnection,
+  spec: ExecSpec,
+  signal: AbortSignal,
+  onOutput?: (stream: 'stdout' | 'stderr', data: Uint8Array) => void,
+  onLost?: (marker: string) => Promise<void>,
+): AsyncGenerator<ExecEvent> {
   if (signal.aborted) return;
   const inbox = new Inbox<Frame>();
   let stdinAcked = 0;
@@ -294,6 +305,8 @@ export async function* agentExec(conn: AgentConnection, spec: ExecSpec, signal: 
         const f = await inbox.next();
         if (!f) continue;
         if ('lost' in f) {
+          // The command outlives its agent: the engine kills what is left of it, then this exec fails.
+          if (!conn.alive) await onLost?.(marker);
           if (signal.aborted) return;
           throw agentGone('exec');
         }

@@ -3,7 +3,7 @@ import { SbxError, unavailable } from '../../../core/errors.js';
 import type { ExecEvent, ExecSpec, Provider } from '../../../core/ports.js';
 import { DockerConsole } from './console.js';
 import { Containers } from './containers.js';
-import { streamExec } from './exec.js';
+import { killMarkedViaEngine, streamExec } from './exec.js';
 import { DockerFiles } from './files.js';
 import { dockerWorkspace } from './workspace.js';
 import { ImageCache } from './images.js';
@@ -107,7 +107,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
           const conn = agents && !spec.tty && !signal.aborted ? await agents.get(runtimeId) : undefined;
           if (conn && agentCanExec(conn, spec)) {
             try {
-              yield* agentExec(conn, spec, signal, cap.onOutput);
+              yield* agentExec(conn, spec, signal, cap.onOutput, (marker) => killMarkedViaEngine(docker, runtimeId, marker, spec.user));
               return;
             } catch (err) {
               // Nothing ran yet (the agent refused or went away before the start): the engine runs it.

@@ -591,7 +591,7 @@ int main(int argc, char **argv) {
   strcpy(taddr.sun_path, tmp);
   listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   unlink(tmp);
-  mode_t old = umask(077); /* the socket is 0600: its owner (the container's user) only */
+  mode_t old = umask(0177); /* the socket is 0600: its owner (the container's user) only */
   int r = bind(listen_fd, (struct sockaddr *)&taddr, sizeof taddr);
   umask(old);
   /* Bound under a temp name, then renamed: the host never sees a socket nobody listens on. */

@@ -12,6 +12,7 @@ export const STAGE = { CHDIR: 1, EXEC: 2, FILE: 3, PROTO: 4 } as const;
 export const MAX_CHUNK = 1024 * 1024;
 
 export interface StreamHandler {
+  /** `payload` may be kept: the receive buffers are never written again once parsed. */
   frame(type: number, payload: Buffer): void;
   /** The connection ended under the stream (the agent died or the socket broke). */
   lost(): void;

@@ -204,7 +204,7 @@ export async function* agentExec(
         w?.();
         return;
       }
-      inbox.push({ type, payload: Buffer.from(payload) });
+      inbox.push({ type, payload });
     },
     lost: () => {
       inbox.push({ lost: true });
@@ -417,7 +417,7 @@ export async function agentStat(conn: AgentConnection, path: string): Promise<Fi
 /** A streaming read: the size first (refusals before any byte), then chunks pulled with credit. */
 export async function agentOpen(conn: AgentConnection, path: string, maxBytes: number | undefined): Promise<OpenedFile> {
   const inbox = new Inbox<Frame>();
-  const id = conn.open({ frame: (type, payload) => inbox.push({ type, payload: Buffer.from(payload) }), lost: () => inbox.push({ lost: true }) });
+  const id = conn.open({ frame: (type, payload) => inbox.push({ type, payload }), lost: () => inbox.push({ lost: true }) });
   const max = maxBytes ?? Number.MAX_SAFE_INTEGER;
   const head = Buffer.alloc(8);
   head.writeBigUInt64LE(BigInt(max), 0);

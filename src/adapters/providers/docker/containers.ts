@@ -52,10 +52,12 @@ export class Containers {
   ) {}
 
   /** `mounts`: the spawn's volumes, already checked (volumes.ts). */
-  async spawn(spec: SpawnSpec, signal?: AbortSignal, volumeMounts: Docker.MountSettings[] = [], agent?: AgentPart): Promise<SpawnResult> {
-    const mounts = agent ? [...volumeMounts, ...agent.mounts] : volumeMounts;
+  /** `agent`: the agent's part for a container whose image has this `User` (none: no agent). */
+  async spawn(spec: SpawnSpec, signal?: AbortSignal, volumeMounts: Docker.MountSettings[] = [], agentFor?: (imageUser: string) => AgentPart | undefined): Promise<SpawnResult> {
     await this.validateSize(spec, signal);
-    await this.images.ensure(spec.image, signal);
+    const imageUser = await this.images.ensure(spec.image, signal);
+    const agent = agentFor?.(imageUser);
+    const mounts = agent ? [...volumeMounts, ...agent.mounts] : volumeMounts;
     const { opts } = this;
     const labels: Record<string, string> = { [LABEL_SANDBOX]: spec.sandbox_id, [LABEL_INSTALLATION]: opts.installationId };
     // An image committed from a sandbox carries its owner label: the new owner (or none) replaces it.

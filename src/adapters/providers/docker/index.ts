@@ -9,11 +9,22 @@ import { dockerWorkspace } from './workspace.js';
 import { ImageCache } from './images.js';
 import { DockerSnapshots } from './snapshots.js';
 import { DockerVolumes } from './volumes.js';
-import { type DockerProviderOptions, dockerodeOptions, resolveOptions } from './options.js';
+import { type ContainerUser, type DockerProviderOptions, dockerodeOptions, parseUser, resolveOptions } from './options.js';
 import { AgentUnavailable, DockerAgents, LABEL_AGENT, agentCanExec, agentExec, agentOpen, agentStat, agentWrite } from './agent.js';
 import { LABEL_SANDBOX } from './containers.js';
 import type { OpenedFile } from '../../../core/ports.js';
 import { readAll } from '../../../core/sandboxes/files.js';
+
+/** The uid (and gid) of an image's `User`: undefined for root, null when only a name is known. */
+function imageUid(imageUser: string): ContainerUser | undefined | null {
+  const u = imageUser.trim();
+  if (u === '' || u === '0' || u === 'root' || u === '0:0' || u === 'root:root') return undefined;
+  try {
+    return parseUser(u) ?? null;
+  } catch {
+    return null;
+  }
+}
 
 /** Kernel filesystems: reads there stay with the engine paths (sizes of 0, endless files). */
 const KERNEL_FS = /^\/(proc|sys|dev)(\/|$)/;
@@ -74,8 +85,17 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     spawn: async (spec, signal) => {
       if (spec.snapshot !== undefined) await snapshots.require(spec.snapshot, spec.image, signal);
       const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
-      const part = agents?.prepare(spec.sandbox_id, user);
-      const result = await containers.spawn(spec, signal, mounts, part).catch(async (err: unknown) => {
+      let part: ReturnType<DockerAgents['prepare']> | undefined;
+      const agentFor = agents
+        ? (imageUser: string) => {
+            // The agent runs as the container's user, which must own its socket directory: a user
+            // known only by name (in the image's passwd) gets no agent, the engine paths serve.
+            const as = user ?? imageUid(imageUser);
+            if (as === null) return undefined;
+            return (part = agents.prepare(spec.sandbox_id, as));
+          }
+        : undefined;
+      const result = await containers.spawn(spec, signal, mounts, agentFor).catch(async (err: unknown) => {
         if (part) await agents!.forget('', { sandboxId: spec.sandbox_id, token: part.labels[LABEL_AGENT] });
         throw err;
       });
@@ -120,7 +140,10 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
         }
       },
     }),
-    writeFile: (runtimeId, path, content, mode, signal) => viaAgent(runtimeId, (c) => agentWrite(c, path, content, mode), () => files.write(runtimeId, path, content, mode, signal)),
+    writeFile: (runtimeId, path, content, mode, signal) =>
+      // A user configured without a gid gets group 0 on what the API writes (the engine path's tar
+      // header); the agent could only give its own group, so those writes stay with the engine.
+      user && user.gid === undefined ? files.write(runtimeId, path, content, mode, signal) : viaAgent(runtimeId, (c) => agentWrite(c, path, content, mode), () => files.write(runtimeId, path, content, mode, signal)),
     readFile: async (runtimeId, path, signal, maxBytes) => (KERNEL_FS.test(path) || !agents ? files.read(runtimeId, path, maxBytes, signal) : readAll(await openFile(runtimeId, path, signal, maxBytes))),
     openFile: (runtimeId, path, signal, maxBytes) => openFile(runtimeId, path, signal, maxBytes),
     deleteFile: (runtimeId, path, recursive, signal) => files.remove(runtimeId, path, recursive, signal),

@@ -31,7 +31,8 @@ extern char **environ;
 
 #define VERSION 1
 #define MAX_FRAME (1u << 20) + 4096u /* payload bound host -> agent */
-#define WINDOW (1u << 20)            /* unacknowledged output bytes per stream */
+#define WINDOW (2u << 20)            /* unacknowledged output bytes per stream */
+#define BACKLOG (4u << 20)           /* queued bytes per connection before streams pause */
 #define CHUNK 65536
 #define MAX_CONNS 8
 #define MAX_STREAMS 256
@@ -603,7 +604,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < MAX_STREAMS; i++) {
       Stream *s = &streams[i];
       if (!s->used || s->conn < 0 || s->kind != 2) continue;
-      if (s->unacked >= WINDOW || conns[s->conn].out_len - conns[s->conn].out_off >= 8u * WINDOW) continue;
+      if (s->unacked >= WINDOW || conns[s->conn].out_len - conns[s->conn].out_off >= BACKLOG) continue;
         /* Regular files are always readable: send the next chunk now. */
         static unsigned char buf[CHUNK * 4];
         size_t want = s->left < sizeof buf ? (size_t)s->left : sizeof buf;
@@ -636,7 +637,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < MAX_STREAMS; i++) {
       Stream *s = &streams[i];
       if (!s->used || s->conn < 0) continue;
-      int room = s->unacked < WINDOW && conns[s->conn].out_len - conns[s->conn].out_off < 8u * WINDOW;
+      int room = s->unacked < WINDOW && conns[s->conn].out_len - conns[s->conn].out_off < BACKLOG;
       if (s->kind == 1) {
         for (int k = 0; k < 2; k++)
           if (s->fds[k] >= 0 && room) { pf[np] = (struct pollfd){s->fds[k], POLLIN, 0}; who[np++] = s; }
@@ -647,7 +648,7 @@ int main(int argc, char **argv) {
     int timeout = -1;
     for (int i = 0; i < MAX_STREAMS; i++) {
       Stream *s = &streams[i];
-      if (s->used && s->kind == 2 && s->conn >= 0 && s->unacked < WINDOW && conns[s->conn].out_len - conns[s->conn].out_off < 8u * WINDOW) timeout = 0;
+      if (s->used && s->kind == 2 && s->conn >= 0 && s->unacked < WINDOW && conns[s->conn].out_len - conns[s->conn].out_off < BACKLOG) timeout = 0;
     }
     if (poll(pf, (nfds_t)np, timeout) < 0 && errno != EINTR) return 1;
     for (int i = 0; i < np; i++) {

@@ -28,6 +28,10 @@ export class AgentConnection {
   private readonly handlers = new Map<number, StreamHandler>();
   private nextId = 1;
   private buf: Buffer = Buffer.alloc(0);
+  /** Bytes the frame at the head of `buf` needs; pieces gathered until then. */
+  private need = 9;
+  private parts: Buffer[] = [];
+  private partsLen = 0;
   private closedFlag = false;
   private readonly closeListeners: Array<() => void> = [];
 
@@ -133,6 +137,20 @@ export class AgentConnection {
   }
 
   private input(chunk: Buffer): void {
+    // A frame's pieces are joined once, when the whole frame is here (not once per socket read).
+    if (this.parts.length > 0) {
+      this.parts.push(chunk);
+      this.partsLen += chunk.length;
+      if (this.partsLen < this.need) return;
+      chunk = Buffer.concat(this.parts, this.partsLen);
+      this.parts = [];
+      this.partsLen = 0;
+      this.buf = Buffer.alloc(0);
+    } else if (this.buf.length > 0 && this.buf.length + chunk.length < this.need) {
+      this.parts = [this.buf, chunk];
+      this.partsLen = this.buf.length + chunk.length;
+      return;
+    }
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
     let off = 0;
     while (this.buf.length - off >= 9) {
@@ -141,7 +159,10 @@ export class AgentConnection {
         this.socket.destroy();
         return;
       }
-      if (this.buf.length - off < 4 + len) break;
+      if (this.buf.length - off < 4 + len) {
+        this.need = 4 + len;
+        break;
+      }
       const id = this.buf.readUInt32LE(off + 4);
       const type = this.buf[off + 8]!;
       const payload = this.buf.subarray(off + 9, off + 4 + len);
@@ -149,6 +170,7 @@ export class AgentConnection {
       this.handlers.get(id)?.frame(type, payload);
     }
     this.buf = off === this.buf.length ? Buffer.alloc(0) : this.buf.subarray(off);
+    if (this.buf.length < 9) this.need = 9;
   }
 
   private closed(): void {

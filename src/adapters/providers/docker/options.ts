@@ -58,7 +58,7 @@ export interface DockerProviderOptions {
   registryAuth?: unknown;
   /** Bound on one image pull; default 10 minutes. */
   pullTimeoutMs?: number;
-  /** sbx-agent (DESIGN §11): `auto` (default) when the binary exists and the engine is on this host; `off`. */
+  /** sbx-agent (DESIGN §11): `auto` (default) when the binary exists, the engine is on this host and the runtime is runc or crun; `off`. */
   agent?: 'auto' | 'off';
   /** The agent binary; default the one the package build made (dist/agent/). */
   agentBinary?: string;
@@ -133,6 +133,8 @@ function agentSettings(opts: DockerProviderOptions): ResolvedOptions['agent'] {
   if (opts.agent === 'off' || process.platform !== 'linux') return undefined;
   const endpoint = opts.endpoint;
   if (endpoint && endpoint.kind !== 'unix') return undefined;
+  // runc and crun share the host's view of a bind-mounted socket; gVisor and VM runtimes do not.
+  if (opts.runtime && !['runc', 'crun'].includes(opts.runtime)) return undefined;
   const binary = opts.agentBinary ?? defaultAgentBinary();
   if (!binary || !existsSync(binary)) return undefined;
   return { binary, stateDir: opts.agentDir ?? join(tmpdir(), `sbx-agent-${opts.installationId}`) };

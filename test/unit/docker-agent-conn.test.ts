@@ -55,7 +55,7 @@ describe('agent connection', () => {
     const conn = await AgentConnection.connect(path, 'tok', 2_000);
     expect(conn.hello).toEqual({ version: 1, uid: 1000, gid: 1001 });
     const got: Array<[number, number]> = [];
-    let data = Buffer.alloc(0);
+    let data: Buffer = Buffer.alloc(0);
     await new Promise<void>((resolve) => {
       conn.open({
         frame: (type, payload) => {

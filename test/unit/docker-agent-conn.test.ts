@@ -85,6 +85,20 @@ describe('agent connection', () => {
     await expect(AgentConnection.connect(silent, 'tok', 200)).rejects.toThrow(/no hello/);
   });
 
+  it('ends the connection on a frame bigger than the agent ever sends (a sandbox standing in for its agent)', async () => {
+    const path = await serve((s) => {
+      s.write(hello('tok'));
+      const head = Buffer.alloc(9);
+      head.writeUInt32LE(0xfffffff0, 0);
+      head.writeUInt32LE(1, 4);
+      head[8] = R.STDOUT;
+      setTimeout(() => s.write(head), 20);
+    });
+    const conn = await AgentConnection.connect(path, 'tok', 2_000);
+    const lost = new Promise<boolean>((resolve) => conn.open({ frame: () => undefined, lost: () => resolve(true) }));
+    expect(await lost).toBe(true);
+  });
+
   it('tells open streams when the connection is lost', async () => {
     let peer: Socket | undefined;
     const path = await serve((s) => {

@@ -10,6 +10,11 @@ export const STAGE = { CHDIR: 1, EXEC: 2, FILE: 3, PROTO: 4 } as const;
 
 /** Biggest payload sent to the agent in one frame (its bound is 1 MiB + 4 KiB). */
 export const MAX_CHUNK = 1024 * 1024;
+/**
+ * Biggest frame taken from the agent (it sends at most 256 KiB of data at once). The sandbox can
+ * read its own token and stand in for its agent: a bigger frame ends the connection, never memory.
+ */
+const MAX_FRAME_IN = 1024 * 1024;
 
 export interface StreamHandler {
   /** `payload` may be kept: the receive buffers are never written again once parsed. */
@@ -155,7 +160,7 @@ export class AgentConnection {
     let off = 0;
     while (this.buf.length - off >= 9) {
       const len = this.buf.readUInt32LE(off);
-      if (len < 5) {
+      if (len < 5 || len > MAX_FRAME_IN) {
         this.socket.destroy();
         return;
       }
@@ -184,12 +189,15 @@ export class AgentConnection {
 }
 
 /** A small queue between frame callbacks and an async consumer. */
-export class Inbox<V> {
+export class Inbox<V extends object> {
   private readonly items: V[] = [];
   private waiter: (() => void) | undefined;
+  /** Payload bytes queued and not yet taken. */
+  bytes = 0;
 
   push(v: V): void {
     this.items.push(v);
+    this.bytes += sizeOf(v);
     const w = this.waiter;
     this.waiter = undefined;
     w?.();
@@ -208,6 +216,13 @@ export class Inbox<V> {
         signal?.addEventListener('abort', done, { once: true });
       });
     }
-    return this.items.shift();
+    const v = this.items.shift();
+    if (v) this.bytes -= sizeOf(v);
+    return v;
   }
+}
+
+function sizeOf(v: object): number {
+  const p = (v as { payload?: Buffer }).payload;
+  return p ? p.length : 0;
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, rmdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, rmdirSync, rmSync } from 'node:fs';
 import { posix, join } from 'node:path';
 import type Docker from 'dockerode';
 import { badRequest, notFound, SbxError } from '../../../core/errors.js';
@@ -24,6 +24,11 @@ const STDIN_WINDOW = 4 * MAX_CHUNK;
 const HELLO_TIMEOUT_MS = 1_000;
 /** After a failed connect, the engine paths serve this runtime for a while before the next try. */
 const RETRY_AFTER_MS = 5_000;
+/**
+ * Output queued for one stream beyond what the credit window allows (2 MiB in the agent) means a
+ * peer that ignores credit (a sandbox standing in for its agent): the connection is ended.
+ */
+const MAX_QUEUED = 8 * 1024 * 1024;
 const SIGNALS: Record<ExecSignal, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 };
 const E = { ENOENT: 2, EACCES: 13, EPERM: 1, ENOTDIR: 20, EISDIR: 21, EFBIG: 27, EROFS: 30, ENOTSUP: 95 } as const;
 
@@ -63,10 +68,14 @@ export class DockerAgents {
    * token and the shell line that starts the agent beside the keep-alive. The directory is the
    * agent's (the container's user) when this process may give it; otherwise open to it.
    */
-  prepare(sandboxId: string, user: ContainerUser | undefined): { mounts: Docker.MountSettings[]; labels: Record<string, string>; start: string } {
+  prepare(sandboxId: string, user: ContainerUser | undefined): { mounts: Docker.MountSettings[]; labels: Record<string, string>; start: string } | undefined {
     const token = randomBytes(18).toString('hex');
     const dir = this.dirOf(sandboxId, token);
     mkdirSync(this.settings.stateDir, { recursive: true, mode: 0o711 });
+    // The state directory sits in a shared temp directory: one that is a link or someone else's is
+    // not used (no agent for this container; the engine paths serve).
+    const st = lstatSync(this.settings.stateDir);
+    if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid()) || (st.mode & 0o022) !== 0) return undefined;
     mkdirSync(dir, { mode: 0o700 });
     const uid = user?.uid ?? 0;
     if (process.getuid?.() === 0) chownSync(dir, uid, user?.gid ?? 0);
@@ -205,6 +214,7 @@ export async function* agentExec(
         return;
       }
       inbox.push({ type, payload });
+      if (inbox.bytes > MAX_QUEUED) conn.close();
     },
     lost: () => {
       inbox.push({ lost: true });
@@ -417,7 +427,13 @@ export async function agentStat(conn: AgentConnection, path: string): Promise<Fi
 /** A streaming read: the size first (refusals before any byte), then chunks pulled with credit. */
 export async function agentOpen(conn: AgentConnection, path: string, maxBytes: number | undefined): Promise<OpenedFile> {
   const inbox = new Inbox<Frame>();
-  const id = conn.open({ frame: (type, payload) => inbox.push({ type, payload }), lost: () => inbox.push({ lost: true }) });
+  const id = conn.open({
+    frame: (type, payload) => {
+      inbox.push({ type, payload });
+      if (inbox.bytes > MAX_QUEUED) conn.close();
+    },
+    lost: () => inbox.push({ lost: true }),
+  });
   const max = maxBytes ?? Number.MAX_SAFE_INTEGER;
   const head = Buffer.alloc(8);
   head.writeBigUInt64LE(BigInt(max), 0);

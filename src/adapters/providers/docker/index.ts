@@ -85,14 +85,18 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     spawn: async (spec, signal) => {
       if (spec.snapshot !== undefined) await snapshots.require(spec.snapshot, spec.image, signal);
       const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
-      let part: ReturnType<DockerAgents['prepare']> | undefined;
+      let part: ReturnType<DockerAgents['prepare']>;
       const agentFor = agents
         ? (imageUser: string) => {
             // The agent runs as the container's user, which must own its socket directory: a user
             // known only by name (in the image's passwd) gets no agent, the engine paths serve.
             const as = user ?? imageUid(imageUser);
             if (as === null) return undefined;
-            return (part = agents.prepare(spec.sandbox_id, as));
+            try {
+              return (part = agents.prepare(spec.sandbox_id, as));
+            } catch {
+              return undefined; // a state directory this process cannot make: no agent, not a failed spawn
+            }
           }
         : undefined;
       const result = await containers.spawn(spec, signal, mounts, agentFor).catch(async (err: unknown) => {

@@ -344,9 +344,11 @@ console.log(`## docker
 sbx HTTP API (\`sbx serve\` in its own process on 127.0.0.1, SQLite store, docker provider) versus raw dockerode doing
 the same work, on one engine (Docker ${engine.Version ?? '?'}, runtime runc) and image \`${IMAGE}\`. Latencies
 are medians of ${ITERATIONS} interleaved iterations after one warm-up; the sbx side is sbx's typed client over HTTP and includes JSON,
-validation, the store write and events. Files go through the engine archive API on both sides (sbx
-writes send the raw bytes as an \`application/octet-stream\` body, path in the query; reads answer
-raw bytes). The raw container has the same limits and hardening as an sbx sandbox.
+validation, the store write and events. The sbx side runs exec and files through sbx-agent in the
+container when it is built (\`providers.docker.agent: auto\`, the default; section agent compares it
+with the engine path), the raw side through the engine exec and archive APIs (sbx writes send the raw
+bytes as an \`application/octet-stream\` body, path in the query; reads answer raw bytes). The raw
+container has the same limits and hardening as an sbx sandbox.
 
 | operation | sbx (HTTP API) | raw dockerode | sbx / raw |
 |---|---:|---:|---:|

@@ -88,6 +88,9 @@ export async function buildProviders(config: SbxConfig, installationId: string, 
         readOnlyRootfs: pc.docker.read_only_rootfs,
         user: pc.docker.user || undefined,
         registryAuth: pc.docker.registry_auth,
+        agent: pc.docker.agent,
+        // Per-container socket directories; kept across restarts so adopted containers keep theirs.
+        agentDir: join(tmpdir(), `sbx-agent-${installationId}`),
         onPull: (e: { image: string; status: string; progress?: string }) => bus.publish({ type: 'image.pull', data: { image: e.image, status: e.status, progress: e.progress } }),
       }),
     );

@@ -65,6 +65,7 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
       seccomp_profile: '',
       read_only_rootfs: false,
       user: '',
+      agent: 'auto',
     },
     proot: { binary: 'proot', rootfs: '', allow_unisolated: false },
     mock: { root_dir: '', enabled: false },

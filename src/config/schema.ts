@@ -123,6 +123,8 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
       // Numeric: /workspace is made the user's before the container exists, when no name resolves.
       user: { kind: 'uid_gid' },
       registry_auth: { kind: 'registry_auth' },
+      // sbx-agent (DESIGN §11, docs/agent.md): auto = used when its binary was built; off = the engine's exec API.
+      agent: oneOf('auto', 'off'),
     }),
     proot: g({ enabled: bool(), binary: str({ nonEmpty: true }), rootfs: path(), allow_unisolated: bool() }),
     mock: g({ root_dir: path(), enabled: bool() }),

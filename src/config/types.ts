@@ -107,6 +107,8 @@ export interface ProvidersConfig {
     read_only_rootfs: boolean;
     user: string;
     registry_auth?: RegistryAuth;
+    /** sbx-agent in each container (DESIGN §11): `auto` when its binary exists and the engine is local; `off` = engine exec only. */
+    agent: 'auto' | 'off';
   };
   /** allow_unisolated: run proot even where no PID namespace can be made (sandboxes then see host processes). */
   /** enabled — true: always run; false: never; unset: when the binary and rootfs are usable. */

@@ -9,7 +9,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider'), () =>
     const docker = await requireEngine();
     const installationId = testInstallationId();
     return {
-      provider: testProvider(installationId),
+      // The engine path (exec and archive APIs); provider-docker-agent.test.ts runs the same with sbx-agent.
+      provider: testProvider(installationId, { agent: 'off' }),
       image: TEST_IMAGE,
       cleanup: () => removeInstallation(docker, installationId),
     };

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { createDockerProvider, LABEL_INSTALLATION } from '../../src/adapters/providers/docker/index.js';
@@ -46,6 +48,8 @@ export function testProvider(installationId: string, extra: Partial<DockerProvid
 export async function removeInstallation(docker: Docker, installationId: string): Promise<void> {
   const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL_INSTALLATION}=${installationId}`] } });
   await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+  // The agent's socket directories (the provider's default place for this installation).
+  rmSync(join(tmpdir(), `sbx-agent-${installationId}`), { recursive: true, force: true });
 }
 
 /**

@@ -39,7 +39,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker files through the
     tap = new EngineTap(dir);
     await tap.open();
     srv = await startTestServer({
-      providers: { default: 'docker', docker: { socket_path: tap.path } },
+      // The engine path's calls are counted here; the agent (which makes none) is covered in agent.test.ts.
+      providers: { default: 'docker', docker: { socket_path: tap.path, agent: 'off' } },
       defaults: { image: TEST_IMAGE, memory_mb: 64, max_file_mb: 1 },
     });
     const spawned = await call(srv.url, 'POST', '/api/v1/sandboxes', {});

@@ -35,6 +35,7 @@ describe('SVC_ environment mapping', () => {
         SVC_DEFAULTS_MAX_FILE_MB: '1.5',
         SVC_PROVIDERS_CUSTOM_HTTP_BASE_URL: 'http://127.0.0.1:9000',
         SVC_PROVIDERS_DOCKER_READ_ONLY_ROOTFS: '0',
+        SVC_PROVIDERS_DOCKER_AGENT: 'off',
         SVC_WORKER_RPC_TLS_INSECURE_SKIP_VERIFY: 'TRUE',
         SVC_AUTH_WORKER_REVOKED_TOKEN_IDS: 'j1,j2',
         SVC_NOT_A_KEY: 'ignored',
@@ -52,6 +53,7 @@ describe('SVC_ environment mapping', () => {
     expect(config.defaults.max_file_mb).toBe(1.5);
     expect(config.providers.custom_http.base_url).toBe('http://127.0.0.1:9000');
     expect(config.providers.docker.read_only_rootfs).toBe(false);
+    expect(config.providers.docker.agent).toBe('off');
     expect(config.worker.rpc_tls.insecure_skip_verify).toBe(true);
     expect(config.auth.worker_revoked_token_ids).toEqual(['j1', 'j2']);
     expect(config.defaults.image).toBe('debian:bookworm-slim');

@@ -58,6 +58,7 @@ describe('loadConfig defaults', () => {
           seccomp_profile: '',
           read_only_rootfs: false,
           user: '',
+          agent: 'auto',
         },
         proot: { binary: 'proot', rootfs: '', allow_unisolated: false },
         mock: { root_dir: '', enabled: false },

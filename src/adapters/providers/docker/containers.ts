@@ -20,7 +20,14 @@ export const LABEL_OWNER = 'sbx.owner_id';
  * PID 1 is docker-init (Init: true), which reaps zombies; its child idles in `wait` so TERM ends
  * it at once (a plain `sleep` would ignore the signal until the stop timeout).
  */
-const KEEPALIVE = `mkdir -p ${WORKDIR} 2>/dev/null; trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`;
+const keepalive = (agent = '') => `mkdir -p ${WORKDIR} 2>/dev/null; trap 'exit 0' TERM INT; ${agent}while :; do sleep 3600 & wait $!; done`;
+
+/** The agent's part of a container (agent.ts): mounts, labels and its start line beside the keep-alive. */
+export interface AgentPart {
+  mounts: Docker.MountSettings[];
+  labels: Record<string, string>;
+  start: string;
+}
 
 const MIB = 1024 * 1024;
 
@@ -45,13 +52,17 @@ export class Containers {
   ) {}
 
   /** `mounts`: the spawn's volumes, already checked (volumes.ts). */
-  async spawn(spec: SpawnSpec, signal?: AbortSignal, mounts: Docker.MountSettings[] = []): Promise<SpawnResult> {
+  /** `agent`: the agent's part for a container whose image has this `User` (none: no agent). */
+  async spawn(spec: SpawnSpec, signal?: AbortSignal, volumeMounts: Docker.MountSettings[] = [], agentFor?: (imageUser: string) => AgentPart | undefined): Promise<SpawnResult> {
     await this.validateSize(spec, signal);
-    await this.images.ensure(spec.image, signal);
+    const imageUser = await this.images.ensure(spec.image, signal);
+    const agent = agentFor?.(imageUser);
+    const mounts = agent ? [...volumeMounts, ...agent.mounts] : volumeMounts;
     const { opts } = this;
     const labels: Record<string, string> = { [LABEL_SANDBOX]: spec.sandbox_id, [LABEL_INSTALLATION]: opts.installationId };
     // An image committed from a sandbox carries its owner label: the new owner (or none) replaces it.
     if (spec.owner_id || spec.snapshot) labels[LABEL_OWNER] = spec.owner_id ?? '';
+    if (agent) Object.assign(labels, agent.labels);
     const memory = spec.memory_mb * MIB;
     // The spawn's network (DESIGN §10), else providers.docker.network_mode.
     const networkMode = spec.network ?? opts.networkMode;
@@ -77,7 +88,7 @@ export class Containers {
         Image: spec.image,
         // Entrypoint too: an image's own entrypoint must not swallow the keep-alive.
         Entrypoint: ['/bin/sh', '-c'],
-        Cmd: [KEEPALIVE],
+        Cmd: [keepalive(agent?.start)],
         WorkingDir: WORKDIR,
         Labels: labels,
         User: opts.user?.spec,
@@ -167,6 +178,16 @@ export class Containers {
       // 404: gone; 409: removal already in progress (a concurrent destroy).
       if (isNotFound(err) || statusOf(err) === 409) return;
       throw toSbxError(err, 'destroy');
+    }
+  }
+
+  /** A container's labels; undefined when it is gone. */
+  async labels(runtimeId: string, signal?: AbortSignal): Promise<Record<string, string> | undefined> {
+    try {
+      const info = await this.docker.getContainer(runtimeId).inspect({ abortSignal: bounded(signal, 10_000) });
+      return info.Config?.Labels ?? undefined;
+    } catch {
+      return undefined;
     }
   }
 

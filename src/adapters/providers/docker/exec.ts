@@ -335,6 +335,18 @@ async function killMarked(docker: Docker, runtimeId: string, exec: Docker.Exec, 
   }
 }
 
+/**
+ * Kills every process carrying `marker` (`SBX_EXEC_ID=…`) through the engine: what is left of a
+ * command whose agent died under it (agent.ts). Best effort.
+ */
+export async function killMarkedViaEngine(docker: Docker, runtimeId: string, marker: string, user?: ExecUser): Promise<void> {
+  try {
+    await runHelper(docker, runtimeId, [KILLER, 'sbx-kill', marker], user);
+  } catch {
+    // Container gone or engine down: nothing left to kill from here.
+  }
+}
+
 /** Exit code from exec inspect; the stream can end a moment before the engine records it. */
 async function exitCodeOf(exec: Docker.Exec, signal: AbortSignal): Promise<number> {
   for (let i = 0; i < 40; i++) {

@@ -23,12 +23,13 @@ export class ImageCache {
     private readonly opts: ResolvedOptions,
   ) {}
 
-  async ensure(image: string, signal?: AbortSignal): Promise<void> {
+  /** Makes sure the image is here; answers its configured user (`Config.User`, '' for none). */
+  async ensure(image: string, signal?: AbortSignal): Promise<string> {
     // Only the characters a reference can hold; the engine checks the grammar itself (a 400 below).
     if (!REFERENCE_CHARS.test(image)) throw invalidReference(image);
     try {
-      await this.docker.getImage(image).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions);
-      return;
+      const info = await this.docker.getImage(image).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions);
+      return info.Config?.User ?? '';
     } catch (err) {
       if (!isNotFound(err)) {
         if (signal?.aborted && isAbortError(err)) throw err;
@@ -44,6 +45,12 @@ export class ImageCache {
     }
     // The shared pull is not cancelled by one caller going away; the caller just stops waiting.
     await abortable(p, signal);
+    try {
+      const info = await this.docker.getImage(image).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions);
+      return info.Config?.User ?? '';
+    } catch {
+      return '?'; // unknown: no agent for this spawn (agent.ts)
+    }
   }
 
   private pull(image: string): Promise<void> {

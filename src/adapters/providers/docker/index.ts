@@ -3,13 +3,31 @@ import { SbxError, unavailable } from '../../../core/errors.js';
 import type { ExecEvent, ExecSpec, Provider } from '../../../core/ports.js';
 import { DockerConsole } from './console.js';
 import { Containers } from './containers.js';
-import { streamExec } from './exec.js';
+import { killMarkedViaEngine, streamExec } from './exec.js';
 import { DockerFiles } from './files.js';
 import { dockerWorkspace } from './workspace.js';
 import { ImageCache } from './images.js';
 import { DockerSnapshots } from './snapshots.js';
 import { DockerVolumes } from './volumes.js';
-import { type DockerProviderOptions, dockerodeOptions, resolveOptions } from './options.js';
+import { type ContainerUser, type DockerProviderOptions, dockerodeOptions, parseUser, resolveOptions } from './options.js';
+import { AgentUnavailable, DockerAgents, LABEL_AGENT, agentCanExec, agentExec, agentOpen, agentStat, agentWrite } from './agent.js';
+import { LABEL_SANDBOX } from './containers.js';
+import type { OpenedFile } from '../../../core/ports.js';
+import { readAll } from '../../../core/sandboxes/files.js';
+
+/** The uid (and gid) of an image's `User`: undefined for root, null when only a name is known. */
+function imageUid(imageUser: string): ContainerUser | undefined | null {
+  const u = imageUser.trim();
+  if (u === '' || u === '0' || u === 'root' || u === '0:0' || u === 'root:root') return undefined;
+  try {
+    return parseUser(u) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Kernel filesystems: reads there stay with the engine paths (sizes of 0, endless files). */
+const KERNEL_FS = /^\/(proc|sys|dev)(\/|$)/;
 
 export type { DockerProviderOptions, PullEvent } from './options.js';
 export { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX, containerName } from './containers.js';
@@ -32,6 +50,22 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
   const console_ = new DockerConsole(docker);
   const snapshots = new DockerSnapshots(docker, opts.installationId);
   const volumes = new DockerVolumes(docker, opts.installationId);
+  const agents = opts.agent ? new DockerAgents(docker, opts.agent) : undefined;
+
+  /** An operation through the runtime's agent when it has one up; the engine path otherwise. */
+  async function viaAgent<V>(runtimeId: string, op: (conn: NonNullable<Awaited<ReturnType<DockerAgents['get']>>>) => Promise<V>, engine: () => Promise<V>): Promise<V> {
+    const conn = agents ? await agents.get(runtimeId) : undefined;
+    if (conn) {
+      try {
+        return await op(conn);
+      } catch (err) {
+        if (!(err instanceof AgentUnavailable)) throw err;
+      }
+    }
+    return engine();
+  }
+  const openFile = (runtimeId: string, path: string, signal: AbortSignal | undefined, maxBytes: number | undefined): Promise<OpenedFile> =>
+    KERNEL_FS.test(path) ? files.open(runtimeId, path, maxBytes, signal) : viaAgent(runtimeId, (c) => agentOpen(c, path, maxBytes), () => files.open(runtimeId, path, maxBytes, signal));
 
   const provider: Provider = {
     name: 'docker',
@@ -42,6 +76,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       network_mode: opts.networkMode,
       pids_limit: opts.pidsLimit,
       read_only_rootfs: opts.readOnlyRootfs,
+      agent: opts.agent ? 'on' : 'off',
     }),
     health: async (signal) => {
       const h = await containers.health(signal);
@@ -50,7 +85,26 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     spawn: async (spec, signal) => {
       if (spec.snapshot !== undefined) await snapshots.require(spec.snapshot, spec.image, signal);
       const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
-      return containers.spawn(spec, signal, mounts);
+      let part: ReturnType<DockerAgents['prepare']>;
+      const agentFor = agents
+        ? (imageUser: string) => {
+            // The agent runs as the container's user, which must own its socket directory: a user
+            // known only by name (in the image's passwd) gets no agent, the engine paths serve.
+            const as = user ?? imageUid(imageUser);
+            if (as === null) return undefined;
+            try {
+              return (part = agents.prepare(spec.sandbox_id, as));
+            } catch {
+              return undefined; // a state directory this process cannot make: no agent, not a failed spawn
+            }
+          }
+        : undefined;
+      const result = await containers.spawn(spec, signal, mounts, agentFor).catch(async (err: unknown) => {
+        if (part) await agents!.forget('', { sandboxId: spec.sandbox_id, token: part.labels[LABEL_AGENT] });
+        throw err;
+      });
+      if (part) await agents!.started(result.runtime_id, spec.sandbox_id, part.labels[LABEL_AGENT]!);
+      return result;
     },
     snapshot: async (runtimeId, name, signal) => {
       // A commit takes the container's root filesystem; with a read-only one every write lives in tmpfs, which it does not take.
@@ -63,8 +117,10 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     listCatalog: async (signal) => ({ snapshots: await snapshots.list(signal), volumes: await volumes.list(signal) }),
     volumeSizes: (names, signal) => volumes.sizes(names, signal),
     destroy: async (runtimeId, signal) => {
+      const labels = agents && !agents.knows(runtimeId) ? await containers.labels(runtimeId, signal) : undefined;
       await containers.destroy(runtimeId, signal);
       console_.forget(runtimeId);
+      await agents?.forget(runtimeId, { sandboxId: labels?.[LABEL_SANDBOX], token: labels?.[LABEL_AGENT] });
     },
     status: (runtimeId, signal) => containers.status(runtimeId, signal),
     listRuntimes: (signal) => containers.listRuntimes(signal),
@@ -73,25 +129,39 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       [Symbol.asyncIterator]: async function* () {
         const cap = console_.capture(runtimeId);
         try {
+          const conn = agents && !spec.tty && !signal.aborted ? await agents.get(runtimeId) : undefined;
+          if (conn && agentCanExec(conn, spec)) {
+            try {
+              yield* agentExec(conn, spec, signal, cap.onOutput, (marker) => killMarkedViaEngine(docker, runtimeId, marker, spec.user));
+              return;
+            } catch (err) {
+              // Nothing ran yet (the agent refused or went away before the start): the engine runs it.
+              if (!(err instanceof AgentUnavailable)) throw err;
+            }
+          }
           yield* streamExec(docker, runtimeId, spec, signal, { onOutput: cap.onOutput });
         } finally {
           cap.end();
         }
       },
     }),
-    writeFile: (runtimeId, path, content, mode, signal) => files.write(runtimeId, path, content, mode, signal),
-    readFile: (runtimeId, path, signal, maxBytes) => files.read(runtimeId, path, maxBytes, signal),
-    openFile: (runtimeId, path, signal, maxBytes) => files.open(runtimeId, path, maxBytes, signal),
+    writeFile: (runtimeId, path, content, mode, signal) =>
+      // A user configured without a gid gets group 0 on what the API writes (the engine path's tar
+      // header); the agent could only give its own group, so those writes stay with the engine.
+      user && user.gid === undefined ? files.write(runtimeId, path, content, mode, signal) : viaAgent(runtimeId, (c) => agentWrite(c, path, content, mode), () => files.write(runtimeId, path, content, mode, signal)),
+    readFile: async (runtimeId, path, signal, maxBytes) => (KERNEL_FS.test(path) || !agents ? files.read(runtimeId, path, maxBytes, signal) : readAll(await openFile(runtimeId, path, signal, maxBytes))),
+    openFile: (runtimeId, path, signal, maxBytes) => openFile(runtimeId, path, signal, maxBytes),
     deleteFile: (runtimeId, path, recursive, signal) => files.remove(runtimeId, path, recursive, signal),
     listFiles: (runtimeId, path, signal) => files.list(runtimeId, path, signal),
     moveFile: (runtimeId, from, to, signal) => files.move(runtimeId, from, to, signal),
     chmod: (runtimeId, path, mode, signal) => files.chmod(runtimeId, path, mode, signal),
-    stat: (runtimeId, path, signal) => files.stat(runtimeId, path, signal),
+    stat: (runtimeId, path, signal) => viaAgent(runtimeId, (c) => agentStat(c, path), () => files.stat(runtimeId, path, signal)),
     glob: (runtimeId, pattern, signal) => files.glob(runtimeId, pattern, signal),
     logs: (runtimeId, query, signal) => console_.logs(runtimeId, query, signal),
     workspace: (runtimeId, ws) => dockerWorkspace(docker, runtimeId, ws, (id, spec, signal) => provider.exec(id, spec, signal)),
     close: async () => {
-      // dockerode keeps no pooled connections or timers of its own; nothing to release.
+      // dockerode keeps no pooled connections or timers of its own; the agents' connections close.
+      agents?.close();
     },
   };
   return provider;

@@ -1,5 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * Where the engine is, as config/docker-endpoint.ts resolves it (compose passes it in; the adapter
@@ -55,6 +58,12 @@ export interface DockerProviderOptions {
   registryAuth?: unknown;
   /** Bound on one image pull; default 10 minutes. */
   pullTimeoutMs?: number;
+  /** sbx-agent (DESIGN §11): `auto` (default) when the binary exists, the engine is on this host and the runtime is runc or crun; `off`. */
+  agent?: 'auto' | 'off';
+  /** The agent binary; default the one the package build made (dist/agent/). */
+  agentBinary?: string;
+  /** Host directory for the per-container agent socket directories; default under the temp directory. */
+  agentDir?: string;
 }
 
 /** Options with defaults applied and the seccomp profile resolved to what the engine expects. */
@@ -73,6 +82,8 @@ export interface ResolvedOptions {
   /** dockerode `authconfig`, or undefined. */
   registryAuth: Record<string, unknown> | undefined;
   pullTimeoutMs: number;
+  /** The agent's binary and state directory when the agent is in use. */
+  agent: { binary: string; stateDir: string } | undefined;
 }
 
 /** The configured non-default user: the engine's `User` value and the ids it stands for. */
@@ -103,7 +114,30 @@ export function resolveOptions(opts: DockerProviderOptions): ResolvedOptions {
     onPull: opts.onPull,
     registryAuth: authConfig(opts.registryAuth),
     pullTimeoutMs: opts.pullTimeoutMs ?? 10 * 60_000,
+    agent: agentSettings(opts),
   };
+}
+
+/** Where the package build puts the agent (dist/agent/), seen from dist/ or from src/ (tests). */
+export function defaultAgentBinary(): string | undefined {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const name = `sbx-agent-linux-${process.arch}`;
+  return [join(here, '..', '..', '..', 'agent', name), join(here, '..', '..', '..', '..', 'dist', 'agent', name)].find((p) => existsSync(p));
+}
+
+/**
+ * The agent is used with `auto` when its binary exists and the engine is a local unix socket (the
+ * binary and socket directory are bind-mounted from this host's filesystem).
+ */
+function agentSettings(opts: DockerProviderOptions): ResolvedOptions['agent'] {
+  if (opts.agent === 'off' || process.platform !== 'linux') return undefined;
+  const endpoint = opts.endpoint;
+  if (endpoint && endpoint.kind !== 'unix') return undefined;
+  // runc and crun share the host's view of a bind-mounted socket; gVisor and VM runtimes do not.
+  if (opts.runtime && !['runc', 'crun'].includes(opts.runtime)) return undefined;
+  const binary = opts.agentBinary ?? defaultAgentBinary();
+  if (!binary || !existsSync(binary)) return undefined;
+  return { binary, stateDir: opts.agentDir ?? join(tmpdir(), `sbx-agent-${opts.installationId}`) };
 }
 
 const UID_GID = /^(\d{1,10})(?::(\d{1,10}))?$/;

@@ -1,7 +1,7 @@
 import { parseDuration } from '../duration.js';
 import { badRequest, notFound } from '../errors.js';
 import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports.js';
-import { parseNetwork, type SandboxService } from './service.js';
+import { networkWithEgress, type SandboxService } from './service.js';
 
 export interface TemplateFields {
   image?: string;
@@ -11,6 +11,8 @@ export interface TemplateFields {
   provider?: string;
   metadata?: Record<string, string>;
   network?: string;
+  /** Egress lists of its spawns (DESIGN.md §10); given without `network`, it means `filtered`. */
+  egress?: unknown;
   /** Spawns start from this snapshot (DESIGN.md §10). */
   snapshot?: string;
   volumes?: Array<{ name: string; mount_path: string }>;
@@ -24,6 +26,7 @@ export interface TemplateSpawnOverrides {
   metadata?: Record<string, string>;
   owner_id?: string | null;
   network?: string;
+  egress?: unknown;
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -78,6 +81,8 @@ export class TemplateService {
         owner_id: overrides.owner_id ?? null,
         template: t.name,
         network: overrides.network ?? t.network ?? undefined,
+        // The template's lists go with the template's network; a spawn naming its own network drops them.
+        ...(overrides.egress !== undefined ? { egress: overrides.egress } : overrides.network === undefined && t.egress ? { egress: t.egress } : {}),
         ...(t.snapshot ? { snapshot: t.snapshot } : {}),
         ...(t.volumes?.length ? { volumes: t.volumes } : {}),
       },
@@ -92,7 +97,7 @@ export class TemplateService {
     if (f.provider !== undefined && !(await this.sandboxes.deps.locator.knownProvider(f.provider))) {
       throw badRequest(`unknown provider "${f.provider}"`);
     }
-    if (f.network !== undefined) parseNetwork(f.network);
+    const { network, egress } = networkWithEgress(f.network, f.egress);
     if (f.warm !== undefined && (!Number.isInteger(f.warm) || f.warm < 0 || f.warm > 64)) throw badRequest('warm must be a whole number from 0 to 64');
     // A snapshot or volume the template names must exist now (404), so its spawns can start.
     let provider = f.provider;
@@ -108,7 +113,8 @@ export class TemplateService {
       ttl: f.ttl ?? null,
       provider: f.provider ?? null,
       metadata: f.metadata ?? {},
-      network: f.network ?? null,
+      network: network ?? null,
+      egress: network === 'filtered' ? egress ?? { allow: [], deny: [] } : null,
       snapshot: f.snapshot ?? null,
       volumes,
       warm: f.warm ? f.warm : null,

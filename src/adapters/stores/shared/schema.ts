@@ -264,3 +264,9 @@ export const warmRuntimes = (key: string) => `
   CREATE INDEX warm_runtimes_shape_idx ON warm_runtimes (worker_id, shape, created_at, sandbox_id);
   ALTER TABLE templates ADD COLUMN warm INTEGER;
 `;
+
+/** Version 10 (DESIGN.md §10): egress allow and deny lists of filtered sandboxes and templates (JSON, null for none). */
+export const EGRESS_COLUMNS = `
+  ALTER TABLE sandboxes ADD COLUMN egress TEXT;
+  ALTER TABLE templates ADD COLUMN egress TEXT;
+`;

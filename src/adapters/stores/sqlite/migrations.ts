@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { initialSchema, LIVE_COUNT_INDEXES, SQLITE_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS, processesTable, snapshotsAndVolumes, warmRuntimes } from '../shared/schema.js';
+import { initialSchema, LIVE_COUNT_INDEXES, SQLITE_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS, processesTable, snapshotsAndVolumes, warmRuntimes, EGRESS_COLUMNS } from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -23,6 +23,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'snapshots and volumes', sql: snapshotsAndVolumes('TEXT') },
   { version: 8, name: 'processes', sql: processesTable('TEXT') },
   { version: 9, name: 'warm runtimes', sql: warmRuntimes('TEXT') },
+  { version: 10, name: 'egress rules', sql: EGRESS_COLUMNS },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

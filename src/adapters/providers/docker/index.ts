@@ -9,10 +9,12 @@ import { dockerWorkspace } from './workspace.js';
 import { ImageCache } from './images.js';
 import { DockerSnapshots } from './snapshots.js';
 import { DockerVolumes } from './volumes.js';
+import { DockerEgress } from './egress.js';
 import { type DockerProviderOptions, dockerodeOptions, resolveOptions } from './options.js';
 
 export type { DockerProviderOptions, PullEvent } from './options.js';
 export { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX, containerName } from './containers.js';
+export { DockerEgress, filteredNetworkName, type FilteredNetwork } from './egress.js';
 
 export const DOCKER_CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'runtime_inventory', 'container', 'tty', 'detach', 'snapshots', 'volumes'] as const;
 
@@ -32,10 +34,12 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
   const console_ = new DockerConsole(docker);
   const snapshots = new DockerSnapshots(docker, opts.installationId);
   const volumes = new DockerVolumes(docker, opts.installationId);
+  const egress = new DockerEgress(docker, opts);
 
   const provider: Provider = {
     name: 'docker',
     capabilities: DOCKER_CAPABILITIES,
+    egress,
     config: () => ({
       endpoint: opts.endpoint.description,
       runtime: opts.runtime ?? 'runc',
@@ -49,8 +53,14 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     },
     spawn: async (spec, signal) => {
       if (spec.snapshot !== undefined) await snapshots.require(spec.snapshot, spec.image, signal);
+      // Filtered (DESIGN §10): 501 with the reason unless the network, firewall and gateway are up.
+      const filtered = spec.network === 'filtered' ? egress.createOptions() : undefined;
       const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
-      return containers.spawn(spec, signal, mounts);
+      try {
+        return await containers.spawn(spec, signal, mounts, filtered);
+      } finally {
+        if (filtered) egress.forgetSources();
+      }
     },
     snapshot: async (runtimeId, name, signal) => {
       // A commit takes the container's root filesystem; with a read-only one every write lives in tmpfs, which it does not take.
@@ -64,6 +74,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     destroy: async (runtimeId, signal) => {
       await containers.destroy(runtimeId, signal);
       console_.forget(runtimeId);
+      egress.forgetSources();
     },
     status: (runtimeId, signal) => containers.status(runtimeId, signal),
     listRuntimes: (signal) => containers.listRuntimes(signal),

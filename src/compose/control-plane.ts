@@ -121,8 +121,17 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     }
     // Every provider call is timed and counted for diagnostics `operations` and the Prometheus histograms.
     for (const p of built.providers) providers.register(instrumentProvider(pool && p.name === pool.name ? pool : p, operations));
+    // Each verdict counts (sbx_egress_connections_total); each denial is a network.denied event, visible as its sandbox is.
+    const egressStats = { allowed: 0, denied: 0 };
     const egressVerdict = (v: VerdictRecord) => {
-      if (v.verdict === 'denied') logger.debug({ sandbox_id: v.sandbox_id, host: v.host, port: v.port, reason: v.reason }, 'egress denied');
+      if (v.verdict === 'allowed') return void egressStats.allowed++;
+      egressStats.denied++;
+      const id = v.sandbox_id;
+      if (!id) return;
+      void store.getSandbox(id).then((rec) => {
+        const data = { sandbox_id: id, host: v.host, port: v.port, reason: v.reason };
+        bus.publish({ type: 'network.denied', sandbox_id: id, ...(rec?.owner_id ? { owner_id: rec.owner_id } : {}), ...(rec ? { worker_id: rec.worker_id } : {}), data });
+      }).catch(() => undefined);
     };
     // Filtered sandboxes (DESIGN §10): the docker provider's network, firewall, DNS refuser and gateway.
     if (!pool) egress = await startEgress({ config, providers: built.providers, store, logger, onVerdict: (v) => egressVerdict(v), ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}) });
@@ -193,6 +202,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         service: preview,
         stats: newPreviewStats(),
       },
+      egress: egressStats,
     };
 
     // A pure control plane (`server.local_worker: false`) is no worker; a deleted `local` stays deleted.

@@ -64,7 +64,11 @@ export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null
     },
     ownAddresses,
     ...(deps.resolve ? { resolve: deps.resolve } : {}),
-    onVerdict: deps.onVerdict,
+    onVerdict: (v) => {
+      deps.onVerdict?.(v);
+      // A console-log line per denial, in the sandbox's own console.
+      if (v.verdict === 'denied' && v.sandbox_id) egress.consoleLine(v.sandbox_id, `sbx egress: denied ${v.host}:${v.port} (${v.reason})`);
+    },
   });
   const stop = async () => {
     await gateway.close().catch(() => undefined);

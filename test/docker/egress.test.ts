@@ -162,6 +162,18 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     await denied(`http://127.0.0.1:${new URL(srv.url).port}/api/v1/sandboxes`, 'special_address');
   });
 
+  it('each denial is a network.denied event, a console line and a counted verdict', async () => {
+    await viaProxy(a.pid, 'http://counted.test/');
+    await new Promise((r) => setTimeout(r, 200));
+    const events = srv.plane.deps.bus.recent().filter((e) => e.type === 'network.denied' && e.sandbox_id === a.id);
+    expect(events.map((e) => e.data)).toContainEqual({ sandbox_id: a.id, host: 'counted.test', port: 80, reason: 'no_rule' });
+    const logs = await call(srv.url, 'GET', `/api/v1/sandboxes/${a.id}/logs?lines=200`);
+    expect(logs.body.join('\n')).toContain('sbx egress: denied counted.test:80 (no_rule)');
+    const metrics = (await call(srv.url, 'GET', '/api/v1/metrics/prometheus')).text;
+    expect(metrics).toMatch(/sbx_egress_connections_total\{verdict="denied"\} [1-9]/);
+    expect(metrics).toMatch(/sbx_egress_connections_total\{verdict="allowed"\} [1-9]/);
+  });
+
   it('refuses a wrong or missing SNI unless the rule names the port', async () => {
     const sclient = (extra: string[]) => inNs(a.pid, 'sh', ['-c', `echo | timeout 10 openssl s_client -proxy ${gw}:3128 -connect up.test:443 ${extra.join(' ')} 2>&1`]);
     const right = await sclient(['-servername', 'up.test']);

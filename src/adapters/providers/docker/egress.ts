@@ -43,6 +43,10 @@ export class DockerEgress implements ProviderEgress {
   private onChanged: (sandboxId: string) => void = () => {};
   /** Source address → sandbox id, from the network's containers; refreshed on a miss. */
   private sources = new Map<string, string>();
+  /** Sandbox id → container id, from the same reading. */
+  private containerOf = new Map<string, string>();
+  /** Appends a line to a runtime's console (index.ts wires the docker console). */
+  onConsole: (runtimeId: string, line: string) => void = () => {};
   private sourcesAt = 0;
   private refreshing: Promise<void> | null = null;
 
@@ -154,18 +158,29 @@ export class DockerEgress implements ProviderEgress {
   private async readSources(): Promise<void> {
     if (!this.net) return;
     const next = new Map<string, string>();
+    const containers = new Map<string, string>();
     try {
       const inspect = (await this.docker.getNetwork(this.net.name).inspect()) as Docker.NetworkInspectInfo;
-      for (const c of Object.values(inspect.Containers ?? {})) {
+      for (const [containerId, c] of Object.entries(inspect.Containers ?? {})) {
         const ip = (c.IPv4Address ?? '').replace(/\/.*$/, '');
         const name = c.Name ?? '';
-        if (ip && name.startsWith('sbx-')) next.set(ip, name.slice(4));
+        if (ip && name.startsWith('sbx-')) {
+          next.set(ip, name.slice(4));
+          containers.set(name.slice(4), containerId);
+        }
       }
     } catch {
       // The engine did not answer: no source is known, so every connection is denied.
     }
     this.sources = next;
+    this.containerOf = containers;
     this.sourcesAt = Date.now();
+  }
+
+  /** A line in a filtered sandbox's console (a denial), when its container is known. */
+  consoleLine(sandboxId: string, line: string): void {
+    const runtimeId = this.containerOf.get(sandboxId);
+    if (runtimeId) this.onConsole(runtimeId, line);
   }
 
   /** Removes the network when nothing is attached (shutdown); a network in use stays. */

@@ -35,6 +35,11 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
   const snapshots = new DockerSnapshots(docker, opts.installationId);
   const volumes = new DockerVolumes(docker, opts.installationId);
   const egress = new DockerEgress(docker, opts);
+  egress.onConsole = (runtimeId, line) => {
+    const cap = console_.capture(runtimeId);
+    cap.onOutput('stderr', Buffer.from(`${line}\n`));
+    cap.end();
+  };
 
   const provider: Provider = {
     name: 'docker',
@@ -46,6 +51,8 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       network_mode: opts.networkMode,
       pids_limit: opts.pidsLimit,
       read_only_rootfs: opts.readOnlyRootfs,
+      // DESIGN §10: whether network "filtered" is enforced here, and if not why (doctor shows it).
+      filtered: egress.unavailable() ?? 'available',
     }),
     health: async (signal) => {
       const h = await containers.health(signal);

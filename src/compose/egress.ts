@@ -70,10 +70,10 @@ export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null
       if (v.verdict === 'denied' && v.sandbox_id) egress.consoleLine(v.sandbox_id, `sbx egress: denied ${v.host}:${v.port} (${v.reason})`);
     },
   });
-  const stop = async () => {
+  const stop = async (keepRules = false) => {
     await gateway.close().catch(() => undefined);
     await dns.close().catch(() => undefined);
-    await firewall.remove().catch(() => undefined);
+    if (!keepRules) await firewall.remove().catch(() => undefined);
   };
   try {
     await firewall.install();
@@ -92,8 +92,11 @@ export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null
     reason: null,
     async close() {
       egress.disable('the egress gateway stopped');
-      await stop();
-      await egress.removeNetworkIfUnused();
+      // Filtered containers outlive the server: while any is attached, the host rules stay (fail
+      // closed; the next start finds them in place). With none left, network and rules go.
+      const gone = await egress.removeNetworkIfUnused();
+      await stop(!gone);
+      if (!gone) log.info({ network: prep.name }, 'filtered sandboxes remain: their network and host firewall rules are kept until they are gone');
     },
   };
 }

@@ -112,12 +112,15 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     upstream?.kill('SIGKILL');
     hostWeb?.close();
     const installation = srv?.plane.installationId;
+    // Sandboxes first: a shutdown with filtered containers still attached keeps the network and
+    // its host rules (fail closed); with none left it takes both away.
+    if (docker && installation) await removeInstallation(docker, installation);
     await srv?.close();
-    // Shutdown takes the host rules away again.
-    if (installation) expect((await sh('iptables', ['-S', 'INPUT'])).stdout).not.toContain(`sbx-egress:${filteredNetworkName(installation)}`);
-    if (docker && installation) {
-      await removeInstallation(docker, installation);
+    if (installation) {
+      expect((await sh('iptables', ['-S', 'INPUT'])).stdout).not.toContain(`sbx-egress:${filteredNetworkName(installation)}`);
+      const left = await docker.getNetwork(filteredNetworkName(installation)).inspect().then(() => true, () => false);
       await docker.getNetwork(filteredNetworkName(installation)).remove().catch(() => undefined);
+      expect(left).toBe(false);
     }
     await sh('ip', ['netns', 'del', NS]);
     await sh('ip', ['link', 'del', VETH]);
@@ -271,6 +274,27 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     } finally {
       await other.close();
     }
+  });
+
+  it('a shutdown with filtered sandboxes left keeps the network and its host rules', async () => {
+    const other = await startTestServer({ providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } });
+    const installation = other.plane.installationId;
+    const name = filteredNetworkName(installation);
+    try {
+      expect((await call(other.url, 'POST', '/api/v1/sandboxes', { network: 'filtered' })).status).toBe(201);
+    } finally {
+      await other.close();
+    }
+    const rules = () => sh('iptables', ['-S', 'INPUT']).then((r) => r.stdout.split('\n').filter((l) => l.includes(`sbx-egress:${name}`)).length);
+    expect(await rules()).toBe(4);
+    // Cleaned up by hand here (the shutdown with none left is the suite's own afterAll).
+    await removeInstallation(docker, installation);
+    const { Firewall } = await import('../../src/transports/egress/firewall.js');
+    const net = await docker.getNetwork(name).inspect();
+    const cfg = net.IPAM!.Config![0]!;
+    await new Firewall({ subnet: cfg.Subnet!, gateway: cfg.Gateway!, port: 3128, tag: `sbx-egress:${name}` }).remove();
+    await docker.getNetwork(name).remove();
+    expect(await rules()).toBe(0);
   });
 
   it('the firewall rules are tagged, present while serving', async () => {

@@ -32,8 +32,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('network per spawn on doc
   afterAll(async () => {
     web?.close();
     const installation = srv?.plane.installationId;
-    await srv?.close();
+    // Sandboxes first: the filtered network and its host rules go only when none is attached.
     if (docker && installation) await removeInstallation(docker, installation);
+    await srv?.close();
   });
 
   it('bridge reaches the gateway; none has no route at all; each shows its network', async () => {

@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import type Docker from 'dockerode';
 import { SbxError } from '../../../core/errors.js';
 import type { ProviderEgress } from '../../../core/ports.js';
+import { isNotFound } from './errors.js';
 import type { ResolvedOptions } from './options.js';
 
 /** Label on the filtered network: which installation made it. */
@@ -183,14 +184,20 @@ export class DockerEgress implements ProviderEgress {
     if (runtimeId) this.onConsole(runtimeId, line);
   }
 
-  /** Removes the network when nothing is attached (shutdown); a network in use stays. */
-  async removeNetworkIfUnused(): Promise<void> {
-    if (!this.net) return;
+  /**
+   * Removes the network when nothing is attached (shutdown); a network in use stays. True when
+   * it is gone (then its host rules may go too; while filtered containers live they must stay).
+   */
+  async removeNetworkIfUnused(): Promise<boolean> {
+    if (!this.net) return true;
+    const network = this.docker.getNetwork(this.net.name);
     try {
-      const inspect = (await this.docker.getNetwork(this.net.name).inspect()) as Docker.NetworkInspectInfo;
-      if (Object.keys(inspect.Containers ?? {}).length === 0) await this.docker.getNetwork(this.net.name).remove();
-    } catch {
-      // Gone already, or in use: kept.
+      const inspect = (await network.inspect()) as Docker.NetworkInspectInfo;
+      if (Object.keys(inspect.Containers ?? {}).length > 0) return false;
+      await network.remove();
+      return true;
+    } catch (err) {
+      return isNotFound(err);
     }
   }
 }

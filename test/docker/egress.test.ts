@@ -40,7 +40,8 @@ function sh(cmd: string, args: string[], timeoutMs = 30_000): Promise<{ code: nu
 const SERVER = `
 const http = require('node:http'), https = require('node:https'), net = require('node:net'), fs = require('node:fs');
 const dir = process.argv[2], host = process.argv[3];
-const body = (req, res) => res.end('upstream ' + req.headers.host + ' ' + req.url);
+const big = Buffer.alloc(10 * 1024 * 1024, 120);
+const body = (req, res) => (req.url === '/big' ? res.end(big) : res.end('upstream ' + req.headers.host + ' ' + req.url));
 http.createServer(body).listen(80, host);
 https.createServer({ key: fs.readFileSync(dir + '/key.pem'), cert: fs.readFileSync(dir + '/cert.pem') }, body).listen(443, host);
 net.createServer(() => {}).listen(8081, host); // accepts, never answers
@@ -59,6 +60,7 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
   let a: { id: string; pid: number; ip: string };
   let b: { id: string; pid: number; ip: string };
   let bridge: string;
+  let bridgePid: number;
 
   const inNs = (pid: number, cmd: string, args: string[], timeoutMs = 30_000) => sh('nsenter', [`--net=/proc/${pid}/ns/net`, cmd, ...args], timeoutMs);
   const curl = (pid: number, args: string[]) => inNs(pid, 'curl', ['-sS', '--max-time', '8', ...args]);
@@ -104,7 +106,9 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     gw = net.IPAM!.Config![0]!.Gateway!;
     a = await sandbox({ egress: { allow: ['up.test', 'local.test', 'zero.test', 'other.test:443'] } });
     b = await sandbox({ network: 'filtered', egress: { allow: ['up.test'] } });
-    bridge = (await sandbox({ network: 'bridge' })).id;
+    const br = await sandbox({ network: 'bridge' });
+    bridge = br.id;
+    bridgePid = br.pid;
   }, 120_000);
 
   afterAll(async () => {
@@ -245,6 +249,25 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     expect(lines).toBe(50);
     expect((await stalled).code).not.toBe(0);
   }, 40_000);
+
+  it('10 MiB through the gateway vs from a bridge sandbox (benchmark row, one run)', async () => {
+    const time = async (pid: number, args: string[]) => {
+      const r = await inNs(pid, 'curl', ['-sS', '--max-time', '30', '-o', '/dev/null', '-w', '%{time_total} %{size_download}', ...args]);
+      const [t, n] = r.stdout.trim().split(' ');
+      expect(Number(n)).toBe(10 * 1024 * 1024);
+      return Number(t) * 1000;
+    };
+    const runs = async (pid: number, args: string[]) => {
+      const ms: number[] = [];
+      for (let i = 0; i < 5; i++) ms.push(await time(pid, args));
+      return ms.sort((x, y) => x - y)[2]!;
+    };
+    const direct = await runs(bridgePid, [`http://${UP}/big`]);
+    const proxied = await runs(a.pid, ['-x', `http://${gw}:3128`, 'http://up.test/big']);
+    const tunneled = await runs(a.pid, ['-x', `http://${gw}:3128`, '--cacert', join(dir, 'cert.pem'), 'https://up.test/big']);
+    const directTls = await runs(bridgePid, ['-k', `https://${UP}/big`]);
+    console.log(`egress bench (median of 5): bridge http ${direct.toFixed(1)} ms, gateway http ${proxied.toFixed(1)} ms (${(proxied / direct).toFixed(2)}x); bridge https ${directTls.toFixed(1)} ms, gateway CONNECT ${tunneled.toFixed(1)} ms (${(tunneled / directTls).toFixed(2)}x)`);
+  }, 60_000);
 
   it('a live PUT swaps the verdicts and closes a tunnel the new lists forbid', async () => {
     const c = await sandbox({ egress: { allow: ['up.test:443'] } });

@@ -95,6 +95,12 @@ export class EgressGateway {
     this.server = server;
   }
 
+  /** The port it listens on (useful with port 0). */
+  get port(): number {
+    const a = this.server?.address();
+    return a && typeof a === 'object' ? a.port : this.opts.port;
+  }
+
   async close(): Promise<void> {
     for (const s of this.sockets) s.destroy();
     for (const set of this.open.values()) for (const o of set) o.close();

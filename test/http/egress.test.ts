@@ -51,22 +51,13 @@ describe('egress on a provider that cannot enforce it', () => {
     expect(await live(srv.url)).toBe(0);
   });
 
-  it('templates keep egress (given alone it means filtered); their spawns answer 501 here', async () => {
+  it('a filtered template on a provider that cannot enforce it: 400 for bad input, else 501', async () => {
     const bad = await call(srv.url, 'POST', '/api/v1/templates', { name: 'bad', network: 'none', egress: { allow: ['pypi.org'] } });
     expect(bad.status).toBe(400);
-    const created = await call(srv.url, 'POST', '/api/v1/templates', { name: 'pip', egress: { allow: ['PyPI.org.', '*.pythonhosted.org:443'] } });
-    expect(created.status).toBe(201);
-    expect(created.body.network).toBe('filtered');
-    expect(created.body.egress).toEqual({ allow: ['pypi.org', '*.pythonhosted.org:443'], deny: [] });
-    const got = await call(srv.url, 'GET', '/api/v1/templates/pip');
-    expect(got.body.egress).toEqual({ allow: ['pypi.org', '*.pythonhosted.org:443'], deny: [] });
-    const spawned = await call(srv.url, 'POST', '/api/v1/templates/pip/spawn', {});
-    expect(spawned.status).toBe(501);
-    // A spawn naming its own network drops the template's lists.
-    const plain = await call(srv.url, 'POST', '/api/v1/templates/pip/spawn', { network: 'bridge' });
-    expect(plain.status).toBe(501);
-    expect(plain.body.message).toMatch(/share the host's network/);
-    expect(await live(srv.url)).toBe(0);
+    const refused = await call(srv.url, 'POST', '/api/v1/templates', { name: 'pip', egress: { allow: ['PyPI.org.'] } });
+    expect(refused.status).toBe(501);
+    expect(refused.body.message).toMatch(/provider mock cannot/);
+    expect((await call(srv.url, 'GET', '/api/v1/templates/pip')).status).toBe(404);
   });
 });
 
@@ -138,6 +129,23 @@ describe('egress API with an enforcing provider', () => {
     // Unknown sandbox → 404; an unknown field → 400.
     expect((await call(srv.url, 'PUT', '/api/v1/sandboxes/sbx-nope/egress', { allow: [] })).status).toBe(404);
     expect((await call(srv.url, 'PUT', `/api/v1/sandboxes/${id}/egress`, { allow: [], extra: 1 }, as('alice'))).status).toBe(400);
+  });
+
+  it('templates keep egress (given alone it means filtered); a spawn naming its own network drops it', async () => {
+    const created = await call(srv.url, 'POST', '/api/v1/templates', { name: 'pip', egress: { allow: ['PyPI.org.', '*.pythonhosted.org:443'] } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.network).toBe('filtered');
+    expect(created.body.egress).toEqual({ allow: ['pypi.org', '*.pythonhosted.org:443'], deny: [] });
+    expect((await call(srv.url, 'GET', '/api/v1/templates/pip')).body.egress).toEqual({ allow: ['pypi.org', '*.pythonhosted.org:443'], deny: [] });
+    const spawned = await call(srv.url, 'POST', '/api/v1/templates/pip/spawn', {}, as('alice'));
+    expect(spawned.status).toBe(201);
+    expect(spawned.body.egress).toEqual({ allow: ['pypi.org', '*.pythonhosted.org:443'], deny: [] });
+    const own = await call(srv.url, 'POST', '/api/v1/templates/pip/spawn', { egress: { allow: ['a.example'] } }, as('alice'));
+    expect(own.body.egress).toEqual({ allow: ['a.example'], deny: [] });
+    const plain = await call(srv.url, 'POST', '/api/v1/templates/pip/spawn', { network: 'bridge' }, as('alice'));
+    expect(plain.status).toBe(201);
+    expect(plain.body.network).toBe('bridge');
+    expect(plain.body.egress).toBeUndefined();
   });
 
   it('PUT on a sandbox that is not filtered → 409 conflict', async () => {

@@ -1,5 +1,5 @@
 import { parseDuration } from '../duration.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound, SbxError } from '../errors.js';
 import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports.js';
 import { networkWithEgress, type SandboxService } from './service.js';
 
@@ -90,6 +90,19 @@ export class TemplateService {
     );
   }
 
+  /**
+   * A template must not promise what its spawns cannot get (DESIGN.md §10): `filtered` on a
+   * provider that cannot enforce egress rules at all (proot, mock, custom-http, hosted, a provider
+   * only remote workers run) → 501. A docker provider whose conditions fail now is accepted: its
+   * spawns answer 501 with the reason until they hold.
+   */
+  private refuseUnenforceable(provider: string | undefined): void {
+    const { providers } = this.sandboxes.deps;
+    const name = provider ?? providers.defaultProviderName;
+    if (!providers.has(name)) throw new SbxError('not_implemented', `network "filtered" is not available on remote workers yet: provider ${name} runs only on a worker here`);
+    if (!providers.get(name).egress) throw new SbxError('not_implemented', `network "filtered" needs a provider that enforces egress rules (docker); provider ${name} cannot`);
+  }
+
   private async validate(f: TemplateFields): Promise<Omit<TemplateRecord, 'name' | 'created_at' | 'updated_at'>> {
     if (f.ttl !== undefined && parseDuration(f.ttl, 'ttl') <= 0) throw badRequest('ttl must be positive');
     if (f.memory_mb !== undefined && (!Number.isInteger(f.memory_mb) || f.memory_mb <= 0)) throw badRequest('memory_mb must be a positive integer');
@@ -98,6 +111,7 @@ export class TemplateService {
       throw badRequest(`unknown provider "${f.provider}"`);
     }
     const { network, egress } = networkWithEgress(f.network, f.egress);
+    if (network === 'filtered') this.refuseUnenforceable(f.provider);
     if (f.warm !== undefined && (!Number.isInteger(f.warm) || f.warm < 0 || f.warm > 64)) throw badRequest('warm must be a whole number from 0 to 64');
     // A snapshot or volume the template names must exist now (404), so its spawns can start.
     let provider = f.provider;

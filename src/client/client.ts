@@ -139,6 +139,11 @@ export class Client {
   }
 
   /** Sets `expires_at` to now + ttl. */
+  /** `PUT …/egress` (DESIGN.md §10): replaces both egress lists of a filtered sandbox. */
+  updateEgress(id: string, lists: { allow?: string[]; deny?: string[] }, opts: RequestOptions = {}): Promise<Sandbox> {
+    return this.http.json('PUT', `/api/v1/sandboxes/${enc(id)}/egress`, { body: { allow: lists.allow ?? [], deny: lists.deny ?? [] }, signal: opts.signal });
+  }
+
   extend(id: string, ttl: string, opts: RequestOptions = {}): Promise<Sandbox> {
     return this.http.json('POST', `/api/v1/sandboxes/${enc(id)}/extend`, { body: { ttl }, signal: opts.signal });
   }

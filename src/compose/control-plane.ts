@@ -42,6 +42,8 @@ import { PoolProvider } from '../core/pool/pool-provider.js';
 import { previewOnlyServer } from '../transports/http/preview.js';
 import { newPreviewStats } from '../transports/preview/proxy.js';
 import { buildProviders } from './providers.js';
+import { startEgress, type EgressHandle } from './egress.js';
+import type { VerdictRecord } from '../transports/egress/gateway.js';
 import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from './settings.js';
 import { startReplication, type Replication } from './replicas.js';
 import { openStore } from './store.js';
@@ -54,6 +56,8 @@ export interface ControlPlaneOptions {
   home?: string;
   /** Run startup reconciliation (default true). */
   reconcile?: boolean;
+  /** Name → addresses for the egress gateway (tests; default: its own node:dns Resolver). */
+  egressResolve?(name: string): Promise<string[]>;
 }
 
 export interface ControlPlane {
@@ -81,6 +85,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
   const store: Store = await openStore(config, opts.home ?? homedir());
   const timers: NodeJS.Timeout[] = [];
   let replication: Replication | undefined;
+  let egress: EgressHandle | null = null;
   try {
     await store.migrate();
     // Claimed, not read-then-written: replicas starting at once on a fresh store agree on one value.
@@ -117,6 +122,20 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     }
     // Every provider call is timed and counted for diagnostics `operations` and the Prometheus histograms.
     for (const p of built.providers) providers.register(instrumentProvider(pool && p.name === pool.name ? pool : p, operations));
+    // Each verdict counts (sbx_egress_connections_total); each denial is a network.denied event, visible as its sandbox is.
+    const egressStats = { allowed: 0, denied: 0 };
+    const egressVerdict = (v: VerdictRecord) => {
+      if (v.verdict === 'allowed') return void egressStats.allowed++;
+      egressStats.denied++;
+      const id = v.sandbox_id;
+      if (!id) return;
+      void store.getSandbox(id).then((rec) => {
+        const data = { sandbox_id: id, host: v.host, port: v.port, reason: v.reason };
+        bus.publish({ type: 'network.denied', sandbox_id: id, ...(rec?.owner_id ? { owner_id: rec.owner_id } : {}), ...(rec ? { worker_id: rec.worker_id } : {}), data });
+      }).catch(() => undefined);
+    };
+    // Filtered sandboxes (DESIGN §10): the docker provider's network, firewall, DNS refuser and gateway.
+    if (!pool) egress = await startEgress({ config, providers: built.providers, store, logger, onVerdict: (v) => egressVerdict(v), ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}) });
 
     const admission = new Admission(store, settings, clock, bus, replication.admission);
     const warn = (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg);
@@ -184,6 +203,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         service: preview,
         stats: newPreviewStats(),
       },
+      egress: egressStats,
     };
 
     // A pure control plane (`server.local_worker: false`) is no worker; a deleted `local` stays deleted.
@@ -309,6 +329,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         } finally {
           clearInterval(sweeper);
         }
+        await egress?.close().catch(() => undefined);
         await providers.close();
         await remote?.close?.();
         await replication?.close();
@@ -317,6 +338,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     };
   } catch (err) {
     for (const t of timers) clearInterval(t);
+    await egress?.close().catch(() => undefined);
     await replication?.close().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw err;

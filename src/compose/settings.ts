@@ -1,3 +1,4 @@
+import { parseEgress } from '../core/network/rules.js';
 import { hostname } from 'node:os';
 import type { SbxConfig } from '../config/index.js';
 import type { RateLimitSettings } from '../core/admission/rate-limiter.js';
@@ -32,6 +33,8 @@ export function coreSettings(config: SbxConfig, defaultProvider: string): CoreSe
       spawn_queue_timeout_ms: ms(d.spawn_queue_timeout, 30_000),
       max_spawn_queue: d.max_spawn_queue,
       network: d.network,
+      // Checked at start: a bad default rule is the operator's to fix, not every spawn's 400.
+      egress: d.network === 'filtered' ? parseEgress(d.egress) : { allow: [...d.egress.allow], deny: [...d.egress.deny] },
       warm: d.warm,
       warm_destroy_on_shutdown: d.warm_destroy_on_shutdown,
     },

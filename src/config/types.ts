@@ -53,6 +53,8 @@ export interface DefaultsConfig {
   max_spawn_queue: number;
   /** Network of spawns that name none (DESIGN §10): '' = the provider's own default. */
   network: '' | 'none' | 'bridge' | 'filtered';
+  /** Egress lists of spawns that get `filtered` from `network` (DESIGN §10). */
+  egress: { allow: string[]; deny: string[] };
   /** Warm runtimes kept ready for the default shape (DESIGN.md §11); 0 = none. */
   warm: number;
   /** Destroy warm runtimes when the server stops (default: keep them for the next start). */
@@ -101,6 +103,8 @@ export interface ProvidersConfig {
     host: string;
     runtime: string;
     network_mode: string;
+    /** Port of the egress gateway on the filtered network's gateway address (DESIGN §10). */
+    egress_port: number;
     pids_limit: number;
     added_caps: string[];
     seccomp_profile: string;

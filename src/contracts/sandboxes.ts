@@ -4,10 +4,29 @@ import { VolumeMount, VolumeMounts } from './volumes.js';
 
 export const SandboxId = Type.String({ minLength: 1, maxLength: 128 });
 
-/** Network of a sandbox (DESIGN.md §10): `none`, `bridge` (docker); `filtered` answers 501 until egress rules exist. */
+/** Network of a sandbox (DESIGN.md §10): `none`, `bridge`, `filtered` (docker). */
 export const Network = Type.Union([Type.Literal('none'), Type.Literal('bridge'), Type.Literal('filtered')], {
-  description: 'sbx extension: none (no network at all) or bridge (docker); unset: the template, defaults.network, then providers.docker.network_mode',
+  description: 'sbx extension: none (no network at all), bridge, or filtered (only what the egress rules allow; docker); unset: the template, defaults.network, then providers.docker.network_mode',
 });
+
+/** Egress allow and deny lists (DESIGN.md §10); each rule is checked by the server (400 naming a bad one). */
+export const Egress = Type.Object(
+  {
+    allow: Type.Optional(Type.Array(Type.String(), { description: 'rules a connection may match: host name, *.name, IPv4/IPv6 address or CIDR, optional :port ([v6]:port); at most 64' })),
+    deny: Type.Optional(Type.Array(Type.String(), { description: 'rules checked first: a match is refused; at most 64' })),
+  },
+  {
+    additionalProperties: false,
+    description: 'sbx extension: egress rules of a filtered sandbox (given without network, it means filtered); deny, then allow, else denied',
+  },
+);
+export type Egress = Static<typeof Egress>;
+
+/** The lists as the server keeps them (canonical), shown to the owner and admins only. */
+export const EgressLists = Type.Object(
+  { allow: Type.Array(Type.String()), deny: Type.Array(Type.String()) },
+  { description: 'sbx extension: the egress rules of a filtered sandbox, canonical; shown to its owner and admins only' },
+);
 
 export const Sandbox = Type.Object(
   {
@@ -26,6 +45,7 @@ export const Sandbox = Type.Object(
     network: Type.Optional(Type.String({ description: 'sbx extension: the network the sandbox got (none, bridge or the docker network; host for proot and mock)' })),
     snapshot: Type.Optional(Type.String({ description: 'sbx extension: the snapshot it started from' })),
     volumes: Type.Optional(Type.Array(VolumeMount, { description: 'sbx extension: the volumes it mounts' })),
+    egress: Type.Optional(EgressLists),
     preview_token: Type.Optional(
       Type.String({ description: 'sbx extension: with server.preview_auth, the token a preview visitor needs (X-Sbx-Preview-Token or ?sbx_token=); shown to the owner and admins only' }),
     ),
@@ -44,12 +64,23 @@ export const SpawnRequest = Type.Object(
     metadata: Type.Optional(StringMap),
     owner_id: Type.Optional(Type.String()),
     network: Type.Optional(Network),
+    egress: Type.Optional(Egress),
     snapshot: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'sbx extension: start from this snapshot (its provider and image; leave image out)' })),
     volumes: Type.Optional(VolumeMounts),
   },
   { $id: 'SpawnRequest', additionalProperties: false },
 );
 export type SpawnRequest = Static<typeof SpawnRequest>;
+
+/** `PUT /api/v1/sandboxes/{id}/egress` (DESIGN.md §10): replaces both lists. */
+export const EgressUpdateRequest = Type.Object(
+  {
+    allow: Type.Optional(Type.Array(Type.String())),
+    deny: Type.Optional(Type.Array(Type.String())),
+  },
+  { $id: 'EgressUpdateRequest', additionalProperties: false },
+);
+export type EgressUpdateRequest = Static<typeof EgressUpdateRequest>;
 
 export const ExtendRequest = Type.Object({ ttl: Duration }, { additionalProperties: false });
 export type ExtendRequest = Static<typeof ExtendRequest>;

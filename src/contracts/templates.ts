@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
-import { Network } from './sandboxes.js';
+import { Egress, EgressLists, Network } from './sandboxes.js';
 import { VolumeMount, VolumeMounts } from './volumes.js';
 
 const TemplateFields = {
@@ -11,6 +11,7 @@ const TemplateFields = {
   provider: Type.Optional(Type.String({ minLength: 1 })),
   metadata: Type.Optional(StringMap),
   network: Type.Optional(Network),
+  egress: Type.Optional(Egress),
   snapshot: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'sbx extension: spawns start from this snapshot (leave image out)' })),
   volumes: Type.Optional(VolumeMounts),
   warm: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, description: 'sbx extension: runtimes of this shape kept ready, so spawns skip the provider start (DESIGN §11)' })),
@@ -34,6 +35,7 @@ export const TemplateSpawnRequest = Type.Object(
     metadata: Type.Optional(StringMap),
     owner_id: Type.Optional(Type.String()),
     network: Type.Optional(Network),
+    egress: Type.Optional(Egress),
   },
   { additionalProperties: false },
 );
@@ -56,6 +58,7 @@ export const Template = Type.Object(
     snapshot: Type.Union([Type.String(), Type.Null()]),
     volumes: Type.Union([Type.Array(VolumeMount), Type.Null()]),
     warm: Type.Union([Type.Integer(), Type.Null()]),
+    egress: Type.Union([EgressLists, Type.Null()]),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

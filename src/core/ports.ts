@@ -7,6 +7,7 @@
 import type { ProcessStore } from './process-port.js';
 import type { WarmStore } from './warm-port.js';
 import type { SharedState } from './replica-port.js';
+import type { EgressLists } from './network/rules.js';
 
 // ---------------------------------------------------------------- time and ids
 
@@ -57,6 +58,8 @@ export interface SandboxRecord {
   volumes?: VolumeMount[] | null;
   /** The snapshot it started from, if any. */
   snapshot?: string | null;
+  /** Egress allow and deny lists of a filtered sandbox (DESIGN.md §10), canonical; absent otherwise. */
+  egress?: EgressLists | null;
 }
 
 /** A volume mounted into a sandbox: its name and the absolute, normalized path it appears at. */
@@ -82,6 +85,8 @@ export interface TemplateRecord {
   volumes?: VolumeMount[] | null;
   /** Warm runtimes kept ready for this template's shape (DESIGN.md §11); null/absent: none. */
   warm?: number | null;
+  /** Egress lists of its spawns (network `filtered`), canonical; null/absent: none. */
+  egress?: EgressLists | null;
   created_at: string;
   updated_at: string;
 }

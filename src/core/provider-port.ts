@@ -14,8 +14,8 @@ export interface SpawnSpec {
   owner_id: string | null;
   /** The sandbox's preview token when previews need one (a remote worker enforces it on its own preview host). */
   preview_token?: string;
-  /** `none` or `bridge` when the spawn asked for one; absent: the provider's default. */
-  network?: 'none' | 'bridge';
+  /** `none`, `bridge` or `filtered` when the spawn asked for one; absent: the provider's default. */
+  network?: 'none' | 'bridge' | 'filtered';
   /**
    * Start from this snapshot (DESIGN.md §10): its name; `image` is then the snapshot's image as
    * the provider's `snapshot` returned it.
@@ -197,9 +197,22 @@ export interface RuntimeInfo {
  * SbxError `not_found`; backend failures throw `provider_error` without leaking backend text
  * that may carry secrets.
  */
+/**
+ * Egress enforcement (DESIGN.md §10): present on a provider that can run `filtered` sandboxes on
+ * this node. The rules themselves live in the store; the provider's gateway reads them.
+ */
+export interface ProviderEgress {
+  /** Null when filtered sandboxes are enforced here now; else why not (the spawn answers 501 with it). */
+  unavailable(): string | null;
+  /** A sandbox's lists changed (PUT): close its connections and tunnels the new lists no longer allow. */
+  changed(sandboxId: string): void;
+}
+
 export interface Provider {
   readonly name: string;
   readonly capabilities: readonly string[];
+  /** Egress enforcement for `filtered` (DESIGN.md §10); absent: the provider cannot enforce it (501). */
+  readonly egress?: ProviderEgress;
   /** Public, redacted settings for the provider detail (`runtime`, `network_mode`, …). */
   config(): Record<string, unknown>;
   health(signal?: AbortSignal): Promise<ProviderHealth>;

@@ -30,6 +30,8 @@ export interface CoreSettings {
     max_spawn_queue: number;
     /** Network of spawns that name none; '' = the provider's default. */
     network?: string;
+    /** Egress lists of spawns that get `filtered` from `network` (DESIGN.md §10). */
+    egress?: { allow: string[]; deny: string[] };
     /** Warm runtimes for the default shape (DESIGN.md §11); 0 = none. */
     warm?: number;
     warm_destroy_on_shutdown?: boolean;

@@ -1,7 +1,8 @@
 /**
  * Network per spawn and template (DESIGN.md §10): `none` or `bridge` on docker, shown on the
  * sandbox; a `none` sandbox really has no route to the bridge gateway while a `bridge` one reaches
- * a server there. proot and mock share the host's network: asking them for one is 501.
+ * a server there; `filtered` is accepted (egress.test.ts tests it). proot and mock share the host's
+ * network: asking them for one is 501.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -31,8 +32,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('network per spawn on doc
   afterAll(async () => {
     web?.close();
     const installation = srv?.plane.installationId;
-    await srv?.close();
+    // Sandboxes first: the filtered network and its host rules go only when none is attached.
     if (docker && installation) await removeInstallation(docker, installation);
+    await srv?.close();
   });
 
   it('bridge reaches the gateway; none has no route at all; each shows its network', async () => {
@@ -101,11 +103,18 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('network per spawn on doc
     }
   });
 
-  it('filtered is not built yet (501); anything else is a 400', async () => {
+  it('filtered runs as root on a local engine (else 501 with the reason); anything else is a 400', async () => {
+    // test/docker/egress.test.ts covers what filtered lets through.
     const filtered = await call(srv.url, 'POST', '/api/v1/sandboxes', { network: 'filtered' });
-    expect(filtered.status).toBe(501);
-    expect(filtered.body.code).toBe('not_implemented');
-    expect((await call(srv.url, 'POST', '/api/v1/templates', { name: 'f', network: 'filtered' })).status).toBe(501);
+    if (process.getuid?.() === 0) {
+      expect(filtered.status, filtered.text).toBe(201);
+      expect(filtered.body.network).toBe('filtered');
+      expect(filtered.body.egress).toEqual({ allow: [], deny: [] });
+    } else {
+      expect(filtered.status).toBe(501);
+      expect(filtered.body.message).toMatch(/root/);
+    }
+    expect((await call(srv.url, 'POST', '/api/v1/templates', { name: 'f', network: 'filtered' })).status).toBe(201);
     const bad = await call(srv.url, 'POST', '/api/v1/sandboxes', { network: 'host' });
     expect(bad.status).toBe(400);
     expect(bad.body.code).toBe('bad_request');

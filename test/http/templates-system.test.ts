@@ -14,7 +14,7 @@ describe('templates (spec 4.3)', () => {
     expect(c.status).toBe(201);
     expect(c.body).toMatchObject({ name: 'py', image: 'python:3', memory_mb: 256, ttl: '10m', metadata: { kind: 'py' } });
     // Every field of the template object is present; unset ones are null (DESIGN.md §3).
-    const ALL = ['created_at', 'image', 'memory_mb', 'metadata', 'name', 'network', 'provider', 'snapshot', 'ttl', 'updated_at', 'vcpus', 'volumes', 'warm'];
+    const ALL = ['created_at', 'egress', 'image', 'memory_mb', 'metadata', 'name', 'network', 'provider', 'snapshot', 'ttl', 'updated_at', 'vcpus', 'volumes', 'warm'];
     expect(Object.keys(c.body).sort()).toEqual(ALL);
     expect(c.body).toMatchObject({ vcpus: null, provider: null, network: null });
     const dup = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py' });

@@ -27,6 +27,7 @@ export const EVENT_KINDS = [
   'snapshot.deleted',
   'volume.created',
   'volume.deleted',
+  'network.denied',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

@@ -1,7 +1,7 @@
 import type { Admission } from '../admission/admission.js';
 import { isPrivateOwner, ownerForQuota } from '../admission/owner.js';
 import { formatDuration, parseDuration } from '../duration.js';
-import { badRequest, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
+import { badRequest, conflict, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Clock, IdSource, Provider, RuntimeStatus, SandboxRecord, SandboxStore, SnapshotStore, VolumeMount, VolumeStore } from '../ports.js';
@@ -14,6 +14,7 @@ import { sandboxPages } from './pages.js';
 import { Reaper, type ReapOptions } from './reaper.js';
 import { SnapshotService } from './snapshots.js';
 import { createSandbox, expiryFrom } from './spawn.js';
+import { parseEgress, type EgressLists } from '../network/rules.js';
 import { VolumeService } from './volumes.js';
 import type { WarmPool } from './warm.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
@@ -28,6 +29,8 @@ export interface SpawnInput {
   owner_id?: string | null;
   template?: string | null;
   network?: string;
+  /** Egress allow and deny lists (DESIGN.md §10): given without `network`, it means `filtered`. */
+  egress?: unknown;
   /** Start from this snapshot (DESIGN.md §10): it fixes provider and image. */
   snapshot?: string;
   volumes?: ReadonlyArray<{ name: string; mount_path: string }>;
@@ -43,8 +46,10 @@ export interface ResolvedSpawn {
   metadata: Record<string, string>;
   owner_id: string | null;
   template: string | null;
-  /** `none` or `bridge`; null: the provider's default. */
-  network: 'none' | 'bridge' | null;
+  /** `none`, `bridge` or `filtered`; null: the provider's default. */
+  network: 'none' | 'bridge' | 'filtered' | null;
+  /** The canonical egress lists of a `filtered` spawn; null for every other network. */
+  egress: EgressLists | null;
   /** The snapshot it starts from (`image` is then the snapshot's), or null. */
   snapshot: string | null;
   /** Checked volumes to mount; empty for none. */
@@ -146,6 +151,7 @@ export class SandboxService {
       if (worker !== null && worker !== volumeWorker) throw badRequest(`snapshot ${snapshot} is kept by worker ${worker} and the volumes by worker ${volumeWorker}: one sandbox cannot use both`);
       worker = volumeWorker;
     }
+    const { network, egress } = spawnEgress(input, d, pool.enabled);
     return {
       image: input.image ?? d.image,
       provider,
@@ -155,7 +161,8 @@ export class SandboxService {
       metadata,
       owner_id: ownerForQuota(input.owner_id),
       template: input.template ?? null,
-      network: spawnNetwork(input.network ?? (d.network || undefined), pool.enabled),
+      network,
+      egress,
       snapshot,
       volumes,
       worker,
@@ -269,6 +276,23 @@ export class SandboxService {
   }
 
   /**
+   * `PUT …/egress` (DESIGN.md §10): replaces both lists of a filtered sandbox (409 `conflict` for
+   * any other network; a bad rule → 400 naming it, nothing changed). The gateway reads the store
+   * per connection, so new connections see the lists at once; the provider closes the open ones
+   * the new lists no longer allow.
+   */
+  async updateEgress(id: string, body: unknown, caller: Caller): Promise<SandboxRecord> {
+    const rec = await this.get(id, caller);
+    const lists = parseEgress(body ?? {});
+    if (rec.network !== 'filtered') throw conflict(`sandbox ${id} has network ${JSON.stringify(rec.network ?? 'default')}: egress rules apply only to network "filtered"`);
+    if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
+    const updated = await this.deps.store.updateSandbox(id, { egress: lists, updated_at: this.deps.clock.now().toISOString() });
+    if (!updated || GONE.has(updated.state)) throw notFound(`sandbox ${id} not found`);
+    if (this.deps.locator.isLocal(updated) && this.deps.providers.has(updated.provider)) this.deps.providers.get(updated.provider).egress?.changed(id);
+    return updated;
+  }
+
+  /**
    * Idempotent: an already destroyed or expired sandbox answers success; unknown → not_found. A
    * live sandbox whose provider is not configured here answers `unavailable` and stays recorded:
    * its runtime may still run, and forgetting it would leak it.
@@ -366,20 +390,35 @@ export function asProviderError(err: unknown, message: string): SbxError {
   return new SbxError('provider_error', message);
 }
 
-/**
- * A network a spawn or template may name (DESIGN.md §10): `none` or `bridge`; `filtered` is 501
- * until egress rules exist (a template must not promise what its spawns cannot get).
- */
-export function parseNetwork(network: string): 'none' | 'bridge' {
-  if (network === 'filtered') throw new SbxError('not_implemented', 'network "filtered" (egress allow and deny rules) is not implemented yet; use none or bridge');
-  if (network !== 'none' && network !== 'bridge') throw badRequest(`network must be none or bridge, got ${JSON.stringify(network)}`);
+/** A network a spawn or template may name (DESIGN.md §10): `none`, `bridge` or `filtered`. */
+export function parseNetwork(network: string): 'none' | 'bridge' | 'filtered' {
+  if (network !== 'none' && network !== 'bridge' && network !== 'filtered') throw badRequest(`network must be none, bridge or filtered, got ${JSON.stringify(network)}`);
   return network;
 }
 
-/** The network a spawn asks for: `none`, `bridge`, or null for the provider's default. */
-function spawnNetwork(network: string | undefined, pooled: boolean): 'none' | 'bridge' | null {
-  if (network === undefined) return null;
-  const chosen = parseNetwork(network);
-  if (pooled) throw new SbxError('not_implemented', 'pool sandboxes share their runtime\'s network: a network per spawn needs pool mode off');
-  return chosen;
+/**
+ * A network with its egress lists (DESIGN.md §10): `egress` given without `network` means
+ * `filtered`; beside `none`/`bridge` it is a 400. Lists are checked up front (400 naming the rule).
+ * A filtered network without lists of its own gets `defaults.egress` only when it came from
+ * `defaults.network`; otherwise it starts with empty lists (nothing allowed).
+ */
+export function networkWithEgress(network: string | undefined, egress: unknown): { network: 'none' | 'bridge' | 'filtered' | undefined; egress: EgressLists | null } {
+  const chosen = network !== undefined ? parseNetwork(network) : egress !== undefined && egress !== null ? 'filtered' : undefined;
+  if (egress !== undefined && egress !== null && chosen !== 'filtered') throw badRequest(`egress rules need network "filtered", not "${chosen}"`);
+  const lists = egress !== undefined && egress !== null ? parseEgress(egress) : null;
+  return { network: chosen, egress: lists };
+}
+
+function spawnEgress(input: SpawnInput, d: CoreSettings['defaults'], pooled: boolean): { network: 'none' | 'bridge' | 'filtered' | null; egress: EgressLists | null } {
+  const given = networkWithEgress(input.network, input.egress);
+  let network = given.network ?? null;
+  let egress = given.egress;
+  if (network === null && d.network) {
+    network = parseNetwork(d.network);
+    if (network === 'filtered') egress = parseEgress(d.egress ?? { allow: [], deny: [] });
+  }
+  if (network === 'filtered') egress ??= { allow: [], deny: [] };
+  else egress = null;
+  if (network !== null && pooled) throw new SbxError('not_implemented', 'pool sandboxes share their runtime\'s network: a network per spawn needs pool mode off');
+  return { network, egress };
 }

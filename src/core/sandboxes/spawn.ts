@@ -6,7 +6,7 @@
  * sandbox, never a leaked lease.
  */
 import { formatDuration } from '../duration.js';
-import { badRequest, isSbxError } from '../errors.js';
+import { badRequest, isSbxError, SbxError } from '../errors.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { AdmissionTicket } from '../admission/admission.js';
 import type { Provider, SandboxRecord } from '../ports.js';
@@ -34,8 +34,11 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
   const target: Awaited<ReturnType<typeof locator.place>> = deps.settings.pool.enabled
     ? { local: true, worker_id: deps.settings.worker_id }
     : await locator.place({ provider: req.provider, owner_id: req.owner_id, ...(req.worker !== null ? { worker_id: req.worker } : {}) });
+  // Egress rules (DESIGN.md §10) are enforced only by a provider of this node that says it can, now.
+  if (req.network === 'filtered') refuseUnfiltered(deps, req, target.local);
   // A warm runtime of this shape (DESIGN.md §11) answers without a provider start; else room is made for a cold one.
-  const warm = target.local && !deps.settings.pool.enabled ? await deps.warm?.claim(req) : null;
+  // Filtered sandboxes are never warm: their rules must exist before their first packet.
+  const warm = target.local && !deps.settings.pool.enabled && req.network !== 'filtered' ? await deps.warm?.claim(req) : null;
   if (target.local && !warm) await deps.warm?.makeRoom().catch(() => undefined);
   const id = warm ? warm.sandbox_id : ids.sandboxId();
   const workerId = target.local ? target.worker_id : target.worker.id;
@@ -109,6 +112,7 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
       ...(network ? { network } : {}),
       ...(req.volumes.length > 0 ? { volumes: req.volumes } : {}),
       ...(req.snapshot !== null ? { snapshot: req.snapshot } : {}),
+      ...(req.egress ? { egress: req.egress } : {}),
     };
     // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.commit).
     const stored = rec;
@@ -124,6 +128,19 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
   bus.publish({ type: 'sandbox.created', ...common, data: { provider: rec.provider, image: rec.image, template: rec.template } });
   bus.publish({ type: 'sandbox.running', ...common, data: { expires_at: rec.expires_at } });
   return rec;
+}
+
+/**
+ * A filtered spawn on a provider that cannot enforce it here → 501 with the reason, before any
+ * runtime exists: remote workers (worker.spawn carries no rules yet), providers without egress
+ * enforcement (proot, mock, custom-http, hosted, firecracker, pool), docker where its conditions fail.
+ */
+function refuseUnfiltered(deps: SandboxDeps, req: ResolvedSpawn, local: boolean): void {
+  if (!local) throw new SbxError('not_implemented', `network "filtered" is not available on remote workers yet: provider ${req.provider} runs only on a worker here`);
+  const egress = deps.providers.get(req.provider).egress;
+  if (!egress) throw new SbxError('not_implemented', `network "filtered" needs a provider that enforces egress rules (docker); provider ${req.provider} cannot`);
+  const why = egress.unavailable();
+  if (why !== null) throw new SbxError('not_implemented', `network "filtered" is not available here: ${why}`);
 }
 
 /** `now + ttl` as ISO 8601; a TTL no date can hold is the caller's mistake, not a crash. */

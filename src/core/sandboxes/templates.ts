@@ -1,7 +1,7 @@
 import { parseDuration } from '../duration.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound, SbxError } from '../errors.js';
 import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports.js';
-import { parseNetwork, type SandboxService } from './service.js';
+import { networkWithEgress, type SandboxService } from './service.js';
 
 export interface TemplateFields {
   image?: string;
@@ -11,6 +11,8 @@ export interface TemplateFields {
   provider?: string;
   metadata?: Record<string, string>;
   network?: string;
+  /** Egress lists of its spawns (DESIGN.md §10); given without `network`, it means `filtered`. */
+  egress?: unknown;
   /** Spawns start from this snapshot (DESIGN.md §10). */
   snapshot?: string;
   volumes?: Array<{ name: string; mount_path: string }>;
@@ -24,6 +26,7 @@ export interface TemplateSpawnOverrides {
   metadata?: Record<string, string>;
   owner_id?: string | null;
   network?: string;
+  egress?: unknown;
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -78,11 +81,26 @@ export class TemplateService {
         owner_id: overrides.owner_id ?? null,
         template: t.name,
         network: overrides.network ?? t.network ?? undefined,
+        // The template's lists go with the template's network; a spawn naming its own network drops them.
+        ...(overrides.egress !== undefined ? { egress: overrides.egress } : overrides.network === undefined && t.egress ? { egress: t.egress } : {}),
         ...(t.snapshot ? { snapshot: t.snapshot } : {}),
         ...(t.volumes?.length ? { volumes: t.volumes } : {}),
       },
       signal,
     );
+  }
+
+  /**
+   * A template must not promise what its spawns cannot get (DESIGN.md §10): `filtered` on a
+   * provider that cannot enforce egress rules at all (proot, mock, custom-http, hosted, a provider
+   * only remote workers run) → 501. A docker provider whose conditions fail now is accepted: its
+   * spawns answer 501 with the reason until they hold.
+   */
+  private refuseUnenforceable(provider: string | undefined): void {
+    const { providers } = this.sandboxes.deps;
+    const name = provider ?? providers.defaultProviderName;
+    if (!providers.has(name)) throw new SbxError('not_implemented', `network "filtered" is not available on remote workers yet: provider ${name} runs only on a worker here`);
+    if (!providers.get(name).egress) throw new SbxError('not_implemented', `network "filtered" needs a provider that enforces egress rules (docker); provider ${name} cannot`);
   }
 
   private async validate(f: TemplateFields): Promise<Omit<TemplateRecord, 'name' | 'created_at' | 'updated_at'>> {
@@ -92,7 +110,8 @@ export class TemplateService {
     if (f.provider !== undefined && !(await this.sandboxes.deps.locator.knownProvider(f.provider))) {
       throw badRequest(`unknown provider "${f.provider}"`);
     }
-    if (f.network !== undefined) parseNetwork(f.network);
+    const { network, egress } = networkWithEgress(f.network, f.egress);
+    if (network === 'filtered') this.refuseUnenforceable(f.provider);
     if (f.warm !== undefined && (!Number.isInteger(f.warm) || f.warm < 0 || f.warm > 64)) throw badRequest('warm must be a whole number from 0 to 64');
     // A snapshot or volume the template names must exist now (404), so its spawns can start.
     let provider = f.provider;
@@ -108,7 +127,8 @@ export class TemplateService {
       ttl: f.ttl ?? null,
       provider: f.provider ?? null,
       metadata: f.metadata ?? {},
-      network: f.network ?? null,
+      network: network ?? null,
+      egress: network === 'filtered' ? egress ?? { allow: [], deny: [] } : null,
       snapshot: f.snapshot ?? null,
       volumes,
       warm: f.warm ? f.warm : null,

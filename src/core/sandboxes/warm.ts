@@ -7,7 +7,7 @@
  * pool fills only into free capacity and gives a runtime back when a spawn of another shape
  * needs the room. A spawn claims one in one store statement, so no two spawns share one.
  */
-import { isSbxError } from '../errors.js';
+import { isSbxError, SbxError } from '../errors.js';
 import type { Clock, IdSource, Provider, SandboxStore, TemplateStore, WarmRecord, WarmStore } from '../ports.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { CoreSettings } from '../settings.js';
@@ -166,6 +166,7 @@ export class WarmPool {
       if (target <= 0) return;
       try {
         const shape = shapeOf(await this.deps.resolve(input));
+        if (shape.network === 'filtered') throw new SbxError('not_implemented', 'filtered sandboxes are not kept warm (their rules must exist before their first packet)');
         if (!this.deps.providers.has(shape.provider)) return; // runs on a worker: not warmed here
         const key = shapeKey(shape);
         next.set(key, { shape, target: Math.max(target, next.get(key)?.target ?? 0) });

@@ -8,6 +8,7 @@ import { configCommand } from './commands/config.js';
 import { doctorCommand } from './commands/doctor.js';
 import { execCommand } from './commands/exec.js';
 import { extendCommand } from './commands/extend.js';
+import { egressCommand } from './commands/egress.js';
 import { filesCommand } from './commands/files.js';
 import { getCommand } from './commands/get.js';
 import { killCommand } from './commands/kill.js';
@@ -39,6 +40,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   getCommand,
   rmCommand,
   extendCommand,
+  egressCommand,
   execCommand,
   shellCommand,
   filesCommand,

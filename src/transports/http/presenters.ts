@@ -2,7 +2,7 @@ import type { SandboxRecord, TemplateRecord, WorkerRecord } from '../../core/por
 import type { Sandbox } from '../../contracts/sandboxes.js';
 import type { Template } from '../../contracts/templates.js';
 import type { Worker } from '../../contracts/system.js';
-import type { Caller } from '../../core/sandboxes/caller.js';
+import { ownerVisible, type Caller } from '../../core/sandboxes/caller.js';
 import type { HttpDeps } from './deps.js';
 
 /**
@@ -11,9 +11,9 @@ import type { HttpDeps } from './deps.js';
  */
 export async function presentSandboxes(deps: HttpDeps, caller: Caller, recs: readonly SandboxRecord[]): Promise<Sandbox[]> {
   const preview = deps.preview?.service;
-  if (!preview) return recs.map((r) => presentSandbox(r, deps.settings.preview_domain));
+  if (!preview) return recs.map((r) => presentSandbox(r, deps.settings.preview_domain, undefined, ownerVisible(r.owner_id, caller)));
   const domainOf = await preview.domains(recs);
-  return recs.map((r) => presentSandbox(r, domainOf(r), preview.tokenFor(r, caller)));
+  return recs.map((r) => presentSandbox(r, domainOf(r), preview.tokenFor(r, caller), ownerVisible(r.owner_id, caller)));
 }
 
 /** One sandbox response (see presentSandboxes). */
@@ -22,7 +22,7 @@ export async function presentOne(deps: HttpDeps, caller: Caller, rec: SandboxRec
 }
 
 /** Sandbox response (spec 2.1); internal routing fields stay inside. */
-export function presentSandbox(rec: SandboxRecord, previewDomain: string, previewToken?: string): Sandbox {
+export function presentSandbox(rec: SandboxRecord, previewDomain: string, previewToken?: string, showEgress = false): Sandbox {
   const out: Sandbox = {
     id: rec.id,
     state: rec.state,
@@ -41,6 +41,8 @@ export function presentSandbox(rec: SandboxRecord, previewDomain: string, previe
   if (rec.snapshot) out.snapshot = rec.snapshot;
   if (rec.volumes && rec.volumes.length > 0) out.volumes = rec.volumes;
   if (previewToken) out.preview_token = previewToken;
+  // DESIGN.md §10: the rules of a filtered sandbox are its owner's and the admins' to see.
+  if (showEgress && rec.network === 'filtered' && rec.egress) out.egress = { allow: [...rec.egress.allow], deny: [...rec.egress.deny] };
   return out;
 }
 
@@ -58,6 +60,7 @@ export function presentTemplate(rec: TemplateRecord): Template {
     snapshot: rec.snapshot ?? null,
     volumes: rec.volumes && rec.volumes.length > 0 ? rec.volumes : null,
     warm: rec.warm ?? null,
+    egress: rec.egress ? { allow: [...rec.egress.allow], deny: [...rec.egress.deny] } : null,
     created_at: rec.created_at,
     updated_at: rec.updated_at,
   };

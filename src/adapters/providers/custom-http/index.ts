@@ -96,6 +96,8 @@ class CustomHttpProvider implements Provider {
   }
 
   async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
+    // Egress rules are enforced by sbx's own gateway (DESIGN.md §10), which a backend does not run.
+    if (spec.network === 'filtered') throw new SbxError('not_implemented', 'custom-http sandboxes cannot be filtered: egress rules are enforced only on the docker provider');
     const body: SpawnRequest = { image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, metadata: spec.metadata, sandbox_id: spec.sandbox_id };
     if (spec.network) body.network = spec.network;
     const res = await this.http.json({ method: 'POST', path: '/spawn', json: body, signal, what: 'spawn' }, SpawnResponse);

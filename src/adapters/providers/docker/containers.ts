@@ -5,6 +5,7 @@ import { putDirectory } from './archive.js';
 import { bounded, call, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 import type { ImageCache } from './images.js';
 import { type ContainerUser, type ResolvedOptions, WORKDIR } from './options.js';
+import type { FilteredCreate } from './egress.js';
 
 /** tmpfs options that give a mount to the configured user (the mount is root's otherwise). */
 function tmpfsOwner(user: ContainerUser | undefined): string {
@@ -51,9 +52,12 @@ export class Containers {
     private readonly images: ImageCache,
   ) {}
 
-  /** `mounts`: the spawn's volumes, already checked (volumes.ts). */
-  /** `agent`: the agent's part for a container whose image has this `User` (none: no agent). */
-  async spawn(spec: SpawnSpec, signal?: AbortSignal, volumeMounts: Docker.MountSettings[] = [], agentFor?: (imageUser: string) => AgentPart | undefined): Promise<SpawnResult> {
+  /**
+   * `mounts`: the spawn's volumes, already checked (volumes.ts); `agentFor`: the agent's part for a
+   * container whose image has this `User` (none: no agent); `filtered`: a filtered spawn's network,
+   * DNS and proxy variables (egress.ts).
+   */
+  async spawn(spec: SpawnSpec, signal?: AbortSignal, volumeMounts: Docker.MountSettings[] = [], agentFor?: (imageUser: string) => AgentPart | undefined, filtered?: FilteredCreate): Promise<SpawnResult> {
     await this.validateSize(spec, signal);
     const imageUser = await this.images.ensure(spec.image, signal);
     const agent = agentFor?.(imageUser);
@@ -64,8 +68,8 @@ export class Containers {
     if (spec.owner_id || spec.snapshot) labels[LABEL_OWNER] = spec.owner_id ?? '';
     if (agent) Object.assign(labels, agent.labels);
     const memory = spec.memory_mb * MIB;
-    // The spawn's network (DESIGN §10), else providers.docker.network_mode.
-    const networkMode = spec.network ?? opts.networkMode;
+    // The spawn's network (DESIGN §10), else providers.docker.network_mode; filtered: the internal network.
+    const networkMode = filtered ? filtered.networkMode : spec.network ?? opts.networkMode;
     const hostConfig: Docker.HostConfig = {
       Memory: memory,
       MemorySwap: memory, // equal to Memory: no swap beyond the limit
@@ -75,6 +79,8 @@ export class Containers {
       CapAdd: opts.addedCaps.length > 0 ? opts.addedCaps : undefined,
       SecurityOpt: ['no-new-privileges', ...(opts.seccompOpt ? [opts.seccompOpt] : [])],
       NetworkMode: networkMode,
+      // DESIGN §10: a filtered sandbox's DNS server is the gateway, which refuses every query.
+      ...(filtered ? { Dns: filtered.dns } : {}),
       Init: true,
       ReadonlyRootfs: opts.readOnlyRootfs,
       ...(mounts.length > 0 ? { Mounts: mounts } : {}),
@@ -90,6 +96,7 @@ export class Containers {
         Entrypoint: ['/bin/sh', '-c'],
         Cmd: [keepalive(agent?.start)],
         WorkingDir: WORKDIR,
+        ...(filtered ? { Env: filtered.env } : {}),
         Labels: labels,
         User: opts.user?.spec,
         Tty: false,
@@ -127,7 +134,7 @@ export class Containers {
       await this.remove(container.id).catch(() => undefined);
       throw signal.reason;
     }
-    return { runtime_id: container.id, network: networkMode };
+    return { runtime_id: container.id, network: filtered ? 'filtered' : networkMode };
   }
 
   /**

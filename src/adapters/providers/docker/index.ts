@@ -28,9 +28,11 @@ function imageUid(imageUser: string): ContainerUser | undefined | null {
 
 /** Kernel filesystems: reads there stay with the engine paths (sizes of 0, endless files). */
 const KERNEL_FS = /^\/(proc|sys|dev)(\/|$)/;
+import { DockerEgress } from './egress.js';
 
 export type { DockerProviderOptions, PullEvent } from './options.js';
 export { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX, containerName } from './containers.js';
+export { DockerEgress, filteredNetworkName, type FilteredNetwork } from './egress.js';
 
 export const DOCKER_CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'runtime_inventory', 'container', 'tty', 'detach', 'snapshots', 'volumes'] as const;
 
@@ -66,10 +68,17 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
   }
   const openFile = (runtimeId: string, path: string, signal: AbortSignal | undefined, maxBytes: number | undefined): Promise<OpenedFile> =>
     KERNEL_FS.test(path) ? files.open(runtimeId, path, maxBytes, signal) : viaAgent(runtimeId, (c) => agentOpen(c, path, maxBytes), () => files.open(runtimeId, path, maxBytes, signal));
+  const egress = new DockerEgress(docker, opts);
+  egress.onConsole = (runtimeId, line) => {
+    const cap = console_.capture(runtimeId);
+    cap.onOutput('stderr', Buffer.from(`${line}\n`));
+    cap.end();
+  };
 
   const provider: Provider = {
     name: 'docker',
     capabilities: DOCKER_CAPABILITIES,
+    egress,
     config: () => ({
       endpoint: opts.endpoint.description,
       runtime: opts.runtime ?? 'runc',
@@ -77,6 +86,8 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       pids_limit: opts.pidsLimit,
       read_only_rootfs: opts.readOnlyRootfs,
       agent: opts.agent ? 'on' : 'off',
+      // DESIGN §10: whether network "filtered" is enforced here, and if not why (doctor shows it).
+      filtered: egress.unavailable() ?? 'available',
     }),
     health: async (signal) => {
       const h = await containers.health(signal);
@@ -84,6 +95,8 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     },
     spawn: async (spec, signal) => {
       if (spec.snapshot !== undefined) await snapshots.require(spec.snapshot, spec.image, signal);
+      // Filtered (DESIGN §10): 501 with the reason unless the network, firewall and gateway are up.
+      const filtered = spec.network === 'filtered' ? egress.createOptions() : undefined;
       const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
       let part: ReturnType<DockerAgents['prepare']>;
       const agentFor = agents
@@ -99,10 +112,15 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
             }
           }
         : undefined;
-      const result = await containers.spawn(spec, signal, mounts, agentFor).catch(async (err: unknown) => {
-        if (part) await agents!.forget('', { sandboxId: spec.sandbox_id, token: part.labels[LABEL_AGENT] });
-        throw err;
-      });
+      let result: Awaited<ReturnType<Containers['spawn']>>;
+      try {
+        result = await containers.spawn(spec, signal, mounts, agentFor, filtered).catch(async (err: unknown) => {
+          if (part) await agents!.forget('', { sandboxId: spec.sandbox_id, token: part.labels[LABEL_AGENT] });
+          throw err;
+        });
+      } finally {
+        if (filtered) egress.forgetSources();
+      }
       if (part) await agents!.started(result.runtime_id, spec.sandbox_id, part.labels[LABEL_AGENT]!);
       return result;
     },
@@ -121,6 +139,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       await containers.destroy(runtimeId, signal);
       console_.forget(runtimeId);
       await agents?.forget(runtimeId, { sandboxId: labels?.[LABEL_SANDBOX], token: labels?.[LABEL_AGENT] });
+      egress.forgetSources();
     },
     status: (runtimeId, signal) => containers.status(runtimeId, signal),
     listRuntimes: (signal) => containers.listRuntimes(signal),

@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { initialSchema, LIVE_COUNT_INDEXES, POSTGRES_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS, processesTable, snapshotsAndVolumes, warmRuntimes, VOLUME_WORKER } from '../shared/schema.js';
+import { initialSchema, LIVE_COUNT_INDEXES, POSTGRES_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS, processesTable, snapshotsAndVolumes, warmRuntimes, VOLUME_WORKER, EGRESS_COLUMNS } from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -43,6 +43,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'snapshots and volumes', sql: snapshotsAndVolumes(C) },
   { version: 8, name: 'processes', sql: processesTable(C) },
   { version: 9, name: 'warm runtimes', sql: warmRuntimes(C) },
+  { version: 10, name: 'egress rules', sql: EGRESS_COLUMNS },
   { version: 11, name: 'volume workers', sql: VOLUME_WORKER },
 ];
 

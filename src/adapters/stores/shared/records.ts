@@ -4,6 +4,7 @@
  * as inserted; numbers are normalized with Number() (pg returns BIGINT as a string).
  */
 import { badRequest } from '../../../core/errors.js';
+import type { EgressLists } from '../../../core/network/rules.js';
 import type {
   AuditRecord,
   LeaseRecord,
@@ -23,11 +24,11 @@ export type Row = Record<string, unknown>;
 
 export const SANDBOX_COLUMNS = [
   'id', 'state', 'provider', 'image', 'memory_mb', 'vcpus', 'created_at', 'updated_at',
-  'expires_at', 'metadata', 'owner_id', 'worker_id', 'runtime_id', 'template', 'network', 'volumes', 'snapshot',
+  'expires_at', 'metadata', 'owner_id', 'worker_id', 'runtime_id', 'template', 'network', 'volumes', 'snapshot', 'egress',
 ] as const;
 
 export const TEMPLATE_COLUMNS = [
-  'name', 'image', 'memory_mb', 'vcpus', 'ttl', 'provider', 'metadata', 'created_at', 'updated_at', 'network', 'snapshot', 'volumes', 'warm',
+  'name', 'image', 'memory_mb', 'vcpus', 'ttl', 'provider', 'metadata', 'created_at', 'updated_at', 'network', 'snapshot', 'volumes', 'warm', 'egress',
 ] as const;
 
 export const QUOTA_COLUMNS = [
@@ -63,6 +64,7 @@ export function sandboxValues(rec: SandboxRecord): unknown[] {
 export function sandboxColumnValue(column: (typeof SANDBOX_COLUMNS)[number], value: unknown): unknown {
   if (column === 'metadata') return JSON.stringify(value ?? {});
   if (column === 'volumes') return volumesText(value as VolumeMount[] | null | undefined);
+  if (column === 'egress') return egressText(value as EgressLists | null | undefined);
   return value ?? null;
 }
 
@@ -97,7 +99,14 @@ export function sandboxFromRow(r: Row): SandboxRecord {
     ...(r.network != null ? { network: str(r.network) } : {}),
     ...(r.volumes != null ? { volumes: json<VolumeMount[]>(r.volumes, []) } : {}),
     ...(r.snapshot != null ? { snapshot: str(r.snapshot) } : {}),
+    ...(r.egress != null ? { egress: json<EgressLists>(r.egress, { allow: [], deny: [] }) } : {}),
   };
+}
+
+/** Egress lists as stored (DESIGN.md §10): compact JSON `{"allow":[…],"deny":[…]}`, null for none. */
+export function egressText(e: EgressLists | null | undefined): string | null {
+  if (!e) return null;
+  return JSON.stringify({ allow: [...e.allow], deny: [...e.deny] });
 }
 
 /**
@@ -114,7 +123,7 @@ export function templateValues(rec: TemplateRecord): unknown[] {
   return [
     rec.name, rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider,
     JSON.stringify(rec.metadata ?? {}), rec.created_at, rec.updated_at, rec.network ?? null,
-    rec.snapshot ?? null, volumesText(rec.volumes), rec.warm ?? null,
+    rec.snapshot ?? null, volumesText(rec.volumes), rec.warm ?? null, egressText(rec.egress),
   ];
 }
 
@@ -122,7 +131,7 @@ export function templateValues(rec: TemplateRecord): unknown[] {
 export function templateUpdateValues(name: string, rec: Omit<TemplateRecord, 'name' | 'created_at'>): unknown[] {
   return [
     rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider, JSON.stringify(rec.metadata ?? {}), rec.network ?? null,
-    rec.snapshot ?? null, volumesText(rec.volumes), rec.warm ?? null, rec.updated_at, name,
+    rec.snapshot ?? null, volumesText(rec.volumes), rec.warm ?? null, egressText(rec.egress), rec.updated_at, name,
   ];
 }
 
@@ -141,6 +150,7 @@ export function templateFromRow(r: Row): TemplateRecord {
     ...(r.snapshot != null ? { snapshot: str(r.snapshot) } : {}),
     ...(r.volumes != null ? { volumes: json<VolumeMount[]>(r.volumes, []) } : {}),
     ...(r.warm != null ? { warm: Number(r.warm) } : {}),
+    ...(r.egress != null ? { egress: json<EgressLists>(r.egress, { allow: [], deny: [] }) } : {}),
   };
 }
 

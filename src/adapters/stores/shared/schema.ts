@@ -265,6 +265,12 @@ export const warmRuntimes = (key: string) => `
   ALTER TABLE templates ADD COLUMN warm INTEGER;
 `;
 
+/** Version 10 (DESIGN.md §10): egress allow and deny lists of filtered sandboxes and templates (JSON, null for none). */
+export const EGRESS_COLUMNS = `
+  ALTER TABLE sandboxes ADD COLUMN egress TEXT;
+  ALTER TABLE templates ADD COLUMN egress TEXT;
+`;
+
 /** Version 11 (DESIGN.md §10): the worker that holds a volume (null: the control plane's own node). Version 10 is egress rules. */
 export const VOLUME_WORKER = `
   ALTER TABLE volumes ADD COLUMN worker_id TEXT;

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { initialSchema, LIVE_COUNT_INDEXES, SQLITE_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS, processesTable, snapshotsAndVolumes, warmRuntimes, VOLUME_WORKER } from '../shared/schema.js';
+import { initialSchema, LIVE_COUNT_INDEXES, SQLITE_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS, processesTable, snapshotsAndVolumes, warmRuntimes, VOLUME_WORKER, EGRESS_COLUMNS } from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -23,6 +23,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'snapshots and volumes', sql: snapshotsAndVolumes('TEXT') },
   { version: 8, name: 'processes', sql: processesTable('TEXT') },
   { version: 9, name: 'warm runtimes', sql: warmRuntimes('TEXT') },
+  { version: 10, name: 'egress rules', sql: EGRESS_COLUMNS },
   { version: 11, name: 'volume workers', sql: VOLUME_WORKER },
 ];
 

@@ -83,6 +83,19 @@ function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: P
     },
   });
   checks.push({
+    title: 'network filtered',
+    fix: 'filtered (egress rules) needs the docker provider with a local rootful engine and sbx serve running as root; see the detail',
+    async check() {
+      const providers = await needServer(() => client.providers.list({ signal: ctx.signal }));
+      if (providers === undefined) return { status: 'skip', detail: 'server not reachable' };
+      if (!providers.some((p) => p.name === 'docker')) return { status: 'skip', detail: 'not available: no docker provider runs on this server' };
+      const docker = await client.providers.get('docker', { signal: ctx.signal });
+      const filtered = (docker.config as Record<string, unknown>).filtered;
+      if (filtered === 'available') return { status: 'ok', detail: 'available: docker sandboxes can be limited to allowed hosts' };
+      return { status: 'skip', detail: `not available: ${typeof filtered === 'string' ? filtered : 'this server does not enforce egress rules'}` };
+    },
+  });
+  checks.push({
     title: 'database',
     fix: 'check the database the server uses (database.driver, database.dsn or database.path) and that it answers; the server recovers by itself once it does',
     async check() {

@@ -11,7 +11,9 @@ export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
   { flags: '--vcpus <n>', description: 'virtual CPUs', kind: 'int' },
   { flags: '--ttl <duration>', description: 'time to live, e.g. 30m, 2h', kind: 'duration' },
   { flags: '--meta <key=value>', description: 'metadata label (repeatable)', kind: 'kv' },
-  { flags: '--network <mode>', description: 'network: none (no network at all) or bridge; docker only (default: the server default)', choices: ['none', 'bridge'] },
+  { flags: '--network <mode>', description: 'network: none (no network at all), bridge, or filtered (only what --allow lets through); docker only (default: the server default)', choices: ['none', 'bridge', 'filtered'] },
+  { flags: '--allow <rule>', description: 'egress allow rule: host, *.name, IP or CIDR, optional :port (repeatable; implies --network filtered)', kind: 'list' },
+  { flags: '--deny <rule>', description: 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)', kind: 'list' },
   { flags: '--snapshot <name>', description: 'start from this snapshot (its provider and image; see sbx snapshot)' },
   { flags: '--volume <name:/path>', description: 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)', kind: 'list' },
 ];
@@ -26,7 +28,9 @@ export interface ResourceFlags {
   ttl?: string;
   meta?: Record<string, string>;
   owner?: string;
-  network?: 'none' | 'bridge';
+  network?: 'none' | 'bridge' | 'filtered';
+  allow?: string[];
+  deny?: string[];
   snapshot?: string;
   volume?: string[];
 }
@@ -42,6 +46,7 @@ export function spawnRequest(f: ResourceFlags): SpawnRequest {
   if (f.meta !== undefined) req.metadata = f.meta;
   if (f.owner !== undefined) req.owner_id = f.owner;
   if (f.network !== undefined) req.network = f.network;
+  if (f.allow !== undefined || f.deny !== undefined) req.egress = { allow: f.allow ?? [], deny: f.deny ?? [] };
   if (f.snapshot !== undefined) req.snapshot = f.snapshot;
   if (f.volume !== undefined) req.volumes = f.volume.map(volumeFlag);
   return req;

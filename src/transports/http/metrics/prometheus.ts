@@ -108,6 +108,7 @@ export class PrometheusMetrics {
     counter('preview_requests_total', 'Preview requests proxied to sandboxes, by kind (http, upgrade)', ['kind']);
     counter('preview_bytes_total', 'Preview bytes proxied, by direction (in: to sandboxes, out: to visitors)', ['direction']);
     counter('preview_upstream_errors_total', 'Preview requests whose sandbox port could not be reached or cut the connection');
+    counter('egress_connections_total', 'Egress gateway verdicts on connections and requests of filtered sandboxes', ['verdict']);
   }
 
   /** Records one finished HTTP request under its route template (never the raw URL). */
@@ -179,6 +180,8 @@ export class PrometheusMetrics {
     c.preview_bytes_total!.sync(pv.bytes_in, { direction: 'in' });
     c.preview_bytes_total!.sync(pv.bytes_out, { direction: 'out' });
     c.preview_upstream_errors_total!.sync(pv.upstream_errors);
+    c.egress_connections_total!.sync(deps.egress?.allowed ?? 0, { verdict: 'allowed' });
+    c.egress_connections_total!.sync(deps.egress?.denied ?? 0, { verdict: 'denied' });
     return this.scrub(await this.registry.metrics());
   }
 }

@@ -4,6 +4,7 @@ import { ErrorBody } from '../../../contracts/common.js';
 import {
   AdmissionDecision,
   DestroyResponse,
+  EgressUpdateRequest,
   ExtendRequest,
   ListSandboxesQuery,
   LOG_CURSOR_HEADER,
@@ -11,6 +12,7 @@ import {
   PruneResponse,
   Sandbox,
   SpawnRequest,
+  type EgressUpdateRequest as EgressBody,
   type SpawnRequest as SpawnBody,
 } from '../../../contracts/sandboxes.js';
 import { decodeCursor, encodeCursor } from '../../../core/sandboxes/cursor.js';
@@ -103,6 +105,24 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
     async (request) => {
       const caller = callerOf(request);
       return presentOne(deps, caller, await deps.sandboxes.extend(request.params.id, request.body.ttl, caller));
+    },
+  );
+
+  app.put<{ Params: { id: string }; Body: EgressBody }>(
+    '/api/v1/sandboxes/:id/egress',
+    {
+      schema: {
+        tags: ['sandboxes'],
+        summary: 'Replace the egress rules of a filtered sandbox',
+        description: 'sbx extension (DESIGN.md §10): replaces both lists (an absent list is empty); applies to new connections at once and closes open ones the new lists no longer allow. 409 when the sandbox is not filtered.',
+        params: IdParams,
+        body: EgressUpdateRequest,
+        response: { 200: Sandbox, ...errors, 409: ErrorBody },
+      },
+    },
+    async (request) => {
+      const caller = callerOf(request);
+      return presentOne(deps, caller, await deps.sandboxes.updateEgress(request.params.id, request.body, caller));
     },
   );
 

@@ -71,6 +71,8 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     health: () => Promise.reject(new SbxError('not_implemented', 'the health of a remote provider is its worker heartbeat')),
 
     async spawn(spec, signal) {
+      // DESIGN.md §10: worker.spawn does not carry egress rules yet, so a worker could not enforce them.
+      if (spec.network === 'filtered') throw new SbxError('not_implemented', 'network "filtered" is not available on remote workers yet: spawn it on the control plane\'s own docker provider');
       const params = { sandbox_id: spec.sandbox_id, provider: target.provider, image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, ttl: target.ttl ?? '', metadata: spec.metadata, owner_id: spec.owner_id, ...(spec.preview_token ? { preview_token: spec.preview_token } : {}), ...(spec.network ? { network: spec.network } : {}), ...(spec.snapshot ? { snapshot: spec.snapshot } : {}), ...(spec.volumes?.length ? { volumes: spec.volumes } : {}) };
       const r = await call<SpawnResult>('worker.spawn', params, signal, await lease());
       if (!r || typeof r.runtime_id !== 'string' || r.runtime_id === '') throw rpc.invalid(w);

@@ -1,0 +1,212 @@
+import { createServer } from 'node:net';
+import type Docker from 'dockerode';
+import { SbxError } from '../../../core/errors.js';
+import type { ProviderEgress } from '../../../core/ports.js';
+import { isNotFound } from './errors.js';
+import type { ResolvedOptions } from './options.js';
+
+/** Label on the filtered network: which installation made it. */
+const LABEL_INSTALLATION = 'sbx.installation';
+/** Capabilities that would let a sandbox forge packets or change its own routes. */
+const FORBIDDEN_CAPS = ['NET_RAW', 'NET_ADMIN', 'CAP_NET_RAW', 'CAP_NET_ADMIN', 'ALL'];
+
+/** The sbx-created internal bridge network filtered sandboxes join (DESIGN.md §10). */
+export interface FilteredNetwork {
+  name: string;
+  /** The network's gateway address: the host end of its bridge, where the egress gateway listens. */
+  gateway: string;
+  /** Its IPv4 subnet (CIDR). */
+  subnet: string;
+}
+
+/** What a filtered container gets besides the network: DNS at the gateway, the proxy variables. */
+export interface FilteredCreate {
+  networkMode: string;
+  dns: string[];
+  env: string[];
+}
+
+export function filteredNetworkName(installationId: string): string {
+  return `sbx-filtered-${installationId.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 24)}`;
+}
+
+/**
+ * Egress enforcement on docker (DESIGN.md §10). `prepare` checks the conditions — sbx runs as
+ * root, the engine is local (unix socket) and rootful with its bridge in sbx's network namespace,
+ * no NET_RAW/NET_ADMIN added — and finds or creates the internal network with inter-container
+ * traffic off. Compose then installs the host firewall and starts the gateway, and `enable`s it;
+ * until then, and whenever a condition fails, `unavailable()` says why and filtered spawns get 501.
+ */
+export class DockerEgress implements ProviderEgress {
+  private reason: string | null = 'the egress gateway is not running (it starts with `sbx serve`)';
+  private net: FilteredNetwork | null = null;
+  private port = 3128;
+  private onChanged: (sandboxId: string) => void = () => {};
+  /** Source address → sandbox id, from the network's containers; refreshed on a miss. */
+  private sources = new Map<string, string>();
+  /** Sandbox id → container id, from the same reading. */
+  private containerOf = new Map<string, string>();
+  /** Appends a line to a runtime's console (index.ts wires the docker console). */
+  onConsole: (runtimeId: string, line: string) => void = () => {};
+  private sourcesAt = 0;
+  private refreshing: Promise<void> | null = null;
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly opts: ResolvedOptions,
+  ) {}
+
+  unavailable(): string | null {
+    return this.reason;
+  }
+
+  changed(sandboxId: string): void {
+    this.onChanged(sandboxId);
+  }
+
+  get network(): FilteredNetwork | null {
+    return this.net;
+  }
+
+  /** Why filtered cannot be enforced here (a string), or the network to enforce it on. */
+  async prepare(signal?: AbortSignal): Promise<FilteredNetwork | string> {
+    if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'sbx does not run as root (it installs host firewall rules for the filtered network)';
+    if (this.opts.endpoint.kind !== 'unix') return `the docker engine is not local (${this.opts.endpoint.description}): its bridge is not on this host`;
+    const caps = this.opts.addedCaps.map((c) => c.toUpperCase());
+    const bad = caps.find((c) => FORBIDDEN_CAPS.includes(c));
+    if (bad) return `providers.docker.added_caps adds ${bad}, which would let a filtered sandbox forge packets`;
+    let info: { SecurityOptions?: string[] };
+    try {
+      info = (await this.docker.info({ abortSignal: signal } as never)) as unknown as { SecurityOptions?: string[] };
+    } catch {
+      return 'the docker engine did not answer';
+    }
+    if ((info.SecurityOptions ?? []).some((o) => /name=rootless/.test(o))) return 'the docker engine is rootless: its bridge is not in sbx\'s network namespace';
+    const name = filteredNetworkName(this.opts.installationId);
+    let inspect: Docker.NetworkInspectInfo;
+    try {
+      inspect = (await this.docker.getNetwork(name).inspect()) as Docker.NetworkInspectInfo;
+    } catch {
+      try {
+        await this.docker.createNetwork({
+          Name: name,
+          Driver: 'bridge',
+          Internal: true,
+          CheckDuplicate: true,
+          Options: { 'com.docker.network.bridge.enable_icc': 'false' },
+          Labels: { [LABEL_INSTALLATION]: this.opts.installationId },
+        });
+        inspect = (await this.docker.getNetwork(name).inspect()) as Docker.NetworkInspectInfo;
+      } catch (err) {
+        return `could not create the docker network ${name}: ${(err as Error).message}`;
+      }
+    }
+    if (!inspect.Internal || inspect.Options?.['com.docker.network.bridge.enable_icc'] !== 'false' || inspect.Driver !== 'bridge') {
+      return `the docker network ${name} exists but is not an internal bridge with inter-container traffic off`;
+    }
+    const cfg = inspect.IPAM?.Config?.find((c) => c.Subnet && !c.Subnet.includes(':') && c.Gateway);
+    if (!cfg?.Subnet || !cfg.Gateway) return `the docker network ${name} has no IPv4 subnet and gateway`;
+    const gateway = cfg.Gateway.replace(/\/.*$/, '');
+    if (!(await bindable(gateway))) return `the docker bridge of ${name} (${gateway}) is not in sbx's network namespace`;
+    return { name, gateway, subnet: cfg.Subnet };
+  }
+
+  /** Filtered spawns are accepted from now on; `onChanged` hears of PUTs. */
+  enable(net: FilteredNetwork, port: number, onChanged: (sandboxId: string) => void): void {
+    this.net = net;
+    this.port = port;
+    this.onChanged = onChanged;
+    this.reason = null;
+  }
+
+  disable(reason: string): void {
+    this.reason = reason;
+    this.onChanged = () => {};
+  }
+
+  /** Create options of a filtered container; 501 when enforcement is not on. */
+  createOptions(): FilteredCreate {
+    if (this.reason !== null || !this.net) throw new SbxError('not_implemented', `network "filtered" is not available here: ${this.reason ?? 'no filtered network'}`);
+    const proxy = `http://${this.net.gateway}:${this.port}`;
+    const env = [
+      `HTTP_PROXY=${proxy}`, `HTTPS_PROXY=${proxy}`, `http_proxy=${proxy}`, `https_proxy=${proxy}`,
+      'NO_PROXY=localhost,127.0.0.1', 'no_proxy=localhost,127.0.0.1',
+    ];
+    return { networkMode: this.net.name, dns: [this.net.gateway], env };
+  }
+
+  /** Spawns and destroys change who holds which address: the next lookup reads the network again. */
+  forgetSources(): void {
+    this.sourcesAt = 0;
+  }
+
+  /**
+   * The sandbox a source address on the filtered network belongs to, or null (unknown sources are
+   * denied). Read from the network's containers (names `sbx-<sandbox id>`), at most once per 500 ms.
+   */
+  async sandboxFor(address: string): Promise<string | null> {
+    const hit = this.sources.get(address);
+    if (hit && Date.now() - this.sourcesAt < 5_000) return hit;
+    if (Date.now() - this.sourcesAt >= 500) {
+      this.refreshing ??= this.readSources().finally(() => {
+        this.refreshing = null;
+      });
+      await this.refreshing;
+    }
+    return this.sources.get(address) ?? null;
+  }
+
+  private async readSources(): Promise<void> {
+    if (!this.net) return;
+    const next = new Map<string, string>();
+    const containers = new Map<string, string>();
+    try {
+      const inspect = (await this.docker.getNetwork(this.net.name).inspect()) as Docker.NetworkInspectInfo;
+      for (const [containerId, c] of Object.entries(inspect.Containers ?? {})) {
+        const ip = (c.IPv4Address ?? '').replace(/\/.*$/, '');
+        const name = c.Name ?? '';
+        if (ip && name.startsWith('sbx-')) {
+          next.set(ip, name.slice(4));
+          containers.set(name.slice(4), containerId);
+        }
+      }
+    } catch {
+      // The engine did not answer: no source is known, so every connection is denied.
+    }
+    this.sources = next;
+    this.containerOf = containers;
+    this.sourcesAt = Date.now();
+  }
+
+  /** A line in a filtered sandbox's console (a denial), when its container is known. */
+  consoleLine(sandboxId: string, line: string): void {
+    const runtimeId = this.containerOf.get(sandboxId);
+    if (runtimeId) this.onConsole(runtimeId, line);
+  }
+
+  /**
+   * Removes the network when nothing is attached (shutdown); a network in use stays. True when
+   * it is gone (then its host rules may go too; while filtered containers live they must stay).
+   */
+  async removeNetworkIfUnused(): Promise<boolean> {
+    if (!this.net) return true;
+    const network = this.docker.getNetwork(this.net.name);
+    try {
+      const inspect = (await network.inspect()) as Docker.NetworkInspectInfo;
+      if (Object.keys(inspect.Containers ?? {}).length > 0) return false;
+      await network.remove();
+      return true;
+    } catch (err) {
+      return isNotFound(err);
+    }
+  }
+}
+
+/** True when this process can listen on `address`: it is an address of sbx's network namespace (a bridge without ports is down, so interface listings miss it). */
+function bindable(address: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(0, address, () => probe.close(() => resolve(true)));
+  });
+}

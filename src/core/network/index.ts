@@ -1,0 +1,2 @@
+export * from './ip.js';
+export * from './rules.js';

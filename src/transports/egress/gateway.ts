@@ -1,0 +1,461 @@
+import { Resolver } from 'node:dns';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import {
+  compileLists, formatIp, judgeAddress, judgeName, ownAddresses, parseTarget, passingAddresses,
+  type DenyReason, type EgressLists, type Ip, type ParsedLists, type Rule, type Target,
+} from '../../core/network/index.js';
+import { MAX_HELLO_BYTES, parseClientHello } from './client-hello.js';
+
+/**
+ * The egress gateway (DESIGN.md §10): what filtered sandboxes reach instead of the network. An
+ * HTTP proxy for absolute-form requests (each judged; `Host` rewritten from the URI) and CONNECT
+ * (judged; unless the matching rule names the port, the first bytes must be a TLS ClientHello
+ * whose SNI equals the CONNECT host). It knows the sandbox by the source address, reads its rules
+ * from the store per connection (cached ≤ 1 s), resolves names itself and connects only to the
+ * resolved addresses that pass, in order, with no second lookup. Malformed input gets 400 and the
+ * gateway stays up; more than 256 connections from one sandbox get 503; idle tunnels close after
+ * 10 minutes.
+ */
+export interface VerdictRecord {
+  sandbox_id: string | null;
+  host: string;
+  port: number;
+  verdict: 'allowed' | 'denied';
+  reason?: DenyReason;
+}
+
+export interface GatewayOptions {
+  host: string;
+  port: number;
+  /** The sandbox a source address belongs to; null: unknown (denied). */
+  sandboxFor(address: string): Promise<string | null>;
+  /** A sandbox's current lists; null when it is not (or no longer) filtered: everything denied. */
+  rules(sandboxId: string): Promise<EgressLists | null>;
+  /** This node's own addresses (special: refused unless an allow CIDR names them). */
+  ownAddresses?(): string[];
+  /** Name → addresses, in order (tests inject one); default: node:dns Resolver, A then AAAA, 5 s. */
+  resolve?(name: string): Promise<string[]>;
+  onVerdict?(v: VerdictRecord): void;
+  maxConnectionsPerSandbox?: number;
+  idleMs?: number;
+  /** Lookups in flight per sandbox (more → denied with `limit`). */
+  maxLookups?: number;
+  connectTimeoutMs?: number;
+}
+
+interface Open {
+  target: Target;
+  port: number;
+  address: Ip | null;
+  sniChecked: boolean;
+  close(): void;
+}
+
+type Judged =
+  | { ok: true; addresses: Ip[]; rule: Rule }
+  | { ok: false; reason: DenyReason };
+
+const RULES_TTL_MS = 1_000;
+
+export class EgressGateway {
+  private server: Server | null = null;
+  private readonly perSource = new Map<string, number>();
+  private readonly rulesCache = new Map<string, { at: number; lists: Promise<ParsedLists | null> }>();
+  private readonly open = new Map<string, Set<Open>>();
+  private readonly lookups = new Map<string, number>();
+  private readonly sockets = new Set<Socket>();
+  private readonly resolver: (name: string) => Promise<string[]>;
+  private readonly max: number;
+  private readonly idleMs: number;
+  private readonly maxLookups: number;
+  private readonly connectTimeoutMs: number;
+
+  constructor(private readonly opts: GatewayOptions) {
+    this.resolver = opts.resolve ?? defaultResolve;
+    this.max = opts.maxConnectionsPerSandbox ?? 256;
+    this.idleMs = opts.idleMs ?? 10 * 60_000;
+    this.maxLookups = opts.maxLookups ?? 8;
+    this.connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
+  }
+
+  async start(): Promise<void> {
+    const server = createServer({ requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 5_000 });
+    server.on('connection', (sock: Socket) => this.accept(sock));
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.proxy(req, res).catch(() => res.destroy()));
+    server.on('connect', (req: IncomingMessage, sock: Socket, head: Buffer) => void this.tunnel(req, sock, head).catch(() => sock.destroy()));
+    server.on('clientError', (_err, sock: Socket) => {
+      if (sock.writable) sock.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      else sock.destroy();
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.opts.port, this.opts.host, () => resolve());
+    });
+    this.server = server;
+  }
+
+  /** The port it listens on (useful with port 0). */
+  get port(): number {
+    const a = this.server?.address();
+    return a && typeof a === 'object' ? a.port : this.opts.port;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    for (const set of this.open.values()) for (const o of set) o.close();
+    const server = this.server;
+    this.server = null;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /**
+   * A sandbox's lists changed: the cache forgets them and every open connection and tunnel of it
+   * is judged again; what the new lists no longer allow is closed.
+   */
+  async changed(sandboxId: string): Promise<void> {
+    this.rulesCache.delete(sandboxId);
+    const set = this.open.get(sandboxId);
+    if (!set || set.size === 0) return;
+    const lists = await this.lists(sandboxId);
+    for (const o of [...set]) {
+      if (!lists || !this.stillAllowed(o, lists)) o.close();
+    }
+  }
+
+  private stillAllowed(o: Open, lists: ParsedLists): boolean {
+    const own = this.own();
+    let rule: Rule;
+    if (o.target.kind === 'name') {
+      const v = judgeName(o.target.name, o.port, lists);
+      if (v.verdict === 'denied') return false;
+      rule = v.rule;
+      if (o.address && judgeAddress(o.address, o.port, lists, own, v.rule).verdict === 'denied') return false;
+    } else {
+      const v = judgeAddress(o.target.ip, o.port, lists, own);
+      if (v.verdict === 'denied') return false;
+      rule = v.rule;
+    }
+    // A tunnel let through without an SNI check needs a rule that still names its port.
+    return o.sniChecked || rule.port !== null;
+  }
+
+  private own(): Ip[] {
+    return ownAddresses(this.opts.ownAddresses?.() ?? []);
+  }
+
+  private accept(sock: Socket): void {
+    const source = normalizeSource(sock.remoteAddress ?? '');
+    this.sockets.add(sock);
+    const n = (this.perSource.get(source) ?? 0) + 1;
+    this.perSource.set(source, n);
+    sock.once('close', () => {
+      this.sockets.delete(sock);
+      const left = (this.perSource.get(source) ?? 1) - 1;
+      if (left <= 0) this.perSource.delete(source);
+      else this.perSource.set(source, left);
+    });
+    sock.on('error', () => sock.destroy());
+    if (n > this.max) {
+      sock.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 47\r\n\r\nsbx egress: too many connections from sandbox\r\n');
+      void this.opts.sandboxFor(source).then((id) => this.record(id, '', 0, 'limit')).catch(() => undefined);
+    }
+  }
+
+  private record(sandboxId: string | null, host: string, port: number, reason?: DenyReason): void {
+    try {
+      this.opts.onVerdict?.({ sandbox_id: sandboxId, host, port, verdict: reason ? 'denied' : 'allowed', ...(reason ? { reason } : {}) });
+    } catch {
+      // Observers never break the gateway.
+    }
+  }
+
+  private lists(sandboxId: string): Promise<ParsedLists | null> {
+    const now = Date.now();
+    const hit = this.rulesCache.get(sandboxId);
+    if (hit && now - hit.at < RULES_TTL_MS) return hit.lists;
+    const lists = this.opts.rules(sandboxId).then((l) => (l ? compileLists(l) : null), () => null);
+    this.rulesCache.set(sandboxId, { at: now, lists });
+    if (this.rulesCache.size > 10_000) this.rulesCache.clear();
+    return lists;
+  }
+
+  /** The verdict on host:port for a sandbox, with the addresses to try in order. */
+  private async judge(sandboxId: string, target: Target, port: number): Promise<Judged> {
+    const lists = await this.lists(sandboxId);
+    if (!lists) return { ok: false, reason: 'no_rule' };
+    const own = this.own();
+    if (target.kind === 'ip') {
+      const v = judgeAddress(target.ip, port, lists, own);
+      return v.verdict === 'allowed' ? { ok: true, addresses: [target.ip], rule: v.rule } : { ok: false, reason: v.reason };
+    }
+    const v = judgeName(target.name, port, lists);
+    if (v.verdict === 'denied') return { ok: false, reason: v.reason };
+    const inFlight = this.lookups.get(sandboxId) ?? 0;
+    if (inFlight >= this.maxLookups) return { ok: false, reason: 'limit' };
+    this.lookups.set(sandboxId, inFlight + 1);
+    let texts: string[];
+    try {
+      texts = await this.resolver(target.name);
+    } catch {
+      texts = [];
+    } finally {
+      const left = (this.lookups.get(sandboxId) ?? 1) - 1;
+      if (left <= 0) this.lookups.delete(sandboxId);
+      else this.lookups.set(sandboxId, left);
+    }
+    const ips = texts.flatMap((t) => {
+      const p = parseTarget(t.includes(':') ? `[${t}]` : t);
+      return p && p.kind === 'ip' ? [p.ip] : [];
+    });
+    const { passing, reason } = passingAddresses(ips, port, lists, own, v.rule);
+    return passing.length > 0 ? { ok: true, addresses: passing, rule: v.rule } : { ok: false, reason };
+  }
+
+  private track(sandboxId: string, o: Open): () => void {
+    let set = this.open.get(sandboxId);
+    if (!set) this.open.set(sandboxId, (set = new Set()));
+    set.add(o);
+    return () => {
+      set!.delete(o);
+      if (set!.size === 0) this.open.delete(sandboxId);
+    };
+  }
+
+  /** Connects to the first address that answers, in order. */
+  private connectFirst(addresses: Ip[], port: number): Promise<{ sock: Socket; address: Ip }> {
+    return new Promise((resolve, reject) => {
+      const attempt = (i: number) => {
+        if (i >= addresses.length) return reject(new Error('no address answered'));
+        const address = addresses[i]!;
+        const sock = connect({ host: formatIp(address), port, family: address.family });
+        const timer = setTimeout(() => sock.destroy(new Error('connect timeout')), this.connectTimeoutMs);
+        sock.once('connect', () => {
+          clearTimeout(timer);
+          sock.removeAllListeners('error');
+          resolve({ sock, address });
+        });
+        sock.once('error', () => {
+          clearTimeout(timer);
+          sock.destroy();
+          attempt(i + 1);
+        });
+      };
+      attempt(0);
+    });
+  }
+
+  /** Absolute-form HTTP proxy request. */
+  private async proxy(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const source = normalizeSource(req.socket.remoteAddress ?? '');
+    const url = req.url ?? '';
+    const authority = /^http:\/\/([^/?#]*)/i.exec(url)?.[1];
+    if (authority === undefined) return deny(res, 400, 'sbx egress: only absolute-form http:// requests (use CONNECT for https)');
+    const hp = splitAuthority(authority, 80);
+    if (!hp) return deny(res, 400, 'sbx egress: bad host or port in the request URI');
+    const sandboxId = await this.opts.sandboxFor(source);
+    if (!sandboxId) {
+      this.record(null, hp.host, hp.port, 'no_rule');
+      return deny(res, 403, 'sbx egress: unknown source');
+    }
+    const target = parseTarget(hp.host);
+    if (!target) {
+      this.record(sandboxId, hp.host, hp.port, 'no_rule');
+      return deny(res, 403, 'sbx egress: denied (no_rule): not a host name or IP address');
+    }
+    const shown = target.kind === 'name' ? target.name : hp.host;
+    const j = await this.judge(sandboxId, target, hp.port);
+    if (!j.ok) {
+      this.record(sandboxId, shown, hp.port, j.reason);
+      return deny(res, 403, `sbx egress: denied (${j.reason}): ${shown}:${hp.port}`);
+    }
+    let up: { sock: Socket; address: Ip };
+    try {
+      up = await this.connectFirst(j.addresses, hp.port);
+    } catch {
+      this.record(sandboxId, shown, hp.port);
+      return deny(res, 502, `sbx egress: ${shown}:${hp.port} did not answer`);
+    }
+    this.record(sandboxId, shown, hp.port);
+    const path = url.slice(/^http:\/\/[^/?#]*/i.exec(url)![0].length) || '/';
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (v === undefined || /^(proxy-|host$|connection$|keep-alive$)/i.test(k)) continue;
+      headers[k] = v;
+    }
+    headers.host = authority;
+    headers.connection = 'close';
+    const upstream = httpRequest({ method: req.method, path: path.startsWith('/') ? path : `/${path}`, headers, createConnection: () => up.sock });
+    const open: Open = { target, port: hp.port, address: up.address, sniChecked: true, close: () => { upstream.destroy(); res.destroy(); } };
+    const untrack = this.track(sandboxId, open);
+    const done = () => untrack();
+    res.once('close', () => {
+      done();
+      upstream.destroy();
+      up.sock.destroy();
+    });
+    upstream.on('response', (ures) => {
+      res.writeHead(ures.statusCode ?? 502, ures.statusMessage, stripHop(ures.headers));
+      ures.pipe(res);
+    });
+    upstream.on('error', () => {
+      if (!res.headersSent) deny(res, 502, 'sbx egress: upstream failed');
+      else res.destroy();
+    });
+    up.sock.setTimeout(this.idleMs, () => open.close());
+    req.pipe(upstream);
+  }
+
+  /** CONNECT host:port. */
+  private async tunnel(req: IncomingMessage, sock: Socket, head: Buffer): Promise<void> {
+    const source = normalizeSource(sock.remoteAddress ?? '');
+    const refuse = (status: number, text: string) => {
+      if (sock.writable) sock.end(`HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(text) + 2}\r\n\r\n${text}\r\n`);
+      else sock.destroy();
+    };
+    const hp = /^[^/?#@\s]+$/.test(req.url ?? '') ? splitAuthority(req.url!, null) : null;
+    if (!hp) return refuse(400, 'sbx egress: CONNECT needs host:port');
+    const sandboxId = await this.opts.sandboxFor(source);
+    if (!sandboxId) {
+      this.record(null, hp.host, hp.port, 'no_rule');
+      return refuse(403, 'sbx egress: unknown source');
+    }
+    const target = parseTarget(hp.host);
+    if (!target) {
+      this.record(sandboxId, hp.host, hp.port, 'no_rule');
+      return refuse(403, 'sbx egress: denied (no_rule): not a host name or IP address');
+    }
+    const shown = target.kind === 'name' ? target.name : hp.host;
+    const j = await this.judge(sandboxId, target, hp.port);
+    if (!j.ok) {
+      this.record(sandboxId, shown, hp.port, j.reason);
+      return refuse(403, `sbx egress: denied (${j.reason}): ${shown}:${hp.port}`);
+    }
+    const needSni = j.rule.port === null;
+    sock.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    let first = Buffer.from(head);
+    if (needSni) {
+      // The first bytes must be a ClientHello naming the CONNECT host (bounded in size and time).
+      const hello = await readHello(sock, first, 10_000);
+      if (!hello) return void sock.destroy();
+      first = hello.bytes as Buffer<ArrayBuffer>;
+      const sni = hello.sni === null ? null : hello.sni.toLowerCase().replace(/\.$/, '');
+      if (target.kind !== 'name' || sni !== target.name) {
+        this.record(sandboxId, shown, hp.port, 'sni_mismatch');
+        return void sock.destroy();
+      }
+    }
+    let up: { sock: Socket; address: Ip };
+    try {
+      up = await this.connectFirst(j.addresses, hp.port);
+    } catch {
+      this.record(sandboxId, shown, hp.port);
+      return void sock.destroy();
+    }
+    this.record(sandboxId, shown, hp.port);
+    const open: Open = { target, port: hp.port, address: up.address, sniChecked: needSni, close: () => { sock.destroy(); up.sock.destroy(); } };
+    const untrack = this.track(sandboxId, open);
+    const end = () => {
+      untrack();
+      open.close();
+    };
+    sock.once('close', end);
+    up.sock.once('close', end);
+    up.sock.on('error', end);
+    sock.setTimeout(this.idleMs, end);
+    up.sock.setTimeout(this.idleMs, end);
+    if (first.length > 0) up.sock.write(first);
+    sock.pipe(up.sock);
+    up.sock.pipe(sock);
+  }
+}
+
+function deny(res: ServerResponse, status: number, text: string): void {
+  if (res.headersSent) return void res.destroy();
+  res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' });
+  res.end(`${text}\n`);
+}
+
+const HOP = /^(connection|keep-alive|proxy-authenticate|proxy-authorization|te|trailer|transfer-encoding|upgrade)$/i;
+
+function stripHop(h: IncomingMessage['headers']): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(h)) if (v !== undefined && !HOP.test(k)) out[k] = v;
+  return out;
+}
+
+/** `host[:port]` or `[v6][:port]`; the port 1–65535 without leading zeros. `defaultPort` null: required. */
+export function splitAuthority(text: string, defaultPort: number | null): { host: string; port: number } | null {
+  if (text === '' || text.includes('@')) return null;
+  let host: string;
+  let portText: string | undefined;
+  if (text.startsWith('[')) {
+    const close = text.indexOf(']');
+    if (close < 0) return null;
+    host = text.slice(0, close + 1);
+    const rest = text.slice(close + 1);
+    if (rest !== '') {
+      if (!rest.startsWith(':')) return null;
+      portText = rest.slice(1);
+    }
+  } else {
+    const at = text.lastIndexOf(':');
+    if (at >= 0 && text.indexOf(':') !== at) return null;
+    host = at >= 0 ? text.slice(0, at) : text;
+    portText = at >= 0 ? text.slice(at + 1) : undefined;
+  }
+  if (host === '' || host === '[]') return null;
+  if (portText === undefined) return defaultPort === null ? null : { host, port: defaultPort };
+  if (!/^[1-9][0-9]{0,4}$/.test(portText) || Number(portText) > 65535) return null;
+  return { host, port: Number(portText) };
+}
+
+function normalizeSource(address: string): string {
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+}
+
+/** Reads until a whole ClientHello is buffered; null when the bytes are not one (or too slow). */
+function readHello(sock: Socket, initial: Buffer, timeoutMs: number): Promise<{ bytes: Buffer; sni: string | null } | null> {
+  return new Promise((resolve) => {
+    let buf: Buffer<ArrayBufferLike> = initial;
+    const finish = (v: { bytes: Buffer; sni: string | null } | null) => {
+      clearTimeout(timer);
+      sock.removeListener('data', onData);
+      sock.removeListener('close', onClose);
+      sock.pause();
+      resolve(v);
+    };
+    const check = (): boolean => {
+      const r = parseClientHello(buf);
+      if (r.kind === 'hello') {
+        finish({ bytes: buf, sni: r.sni });
+        return true;
+      }
+      if (r.kind === 'invalid' || buf.length > MAX_HELLO_BYTES) {
+        finish(null);
+        return true;
+      }
+      return false;
+    };
+    const onData = (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      check();
+    };
+    const onClose = () => finish(null);
+    const timer = setTimeout(() => finish(null), timeoutMs);
+    if (buf.length > 0 && check()) return;
+    sock.on('data', onData);
+    sock.once('close', onClose);
+    sock.resume();
+  });
+}
+
+/** node:dns Resolver (its own, not the system's stub), A then AAAA, 5 s. */
+async function defaultResolve(name: string): Promise<string[]> {
+  const r = new Resolver({ timeout: 5_000, tries: 1 });
+  const [a, aaaa] = await Promise.allSettled([
+    new Promise<string[]>((res, rej) => r.resolve4(name, (e, xs) => (e ? rej(e) : res(xs)))),
+    new Promise<string[]>((res, rej) => r.resolve6(name, (e, xs) => (e ? rej(e) : res(xs)))),
+  ]);
+  return [...(a.status === 'fulfilled' ? a.value : []), ...(aaaa.status === 'fulfilled' ? aaaa.value : [])];
+}

@@ -76,7 +76,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
   it('reports health, config and the inventory with labels', async () => {
     const h = await p.health();
     expect(h).toMatchObject({ healthy: true, runtime_count: 1 });
-    expect(p.config()).toEqual({ endpoint: `unix://${SOCKET}`, runtime: 'runc', network_mode: 'bridge', pids_limit: 256, read_only_rootfs: false, agent: expect.stringMatching(/^(on|off)$/) });
+    expect(p.config()).toEqual({ endpoint: `unix://${SOCKET}`, runtime: 'runc', network_mode: 'bridge', pids_limit: 256, read_only_rootfs: false, agent: expect.stringMatching(/^(on|off)$/), filtered: expect.any(String) });
     expect(p.capabilities).toEqual(expect.arrayContaining(['runtime_inventory', 'container']));
     const rt = (await p.listRuntimes!()).find((r) => r.runtime_id === rid);
     expect(rt).toEqual({ runtime_id: rid, sandbox_id: sandboxId, installation_id: installationId, status: 'running' });

@@ -31,8 +31,15 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
   let context: BrowserContext;
   let page: Page;
   const urls: string[] = [];
-  const api = (path: string, init: RequestInit = {}) => fetch(`${srv.url}/api/v1${path}`, { ...init, headers: { 'x-api-key': KEY, 'content-type': 'application/json', ...(init.headers ?? {}) } });
-  const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  const api = (path: string, init: RequestInit = {}) =>
+    fetch(`${srv.url}/api/v1${path}`, { ...init, headers: { 'x-api-key': KEY, 'content-type': 'application/json', ...(init.headers ?? {}) } }).then(async (r) => {
+      // Read every body, so no connection is left half-read when the server closes.
+      const text = await r.text();
+      return { status: r.status, json: () => JSON.parse(text) as unknown };
+    });
+  const t0 = Date.now();
+  const mark = (what: string) => process.env.SBX_TEST_TRACE && console.log(`${Date.now() - t0} ms ${what}`);
+  const shot = (name: string) => mark(name) || page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 
   beforeAll(async () => {
     // The route serves dist/ui; build it from the sources under test.
@@ -50,26 +57,36 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
+    mark('afterAll');
+    await page?.goto('about:blank').catch(() => {});
     await srv?.close();
+    mark('server closed with browser open');
+    await browser?.close();
+    mark('browser closed');
     await off?.close();
-  });
+  }, 150_000);
+
+  const get = async (url: string) => {
+    const r = await fetch(url);
+    await r.arrayBuffer();
+    return r;
+  };
 
   it('is 404 with server.ui: false, and serves its files with a strict CSP', async () => {
-    expect((await fetch(`${off.url}/ui`)).status).toBe(404);
-    expect((await fetch(`${off.url}/ui/app.js`)).status).toBe(404);
-    const res = await fetch(`${srv.url}/ui`);
+    expect((await get(`${off.url}/ui`)).status).toBe(404);
+    expect((await get(`${off.url}/ui/app.js`)).status).toBe(404);
+    const res = await get(`${srv.url}/ui`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
     expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
     expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
-    const js = await fetch(`${srv.url}/ui/app.js`);
+    const js = await get(`${srv.url}/ui/app.js`);
     expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
     expect(js.headers.get('cache-control')).toContain('max-age');
-    expect((await fetch(`${srv.url}/ui/nope.js`)).status).toBe(404);
+    expect((await get(`${srv.url}/ui/nope.js`)).status).toBe(404);
     // The API itself still wants the key.
-    expect((await fetch(`${srv.url}/api/v1/sandboxes`)).status).toBe(401);
+    expect((await get(`${srv.url}/api/v1/sandboxes`)).status).toBe(401);
   });
 
   it('signs in, spawns, streams a command, runs the terminal, uploads and downloads, shows live events, destroys', async () => {
@@ -113,6 +130,9 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     await page.locator('#term-input').fill('echo term-$((40+2))');
     await page.locator('#term-input').press('Enter');
     await page.locator('#term-output', { hasText: 'term-42' }).waitFor({ timeout: 20_000 });
+    await page.locator('#term-input').fill('exit');
+    await page.locator('#term-input').press('Enter');
+    await page.locator('#term-output', { hasText: '[exit 0]' }).waitFor({ timeout: 20_000 });
 
     // Upload (file input) and see it listed; download it byte-exact.
     const bytes = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(4096)]);
@@ -128,7 +148,7 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     // Events arrive live: a sandbox spawned behind the page's back shows up in the feed.
     await page.getByRole('button', { name: 'Events' }).click();
     await page.locator('#events').waitFor();
-    const other = (await (await api('/sandboxes', { method: 'POST', body: '{}' })).json()) as { id: string };
+    const other = (await api('/sandboxes', { method: 'POST', body: '{}' })).json() as { id: string };
     await page.locator('#events li', { hasText: other.id }).first().waitFor({ timeout: 30_000 });
     await shot('03-events');
 

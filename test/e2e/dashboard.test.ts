@@ -2,7 +2,7 @@
  * The dashboard at /ui (issue 19) in a real browser: Debian Chromium driven by playwright-core
  * against a real `sbx serve` with auth on — docker when SBX_TEST_DOCKER=1, else the mock provider.
  * Load, sign in with the key, spawn from the UI, run a command and watch its output stream, type
- * into the terminal, upload a file and see it listed, download it byte-exact, see an event arrive
+ * into the terminal, upload a file (picker and drag-and-drop) and see it listed, download it byte-exact, see an event arrive
  * live, destroy. Screenshots of each view go to test/e2e/screenshots/ (gitignored). Also: /ui is
  * 404 with `server.ui: false`, carries a strict CSP, and the key never appears in a URL the page
  * requests.
@@ -143,6 +143,15 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     expect(download.suggestedFilename()).toBe('blob.bin');
     const got = readFileSync((await download.path())!);
     expect(Buffer.compare(got, bytes)).toBe(0);
+    // Drag and drop onto the drop zone uploads too.
+    const dt = await page.evaluateHandle(() => {
+      const g = globalThis as any;
+      const t = new g.DataTransfer();
+      t.items.add(new g.File(['dropped text\n'], 'dropped.txt', { type: 'text/plain' }));
+      return t;
+    });
+    await page.dispatchEvent('#drop', 'drop', { dataTransfer: dt });
+    await page.locator('#files tr[data-name="dropped.txt"]').waitFor({ timeout: 20_000 });
     await shot('02-sandbox');
 
     // Events arrive live: a sandbox spawned behind the page's back shows up in the feed.

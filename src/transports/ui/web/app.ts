@@ -625,7 +625,8 @@ async function systemView(): Promise<void> {
   const quotas = section('Quotas and admission', 'sys-quotas');
   const pool = section('Pool', 'sys-pool');
   const health = section('Health', 'sys-health');
-  main.replaceChildren(health, providers, workers, quotas, pool);
+  const snapshots = section('Snapshots', 'sys-snapshots');
+  main.replaceChildren(health, providers, workers, quotas, pool, snapshots);
   const fill = async (card: HTMLElement, load: () => Promise<HTMLElement>) => {
     try {
       card.append(await load());
@@ -640,6 +641,7 @@ async function systemView(): Promise<void> {
     fill(workers, async () => jsonTable(asRows(await getJson('/workers')))),
     fill(quotas, async () => h('pre', { class: 'out' }, JSON.stringify(await getJson('/quotas/summary'), null, 2))),
     fill(pool, async () => h('pre', { class: 'out' }, JSON.stringify(await getJson('/pool/status'), null, 2))),
+    fill(snapshots, async () => jsonTable(asRows(await getJson('/snapshots')), ['name', 'image', 'provider', 'size_bytes', 'created_at'])),
   ]);
 }
 

@@ -192,6 +192,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       auth,
       corsAllowedOrigins: config.server.cors_allowed_origins,
       allowedHosts: config.server.allowed_hosts,
+      ui: config.server.ui,
       operations,
       secrets: secretValues(config),
       pool,

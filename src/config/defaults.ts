@@ -16,6 +16,7 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     replica_id: '',
     reaper_interval: '10s',
     leader_ttl: '15s',
+    ui: true,
   },
   defaults: {
     ttl: '30m',

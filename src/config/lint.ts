@@ -48,6 +48,17 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
     );
   }
 
+  if (opts.production && server.ui && !auth.enabled) {
+    // The dashboard holds no data, but on an open server it is a ready-made console for anyone who
+    // reaches it; on a dev box (loopback, dev-box guard) it is the point, so only production fails it.
+    add(
+      'fail',
+      'server.ui',
+      'server.ui is on while auth is off: anyone who reaches the server gets a dashboard that creates sandboxes and runs commands',
+      'turn auth on (auth.api_key_file), or set server.ui: false',
+    );
+  }
+
   const keys: [string, string | undefined][] = [
     ['auth.api_key', auth.api_key],
     ['auth.admin_api_key', auth.admin_api_key],

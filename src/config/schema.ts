@@ -63,6 +63,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     replica_id: str(),
     reaper_interval: dur(true),
     leader_ttl: dur(true),
+    ui: bool(),
   }),
   defaults: g({
     ttl: dur(true),

@@ -31,6 +31,8 @@ export interface ServerConfig {
   reaper_interval: string;
   /** TTL of the replica and leader leases: a dead leader's tasks move within about this long. */
   leader_ttl: string;
+  /** Serve the web dashboard at /ui (it holds no data; every API call it makes carries the user's key). */
+  ui: boolean;
 }
 
 export interface DefaultsConfig {

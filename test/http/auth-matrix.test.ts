@@ -17,7 +17,8 @@ const WORKER = 'w-matrix';
 const SECRETS = [API_KEY, ADMIN_KEY, WORKER_TOKEN];
 
 /** Routes deliberately outside /api/v1 (none today); anything else there would escape auth. */
-const OUTSIDE_ALLOWED = new Set<string>([]);
+// The dashboard's static files (issue 19): no data, no key; every API call the page makes needs one.
+const OUTSIDE_ALLOWED = new Set<string>(['GET /ui', 'HEAD /ui', 'GET /ui/*', 'HEAD /ui/*']);
 
 type Cred = 'none' | 'wrong' | 'user' | 'admin' | 'worker';
 const CREDS: Record<Cred, Record<string, string>> = {

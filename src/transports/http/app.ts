@@ -35,6 +35,7 @@ import { observabilityRoutes } from './routes/observability.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { installRouteTable } from './route-table.js';
 import { previewRouter } from './preview.js';
+import { uiRoutes } from '../ui/route.js';
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['loggerInstance'] | boolean;
@@ -178,6 +179,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   openapiRoutes(app, deps, routeTable);
   workerFacingRoutes(app, deps);
   adminRoutes(app, deps);
+  if (deps.ui) uiRoutes(app);
   for (const group of opts.routes ?? []) await group(app, deps);
 
   return app;

@@ -75,6 +75,8 @@ export interface HttpDeps {
   auth: AuthSettings;
   /** `server.cors_allowed_origins`; '*' allows any origin. */
   corsAllowedOrigins: string[];
+  /** `server.ui`: serve the dashboard at /ui. */
+  ui?: boolean;
   /** `server.allowed_hosts`: extra `Host` names the dev-box guard accepts while auth is off (DESIGN §3). */
   allowedHosts?: string[];
   /** Per operation and provider counts and latency (diagnostics `operations`). */

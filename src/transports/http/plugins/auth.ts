@@ -80,7 +80,7 @@ export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
     }
 
     const givenAdmin = headerOf(request, 'x-admin-api-key');
-    const givenApi = headerOf(request, 'x-api-key');
+    const givenApi = headerOf(request, 'x-api-key') || webSocketKey(request);
     const adminViaHeader = givenAdmin !== '' && safeEqual(givenAdmin, adminKey);
     const apiIsAdmin = givenApi !== '' && safeEqual(givenApi, adminKey);
     const apiIsUser = auth.enabled && givenApi !== '' && safeEqual(givenApi, auth.api_key);
@@ -103,6 +103,22 @@ export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
     if (auth.enabled && !apiIsUser && !adminViaHeader && !apiIsAdmin) throw unauthorized('missing X-API-Key');
     request.sbxAdmin = adminViaHeader || separateAdminKey;
   });
+}
+
+/**
+ * A browser cannot set headers on a WebSocket, so the dashboard's terminal offers its API key as a
+ * subprotocol, `sbx.key.<unpadded base64url of the key>`, after a first `sbx.v1` (the one the server
+ * selects and echoes, so the key is never sent back). Only on upgrade requests, never from a URL.
+ */
+const KEY_PROTOCOL = 'sbx.key.';
+function webSocketKey(request: FastifyRequest): string {
+  if (request.headers.upgrade?.toLowerCase() !== 'websocket') return '';
+  const offered = headerOf(request, 'sec-websocket-protocol');
+  for (const p of offered.split(',')) {
+    const t = p.trim();
+    if (t.startsWith(KEY_PROTOCOL)) return Buffer.from(t.slice(KEY_PROTOCOL.length), 'base64url').toString('utf8').trim();
+  }
+  return '';
 }
 
 /**

@@ -1,0 +1,75 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+
+/**
+ * The dashboard (issue 19) at `/ui`: a few static files built at package build time into
+ * `dist/ui/` (by `scripts/build-ui.mjs`), read once, served with a strict CSP. The page holds no
+ * data; every API call it makes carries the key the user enters (kept in sessionStorage, sent as
+ * `X-API-Key`, never in a URL). Paths outside /api/v1 are outside the auth realm, so /ui loads
+ * without a key.
+ */
+const TYPES: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
+};
+
+export const UI_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/** Where the built assets live: dist/ui next to dist/transports/ui/route.js, or the source tree's build. */
+function assetDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  // dist/transports/ui → dist/ui; src/transports/ui (tests on the sources) → dist/ui of the checkout.
+  const candidates = [join(here, '..', '..', 'ui'), join(here, '..', '..', '..', 'dist', 'ui')];
+  for (const dir of candidates) {
+    try {
+      readFileSync(join(dir, 'index.html'));
+      return dir;
+    } catch {
+      /* next */
+    }
+  }
+  return candidates[0]!;
+}
+
+export function uiRoutes(app: FastifyInstance): void {
+  const dir = assetDir();
+  const cache = new Map<string, Buffer | null>();
+  const load = (name: string): Buffer | null => {
+    if (!cache.has(name)) {
+      try {
+        cache.set(name, readFileSync(join(dir, name)));
+      } catch {
+        cache.set(name, null);
+      }
+    }
+    return cache.get(name)!;
+  };
+  const send = (reply: FastifyReply, name: string) => {
+    const body = load(name);
+    reply.header('Content-Security-Policy', UI_CSP);
+    reply.header('X-Content-Type-Options', 'nosniff');
+    reply.header('Referrer-Policy', 'no-referrer');
+    reply.header('X-Frame-Options', 'DENY');
+    if (body === null) {
+      return reply
+        .code(404)
+        .type('application/json; charset=utf-8')
+        .send({ code: 'not_found', message: name === 'index.html' ? 'the dashboard is not built (npm run build)' : `no such dashboard file: ${name}` });
+    }
+    reply.header('Cache-Control', name === 'index.html' ? 'no-cache' : 'public, max-age=300');
+    return reply.code(200).type(TYPES[name]!).send(body);
+  };
+  const schema = { hide: true };
+  app.get('/ui', { schema }, (_req, reply) => send(reply, 'index.html'));
+  app.get('/ui/*', { schema }, (req, reply) => {
+    const rest = (req.params as { '*': string })['*'];
+    if (rest === '' || rest === 'index.html') return send(reply, 'index.html');
+    if (!Object.hasOwn(TYPES, rest)) return reply.code(404).type('application/json; charset=utf-8').send({ code: 'not_found', message: 'no such dashboard file' });
+    return send(reply, rest);
+  });
+}

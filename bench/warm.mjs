@@ -4,14 +4,13 @@
 // with the same hardening, interleaved in one run on one engine and image.
 // Usage: scripts/test-docker-up.sh && npm run build && node bench/warm.mjs
 // Env: BENCH_ITERATIONS (default 15), SBX_TEST_IMAGE.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import Docker from 'dockerode';
 import { Client } from '../dist/index.js';
+import { processes } from './lib/procs.mjs';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 15);
 const IMAGE = process.env.SBX_TEST_IMAGE ?? 'sbx-test/busybox:latest';
@@ -34,41 +33,17 @@ try {
   process.exit(0);
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-warm-'));
-const here = dirname(fileURLToPath(import.meta.url));
-const server = spawn(process.execPath, [join(here, '..', 'bin', 'sbx.js'), 'serve', '--host', '127.0.0.1', '--port', '0'], {
-  cwd: dir,
-  env: {
-    PATH: process.env.PATH ?? '',
-    HOME: dir,
-    SVC_DATABASE_PATH: join(dir, 'sbx.db'),
-    SVC_PROVIDERS_DEFAULT: 'docker',
-    SVC_PROVIDERS_DOCKER_SOCKET_PATH: SOCKET,
-    SVC_DEFAULTS_IMAGE: IMAGE,
-    SVC_DEFAULTS_MEMORY_MB: '256',
-    SVC_DEFAULTS_WARM: '2',
-    SVC_DEFAULTS_WARM_DESTROY_ON_SHUTDOWN: 'true',
-    SVC_LOGGING_FORMAT: 'json',
-  },
-  stdio: ['ignore', 'pipe', 'pipe'],
-});
-let serverLog = '';
-server.stdout.on('data', (d) => (serverLog += d));
-server.stderr.on('data', (d) => (serverLog += d));
-const url = await new Promise((resolve, reject) => {
-  const deadline = setTimeout(() => reject(new Error(`sbx serve did not start:\n${serverLog}`)), 30_000);
-  const check = () => {
-    const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(serverLog);
-    if (m) {
-      clearTimeout(deadline);
-      resolve(m[1]);
-    } else if (server.exitCode !== null) {
-      clearTimeout(deadline);
-      reject(new Error(`sbx serve exited:\n${serverLog}`));
-    } else setTimeout(check, 50);
-  };
-  check();
-});
+const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-'));
+const procs = processes(dir);
+const url = await procs.start('serve', ['serve', '--host', '127.0.0.1', '--port', '0'], {
+  SVC_DATABASE_PATH: join(dir, 'serve', 'sbx.db'),
+  SVC_PROVIDERS_DEFAULT: 'docker',
+  SVC_PROVIDERS_DOCKER_SOCKET_PATH: SOCKET,
+  SVC_DEFAULTS_IMAGE: IMAGE,
+  SVC_DEFAULTS_MEMORY_MB: '256',
+  SVC_DEFAULTS_WARM: '2',
+  SVC_DEFAULTS_WARM_DESTROY_ON_SHUTDOWN: 'true',
+}, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
 const client = new Client({ url });
 
 async function warmReady(n) {
@@ -160,7 +135,6 @@ itself is an engine exec round trip until the in-sandbox agent carries it).
 `);
 } finally {
   for (const c of await docker.listContainers({ all: true, filters: { label: [`sbx.bench=${rawLabel}`] } })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-  server.kill('SIGTERM');
-  await new Promise((r) => (server.exitCode !== null ? r() : server.once('exit', r)));
-  rmSync(dir, { recursive: true, force: true });
+  await procs.stop();
+  procs.cleanup();
 }

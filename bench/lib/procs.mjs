@@ -30,5 +30,19 @@ export function processes(dir) {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  return { start, cleanup };
+  /** Stops every process gracefully (SIGTERM, SIGKILL after 10 s), so they clean up what they made. */
+  async function stop() {
+    await Promise.all(
+      procs.map(
+        (p) =>
+          new Promise((resolve) => {
+            if (p.exitCode !== null) return resolve();
+            p.once('exit', resolve);
+            p.kill('SIGTERM');
+            setTimeout(() => p.kill('SIGKILL'), 10_000).unref();
+          }),
+      ),
+    );
+  }
+  return { start, stop, cleanup };
 }

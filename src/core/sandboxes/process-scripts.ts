@@ -7,6 +7,10 @@
  * Layout in the sandbox: `/tmp/.sbx-processes/<id>/` holds `pid` (the process group leader),
  * `out` and `err` (its output), and `exit` (its status, written when it ends).
  */
+import type { ExecSpec, Provider } from '../ports.js';
+
+/** Bound on the short helper execs (launch, drain, status, signal) in a detached process's sandbox. */
+const SCRIPT_TIMEOUT_MS = 30_000;
 
 const ROOT = '/tmp/.sbx-processes';
 
@@ -81,4 +85,31 @@ export function signalScript(id: string, signal: string): string {
 
 export function cleanupScript(id: string): string {
   return `rm -rf ${quote(processDir(id))}`;
+}
+
+/** A helper script as an exec spec (shell mode, no env of its own). */
+export function shellSpec(script: string): ExecSpec {
+  return { command: script, args: [], mode: 'shell', env: {} };
+}
+
+/** Runs a short helper script to its end (bounded) and collects its output. */
+export async function runScript(provider: Provider, runtimeId: string, script: string, extra: { env?: Record<string, string>; workdir?: string } = {}): Promise<{ code: number; stdout: string }> {
+  const spec: ExecSpec = { ...shellSpec(script), env: extra.env ?? {}, ...(extra.workdir !== undefined ? { workdir: extra.workdir } : {}) };
+  let code = -1;
+  const out: Uint8Array[] = [];
+  for await (const ev of provider.exec(runtimeId, spec, AbortSignal.timeout(SCRIPT_TIMEOUT_MS))) {
+    if (ev.stream === 'exit') code = ev.exit_code;
+    else if (ev.stream === 'stdout' && out.length < 64) out.push(ev.data);
+  }
+  return { code, stdout: new TextDecoder().decode(concat(out)) };
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const all = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.byteLength;
+  }
+  return all;
 }

@@ -5,7 +5,7 @@ import type { Clock, ExecControl, ExecSignal, ExecSpec, IdSource, OutputChunk, O
 import type { Caller } from './caller.js';
 import { checkWorkdir, startDeadline, type ExecCommand, type ExecService } from './exec.js';
 import { sandboxPath } from './paths.js';
-import { buildShell, cleanupScript, drainScript, followScript, launchScript, signalScript, statusScript } from './process-scripts.js';
+import { buildShell, cleanupScript, drainScript, followScript, launchScript, runScript, shellSpec, signalScript, statusScript } from './process-scripts.js';
 import type { SandboxService } from './service.js';
 
 /** Running background processes per sandbox (more → resource_limit). */
@@ -406,32 +406,6 @@ export class ProcessService {
 function programOf(rec: ProcessRecord): string {
   if (rec.mode === 'argv') return rec.command;
   return rec.command.trim().split(/\s+/).find((t) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(t)) ?? '';
-}
-
-function shellSpec(script: string): ExecSpec {
-  return { command: script, args: [], mode: 'shell', env: {} };
-}
-
-/** Runs a short helper script to its end (bounded) and collects its output. */
-async function runScript(provider: Provider, runtimeId: string, script: string, extra: { env?: Record<string, string>; workdir?: string } = {}): Promise<{ code: number; stdout: string }> {
-  const spec: ExecSpec = { ...shellSpec(script), env: extra.env ?? {}, ...(extra.workdir !== undefined ? { workdir: extra.workdir } : {}) };
-  let code = -1;
-  const out: Uint8Array[] = [];
-  for await (const ev of provider.exec(runtimeId, spec, AbortSignal.timeout(SCRIPT_TIMEOUT_MS))) {
-    if (ev.stream === 'exit') code = ev.exit_code;
-    else if (ev.stream === 'stdout' && out.length < 64) out.push(ev.data);
-  }
-  return { code, stdout: new TextDecoder().decode(concat(out)) };
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const all = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    all.set(p, at);
-    at += p.byteLength;
-  }
-  return all;
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

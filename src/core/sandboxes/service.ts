@@ -15,6 +15,7 @@ import { Reaper, type ReapOptions } from './reaper.js';
 import { SnapshotService } from './snapshots.js';
 import { createSandbox, expiryFrom } from './spawn.js';
 import { parseEgress, type EgressLists } from '../network/rules.js';
+import { spawnEgress } from './network-choice.js';
 import { VolumeService } from './volumes.js';
 import type { WarmPool } from './warm.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
@@ -390,35 +391,3 @@ export function asProviderError(err: unknown, message: string): SbxError {
   return new SbxError('provider_error', message);
 }
 
-/** A network a spawn or template may name (DESIGN.md §10): `none`, `bridge` or `filtered`. */
-export function parseNetwork(network: string): 'none' | 'bridge' | 'filtered' {
-  if (network !== 'none' && network !== 'bridge' && network !== 'filtered') throw badRequest(`network must be none, bridge or filtered, got ${JSON.stringify(network)}`);
-  return network;
-}
-
-/**
- * A network with its egress lists (DESIGN.md §10): `egress` given without `network` means
- * `filtered`; beside `none`/`bridge` it is a 400. Lists are checked up front (400 naming the rule).
- * A filtered network without lists of its own gets `defaults.egress` only when it came from
- * `defaults.network`; otherwise it starts with empty lists (nothing allowed).
- */
-export function networkWithEgress(network: string | undefined, egress: unknown): { network: 'none' | 'bridge' | 'filtered' | undefined; egress: EgressLists | null } {
-  const chosen = network !== undefined ? parseNetwork(network) : egress !== undefined && egress !== null ? 'filtered' : undefined;
-  if (egress !== undefined && egress !== null && chosen !== 'filtered') throw badRequest(`egress rules need network "filtered", not "${chosen}"`);
-  const lists = egress !== undefined && egress !== null ? parseEgress(egress) : null;
-  return { network: chosen, egress: lists };
-}
-
-function spawnEgress(input: SpawnInput, d: CoreSettings['defaults'], pooled: boolean): { network: 'none' | 'bridge' | 'filtered' | null; egress: EgressLists | null } {
-  const given = networkWithEgress(input.network, input.egress);
-  let network = given.network ?? null;
-  let egress = given.egress;
-  if (network === null && d.network) {
-    network = parseNetwork(d.network);
-    if (network === 'filtered') egress = parseEgress(d.egress ?? { allow: [], deny: [] });
-  }
-  if (network === 'filtered') egress ??= { allow: [], deny: [] };
-  else egress = null;
-  if (network !== null && pooled) throw new SbxError('not_implemented', 'pool sandboxes share their runtime\'s network: a network per spawn needs pool mode off');
-  return { network, egress };
-}

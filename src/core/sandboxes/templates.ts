@@ -1,7 +1,8 @@
 import { parseDuration } from '../duration.js';
 import { badRequest, notFound, SbxError } from '../errors.js';
 import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports.js';
-import { networkWithEgress, type SandboxService } from './service.js';
+import { networkWithEgress } from './network-choice.js';
+import type { SandboxService } from './service.js';
 
 export interface TemplateFields {
   image?: string;

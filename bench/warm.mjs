@@ -131,7 +131,7 @@ between iterations), image \`${IMAGE}\`. Warm hits: ${hits} of ${ITERATIONS + 1}
 | raw dockerode | ${fmt(median(raw))} | ${fmt(pct(raw, 90))} | 1.00× |
 
 Target: warm spawn → first exec ≤ 30 ms p50 — ${median(warm) <= 30 ? 'met' : '**not met**'} (${fmt(median(warm))}; the first exec
-itself is an engine exec round trip until the in-sandbox agent carries it).
+goes through sbx-agent when it is built, else through an engine exec round trip).
 `);
 } finally {
   for (const c of await docker.listContainers({ all: true, filters: { label: [`sbx.bench=${rawLabel}`] } })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);

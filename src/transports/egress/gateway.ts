@@ -450,7 +450,7 @@ function readHello(sock: Socket, initial: Buffer, timeoutMs: number): Promise<{ 
   });
 }
 
-/** node:dns Resolver (its own, not the system's stub), A then AAAA, 5 s. */
+/** node:dns Resolver of its own (not the system's getaddrinfo), A then AAAA, 5 s. */
 async function defaultResolve(name: string): Promise<string[]> {
   const r = new Resolver({ timeout: 5_000, tries: 1 });
   const [a, aaaa] = await Promise.allSettled([

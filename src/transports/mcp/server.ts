@@ -9,15 +9,15 @@
  *
  * Loaded only by the `mcp` command (with import()), so the SDK and zod stay off the CLI start path.
  */
-import type { Readable, Writable } from 'node:stream';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Client } from '../../client/client.js';
 import type { ExecInput } from '../../client/types.js';
-import { SbxError } from '../../contracts/errors.js';
 import { OUTPUT_LIMIT, OutputCapture } from './capture.js';
+import { checkSize, decodeBase64, duration, errorBody, FILE_URI_TEMPLATE, type Json, READ_LIMIT, renderExec, sandboxId, stringMap, textOrBase64, toDuration, ToolError } from './values.js';
+
+export { FILE_URI_TEMPLATE, READ_LIMIT } from './values.js';
 
 export interface SbxMcpOptions {
   client: Client;
@@ -25,66 +25,6 @@ export interface SbxMcpOptions {
   version: string;
   /** Values that must never appear in a result (the API and admin keys). */
   secrets?: readonly (string | undefined)[];
-}
-
-/** Files larger than this are refused by read_file and the file resource (use exec to read parts). */
-export const READ_LIMIT = 8 * 1024 * 1024;
-
-/** The URI template of a sandbox's files: `sbx://sandboxes/sb-1a2b/files/workspace/main.py`. */
-export const FILE_URI_TEMPLATE = 'sbx://sandboxes/{sandbox_id}/files{+path}';
-
-type Json = Record<string, unknown>;
-
-/** A tool error whose text is `{code, message}`. */
-class ToolError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-function errorBody(err: unknown): { code: string; message: string } {
-  if (err instanceof SbxError || err instanceof ToolError) return { code: err.code, message: err.message };
-  if ((err as { name?: string })?.name === 'AbortError') return { code: 'cancelled', message: 'the request was cancelled' };
-  return { code: 'internal', message: err instanceof Error ? err.message : String(err) };
-}
-
-const sandboxId = z.string().min(1).describe('sandbox id, e.g. sb-1a2b3c4d (from spawn or list_sandboxes)');
-const duration = z
-  .union([z.string().min(1), z.number().positive()])
-  .describe('a duration such as "30s", "5m" or "1h30m" (a bare number is seconds)');
-const stringMap = z.record(z.string(), z.string());
-
-function toDuration(v: string | number | undefined): string | undefined {
-  if (v === undefined) return undefined;
-  return typeof v === 'number' ? `${v}s` : v;
-}
-
-/** Strict base64 (whitespace allowed) → bytes. */
-function decodeBase64(text: string): Buffer {
-  const s = text.replace(/\s+/g, '');
-  if (s.length % 4 === 1 || !/^[A-Za-z0-9+/]*={0,2}$/.test(s)) throw new ToolError('bad_request', 'content is not valid base64 (encoding "base64" was given)');
-  return Buffer.from(s, 'base64');
-}
-
-/** Text when the bytes are valid UTF-8, else base64. */
-function textOrBase64(bytes: Uint8Array): { encoding: 'utf8' | 'base64'; content: string } {
-  try {
-    return { encoding: 'utf8', content: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes) };
-  } catch {
-    return { encoding: 'base64', content: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') };
-  }
-}
-
-function checkSize(bytes: Uint8Array, path: string): void {
-  if (bytes.byteLength > READ_LIMIT) {
-    throw new ToolError(
-      'payload_too_large',
-      `${path} is ${bytes.byteLength} bytes; read_file returns at most ${READ_LIMIT} bytes: read parts of it with exec (e.g. head -c, tail -c, split)`,
-    );
-  }
 }
 
 /** Builds the MCP server (not yet connected). */
@@ -476,39 +416,4 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
   );
 
   return server;
-}
-
-/** The exec result as text an agent reads easily. */
-function renderExec(r: Json, notes: string[]): string {
-  const block = (name: string, text: string) => (text === '' ? `${name}: (empty)\n` : `${name}:\n${text}${text.endsWith('\n') ? '' : '\n'}`);
-  let text = `exit_code: ${String(r.exit_code)}${r.timed_out ? ' (timed out)' : ''}\nduration: ${String(r.duration ?? '?')}\n`;
-  text += block('stdout', String(r.stdout)) + block('stderr', String(r.stderr));
-  for (const n of notes) text += `[sbx: ${n}]\n`;
-  return text;
-}
-
-export interface StdioOptions extends SbxMcpOptions {
-  stdin: Readable;
-  stdout: Writable;
-  /** Aborting it closes the server. */
-  signal: AbortSignal;
-}
-
-/**
- * Serves MCP over the given stdio streams until stdin ends (the agent went away) or `signal` aborts.
- */
-export async function serveStdio(opts: StdioOptions): Promise<void> {
-  const server = createSbxMcpServer(opts);
-  const transport = new StdioServerTransport(opts.stdin, opts.stdout);
-  const done = new Promise<void>((resolve) => {
-    const finish = () => resolve();
-    opts.stdin.once('end', finish);
-    opts.stdin.once('close', finish);
-    opts.signal.addEventListener('abort', finish, { once: true });
-    transport.onclose = finish;
-  });
-  await server.connect(transport);
-  if (opts.signal.aborted) return void (await server.close().catch(() => {}));
-  await done;
-  await server.close().catch(() => {});
 }

@@ -17,6 +17,7 @@ import type {
   TemplateSpawnRequest,
   UpdateTemplateRequest,
   Worker,
+  WorkerEventsRequest,
 } from './types.js';
 
 const enc = encodeURIComponent;
@@ -148,6 +149,12 @@ export class WorkerFacingApi {
   async heartbeat(body: HeartbeatRequest, opts: RequestOptions = {}): Promise<Worker> {
     const { id } = this.http.workerCredentials();
     return this.http.json('POST', `/api/v1/worker/${enc(id)}/heartbeat`, { body, signal: opts.signal });
+  }
+
+  /** Reports events about this worker's own sandboxes (egress denials, DESIGN §10); others' are dropped and counted. */
+  async events(body: WorkerEventsRequest, opts: RequestOptions = {}): Promise<{ accepted: number; rejected: number }> {
+    this.http.workerCredentials();
+    return this.http.json('POST', '/api/v1/worker/events', { body, signal: opts.signal });
   }
 
   /** Renews a lease this worker holds (`ttl` from now); 404 unknown, 409 expired or held by another. */

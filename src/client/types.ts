@@ -19,6 +19,7 @@ import type {
   Readiness as ReadinessSchema,
   SnapshotSummary as SnapshotSummarySchema,
   Worker,
+  WorkerEventsRequest,
 } from '../contracts/system.js';
 import type { CreateTemplateRequest, Template, TemplateSpawnRequest, UpdateTemplateRequest } from '../contracts/templates.js';
 import type { Volume as VolumeSchema, VolumeMount as VolumeMountSchema } from '../contracts/volumes.js';
@@ -43,6 +44,7 @@ export type {
   TemplateSpawnRequest,
   UpdateTemplateRequest,
   Worker,
+  WorkerEventsRequest,
 };
 export type FileInfo = FileInfoDto;
 export type Health = Static<typeof HealthSchema>;

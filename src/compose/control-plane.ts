@@ -42,7 +42,7 @@ import { PoolProvider } from '../core/pool/pool-provider.js';
 import { previewOnlyServer } from '../transports/http/preview.js';
 import { newPreviewStats } from '../transports/preview/proxy.js';
 import { buildProviders } from './providers.js';
-import { startEgress, type EgressHandle } from './egress.js';
+import { startEgress, storeRules, type EgressHandle } from './egress.js';
 import type { VerdictRecord } from '../transports/egress/gateway.js';
 import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from './settings.js';
 import { startReplication, type Replication } from './replicas.js';
@@ -135,7 +135,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       }).catch(() => undefined);
     };
     // Filtered sandboxes (DESIGN §10): the docker provider's network, firewall, DNS refuser and gateway.
-    if (!pool) egress = await startEgress({ config, providers: built.providers, store, logger, onVerdict: (v) => egressVerdict(v), ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}) });
+    if (!pool) egress = await startEgress({ config, providers: built.providers, rules: storeRules(store), logger, onVerdict: (v) => egressVerdict(v), ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}) });
 
     const admission = new Admission(store, settings, clock, bus, replication.admission);
     const warn = (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg);
@@ -148,7 +148,16 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const previewToken = (id: string) => (preview?.settings.auth ? preview.token(id) : undefined);
     const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids, settings, warn, previewToken });
     preview = new PreviewService(sandboxes, store, { domain: config.server.preview_domain, auth: config.server.preview_auth, secret: previewSecret });
-    const workers = new WorkerService(store, clock, { locator, remote });
+    const workers = new WorkerService(store, clock, {
+      locator,
+      remote,
+      events: { store, bus },
+      // Workers' gateways count their verdicts in each heartbeat; their denials arrive as events.
+      onEgress: (d) => {
+        egressStats.allowed += d.allowed;
+        egressStats.denied += d.denied;
+      },
+    });
     const idempotency = new Idempotency(store, clock, (id) => store.getSandbox(id));
     // Warm pools (DESIGN §11) run where this node's own providers do.
     const warm = localWorker ? new WarmPool({ store, providers, settings, clock, ids, resolve: (input) => sandboxes.resolveSpawn(input), warn }) : undefined;

@@ -15,7 +15,8 @@ export interface EgressHandle {
 export interface EgressDeps {
   config: SbxConfig;
   providers: readonly Provider[];
-  store: Pick<SandboxStore, 'getSandbox'>;
+  /** A live filtered sandbox's lists, or null (unknown, gone, not filtered: denied). */
+  rules(sandboxId: string): Promise<EgressLists | null>;
   logger: Logger;
   /** Each verdict (metrics, events, console lines). */
   onVerdict?(v: VerdictRecord): void;
@@ -25,6 +26,15 @@ export interface EgressDeps {
 
 const LIVE = new Set(['running', 'unhealthy', 'error']);
 
+/** The lists of a live filtered sandbox in the control plane's store (DESIGN §10: read per connection). */
+export function storeRules(store: Pick<SandboxStore, 'getSandbox'>): (sandboxId: string) => Promise<EgressLists | null> {
+  return async (id) => {
+    const rec = await store.getSandbox(id);
+    if (!rec || rec.network !== 'filtered' || !LIVE.has(rec.state)) return null;
+    return rec.egress ?? { allow: [], deny: [] };
+  };
+}
+
 function ownAddresses(): string[] {
   return Object.values(networkInterfaces()).flat().flatMap((a) => (a ? [a.address] : []));
 }
@@ -33,7 +43,8 @@ function ownAddresses(): string[] {
  * Egress enforcement on this node's docker provider (DESIGN.md §10): the filtered network, the
  * host firewall, the refusing DNS server and the gateway, in that order; when any of them cannot
  * be had, filtered stays 501 with the reason (logged, and shown by `doctor`). Loaded only when a
- * docker provider runs here.
+ * docker provider runs here: in `serve` (rules from the store) and in `worker` (rules the control
+ * plane sent with the spawn and each PUT, kept in the worker's state).
  */
 export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null> {
   const docker = deps.providers.find((p) => p.name === 'docker');
@@ -57,11 +68,7 @@ export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null
     host: prep.gateway,
     port,
     sandboxFor: (address) => egress.sandboxFor(address),
-    rules: async (id): Promise<EgressLists | null> => {
-      const rec = await deps.store.getSandbox(id);
-      if (!rec || rec.network !== 'filtered' || !LIVE.has(rec.state)) return null;
-      return rec.egress ?? { allow: [], deny: [] };
-    },
+    rules: deps.rules,
     ownAddresses,
     ...(deps.resolve ? { resolve: deps.resolve } : {}),
     onVerdict: (v) => {

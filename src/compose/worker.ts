@@ -26,15 +26,20 @@ import { mintWorkerToken } from '../transports/http/worker-auth.js';
 import { buildRpcApp, callsInFlight } from '../transports/worker-rpc/server/app.js';
 import { buildProviders } from './providers.js';
 import { authSettings } from './settings.js';
+import { startWorkerEgress, type WorkerEgress } from './worker-egress.js';
 
 export interface WorkerOptions {
   logger?: Logger;
   clock?: Clock;
   home?: string;
+  /** Name → addresses for the egress gateway (tests); default: its own resolver. */
+  egressResolve?(name: string): Promise<string[]>;
 }
 
 export interface Worker {
   id: string;
+  /** This worker's installation id: the label on the docker objects it makes. */
+  installationId: string;
   /** The advertised RPC URL (its real port once listening), or null when the worker only heartbeats. */
   readonly rpcUrl: string | null;
   controlPlane: string;
@@ -107,10 +112,14 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
   const state: WorkerState = openWorkerState(statePath);
   let app: FastifyInstance | undefined;
   let providers: Provider[] = [];
+  let egress: WorkerEgress | undefined;
   try {
     const installationId = state.getMeta('installation_id') ?? (state.setMeta('installation_id', `wk${randomBytes(4).toString('hex')}`), state.getMeta('installation_id')!);
     const built = await buildProviders(config, installationId, new EventBus(clock), logger);
     providers = built.providers;
+    // Filtered sandboxes (DESIGN §10): this worker's own gateway, with the rules the control plane sends.
+    let sendDenials = () => undefined as void;
+    egress = await startWorkerEgress({ config, providers, state, logger, onDenial: () => sendDenials(), ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}) });
     const byName = new Map(providers.map((p) => [p.name, p]));
     let draining = false;
     const tls = w.rpc_tls;
@@ -144,20 +153,16 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
       return out.sort();
     };
 
-    const heartbeat = async (status?: string) => {
+    /** One call on the control plane: the one that answered last first, the others in turn when it does not. */
+    const onControlPlane = async (what: string, call: (client: Client) => Promise<unknown>) => {
       const c = credentials();
       const token = c.tokens[id] || (c.signing_keys[0] ? mintWorkerToken(c.signing_keys[0], { worker_id: id, aud: AUD_CONTROL_PLANE, scopes: [...WORKER_SCOPES] }, { now: clock.now() }) : c.shared_token);
-      const capacity: Record<string, unknown> = { max_sandboxes: config.defaults.max_sandboxes, max_sandboxes_per_owner: config.defaults.max_sandboxes_per_owner };
-      if (rpcUrl) capacity.rpc_url = rpcUrl;
-      if (w.preview_domain) capacity.preview_domain = w.preview_domain;
-      const body = { hostname: hostname(), status: status ?? (draining ? 'draining' : 'online'), providers: await healthy(), capabilities: CAPABILITIES, capacity };
       const failures: string[] = [];
-      // The control plane that answered last first; the others in turn when it does not.
       for (let i = 0; i < controlPlanes.length; i++) {
         const at = (current + i) % controlPlanes.length;
         const client = new Client({ url: controlPlanes[at]!, worker: { id, token } });
         try {
-          await client.worker.heartbeat(body, { signal: AbortSignal.timeout(10_000) });
+          await call(client);
           current = at;
           return;
         } catch (err) {
@@ -166,7 +171,31 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
           await client.close();
         }
       }
-      throw new Error(`heartbeat failed: ${failures.join('; ')}`);
+      throw new Error(`${what} failed: ${failures.join('; ')}`);
+    };
+
+    const heartbeat = async (status?: string) => {
+      const capacity: Record<string, unknown> = { max_sandboxes: config.defaults.max_sandboxes, max_sandboxes_per_owner: config.defaults.max_sandboxes_per_owner };
+      if (rpcUrl) capacity.rpc_url = rpcUrl;
+      if (w.preview_domain) capacity.preview_domain = w.preview_domain;
+      const capabilities = egress?.capability ? [...CAPABILITIES, egress.capability] : CAPABILITIES;
+      const body = { hostname: hostname(), status: status ?? (draining ? 'draining' : 'online'), providers: await healthy(), capabilities, capacity, ...(egress && (egress.capability || egress.counts().allowed + egress.counts().denied > 0) ? { egress: egress.counts() } : {}) };
+      await onControlPlane('heartbeat', (client) => client.worker.heartbeat(body, { signal: AbortSignal.timeout(10_000) }));
+    };
+
+    // Denials go out within about a second of the first in a quiet spell, in batches; a failed send keeps them queued.
+    let denialTimer: NodeJS.Timeout | undefined;
+    const flushDenials = async () => {
+      denialTimer = undefined;
+      await egress?.flush((body) => onControlPlane('egress events', (client) => client.worker.events(body, { signal: AbortSignal.timeout(10_000) }))).catch((err: unknown) => {
+        logger.warn({ worker_id: id }, (err as Error).message);
+        sendDenials();
+      });
+    };
+    sendDenials = () => {
+      if (denialTimer || stopped) return;
+      denialTimer = setTimeout(() => void flushDenials(), 1000);
+      denialTimer.unref();
     };
 
     let timer: NodeJS.Timeout | undefined;
@@ -191,6 +220,7 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
 
     return {
       id,
+      installationId,
       get rpcUrl() {
         return rpcUrl;
       },
@@ -216,6 +246,7 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
         draining = true;
         stopped = true;
         if (timer) clearTimeout(timer);
+        if (denialTimer) clearTimeout(denialTimer);
         // A worker that served says it is draining; a `--once` run never announced itself as running.
         if (wasRunning) await heartbeat('draining').catch((err: unknown) => logger.warn({ worker_id: id }, (err as Error).message));
         if (app) {
@@ -228,12 +259,16 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
           rpc.server.closeAllConnections();
           await Promise.race([closing, new Promise((r) => setTimeout(r, 5_000).unref())]);
         }
+        // The last denials, then the gateway (its network and host rules stay while filtered containers run).
+        await Promise.race([flushDenials(), new Promise((r) => setTimeout(r, 3_000).unref())]);
+        await egress?.close().catch(() => undefined);
         await Promise.allSettled(providers.map((p) => p.close?.()));
         state.close();
       },
     };
   } catch (err) {
     await app?.close().catch(() => undefined);
+    await egress?.close().catch(() => undefined);
     await Promise.allSettled(providers.map((p) => p.close?.()));
     state.close();
     throw err;

@@ -40,6 +40,12 @@ export const WorkerCapacity = Type.Object({
   preview_domain: Type.Optional(Type.String()),
 });
 
+/** A worker's egress gateway verdicts so far (DESIGN §10), cumulative. */
+export const EgressCounts = Type.Object(
+  { allowed: Type.Integer({ minimum: 0 }), denied: Type.Integer({ minimum: 0 }) },
+  { additionalProperties: false, description: 'sbx extension: verdicts of the worker\'s egress gateway for filtered sandboxes, counted since it first started' },
+);
+
 export const Worker = Type.Object(
   {
     id: Type.String(),
@@ -48,6 +54,7 @@ export const Worker = Type.Object(
     providers: Type.Array(Type.String()),
     capabilities: Type.Array(Type.String()),
     capacity: WorkerCapacity,
+    egress: Type.Optional(EgressCounts),
     last_heartbeat: Timestamp,
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -63,8 +70,28 @@ export const HeartbeatRequest = Type.Object({
   providers: Type.Optional(Type.Array(Type.String())),
   capabilities: Type.Optional(Type.Array(Type.String())),
   capacity: Type.Optional(Type.Partial(WorkerCapacity)),
+  egress: Type.Optional(EgressCounts),
 });
 export type HeartbeatRequest = Static<typeof HeartbeatRequest>;
+
+/** What a worker's gateway denied (DESIGN §10), sent in batches to `POST /api/v1/worker/events`. */
+export const WorkerEvent = Type.Object(
+  {
+    type: Type.Literal('network.denied'),
+    sandbox_id: Type.String({ minLength: 1, maxLength: 128 }),
+    host: Type.String({ maxLength: 512 }),
+    port: Type.Integer({ minimum: 0, maximum: 65535 }),
+    reason: Type.Union(['no_rule', 'deny_rule', 'special_address', 'sni_mismatch', 'dns_failed', 'limit'].map((r) => Type.Literal(r))),
+  },
+  { additionalProperties: false },
+);
+export type WorkerEvent = Static<typeof WorkerEvent>;
+export const WorkerEventsRequest = Type.Object({ events: Type.Array(WorkerEvent, { maxItems: 500 }) }, { additionalProperties: false });
+export type WorkerEventsRequest = Static<typeof WorkerEventsRequest>;
+export const WorkerEventsResponse = Type.Object({
+  accepted: Type.Integer({ description: 'events published' }),
+  rejected: Type.Integer({ description: 'events about sandboxes this worker does not run (dropped)' }),
+});
 
 export const Lease = Type.Object({
   resource_id: Type.String(),

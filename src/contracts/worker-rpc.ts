@@ -46,11 +46,12 @@ export const RPC_METHODS = [
   'worker.volume_create',
   'worker.volume_delete',
   'worker.volume_sizes',
+  'worker.egress_update',
 ] as const;
 export type RpcMethod = (typeof RPC_METHODS)[number];
 
 /** Methods that carry a lease (spec 4.11 table). */
-export const RPC_LEASED: ReadonlySet<RpcMethod> = new Set(['worker.spawn', 'worker.destroy', 'worker.renew_lease']);
+export const RPC_LEASED: ReadonlySet<RpcMethod> = new Set(['worker.spawn', 'worker.destroy', 'worker.renew_lease', 'worker.egress_update']);
 
 /** The worker scope each method needs (DESIGN.md §7). */
 export const RPC_SCOPE: Record<RpcMethod, string> = {
@@ -76,6 +77,8 @@ export const RPC_SCOPE: Record<RpcMethod, string> = {
   'worker.volume_create': 'worker:spawn',
   'worker.volume_delete': 'worker:destroy',
   'worker.volume_sizes': 'worker:status',
+  // A PUT of a filtered sandbox's egress lists (DESIGN §10), leased like a spawn.
+  'worker.egress_update': 'worker:spawn',
 };
 
 /** Request envelope. `params` is checked per method after the envelope itself. */
@@ -113,6 +116,16 @@ const Path = Type.String({ minLength: 1, maxLength: 4096 });
 /** Snapshot and volume names (DESIGN §10). */
 const CatalogName = Type.String({ pattern: '^[a-z0-9][a-z0-9_.-]{0,63}$' });
 
+/** Egress lists of a filtered sandbox (DESIGN §10): the API's limits, rules parsed again by the worker. */
+export const RpcEgressLists = Type.Object(
+  {
+    allow: Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { maxItems: 64 }),
+    deny: Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { maxItems: 64 }),
+  },
+  { additionalProperties: false },
+);
+export type RpcEgressLists = Static<typeof RpcEgressLists>;
+
 export const SpawnParams = Type.Object({
   sandbox_id: Type.String({ minLength: 1, maxLength: 128 }),
   provider: Type.String({ minLength: 1, maxLength: 64 }),
@@ -124,8 +137,10 @@ export const SpawnParams = Type.Object({
   owner_id: Type.Union([Type.String(), Type.Null()]),
   /** With the control plane's `server.preview_auth`: the token the worker's own preview host requires. */
   preview_token: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-  /** DESIGN §10: `none` or `bridge`; absent: the worker provider's default. */
-  network: Type.Optional(Type.Union([Type.Literal('none'), Type.Literal('bridge')])),
+  /** DESIGN §10: `none`, `bridge` or `filtered` (with `egress`); absent: the worker provider's default. */
+  network: Type.Optional(Type.Union([Type.Literal('none'), Type.Literal('bridge'), Type.Literal('filtered')])),
+  /** DESIGN §10: the lists of a `filtered` sandbox (checked again by the worker). */
+  egress: Type.Optional(RpcEgressLists),
   /** DESIGN §10: the snapshot it starts from (`image` is then the snapshot's), made on this worker. */
   snapshot: Type.Optional(CatalogName),
   /** DESIGN §10: volumes of this worker to mount read-write. */
@@ -236,6 +251,8 @@ export type SnapshotResultRpc = Static<typeof SnapshotResultRpc>;
 export const SnapshotDeleteParams = Type.Object({ provider: Target.provider, name: CatalogName, image: Type.String({ minLength: 1, maxLength: 512 }) });
 export const VolumeParams = Type.Object({ provider: Target.provider, name: CatalogName });
 export const VolumeSizesParams = Type.Object({ provider: Target.provider, names: Type.Array(CatalogName, { maxItems: 1000 }) });
+/** `worker.egress_update`: the new lists of a filtered sandbox this worker runs (a PUT …/egress). */
+export const EgressUpdateParams = Type.Object({ ...Target, egress: RpcEgressLists });
 export const VolumeSizesResult = Type.Object({ sizes: Type.Record(Type.String(), Type.Union([Type.Integer({ minimum: 0 }), Type.Null()])) });
 
 export const RPC_PARAMS = {
@@ -260,6 +277,7 @@ export const RPC_PARAMS = {
   'worker.volume_create': VolumeParams,
   'worker.volume_delete': VolumeParams,
   'worker.volume_sizes': VolumeSizesParams,
+  'worker.egress_update': EgressUpdateParams,
 } as const;
 
 /** HTTP status of each RPC error code (DESIGN.md §7): `timeout` is 504 here, not the API's 408. */

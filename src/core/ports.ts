@@ -116,9 +116,17 @@ export interface WorkerRecord {
   providers: string[];
   capabilities: string[];
   capacity: WorkerCapacity;
+  /** Its egress gateway's verdicts so far (DESIGN §10), as its last heartbeat counted them. */
+  egress?: EgressCounts;
   last_heartbeat: string;
   created_at: string;
   updated_at: string;
+}
+
+/** Egress verdicts counted by a gateway since it was first started (cumulative, kept across restarts). */
+export interface EgressCounts {
+  allowed: number;
+  denied: number;
 }
 
 export interface LeaseRecord {

@@ -3,7 +3,7 @@
  * workers). Every method is asynchronous and takes an AbortSignal; exec streams as an
  * AsyncIterable of events. Re-exported by ports.ts, the one import site for every port.
  */
-
+import type { EgressLists } from './network/rules.js';
 
 export interface SpawnSpec {
   sandbox_id: string;
@@ -16,6 +16,8 @@ export interface SpawnSpec {
   preview_token?: string;
   /** `none`, `bridge` or `filtered` when the spawn asked for one; absent: the provider's default. */
   network?: 'none' | 'bridge' | 'filtered';
+  /** A filtered spawn's lists (canonical). A local provider's gateway reads them from the store; a worker gets them here. */
+  egress?: EgressLists;
   /**
    * Start from this snapshot (DESIGN.md §10): its name; `image` is then the snapshot's image as
    * the provider's `snapshot` returned it.
@@ -208,11 +210,18 @@ export interface ProviderEgress {
   changed(sandboxId: string): void;
 }
 
+/** A provider whose runtimes enforce their egress rules elsewhere (a remote worker): a PUT's lists are sent there. */
+export interface RemoteEgress {
+  update(runtimeId: string, lists: EgressLists, signal?: AbortSignal): Promise<void>;
+}
+
 export interface Provider {
   readonly name: string;
   readonly capabilities: readonly string[];
   /** Egress enforcement for `filtered` (DESIGN.md §10); absent: the provider cannot enforce it (501). */
   readonly egress?: ProviderEgress;
+  /** Present on a remote worker's provider: where a filtered sandbox's new lists go (DESIGN.md §10). */
+  readonly remoteEgress?: RemoteEgress;
   /** Public, redacted settings for the provider detail (`runtime`, `network_mode`, …). */
   config(): Record<string, unknown>;
   health(signal?: AbortSignal): Promise<ProviderHealth>;

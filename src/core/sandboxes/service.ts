@@ -289,7 +289,14 @@ export class SandboxService {
     if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     const updated = await this.deps.store.updateSandbox(id, { egress: lists, updated_at: this.deps.clock.now().toISOString() });
     if (!updated || GONE.has(updated.state)) throw notFound(`sandbox ${id} not found`);
-    if (this.deps.locator.isLocal(updated) && this.deps.providers.has(updated.provider)) this.deps.providers.get(updated.provider).egress?.changed(id);
+    if (this.deps.locator.isLocal(updated)) {
+      if (this.deps.providers.has(updated.provider)) this.deps.providers.get(updated.provider).egress?.changed(id);
+    } else if (updated.runtime_id) {
+      // A remote sandbox's gateway is its worker's: the lists go there (the store has them already,
+      // so a worker that misses this call gets them again with the next PUT; an error says so).
+      const remote = await this.deps.locator.provider(updated);
+      await remote.remoteEgress?.update(updated.runtime_id, lists, AbortSignal.timeout(30_000));
+    }
     return updated;
   }
 

@@ -22,7 +22,12 @@ export async function createSandbox(deps: SandboxDeps, req: ResolvedSpawn, signa
   } catch (err) {
     // The chosen worker did not answer (it is now skipped): placed once more, elsewhere.
     if (!(isSbxError(err) && SILENT.has(err))) throw err;
-    return createOn(deps, req, signal, ticket);
+    try {
+      return await createOn(deps, req, signal, ticket);
+    } catch (again) {
+      // No other worker can take it at all (a filtered spawn's only enforcer was the silent one): its failure says why.
+      throw isSbxError(again) && again.code === 'not_implemented' ? err : again;
+    }
   }
 }
 
@@ -33,9 +38,15 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
   // Pool sandboxes live in this node's shared runtimes (spec 4.2: workspace scoping is local only).
   const target: Awaited<ReturnType<typeof locator.place>> = deps.settings.pool.enabled
     ? { local: true, worker_id: deps.settings.worker_id }
-    : await locator.place({ provider: req.provider, owner_id: req.owner_id, ...(req.worker !== null ? { worker_id: req.worker } : {}) });
+    : await locator.place({
+        provider: req.provider,
+        owner_id: req.owner_id,
+        ...(req.worker !== null ? { worker_id: req.worker } : {}),
+        // Filtered sandboxes go where a gateway enforces their rules: this node or a worker that says it can.
+        ...(req.network === 'filtered' ? { capability: `egress:${req.provider}` } : {}),
+      });
   // Egress rules (DESIGN.md §10) are enforced only by a provider of this node that says it can, now.
-  if (req.network === 'filtered') refuseUnfiltered(deps, req, target.local);
+  if (req.network === 'filtered' && target.local) refuseUnfiltered(deps, req);
   // A warm runtime of this shape (DESIGN.md §11) answers without a provider start; else room is made for a cold one.
   // Filtered sandboxes are never warm: their rules must exist before their first packet.
   const warm = target.local && !deps.settings.pool.enabled && req.network !== 'filtered' ? await deps.warm?.claim(req) : null;
@@ -73,6 +84,7 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
           owner_id: req.owner_id,
           ...(previewToken ? { preview_token: previewToken } : {}),
           ...(req.network ? { network: req.network } : {}),
+          ...(req.egress ? { egress: req.egress } : {}),
           ...(req.snapshot !== null ? { snapshot: req.snapshot } : {}),
           ...(req.volumes.length > 0 ? { volumes: req.volumes } : {}),
         },
@@ -131,12 +143,12 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
 }
 
 /**
- * A filtered spawn on a provider that cannot enforce it here → 501 with the reason, before any
- * runtime exists: remote workers (worker.spawn carries no rules yet), providers without egress
- * enforcement (proot, mock, custom-http, hosted, firecracker, pool), docker where its conditions fail.
+ * A filtered spawn on a provider of this node that cannot enforce it → 501 with the reason, before
+ * any runtime exists: providers without egress enforcement (proot, mock, custom-http, hosted,
+ * firecracker, pool), docker where its conditions fail. (Placement already chose only capable
+ * workers; a worker checks again on its side.)
  */
-function refuseUnfiltered(deps: SandboxDeps, req: ResolvedSpawn, local: boolean): void {
-  if (!local) throw new SbxError('not_implemented', `network "filtered" is not available on remote workers yet: provider ${req.provider} runs only on a worker here`);
+function refuseUnfiltered(deps: SandboxDeps, req: ResolvedSpawn): void {
   const egress = deps.providers.get(req.provider).egress;
   if (!egress) throw new SbxError('not_implemented', `network "filtered" needs a provider that enforces egress rules (docker); provider ${req.provider} cannot`);
   const why = egress.unavailable();

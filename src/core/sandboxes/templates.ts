@@ -93,14 +93,15 @@ export class TemplateService {
 
   /**
    * A template must not promise what its spawns cannot get (DESIGN.md §10): `filtered` on a
-   * provider that cannot enforce egress rules at all (proot, mock, custom-http, hosted, a provider
-   * only remote workers run) → 501. A docker provider whose conditions fail now is accepted: its
-   * spawns answer 501 with the reason until they hold.
+   * provider of this node that cannot enforce egress rules at all (proot, mock, custom-http,
+   * hosted) → 501. A docker provider whose conditions fail now is accepted: its spawns answer 501
+   * with the reason until they hold. A provider only workers run is accepted too: a spawn goes to a
+   * worker that advertises enforcement, or answers 501.
    */
   private refuseUnenforceable(provider: string | undefined): void {
     const { providers } = this.sandboxes.deps;
     const name = provider ?? providers.defaultProviderName;
-    if (!providers.has(name)) throw new SbxError('not_implemented', `network "filtered" is not available on remote workers yet: provider ${name} runs only on a worker here`);
+    if (!providers.has(name)) return;
     if (!providers.get(name).egress) throw new SbxError('not_implemented', `network "filtered" needs a provider that enforces egress rules (docker); provider ${name} cannot`);
   }
 

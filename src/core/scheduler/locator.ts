@@ -172,6 +172,7 @@ export class RuntimeLocator {
       candidates = candidates.filter((w) => w.id === pinned);
       if (candidates.length === 0) throw unavailable(`worker ${pinned}, which keeps the snapshot or volumes this sandbox needs, is not available`);
     }
+    if (req.capability !== undefined) candidates = this.capable(candidates, req);
     const choice = place(req, {
       workers: candidates,
       local_id: this.deps.workerId,
@@ -189,6 +190,27 @@ export class RuntimeLocator {
     const why = this.deps.remote ? this.deps.remote.unreachableReason(worker) : 'this server has no worker RPC client';
     if (why !== null) throw new SbxError('remote_worker_rpc_unavailable', why);
     return { local: false, worker };
+  }
+
+  /**
+   * The candidates that can take a spawn needing `req.capability` (a filtered spawn: DESIGN §10):
+   * this node when its provider enforces egress now, a worker when it advertises the capability.
+   * None → 501 with why this node cannot (or that no worker can), before any runtime exists.
+   */
+  private capable(candidates: WorkerRecord[], req: PlacementRequest): WorkerRecord[] {
+    const cap = req.capability!;
+    let localWhy: string | null = null;
+    const out = candidates.filter((w) => {
+      if (w.id !== this.deps.workerId) return w.capabilities.includes(cap);
+      if (!this.deps.providers.has(req.provider)) return false;
+      const egress = this.deps.providers.get(req.provider).egress;
+      const why = egress ? egress.unavailable() : null;
+      if (!egress) localWhy = `network "filtered" needs a provider that enforces egress rules (docker); provider ${req.provider} cannot`;
+      else if (why !== null) localWhy = `network "filtered" is not available here: ${why}`;
+      return localWhy === null;
+    });
+    if (out.length > 0) return out;
+    throw new SbxError('not_implemented', localWhy ?? `network "filtered" is not available: no worker running provider ${req.provider} enforces egress rules`);
   }
 
   private localRow(now: Date): WorkerRecord {

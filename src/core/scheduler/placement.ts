@@ -12,6 +12,8 @@ export interface PlacementRequest {
   owner_id: string | null;
   /** Only this worker may take it (it keeps the snapshot or volumes the spawn needs). */
   worker_id?: string;
+  /** A capability the worker must advertise: `egress:<provider>` for a filtered spawn (DESIGN §10). */
+  capability?: string;
 }
 
 export interface PlacementInput {

@@ -3,12 +3,18 @@
  * fencing) and which runtime serves which sandbox, so a restarted worker keeps serving the runtimes
  * it had. The worker never sees the control plane's database.
  */
+import type { EgressLists } from '../network/rules.js';
+
 export interface WorkerRuntime {
   sandbox_id: string;
   provider: string;
   runtime_id: string;
   /** The token this worker's own preview host requires for the sandbox (null = open). */
   preview_token?: string | null;
+  /** `filtered` for a sandbox whose egress this worker's gateway enforces (DESIGN §10); else null. */
+  network?: string | null;
+  /** The egress lists of a filtered sandbox, canonical (the control plane's, parsed again here). */
+  egress?: EgressLists | null;
 }
 
 export interface WorkerState {
@@ -24,6 +30,8 @@ export interface WorkerState {
   putRuntime(rt: WorkerRuntime): void;
   getRuntime(sandboxId: string): WorkerRuntime | null;
   deleteRuntime(sandboxId: string): void;
+  /** Replaces a runtime's egress lists (a PUT …/egress); false when this worker has no such runtime. */
+  setEgress(sandboxId: string, lists: EgressLists): boolean;
   listRuntimes(): WorkerRuntime[];
   close(): void;
 }

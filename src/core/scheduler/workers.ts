@@ -1,7 +1,9 @@
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
-import type { Clock, WorkerCapacity, WorkerRecord, WorkerStore } from '../ports.js';
+import type { EventBus } from '../events/bus.js';
+import type { Clock, EgressCounts, SandboxStore, WorkerCapacity, WorkerRecord, WorkerStore } from '../ports.js';
 import type { RuntimeLocator } from './locator.js';
 import type { RemoteWorkers } from './remote-port.js';
+import { publishWorkerEvents, type WorkerDenial } from './worker-events.js';
 
 export const STALE_AFTER_MS = 2 * 60_000;
 
@@ -11,6 +13,8 @@ export interface HeartbeatInput {
   providers?: string[];
   capabilities?: string[];
   capacity?: Partial<WorkerCapacity>;
+  /** Its egress gateway's cumulative verdicts (DESIGN §10). */
+  egress?: EgressCounts;
 }
 
 /** The worker registry (spec 2.9, 4.6). In single-node mode this process is the worker `local`. */
@@ -18,7 +22,14 @@ export class WorkerService {
   constructor(
     private readonly store: WorkerStore,
     private readonly clock: Clock,
-    private readonly opts: { locator?: RuntimeLocator; remote?: RemoteWorkers } = {},
+    private readonly opts: {
+      locator?: RuntimeLocator;
+      remote?: RemoteWorkers;
+      /** The verdicts a worker's gateway made since its previous heartbeat (for sbx_egress_connections_total). */
+      onEgress?(delta: EgressCounts): void;
+      /** Where a worker's reported events go (`POST /api/v1/worker/events`). */
+      events?: { store: Pick<SandboxStore, 'getSandbox'>; bus: EventBus };
+    } = {},
   ) {}
 
   async heartbeat(id: string, input: HeartbeatInput): Promise<WorkerRecord> {
@@ -35,6 +46,7 @@ export class WorkerService {
     const preview = input.capacity?.preview_domain ?? prev?.capacity.preview_domain;
     if (rpcUrl) capacity.rpc_url = rpcUrl;
     if (preview) capacity.preview_domain = preview;
+    const egress = input.egress ?? prev?.egress;
     const saved = await this.store.upsertWorker({
       id,
       hostname: input.hostname,
@@ -42,12 +54,26 @@ export class WorkerService {
       providers: input.providers ?? prev?.providers ?? [],
       capabilities: input.capabilities ?? prev?.capabilities ?? [],
       capacity,
+      ...(egress ? { egress } : {}),
       last_heartbeat: now,
       updated_at: now,
     });
+    // The counts since the one stored (whichever replica took it); counts that went down started over.
+    if (input.egress && this.opts.onEgress) {
+      const before = prev?.egress ?? { allowed: 0, denied: 0 };
+      const since = (now: number, then: number) => (now >= then ? now - then : now);
+      const delta = { allowed: since(input.egress.allowed, before.allowed), denied: since(input.egress.denied, before.denied) };
+      if (delta.allowed > 0 || delta.denied > 0) this.opts.onEgress(delta);
+    }
     // Placement reads the registry at most once a second; a worker that joined or changed shows at once.
     if (!prev || placementView(prev) !== placementView(saved)) this.opts.locator?.forgetWorkers();
     return saved;
+  }
+
+  /** A worker's batch of events about its own sandboxes (DESIGN §10); others' are dropped and counted. */
+  reportEvents(workerId: string, events: readonly WorkerDenial[]): Promise<{ accepted: number; rejected: number }> {
+    if (!this.opts.events) throw new SbxError('not_implemented', 'this control plane takes no worker events');
+    return publishWorkerEvents(this.opts.events, workerId, events);
   }
 
   list(): Promise<WorkerRecord[]> {

@@ -7,6 +7,7 @@ import { badRequest } from '../../../core/errors.js';
 import type { EgressLists } from '../../../core/network/rules.js';
 import type {
   AuditRecord,
+  EgressCounts,
   LeaseRecord,
   LeaseResult,
   QuotaRecord,
@@ -206,7 +207,8 @@ export function quotaFromRow(r: Row): QuotaRecord {
 export function workerValues(rec: Omit<WorkerRecord, 'created_at'> & { created_at?: string }): unknown[] {
   return [
     rec.id, rec.hostname, rec.status, JSON.stringify(rec.providers ?? []), JSON.stringify(rec.capabilities ?? []),
-    JSON.stringify(rec.capacity ?? {}), rec.last_heartbeat, rec.created_at ?? rec.updated_at, rec.updated_at,
+    // The egress counters ride in the capacity column (JSON): no schema change for a telemetry pair.
+    JSON.stringify({ ...(rec.capacity ?? {}), ...(rec.egress ? { egress: rec.egress } : {}) }), rec.last_heartbeat, rec.created_at ?? rec.updated_at, rec.updated_at,
   ];
 }
 
@@ -217,11 +219,17 @@ export function workerFromRow(r: Row): WorkerRecord {
     status: str(r.status),
     providers: json<string[]>(r.providers, []),
     capabilities: json<string[]>(r.capabilities, []),
-    capacity: json<WorkerCapacity>(r.capacity, { max_sandboxes: 0, max_sandboxes_per_owner: 0 }),
+    ...capacityAndEgress(json<WorkerCapacity & { egress?: EgressCounts }>(r.capacity, { max_sandboxes: 0, max_sandboxes_per_owner: 0 })),
     last_heartbeat: str(r.last_heartbeat),
     created_at: str(r.created_at),
     updated_at: str(r.updated_at),
   };
+}
+
+function capacityAndEgress(stored: WorkerCapacity & { egress?: EgressCounts }): Pick<WorkerRecord, 'capacity' | 'egress'> {
+  const { egress, ...capacity } = stored;
+  const ok = egress && Number.isSafeInteger(egress.allowed) && Number.isSafeInteger(egress.denied);
+  return ok ? { capacity, egress: { allowed: egress.allowed, denied: egress.denied } } : { capacity };
 }
 
 export function leaseFromRow(r: Row): LeaseRecord {

@@ -5,7 +5,10 @@
 import { chmodSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import type { EgressLists } from '../../../core/network/rules.js';
 import type { WorkerRuntime, WorkerState } from '../../../core/scheduler/worker-state-port.js';
+
+type Row = Omit<WorkerRuntime, 'egress'> & { egress: string | null };
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -24,6 +27,8 @@ export function openWorkerState(path: string): WorkerState {
     // Added after the first release of the file: older state files get the column.
     const cols = db.prepare<[], { name: string }>('PRAGMA table_info(runtimes)').all();
     if (!cols.some((c) => c.name === 'preview_token')) db.exec('ALTER TABLE runtimes ADD COLUMN preview_token TEXT');
+    if (!cols.some((c) => c.name === 'network')) db.exec('ALTER TABLE runtimes ADD COLUMN network TEXT');
+    if (!cols.some((c) => c.name === 'egress')) db.exec('ALTER TABLE runtimes ADD COLUMN egress TEXT');
   } catch (err) {
     db.close();
     throw err;
@@ -37,9 +42,10 @@ export function openWorkerState(path: string): WorkerState {
       'INSERT INTO lease_generations (resource_id, generation) VALUES (?, ?) ON CONFLICT(resource_id) DO UPDATE SET generation = excluded.generation WHERE excluded.generation >= lease_generations.generation',
     ),
     put: db.prepare(
-      'INSERT INTO runtimes (sandbox_id, provider, runtime_id, preview_token) VALUES (?, ?, ?, ?) ON CONFLICT(sandbox_id) DO UPDATE SET provider = excluded.provider, runtime_id = excluded.runtime_id, preview_token = excluded.preview_token',
+      'INSERT INTO runtimes (sandbox_id, provider, runtime_id, preview_token, network, egress) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(sandbox_id) DO UPDATE SET provider = excluded.provider, runtime_id = excluded.runtime_id, preview_token = excluded.preview_token, network = excluded.network, egress = excluded.egress',
     ),
-    get: db.prepare<[string], WorkerRuntime>('SELECT sandbox_id, provider, runtime_id, preview_token FROM runtimes WHERE sandbox_id = ?'),
+    get: db.prepare<[string], Row>('SELECT sandbox_id, provider, runtime_id, preview_token, network, egress FROM runtimes WHERE sandbox_id = ?'),
+    setEgress: db.prepare('UPDATE runtimes SET egress = ? WHERE sandbox_id = ?'),
     del: db.prepare('DELETE FROM runtimes WHERE sandbox_id = ?'),
     list: db.prepare<[], WorkerRuntime>('SELECT sandbox_id, provider, runtime_id FROM runtimes ORDER BY sandbox_id'),
   };
@@ -48,8 +54,12 @@ export function openWorkerState(path: string): WorkerState {
     setMeta: (key, value) => void q.setMeta.run(key, value),
     generation: (id) => q.gen.get(id)?.generation ?? null,
     observeGeneration: (id, generation) => q.observe.run(id, generation).changes > 0,
-    putRuntime: (rt) => void q.put.run(rt.sandbox_id, rt.provider, rt.runtime_id, rt.preview_token ?? null),
-    getRuntime: (id) => q.get.get(id) ?? null,
+    putRuntime: (rt) => void q.put.run(rt.sandbox_id, rt.provider, rt.runtime_id, rt.preview_token ?? null, rt.network ?? null, rt.egress ? JSON.stringify(rt.egress) : null),
+    getRuntime: (id) => {
+      const r = q.get.get(id);
+      return r ? { ...r, egress: r.egress ? (JSON.parse(r.egress) as EgressLists) : null } : null;
+    },
+    setEgress: (id, lists) => q.setEgress.run(JSON.stringify(lists), id).changes > 0,
     deleteRuntime: (id) => void q.del.run(id),
     listRuntimes: () => q.list.all(),
     close: () => db.close(),

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { LeaseRenewRequest, LeaseRenewResponse, type LeaseRenewRequest as RenewBody } from '../../../contracts/admin.js';
 import { ErrorBody } from '../../../contracts/common.js';
-import { HeartbeatRequest, Worker, type HeartbeatRequest as HeartbeatBody } from '../../../contracts/system.js';
+import { HeartbeatRequest, Worker, WorkerEventsRequest, WorkerEventsResponse, type HeartbeatRequest as HeartbeatBody, type WorkerEventsRequest as EventsBody } from '../../../contracts/system.js';
 import { hasWorkerScope, type WorkerScope } from '../../../core/auth/worker-claims.js';
 import { parseDuration } from '../../../core/duration.js';
 import { SbxError, badRequest, conflict, notFound } from '../../../core/errors.js';
@@ -37,6 +37,13 @@ export function workerFacingRoutes(app: FastifyInstance, deps: HttpDeps): void {
       const id = workerWith(request, 'worker:heartbeat');
       return presentWorker(await deps.workers.heartbeat(id, request.body), STALE_AFTER_MS, deps.clock.now());
     },
+  );
+
+  // DESIGN §10: the denials of a worker's egress gateway, in batches; the worker is the credential's.
+  app.post<{ Body: EventsBody }>(
+    '/api/v1/worker/events',
+    { schema: { tags, summary: 'Report events about this worker\'s sandboxes: egress denials (worker credentials)', body: WorkerEventsRequest, response: { 200: WorkerEventsResponse, ...errors } } },
+    async (request) => deps.workers.reportEvents(workerWith(request, 'worker:heartbeat'), request.body.events),
   );
 
   app.post<{ Params: { workerID: string; resourceID: string }; Body: RenewBody }>(

@@ -70,10 +70,15 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     config: () => ({ runtime: 'remote', worker_id: w.id }),
     health: () => Promise.reject(new SbxError('not_implemented', 'the health of a remote provider is its worker heartbeat')),
 
+    // DESIGN.md §10: a filtered sandbox's new lists go to the worker whose gateway enforces them.
+    remoteEgress: {
+      async update(runtimeId, lists, signal) {
+        await call('worker.egress_update', { ...at(runtimeId), egress: { allow: lists.allow, deny: lists.deny } }, signal, await lease());
+      },
+    },
+
     async spawn(spec, signal) {
-      // DESIGN.md §10: worker.spawn does not carry egress rules yet, so a worker could not enforce them.
-      if (spec.network === 'filtered') throw new SbxError('not_implemented', 'network "filtered" is not available on remote workers yet: spawn it on the control plane\'s own docker provider');
-      const params = { sandbox_id: spec.sandbox_id, provider: target.provider, image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, ttl: target.ttl ?? '', metadata: spec.metadata, owner_id: spec.owner_id, ...(spec.preview_token ? { preview_token: spec.preview_token } : {}), ...(spec.network ? { network: spec.network } : {}), ...(spec.snapshot ? { snapshot: spec.snapshot } : {}), ...(spec.volumes?.length ? { volumes: spec.volumes } : {}) };
+      const params = { sandbox_id: spec.sandbox_id, provider: target.provider, image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, ttl: target.ttl ?? '', metadata: spec.metadata, owner_id: spec.owner_id, ...(spec.preview_token ? { preview_token: spec.preview_token } : {}), ...(spec.network ? { network: spec.network } : {}), ...(spec.network === 'filtered' ? { egress: spec.egress ?? { allow: [], deny: [] } } : {}), ...(spec.snapshot ? { snapshot: spec.snapshot } : {}), ...(spec.volumes?.length ? { volumes: spec.volumes } : {}) };
       const r = await call<SpawnResult>('worker.spawn', params, signal, await lease());
       if (!r || typeof r.runtime_id !== 'string' || r.runtime_id === '') throw rpc.invalid(w);
       return { runtime_id: r.runtime_id, ...(typeof r.network === 'string' && r.network !== '' ? { network: r.network } : {}) };

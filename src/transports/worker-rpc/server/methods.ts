@@ -6,7 +6,8 @@
 import type { Static } from '@sinclair/typebox';
 import type * as C from '../../../contracts/worker-rpc.js';
 import { formatDuration } from '../../../core/duration.js';
-import { notFound, SbxError, unavailable } from '../../../core/errors.js';
+import { badRequest, notFound, SbxError, unavailable } from '../../../core/errors.js';
+import { parseEgress } from '../../../core/network/rules.js';
 import type { ExecSpec, Provider } from '../../../core/ports.js';
 import { sandboxPath } from '../../../core/sandboxes/paths.js';
 import type { ExecItem } from '../../../core/sandboxes/exec.js';
@@ -39,6 +40,13 @@ export function runtimeOf(deps: RpcServerDeps, t: Target): Provider {
   return provider;
 }
 
+/** A filtered spawn on a provider of this worker that cannot enforce egress rules now → 501 with why. */
+function refuseUnfiltered(deps: RpcServerDeps, provider: Provider): void {
+  if (!provider.egress) throw new SbxError('not_implemented', `network "filtered" needs a provider that enforces egress rules (docker); provider ${provider.name} on worker ${deps.workerId} cannot`);
+  const why = provider.egress.unavailable();
+  if (why !== null) throw new SbxError('not_implemented', `network "filtered" is not available on worker ${deps.workerId}: ${why}`);
+}
+
 /** The exec spec of `worker.exec`/`exec_stream` params. */
 export function execSpec(p: Static<typeof C.ExecParams>): ExecSpec {
   const spec: ExecSpec = { command: p.command, args: p.args, mode: p.mode, env: p.env };
@@ -62,6 +70,10 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       checkLease(call.lease, s.sandbox_id, deps);
       if (deps.draining()) throw unavailable(`worker ${deps.workerId} is draining and takes no new sandboxes`);
       const provider = providerNamed(deps, s.provider);
+      // Egress rules (DESIGN §10) are parsed again here: the worker enforces only what it understood.
+      const egress = s.network === 'filtered' ? parseEgress(s.egress ?? { allow: [], deny: [] }) : null;
+      if (s.egress && s.network !== 'filtered') throw badRequest('egress rules need network "filtered"');
+      if (s.network === 'filtered') refuseUnfiltered(deps, provider);
       const known = deps.state.getRuntime(s.sandbox_id);
       // A retried spawn of the same sandbox answers the runtime it already has.
       if (known && known.provider === s.provider) return { sandbox_id: s.sandbox_id, runtime_id: known.runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
@@ -79,7 +91,7 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
         },
         signal,
       );
-      deps.state.putRuntime({ sandbox_id: s.sandbox_id, provider: s.provider, runtime_id, preview_token: s.preview_token ?? null });
+      deps.state.putRuntime({ sandbox_id: s.sandbox_id, provider: s.provider, runtime_id, preview_token: s.preview_token ?? null, network: s.network === 'filtered' ? 'filtered' : null, egress });
       return { sandbox_id: s.sandbox_id, runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId, ...(network ? { network } : {}) };
     }
     case 'worker.destroy': {
@@ -145,6 +157,17 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       const v = p as { provider: string; names: string[] };
       const provider = providerNamed(deps, v.provider);
       return { sizes: provider.volumeSizes ? await provider.volumeSizes(v.names, signal) : {} };
+    }
+    case 'worker.egress_update': {
+      const e = p as Target & { egress: unknown };
+      checkLease(call.lease, e.sandbox_id, deps);
+      const provider = runtimeOf(deps, e);
+      const lists = parseEgress(e.egress);
+      if (deps.state.getRuntime(e.sandbox_id)?.network !== 'filtered') throw new SbxError('conflict', `sandbox ${e.sandbox_id} is not filtered on worker ${deps.workerId}`);
+      deps.state.setEgress(e.sandbox_id, lists);
+      // The gateway forgets its cached lists and closes what the new ones no longer allow.
+      provider.egress?.changed(e.sandbox_id);
+      return { egress: lists };
     }
     case 'worker.file_write': {
       const f = p as Static<typeof C.FileWriteParams>;

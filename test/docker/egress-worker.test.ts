@@ -64,6 +64,12 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
   let upstream: ChildProcess | undefined;
   let id: string;
   let pid: number;
+  let workerConfig: Awaited<ReturnType<typeof loadConfig>>['config'];
+  const startWorker = async () => {
+    const w = await createWorker(workerConfig, { home: dir, logger: pino({ level: 'silent' }), egressResolve: async (name) => NAMES[name] ?? [] });
+    await w.start();
+    return w;
+  };
 
   const exec = async (command: string) => (await call(cp.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, timeout: '30s' })).body as { exit_code: number; stdout: string; stderr: string };
 
@@ -98,8 +104,8 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
         logging: { level: 'silent' },
       } as never,
     });
-    worker = await createWorker(config, { home: dir, logger: pino({ level: 'silent' }), egressResolve: async (name) => NAMES[name] ?? [] });
-    await worker.start();
+    workerConfig = config;
+    worker = await startWorker();
   }, 120_000);
 
   afterAll(async () => {
@@ -154,6 +160,13 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
     expect(put.body.egress).toEqual({ allow: ['other.test'], deny: [] });
     expect((await exec('wget -q -O - http://other.test/now')).stdout).toBe('upstream other.test /now');
     expect((await exec('wget -q -O - http://up.test/now 2>&1')).exit_code).not.toBe(0);
+  });
+
+  it('a restarted worker keeps enforcing the rules it was sent (its state), on the same network', async () => {
+    await worker.stop();
+    worker = await startWorker();
+    expect((await exec('wget -q -O - http://other.test/again')).stdout).toBe('upstream other.test /again');
+    expect((await exec('wget -q -O - http://up.test/again 2>&1')).exit_code).not.toBe(0);
   });
 
   it('the worker\'s verdict counts arrive with its heartbeat: the worker object and the metrics', async () => {

@@ -7,7 +7,7 @@
 import type { SbxEvent, SpawnRequest } from '../../../client/browser.js';
 import { api, errText, forgetKey, isUnauthorized, onUnauthorized, setKey, type ShownSandbox } from './api.js';
 import { debounce, h, jsonTable, main, nav, say, when } from './dom.js';
-import { events, leaveView, onEvent, runEvents, stopEvents } from './live.js';
+import { events, leaveView, onEvent, onLeave, runEvents, stopEvents } from './live.js';
 import { sandboxView } from './sandbox-view.js';
 
 // ---------------------------------------------------------------------------------------- login
@@ -137,6 +137,7 @@ async function sandboxesView(): Promise<void> {
     ),
   );
   const reload = debounce(load, 150);
+  onLeave(reload.cancel);
   onEvent((e) => {
     if (e.type.startsWith('sandbox.')) reload();
   });

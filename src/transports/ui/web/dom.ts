@@ -25,12 +25,14 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Record<s
 export const when = (iso: string | undefined): string => (iso ? new Date(iso).toLocaleString() : '');
 export const size = (n: number): string => (n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
 
-export function debounce(fn: () => void, ms: number): () => void {
+/** `fn` once calls stop coming for `ms`; `cancel()` drops a pending call (a view that went away). */
+export function debounce(fn: () => void, ms: number): (() => void) & { cancel(): void } {
   let t: ReturnType<typeof setTimeout> | undefined;
-  return () => {
+  const call = () => {
     clearTimeout(t);
     t = setTimeout(fn, ms);
   };
+  return Object.assign(call, { cancel: () => clearTimeout(t) });
 }
 
 /** A generic table of JSON objects: the keys of the first row become the columns. */

@@ -5,8 +5,11 @@ import { debounce, h, main, say, size, when } from './dom.js';
 import { onEvent, onLeave } from './live.js';
 
 export async function sandboxView(id: string): Promise<void> {
+  // Once destroyed (here or elsewhere) the view asks nothing more about the sandbox.
+  let gone = false;
   const info = h('dl', { class: 'row' });
   const showInfo = async () => {
+    if (gone) return;
     try {
       const s: ShownSandbox = await api().get(id);
       const pairs: Array<[string, string]> = [
@@ -27,9 +30,15 @@ export async function sandboxView(id: string): Promise<void> {
   const files = filesCard(id);
   const logs = logsCard(id);
   const procs = processesCard(id);
+  // Destroy waits for the view's first reads, so none of them lands after the sandbox is gone.
+  const destroy = destroyButton(id, (pending) => {
+    gone = pending;
+    if (pending) refresh.cancel();
+  });
+  destroy.disabled = true;
   main.replaceChildren(
     h('p', {}, h('a', { href: '#/sandboxes' }, '← all sandboxes')),
-    h('section', { class: 'card' }, h('h2', {}, 'Sandbox ', h('code', { id: 'sandbox-id' }, id)), info, h('div', { class: 'row' }, snapshotButton(id), destroyButton(id))),
+    h('section', { class: 'card' }, h('h2', {}, 'Sandbox ', h('code', { id: 'sandbox-id' }, id)), info, h('div', { class: 'row' }, snapshotButton(id), destroy)),
     execCard(id),
     terminalCard(id),
     files.card,
@@ -37,10 +46,17 @@ export async function sandboxView(id: string): Promise<void> {
     procs.card,
   );
   const refresh = debounce(() => void showInfo(), 150);
+  onLeave(refresh.cancel);
   onEvent((e) => {
-    if (e.sandbox_id === id) refresh();
+    if (e.sandbox_id !== id) return;
+    if (e.type === 'sandbox.destroyed') {
+      gone = true;
+      refresh.cancel();
+      info.querySelector('[data-field="state"]')?.replaceChildren('destroyed');
+    } else refresh();
   });
   await Promise.all([showInfo(), files.load(), logs.load(), procs.load()]);
+  destroy.disabled = false;
 }
 
 /** Exec console: the client's streamed exec, output shown as it comes, then the exit record. */
@@ -251,14 +267,17 @@ function processesCard(id: string): { card: HTMLElement; load: () => Promise<voi
   return { card: h('section', { class: 'card' }, h('h2', {}, 'Background processes ', h('button', { type: 'button', onclick: () => void load() }, 'Refresh')), h('div', { class: 'table-wrap' }, table)), load };
 }
 
-function destroyButton(id: string): HTMLElement {
+/** `destroying(true)` as the request leaves, `destroying(false)` when it failed. */
+function destroyButton(id: string, destroying: (pending: boolean) => void): HTMLButtonElement {
   const onclick = async () => {
     if (!confirm(`Destroy sandbox ${id}?`)) return;
+    destroying(true);
     try {
       await api().destroy(id);
       say(`destroyed ${id}`);
       location.hash = '#/sandboxes';
     } catch (e) {
+      destroying(false);
       say(`destroy failed: ${errText(e)}`, true);
     }
   };

@@ -6,6 +6,7 @@
  *   for await (const chunk of sbx.execStream(box.id, { command: 'ls', mode: 'argv' })) …
  */
 import { SbxError } from '../contracts/errors.js';
+import { bytesToBase64 } from './base64.js';
 import { eventStream, type EventStreamOptions } from './events.js';
 import { type ExecSession, type ExecWsInput, type ExecWsOptions, openExecSession } from './exec-ws.js';
 import { FilesApi } from './files.js';
@@ -46,7 +47,7 @@ function execBody(input: ExecInput, stream: boolean): ExecRequest {
       body.stdin = stdin;
       body.stdin_encoding = 'utf8';
     } else {
-      body.stdin = Buffer.from(stdin.buffer, stdin.byteOffset, stdin.byteLength).toString('base64');
+      body.stdin = bytesToBase64(stdin);
       body.stdin_encoding = 'base64';
     }
   }
@@ -202,7 +203,7 @@ export class Client {
       if (opts.signal?.aborted || err instanceof SbxError) throw err;
       throw new SbxError('unavailable', `exec stream from ${this.url} broke off: ${(err as Error).message}`, { network: true, url: this.url });
     } finally {
-      if (!res.body.destroyed) res.body.destroy();
+      res.body.cancel();
     }
   }
 

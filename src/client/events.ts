@@ -1,10 +1,12 @@
 /**
- * The event stream (`GET /api/v1/events`, SSE) as an async iterator, on top of `eventsource`:
+ * The event stream (`GET /api/v1/events`, SSE) as an async iterator; with the undici transport on top of `eventsource`:
  * auth headers through a custom fetch, `Last-Event-ID` on the first connection, automatic
  * reconnection (the library resends the last id), and every named event kind delivered.
  */
 import { SbxError } from '../contracts/errors.js';
+import { fetchEventStream } from './events-fetch.js';
 import { errorFromBody, type Http } from './http.js';
+import { UndiciTransport } from './undici-transport.js';
 import type { SbxEvent } from './types.js';
 
 export interface EventStreamOptions {
@@ -22,7 +24,9 @@ const EVENTS_PATH = '/api/v1/events';
 
 /** Opens the stream; the iterator ends when `signal` aborts or `return()` is called. */
 export async function* eventStream(http: Http, opts: EventStreamOptions = {}): AsyncGenerator<SbxEvent> {
-  const [{ EventSource }, { undici, agent }] = await Promise.all([import('eventsource'), http.undici()]);
+  // Other transports (fetch in a browser) read the SSE bytes themselves: no eventsource, no undici.
+  if (!(http.transport instanceof UndiciTransport)) return yield* fetchEventStream(http, opts);
+  const [{ EventSource }, { undici, agent }] = await Promise.all([import('eventsource'), http.transport.undici()]);
   const query: Record<string, string | undefined> = {
     types: opts.types && opts.types.length > 0 ? opts.types.join(',') : undefined,
     sandbox_id: opts.sandboxId,

@@ -60,6 +60,11 @@ function startMessage(input: ExecWsInput): ExecWsStart {
 
 /** Opens the socket and sends `start`; HTTP refusals of the upgrade throw the mapped SbxError. */
 export async function openExecSession(http: Http, path: string, input: ExecWsInput, opts: ExecWsOptions = {}): Promise<ExecSession> {
+  if (!(globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node) {
+    // A browser's WebSocket cannot carry the key headers; the dashboard opens its own socket with the
+    // `sbx.key.<base64url>` subprotocol instead.
+    throw new SbxError('bad_request', 'execWs needs Node (the ws package); in a browser open the WebSocket with the sbx.v1 and sbx.key.<base64url key> subprotocols');
+  }
   const { default: WS } = await import('ws');
   const url = http.url(path).replace(/^http/, 'ws');
   if (opts.signal?.aborted) throw opts.signal.reason ?? new Error('aborted');

@@ -1,13 +1,11 @@
 /**
- * HTTP transport of the client: one keep-alive undici Agent, auth headers, `{code, message}` error
- * bodies mapped back to SbxError. undici is imported on first use so merely loading the client
- * (e.g. for `sbx --help`) costs nothing.
+ * The HTTP layer of the client: URLs, auth headers (the credential rules live here alone), bodies,
+ * and `{code, message}` error bodies mapped back to SbxError — over a Transport (transport.ts) that
+ * moves the bytes: undici by default in Node, fetch in browsers. No Node module here.
  */
-import type { Readable } from 'node:stream';
 import { ERROR_CODES, SbxError, type ErrorCode } from '../contracts/errors.js';
-
-type Undici = typeof import('undici');
-type Agent = InstanceType<Undici['Agent']>;
+import type { Transport, TransportResponse } from './transport.js';
+import { UndiciTransport } from './undici-transport.js';
 
 export interface ClientOptions {
   /** Server origin (optionally with a path prefix); default `http://127.0.0.1:7423`. */
@@ -29,6 +27,11 @@ export interface ClientOptions {
   worker?: WorkerCredentials;
   /** Extra headers on every request (e.g. `X-Request-ID`). */
   headers?: Record<string, string>;
+  /**
+   * How requests travel: default the undici transport (Node); a `FetchTransport` works in browsers
+   * and Node alike (the browser entry `client/browser.js` uses it by default).
+   */
+  transport?: Transport;
 }
 
 /** A worker's identity: `X-Worker-ID` plus the token as `X-Worker-Token` or `Authorization: Bearer`. */
@@ -54,11 +57,7 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-export interface RawResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Readable & { text(): Promise<string>; arrayBuffer(): Promise<ArrayBuffer> };
-}
+export type RawResponse = TransportResponse;
 
 export const DEFAULT_URL = 'http://127.0.0.1:7423';
 
@@ -142,23 +141,13 @@ export function errorFromBody(status: number, text: string, method: string, path
 
 export class Http {
   readonly baseUrl: string;
+  readonly transport: Transport;
   private readonly opts: ClientOptions;
-  private lib?: Promise<{ undici: Undici; agent: Agent }>;
 
   constructor(opts: ClientOptions = {}) {
     this.opts = opts;
     this.baseUrl = normalizeBaseUrl(opts.url ?? DEFAULT_URL);
-  }
-
-  /** undici and the shared Agent, created once. */
-  async undici(): Promise<{ undici: Undici; agent: Agent }> {
-    this.lib ??= import('undici').then((undici) => ({
-      undici,
-      // No header/body timeouts: exec and event streams may stay quiet for a long time; commands
-      // carry their own deadlines.
-      agent: new undici.Agent({ keepAliveTimeout: 10_000, connectTimeout: 10_000, headersTimeout: 0, bodyTimeout: 0 }),
-    }));
-    return this.lib;
+    this.transport = opts.transport ?? new UndiciTransport();
   }
 
   /**
@@ -166,7 +155,7 @@ export class Http {
    * 5.2), and worker credentials go nowhere else: one request never carries both kinds.
    */
   headersFor(path: string): Record<string, string> {
-    const h: Record<string, string> = { 'user-agent': 'sbx-cli' };
+    const h: Record<string, string> = this.transport.userAgent ? { 'user-agent': this.transport.userAgent } : {};
     for (const [k, v] of Object.entries(this.opts.headers ?? {})) h[k.toLowerCase()] = v;
     if (path.startsWith('/api/v1/worker/')) {
       for (const k of CREDENTIAL_HEADERS) delete h[k];
@@ -217,7 +206,6 @@ export class Http {
 
   /** Sends a request; returns the raw response whatever its status (network failure → `unavailable`). */
   async send(method: string, path: string, opts: CallOptions = {}): Promise<RawResponse> {
-    const { undici, agent } = await this.undici();
     const headers = this.headersFor(path);
     for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = v;
     let body: string | Uint8Array | undefined;
@@ -229,14 +217,7 @@ export class Http {
       headers['content-type'] = 'application/json';
     }
     try {
-      const res = await undici.request(this.url(path, opts.query), {
-        method: method as 'GET',
-        headers,
-        body,
-        dispatcher: agent,
-        signal: opts.signal,
-      });
-      return { status: res.statusCode, headers: res.headers, body: res.body as RawResponse['body'] };
+      return await this.transport.request({ method, url: this.url(path, opts.query), headers, body, signal: opts.signal });
     } catch (err) {
       if (opts.signal?.aborted) throw err;
       throw this.unreachable(err);
@@ -297,16 +278,7 @@ export class Http {
 
   /** Closes idle keep-alive sockets so the process can exit. */
   async close(): Promise<void> {
-    if (!this.lib) return;
-    const { agent } = await this.lib;
-    // close() waits for in-flight requests; a stream left open must not keep the process alive.
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => {
-      timer = setTimeout(() => resolve('late'), 500);
-    });
-    const result = await Promise.race([agent.close().then(() => 'closed' as const), late]);
-    clearTimeout(timer);
-    if (result === 'late') await agent.destroy().catch(() => undefined);
+    await this.transport.close?.();
   }
 }
 

@@ -57,7 +57,7 @@ export class ProcessesApi {
       if (opts.signal?.aborted || err instanceof SbxError) throw err;
       throw new SbxError('unavailable', `process output from ${this.http.baseUrl} broke off: ${(err as Error).message}`, { network: true, url: this.http.baseUrl });
     } finally {
-      if (!res.body.destroyed) res.body.destroy();
+      res.body.cancel();
     }
   }
 }

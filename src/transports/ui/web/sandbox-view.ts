@@ -1,0 +1,299 @@
+/** One sandbox: its facts, a streamed command, a terminal, files, console logs, background processes. */
+import type { FileInfo } from '../../../client/browser.js';
+import { api, errText, key, type ShownSandbox } from './api.js';
+import { debounce, h, main, say, size, when } from './dom.js';
+import { onEvent, onLeave } from './live.js';
+
+export async function sandboxView(id: string): Promise<void> {
+  // Once destroyed (here or elsewhere) the view asks nothing more about the sandbox.
+  let gone = false;
+  const info = h('dl', { class: 'row' });
+  const showInfo = async () => {
+    if (gone) return;
+    try {
+      const s: ShownSandbox = await api().get(id);
+      const pairs: Array<[string, string]> = [
+        ['State', s.state],
+        ['Owner', s.owner_id ?? '—'],
+        ['Provider', s.provider],
+        ['Worker', s.worker_id ?? '—'],
+        ['Image', s.image],
+        ['Created', when(s.created_at)],
+        ['Expires', when(s.expires_at)],
+      ];
+      if (s.preview_domain) pairs.push(['Preview', s.preview_domain]);
+      info.replaceChildren(...pairs.flatMap(([k, v]) => [h('div', {}, h('dt', { class: 'muted' }, k), h('dd', { class: k === 'State' ? `state state-${v}` : '', 'data-field': k.toLowerCase() }, v))]));
+    } catch (e) {
+      info.replaceChildren(h('p', { class: 'err' }, errText(e)));
+    }
+  };
+  const files = filesCard(id);
+  const logs = logsCard(id);
+  const procs = processesCard(id);
+  // Destroy waits for the view's first reads, so none of them lands after the sandbox is gone.
+  const destroy = destroyButton(id, (pending) => {
+    gone = pending;
+    if (pending) refresh.cancel();
+  });
+  destroy.disabled = true;
+  main.replaceChildren(
+    h('p', {}, h('a', { href: '#/sandboxes' }, '← all sandboxes')),
+    h('section', { class: 'card' }, h('h2', {}, 'Sandbox ', h('code', { id: 'sandbox-id' }, id)), info, h('div', { class: 'row' }, snapshotButton(id), destroy)),
+    execCard(id),
+    terminalCard(id),
+    files.card,
+    logs.card,
+    procs.card,
+  );
+  const refresh = debounce(() => void showInfo(), 150);
+  onLeave(refresh.cancel);
+  onEvent((e) => {
+    if (e.sandbox_id !== id) return;
+    if (e.type === 'sandbox.destroyed') {
+      gone = true;
+      refresh.cancel();
+      info.querySelector('[data-field="state"]')?.replaceChildren('destroyed');
+    } else refresh();
+  });
+  await Promise.all([showInfo(), files.load(), logs.load(), procs.load()]);
+  destroy.disabled = false;
+}
+
+/** Exec console: the client's streamed exec, output shown as it comes, then the exit record. */
+function execCard(id: string): HTMLElement {
+  const cmd = h('input', { id: 'exec-command', placeholder: 'echo hello', autocomplete: 'off', spellcheck: false });
+  const out = h('pre', { class: 'out', id: 'exec-output', 'aria-live': 'polite' });
+  let execAbort: AbortController | null = null;
+  onLeave(() => execAbort?.abort());
+  const append = (cls: string, text: string) => out.append(h('span', { class: cls }, text));
+  const form = h(
+    'form',
+    {
+      class: 'row',
+      onsubmit: async (ev: Event) => {
+        ev.preventDefault();
+        const command = cmd.value;
+        if (!command.trim()) return;
+        execAbort?.abort();
+        const ctl = new AbortController();
+        execAbort = ctl;
+        append('meta', `$ ${command}\n`);
+        try {
+          for await (const chunk of api().execStream(id, { command }, { signal: ctl.signal })) {
+            if (chunk.stream === 'exit') append('meta', `[exit ${chunk.exit_code}${chunk.duration ? ` in ${chunk.duration}` : ''}]\n`);
+            else append(chunk.stream, chunk.data);
+            out.scrollTop = out.scrollHeight;
+          }
+        } catch (e) {
+          if (!ctl.signal.aborted) append('stderr', `${errText(e)}\n`);
+        }
+      },
+    },
+    h('label', { class: 'grow' }, 'Command (sh -c)', cmd),
+    h('button', { type: 'submit', class: 'primary', id: 'exec-run' }, 'Run'),
+    h('button', { type: 'button', onclick: () => execAbort?.abort() }, 'Stop'),
+    h('button', { type: 'button', onclick: () => out.replaceChildren() }, 'Clear'),
+  );
+  return h('section', { class: 'card' }, h('h2', {}, 'Run a command'), form, out);
+}
+
+/**
+ * Terminal: the WebSocket exec with a shell, line-oriented. A browser's WebSocket cannot send the
+ * key header, so the key goes as a `sbx.key.<base64url>` subprotocol (never in the URL).
+ */
+function terminalCard(id: string): HTMLElement {
+  const termOut = h('pre', { class: 'out', id: 'term-output', 'aria-live': 'polite' });
+  const termIn = h('input', { id: 'term-input', autocomplete: 'off', spellcheck: false, disabled: true });
+  let ws: WebSocket | null = null;
+  onLeave(() => ws?.close());
+  const termButton = h('button', { type: 'button', id: 'term-open' }, 'Open terminal');
+  termButton.addEventListener('click', () => {
+    if (ws) {
+      ws.close();
+      return;
+    }
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    const enc = btoa(key()).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+    const protocols = ['sbx.v1'];
+    if (key()) protocols.push(`sbx.key.${enc}`);
+    const sock = new WebSocket(`${proto}//${location.host}/api/v1/sandboxes/${encodeURIComponent(id)}/exec/ws`, protocols);
+    ws = sock;
+    sock.onopen = () => {
+      sock.send(JSON.stringify({ type: 'start', command: 'sh', args: ['-i'], mode: 'argv', tty: false }));
+      termIn.disabled = false;
+      termButton.textContent = 'Close terminal';
+      termIn.focus();
+    };
+    sock.onmessage = (m) => {
+      const msg = JSON.parse(String(m.data)) as { type: string; data?: string; exit_code?: number; message?: string };
+      if (msg.type === 'stdout' || msg.type === 'stderr') termOut.append(h('span', { class: msg.type }, msg.data ?? ''));
+      else if (msg.type === 'exit') termOut.append(h('span', { class: 'meta' }, `[exit ${msg.exit_code}]\n`));
+      else if (msg.type === 'error') termOut.append(h('span', { class: 'stderr' }, `${msg.message}\n`));
+      termOut.scrollTop = termOut.scrollHeight;
+    };
+    sock.onclose = () => {
+      ws = null;
+      termIn.disabled = true;
+      termButton.textContent = 'Open terminal';
+      termOut.append(h('span', { class: 'meta' }, '[terminal closed]\n'));
+    };
+  });
+  const form = h(
+    'form',
+    {
+      class: 'row',
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        if (!ws) return;
+        termOut.append(h('span', { class: 'meta' }, `${termIn.value}\n`));
+        ws.send(JSON.stringify({ type: 'stdin', data: `${termIn.value}\n` }));
+        termIn.value = '';
+      },
+    },
+    h('label', { class: 'grow' }, 'Terminal input (Enter sends a line)', termIn),
+    termButton,
+  );
+  return h('section', { class: 'card' }, h('h2', {}, 'Terminal'), form, termOut);
+}
+
+/** Files: list a folder, download (raw bytes), upload from the picker or by drag and drop (raw bytes). */
+function filesCard(id: string): { card: HTMLElement; load: () => Promise<void> } {
+  const dirInput = h('input', { id: 'files-dir', value: '/tmp' });
+  const fileBody = h('tbody');
+  const fileInput = h('input', { id: 'upload', type: 'file', multiple: true });
+  const drop = h('div', { class: 'drop', id: 'drop' }, 'Drop files here to upload them into the folder above');
+  const load = async () => {
+    try {
+      const items = await api().files.list(id, dirInput.value.trim() || '/');
+      items.sort((a, b) => Number(b.is_dir) - Number(a.is_dir) || a.name.localeCompare(b.name));
+      fileBody.replaceChildren(
+        ...items.map((f) =>
+          h(
+            'tr',
+            { 'data-name': f.name },
+            h(
+              'td',
+              {},
+              f.is_dir
+                ? h('button', { type: 'button', class: 'link', onclick: () => ((dirInput.value = f.path), void load()) }, `${f.name}/`)
+                : h('button', { type: 'button', class: 'link', 'data-download': f.name, onclick: () => void download(f) }, f.name),
+            ),
+            h('td', {}, f.is_dir ? '' : size(f.size)),
+            h('td', { class: 'opt' }, f.mode),
+            h('td', { class: 'opt' }, when(f.mod_time)),
+          ),
+        ),
+      );
+      if (items.length === 0) fileBody.append(h('tr', {}, h('td', { colspan: '4', class: 'muted' }, 'Empty folder.')));
+    } catch (e) {
+      fileBody.replaceChildren(h('tr', {}, h('td', { colspan: '4', class: 'err' }, errText(e))));
+    }
+  };
+  const download = async (f: FileInfo) => {
+    try {
+      const bytes = await api().files.read(id, f.path);
+      const url = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }));
+      const a = h('a', { href: url, download: f.name });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (e) {
+      say(`download failed: ${errText(e)}`, true);
+    }
+  };
+  const upload = async (list: FileList | File[]) => {
+    const dir = (dirInput.value.trim() || '/').replace(/\/+$/, '');
+    for (const f of Array.from(list)) {
+      try {
+        say(`uploading ${f.name}…`);
+        await api().files.write(id, `${dir}/${f.name}`, new Uint8Array(await f.arrayBuffer()));
+        say(`uploaded ${f.name} (${size(f.size)})`);
+      } catch (e) {
+        say(`upload of ${f.name} failed: ${errText(e)}`, true);
+      }
+    }
+    await load();
+  };
+  fileInput.addEventListener('change', () => {
+    if (fileInput.files?.length) void upload(fileInput.files).then(() => (fileInput.value = ''));
+  });
+  drop.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    drop.classList.add('over');
+  });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drop.classList.remove('over');
+    if (e.dataTransfer?.files.length) void upload(e.dataTransfer.files);
+  });
+  const card = h(
+    'section',
+    { class: 'card' },
+    h('h2', {}, 'Files'),
+    h('form', { class: 'row', onsubmit: (e: Event) => (e.preventDefault(), void load()) }, h('label', { class: 'grow' }, 'Folder', dirInput), h('button', { type: 'submit' }, 'List')),
+    h('div', { class: 'row' }, h('label', {}, 'Upload files', fileInput)),
+    drop,
+    h('div', { class: 'table-wrap' }, h('table', { id: 'files' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Size'), h('th', { scope: 'col', class: 'opt' }, 'Mode'), h('th', { scope: 'col', class: 'opt' }, 'Modified'))), fileBody)),
+  );
+  return { card, load };
+}
+
+function logsCard(id: string): { card: HTMLElement; load: () => Promise<void> } {
+  const out = h('pre', { class: 'out', id: 'logs-output' });
+  const load = async () => {
+    try {
+      out.textContent = (await api().logs(id, 200)).join('\n') || '(no console output)';
+    } catch (e) {
+      out.textContent = errText(e);
+    }
+  };
+  return { card: h('section', { class: 'card' }, h('h2', {}, 'Console logs ', h('button', { type: 'button', onclick: () => void load() }, 'Refresh')), out), load };
+}
+
+function processesCard(id: string): { card: HTMLElement; load: () => Promise<void> } {
+  const body = h('tbody');
+  const load = async () => {
+    try {
+      const procs = await api().processes.list(id);
+      body.replaceChildren(...procs.map((p) => h('tr', {}, h('td', {}, p.id), h('td', {}, p.state), h('td', {}, [p.command, ...p.args].filter(Boolean).join(' ')))));
+      if (procs.length === 0) body.append(h('tr', {}, h('td', { colspan: '3', class: 'muted' }, 'No background processes.')));
+    } catch (e) {
+      body.replaceChildren(h('tr', {}, h('td', { colspan: '3', class: 'muted' }, errText(e))));
+    }
+  };
+  const table = h('table', {}, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'PID'), h('th', { scope: 'col' }, 'State'), h('th', { scope: 'col' }, 'Command'))), body);
+  return { card: h('section', { class: 'card' }, h('h2', {}, 'Background processes ', h('button', { type: 'button', onclick: () => void load() }, 'Refresh')), h('div', { class: 'table-wrap' }, table)), load };
+}
+
+/** `destroying(true)` as the request leaves, `destroying(false)` when it failed. */
+function destroyButton(id: string, destroying: (pending: boolean) => void): HTMLButtonElement {
+  const onclick = async () => {
+    if (!confirm(`Destroy sandbox ${id}?`)) return;
+    destroying(true);
+    try {
+      await api().destroy(id);
+      say(`destroyed ${id}`);
+      location.hash = '#/sandboxes';
+    } catch (e) {
+      destroying(false);
+      say(`destroy failed: ${errText(e)}`, true);
+    }
+  };
+  return h('button', { type: 'button', class: 'danger', id: 'destroy', onclick }, 'Destroy');
+}
+
+function snapshotButton(id: string): HTMLElement {
+  const onclick = async () => {
+    const name = prompt('Snapshot name');
+    if (!name) return;
+    try {
+      await api().snapshot(id, name);
+      say(`snapshot ${name} saved`);
+    } catch (e) {
+      say(`snapshot failed: ${errText(e)}`, true);
+    }
+  };
+  return h('button', { type: 'button', onclick }, 'Snapshot');
+}

@@ -202,6 +202,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       corsAllowedOrigins: config.server.cors_allowed_origins,
       allowedHosts: config.server.allowed_hosts,
       ui: config.server.ui,
+      mcp: config.server.mcp,
       operations,
       secrets: secretValues(config),
       pool,

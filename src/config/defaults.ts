@@ -17,6 +17,7 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     reaper_interval: '10s',
     leader_ttl: '15s',
     ui: true,
+    mcp: true,
   },
   defaults: {
     ttl: '30m',

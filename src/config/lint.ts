@@ -58,6 +58,14 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       'turn auth on (auth.api_key_file), or set server.ui: false',
     );
   }
+  if (opts.production && server.mcp && !auth.enabled) {
+    add(
+      'fail',
+      'server.mcp',
+      'server.mcp is on while auth is off: anyone who reaches the server can drive sandboxes through /mcp',
+      'turn auth on (auth.api_key_file), or set server.mcp: false',
+    );
+  }
 
   const keys: [string, string | undefined][] = [
     ['auth.api_key', auth.api_key],

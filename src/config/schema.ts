@@ -64,6 +64,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     reaper_interval: dur(true),
     leader_ttl: dur(true),
     ui: bool(),
+    mcp: bool(),
   }),
   defaults: g({
     ttl: dur(true),

@@ -33,6 +33,8 @@ export interface ServerConfig {
   leader_ttl: string;
   /** Serve the web dashboard at /ui (it holds no data; every API call it makes carries the user's key). */
   ui: boolean;
+  /** Serve MCP over streamable HTTP at /mcp, behind the API key (the tools of `sbx mcp`, acting as the caller). */
+  mcp: boolean;
 }
 
 export interface DefaultsConfig {

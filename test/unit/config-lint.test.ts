@@ -23,9 +23,10 @@ describe('lintConfig', () => {
   });
 
   it('fails auth disabled and wildcard CORS in production, warns outside it (the defaults)', () => {
-    expect(keysOf(lintConfig(defaultConfig(), { production: true }))).toEqual(['fail auth.enabled', 'fail server.ui', 'fail server.cors_allowed_origins']);
+    expect(keysOf(lintConfig(defaultConfig(), { production: true }))).toEqual(['fail auth.enabled', 'fail server.ui', 'fail server.mcp', 'fail server.cors_allowed_origins']);
     const noUi = defaultConfig();
     noUi.server.ui = false;
+    noUi.server.mcp = false;
     expect(keysOf(lintConfig(noUi, { production: true }))).toEqual(['fail auth.enabled', 'fail server.cors_allowed_origins']);
     const dev = lintConfig(defaultConfig(), { production: false });
     expect(keysOf(dev)).toEqual(['warn auth.enabled', 'warn server.cors_allowed_origins']);
@@ -165,7 +166,7 @@ describe('lintConfig', () => {
       message: 'auth.enabled is false although auth.api_key is set: the key is ignored and anyone who can reach the API can create sandboxes and run commands',
       fix: 'remove auth.enabled: false (a configured key turns auth on), or remove the key',
     });
-    expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail auth.enabled', 'fail server.ui']);
+    expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail auth.enabled', 'fail server.ui', 'fail server.mcp']);
     expect(JSON.stringify(f)).not.toContain(STRONG);
   });
 

@@ -16,7 +16,7 @@ describe('loadConfig defaults', () => {
     const { config, sources } = await loadConfig({ cwd, home, env: {} });
     expect(sources).toEqual(['defaults']);
     const expected: SbxConfig = {
-      server: { host: '127.0.0.1', port: 7423, preview_domain: '', preview_auth: false, preview_addr: '', cors_allowed_origins: ['*'], allowed_hosts: [], body_limit_mb: 64, max_inflight_mb: 256, local_worker: true, replica_id: '', reaper_interval: '10s', leader_ttl: '15s', ui: true },
+      server: { host: '127.0.0.1', port: 7423, preview_domain: '', preview_auth: false, preview_addr: '', cors_allowed_origins: ['*'], allowed_hosts: [], body_limit_mb: 64, max_inflight_mb: 256, local_worker: true, replica_id: '', reaper_interval: '10s', leader_ttl: '15s', ui: true, mcp: true },
       defaults: {
         ttl: '30m',
         image: 'debian:bookworm-slim',

@@ -35,6 +35,7 @@ import { observabilityRoutes } from './routes/observability.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { installRouteTable } from './route-table.js';
 import { previewRouter } from './preview.js';
+import { mcpRoutes } from '../mcp/http.js';
 import { uiRoutes } from '../ui/route.js';
 
 export interface BuildAppOptions {
@@ -180,6 +181,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   workerFacingRoutes(app, deps);
   adminRoutes(app, deps);
   if (deps.ui) uiRoutes(app);
+  if (deps.mcp) mcpRoutes(app, deps);
   for (const group of opts.routes ?? []) await group(app, deps);
 
   return app;

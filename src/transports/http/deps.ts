@@ -77,6 +77,8 @@ export interface HttpDeps {
   corsAllowedOrigins: string[];
   /** `server.ui`: serve the dashboard at /ui. */
   ui?: boolean;
+  /** `server.mcp`: serve MCP over streamable HTTP at /mcp (behind the API key). */
+  mcp?: boolean;
   /** `server.allowed_hosts`: extra `Host` names the dev-box guard accepts while auth is off (DESIGN §3). */
   allowedHosts?: string[];
   /** Per operation and provider counts and latency (diagnostics `operations`). */

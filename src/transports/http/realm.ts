@@ -1,7 +1,7 @@
 /**
  * Which credential a path needs (DESIGN.md §3 "Auth"): the probes are open, `/api/v1/worker/…`
  * takes worker credentials only, `/api/v1/admin/…` an admin credential, every other `/api/v1`
- * path an API key (when auth is enabled). Paths outside `/api/v1` are not the API's.
+ * path and `/mcp` an API key (when auth is enabled). Other paths outside `/api/v1` are not the API's.
  */
 export type Realm = 'probe' | 'user' | 'admin' | 'worker' | 'outside';
 
@@ -13,5 +13,7 @@ export function realmOf(path: string): Realm {
   if (path === '/api/v1/worker' || path.startsWith('/api/v1/worker/')) return 'worker';
   if (path === '/api/v1/admin' || path.startsWith('/api/v1/admin/')) return 'admin';
   if (path === '/api/v1' || path.startsWith('/api/v1/')) return 'user';
+  // MCP over HTTP (issue 19) acts as the caller: the same key as the API.
+  if (path === '/mcp') return 'user';
   return 'outside';
 }

@@ -4,6 +4,7 @@
  * id, its rate limit; no key is a 401 before anything runs.
  */
 import { randomBytes } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -86,6 +87,25 @@ describe('MCP over streamable HTTP at /mcp', () => {
     const get = await fetch(`${srv.url}/mcp`, { headers: { 'x-api-key': KEY } });
     expect(get.status).toBe(405);
     await expect(connect(srv.url, {})).rejects.toThrow();
+  });
+
+  it('with auth off the tools own what the caller\'s own API calls would (its address)', async () => {
+    // Reached at a non-loopback address of this machine, so the caller's address is not 127.0.0.1.
+    const addr = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+    expect(addr).toBeDefined();
+    const open = await startTestServer({ server: { host: '0.0.0.0' } });
+    try {
+      const url = open.url.replace('127.0.0.1', addr!);
+      const agent = await connect(url, {});
+      const sb = await tool<{ id: string; owner_id?: string }>(agent, 'spawn', { ttl: '5m' });
+      const direct = await http(url, 'POST', '/api/v1/sandboxes', { ttl: '5m' });
+      const local = await http(open.url, 'POST', '/api/v1/sandboxes', { ttl: '5m' });
+      expect(sb.owner_id).toBe(direct.body.owner_id);
+      expect(sb.owner_id).not.toBe(local.body.owner_id);
+      await agent.close();
+    } finally {
+      await open.close();
+    }
   });
 
   it('server.mcp: false → /mcp is 404', async () => {

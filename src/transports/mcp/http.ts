@@ -17,10 +17,17 @@ export const MCP_PATH = '/mcp';
 /** Origin the injected requests claim: a loopback name the dev-box guard accepts. */
 const INTERNAL = 'http://localhost';
 
-/** A client transport into `app` itself (fastify's inject), streaming response bodies. */
+/**
+ * A client transport into `app` itself (fastify's inject), streaming response bodies. The requests
+ * come from the caller's address, so what depends on it (the owner of an anonymous caller, the
+ * rate-limit key) is the caller's, as on a direct API call.
+ */
 export class InjectTransport implements Transport {
   readonly userAgent = 'sbx-mcp';
-  constructor(private readonly app: FastifyInstance) {}
+  constructor(
+    private readonly app: FastifyInstance,
+    private readonly remoteAddress: string,
+  ) {}
 
   async request(req: TransportRequest): Promise<TransportResponse> {
     const url = new URL(req.url);
@@ -30,7 +37,7 @@ export class InjectTransport implements Transport {
       headers: req.headers,
       ...(req.body !== undefined ? { payload: typeof req.body === 'string' ? req.body : Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength) } : {}),
       ...(req.signal ? { signal: req.signal } : {}),
-      remoteAddress: '127.0.0.1',
+      remoteAddress: this.remoteAddress,
       payloadAsStream: true,
     });
     return { status: res.statusCode, headers: res.headers as TransportResponse['headers'], body: streamBody(res.stream()) };
@@ -67,7 +74,6 @@ const header = (request: FastifyRequest, name: string): string | undefined => {
 
 /** `POST /mcp` (JSON-RPC in, JSON or SSE out); GET and DELETE answer 405 (no sessions, no server-initiated stream). */
 export function mcpRoutes(app: FastifyInstance, deps: HttpDeps): void {
-  const transport = new InjectTransport(app);
   app.post(MCP_PATH, { schema: { hide: true } as never, bodyLimit: 16 * 1024 * 1024 }, async (request, reply) => {
     const [{ createSbxMcpServer }, { StreamableHTTPServerTransport }] = await Promise.all([
       import('./server.js'),
@@ -77,6 +83,7 @@ export function mcpRoutes(app: FastifyInstance, deps: HttpDeps): void {
     const apiKey = header(request, 'x-api-key');
     const adminKey = header(request, 'x-admin-api-key');
     const userId = header(request, 'x-user-id');
+    const transport = new InjectTransport(app, request.ip);
     const client = new Client({ url: INTERNAL, transport, ...(apiKey ? { apiKey } : {}), ...(adminKey ? { adminKey } : {}), ...(userId ? { userId } : {}) });
     const server = createSbxMcpServer({ client, version: VERSION, secrets: [...(deps.secrets ?? []), apiKey, adminKey] });
     const http = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

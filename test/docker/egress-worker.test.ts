@@ -7,7 +7,7 @@
  * counts reach its metrics with the heartbeat. Needs root, docker and namespaces:
  * SBX_TEST_DOCKER=1 SBX_TEST_NETNS=1.
  */
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +18,7 @@ import { filteredNetworkName } from '../../src/adapters/providers/docker/egress.
 import { createWorker, type Worker } from '../../src/compose/worker.js';
 import { loadConfig } from '../../src/config/index.js';
 import { call } from '../helpers/http.js';
+import { startNetnsUpstream, type NetnsUpstream } from '../helpers/netns-upstream.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, SOCKET, TEST_IMAGE } from './engine.js';
 
@@ -26,8 +27,8 @@ const SKIP = DOCKER_SKIP ?? NETNS_SKIP;
 const tag = Math.floor(Math.random() * 200) + 20;
 const NS = `sbxew${process.pid}`;
 const VETH = `sbxew${tag}h`;
-const HOST_ADDR = `198.19.${tag}.1`;
-const UP = `198.19.${tag}.2`;
+const NET = `198.19.${tag}`;
+const UP = `${NET}.2`;
 const NAMES: Record<string, string[]> = { 'up.test': [UP], 'other.test': [UP] };
 const TOKEN = 'egress-worker-token';
 
@@ -61,7 +62,7 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
   let cp: TestServer;
   let worker: Worker;
   let dir: string;
-  let upstream: ChildProcess | undefined;
+  let upstream: NetnsUpstream | undefined;
   let id: string;
   let pid: number;
   let workerConfig: Awaited<ReturnType<typeof loadConfig>>['config'];
@@ -77,19 +78,7 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
     docker = await requireEngine();
     dir = mkdtempSync(join(tmpdir(), 'sbx-egress-worker-'));
     writeFileSync(join(dir, 'server.cjs'), SERVER);
-    for (const args of [
-      ['netns', 'add', NS],
-      ['link', 'add', VETH, 'type', 'veth', 'peer', 'name', `${VETH}n`],
-      ['link', 'set', `${VETH}n`, 'netns', NS],
-      ['addr', 'add', `${HOST_ADDR}/24`, 'dev', VETH],
-      ['link', 'set', VETH, 'up'],
-      ['-n', NS, 'addr', 'add', `${UP}/24`, 'dev', `${VETH}n`],
-      ['-n', NS, 'link', 'set', `${VETH}n`, 'up'],
-      ['-n', NS, 'link', 'set', 'lo', 'up'],
-      ['-n', NS, 'route', 'add', 'default', 'via', HOST_ADDR],
-    ]) execFileSync('ip', args);
-    upstream = spawn('ip', ['netns', 'exec', NS, process.execPath, join(dir, 'server.cjs'), UP], { stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise<void>((resolve) => upstream!.stdout!.once('data', () => resolve()));
+    upstream = await startNetnsUpstream(NS, VETH, NET, join(dir, 'server.cjs'), [UP]);
     // The control plane runs no sandboxes itself: every spawn is placed on the worker.
     cp = await startTestServer({ server: { local_worker: false }, auth: { worker_token: TOKEN } });
     const { config } = await loadConfig({
@@ -109,14 +98,12 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
   }, 120_000);
 
   afterAll(async () => {
-    upstream?.kill('SIGKILL');
     const installation = worker?.installationId;
     if (docker && installation) await removeInstallation(docker, installation);
     await worker?.stop();
     await cp?.close();
     if (docker && installation) await docker.getNetwork(filteredNetworkName(installation)).remove().catch(() => undefined);
-    await sh('ip', ['netns', 'del', NS]);
-    await sh('ip', ['link', 'del', VETH]);
+    await upstream?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 

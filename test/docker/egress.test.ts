@@ -16,6 +16,7 @@ import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filteredNetworkName } from '../../src/adapters/providers/docker/egress.js';
 import { call } from '../helpers/http.js';
+import { startNetnsUpstream, type NetnsUpstream } from '../helpers/netns-upstream.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE } from './engine.js';
 
@@ -24,8 +25,8 @@ const SKIP = DOCKER_SKIP ?? NETNS_SKIP;
 const tag = Math.floor(Math.random() * 200) + 20;
 const NS = `sbxeg${process.pid}`;
 const VETH = `sbxeg${tag}h`;
-const HOST_ADDR = `198.18.${tag}.1`;
-const UP = `198.18.${tag}.2`;
+const NET = `198.18.${tag}`;
+const UP = `${NET}.2`;
 const NAMES: Record<string, string[]> = { 'up.test': [UP], 'other.test': [UP], 'local.test': ['127.0.0.1'], 'zero.test': ['0.0.0.0'] };
 
 function sh(cmd: string, args: string[], timeoutMs = 30_000): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -52,7 +53,7 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
   let docker: Docker;
   let srv: TestServer;
   let dir: string;
-  let upstream: ChildProcess | undefined;
+  let upstream: NetnsUpstream | undefined;
   const children: ChildProcess[] = [];
   let hostWeb: Server;
   let hostPort: number;
@@ -81,19 +82,7 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=up.test', '-addext', 'subjectAltName=DNS:up.test,DNS:other.test',
       '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
     writeFileSync(join(dir, 'server.cjs'), SERVER);
-    for (const args of [
-      ['netns', 'add', NS],
-      ['link', 'add', VETH, 'type', 'veth', 'peer', 'name', `${VETH}n`],
-      ['link', 'set', `${VETH}n`, 'netns', NS],
-      ['addr', 'add', `${HOST_ADDR}/24`, 'dev', VETH],
-      ['link', 'set', VETH, 'up'],
-      ['-n', NS, 'addr', 'add', `${UP}/24`, 'dev', `${VETH}n`],
-      ['-n', NS, 'link', 'set', `${VETH}n`, 'up'],
-      ['-n', NS, 'link', 'set', 'lo', 'up'],
-      ['-n', NS, 'route', 'add', 'default', 'via', HOST_ADDR],
-    ]) execFileSync('ip', args);
-    upstream = spawn('ip', ['netns', 'exec', NS, process.execPath, join(dir, 'server.cjs'), dir, UP], { stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise<void>((resolve) => upstream!.stdout!.once('data', () => resolve()));
+    upstream = await startNetnsUpstream(NS, VETH, NET, join(dir, 'server.cjs'), [dir, UP]);
     // A host service on all addresses: a filtered sandbox must not reach it.
     hostWeb = createServer((_req, res) => res.end('host service'));
     await new Promise<void>((r) => hostWeb.listen(0, '0.0.0.0', r));
@@ -113,7 +102,6 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
 
   afterAll(async () => {
     for (const c of children) c.kill('SIGKILL');
-    upstream?.kill('SIGKILL');
     hostWeb?.close();
     const installation = srv?.plane.installationId;
     // Sandboxes first: a shutdown with filtered containers still attached keeps the network and
@@ -126,8 +114,7 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
       await docker.getNetwork(filteredNetworkName(installation)).remove().catch(() => undefined);
       expect(left).toBe(false);
     }
-    await sh('ip', ['netns', 'del', NS]);
-    await sh('ip', ['link', 'del', VETH]);
+    await upstream?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 

@@ -255,7 +255,8 @@ export async function checkWorkdir(provider: Provider, runtimeId: string, workdi
   if (!isDir) throw badRequest(`workdir ${workdir} is not an existing directory in the sandbox`);
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
+/** The parts as one array (the part itself when there is one). */
+export function concat(parts: Uint8Array[]): Uint8Array {
   if (parts.length === 1) return parts[0]!;
   const all = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
   let at = 0;

@@ -8,6 +8,7 @@
  * `out` and `err` (its output), and `exit` (its status, written when it ends).
  */
 import type { ExecSpec, Provider } from '../ports.js';
+import { concat } from './exec.js';
 
 /** Bound on the short helper execs (launch, drain, status, signal) in a detached process's sandbox. */
 const SCRIPT_TIMEOUT_MS = 30_000;
@@ -102,14 +103,4 @@ export async function runScript(provider: Provider, runtimeId: string, script: s
     else if (ev.stream === 'stdout' && out.length < 64) out.push(ev.data);
   }
   return { code, stdout: new TextDecoder().decode(concat(out)) };
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const all = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    all.set(p, at);
-    at += p.byteLength;
-  }
-  return all;
 }

@@ -73,13 +73,7 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
       return { runtime_id: spec.sandbox_id, network: 'host' };
     },
 
-    async snapshot(runtimeId: string, name: string, signal?: AbortSignal) {
-      return catalog.snapshot(await rt.requireRunning(runtimeId), name, signal);
-    },
-    deleteSnapshot: (name: string) => catalog.deleteSnapshot(name),
-    createVolume: (name: string) => catalog.createVolume(name),
-    deleteVolume: (name: string) => catalog.deleteVolume(name),
-    volumeSizes: (names: readonly string[]) => catalog.volumeSizes(names),
+    ...catalog.providerMethods(rt),
 
     destroy: (runtimeId: string) => rt.destroy(runtimeId),
     status: (runtimeId: string): Promise<RuntimeStatus> => rt.status(runtimeId),

@@ -119,13 +119,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
       return { runtime_id: spec.sandbox_id, network: 'host' };
     },
 
-    async snapshot(runtimeId: string, name: string, signal?: AbortSignal) {
-      return catalog.snapshot(await rt.requireRunning(runtimeId), name, signal);
-    },
-    deleteSnapshot: (name: string) => catalog.deleteSnapshot(name),
-    createVolume: (name: string) => catalog.createVolume(name),
-    deleteVolume: (name: string) => catalog.deleteVolume(name),
-    volumeSizes: (names: readonly string[]) => catalog.volumeSizes(names),
+    ...catalog.providerMethods(rt),
 
     async destroy(runtimeId: string): Promise<void> {
       await rt.destroy(runtimeId);

@@ -3,7 +3,7 @@ import { lstat, mkdir, readdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { conflict, providerError } from '../../../core/errors.js';
-import type { SnapshotResult } from '../../../core/ports.js';
+import type { Provider, SnapshotResult } from '../../../core/ports.js';
 import { HostFs } from './host-fs.js';
 
 const run = promisify(execFile);
@@ -18,6 +18,17 @@ const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
  */
 export class HostCatalog {
   constructor(readonly dataDir: string) {}
+
+  /** The Provider methods of a host-directory provider that this catalogue serves, over its runtimes. */
+  providerMethods(runtimes: { requireRunning(runtimeId: string): Promise<string> }): Pick<Provider, 'snapshot' | 'deleteSnapshot' | 'createVolume' | 'deleteVolume' | 'volumeSizes'> {
+    return {
+      snapshot: async (runtimeId, name, signal) => this.snapshot(await runtimes.requireRunning(runtimeId), name, signal),
+      deleteSnapshot: (name) => this.deleteSnapshot(name),
+      createVolume: (name) => this.createVolume(name),
+      deleteVolume: (name) => this.deleteVolume(name),
+      volumeSizes: (names) => this.volumeSizes(names),
+    };
+  }
 
   snapshotDir(name: string): string {
     return join(this.dataDir, 'snapshots', checked(name));

@@ -143,6 +143,23 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     await term.press('Enter');
     await expect.poll(screen, { timeout: 8_000 }).toMatch(/^after-2\s*$/m);
     expect(Date.now() - interrupted).toBeLessThan(10_000);
+    // Paste sends the text, newlines as Enter.
+    await term.evaluate((el) => {
+      const g = globalThis as any;
+      const data = new g.DataTransfer();
+      data.setData('text/plain', 'echo pasted-$((2+3))\n');
+      (el as any).dispatchEvent(new g.ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    });
+    await expect.poll(screen, { timeout: 20_000 }).toMatch(/^pasted-5\s*$/m);
+    // A narrower window: the PTY is resized to the new width.
+    await page.setViewportSize({ width: 800, height: 900 });
+    await page.waitForTimeout(500);
+    await term.pressSequentially('echo cols-$(stty size | cut -d" " -f2)');
+    await term.press('Enter');
+    await expect.poll(screen, { timeout: 20_000 }).toMatch(/^cols-\d+\s*$/m);
+    const narrower = Number((await screen()).match(/^cols-(\d+)\s*$/m)![1]);
+    expect(narrower).toBeLessThan(cols!);
+    await page.setViewportSize({ width: 1200, height: 900 });
     await term.screenshot({ path: join(SHOTS, '02a-terminal.png') });
     // Escape then Tab leaves the screen; clicking it comes back, and nothing stray reached the shell.
     await term.press('Escape');
@@ -283,4 +300,21 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     // Pool status is 404 when the pool is off; the view shows that as text.
     expect(failed.filter((f) => !f.endsWith('/api/v1/pool/status'))).toEqual([]);
   }, 240_000);
+
+  it('says previews are off, and how to turn them on, without server.preview_domain', async () => {
+    const plain = await startTestServer({});
+    const tab = await context.newPage();
+    try {
+      const r = await fetch(`${plain.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const { id } = (await r.json()) as { id: string };
+      await tab.goto(`${plain.url}/ui#/sandbox/${encodeURIComponent(id)}`);
+      await tab.locator('#preview-off').waitFor({ timeout: 30_000 });
+      expect(await tab.locator('#preview-off').textContent()).toContain('server.preview_domain');
+      expect(await tab.locator('#preview-link').count()).toBe(0);
+      await tab.locator('#preview').screenshot({ path: join(SHOTS, '02c-preview-off.png') });
+    } finally {
+      await tab.close();
+      await plain.close();
+    }
+  }, 60_000);
 });

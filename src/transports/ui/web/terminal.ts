@@ -170,6 +170,7 @@ function ttyTerminal(id: string, button: HTMLButtonElement) {
     const pasted = e.clipboardData?.getData('text/plain');
     if (!ws || !pasted) return;
     e.preventDefault();
+    releasing = false;
     send({ type: 'stdin', data: pasted.replace(/\r?\n/g, '\r') });
   });
   const open = () => {

@@ -40,9 +40,11 @@ const KEYS: Record<string, string> = {
 };
 
 /** The bytes a key press sends to a terminal, or undefined for keys the browser keeps (Ctrl+V paste, Cmd+…). */
-export function keyBytes(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'altKey' | 'metaKey' | 'shiftKey'>): string | undefined {
+export function keyBytes(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'altKey' | 'metaKey' | 'shiftKey'>, altGraph = false): string | undefined {
   if (e.metaKey) return undefined;
   const k = e.key;
+  // AltGr (reported as Ctrl+Alt on some systems) types a character: send the character.
+  if (altGraph && [...k].length === 1) return k;
   if (e.ctrlKey && !e.altKey && k.length === 1) {
     const c = k.toUpperCase().charCodeAt(0);
     if (k.toLowerCase() === 'v') return undefined; // paste
@@ -159,7 +161,7 @@ function ttyTerminal(id: string, button: HTMLButtonElement) {
       releasing = true;
       return;
     }
-    const bytes = keyBytes(e);
+    const bytes = keyBytes(e, e.getModifierState('AltGraph'));
     if (bytes === undefined) return;
     e.preventDefault();
     send({ type: 'stdin', data: releasing ? `\x1b${bytes}` : bytes });

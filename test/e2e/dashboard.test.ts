@@ -2,7 +2,8 @@
  * The dashboard at /ui (issue 19) in a real browser: Debian Chromium driven by playwright-core
  * against a real `sbx serve` with auth on — docker when SBX_TEST_DOCKER=1, else the mock provider.
  * Load, sign in with the key, spawn from the UI, run a command and watch its output stream, type
- * into the terminal, upload a file (picker and drag-and-drop) and see it listed, download it byte-exact, see an event arrive
+ * into the terminal (on docker a real TTY: keys, line editing, Ctrl+C; on mock line mode), get a
+ * preview link for a port (with the sandbox's preview token), upload a file (picker and drag-and-drop) and see it listed, download it byte-exact, see an event arrive
  * live, destroy. Screenshots of each view go to test/e2e/screenshots/ (gitignored). Also: /ui is
  * 404 with `server.ui: false`, carries a strict CSP, and the key never appears in a URL the page
  * requests.
@@ -46,7 +47,7 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-ui.mjs')], { stdio: 'inherit' });
     mkdirSync(SHOTS, { recursive: true });
     const provider = DOCKER ? { providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } } : {};
-    srv = await startTestServer({ auth: { api_key: KEY }, ...provider });
+    srv = await startTestServer({ auth: { api_key: KEY }, server: { preview_domain: 'preview.localhost', preview_auth: true }, ...provider });
     off = await startTestServer({ server: { ui: false } });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'], timeout: 60_000 });
     context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1200, height: 900 } });
@@ -89,6 +90,87 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     expect((await get(`${srv.url}/api/v1/sandboxes`)).status).toBe(401);
   });
 
+  /** Line mode (a provider without a terminal): a line goes to the shell on Enter. */
+  const lineTerminal = async () => {
+    await page.getByRole('button', { name: 'Open terminal' }).click();
+    await page.locator('#term-mode', { hasText: 'Line mode' }).waitFor();
+    await expect.poll(() => page.locator('#term-input').isEnabled(), { timeout: 20_000 }).toBe(true);
+    await page.locator('#term-input').fill('echo term-$((40+2))');
+    await page.locator('#term-input').press('Enter');
+    await page.locator('#term-output', { hasText: 'term-42' }).waitFor({ timeout: 20_000 });
+    await page.locator('#term-output').screenshot({ path: join(SHOTS, '02a-terminal.png') });
+    await page.locator('#term-input').fill('exit');
+    await page.locator('#term-input').press('Enter');
+    await page.locator('#term-output', { hasText: '[exit 0]' }).waitFor({ timeout: 20_000 });
+  };
+
+  /** The TTY terminal (docker): keys go to a shell in a PTY; its screen shows what a terminal would. */
+  const ttyTerminal = async () => {
+    const term = page.locator('#term-screen');
+    const screen = async () => ((await term.textContent()) ?? '').replace(/\u00a0/g, ' ');
+    const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.id as string | undefined);
+    await page.getByRole('button', { name: 'Open terminal' }).click();
+    await page.locator('#term-mode', { hasText: 'interactive shell' }).waitFor();
+    expect(await term.getAttribute('aria-label')).toMatch(/Escape then Tab/);
+    await expect.poll(focused, { timeout: 20_000 }).toBe('term-screen');
+    // The prompt: busybox sh's `# ` (root) or `$ `.
+    await expect.poll(screen, { timeout: 20_000 }).toMatch(/[#$] +$/m);
+    await term.pressSequentially('echo $((6*7))');
+    await term.press('Enter');
+    await expect.poll(screen, { timeout: 20_000 }).toMatch(/^42\s*$/m);
+    // Line editing: the shell erases the extra character on Backspace, and the screen shows the edit.
+    await term.pressSequentially('echo edited-linee');
+    await term.press('Backspace');
+    await term.press('Enter');
+    await expect.poll(screen, { timeout: 20_000 }).toMatch(/^edited-line\s*$/m);
+    expect(await screen()).toMatch(/echo edited-line\s*$/m);
+    expect(await screen()).not.toContain('linee');
+    // The PTY knows the element's size (a resize was sent on open).
+    await term.pressSequentially('stty size');
+    await term.press('Enter');
+    await expect.poll(screen, { timeout: 20_000 }).toMatch(/^\d+ \d+\s*$/m);
+    const [rows, cols] = (await screen()).match(/^(\d+) (\d+)\s*$/m)!.slice(1).map(Number);
+    expect(rows).toBeGreaterThanOrEqual(4);
+    expect(cols).toBeGreaterThanOrEqual(40);
+    expect(cols).not.toBe(80);
+    // Ctrl+C interrupts the foreground command: the next command answers long before sleep 30 would end.
+    await term.pressSequentially('sleep 30');
+    await term.press('Enter');
+    await page.waitForTimeout(1000);
+    const interrupted = Date.now();
+    await term.press('Control+c');
+    await term.pressSequentially('echo after-$((1+1))');
+    await term.press('Enter');
+    await expect.poll(screen, { timeout: 8_000 }).toMatch(/^after-2\s*$/m);
+    expect(Date.now() - interrupted).toBeLessThan(10_000);
+    // Paste sends the text, newlines as Enter.
+    await term.evaluate((el) => {
+      const g = globalThis as any;
+      const data = new g.DataTransfer();
+      data.setData('text/plain', 'echo pasted-$((2+3))\n');
+      (el as any).dispatchEvent(new g.ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    });
+    await expect.poll(screen, { timeout: 20_000 }).toMatch(/^pasted-5\s*$/m);
+    // A narrower window: the PTY is resized to the new width.
+    await page.setViewportSize({ width: 800, height: 900 });
+    await page.waitForTimeout(500);
+    await term.pressSequentially('echo cols-$(stty size | cut -d" " -f2)');
+    await term.press('Enter');
+    await expect.poll(screen, { timeout: 20_000 }).toMatch(/^cols-\d+\s*$/m);
+    const narrower = Number((await screen()).match(/^cols-(\d+)\s*$/m)![1]);
+    expect(narrower).toBeLessThan(cols!);
+    await page.setViewportSize({ width: 1200, height: 900 });
+    await term.screenshot({ path: join(SHOTS, '02a-terminal.png') });
+    // Escape then Tab leaves the screen; clicking it comes back, and nothing stray reached the shell.
+    await term.press('Escape');
+    await term.press('Tab');
+    expect(await focused()).not.toBe('term-screen');
+    await term.click();
+    await term.pressSequentially('exit');
+    await term.press('Enter');
+    await expect.poll(screen, { timeout: 20_000 }).toContain('[exit 0]');
+  };
+
   it('signs in, spawns, streams a command, runs the terminal, uploads and downloads, shows live events, destroys', async () => {
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
@@ -125,14 +207,30 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     expect(await page.locator('#exec-output .stderr').textContent()).toContain('oops');
 
     // Terminal over the WebSocket (the key travels as a subprotocol, not in the URL).
-    await page.getByRole('button', { name: 'Open terminal' }).click();
-    await expect.poll(() => page.locator('#term-input').isEnabled(), { timeout: 20_000 }).toBe(true);
-    await page.locator('#term-input').fill('echo term-$((40+2))');
-    await page.locator('#term-input').press('Enter');
-    await page.locator('#term-output', { hasText: 'term-42' }).waitFor({ timeout: 20_000 });
-    await page.locator('#term-input').fill('exit');
-    await page.locator('#term-input').press('Enter');
-    await page.locator('#term-output', { hasText: '[exit 0]' }).waitFor({ timeout: 20_000 });
+    if (DOCKER) await ttyTerminal();
+    else await lineTerminal();
+
+    // Preview: a link for a port, on this page's scheme and port, carrying the sandbox's preview token.
+    const sandbox = (await api(`/sandboxes/${id}`)).json() as { preview_domain?: string; preview_token?: string };
+    expect(sandbox.preview_domain).toBe('preview.localhost');
+    expect(sandbox.preview_token).toMatch(/\S/);
+    const port = page.getByLabel('Port inside the sandbox');
+    await port.fill('70000');
+    await page.locator('#preview-error', { hasText: '1 to 65535' }).waitFor();
+    expect(await page.locator('#preview-link').getAttribute('href')).toBeNull();
+    await port.fill('8080');
+    const href = `http://8080-${id}.preview.localhost:${new URL(srv.url).port}/?sbx_token=${encodeURIComponent(sandbox.preview_token!)}`;
+    await expect.poll(() => page.locator('#preview-link').getAttribute('href')).toBe(href);
+    expect(await page.locator('#preview-link').getAttribute('target')).toBe('_blank');
+    expect(await page.locator('#preview-link').getAttribute('rel')).toBe('noopener noreferrer');
+    // Opening it remembers the port. The navigation itself is cancelled (nothing listens on 8080), and the
+    // click is a DOM event, not a mouse: a browser may preconnect to a link it hovers, and a connection
+    // that never sends a request holds the server's close for a minute.
+    await page.evaluate(() => (globalThis as any).document.addEventListener('click', (e: Event) => e.preventDefault(), { once: true }));
+    await page.locator('#preview-link').dispatchEvent('click');
+    await page.locator('#preview-recent a[data-port="8080"]').waitFor();
+    expect(await page.locator('#preview-recent a[data-port="8080"]').getAttribute('href')).toBe(href);
+    await page.locator('#preview').screenshot({ path: join(SHOTS, '02b-preview-card.png') });
 
     // Upload (file input) and see it listed; download it byte-exact.
     const bytes = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(4096)]);
@@ -202,4 +300,21 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     // Pool status is 404 when the pool is off; the view shows that as text.
     expect(failed.filter((f) => !f.endsWith('/api/v1/pool/status'))).toEqual([]);
   }, 240_000);
+
+  it('says previews are off, and how to turn them on, without server.preview_domain', async () => {
+    const plain = await startTestServer({});
+    const tab = await context.newPage();
+    try {
+      const r = await fetch(`${plain.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const { id } = (await r.json()) as { id: string };
+      await tab.goto(`${plain.url}/ui#/sandbox/${encodeURIComponent(id)}`);
+      await tab.locator('#preview-off').waitFor({ timeout: 30_000 });
+      expect(await tab.locator('#preview-off').textContent()).toContain('server.preview_domain');
+      expect(await tab.locator('#preview-link').count()).toBe(0);
+      await tab.locator('#preview').screenshot({ path: join(SHOTS, '02c-preview-off.png') });
+    } finally {
+      await tab.close();
+      await plain.close();
+    }
+  }, 60_000);
 });

@@ -1,8 +1,10 @@
-/** One sandbox: its facts, a streamed command, a terminal, files, console logs, background processes. */
+/** One sandbox: its facts, a streamed command, a terminal, preview links, files, console logs, background processes. */
 import type { FileInfo } from '../../../client/browser.js';
-import { api, errText, key, type ShownSandbox } from './api.js';
+import { api, errText, type ShownSandbox } from './api.js';
 import { debounce, h, main, say, size, when } from './dom.js';
 import { onEvent, onLeave } from './live.js';
+import { previewCard } from './preview.js';
+import { terminalCard } from './terminal.js';
 
 export async function sandboxView(id: string): Promise<void> {
   // Once destroyed (here or elsewhere) the view asks nothing more about the sandbox.
@@ -22,11 +24,13 @@ export async function sandboxView(id: string): Promise<void> {
         ['Expires', when(s.expires_at)],
       ];
       if (s.preview_domain) pairs.push(['Preview', s.preview_domain]);
+      preview.show(s);
       info.replaceChildren(...pairs.flatMap(([k, v]) => [h('div', {}, h('dt', { class: 'muted' }, k), h('dd', { class: k === 'State' ? `state state-${v}` : '', 'data-field': k.toLowerCase() }, v))]));
     } catch (e) {
       info.replaceChildren(h('p', { class: 'err' }, errText(e)));
     }
   };
+  const preview = previewCard(id);
   const files = filesCard(id);
   const logs = logsCard(id);
   const procs = processesCard(id);
@@ -41,6 +45,7 @@ export async function sandboxView(id: string): Promise<void> {
     h('section', { class: 'card' }, h('h2', {}, 'Sandbox ', h('code', { id: 'sandbox-id' }, id)), info, h('div', { class: 'row' }, snapshotButton(id), destroy)),
     execCard(id),
     terminalCard(id),
+    preview.card,
     files.card,
     logs.card,
     procs.card,
@@ -95,65 +100,6 @@ function execCard(id: string): HTMLElement {
     h('button', { type: 'button', onclick: () => out.replaceChildren() }, 'Clear'),
   );
   return h('section', { class: 'card' }, h('h2', {}, 'Run a command'), form, out);
-}
-
-/**
- * Terminal: the WebSocket exec with a shell, line-oriented. A browser's WebSocket cannot send the
- * key header, so the key goes as a `sbx.key.<base64url>` subprotocol (never in the URL).
- */
-function terminalCard(id: string): HTMLElement {
-  const termOut = h('pre', { class: 'out', id: 'term-output', 'aria-live': 'polite' });
-  const termIn = h('input', { id: 'term-input', autocomplete: 'off', spellcheck: false, disabled: true });
-  let ws: WebSocket | null = null;
-  onLeave(() => ws?.close());
-  const termButton = h('button', { type: 'button', id: 'term-open' }, 'Open terminal');
-  termButton.addEventListener('click', () => {
-    if (ws) {
-      ws.close();
-      return;
-    }
-    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    const enc = btoa(key()).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-    const protocols = ['sbx.v1'];
-    if (key()) protocols.push(`sbx.key.${enc}`);
-    const sock = new WebSocket(`${proto}//${location.host}/api/v1/sandboxes/${encodeURIComponent(id)}/exec/ws`, protocols);
-    ws = sock;
-    sock.onopen = () => {
-      sock.send(JSON.stringify({ type: 'start', command: 'sh', args: ['-i'], mode: 'argv', tty: false }));
-      termIn.disabled = false;
-      termButton.textContent = 'Close terminal';
-      termIn.focus();
-    };
-    sock.onmessage = (m) => {
-      const msg = JSON.parse(String(m.data)) as { type: string; data?: string; exit_code?: number; message?: string };
-      if (msg.type === 'stdout' || msg.type === 'stderr') termOut.append(h('span', { class: msg.type }, msg.data ?? ''));
-      else if (msg.type === 'exit') termOut.append(h('span', { class: 'meta' }, `[exit ${msg.exit_code}]\n`));
-      else if (msg.type === 'error') termOut.append(h('span', { class: 'stderr' }, `${msg.message}\n`));
-      termOut.scrollTop = termOut.scrollHeight;
-    };
-    sock.onclose = () => {
-      ws = null;
-      termIn.disabled = true;
-      termButton.textContent = 'Open terminal';
-      termOut.append(h('span', { class: 'meta' }, '[terminal closed]\n'));
-    };
-  });
-  const form = h(
-    'form',
-    {
-      class: 'row',
-      onsubmit: (ev: Event) => {
-        ev.preventDefault();
-        if (!ws) return;
-        termOut.append(h('span', { class: 'meta' }, `${termIn.value}\n`));
-        ws.send(JSON.stringify({ type: 'stdin', data: `${termIn.value}\n` }));
-        termIn.value = '';
-      },
-    },
-    h('label', { class: 'grow' }, 'Terminal input (Enter sends a line)', termIn),
-    termButton,
-  );
-  return h('section', { class: 'card' }, h('h2', {}, 'Terminal'), form, termOut);
 }
 
 /** Files: list a folder, download (raw bytes), upload from the picker or by drag and drop (raw bytes). */

@@ -48,6 +48,9 @@ import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from 
 import { startReplication, type Replication } from './replicas.js';
 import { openStore } from './store.js';
 
+/** How long `close` lets requests in flight finish before it cuts their connections. */
+const CLOSE_DEADLINE_MS = 30_000;
+
 export interface ControlPlaneOptions {
   logger?: Logger;
   clock?: Clock;
@@ -58,6 +61,8 @@ export interface ControlPlaneOptions {
   reconcile?: boolean;
   /** Name → addresses for the egress gateway (tests; default: its own node:dns Resolver). */
   egressResolve?(name: string): Promise<string[]>;
+  /** How long `close` lets requests in flight finish before cutting their connections (default 30 s). */
+  closeDeadlineMs?: number;
 }
 
 export interface ControlPlane {
@@ -329,6 +334,10 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         // In-flight requests finish; a keep-alive connection is closed as soon as its last response
         // is out (fastify closes only the connections idle at the moment close starts).
         const sweeper = setInterval(() => app.server.closeIdleConnections(), 100);
+        // The drain has a deadline: a connection that never finishes a request (a browser's
+        // speculative preconnect, a stalled proxy exchange, an exec longer than that) is cut after 30 s.
+        const deadline = setTimeout(() => app.server.closeAllConnections(), opts.closeDeadlineMs ?? CLOSE_DEADLINE_MS);
+        deadline.unref();
         try {
           await app.close();
           await processes.close();
@@ -339,6 +348,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
           }
         } finally {
           clearInterval(sweeper);
+          clearTimeout(deadline);
         }
         await egress?.close().catch(() => undefined);
         await providers.close();

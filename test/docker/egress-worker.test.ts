@@ -7,7 +7,6 @@
  * counts reach its metrics with the heartbeat. Needs root, docker and namespaces:
  * SBX_TEST_DOCKER=1 SBX_TEST_NETNS=1.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +17,7 @@ import { filteredNetworkName } from '../../src/adapters/providers/docker/egress.
 import { createWorker, type Worker } from '../../src/compose/worker.js';
 import { loadConfig } from '../../src/config/index.js';
 import { call } from '../helpers/http.js';
-import { startNetnsUpstream, type NetnsUpstream } from '../helpers/netns-upstream.js';
+import { sh, startNetnsUpstream, type NetnsUpstream } from '../helpers/netns-upstream.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, SOCKET, TEST_IMAGE } from './engine.js';
 
@@ -31,15 +30,6 @@ const NET = `198.19.${tag}`;
 const UP = `${NET}.2`;
 const NAMES: Record<string, string[]> = { 'up.test': [UP], 'other.test': [UP] };
 const TOKEN = 'egress-worker-token';
-
-function sh(cmd: string, args: string[], timeoutMs = 30_000): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
-  });
-}
 
 const SERVER = `
 const http = require('node:http');

@@ -6,7 +6,7 @@
  * (`nsenter --net=/proc/<pid>/ns/net` with the host's curl and openssl), so the source address is
  * the sandbox's. Needs root, docker and namespaces: SBX_TEST_DOCKER=1 SBX_TEST_NETNS=1.
  */
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,7 +16,7 @@ import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filteredNetworkName } from '../../src/adapters/providers/docker/egress.js';
 import { call } from '../helpers/http.js';
-import { startNetnsUpstream, type NetnsUpstream } from '../helpers/netns-upstream.js';
+import { sh, startNetnsUpstream, type NetnsUpstream } from '../helpers/netns-upstream.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE } from './engine.js';
 
@@ -28,15 +28,6 @@ const VETH = `sbxeg${tag}h`;
 const NET = `198.18.${tag}`;
 const UP = `${NET}.2`;
 const NAMES: Record<string, string[]> = { 'up.test': [UP], 'other.test': [UP], 'local.test': ['127.0.0.1'], 'zero.test': ['0.0.0.0'] };
-
-function sh(cmd: string, args: string[], timeoutMs = 30_000): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
-  });
-}
 
 const SERVER = `
 const http = require('node:http'), https = require('node:https'), net = require('node:net'), fs = require('node:fs');

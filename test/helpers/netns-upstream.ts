@@ -13,6 +13,16 @@ export interface NetnsUpstream {
 
 const quiet = (cmd: string, args: string[]) => new Promise<void>((resolve) => execFile(cmd, args, () => resolve()));
 
+/** Runs a command to its end (bounded): its exit code (1 when it could not run or timed out) and output. */
+export function sh(cmd: string, args: string[], timeoutMs = 30_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
 /**
  * Makes namespace `ns` and veth `veth` (≤ 13 characters) for the /24 `net` (e.g. `198.18.42`), then
  * runs `node script ...args` inside it and waits for its first line of stdout (it prints one when it

@@ -20,7 +20,7 @@ import type { RemoteWorkers } from '../core/scheduler/remote-port.js';
 import { ProviderRegistry } from '../core/providers/registry.js';
 import { ExecService } from '../core/sandboxes/exec.js';
 import { FileService } from '../core/sandboxes/files.js';
-import { reconcileSandboxes } from '../core/sandboxes/reconcile.js';
+import { findOrphans, reconcileRecords, removeOrphans } from '../core/sandboxes/reconcile.js';
 import { reconcileCatalog } from '../core/sandboxes/reconcile-catalog.js';
 import { SandboxService } from '../core/sandboxes/service.js';
 import { TemplateService } from '../core/sandboxes/templates.js';
@@ -235,22 +235,22 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     };
     await heartbeat();
 
+    // Startup reconciliation: the records are judged before the server answers; the orphans (listed
+    // now, so no later spawn's runtime is among them) and the snapshot and volume catalogue are
+    // cleaned in the background, so a crash that left many runtimes behind does not hold the start.
+    let cleanup: Promise<void> = Promise.resolve();
     if (opts.reconcile !== false) {
-      const report = await reconcileSandboxes({
-        store,
-        providers: new Map(providers.all().map((p) => [p.name, p])),
-        bus,
-        clock,
-        installationId,
-        workerId: settings.worker_id,
-        warm: store,
-      });
-      for (const a of report.actions) logger.info({ ...a }, 'reconcile');
-      const catalog = await reconcileCatalog({ store, providers: new Map(providers.all().map((p) => [p.name, p])), bus, clock, workerId: settings.worker_id }).catch((err: unknown) => {
-        logger.warn({ err: String(err) }, 'reconciling snapshots and volumes failed');
-        return [];
-      });
-      for (const a of catalog) logger.info({ ...a }, 'reconcile');
+      const rdeps = { store, providers: new Map(providers.all().map((p) => [p.name, p])), bus, clock, installationId, workerId: settings.worker_id, warm: store };
+      for (const a of await reconcileRecords(rdeps)) logger.info({ ...a }, 'reconcile');
+      const orphans = await findOrphans(rdeps);
+      cleanup = (async () => {
+        for (const a of await removeOrphans(rdeps, orphans)) logger.info({ ...a }, 'reconcile');
+        const catalog = await reconcileCatalog(rdeps).catch((err: unknown) => {
+          logger.warn({ err: String(err) }, 'reconciling snapshots and volumes failed');
+          return [];
+        });
+        for (const a of catalog) logger.info({ ...a }, 'reconcile');
+      })().catch((err: unknown) => logger.warn({ err: String(err) }, 'startup cleanup failed'));
     }
     // Detached background processes ran on while this process was away: follow them again.
     await processes.resume().catch((err: unknown) => logger.warn({ err: String(err) }, 'resuming background processes failed'));
@@ -329,6 +329,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         if (closed) return;
         closed = true;
         for (const t of timers) clearInterval(t);
+        await cleanup;
         // Queued spawns fail now instead of holding the drain for their whole queue timeout.
         deps.admission.close();
         // In-flight requests finish; a keep-alive connection is closed as soon as its last response

@@ -229,6 +229,8 @@ export interface Provider {
   spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult>;
   /** Idempotent: a runtime that is already gone is not an error. */
   destroy(runtimeId: string, signal?: AbortSignal): Promise<void>;
+  /** Removes a runtime nobody owns (a reconciliation orphan) at once, without a graceful stop. Optional: `destroy` serves otherwise. */
+  discard?(runtimeId: string, signal?: AbortSignal): Promise<void>;
   status(runtimeId: string, signal?: AbortSignal): Promise<RuntimeStatus>;
   /** Runtimes this provider knows of (for reconciliation). Optional. */
   listRuntimes?(signal?: AbortSignal): Promise<RuntimeInfo[]>;

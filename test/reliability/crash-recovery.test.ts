@@ -71,7 +71,8 @@ async function crash(provider: 'mock' | 'docker'): Promise<void> {
     const runtimes = async (): Promise<string[]> => {
       if (provider === 'docker') return (await dockerContainers(installation)).map((c) => c.sandbox);
       if (!existsSync(mockRoot)) return [];
-      return readdirSync(mockRoot).filter((n) => statSync(join(mockRoot, n)).isDirectory());
+      // Orphans are removed in the background after the restart: one may go between list and stat.
+      return readdirSync(mockRoot).filter((n) => statSync(join(mockRoot, n), { throwIfNoEntry: false })?.isDirectory() === true);
     };
     const check = async () => {
       const rts = await runtimes();

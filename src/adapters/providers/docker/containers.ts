@@ -166,7 +166,9 @@ export class Containers {
   }
 
   /** Stop (bounded) then remove with anonymous volumes; a container already gone is fine. */
-  async destroy(runtimeId: string, signal?: AbortSignal): Promise<void> {
+  /** Stops (TERM, 2 s grace) then removes; `graceful: false` removes at once (KILL), for runtimes nobody owns. */
+  async destroy(runtimeId: string, signal?: AbortSignal, graceful = true): Promise<void> {
+    if (!graceful) return this.remove(runtimeId, signal);
     const c = this.docker.getContainer(runtimeId);
     try {
       await c.stop({ t: 2, abortSignal: bounded(signal) });

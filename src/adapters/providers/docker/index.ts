@@ -75,6 +75,14 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     cap.end();
   };
 
+  /** A container's teardown: its agent's leftovers, console and egress source go with it. */
+  const destroy = async (runtimeId: string, signal: AbortSignal | undefined, graceful: boolean) => {
+    const labels = agents && !agents.knows(runtimeId) ? await containers.labels(runtimeId, signal) : undefined;
+    await containers.destroy(runtimeId, signal, graceful);
+    console_.forget(runtimeId);
+    await agents?.forget(runtimeId, { sandboxId: labels?.[LABEL_SANDBOX], token: labels?.[LABEL_AGENT] });
+    egress.forgetSources();
+  };
   const provider: Provider = {
     name: 'docker',
     capabilities: DOCKER_CAPABILITIES,
@@ -134,13 +142,8 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     deleteVolume: (name, signal) => volumes.remove(name, signal),
     listCatalog: async (signal) => ({ snapshots: await snapshots.list(signal), volumes: await volumes.list(signal) }),
     volumeSizes: (names, signal) => volumes.sizes(names, signal),
-    destroy: async (runtimeId, signal) => {
-      const labels = agents && !agents.knows(runtimeId) ? await containers.labels(runtimeId, signal) : undefined;
-      await containers.destroy(runtimeId, signal);
-      console_.forget(runtimeId);
-      await agents?.forget(runtimeId, { sandboxId: labels?.[LABEL_SANDBOX], token: labels?.[LABEL_AGENT] });
-      egress.forgetSources();
-    },
+    destroy: (runtimeId, signal) => destroy(runtimeId, signal, true),
+    discard: (runtimeId, signal) => destroy(runtimeId, signal, false),
     status: (runtimeId, signal) => containers.status(runtimeId, signal),
     listRuntimes: (signal) => containers.listRuntimes(signal),
     previewUpstream: (runtimeId, port, signal) => containers.previewUpstream(runtimeId, port, signal),

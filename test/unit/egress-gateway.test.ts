@@ -4,7 +4,8 @@ import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseClientHello } from '../../src/transports/egress/client-hello.js';
 import { refused } from '../../src/transports/egress/dns-refuser.js';
-import { EgressGateway, splitAuthority, type VerdictRecord } from '../../src/transports/egress/gateway.js';
+import { EgressGateway, type VerdictRecord } from '../../src/transports/egress/gateway.js';
+import { splitAuthority } from '../../src/transports/egress/gateway-wire.js';
 
 /** The first bytes a TLS client sends, captured by a server that never answers. */
 async function helloBytes(servername?: string): Promise<Buffer> {

@@ -1,11 +1,10 @@
-import { Resolver } from 'node:dns';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import {
   compileLists, formatIp, judgeAddress, judgeName, ownAddresses, parseTarget, passingAddresses,
   type DenyReason, type EgressLists, type Ip, type ParsedLists, type Rule, type Target,
 } from '../../core/network/index.js';
-import { MAX_HELLO_BYTES, parseClientHello } from './client-hello.js';
+import { defaultResolve, deny, normalizeSource, readHello, splitAuthority, stripHop } from './gateway-wire.js';
 
 /**
  * The egress gateway (DESIGN.md §10): what filtered sandboxes reach instead of the network. An
@@ -368,94 +367,4 @@ export class EgressGateway {
     sock.pipe(up.sock);
     up.sock.pipe(sock);
   }
-}
-
-function deny(res: ServerResponse, status: number, text: string): void {
-  if (res.headersSent) return void res.destroy();
-  res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' });
-  res.end(`${text}\n`);
-}
-
-const HOP = /^(connection|keep-alive|proxy-authenticate|proxy-authorization|te|trailer|transfer-encoding|upgrade)$/i;
-
-function stripHop(h: IncomingMessage['headers']): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined && !HOP.test(k)) out[k] = v;
-  return out;
-}
-
-/** `host[:port]` or `[v6][:port]`; the port 1–65535 without leading zeros. `defaultPort` null: required. */
-export function splitAuthority(text: string, defaultPort: number | null): { host: string; port: number } | null {
-  if (text === '' || text.includes('@')) return null;
-  let host: string;
-  let portText: string | undefined;
-  if (text.startsWith('[')) {
-    const close = text.indexOf(']');
-    if (close < 0) return null;
-    host = text.slice(0, close + 1);
-    const rest = text.slice(close + 1);
-    if (rest !== '') {
-      if (!rest.startsWith(':')) return null;
-      portText = rest.slice(1);
-    }
-  } else {
-    const at = text.lastIndexOf(':');
-    if (at >= 0 && text.indexOf(':') !== at) return null;
-    host = at >= 0 ? text.slice(0, at) : text;
-    portText = at >= 0 ? text.slice(at + 1) : undefined;
-  }
-  if (host === '' || host === '[]') return null;
-  if (portText === undefined) return defaultPort === null ? null : { host, port: defaultPort };
-  if (!/^[1-9][0-9]{0,4}$/.test(portText) || Number(portText) > 65535) return null;
-  return { host, port: Number(portText) };
-}
-
-function normalizeSource(address: string): string {
-  return address.startsWith('::ffff:') ? address.slice(7) : address;
-}
-
-/** Reads until a whole ClientHello is buffered; null when the bytes are not one (or too slow). */
-function readHello(sock: Socket, initial: Buffer, timeoutMs: number): Promise<{ bytes: Buffer; sni: string | null } | null> {
-  return new Promise((resolve) => {
-    let buf: Buffer<ArrayBufferLike> = initial;
-    const finish = (v: { bytes: Buffer; sni: string | null } | null) => {
-      clearTimeout(timer);
-      sock.removeListener('data', onData);
-      sock.removeListener('close', onClose);
-      sock.pause();
-      resolve(v);
-    };
-    const check = (): boolean => {
-      const r = parseClientHello(buf);
-      if (r.kind === 'hello') {
-        finish({ bytes: buf, sni: r.sni });
-        return true;
-      }
-      if (r.kind === 'invalid' || buf.length > MAX_HELLO_BYTES) {
-        finish(null);
-        return true;
-      }
-      return false;
-    };
-    const onData = (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      check();
-    };
-    const onClose = () => finish(null);
-    const timer = setTimeout(() => finish(null), timeoutMs);
-    if (buf.length > 0 && check()) return;
-    sock.on('data', onData);
-    sock.once('close', onClose);
-    sock.resume();
-  });
-}
-
-/** node:dns Resolver of its own (not the system's getaddrinfo), A then AAAA, 5 s. */
-async function defaultResolve(name: string): Promise<string[]> {
-  const r = new Resolver({ timeout: 5_000, tries: 1 });
-  const [a, aaaa] = await Promise.allSettled([
-    new Promise<string[]>((res, rej) => r.resolve4(name, (e, xs) => (e ? rej(e) : res(xs)))),
-    new Promise<string[]>((res, rej) => r.resolve6(name, (e, xs) => (e ? rej(e) : res(xs)))),
-  ]);
-  return [...(a.status === 'fulfilled' ? a.value : []), ...(aaaa.status === 'fulfilled' ? aaaa.value : [])];
 }

@@ -9,12 +9,13 @@
  *
  * Loaded only by the `mcp` command (with import()), so the SDK and zod stay off the CLI start path.
  */
-import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Client } from '../../client/client.js';
 import type { ExecInput } from '../../client/types.js';
 import { OUTPUT_LIMIT, OutputCapture } from './capture.js';
+import { registerResources } from './resources.js';
 import { checkSize, decodeBase64, duration, errorBody, FILE_URI_TEMPLATE, type Json, READ_LIMIT, renderExec, sandboxId, stringMap, textOrBase64, toDuration, ToolError } from './values.js';
 
 export { FILE_URI_TEMPLATE, READ_LIMIT } from './values.js';
@@ -373,47 +374,7 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
     async (a, signal) => ok((await client.processes.kill(a.sandbox_id, a.process_id, { signal })) as unknown as Json),
   );
 
-  // Resources: every sandbox file by URI, and the list of sandboxes.
-  server.registerResource(
-    'sandbox-file',
-    new ResourceTemplate(FILE_URI_TEMPLATE, { list: undefined }),
-    {
-      title: 'A file in a sandbox',
-      description: 'sbx://sandboxes/<sandbox_id>/files/<absolute path>: text for UTF-8 content, else a base64 blob.',
-    },
-    async (uri, vars, extra): Promise<ReadResourceResult> => {
-      try {
-        const id = decodeURIComponent(String(vars.sandbox_id));
-        const path = decodeURIComponent(String(vars.path));
-        const bytes = await client.files.read(id, path, { signal: extra.signal });
-        checkSize(bytes, path);
-        const body = textOrBase64(bytes);
-        return {
-          contents: [
-            body.encoding === 'utf8'
-              ? { uri: uri.href, mimeType: 'text/plain', text: scrub(body.content) }
-              : { uri: uri.href, mimeType: 'application/octet-stream', blob: body.content },
-          ],
-        };
-      } catch (err) {
-        throw new Error(scrub(JSON.stringify(errorBody(err))));
-      }
-    },
-  );
-
-  server.registerResource(
-    'sandboxes',
-    'sbx://sandboxes',
-    { title: 'Live sandboxes', description: 'The live sandboxes this key can see (JSON, at most 1000).', mimeType: 'application/json' },
-    async (uri, extra): Promise<ReadResourceResult> => {
-      try {
-        const page = await client.listPage({ limit: 1000, signal: extra.signal });
-        return { contents: [{ uri: uri.href, mimeType: 'application/json', text: scrub(JSON.stringify(page.items, null, 2)) }] };
-      } catch (err) {
-        throw new Error(scrub(JSON.stringify(errorBody(err))));
-      }
-    },
-  );
+  registerResources(server, client, scrub);
 
   return server;
 }

@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, rmdirSync, rmSync } from 'node:fs';
-import { posix, join } from 'node:path';
+import { join } from 'node:path';
 import type Docker from 'dockerode';
-import { badRequest, notFound, SbxError } from '../../../core/errors.js';
-import type { ExecControl, ExecEvent, ExecSignal, ExecSpec, FileInfo, OpenedFile } from '../../../core/ports.js';
-import { fileTooLarge } from '../../../core/sandboxes/files.js';
+import { badRequest, SbxError } from '../../../core/errors.js';
+import type { ExecControl, ExecEvent, ExecSignal, ExecSpec } from '../../../core/ports.js';
 import { isLiveStdin } from '../shared/live-input.js';
-import { formatMode } from '../shared/file-mode.js';
 import { AgentConnection, Inbox, MAX_CHUNK, R, STAGE, T } from './agent-conn.js';
 import { bounded, isNotFound } from './errors.js';
 import { deniedText, execArgv, notFoundText } from './exec.js';
@@ -28,9 +26,9 @@ const RETRY_AFTER_MS = 5_000;
  * Output queued for one stream beyond what the credit window allows (2 MiB in the agent) means a
  * peer that ignores credit (a sandbox standing in for its agent): the connection is ended.
  */
-const MAX_QUEUED = 8 * 1024 * 1024;
+export const MAX_QUEUED = 8 * 1024 * 1024;
 const SIGNALS: Record<ExecSignal, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 };
-const E = { ENOENT: 2, EACCES: 13, EPERM: 1, ENOTDIR: 20, EISDIR: 21, EFBIG: 27, EROFS: 30, ENOTSUP: 95 } as const;
+export const E = { ENOENT: 2, EACCES: 13, EPERM: 1, ENOTDIR: 20, EISDIR: 21, EFBIG: 27, EROFS: 30, ENOTSUP: 95 } as const;
 
 export interface AgentSettings {
   /** The static binary on this host, bind-mounted read-only. */
@@ -169,14 +167,14 @@ export class DockerAgents {
   }
 }
 
-type Frame = { type: number; payload: Buffer } | { lost: true };
+export type Frame = { type: number; payload: Buffer } | { lost: true };
 
-function cString(s: string): Buffer {
+export function cString(s: string): Buffer {
   if (s.includes('\0')) throw badRequest('arguments, environment and paths cannot contain NUL bytes');
   return Buffer.from(`${s}\0`, 'utf8');
 }
 
-function agentGone(what: string): SbxError {
+export function agentGone(what: string): SbxError {
   return new SbxError('provider_error', `${what}: the sandbox agent went away`);
 }
 
@@ -350,132 +348,8 @@ export async function* agentExec(
   }
 }
 
-function u32(n: number): Buffer {
+export function u32(n: number): Buffer {
   const b = Buffer.alloc(4);
   b.writeUInt32LE(n >>> 0, 0);
   return b;
-}
-
-function fileError(errno: number, what: string, path: string, extra: { size?: number; max?: number } = {}): Error {
-  switch (errno) {
-    case E.ENOENT:
-      return notFound(`${path} not found`);
-    case E.ENOTDIR:
-      return badRequest(`${what}: not a directory`);
-    case E.EISDIR:
-      return badRequest(`${path} is a directory`);
-    case E.EFBIG:
-      return fileTooLarge(extra.size ?? 0, extra.max ?? 0);
-  }
-  // Permissions (the engine paths act as the daemon), special files, anything else: the engine serves.
-  return new AgentUnavailable();
-}
-
-/** One request whose answer is one frame (write, stat). */
-function oneAnswer(conn: AgentConnection): { id: number; answer: Promise<{ type: number; payload: Buffer }> } {
-  let resolve!: (v: { type: number; payload: Buffer }) => void;
-  let reject!: (e: Error) => void;
-  const answer = new Promise<{ type: number; payload: Buffer }>((res, rej) => ((resolve = res), (reject = rej)));
-  const id = conn.open({ frame: (type, payload) => resolve({ type, payload: Buffer.from(payload) }), lost: () => reject(new AgentUnavailable()) });
-  return { id, answer };
-}
-
-/** A write in one round trip: open, bytes, end pipelined; the agent renames a temp file into place. */
-export async function agentWrite(conn: AgentConnection, path: string, content: Uint8Array, mode: number | undefined): Promise<void> {
-  const { id, answer } = oneAnswer(conn);
-  try {
-    conn.send(id, T.WRITE, u32(mode === undefined ? 0xffffffff : mode & 0o7777), cString(path));
-    for (let at = 0; at < content.byteLength; at += MAX_CHUNK) {
-      if (!conn.send(id, T.WDATA, content.subarray(at, at + MAX_CHUNK))) await conn.drained();
-    }
-    conn.send(id, T.WEND);
-    const a = await answer;
-    if (a.type === R.END) return;
-    if (a.type === R.ERROR) throw fileError(a.payload.readUInt32LE(4), `write ${path}`, path);
-    throw new AgentUnavailable();
-  } finally {
-    conn.release(id);
-  }
-}
-
-export async function agentStat(conn: AgentConnection, path: string): Promise<FileInfo> {
-  const { id, answer } = oneAnswer(conn);
-  try {
-    conn.send(id, T.STAT, cString(path));
-    const a = await answer;
-    if (a.type === R.ERROR) {
-      const errno = a.payload.readUInt32LE(4);
-      if (errno === E.ENOENT) throw notFound(`stat ${path}: no such file or directory`);
-      if (errno === E.ENOTDIR) throw badRequest(`stat ${path}: not a directory`);
-      throw new AgentUnavailable();
-    }
-    if (a.type !== R.STAT) throw new AgentUnavailable();
-    const raw = a.payload.readUInt32LE(0);
-    return {
-      name: path === '/' ? '/' : posix.basename(path),
-      path,
-      size: Number(a.payload.readBigUInt64LE(4)),
-      is_dir: (raw & 0o170000) === 0o040000,
-      mod_time: new Date(Number(a.payload.readBigInt64LE(12)) * 1000).toISOString(),
-      mode: formatMode(raw),
-    };
-  } finally {
-    conn.release(id);
-  }
-}
-
-/** A streaming read: the size first (refusals before any byte), then chunks pulled with credit. */
-export async function agentOpen(conn: AgentConnection, path: string, maxBytes: number | undefined): Promise<OpenedFile> {
-  const inbox = new Inbox<Frame>();
-  const id = conn.open({
-    frame: (type, payload) => {
-      inbox.push({ type, payload });
-      if (inbox.bytes > MAX_QUEUED) conn.close();
-    },
-    lost: () => inbox.push({ lost: true }),
-  });
-  const max = maxBytes ?? Number.MAX_SAFE_INTEGER;
-  const head = Buffer.alloc(8);
-  head.writeBigUInt64LE(BigInt(max), 0);
-  let first: Frame | undefined;
-  try {
-    conn.send(id, T.READ, head, cString(path));
-    first = await inbox.next();
-  } catch (err) {
-    conn.release(id);
-    throw err;
-  }
-  if (!first || 'lost' in first || (first.type !== R.SIZE && first.type !== R.ERROR)) {
-    conn.release(id);
-    throw new AgentUnavailable();
-  }
-  if (first.type === R.ERROR) {
-    conn.release(id);
-    throw fileError(first.payload.readUInt32LE(4), `read ${path}`, path, { size: Number(first.payload.readBigUInt64LE(8)), max });
-  }
-  const size = Number(first.payload.readBigUInt64LE(0));
-  async function* body(): AsyncGenerator<Uint8Array> {
-    let ended = false;
-    try {
-      for (;;) {
-        const f = await inbox.next();
-        if (!f) continue;
-        if ('lost' in f) throw agentGone(`read ${path}`);
-        if (f.type === R.DATA) {
-          yield f.payload;
-          conn.send(id, T.CREDIT, u32(f.payload.byteLength));
-        } else if (f.type === R.END) {
-          ended = true;
-          return;
-        } else if (f.type === R.ERROR) {
-          ended = true;
-          throw new SbxError('provider_error', `read ${path}: failed`);
-        }
-      }
-    } finally {
-      if (!ended) conn.send(id, T.CANCEL);
-      conn.release(id);
-    }
-  }
-  return { size, body: body() };
 }

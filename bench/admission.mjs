@@ -110,7 +110,10 @@ const rows = [
   ['admitted (201)', `${ok}${ok === REQUESTS ? '' : ` — other statuses: ${JSON.stringify(Object.fromEntries(statuses))}`}`],
   ['total time, all 200 spawns answered', ms(spawnPhaseMs)],
   ['spawns that queued', String(stats.spawn_queued_total)],
-  ['queue wait p50 / p99 / max (queued spawns)', `${ms(pct(sortedWaits, 50))} / ${ms(pct(sortedWaits, 99))} / ${ms(sortedWaits.at(-1) ?? 0)}`],
+  [
+    'queue wait p50 / p99 / max (queued spawns)',
+    `${ms(pct(sortedWaits, 50))} / ${ms(pct(sortedWaits, 99))} / ${ms(sortedWaits.at(-1) ?? 0)}`,
+  ],
   ['spawn request latency p50 / p99 (all)', `${ms(pct(sortedLat, 50))} / ${ms(pct(sortedLat, 99))}`],
   ['queue timeouts', String(stats.spawn_queue_timeouts)],
   ['max concurrent active (event bus, exact)', String(maxActiveBus)],

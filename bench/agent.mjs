@@ -54,7 +54,9 @@ async function execOnce(p, rid) {
 }
 
 async function rawExec(rid) {
-  const exec = await docker.getContainer(rid).exec({ Cmd: ['echo', 'hi'], AttachStdout: true, AttachStderr: true, WorkingDir: '/workspace' });
+  const exec = await docker
+    .getContainer(rid)
+    .exec({ Cmd: ['echo', 'hi'], AttachStdout: true, AttachStderr: true, WorkingDir: '/workspace' });
   const stream = await exec.start({ Detach: false, Tty: false });
   for await (const _ of stream) void _;
   await exec.inspect();
@@ -92,11 +94,17 @@ async function rawRead(rid, path) {
 let rid;
 const rows = [];
 try {
-  rid = (await withAgent.spawn({ sandbox_id: `bench-${installationId}`, image: IMAGE, memory_mb: 256, vcpus: 1 }, AbortSignal.timeout(60_000))).runtime_id;
+  rid = (
+    await withAgent.spawn({ sandbox_id: `bench-${installationId}`, image: IMAGE, memory_mb: 256, vcpus: 1 }, AbortSignal.timeout(60_000))
+  ).runtime_id;
   const small = randomBytes(1024);
   const big = randomBytes(10 * 1024 * 1024);
   const cases = [
-    { group: 'exec `echo hi`', n: ITERATIONS, ways: { agent: () => execOnce(withAgent, rid), engine: () => execOnce(engine, rid), raw: () => rawExec(rid) } },
+    {
+      group: 'exec `echo hi`',
+      n: ITERATIONS,
+      ways: { agent: () => execOnce(withAgent, rid), engine: () => execOnce(engine, rid), raw: () => rawExec(rid) },
+    },
     ...[
       ['1 KiB', small, ITERATIONS],
       ['10 MiB', big, Math.max(3, Math.round(ITERATIONS / 3))],
@@ -152,7 +160,9 @@ const targets = { 'exec `echo hi`': 3, 'write 1 KiB': 5, 'read 1 KiB': 5 };
 const out = [];
 out.push('## agent');
 out.push('');
-out.push(`sbx-agent (docs/agent.md) against the engine paths, provider level (in process, no HTTP), one container, interleaved in one run; p50 (p90) in ms. "engine" is the same provider with \`providers.docker.agent: off\`; "raw" is dockerode alone (exec create/start/inspect; put/get archive). Targets (issue 16): agent exec ≤ 3 ms p50, 1 KiB write/read ≤ 5 ms p50.`);
+out.push(
+  `sbx-agent (docs/agent.md) against the engine paths, provider level (in process, no HTTP), one container, interleaved in one run; p50 (p90) in ms. "engine" is the same provider with \`providers.docker.agent: off\`; "raw" is dockerode alone (exec create/start/inspect; put/get archive). Targets (issue 16): agent exec ≤ 3 ms p50, 1 KiB write/read ≤ 5 ms p50.`,
+);
 out.push('');
 out.push('| operation | n | agent | engine | raw docker | agent / engine | agent / raw | target |');
 out.push('|---|---:|---:|---:|---:|---:|---:|---|');
@@ -161,7 +171,9 @@ for (const r of rows) {
   const [a9, e9, w9] = ['agent', 'engine', 'raw'].map((k) => pct(r.times[k], 0.9));
   const t = targets[r.group];
   const target = t === undefined ? '' : `≤ ${t} ms: ${a <= t ? 'met' : 'missed'}`;
-  out.push(`| ${r.group} | ${r.n} | ${f(a)} (${f(a9)}) | ${f(e)} (${f(e9)}) | ${f(w)} (${f(w9)}) | ${(a / e).toFixed(2)}× | ${(a / w).toFixed(2)}× | ${target} |`);
+  out.push(
+    `| ${r.group} | ${r.n} | ${f(a)} (${f(a9)}) | ${f(e)} (${f(e9)}) | ${f(w)} (${f(w9)}) | ${(a / e).toFixed(2)}× | ${(a / w).toFixed(2)}× | ${target} |`,
+  );
 }
 out.push('');
 console.log(out.join('\n'));

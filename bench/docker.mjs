@@ -285,7 +285,16 @@ try {
   for (let i = 0; i < ITERATIONS; i++) {
     log(`iteration ${i + 1}/${ITERATIONS}`);
     // Alternate which side goes first so neither always runs on a warmer engine.
-    const order = i % 2 === 0 ? [['sbx', sbx], ['raw', raw]] : [['raw', raw], ['sbx', sbx]];
+    const order =
+      i % 2 === 0
+        ? [
+            ['sbx', sbx],
+            ['raw', raw],
+          ]
+        : [
+            ['raw', raw],
+            ['sbx', sbx],
+          ];
     for (const [side, impl] of order) await cycle(side, impl);
   }
 
@@ -295,7 +304,10 @@ try {
   const rawId = await raw.spawn();
   try {
     for (let i = 0; i < STREAM_RUNS; i++) {
-      for (const [side, impl, id] of [['sbx', sbx, sbxId], ['raw', raw, rawId]]) {
+      for (const [side, impl, id] of [
+        ['sbx', sbx, sbxId],
+        ['raw', raw, rawId],
+      ]) {
         const t = await timed(() => impl.stream(id, bytes));
         if (t.value !== bytes) throw new Error(`${side} stream: got ${t.value} of ${bytes} bytes`);
         streamMiBs[side].push(STREAM_MIB / (t.ms / 1000));
@@ -309,7 +321,11 @@ try {
   await client.close().catch(() => undefined);
   await stopServer();
   const leftovers = await docker.listContainers({ all: true, filters: { label: [`${BENCH_LABEL}=${rawLabel}`] } });
-  for (const c of leftovers) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
+  for (const c of leftovers)
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true, v: true })
+      .catch(() => undefined);
   rmSync(dir, { recursive: true, force: true });
 }
 

@@ -78,7 +78,8 @@ function simulator() {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(body));
       };
-      if (!m || !env) return reply(400, { id: env?.id ?? '', worker_id: m?.[1] ?? '', error: { code: 'bad_request', message: 'bad envelope' } });
+      if (!m || !env)
+        return reply(400, { id: env?.id ?? '', worker_id: m?.[1] ?? '', error: { code: 'bad_request', message: 'bad envelope' } });
       const worker = m[1];
       const p = env.params ?? {};
       const ok = (result) => reply(200, { id: env.id, worker_id: worker, result });
@@ -100,7 +101,11 @@ function simulator() {
           return ok({ sandbox_id: p.sandbox_id, state: 'running', provider: p.provider, worker_id: worker });
         default:
           stats.other++;
-          return reply(200, { id: env.id, worker_id: worker, error: { code: 'not_implemented', message: `${env.method} is not simulated` } });
+          return reply(200, {
+            id: env.id,
+            worker_id: worker,
+            error: { code: 'not_implemented', message: `${env.method} is not simulated` },
+          });
       }
     });
   });
@@ -123,32 +128,62 @@ async function fleet(workers) {
   const port = await freePort();
   const api = `http://127.0.0.1:${port}`;
   const env = {
-    PATH: process.env.PATH ?? '', HOME: dir, SVC_SERVER_PORT: String(port), SVC_SERVER_LOCAL_WORKER: 'false', SVC_DATABASE_DRIVER: 'postgres', SVC_DATABASE_DSN: dsn,
-    SVC_AUTH_WORKER_SIGNING_KEY: KEY, SVC_LOGGING_LEVEL: 'warn', SVC_DEFAULTS_MAX_SANDBOXES: '1000000', SVC_DEFAULTS_TTL: '2h',
+    PATH: process.env.PATH ?? '',
+    HOME: dir,
+    SVC_SERVER_PORT: String(port),
+    SVC_SERVER_LOCAL_WORKER: 'false',
+    SVC_DATABASE_DRIVER: 'postgres',
+    SVC_DATABASE_DSN: dsn,
+    SVC_AUTH_WORKER_SIGNING_KEY: KEY,
+    SVC_LOGGING_LEVEL: 'warn',
+    SVC_DEFAULTS_MAX_SANDBOXES: '1000000',
+    SVC_DEFAULTS_TTL: '2h',
   };
-  const server = spawn(pinned ? 'taskset' : process.execPath, pinned ? ['-c', '0', process.execPath, BIN, 'serve'] : [BIN, 'serve'], { env, cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  const server = spawn(pinned ? 'taskset' : process.execPath, pinned ? ['-c', '0', process.execPath, BIN, 'serve'] : [BIN, 'serve'], {
+    env,
+    cwd: dir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const ids = Array.from({ length: workers }, (_, i) => `fw-${String(i).padStart(4, '0')}`);
   let beating = true;
   let beats = 0;
   try {
-    for (let i = 0; !(await fetch(`${api}/api/v1/live`).then((r) => r.ok).catch(() => false)); i++) {
+    for (
+      let i = 0;
+      !(await fetch(`${api}/api/v1/live`)
+        .then((r) => r.ok)
+        .catch(() => false));
+      i++
+    ) {
       if (i > 300) throw new Error('sbx serve did not start');
       await sleep(100);
     }
     const heartbeat = (id) =>
       fetch(`${api}/api/v1/worker/${id}/heartbeat`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-worker-id': id, 'x-worker-token': mintWorkerToken(KEY, { worker_id: id, aud: AUD_CONTROL_PLANE, scopes: [...WORKER_SCOPES] }) },
-        body: JSON.stringify({ hostname: `sim-${id}`, status: 'online', providers: ['mock'], capabilities: ['spawn', 'exec', 'files'], capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0, rpc_url: `http://127.0.0.1:${simPort}/w/${id}` } }),
+        headers: {
+          'content-type': 'application/json',
+          'x-worker-id': id,
+          'x-worker-token': mintWorkerToken(KEY, { worker_id: id, aud: AUD_CONTROL_PLANE, scopes: [...WORKER_SCOPES] }),
+        },
+        body: JSON.stringify({
+          hostname: `sim-${id}`,
+          status: 'online',
+          providers: ['mock'],
+          capabilities: ['spawn', 'exec', 'files'],
+          capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0, rpc_url: `http://127.0.0.1:${simPort}/w/${id}` },
+        }),
       }).then(async (r) => {
         await r.arrayBuffer();
         if (r.status !== 200) throw new Error(`heartbeat ${id}: ${r.status}`);
       });
     const pool = async (items, n, fn) => {
       let i = 0;
-      await Promise.all(Array.from({ length: n }, async () => {
-        while (i < items.length) await fn(items[i++]);
-      }));
+      await Promise.all(
+        Array.from({ length: n }, async () => {
+          while (i < items.length) await fn(items[i++]);
+        }),
+      );
     };
 
     // Heartbeats handled per second: every worker, 3 rounds, 32 in flight.
@@ -161,7 +196,10 @@ async function fleet(workers) {
     const beat = (async () => {
       let k = 0;
       while (beating) {
-        await heartbeat(ids[k++ % workers]).then(() => beats++, () => undefined);
+        await heartbeat(ids[k++ % workers]).then(
+          () => beats++,
+          () => undefined,
+        );
         await sleep(10_000 / workers);
       }
     })();
@@ -173,11 +211,24 @@ async function fleet(workers) {
     for (let at = 0; at < LIVE; at += 1000) {
       const batch = [];
       for (let i = at; i < Math.min(LIVE, at + 1000); i++) {
-        batch.push(sandboxValues({
-          id: `sb-fleet-${String(i).padStart(7, '0')}`, state: 'running', provider: 'mock', image: 'sim', memory_mb: 64, vcpus: 1,
-          created_at: new Date(now - 3_600_000 + i).toISOString(), updated_at: new Date(now).toISOString(), expires_at: new Date(now + 86_400_000).toISOString(),
-          metadata: {}, owner_id: `owner-${i % 500}`, worker_id: ids[i % workers], runtime_id: i < PROBE ? `rt-seed-${i}` : null, template: null,
-        }));
+        batch.push(
+          sandboxValues({
+            id: `sb-fleet-${String(i).padStart(7, '0')}`,
+            state: 'running',
+            provider: 'mock',
+            image: 'sim',
+            memory_mb: 64,
+            vcpus: 1,
+            created_at: new Date(now - 3_600_000 + i).toISOString(),
+            updated_at: new Date(now).toISOString(),
+            expires_at: new Date(now + 86_400_000).toISOString(),
+            metadata: {},
+            owner_id: `owner-${i % 500}`,
+            worker_id: ids[i % workers],
+            runtime_id: i < PROBE ? `rt-seed-${i}` : null,
+            template: null,
+          }),
+        );
       }
       const w = SANDBOX_COLUMNS.length;
       const values = batch.map((_, r) => `(${SANDBOX_COLUMNS.map((__, c) => `$${r * w + c + 1}`).join(', ')})`).join(', ');
@@ -196,7 +247,11 @@ async function fleet(workers) {
     // placement and the lease on the control plane), one spawn at a time.
     const tuple = async () => {
       const t0 = performance.now();
-      const r = await fetch(`${api}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-user-id': `owner-${Math.floor(Math.random() * 500)}` }, body: '{"ttl":"1h"}' });
+      const r = await fetch(`${api}/api/v1/sandboxes`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-user-id': `owner-${Math.floor(Math.random() * 500)}` },
+        body: '{"ttl":"1h"}',
+      });
       const body = await r.json();
       const t1 = performance.now();
       if (r.status !== 201) throw new Error(`spawn: ${r.status} ${JSON.stringify(body)}`);
@@ -210,7 +265,10 @@ async function fleet(workers) {
     // The control plane's own timing of its placement decisions (the last 1,024: these spawns).
     const sched = (await (await fetch(`${api}/api/v1/admin/diagnostics`)).json()).scheduler;
     const beats0 = beats;
-    const writes0 = Number((await admin.query(`SELECT SUM(n_tup_ins + n_tup_upd + n_tup_del) AS n FROM pg_stat_user_tables WHERE schemaname = $1`, [schema])).rows[0].n);
+    const writes0 = Number(
+      (await admin.query(`SELECT SUM(n_tup_ins + n_tup_upd + n_tup_del) AS n FROM pg_stat_user_tables WHERE schemaname = $1`, [schema]))
+        .rows[0].n,
+    );
     // Saturation: throughput and latency as concurrency grows.
     const load = [];
     for (const conc of [1, 4, 16, 64]) {
@@ -225,7 +283,10 @@ async function fleet(workers) {
     }
     // PostgreSQL's own row counters lag a little: read them after the load.
     await sleep(1000);
-    const writes1 = Number((await admin.query(`SELECT SUM(n_tup_ins + n_tup_upd + n_tup_del) AS n FROM pg_stat_user_tables WHERE schemaname = $1`, [schema])).rows[0].n);
+    const writes1 = Number(
+      (await admin.query(`SELECT SUM(n_tup_ins + n_tup_upd + n_tup_del) AS n FROM pg_stat_user_tables WHERE schemaname = $1`, [schema]))
+        .rows[0].n,
+    );
     const end = usage(pid);
     return {
       workers,
@@ -299,4 +360,8 @@ What a bigger fleet needs:
 `;
 console.log(fleetSection);
 // SCALE.md keeps the section, beside bench:scale's figures.
-writeSection(join(ROOT, 'SCALE.md'), 'Fleet', `${fleetSection.replace('## fleet\n', '')}\nWritten on ${new Date().toISOString().slice(0, 10)}.\n`);
+writeSection(
+  join(ROOT, 'SCALE.md'),
+  'Fleet',
+  `${fleetSection.replace('## fleet\n', '')}\nWritten on ${new Date().toISOString().slice(0, 10)}.\n`,
+);

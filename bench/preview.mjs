@@ -48,7 +48,16 @@ function get(port, host, path) {
 }
 
 const apiPort = await freePort();
-const env = { ...process.env, HOME: dir, SVC_SERVER_PORT: String(apiPort), SVC_PROVIDERS_DEFAULT: 'mock', SVC_PROVIDERS_MOCK_ROOT_DIR: join(dir, 'mock'), SVC_DATABASE_PATH: join(dir, 'sbx.db'), SVC_SERVER_PREVIEW_DOMAIN: DOMAIN, SVC_LOGGING_LEVEL: 'warn' };
+const env = {
+  ...process.env,
+  HOME: dir,
+  SVC_SERVER_PORT: String(apiPort),
+  SVC_PROVIDERS_DEFAULT: 'mock',
+  SVC_PROVIDERS_MOCK_ROOT_DIR: join(dir, 'mock'),
+  SVC_DATABASE_PATH: join(dir, 'sbx.db'),
+  SVC_SERVER_PREVIEW_DOMAIN: DOMAIN,
+  SVC_LOGGING_LEVEL: 'warn',
+};
 serve = spawn(process.execPath, [BIN, 'serve'], { env, cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
 const api = `http://127.0.0.1:${apiPort}`;
 for (let i = 0; ; i++) {
@@ -56,9 +65,22 @@ for (let i = 0; ; i++) {
   if (i > 100) throw new Error('sbx serve did not start');
   await new Promise((r) => setTimeout(r, 100));
 }
-const box = await (await fetch(`${api}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json();
-await fetch(`${api}/api/v1/sandboxes/${box.id}/files`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path: '/workspace/www/index.html', content: '<h1>hello from a sandbox, about a hundred bytes of html to fetch over and over</h1>\n' }) });
-await fetch(`${api}/api/v1/sandboxes/${box.id}/files?path=/workspace/www/big.bin`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: BIG });
+const box = await (
+  await fetch(`${api}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+).json();
+await fetch(`${api}/api/v1/sandboxes/${box.id}/files`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({
+    path: '/workspace/www/index.html',
+    content: '<h1>hello from a sandbox, about a hundred bytes of html to fetch over and over</h1>\n',
+  }),
+});
+await fetch(`${api}/api/v1/sandboxes/${box.id}/files?path=/workspace/www/big.bin`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/octet-stream' },
+  body: BIG,
+});
 const port = await freePort();
 const stop = new AbortController();
 fetch(`${api}/api/v1/sandboxes/${box.id}/exec`, {
@@ -72,7 +94,14 @@ const direct = { port, host: `127.0.0.1:${port}` };
 // The ceiling of any proxy written in Node here: a bare TCP relay (no HTTP at all) in a process of
 // its own, in front of the same server.
 const relayPort = await freePort();
-const relay = spawn(process.execPath, ['-e', `require('net').createServer((c) => { const u = require('net').connect(${port}, '127.0.0.1'); c.pipe(u); u.pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); }).listen(${relayPort}, '127.0.0.1')`], { stdio: 'ignore' });
+const relay = spawn(
+  process.execPath,
+  [
+    '-e',
+    `require('net').createServer((c) => { const u = require('net').connect(${port}, '127.0.0.1'); c.pipe(u); u.pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); }).listen(${relayPort}, '127.0.0.1')`,
+  ],
+  { stdio: 'ignore' },
+);
 process.on('exit', () => relay.kill('SIGKILL'));
 const relayed = { port: relayPort, host: `127.0.0.1:${port}` };
 const proxied = { port: apiPort, host: `${port}-${box.id}.${DOMAIN}:${apiPort}` };
@@ -100,7 +129,8 @@ for (let i = 0; i < RUNS; i++) {
 log(`10 MiB GETs x${FILE_RUNS} each`);
 const big = { direct: [], proxied: [], relayed: [] };
 const mibps = (ms) => 10 / (ms / 1000);
-for (let i = 0; i < 100 && !(await get(relayed.port, relayed.host, '/index.html').catch(() => 0)); i++) await new Promise((r) => setTimeout(r, 100));
+for (let i = 0; i < 100 && !(await get(relayed.port, relayed.host, '/index.html').catch(() => 0)); i++)
+  await new Promise((r) => setTimeout(r, 100));
 for (let i = 0; i < FILE_RUNS; i++) {
   big.direct.push(mibps(await time(() => get(direct.port, direct.host, '/big.bin'))));
   big.proxied.push(mibps(await time(() => get(proxied.port, proxied.host, '/big.bin'))));

@@ -54,8 +54,18 @@ try {
   const cp = `http://127.0.0.1:${cpPort}`;
   log('starting a local control plane, a pure control plane and a worker');
   await start('local', ['serve', '--port', String(localPort)], { SVC_PROVIDERS_DEFAULT: 'mock' }, /listening on/);
-  await start('cp', ['serve', '--port', String(cpPort)], { SVC_SERVER_LOCAL_WORKER: 'false', SVC_AUTH_WORKER_TOKEN: token }, /listening on/);
-  await start('w1', ['worker', '--id', 'bench-w1', '--control-plane', cp, '--listen', `127.0.0.1:${rpcPort}`, '--heartbeat-interval', '1s'], { SVC_PROVIDERS_DEFAULT: 'mock', SVC_AUTH_WORKER_TOKEN: token }, /sbx worker bench-w1 up/);
+  await start(
+    'cp',
+    ['serve', '--port', String(cpPort)],
+    { SVC_SERVER_LOCAL_WORKER: 'false', SVC_AUTH_WORKER_TOKEN: token },
+    /listening on/,
+  );
+  await start(
+    'w1',
+    ['worker', '--id', 'bench-w1', '--control-plane', cp, '--listen', `127.0.0.1:${rpcPort}`, '--heartbeat-interval', '1s'],
+    { SVC_PROVIDERS_DEFAULT: 'mock', SVC_AUTH_WORKER_TOKEN: token },
+    /sbx worker bench-w1 up/,
+  );
 
   const sbLocal = (await (await api(local, 'POST', '/api/v1/sandboxes', { ttl: '1h' })).json()).id;
   const sbRemote = (await (await api(cp, 'POST', '/api/v1/sandboxes', { ttl: '1h' })).json()).id;
@@ -68,21 +78,31 @@ try {
   for (let i = 0; i < RUNS; i++) {
     for (const k of ['local', 'remote']) {
       const [base, id] = targets[k];
-      results[k].exec.push(await time(() => api(base, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'echo hi' }).then((r) => r.text())));
+      results[k].exec.push(
+        await time(() => api(base, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'echo hi' }).then((r) => r.text())),
+      );
     }
   }
   log(`streamed exec of 1 MiB ×${STREAM_RUNS}`);
   for (let i = 0; i < STREAM_RUNS; i++) {
     for (const k of ['local', 'remote']) {
       const [base, id] = targets[k];
-      results[k].stream.push(await time(() => api(base, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'head -c 1048576 /dev/zero | base64', stream: true }).then((r) => r.arrayBuffer())));
+      results[k].stream.push(
+        await time(() =>
+          api(base, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'head -c 1048576 /dev/zero | base64', stream: true }).then((r) =>
+            r.arrayBuffer(),
+          ),
+        ),
+      );
     }
   }
   log(`10 MiB file write and read ×${FILE_RUNS}`);
   for (let i = 0; i < FILE_RUNS; i++) {
     for (const k of ['local', 'remote']) {
       const [base, id] = targets[k];
-      results[k].put.push(await time(() => api(base, 'POST', `/api/v1/sandboxes/${id}/files?path=/tmp/bench.bin`, undefined, FILE).then((r) => r.text())));
+      results[k].put.push(
+        await time(() => api(base, 'POST', `/api/v1/sandboxes/${id}/files?path=/tmp/bench.bin`, undefined, FILE).then((r) => r.text())),
+      );
       results[k].get.push(
         await time(async () => {
           const got = Buffer.from(await (await api(base, 'GET', `/api/v1/sandboxes/${id}/files?path=/tmp/bench.bin`)).arrayBuffer());

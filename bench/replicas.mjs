@@ -46,7 +46,11 @@ const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-replicas-'));
 const { start, cleanup } = processes(dir);
 
 async function api(base, method, path, body) {
-  const res = await fetch(base + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });
+  const res = await fetch(base + path, {
+    method,
+    headers: body ? { 'content-type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
   return text ? JSON.parse(text) : undefined;
@@ -71,12 +75,14 @@ async function round(targets) {
   );
   const seconds = (performance.now() - t0) / 1000;
   let j = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (j < ids.length) {
-      const id = ids[j++];
-      await api(targets[0], 'DELETE', `/api/v1/sandboxes/${id}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (j < ids.length) {
+        const id = ids[j++];
+        await api(targets[0], 'DELETE', `/api/v1/sandboxes/${id}`);
+      }
+    }),
+  );
   lat.sort((a, b) => a - b);
   return { rate: SPAWNS / seconds, p50: lat[Math.floor(lat.length * 0.5)], p99: lat[Math.floor(lat.length * 0.99)] };
 }
@@ -86,21 +92,31 @@ try {
   const urls = [];
   for (const id of ['r1', 'r2', 'r3']) {
     urls.push(
-      await start(id, ['serve', '--port', '0'], {
-        SVC_DATABASE_DRIVER: 'postgres',
-        SVC_DATABASE_DSN: dsn,
-        SVC_SERVER_LOCAL_WORKER: 'false',
-        SVC_SERVER_REPLICA_ID: id,
-        SVC_AUTH_WORKER_TOKEN: TOKEN,
-        SVC_DEFAULTS_MAX_SANDBOXES: '100000',
-      }, /listening on (http:\/\/127\.0\.0\.1:\d+)/),
+      await start(
+        id,
+        ['serve', '--port', '0'],
+        {
+          SVC_DATABASE_DRIVER: 'postgres',
+          SVC_DATABASE_DSN: dsn,
+          SVC_SERVER_LOCAL_WORKER: 'false',
+          SVC_SERVER_REPLICA_ID: id,
+          SVC_AUTH_WORKER_TOKEN: TOKEN,
+          SVC_DEFAULTS_MAX_SANDBOXES: '100000',
+        },
+        /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+      ),
     );
   }
-  await start('w1', ['worker', '--id', 'w1', '--control-plane', urls.join(','), '--listen', '127.0.0.1:0', '--heartbeat-interval', '1s'], {
-    SVC_PROVIDERS_DEFAULT: 'mock',
-    SVC_PROVIDERS_MOCK_ROOT_DIR: join(dir, 'w1', 'mock'),
-    SVC_AUTH_WORKER_TOKEN: TOKEN,
-  }, /(sbx worker w1 up)/);
+  await start(
+    'w1',
+    ['worker', '--id', 'w1', '--control-plane', urls.join(','), '--listen', '127.0.0.1:0', '--heartbeat-interval', '1s'],
+    {
+      SVC_PROVIDERS_DEFAULT: 'mock',
+      SVC_PROVIDERS_MOCK_ROOT_DIR: join(dir, 'w1', 'mock'),
+      SVC_AUTH_WORKER_TOKEN: TOKEN,
+    },
+    /(sbx worker w1 up)/,
+  );
   for (const u of urls) {
     for (let i = 0; ; i++) {
       const ws = await api(u, 'GET', '/api/v1/workers');

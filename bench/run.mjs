@@ -22,7 +22,11 @@ const sections = [];
 let failed = 0;
 for (const name of benches) {
   process.stderr.write(`bench: ${name} …\n`);
-  const r = spawnSync(process.execPath, [join(here, `${name}.mjs`)], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', timeout: 20 * 60_000 });
+  const r = spawnSync(process.execPath, [join(here, `${name}.mjs`)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    timeout: 20 * 60_000,
+  });
   if (r.status !== 0) {
     failed++;
     sections.push(`## ${name}\n\nFailed (exit ${r.status ?? r.signal}); see the bench's stderr.\n`);

@@ -37,9 +37,20 @@ function rows(from, n) {
   for (let i = from; i < from + n; i++) {
     out.push(
       sandboxValues({
-        id: `sb-sim-${String(i).padStart(7, '0')}`, state: 'unhealthy', provider: 'mock', image: 'sim', memory_mb: 64, vcpus: 1,
-        created_at: new Date(now - 3_600_000 + i).toISOString(), updated_at: new Date(now).toISOString(), expires_at: new Date(now + 86_400_000).toISOString(),
-        metadata: {}, owner_id: `sim-${i % 1000}`, worker_id: 'sim-worker', runtime_id: null, template: null,
+        id: `sb-sim-${String(i).padStart(7, '0')}`,
+        state: 'unhealthy',
+        provider: 'mock',
+        image: 'sim',
+        memory_mb: 64,
+        vcpus: 1,
+        created_at: new Date(now - 3_600_000 + i).toISOString(),
+        updated_at: new Date(now).toISOString(),
+        expires_at: new Date(now + 86_400_000).toISOString(),
+        metadata: {},
+        owner_id: `sim-${i % 1000}`,
+        worker_id: 'sim-worker',
+        runtime_id: null,
+        template: null,
       }),
     );
   }
@@ -89,7 +100,17 @@ async function run(driver) {
   const dir = mkdtempSync(join(tmpdir(), `sbx-bench-scale-${driver}-`));
   const port = await freePort();
   const schema = `sbx_scale_${randomBytes(5).toString('hex')}`;
-  const env = { PATH: process.env.PATH ?? '', HOME: dir, SVC_SERVER_PORT: String(port), SVC_PROVIDERS_DEFAULT: 'mock', SVC_PROVIDERS_MOCK_ROOT_DIR: join(dir, 'mock'), SVC_LOGGING_LEVEL: 'warn', SVC_DEFAULTS_MAX_SANDBOXES: '1000000', SVC_DEFAULTS_MAX_SANDBOXES_PER_OWNER: '100000', SVC_DEFAULTS_TTL: '2h' };
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: dir,
+    SVC_SERVER_PORT: String(port),
+    SVC_PROVIDERS_DEFAULT: 'mock',
+    SVC_PROVIDERS_MOCK_ROOT_DIR: join(dir, 'mock'),
+    SVC_LOGGING_LEVEL: 'warn',
+    SVC_DEFAULTS_MAX_SANDBOXES: '1000000',
+    SVC_DEFAULTS_MAX_SANDBOXES_PER_OWNER: '100000',
+    SVC_DEFAULTS_TTL: '2h',
+  };
   let dbWhere;
   let pgAdmin;
   if (driver === 'sqlite') {
@@ -106,12 +127,21 @@ async function run(driver) {
   const server = spawn(process.execPath, [BIN, 'serve'], { env, cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
   const api = `http://127.0.0.1:${port}`;
   try {
-    for (let i = 0; !(await fetch(`${api}/api/v1/live`).then((r) => r.ok).catch(() => false)); i++) {
+    for (
+      let i = 0;
+      !(await fetch(`${api}/api/v1/live`)
+        .then((r) => r.ok)
+        .catch(() => false));
+      i++
+    ) {
       if (i > 200) throw new Error('sbx serve did not start');
       await new Promise((r) => setTimeout(r, 100));
     }
     const seed = await seeder(driver, dbWhere);
-    const post = (path, body) => fetch(api + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+    const post = (path, body) =>
+      fetch(api + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) =>
+        r.json(),
+      );
     const timeGets = async (path, n) => {
       const xs = [];
       for (let i = 0; i < n; i++) {
@@ -126,9 +156,11 @@ async function run(driver) {
     const spawnRate = async (n) => {
       let next = 0;
       const t = performance.now();
-      await Promise.all(Array.from({ length: 16 }, async () => {
-        while (next++ < n) await post('/api/v1/sandboxes', {});
-      }));
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next++ < n) await post('/api/v1/sandboxes', {});
+        }),
+      );
       return n / ((performance.now() - t) / 1000);
     };
     const one = await post('/api/v1/sandboxes', {});
@@ -155,7 +187,17 @@ async function run(driver) {
     const pageDeep = await timeGets(deepPath, 200);
     await timeGets('/api/v1/admin/metrics/prometheus', 3);
     const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))[1]) / 1024;
-    return { driver, rateNone, rate10k, getNone: pct(getNone, 50), getLive: pct(getLive, 50), pageNone: pct(pageNone, 50), pageLive: pct(pageLive, 50), pageDeep: pct(pageDeep, 50), rss };
+    return {
+      driver,
+      rateNone,
+      rate10k,
+      getNone: pct(getNone, 50),
+      getLive: pct(getLive, 50),
+      pageNone: pct(pageNone, 50),
+      pageLive: pct(pageLive, 50),
+      pageDeep: pct(pageDeep, 50),
+      rss,
+    };
   } finally {
     server.kill('SIGTERM');
     await new Promise((r) => server.once('exit', r));
@@ -207,5 +249,10 @@ How it stays flat:
 - Metrics and diagnostics let the database aggregate; the reaper and prune select past-TTL rows by
   the \`expires_at\` index and walk live ones in pages of 500; remote reconciliation pages too.
 `;
-writeSection(join(ROOT, 'SCALE.md'), 'Figures', `${section.replace('## scale\n', '')}\nWritten on ${new Date().toISOString().slice(0, 10)}.\n`, HEADER);
+writeSection(
+  join(ROOT, 'SCALE.md'),
+  'Figures',
+  `${section.replace('## scale\n', '')}\nWritten on ${new Date().toISOString().slice(0, 10)}.\n`,
+  HEADER,
+);
 process.exit(0);

@@ -94,7 +94,10 @@ try {
   });
   let serverOutput = '';
   const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`sbx serve did not start in ${SERVER_START_TIMEOUT_MS / 1000}s:\n${serverOutput}`)), SERVER_START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`sbx serve did not start in ${SERVER_START_TIMEOUT_MS / 1000}s:\n${serverOutput}`)),
+      SERVER_START_TIMEOUT_MS,
+    );
     const onData = (d) => {
       serverOutput += d.toString();
       const m = /listening on (http:\/\/[^\s"]+)/.exec(serverOutput);
@@ -115,7 +118,12 @@ try {
   server.stderr.resume();
   log(`server at ${url}`);
 
-  const res = await fetch(`${url}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}', signal: AbortSignal.timeout(30_000) });
+  const res = await fetch(`${url}/api/v1/sandboxes`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+    signal: AbortSignal.timeout(30_000),
+  });
   const body = await res.text();
   if (!res.ok) throw new Error(`POST /api/v1/sandboxes: ${res.status} ${body}`);
   const id = JSON.parse(body).id;
@@ -135,7 +143,9 @@ try {
     const r = spawnSync(NODE, v.args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: RUN_TIMEOUT_MS });
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
     if (r.error || r.status !== v.code) {
-      throw new Error(`${v.label}: exit ${r.status ?? r.signal ?? r.error?.message}\n${r.stdout?.toString() ?? ''}${r.stderr?.toString() ?? ''}`);
+      throw new Error(
+        `${v.label}: exit ${r.status ?? r.signal ?? r.error?.message}\n${r.stdout?.toString() ?? ''}${r.stderr?.toString() ?? ''}`,
+      );
     }
     return ms;
   }

@@ -30,13 +30,18 @@ try {
 
 const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-'));
 const procs = processes(dir);
-const url = await procs.start('serve', ['serve', '--host', '127.0.0.1', '--port', '0'], {
-  SVC_DATABASE_PATH: join(dir, 'serve', 'sbx.db'),
-  SVC_PROVIDERS_DEFAULT: 'docker',
-  SVC_PROVIDERS_DOCKER_SOCKET_PATH: SOCKET,
-  SVC_DEFAULTS_IMAGE: IMAGE,
-  SVC_DEFAULTS_MEMORY_MB: '256',
-}, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+const url = await procs.start(
+  'serve',
+  ['serve', '--host', '127.0.0.1', '--port', '0'],
+  {
+    SVC_DATABASE_PATH: join(dir, 'serve', 'sbx.db'),
+    SVC_PROVIDERS_DEFAULT: 'docker',
+    SVC_PROVIDERS_DOCKER_SOCKET_PATH: SOCKET,
+    SVC_DEFAULTS_IMAGE: IMAGE,
+    SVC_DEFAULTS_MEMORY_MB: '256',
+  },
+  /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+);
 const client = new Client({ url });
 const rawLabel = `bench-tp-${randomBytes(4).toString('hex')}`;
 
@@ -54,9 +59,11 @@ async function rawExec(c) {
 
 async function rate(clients, one) {
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: clients }, async () => {
-    for (let i = 0; i < PER_CLIENT; i++) await one();
-  }));
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      for (let i = 0; i < PER_CLIENT; i++) await one();
+    }),
+  );
   return (clients * PER_CLIENT) / ((performance.now() - t0) / 1000);
 }
 
@@ -71,7 +78,16 @@ try {
     Cmd: [KEEPALIVE],
     WorkingDir: '/workspace',
     Labels: { 'sbx.bench': rawLabel },
-    HostConfig: { Memory: 256 * 2 ** 20, MemorySwap: 256 * 2 ** 20, NanoCpus: 1e9, PidsLimit: 256, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], NetworkMode: 'bridge', Init: true },
+    HostConfig: {
+      Memory: 256 * 2 ** 20,
+      MemorySwap: 256 * 2 ** 20,
+      NanoCpus: 1e9,
+      PidsLimit: 256,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      NetworkMode: 'bridge',
+      Init: true,
+    },
   });
   await raw.start();
   const sbxOne = async () => {

@@ -35,15 +35,20 @@ try {
 
 const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-'));
 const procs = processes(dir);
-const url = await procs.start('serve', ['serve', '--host', '127.0.0.1', '--port', '0'], {
-  SVC_DATABASE_PATH: join(dir, 'serve', 'sbx.db'),
-  SVC_PROVIDERS_DEFAULT: 'docker',
-  SVC_PROVIDERS_DOCKER_SOCKET_PATH: SOCKET,
-  SVC_DEFAULTS_IMAGE: IMAGE,
-  SVC_DEFAULTS_MEMORY_MB: '256',
-  SVC_DEFAULTS_WARM: '2',
-  SVC_DEFAULTS_WARM_DESTROY_ON_SHUTDOWN: 'true',
-}, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+const url = await procs.start(
+  'serve',
+  ['serve', '--host', '127.0.0.1', '--port', '0'],
+  {
+    SVC_DATABASE_PATH: join(dir, 'serve', 'sbx.db'),
+    SVC_PROVIDERS_DEFAULT: 'docker',
+    SVC_PROVIDERS_DOCKER_SOCKET_PATH: SOCKET,
+    SVC_DEFAULTS_IMAGE: IMAGE,
+    SVC_DEFAULTS_MEMORY_MB: '256',
+    SVC_DEFAULTS_WARM: '2',
+    SVC_DEFAULTS_WARM_DESTROY_ON_SHUTDOWN: 'true',
+  },
+  /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+);
 const client = new Client({ url });
 
 async function warmReady(n) {
@@ -75,7 +80,16 @@ async function rawSpawnExec() {
     Cmd: [KEEPALIVE],
     WorkingDir: '/workspace',
     Labels: { 'sbx.bench': rawLabel },
-    HostConfig: { Memory: 256 * 2 ** 20, MemorySwap: 256 * 2 ** 20, NanoCpus: 1e9, PidsLimit: 256, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], NetworkMode: 'bridge', Init: true },
+    HostConfig: {
+      Memory: 256 * 2 ** 20,
+      MemorySwap: 256 * 2 ** 20,
+      NanoCpus: 1e9,
+      PidsLimit: 256,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      NetworkMode: 'bridge',
+      Init: true,
+    },
   });
   await c.start();
   const exec = await c.exec({ Cmd: ['true'], AttachStdout: true, AttachStderr: true });
@@ -134,7 +148,11 @@ Target: warm spawn → first exec ≤ 30 ms p50 — ${median(warm) <= 30 ? 'met'
 goes through sbx-agent when it is built, else through an engine exec round trip).
 `);
 } finally {
-  for (const c of await docker.listContainers({ all: true, filters: { label: [`sbx.bench=${rawLabel}`] } })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  for (const c of await docker.listContainers({ all: true, filters: { label: [`sbx.bench=${rawLabel}`] } }))
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
   await procs.stop();
   procs.cleanup();
 }

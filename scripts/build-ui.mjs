@@ -58,15 +58,22 @@ function copyGraph() {
     const text = readFileSync(file, 'utf8');
     for (const spec of staticImports(text)) {
       if (!spec.startsWith('./') && !spec.startsWith('../')) {
-        throw new Error(`build-ui: ${rel} imports "${spec}", which a browser cannot load (the dashboard's modules may import only each other)`);
+        throw new Error(
+          `build-ui: ${rel} imports "${spec}", which a browser cannot load (the dashboard's modules may import only each other)`,
+        );
       }
-      const target = relative(stage, resolve(dirname(file), spec)).split(sep).join('/');
+      const target = relative(stage, resolve(dirname(file), spec))
+        .split(sep)
+        .join('/');
       if (target.startsWith('..')) throw new Error(`build-ui: ${rel} imports ${spec}, outside the compiled tree`);
       todo.push(target);
     }
     put(join(out, 'js', rel), text);
   }
-  put(join(out, 'app.js'), `// The dashboard's entry; its modules are under js/ (built by scripts/build-ui.mjs).\nimport './js/${ENTRY}';\n`);
+  put(
+    join(out, 'app.js'),
+    `// The dashboard's entry; its modules are under js/ (built by scripts/build-ui.mjs).\nimport './js/${ENTRY}';\n`,
+  );
   // Modules of an earlier build the page no longer imports.
   for (const name of readdirSync(join(out, 'js'), { recursive: true, encoding: 'utf8' })) {
     const rel = name.split(sep).join('/');

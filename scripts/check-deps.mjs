@@ -103,7 +103,8 @@ function breaks(fromLayer, fromRel, to) {
     return to === 'contracts' ? undefined : 'contracts import only contracts';
   }
   if (fromLayer === 'client') {
-    if (pkg !== undefined) return builtin || CLIENT_PACKAGES.includes(pkg) ? undefined : 'client imports only node builtins, undici, eventsource, ws';
+    if (pkg !== undefined)
+      return builtin || CLIENT_PACKAGES.includes(pkg) ? undefined : 'client imports only node builtins, undici, eventsource, ws';
     return to === 'client' || to === 'contracts' ? undefined : 'client imports only contracts';
   }
   if (fromLayer === 'adapters') {
@@ -112,9 +113,14 @@ function breaks(fromLayer, fromRel, to) {
   }
   if (fromLayer.startsWith('transports/')) {
     if (to === 'adapters') return 'transports never import adapters';
-    if (to === 'config' && fromLayer === 'transports/cli') return 'the CLI reaches config only through compose or an import() inside a command';
+    if (to === 'config' && fromLayer === 'transports/cli')
+      return 'the CLI reaches config only through compose or an import() inside a command';
   }
-  if (to === 'compose' && !fromLayer.startsWith('compose') && !/^transports\/cli\/commands\/(serve|worker|provider-server)\.ts$/.test(fromRel)) {
+  if (
+    to === 'compose' &&
+    !fromLayer.startsWith('compose') &&
+    !/^transports\/cli\/commands\/(serve|worker|provider-server)\.ts$/.test(fromRel)
+  ) {
     return 'nothing imports compose except the serve, worker and provider-server commands';
   }
   return undefined;
@@ -150,7 +156,9 @@ export function checkTree(root) {
       const text = stripComments(readFileSync(file, 'utf8'));
       const timeRe = /\bDate\.now\s*\(|\bnew\s+Date\s*\(\s*\)/g;
       for (let m; (m = timeRe.exec(text)); ) {
-        violations.push(`src/${rel}:${lineAt(text, m.index)} reads ${/now/.test(m[0]) ? 'Date.now()' : 'new Date()'} (core reads the time of day only through the Clock port)`);
+        violations.push(
+          `src/${rel}:${lineAt(text, m.index)} reads ${/now/.test(m[0]) ? 'Date.now()' : 'new Date()'} (core reads the time of day only through the Clock port)`,
+        );
       }
     }
   }
@@ -173,7 +181,10 @@ export function checkTree(root) {
         if (e.target.startsWith('pkg:')) {
           const pkg = e.target.slice(4);
           if (HEAVY.includes(pkg) || HEAVY.some((h) => pkg.startsWith(`${h}/`))) {
-            const path = chain.slice(0, -1).map((f) => relative(root, f).split(sep).join('/')).join(' → ');
+            const path = chain
+              .slice(0, -1)
+              .map((f) => relative(root, f).split(sep).join('/'))
+              .join(' → ');
             violations.push(`${path} imports ${pkg} (the CLI start path never statically imports ${HEAVY.join(', ')})`);
           }
         } else if (!seen.has(e.target)) {

@@ -90,7 +90,9 @@ function report(dir, version) {
     return 1;
   }
   for (const b of bad) process.stderr.write(`check-engines: ${b} does not accept Node ${version}\n`);
-  process.stdout.write(`check-engines: ${count} packages checked against Node ${version}: ${bad.length === 0 ? 'all accept it' : `${bad.length} do not`}\n`);
+  process.stdout.write(
+    `check-engines: ${count} packages checked against Node ${version}: ${bad.length === 0 ? 'all accept it' : `${bad.length} do not`}\n`,
+  );
   return bad.length === 0 ? 0 : 1;
 }
 
@@ -99,12 +101,20 @@ function installWith(nodeBin) {
   const version = execFileSync(nodeBin, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
   const work = mkdtempSync(join(tmpdir(), 'sbx-engines-'));
   try {
-    const env = { ...process.env, HOME: join(work, 'home'), npm_config_update_notifier: 'false', PATH: `${dirname(nodeBin)}:${process.env.PATH}` };
+    const env = {
+      ...process.env,
+      HOME: join(work, 'home'),
+      npm_config_update_notifier: 'false',
+      PATH: `${dirname(nodeBin)}:${process.env.PATH}`,
+    };
     for (const k of Object.keys(env)) if (k.startsWith('npm_config_') && k !== 'npm_config_update_notifier') delete env[k];
     const npm = (args, cwd) => spawnSync(nodeBin, [npmCli, ...args], { cwd, env, encoding: 'utf8', timeout: 600_000 });
     const packed = npm(['pack', '--ignore-scripts', '--pack-destination', work], root);
     if (packed.status !== 0) throw new Error(`npm pack failed: ${packed.stderr}`);
-    const tgz = join(work, readdirSync(work).find((f) => f.endsWith('.tgz')));
+    const tgz = join(
+      work,
+      readdirSync(work).find((f) => f.endsWith('.tgz')),
+    );
     const app = join(work, 'app');
     execFileSync('mkdir', ['-p', app, env.HOME]);
     const inst = npm(['install', '--ignore-scripts', '--no-audit', '--no-fund', tgz], app);

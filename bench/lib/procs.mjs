@@ -17,7 +17,11 @@ export function processes(dir) {
   async function start(name, args, env, ready) {
     const home = join(dir, name);
     mkdirSync(home, { recursive: true });
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: home, env: { PATH: process.env.PATH ?? '', HOME: home, SVC_LOGGING_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: home,
+      env: { PATH: process.env.PATH ?? '', HOME: home, SVC_LOGGING_FORMAT: 'json', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     procs.push(child);
     let out = '';
     child.stdout.on('data', (d) => (out += d));

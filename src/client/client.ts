@@ -108,9 +108,14 @@ export class Client {
    * One page of live sandboxes (DESIGN.md §13): at most `limit` (1–1000), after the cursor of the
    * previous page; `next` is the cursor of the following page, null at the end.
    */
-  async listPage(opts: RequestOptions & { limit: number; after?: string; id_prefix?: string }): Promise<{ items: Sandbox[]; next: string | null }> {
+  async listPage(
+    opts: RequestOptions & { limit: number; after?: string; id_prefix?: string },
+  ): Promise<{ items: Sandbox[]; next: string | null }> {
     const { id_prefix, limit, after, signal } = opts;
-    const { body, headers } = await this.http.jsonWithHeaders<Sandbox[]>('GET', '/api/v1/sandboxes', { query: { id_prefix, limit, after }, signal });
+    const { body, headers } = await this.http.jsonWithHeaders<Sandbox[]>('GET', '/api/v1/sandboxes', {
+      query: { id_prefix, limit, after },
+      signal,
+    });
     return { items: body, next: nextCursor(headers.link) };
   }
 
@@ -142,7 +147,10 @@ export class Client {
   /** Sets `expires_at` to now + ttl. */
   /** `PUT …/egress` (DESIGN.md §10): replaces both egress lists of a filtered sandbox. */
   updateEgress(id: string, lists: { allow?: string[]; deny?: string[] }, opts: RequestOptions = {}): Promise<Sandbox> {
-    return this.http.json('PUT', `/api/v1/sandboxes/${enc(id)}/egress`, { body: { allow: lists.allow ?? [], deny: lists.deny ?? [] }, signal: opts.signal });
+    return this.http.json('PUT', `/api/v1/sandboxes/${enc(id)}/egress`, {
+      body: { allow: lists.allow ?? [], deny: lists.deny ?? [] },
+      signal: opts.signal,
+    });
   }
 
   extend(id: string, ttl: string, opts: RequestOptions = {}): Promise<Sandbox> {
@@ -201,7 +209,10 @@ export class Client {
       yield* parseNdjson<ExecChunk>(res.body);
     } catch (err) {
       if (opts.signal?.aborted || err instanceof SbxError) throw err;
-      throw new SbxError('unavailable', `exec stream from ${this.url} broke off: ${(err as Error).message}`, { network: true, url: this.url });
+      throw new SbxError('unavailable', `exec stream from ${this.url} broke off: ${(err as Error).message}`, {
+        network: true,
+        url: this.url,
+      });
     } finally {
       res.body.cancel();
     }

@@ -63,12 +63,20 @@ export async function openExecSession(http: Http, path: string, input: ExecWsInp
   if (!(globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node) {
     // A browser's WebSocket cannot carry the key headers; the dashboard opens its own socket with the
     // `sbx.key.<base64url>` subprotocol instead.
-    throw new SbxError('bad_request', 'execWs needs Node (the ws package); in a browser open the WebSocket with the sbx.v1 and sbx.key.<base64url key> subprotocols');
+    throw new SbxError(
+      'bad_request',
+      'execWs needs Node (the ws package); in a browser open the WebSocket with the sbx.v1 and sbx.key.<base64url key> subprotocols',
+    );
   }
   const { default: WS } = await import('ws');
   const url = http.url(path).replace(/^http/, 'ws');
   if (opts.signal?.aborted) throw opts.signal.reason ?? new Error('aborted');
-  const ws: WebSocket = new WS(url, { headers: http.headersFor(path), perMessageDeflate: false, handshakeTimeout: CONNECT_TIMEOUT_MS, followRedirects: false });
+  const ws: WebSocket = new WS(url, {
+    headers: http.headersFor(path),
+    perMessageDeflate: false,
+    handshakeTimeout: CONNECT_TIMEOUT_MS,
+    followRedirects: false,
+  });
 
   const queue: ExecWsMessage[] = [];
   let wake: (() => void) | null = null;
@@ -117,7 +125,11 @@ export async function openExecSession(http: Http, path: string, input: ExecWsInp
     notify();
   });
   ws.on('error', (err) => {
-    if (!ended) failure ??= new SbxError('unavailable', `exec socket to ${http.baseUrl} failed: ${(err as Error).message}`, { network: true, url: http.baseUrl });
+    if (!ended)
+      failure ??= new SbxError('unavailable', `exec socket to ${http.baseUrl} failed: ${(err as Error).message}`, {
+        network: true,
+        url: http.baseUrl,
+      });
   });
   ws.on('close', () => {
     closed = true;
@@ -135,7 +147,11 @@ export async function openExecSession(http: Http, path: string, input: ExecWsInp
   return {
     write(data) {
       if (typeof data === 'string') return sendJson({ type: 'stdin', data });
-      return sendJson({ type: 'stdin', data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64'), encoding: 'base64' });
+      return sendJson({
+        type: 'stdin',
+        data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64'),
+        encoding: 'base64',
+      });
     },
     end() {
       void sendJson({ type: 'stdin_eof' });
@@ -160,7 +176,13 @@ export async function openExecSession(http: Http, path: string, input: ExecWsInp
           }
           if (closed) {
             if (opts.signal?.aborted) throw opts.signal.reason ?? new Error('aborted');
-            throw failure ?? new SbxError('unavailable', `exec socket to ${http.baseUrl} closed before the command ended`, { network: true, url: http.baseUrl });
+            throw (
+              failure ??
+              new SbxError('unavailable', `exec socket to ${http.baseUrl} closed before the command ended`, {
+                network: true,
+                url: http.baseUrl,
+              })
+            );
           }
           await new Promise<void>((resolve) => (wake = resolve));
         }

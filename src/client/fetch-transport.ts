@@ -20,7 +20,8 @@ export class FetchTransport implements Transport {
 
   constructor(opts: FetchTransportOptions = {}) {
     const f = opts.fetch ?? (globalThis as { fetch?: typeof fetch }).fetch;
-    if (typeof f !== 'function') throw new TypeError('FetchTransport needs a global fetch (Node 18+ or a browser) or `fetch` in its options');
+    if (typeof f !== 'function')
+      throw new TypeError('FetchTransport needs a global fetch (Node 18+ or a browser) or `fetch` in its options');
     // A bare reference to window.fetch called as a method of another object throws "Illegal invocation".
     this.fetchFn = opts.fetch ?? ((input, init) => f(input, init));
     this.init = opts.init;

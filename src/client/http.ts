@@ -131,9 +131,17 @@ export function errorFromBody(status: number, text: string, method: string, path
   const fromSbx = given !== undefined && (ERROR_CODES as readonly string[]).includes(given) && typeof body?.message === 'string';
   if (GATEWAY_REASON[status] && !fromSbx) {
     const where = baseUrl ? `sbx server at ${baseUrl}` : 'sbx server';
-    return new SbxError('unavailable', `${where} is ${GATEWAY_REASON[status]} for ${method} ${path}`, { status, method, path, ...(baseUrl ? { url: baseUrl } : {}) });
+    return new SbxError('unavailable', `${where} is ${GATEWAY_REASON[status]} for ${method} ${path}`, {
+      status,
+      method,
+      path,
+      ...(baseUrl ? { url: baseUrl } : {}),
+    });
   }
-  const code: ErrorCode = given && (ERROR_CODES as readonly string[]).includes(given) ? (given as ErrorCode) : (CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal' : 'bad_request'));
+  const code: ErrorCode =
+    given && (ERROR_CODES as readonly string[]).includes(given)
+      ? (given as ErrorCode)
+      : (CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal' : 'bad_request'));
   const message = typeof body?.message === 'string' && body.message !== '' ? body.message : `HTTP ${status} from ${method} ${path}`;
   const { code: _c, message: _m, ...rest } = body ?? {};
   return new SbxError(code, message, { ...rest, status, method, path, ...(given && given !== code ? { server_code: given } : {}) });
@@ -177,7 +185,8 @@ export class Http {
   /** The worker credentials, or a clear error before anything is sent. */
   workerCredentials(): WorkerCredentials {
     const w = this.opts.worker;
-    if (!w?.id || !w.token) throw new SbxError('unauthorized', 'worker routes need worker credentials: pass `worker: { id, token }` to the Client');
+    if (!w?.id || !w.token)
+      throw new SbxError('unauthorized', 'worker routes need worker credentials: pass `worker: { id, token }` to the Client');
     return w;
   }
 
@@ -201,7 +210,10 @@ export class Http {
   }
 
   unreachable(err: unknown): SbxError {
-    return new SbxError('unavailable', `cannot reach sbx server at ${this.baseUrl}: ${describeNetworkError(err)}`, { network: true, url: this.baseUrl });
+    return new SbxError('unavailable', `cannot reach sbx server at ${this.baseUrl}: ${describeNetworkError(err)}`, {
+      network: true,
+      url: this.baseUrl,
+    });
   }
 
   /** Sends a request; returns the raw response whatever its status (network failure → `unavailable`). */

@@ -45,7 +45,12 @@ export class ProcessesApi {
    * has ended — `{stream: 'exit', exit_code, state}`. With `follow`, waits for more until the end.
    * A reader that reconnects passes the offset after its last byte and loses nothing.
    */
-  async *output(id: string, pid: string, query: { offset?: number; follow?: boolean } = {}, opts: RequestOptions = {}): AsyncGenerator<ProcessOutputChunk> {
+  async *output(
+    id: string,
+    pid: string,
+    query: { offset?: number; follow?: boolean } = {},
+    opts: RequestOptions = {},
+  ): AsyncGenerator<ProcessOutputChunk> {
     const params = new URLSearchParams({ offset: String(query.offset ?? 0) });
     if (query.follow) params.set('follow', 'true');
     const path = `${this.base(id)}/${enc(pid)}/output?${params.toString()}`;
@@ -55,7 +60,10 @@ export class ProcessesApi {
       yield* parseNdjson<ProcessOutputChunk>(res.body);
     } catch (err) {
       if (opts.signal?.aborted || err instanceof SbxError) throw err;
-      throw new SbxError('unavailable', `process output from ${this.http.baseUrl} broke off: ${(err as Error).message}`, { network: true, url: this.http.baseUrl });
+      throw new SbxError('unavailable', `process output from ${this.http.baseUrl} broke off: ${(err as Error).message}`, {
+        network: true,
+        url: this.http.baseUrl,
+      });
     } finally {
       res.body.cancel();
     }

@@ -96,18 +96,24 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     // Claimed, not read-then-written: replicas starting at once on a fresh store agree on one value.
     const installationId = (await store.getMeta('installation_id')) || (await store.claimMeta('installation_id', ids.randomId(8)));
     // Keys the derived owners (`key/…`, `ip/…`) so they cannot be reversed by guessing; never shown.
-    const ownerKey = (await store.getMeta('derived_owner_key')) || (await store.claimMeta('derived_owner_key', randomBytes(32).toString('hex')));
+    const ownerKey =
+      (await store.getMeta('derived_owner_key')) || (await store.claimMeta('derived_owner_key', randomBytes(32).toString('hex')));
     // Preview tokens derive from it (DESIGN §9): every replica and restart agrees, none is stored per sandbox.
     // Signs list cursors (DESIGN §13): every replica accepts every other's.
-    const cursorSecret = (await store.getMeta('list_cursor_secret')) || (await store.claimMeta('list_cursor_secret', randomBytes(32).toString('hex')));
-    const previewSecret = (await store.getMeta('preview_secret')) || (await store.claimMeta('preview_secret', randomBytes(32).toString('hex')));
+    const cursorSecret =
+      (await store.getMeta('list_cursor_secret')) || (await store.claimMeta('list_cursor_secret', randomBytes(32).toString('hex')));
+    const previewSecret =
+      (await store.getMeta('preview_secret')) || (await store.claimMeta('preview_secret', randomBytes(32).toString('hex')));
 
     const bus = new EventBus(clock);
     // Before anything publishes: with replicas, every event goes through the shared journal.
     replication = await startReplication({ config, store, bus, clock, ids, logger });
     const { replicas } = replication;
     // A pure control plane runs no provider itself: its sandboxes all live on workers.
-    const built = config.server.local_worker === false ? { providers: [], defaultName: config.providers.default } : await buildProviders(config, installationId, bus, logger);
+    const built =
+      config.server.local_worker === false
+        ? { providers: [], defaultName: config.providers.default }
+        : await buildProviders(config, installationId, bus, logger);
     const providers = new ProviderRegistry(clock, built.defaultName);
     const operations = new OperationStats(() => clock.now());
     const settings = coreSettings(config, built.defaultName);
@@ -134,13 +140,30 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       egressStats.denied++;
       const id = v.sandbox_id;
       if (!id) return;
-      void store.getSandbox(id).then((rec) => {
-        const data = { sandbox_id: id, host: v.host, port: v.port, reason: v.reason };
-        bus.publish({ type: 'network.denied', sandbox_id: id, ...(rec?.owner_id ? { owner_id: rec.owner_id } : {}), ...(rec ? { worker_id: rec.worker_id } : {}), data });
-      }).catch(() => undefined);
+      void store
+        .getSandbox(id)
+        .then((rec) => {
+          const data = { sandbox_id: id, host: v.host, port: v.port, reason: v.reason };
+          bus.publish({
+            type: 'network.denied',
+            sandbox_id: id,
+            ...(rec?.owner_id ? { owner_id: rec.owner_id } : {}),
+            ...(rec ? { worker_id: rec.worker_id } : {}),
+            data,
+          });
+        })
+        .catch(() => undefined);
     };
     // Filtered sandboxes (DESIGN §10): the docker provider's network, firewall, DNS refuser and gateway.
-    if (!pool) egress = await startEgress({ config, providers: built.providers, rules: storeRules(store), logger, onVerdict: (v) => egressVerdict(v), ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}) });
+    if (!pool)
+      egress = await startEgress({
+        config,
+        providers: built.providers,
+        rules: storeRules(store),
+        logger,
+        onVerdict: (v) => egressVerdict(v),
+        ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}),
+      });
 
     const admission = new Admission(store, settings, clock, bus, replication.admission);
     const warn = (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg);
@@ -152,7 +175,11 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     let preview: PreviewService | undefined;
     const previewToken = (id: string) => (preview?.settings.auth ? preview.token(id) : undefined);
     const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids, settings, warn, previewToken });
-    preview = new PreviewService(sandboxes, store, { domain: config.server.preview_domain, auth: config.server.preview_auth, secret: previewSecret });
+    preview = new PreviewService(sandboxes, store, {
+      domain: config.server.preview_domain,
+      auth: config.server.preview_auth,
+      secret: previewSecret,
+    });
     const workers = new WorkerService(store, clock, {
       locator,
       remote,
@@ -165,7 +192,9 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     });
     const idempotency = new Idempotency(store, clock, (id) => store.getSandbox(id));
     // Warm pools (DESIGN §11) run where this node's own providers do.
-    const warm = localWorker ? new WarmPool({ store, providers, settings, clock, ids, resolve: (input) => sandboxes.resolveSpawn(input), warn }) : undefined;
+    const warm = localWorker
+      ? new WarmPool({ store, providers, settings, clock, ids, resolve: (input) => sandboxes.resolveSpawn(input), warn })
+      : undefined;
     sandboxes.deps.warm = warm;
     const exec = new ExecService(sandboxes);
     // Output logs stay on this host; with one process per store every running record is this one's.
@@ -240,7 +269,15 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     // cleaned in the background, so a crash that left many runtimes behind does not hold the start.
     let cleanup: Promise<void> = Promise.resolve();
     if (opts.reconcile !== false) {
-      const rdeps = { store, providers: new Map(providers.all().map((p) => [p.name, p])), bus, clock, installationId, workerId: settings.worker_id, warm: store };
+      const rdeps = {
+        store,
+        providers: new Map(providers.all().map((p) => [p.name, p])),
+        bus,
+        clock,
+        installationId,
+        workerId: settings.worker_id,
+        warm: store,
+      };
       for (const a of await reconcileRecords(rdeps)) logger.info({ ...a }, 'reconcile');
       const orphans = await findOrphans(rdeps);
       cleanup = (async () => {
@@ -289,7 +326,12 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       },
     });
     // Each replica forgets the processes (records and output) of its sandboxes that are gone.
-    timers.push(setInterval(() => void processes.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'sweeping background processes failed')), reaperEveryMs));
+    timers.push(
+      setInterval(
+        () => void processes.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'sweeping background processes failed')),
+        reaperEveryMs,
+      ),
+    );
     if (opts.reconcile !== false) replicas.addTask({ name: 'reconcile', everyMs: RECONCILE_EVERY_MS, run: () => reconcileWorkers() });
     let reaping = false;
     const reapLocal = () => {
@@ -303,7 +345,9 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     if (replicas.shared && localWorker) timers.push(setInterval(reapLocal, reaperEveryMs));
     timers.push(setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS));
     for (const t of timers) t.unref();
-    const auditPruner = startAuditPruner(store, clock, deps.auth.audit_retention_ms, (err) => logger.warn({ err: String(err) }, 'admin audit pruning failed'));
+    const auditPruner = startAuditPruner(store, clock, deps.auth.audit_retention_ms, (err) =>
+      logger.warn({ err: String(err) }, 'admin audit pruning failed'),
+    );
     if (auditPruner) timers.push(auditPruner);
 
     // `server.preview_addr`: previews alone on a listener of their own (DESIGN §9).
@@ -376,7 +420,14 @@ async function createRemote(config: SbxConfig, auth: ReturnType<typeof authSetti
   const tls = config.worker.rpc_tls;
   return createRemoteWorkers({
     credentials: auth.worker,
-    tls: { enabled: tls.enabled, ca_file: tls.ca_file, client_cert_file: tls.client_cert_file, client_key_file: tls.client_key_file, server_name: tls.server_name, insecure_skip_verify: tls.insecure_skip_verify },
+    tls: {
+      enabled: tls.enabled,
+      ca_file: tls.ca_file,
+      client_cert_file: tls.client_cert_file,
+      client_key_file: tls.client_key_file,
+      server_name: tls.server_name,
+      insecure_skip_verify: tls.insecure_skip_verify,
+    },
     log: (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg),
   });
 }

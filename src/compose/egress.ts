@@ -36,7 +36,9 @@ export function storeRules(store: Pick<SandboxStore, 'getSandbox'>): (sandboxId:
 }
 
 function ownAddresses(): string[] {
-  return Object.values(networkInterfaces()).flat().flatMap((a) => (a ? [a.address] : []));
+  return Object.values(networkInterfaces())
+    .flat()
+    .flatMap((a) => (a ? [a.address] : []));
 }
 
 /**
@@ -103,7 +105,8 @@ export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null
       // closed; the next start finds them in place). With none left, network and rules go.
       const gone = await egress.removeNetworkIfUnused();
       await stop(!gone);
-      if (!gone) log.info({ network: prep.name }, 'filtered sandboxes remain: their network and host firewall rules are kept until they are gone');
+      if (!gone)
+        log.info({ network: prep.name }, 'filtered sandboxes remain: their network and host firewall rules are kept until they are gone');
     },
   };
 }

@@ -68,14 +68,22 @@ export async function startProviderServer(opts: ProviderServerStart): Promise<Pr
   } catch (err) {
     return { ok: false, stage: 'start', message: `cannot start: ${(err as Error).message}` };
   }
-  const app = await buildProviderServer({ provider, apiKey: opts.apiKey, onError: (err) => log.warn({ err: String((err as Error)?.name ?? 'error') }, 'provider call failed') });
+  const app = await buildProviderServer({
+    provider,
+    apiKey: opts.apiKey,
+    onError: (err) => log.warn({ err: String((err as Error)?.name ?? 'error') }, 'provider call failed'),
+  });
   let url: string;
   try {
     url = await app.listen({ host: opts.host, port: opts.port });
   } catch (err) {
     await app.close();
     await provider.close?.();
-    return { ok: false, stage: 'listen', message: `cannot listen on ${opts.host}:${opts.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` };
+    return {
+      ok: false,
+      stage: 'listen',
+      message: `cannot listen on ${opts.host}:${opts.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    };
   }
   log.info(`sbx provider-server (${opts.provider}) listening on ${url}`);
   return {

@@ -91,7 +91,8 @@ export async function buildProviders(config: SbxConfig, installationId: string, 
         agent: pc.docker.agent,
         // Per-container socket directories; kept across restarts so adopted containers keep theirs.
         agentDir: join(tmpdir(), `sbx-agent-${installationId}`),
-        onPull: (e: { image: string; status: string; progress?: string }) => bus.publish({ type: 'image.pull', data: { image: e.image, status: e.status, progress: e.progress } }),
+        onPull: (e: { image: string; status: string; progress?: string }) =>
+          bus.publish({ type: 'image.pull', data: { image: e.image, status: e.status, progress: e.progress } }),
       }),
     );
   }
@@ -108,7 +109,14 @@ export async function buildProviders(config: SbxConfig, installationId: string, 
       prootOk = false;
     } else {
       if (!iso.isolated) log.warn(`proot: ${unisolatedWarning(iso)}`);
-      providers.push(createProotProvider({ binary: pc.proot.binary, rootfs: pc.proot.rootfs, workDir: join(tmpdir(), `sbx-proot-${installationId}`), installationId }));
+      providers.push(
+        createProotProvider({
+          binary: pc.proot.binary,
+          rootfs: pc.proot.rootfs,
+          workDir: join(tmpdir(), `sbx-proot-${installationId}`),
+          installationId,
+        }),
+      );
     }
   }
 

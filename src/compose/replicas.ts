@@ -34,7 +34,14 @@ export function replicaIdOf(config: SbxConfig): string {
   return id;
 }
 
-export async function startReplication(deps: { config: SbxConfig; store: Store; bus: EventBus; clock: Clock; ids: IdSource; logger: Logger }): Promise<Replication> {
+export async function startReplication(deps: {
+  config: SbxConfig;
+  store: Store;
+  bus: EventBus;
+  clock: Clock;
+  ids: IdSource;
+  logger: Logger;
+}): Promise<Replication> {
   const { config, store, bus, clock, ids, logger } = deps;
   const replicaId = replicaIdOf(config);
   const shared = store.shared;

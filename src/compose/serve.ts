@@ -31,7 +31,10 @@ export async function startServer(opts: StartOptions): Promise<StartResult> {
   try {
     const overrides: Record<string, unknown> = {};
     if (opts.port !== undefined || opts.host !== undefined) {
-      overrides.server = { ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.host !== undefined ? { host: opts.host } : {}) };
+      overrides.server = {
+        ...(opts.port !== undefined ? { port: opts.port } : {}),
+        ...(opts.host !== undefined ? { host: opts.host } : {}),
+      };
     }
     loaded = await loadConfig({ file: opts.config, env, cwd: opts.cwd ?? process.cwd(), home, overrides });
   } catch (err) {

@@ -79,7 +79,13 @@ export async function startWorkerEgress(deps: WorkerEgressDeps): Promise<WorkerE
         queue.shift();
         dropped++;
       }
-      queue.push({ type: 'network.denied', sandbox_id: v.sandbox_id, host: v.host.slice(0, 512), port: v.port, reason: v.reason ?? 'no_rule' });
+      queue.push({
+        type: 'network.denied',
+        sandbox_id: v.sandbox_id,
+        host: v.host.slice(0, 512),
+        port: v.port,
+        reason: v.reason ?? 'no_rule',
+      });
       deps.onDenial?.();
     },
   });

@@ -95,7 +95,10 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
   const id = (w.id ?? '').trim() || hostname();
   if (!w.control_plane_url) throw new Error('worker.control_plane_url is required (--control-plane URL)');
   // Several URLs (comma-separated): replicas of one control plane, tried in turn (DESIGN §7).
-  const controlPlanes = w.control_plane_url.split(',').map((u) => u.trim().replace(/\/+$/, '')).filter((u) => u !== '');
+  const controlPlanes = w.control_plane_url
+    .split(',')
+    .map((u) => u.trim().replace(/\/+$/, ''))
+    .filter((u) => u !== '');
   for (const u of controlPlanes) {
     if (!/^https?:\/\/[^\s/]+/.test(u)) throw new Error(`worker.control_plane_url: ${JSON.stringify(u)} is not an http(s) URL`);
   }
@@ -105,21 +108,34 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
   const credentials = credentialsFrom(config);
   const creds0 = credentials();
   if (!creds0.shared_token && !creds0.tokens[id] && creds0.signing_keys.length === 0) {
-    throw new Error('the worker has no credential: set auth.worker_token (or --worker-token-file) or auth.worker_signing_key (or --signing-key-file)');
+    throw new Error(
+      'the worker has no credential: set auth.worker_token (or --worker-token-file) or auth.worker_signing_key (or --signing-key-file)',
+    );
   }
 
-  const statePath = w.state_path ? w.state_path.replace(/^~(?=$|\/)/, home) : join(home, '.sbx', `worker-${id.replace(/[^A-Za-z0-9_.-]/g, '_')}.db`);
+  const statePath = w.state_path
+    ? w.state_path.replace(/^~(?=$|\/)/, home)
+    : join(home, '.sbx', `worker-${id.replace(/[^A-Za-z0-9_.-]/g, '_')}.db`);
   const state: WorkerState = openWorkerState(statePath);
   let app: FastifyInstance | undefined;
   let providers: Provider[] = [];
   let egress: WorkerEgress | undefined;
   try {
-    const installationId = state.getMeta('installation_id') ?? (state.setMeta('installation_id', `wk${randomBytes(4).toString('hex')}`), state.getMeta('installation_id')!);
+    const installationId =
+      state.getMeta('installation_id') ??
+      (state.setMeta('installation_id', `wk${randomBytes(4).toString('hex')}`), state.getMeta('installation_id')!);
     const built = await buildProviders(config, installationId, new EventBus(clock), logger);
     providers = built.providers;
     // Filtered sandboxes (DESIGN §10): this worker's own gateway, with the rules the control plane sends.
     let sendDenials = () => undefined as void;
-    egress = await startWorkerEgress({ config, providers, state, logger, onDenial: () => sendDenials(), ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}) });
+    egress = await startWorkerEgress({
+      config,
+      providers,
+      state,
+      logger,
+      onDenial: () => sendDenials(),
+      ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}),
+    });
     const byName = new Map(providers.map((p) => [p.name, p]));
     let draining = false;
     const tls = w.rpc_tls;
@@ -134,12 +150,32 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
           throw new Error(`worker.rpc_tls.${key}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
         }
       };
-      const https = tls.enabled ? { cert: read('server_cert_file', tls.server_cert_file), key: read('server_key_file', tls.server_key_file), ...(tls.client_ca_file ? { ca: read('client_ca_file', tls.client_ca_file) } : {}) } : undefined;
+      const https = tls.enabled
+        ? {
+            cert: read('server_cert_file', tls.server_cert_file),
+            key: read('server_key_file', tls.server_key_file),
+            ...(tls.client_ca_file ? { ca: read('client_ca_file', tls.client_ca_file) } : {}),
+          }
+        : undefined;
       app = await buildRpcApp(
-        { workerId: id, credentials, providers: byName, state, clock, stagingDir: join(statePath + '.staging'), draining: () => draining, drain: () => void (draining = true), log: logger, previewDomain: w.preview_domain ?? '' },
+        {
+          workerId: id,
+          credentials,
+          providers: byName,
+          state,
+          clock,
+          stagingDir: join(statePath + '.staging'),
+          draining: () => draining,
+          drain: () => void (draining = true),
+          log: logger,
+          previewDomain: w.preview_domain ?? '',
+        },
         https ? { https } : {},
       );
-      rpcUrl = (w.advertise_url || `${tls.enabled ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? hostname() : host}:${port}`).replace(/\/+$/, '');
+      rpcUrl = (
+        w.advertise_url ||
+        `${tls.enabled ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? hostname() : host}:${port}`
+      ).replace(/\/+$/, '');
       (app as unknown as { sbxListen: { host: string; port: number } }).sbxListen = { host, port };
     }
 
@@ -156,7 +192,11 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
     /** One call on the control plane: the one that answered last first, the others in turn when it does not. */
     const onControlPlane = async (what: string, call: (client: Client) => Promise<unknown>) => {
       const c = credentials();
-      const token = c.tokens[id] || (c.signing_keys[0] ? mintWorkerToken(c.signing_keys[0], { worker_id: id, aud: AUD_CONTROL_PLANE, scopes: [...WORKER_SCOPES] }, { now: clock.now() }) : c.shared_token);
+      const token =
+        c.tokens[id] ||
+        (c.signing_keys[0]
+          ? mintWorkerToken(c.signing_keys[0], { worker_id: id, aud: AUD_CONTROL_PLANE, scopes: [...WORKER_SCOPES] }, { now: clock.now() })
+          : c.shared_token);
       const failures: string[] = [];
       for (let i = 0; i < controlPlanes.length; i++) {
         const at = (current + i) % controlPlanes.length;
@@ -175,11 +215,21 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
     };
 
     const heartbeat = async (status?: string) => {
-      const capacity: Record<string, unknown> = { max_sandboxes: config.defaults.max_sandboxes, max_sandboxes_per_owner: config.defaults.max_sandboxes_per_owner };
+      const capacity: Record<string, unknown> = {
+        max_sandboxes: config.defaults.max_sandboxes,
+        max_sandboxes_per_owner: config.defaults.max_sandboxes_per_owner,
+      };
       if (rpcUrl) capacity.rpc_url = rpcUrl;
       if (w.preview_domain) capacity.preview_domain = w.preview_domain;
       const capabilities = egress?.capability ? [...CAPABILITIES, egress.capability] : CAPABILITIES;
-      const body = { hostname: hostname(), status: status ?? (draining ? 'draining' : 'online'), providers: await healthy(), capabilities, capacity, ...(egress && (egress.capability || egress.counts().allowed + egress.counts().denied > 0) ? { egress: egress.counts() } : {}) };
+      const body = {
+        hostname: hostname(),
+        status: status ?? (draining ? 'draining' : 'online'),
+        providers: await healthy(),
+        capabilities,
+        capacity,
+        ...(egress && (egress.capability || egress.counts().allowed + egress.counts().denied > 0) ? { egress: egress.counts() } : {}),
+      };
       await onControlPlane('heartbeat', (client) => client.worker.heartbeat(body, { signal: AbortSignal.timeout(10_000) }));
     };
 
@@ -187,10 +237,12 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
     let denialTimer: NodeJS.Timeout | undefined;
     const flushDenials = async () => {
       denialTimer = undefined;
-      await egress?.flush((body) => onControlPlane('egress events', (client) => client.worker.events(body, { signal: AbortSignal.timeout(10_000) }))).catch((err: unknown) => {
-        logger.warn({ worker_id: id }, (err as Error).message);
-        sendDenials();
-      });
+      await egress
+        ?.flush((body) => onControlPlane('egress events', (client) => client.worker.events(body, { signal: AbortSignal.timeout(10_000) })))
+        .catch((err: unknown) => {
+          logger.warn({ worker_id: id }, (err as Error).message);
+          sendDenials();
+        });
     };
     sendDenials = () => {
       if (denialTimer || stopped) return;

@@ -48,8 +48,10 @@ export function checkLeaf(leaf: Leaf, value: unknown): { value: unknown } | { pr
     }
     case 'int':
       if (typeof value !== 'number' || !Number.isInteger(value)) return { problem: `expected an integer, ${got()}` };
-      if (leaf.max !== undefined && (value < leaf.min || value > leaf.max)) return { problem: `must be between ${leaf.min} and ${leaf.max}, got ${value}` };
-      if (value < leaf.min) return { problem: leaf.min === 0 ? `must not be negative, got ${value}` : `must be at least ${leaf.min}, got ${value}` };
+      if (leaf.max !== undefined && (value < leaf.min || value > leaf.max))
+        return { problem: `must be between ${leaf.min} and ${leaf.max}, got ${value}` };
+      if (value < leaf.min)
+        return { problem: leaf.min === 0 ? `must not be negative, got ${value}` : `must be at least ${leaf.min}, got ${value}` };
       return { value };
     case 'number':
       if (typeof value !== 'number' || !Number.isFinite(value)) return { problem: `expected a number, ${got()}` };
@@ -59,10 +61,12 @@ export function checkLeaf(leaf: Leaf, value: unknown): { value: unknown } | { pr
       if (typeof value !== 'boolean') return { problem: `expected true or false, ${got()}` };
       return { value };
     case 'enum':
-      if (typeof value !== 'string' || !leaf.values.includes(value)) return { problem: `must be one of ${leaf.values.join(', ')}; ${got()}` };
+      if (typeof value !== 'string' || !leaf.values.includes(value))
+        return { problem: `must be one of ${leaf.values.join(', ')}; ${got()}` };
       return { value };
     case 'list':
-      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) return { problem: `expected a list of strings, ${got(leaf.secret)}` };
+      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
+        return { problem: `expected a list of strings, ${got(leaf.secret)}` };
       return { value: [...value] };
     case 'map':
       if (!isPlainObject(value) || !Object.values(value).every((v) => typeof v === 'string')) {
@@ -75,7 +79,9 @@ export function checkLeaf(leaf: Leaf, value: unknown): { value: unknown } | { pr
       const ids = typeof text === 'string' ? /^(?:(\d{1,10})(?::(\d{1,10}))?)?$/.exec(text.trim()) : null;
       // (uid_t)-1 means "no change" to the kernel: the largest id is one less.
       if (!ids || [ids[1], ids[2]].some((id) => id !== undefined && Number(id) > 2 ** 32 - 2)) {
-        return { problem: `expected a numeric uid or uid:gid such as 65534 or 1000:1000 (user names cannot be resolved before the container exists), ${got()}` };
+        return {
+          problem: `expected a numeric uid or uid:gid such as 65534 or 1000:1000 (user names cannot be resolved before the container exists), ${got()}`,
+        };
       }
       return { value: ids[0] };
     }

@@ -85,7 +85,8 @@ function tcp(host: string, port: number, tls: DockerTls | null, source: string):
 function fromHost(value: string, source: string, tlsOf: () => DockerTls | null): DockerEndpoint {
   if (value.startsWith('unix://')) {
     const path = value.slice('unix://'.length);
-    if (!path || !isAbsolute(path)) throw new DockerEndpointError(`${source}: unix socket address must be unix:///absolute/path, got ${JSON.stringify(value)}`);
+    if (!path || !isAbsolute(path))
+      throw new DockerEndpointError(`${source}: unix socket address must be unix:///absolute/path, got ${JSON.stringify(value)}`);
     return unix(path, source);
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1]?.toLowerCase();
@@ -98,7 +99,9 @@ function fromHost(value: string, source: string, tlsOf: () => DockerTls | null):
   try {
     url = new URL(scheme ? value : `tcp://${value}`);
   } catch {
-    throw new DockerEndpointError(`${source}: cannot parse docker host ${JSON.stringify(value)} (expected tcp://host:port or unix:///path)`);
+    throw new DockerEndpointError(
+      `${source}: cannot parse docker host ${JSON.stringify(value)} (expected tcp://host:port or unix:///path)`,
+    );
   }
   if (!url.hostname || (url.pathname && url.pathname !== '/') || url.username || url.search) {
     throw new DockerEndpointError(`${source}: docker host must be tcp://host[:port], got ${JSON.stringify(value)}`);
@@ -151,7 +154,9 @@ function contextEndpoint(env: Record<string, string | undefined>, home: string):
     try {
       parsed = JSON.parse(readFileSync(file, 'utf8'));
     } catch (err) {
-      throw new DockerEndpointError(`cannot read the docker CLI config ${file}: ${err instanceof SyntaxError ? 'not valid JSON' : ((err as NodeJS.ErrnoException).code ?? (err as Error).message)}`);
+      throw new DockerEndpointError(
+        `cannot read the docker CLI config ${file}: ${err instanceof SyntaxError ? 'not valid JSON' : ((err as NodeJS.ErrnoException).code ?? (err as Error).message)}`,
+      );
     }
     const current = (parsed as { currentContext?: unknown } | null)?.currentContext;
     name = typeof current === 'string' ? current.trim() : '';

@@ -49,7 +49,12 @@ function convert(leaf: Leaf, value: string): { value: unknown } | { problem: str
     case 'number':
       return v !== '' && Number.isFinite(Number(v)) ? { value: Number(v) } : { value };
     case 'list':
-      return { value: value.split(',').map((s) => s.trim()).filter((s) => s !== '') };
+      return {
+        value: value
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== ''),
+      };
     case 'map':
     case 'registry_auth': {
       if (leaf.kind === 'registry_auth' && !v.startsWith('{')) return { value };

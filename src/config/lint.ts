@@ -84,7 +84,12 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
   }
 
   if (set(auth.admin_api_key) && auth.admin_api_key === auth.api_key) {
-    add(serious, 'auth.admin_api_key', 'auth.admin_api_key equals auth.api_key, so every API client is also an admin', 'set a different, separately distributed admin key');
+    add(
+      serious,
+      'auth.admin_api_key',
+      'auth.admin_api_key equals auth.api_key, so every API client is also an admin',
+      'set a different, separately distributed admin key',
+    );
   }
 
   // Spec 5.1 rule 5 fails both in production, for opposite reasons: "*" opens the API to every web
@@ -92,14 +97,26 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
   const origins = server.cors_allowed_origins;
   const listOrigins = 'list the exact origins that need browser access, e.g. https://app.example.com';
   if (origins.some((o) => o.trim() === 'null')) {
-    add('fail', 'server.cors_allowed_origins', 'server.cors_allowed_origins contains "null": sandboxed iframes, file: pages and redirects all send Origin: null, so it trusts any of them', 'remove "null" from the list; list exact origins such as https://app.example.com');
+    add(
+      'fail',
+      'server.cors_allowed_origins',
+      'server.cors_allowed_origins contains "null": sandboxed iframes, file: pages and redirects all send Origin: null, so it trusts any of them',
+      'remove "null" from the list; list exact origins such as https://app.example.com',
+    );
   }
   const odd = origins.filter((o) => !['*', 'null'].includes(o.trim()) && !isOrigin(o.trim()));
   if (odd.length > 0) {
-    add('warn', 'server.cors_allowed_origins', `server.cors_allowed_origins has ${odd.length} entr${odd.length === 1 ? 'y' : 'ies'} that never match a browser origin (${odd.map((o) => JSON.stringify(o)).join(', ')})`, 'write each entry as scheme://host[:port] with no path, e.g. https://app.example.com');
+    add(
+      'warn',
+      'server.cors_allowed_origins',
+      `server.cors_allowed_origins has ${odd.length} entr${odd.length === 1 ? 'y' : 'ies'} that never match a browser origin (${odd.map((o) => JSON.stringify(o)).join(', ')})`,
+      'write each entry as scheme://host[:port] with no path, e.g. https://app.example.com',
+    );
   }
   if (origins.some((o) => o.trim() === '*')) {
-    const guarded = auth.enabled ? 'any web page may call the API from a browser' : 'any web page may call the API from a browser once auth is on (while auth is off the dev-box guard ignores the wildcard)';
+    const guarded = auth.enabled
+      ? 'any web page may call the API from a browser'
+      : 'any web page may call the API from a browser once auth is on (while auth is off the dev-box guard ignores the wildcard)';
     add(serious, 'server.cors_allowed_origins', `server.cors_allowed_origins contains the wildcard "*": ${guarded}`, listOrigins);
   } else if (origins.length === 0) {
     add(
@@ -111,38 +128,84 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
   }
 
   if (config.worker.rpc_tls.insecure_skip_verify) {
-    add(serious, 'worker.rpc_tls.insecure_skip_verify', 'worker RPC accepts any TLS certificate, so a man in the middle can impersonate a worker', 'set worker.rpc_tls.ca_file to the CA that signed the worker certificates and insecure_skip_verify: false');
+    add(
+      serious,
+      'worker.rpc_tls.insecure_skip_verify',
+      'worker RPC accepts any TLS certificate, so a man in the middle can impersonate a worker',
+      'set worker.rpc_tls.ca_file to the CA that signed the worker certificates and insecure_skip_verify: false',
+    );
   }
 
   const signing = set(auth.worker_signing_key) || auth.worker_signing_keys.length > 0;
   if (set(auth.worker_token) && signing) {
-    add('warn', 'auth.worker_token', 'a shared worker token is still accepted beside signed worker tokens', 'remove auth.worker_token once every worker uses signed tokens');
+    add(
+      'warn',
+      'auth.worker_token',
+      'a shared worker token is still accepted beside signed worker tokens',
+      'remove auth.worker_token once every worker uses signed tokens',
+    );
   }
   if (set(auth.worker_signing_key) && auth.worker_signing_keys.includes(auth.worker_signing_key)) {
-    add('warn', 'auth.worker_signing_keys', 'the active auth.worker_signing_key is repeated in the rotation list', 'keep only previous keys in auth.worker_signing_keys');
+    add(
+      'warn',
+      'auth.worker_signing_keys',
+      'the active auth.worker_signing_key is repeated in the rotation list',
+      'keep only previous keys in auth.worker_signing_keys',
+    );
   }
   const seen = new Set<string>();
   auth.worker_signing_keys.forEach((k, i) => {
-    if (seen.has(k)) add('warn', `auth.worker_signing_keys[${i}]`, `auth.worker_signing_keys[${i}] repeats an earlier rotation key`, 'remove the duplicate entry');
+    if (seen.has(k))
+      add(
+        'warn',
+        `auth.worker_signing_keys[${i}]`,
+        `auth.worker_signing_keys[${i}] repeats an earlier rotation key`,
+        'remove the duplicate entry',
+      );
     seen.add(k);
   });
 
   if (!set(auth.admin_audit_retention) || ms(auth.admin_audit_retention) === 0) {
-    add('warn', 'auth.admin_audit_retention', 'no admin audit retention is set, so audit history is never pruned', 'set auth.admin_audit_retention, e.g. 720h (30 days)');
+    add(
+      'warn',
+      'auth.admin_audit_retention',
+      'no admin audit retention is set, so audit history is never pruned',
+      'set auth.admin_audit_retention, e.g. 720h (30 days)',
+    );
   }
 
   if (ms(defaults.max_ttl) > 0 && ms(defaults.ttl) > ms(defaults.max_ttl)) {
-    add('warn', 'defaults.ttl', `defaults.ttl (${defaults.ttl}) is above defaults.max_ttl (${defaults.max_ttl}), so a spawn without a ttl is rejected`, 'lower defaults.ttl or raise defaults.max_ttl');
+    add(
+      'warn',
+      'defaults.ttl',
+      `defaults.ttl (${defaults.ttl}) is above defaults.max_ttl (${defaults.max_ttl}), so a spawn without a ttl is rejected`,
+      'lower defaults.ttl or raise defaults.max_ttl',
+    );
   }
   if (ms(defaults.max_exec_timeout) > 0 && ms(defaults.default_exec_timeout) > ms(defaults.max_exec_timeout)) {
-    add('warn', 'defaults.default_exec_timeout', `defaults.default_exec_timeout (${defaults.default_exec_timeout}) is above defaults.max_exec_timeout (${defaults.max_exec_timeout})`, 'lower defaults.default_exec_timeout or raise defaults.max_exec_timeout');
+    add(
+      'warn',
+      'defaults.default_exec_timeout',
+      `defaults.default_exec_timeout (${defaults.default_exec_timeout}) is above defaults.max_exec_timeout (${defaults.max_exec_timeout})`,
+      'lower defaults.default_exec_timeout or raise defaults.max_exec_timeout',
+    );
   }
   const ch = config.providers.custom_http;
   if (ch.enabled === true || (ch.enabled !== false && config.providers.default === 'custom-http')) {
     if (!set(ch.base_url)) {
-      add('fail', 'providers.custom_http.base_url', 'the custom HTTP provider is enabled but names no backend', 'set providers.custom_http.base_url to the backend of the contract (docs/providers/custom-http.md)');
+      add(
+        'fail',
+        'providers.custom_http.base_url',
+        'the custom HTTP provider is enabled but names no backend',
+        'set providers.custom_http.base_url to the backend of the contract (docs/providers/custom-http.md)',
+      );
     } else if (!set(ch.api_key)) {
-      add(serious, 'providers.custom_http.api_key', 'the custom HTTP provider sends no X-API-Key: anyone who reaches the backend can run commands through it', 'set providers.custom_http.api_key_file (the backend checks the key)');
+      add(
+        serious,
+        'providers.custom_http.api_key',
+        'the custom HTTP provider sends no X-API-Key: anyone who reaches the backend can run commands through it',
+        'set providers.custom_http.api_key_file (the backend checks the key)',
+      );
     }
   }
 
@@ -153,7 +216,14 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
 function isOrigin(value: string): boolean {
   try {
     const u = new URL(value);
-    return (u.protocol === 'http:' || u.protocol === 'https:') && u.username === '' && u.password === '' && u.pathname === '/' && u.search === '' && u.hash === '';
+    return (
+      (u.protocol === 'http:' || u.protocol === 'https:') &&
+      u.username === '' &&
+      u.password === '' &&
+      u.pathname === '/' &&
+      u.search === '' &&
+      u.hash === ''
+    );
   } catch {
     return false;
   }
@@ -168,6 +238,8 @@ export function describeGuard(config: Pick<SbxConfig, 'server'>, hostname = osHo
   const listed = server.cors_allowed_origins.map((o) => o.trim()).filter((o) => o !== 'null' && isOrigin(o));
   const origins = ['localhost', '127.0.0.0/8', '[::1]', "the server's own origin", ...listed].join(', ');
   const domain = server.preview_domain.trim().replace(/^\.+/, '').replace(/\.$/, '');
-  const hosts = ['IP addresses', 'localhost', hostname.toLowerCase(), ...server.allowed_hosts, ...(domain ? [`*.${domain}`] : [])].filter((h) => h !== '').join(', ');
+  const hosts = ['IP addresses', 'localhost', hostname.toLowerCase(), ...server.allowed_hosts, ...(domain ? [`*.${domain}`] : [])]
+    .filter((h) => h !== '')
+    .join(', ');
   return `dev-box guard on: browser origins limited to ${origins}; Host limited to ${hosts} (more names: server.allowed_hosts)`;
 }

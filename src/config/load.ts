@@ -10,7 +10,15 @@ import { defaultConfig } from './defaults.js';
 import { readEnv } from './env.js';
 import { ConfigError, Problems } from './errors.js';
 import { ConfigFileError, findHomeFile, readConfigFile, searchCwdFile } from './files.js';
-import { checkBlankSecrets, crossCheck, deriveAuthEnabled, expandPath, expandPaths, resolveSecretFiles, type ConfigNote } from './resolve.js';
+import {
+  checkBlankSecrets,
+  crossCheck,
+  deriveAuthEnabled,
+  expandPath,
+  expandPaths,
+  resolveSecretFiles,
+  type ConfigNote,
+} from './resolve.js';
 import { SCHEMA } from './schema.js';
 import type { DeepPartial, SbxConfig } from './types.js';
 

@@ -120,7 +120,13 @@ export function deriveAuthEnabled(config: SbxConfig, origin: Map<string, string>
   if (enabledFrom === undefined) {
     auth.enabled = true;
     origin.set('auth.enabled', `${keyName} (${keyFrom})`);
-    return [{ level: 'info', key: 'auth.enabled', message: `auth on: ${keyName} is set (from ${keyFrom}) and auth.enabled is unset, so every API route needs X-API-Key` }];
+    return [
+      {
+        level: 'info',
+        key: 'auth.enabled',
+        message: `auth on: ${keyName} is set (from ${keyFrom}) and auth.enabled is unset, so every API route needs X-API-Key`,
+      },
+    ];
   }
   if (!auth.enabled) {
     return [
@@ -138,7 +144,11 @@ export function deriveAuthEnabled(config: SbxConfig, origin: Map<string, string>
 export function crossCheck(config: SbxConfig, origin: Map<string, string>, problems: Problems): void {
   const { auth, database } = config;
   if (auth.enabled && !isSet(auth.api_key) && !isSet(auth.api_key_file)) {
-    problems.add('auth.enabled', 'auth is enabled but no auth.api_key or auth.api_key_file is set', origin.get('auth.enabled') ?? 'defaults');
+    problems.add(
+      'auth.enabled',
+      'auth is enabled but no auth.api_key or auth.api_key_file is set',
+      origin.get('auth.enabled') ?? 'defaults',
+    );
   }
   if (database.driver === 'postgres' && !isSet(database.dsn) && !isSet(database.dsn_file)) {
     problems.add('database.driver', 'postgres needs database.dsn or database.dsn_file', origin.get('database.driver') ?? 'defaults');

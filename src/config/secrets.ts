@@ -63,7 +63,8 @@ export function secretValues(config: SbxConfig): string[] {
     if (leaf.kind === 'registry_auth') out.push(...registrySecrets(value));
     else if (typeof value === 'string') out.push(value);
     else if (Array.isArray(value)) out.push(...value.filter((v): v is string => typeof v === 'string'));
-    else if (typeof value === 'object' && value !== null) out.push(...Object.values(value).filter((v): v is string => typeof v === 'string'));
+    else if (typeof value === 'object' && value !== null)
+      out.push(...Object.values(value).filter((v): v is string => typeof v === 'string'));
   }
   const dsn = config.database.dsn;
   if (dsn) {

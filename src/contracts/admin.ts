@@ -18,12 +18,25 @@ export const AuditRecord = Type.Object({
 export type AuditRecord = Static<typeof AuditRecord>;
 
 /** Column order of the CSV audit export. */
-export const AUDIT_CSV_COLUMNS = ['id', 'created_at', 'actor', 'method', 'path', 'status', 'duration_ms', 'request_id', 'remote_addr', 'user_agent'] as const;
+export const AUDIT_CSV_COLUMNS = [
+  'id',
+  'created_at',
+  'actor',
+  'method',
+  'path',
+  'status',
+  'duration_ms',
+  'request_id',
+  'remote_addr',
+  'user_agent',
+] as const;
 
 export const AuditQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'newest N records (default 100)' })),
-    actor: Type.Optional(Type.String({ description: 'actor prefix: `api-key` matches `api-key` and `api-key:<user>`, `api-key:dave` only that user' })),
+    actor: Type.Optional(
+      Type.String({ description: 'actor prefix: `api-key` matches `api-key` and `api-key:<user>`, `api-key:dave` only that user' }),
+    ),
     method: Type.Optional(Type.String({ description: 'HTTP method, any case' })),
     status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
     path: Type.Optional(Type.String({ description: 'path prefix' })),

@@ -77,7 +77,13 @@ export const ExecControlRequest = Type.Union([
   Type.Object({ type: Type.Literal('resize'), cols: Type.Integer({ minimum: 1 }), rows: Type.Integer({ minimum: 1 }) }),
 ]);
 
-export const WriteFileRequest = Type.Object({ sandbox_id: Str, path: Str, content: Str, mode: Type.Optional(Type.String({ pattern: '^0?[0-7]{3,4}$' })), encoding: Encoding });
+export const WriteFileRequest = Type.Object({
+  sandbox_id: Str,
+  path: Str,
+  content: Str,
+  mode: Type.Optional(Type.String({ pattern: '^0?[0-7]{3,4}$' })),
+  encoding: Encoding,
+});
 export type WriteFileRequest = Static<typeof WriteFileRequest>;
 export const DeleteFileRequest = Type.Object({ sandbox_id: Str, path: Str, recursive: Type.Optional(Type.Boolean()) });
 export const MoveFileRequest = Type.Object({ sandbox_id: Str, old_path: Str, new_path: Str });

@@ -28,7 +28,9 @@ export const ExecRequest = Type.Object(
 export type ExecRequest = Static<typeof ExecRequest>;
 
 const OutputEncoding = (field: string) =>
-  Type.Literal('base64', { description: `sbx extension (with \`binary\`): present when \`${field}\` is base64 because the bytes are not valid UTF-8` });
+  Type.Literal('base64', {
+    description: `sbx extension (with \`binary\`): present when \`${field}\` is base64 because the bytes are not valid UTF-8`,
+  });
 
 export const ExecResult = Type.Object(
   {
@@ -96,11 +98,17 @@ export type ExecWsStdin = Static<typeof ExecWsStdin>;
 export const ExecWsStdinEof = Type.Object({ type: Type.Literal('stdin_eof') }, { additionalProperties: false });
 
 /** Client → server: new terminal size (ignored without a terminal). */
-export const ExecWsResize = Type.Object({ type: Type.Literal('resize'), cols: TerminalSide, rows: TerminalSide }, { additionalProperties: false });
+export const ExecWsResize = Type.Object(
+  { type: Type.Literal('resize'), cols: TerminalSide, rows: TerminalSide },
+  { additionalProperties: false },
+);
 export type ExecWsResize = Static<typeof ExecWsResize>;
 
 /** Client → server: a signal for every process of the command: SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 (the `SIG` prefix is optional). With a terminal, SIGINT and SIGQUIT act as ^C and ^\ (the foreground job gets them). */
-export const ExecWsSignal = Type.Object({ type: Type.Literal('signal'), signal: Type.String({ minLength: 1, maxLength: 16 }) }, { additionalProperties: false });
+export const ExecWsSignal = Type.Object(
+  { type: Type.Literal('signal'), signal: Type.String({ minLength: 1, maxLength: 16 }) },
+  { additionalProperties: false },
+);
 export type ExecWsSignal = Static<typeof ExecWsSignal>;
 
 export type ExecWsClientMessage = ExecWsStart | ExecWsStdin | Static<typeof ExecWsStdinEof> | ExecWsResize | ExecWsSignal;

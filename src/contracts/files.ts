@@ -43,7 +43,9 @@ export const RawBytes = Type.Unsafe<Uint8Array>({ type: 'string', format: 'binar
 
 export const PathQuery = Type.Object({ path: Type.String({ minLength: 1 }) });
 /** Spec 4.2/8: `path` defaults to `/`; an empty `?path=` is the same as leaving it out. */
-export const ListQuery = Type.Object({ path: Type.Optional(Type.String({ default: '/', description: 'directory to list; absent or empty means /' })) });
+export const ListQuery = Type.Object({
+  path: Type.Optional(Type.String({ default: '/', description: 'directory to list; absent or empty means /' })),
+});
 export const DeleteQuery = Type.Object({
   path: Type.String({ minLength: 1 }),
   recursive: Type.Optional(Type.Boolean({ default: false })),
@@ -54,7 +56,4 @@ export const MoveRequest = Type.Object(
   { old_path: Type.String({ minLength: 1 }), new_path: Type.String({ minLength: 1 }) },
   { additionalProperties: false },
 );
-export const ChmodRequest = Type.Object(
-  { path: Type.String({ minLength: 1 }), mode: FileMode },
-  { additionalProperties: false },
-);
+export const ChmodRequest = Type.Object({ path: Type.String({ minLength: 1 }), mode: FileMode }, { additionalProperties: false });

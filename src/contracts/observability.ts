@@ -43,10 +43,21 @@ export const OperationStat = Type.Object(
   { $id: 'OperationStat' },
 );
 
-const SandboxesSummary = Type.Object({ total: Type.Integer(), active: Type.Integer(), by_state: Counts, by_provider: Counts, by_worker: Counts });
+const SandboxesSummary = Type.Object({
+  total: Type.Integer(),
+  active: Type.Integer(),
+  by_state: Counts,
+  by_provider: Counts,
+  by_worker: Counts,
+});
 const LeasesSummary = Type.Object({ total: Type.Integer(), active: Type.Integer(), expired: Type.Integer(), by_holder: Counts });
 const EventsSummary = Type.Object({ subscribers: Type.Integer(), history_size: Type.Integer(), events_total: Type.Integer() });
-const QuotaSummary = Open({ total: Type.Integer(), with_max_sandboxes: Type.Integer(), with_max_ttl: Type.Integer(), with_max_exec_timeout: Type.Integer() });
+const QuotaSummary = Open({
+  total: Type.Integer(),
+  with_max_sandboxes: Type.Integer(),
+  with_max_ttl: Type.Integer(),
+  with_max_exec_timeout: Type.Integer(),
+});
 const RateLimit = Open({
   enabled: Type.Boolean(),
   requests_per_minute: Type.Integer(),
@@ -64,7 +75,13 @@ const Limits = Open({}, 'Global limits: max_sandboxes, max_sandboxes_per_owner, 
 const StoreHealth = Open({ healthy: Type.Boolean(), latency_ms: Type.Number() });
 
 /** Workers with counts, in diagnostics and (spec 2.16 "as in diagnostics") in JSON metrics. */
-const WorkersSummary = Type.Object({ total: Type.Integer(), online: Type.Integer(), stale: Type.Integer(), unhealthy: Type.Integer(), items: Type.Array(Worker) });
+const WorkersSummary = Type.Object({
+  total: Type.Integer(),
+  online: Type.Integer(),
+  stale: Type.Integer(),
+  unhealthy: Type.Integer(),
+  items: Type.Array(Worker),
+});
 
 /** Spec 2.15: read-only and redacted. */
 export const Diagnostics = Type.Object(
@@ -102,13 +119,22 @@ export const Diagnostics = Type.Object(
     ),
     warm: Type.Array(
       Type.Object({
-        shape: Type.Object({ provider: Type.String(), image: Type.String(), memory_mb: Type.Integer(), vcpus: Type.Integer(), network: Type.Union([Type.String(), Type.Null()]) }),
+        shape: Type.Object({
+          provider: Type.String(),
+          image: Type.String(),
+          memory_mb: Type.Integer(),
+          vcpus: Type.Integer(),
+          network: Type.Union([Type.String(), Type.Null()]),
+        }),
         ready: Type.Integer(),
         target: Type.Integer(),
         hits: Type.Integer(),
         misses: Type.Integer(),
       }),
-      { description: 'sbx extension: warm pools per shape (DESIGN §11): runtimes ready, the target, spawns that claimed one (hits) and spawns of the shape that found none (misses)' },
+      {
+        description:
+          'sbx extension: warm pools per shape (DESIGN §11): runtimes ready, the target, spawns that claimed one (hits) and spawns of the shape that found none (misses)',
+      },
     ),
     preview: Type.Object(
       {
@@ -126,8 +152,15 @@ export const Diagnostics = Type.Object(
       {
         id: Type.String({ description: 'server.replica_id, or hostname:port' }),
         shared: Type.Boolean({ description: 'true when replicas share the store (PostgreSQL)' }),
-        live: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'replicas whose lease is live; null while the store cannot say' }),
-        journal: Type.Optional(Type.Object({ cursor: Type.Integer(), outbox: Type.Integer(), dropped: Type.Integer() }, { description: 'the shared event journal: last id read, events waiting to be written, events dropped from a full outbox' })),
+        live: Type.Union([Type.Array(Type.String()), Type.Null()], {
+          description: 'replicas whose lease is live; null while the store cannot say',
+        }),
+        journal: Type.Optional(
+          Type.Object(
+            { cursor: Type.Integer(), outbox: Type.Integer(), dropped: Type.Integer() },
+            { description: 'the shared event journal: last id read, events waiting to be written, events dropped from a full outbox' },
+          ),
+        ),
       },
       { description: 'sbx extension: this replica (DESIGN §7 "Replicas")' },
     ),

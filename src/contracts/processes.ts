@@ -15,7 +15,12 @@ export const ProcessStart = Type.Object(
 );
 export type ProcessStart = Static<typeof ProcessStart>;
 
-export const ProcessStateSchema = Type.Union([Type.Literal('running'), Type.Literal('exited'), Type.Literal('killed'), Type.Literal('timeout')]);
+export const ProcessStateSchema = Type.Union([
+  Type.Literal('running'),
+  Type.Literal('exited'),
+  Type.Literal('killed'),
+  Type.Literal('timeout'),
+]);
 
 export const ProcessInfo = Type.Object(
   {

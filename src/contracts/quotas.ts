@@ -18,7 +18,9 @@ export type OwnerQuota = Static<typeof OwnerQuota>;
 /** Body of `PUT /quotas/{ownerID}` (spec 4.4). Omitted durations inherit the global default. */
 export const QuotaInput = Type.Object(
   {
-    max_sandboxes: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_INT32, description: 'Must not be negative; 0 inherits max_sandboxes_per_owner' })),
+    max_sandboxes: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: MAX_INT32, description: 'Must not be negative; 0 inherits max_sandboxes_per_owner' }),
+    ),
     max_ttl: Type.Optional(Type.String({ description: 'Whole seconds, e.g. 1h; 0s inherits the global default' })),
     max_exec_timeout: Type.Optional(Type.String({ description: 'Whole seconds, e.g. 10m; 0s inherits the global default' })),
   },

@@ -6,18 +6,24 @@ export const SandboxId = Type.String({ minLength: 1, maxLength: 128 });
 
 /** Network of a sandbox (DESIGN.md §10): `none`, `bridge`, `filtered` (docker). */
 export const Network = Type.Union([Type.Literal('none'), Type.Literal('bridge'), Type.Literal('filtered')], {
-  description: 'sbx extension: none (no network at all), bridge, or filtered (only what the egress rules allow; docker); unset: the template, defaults.network, then providers.docker.network_mode',
+  description:
+    'sbx extension: none (no network at all), bridge, or filtered (only what the egress rules allow; docker); unset: the template, defaults.network, then providers.docker.network_mode',
 });
 
 /** Egress allow and deny lists (DESIGN.md §10); each rule is checked by the server (400 naming a bad one). */
 export const Egress = Type.Object(
   {
-    allow: Type.Optional(Type.Array(Type.String(), { description: 'rules a connection may match: host name, *.name, IPv4/IPv6 address or CIDR, optional :port ([v6]:port); at most 64' })),
+    allow: Type.Optional(
+      Type.Array(Type.String(), {
+        description: 'rules a connection may match: host name, *.name, IPv4/IPv6 address or CIDR, optional :port ([v6]:port); at most 64',
+      }),
+    ),
     deny: Type.Optional(Type.Array(Type.String(), { description: 'rules checked first: a match is refused; at most 64' })),
   },
   {
     additionalProperties: false,
-    description: 'sbx extension: egress rules of a filtered sandbox (given without network, it means filtered); deny, then allow, else denied',
+    description:
+      'sbx extension: egress rules of a filtered sandbox (given without network, it means filtered); deny, then allow, else denied',
   },
 );
 export type Egress = Static<typeof Egress>;
@@ -42,12 +48,19 @@ export const Sandbox = Type.Object(
     preview_domain: Type.String(),
     owner_id: Type.Optional(Type.String()),
     template: Type.Optional(Type.String()),
-    network: Type.Optional(Type.String({ description: 'sbx extension: the network the sandbox got (none, bridge or the docker network; host for proot and mock)' })),
+    network: Type.Optional(
+      Type.String({
+        description: 'sbx extension: the network the sandbox got (none, bridge or the docker network; host for proot and mock)',
+      }),
+    ),
     snapshot: Type.Optional(Type.String({ description: 'sbx extension: the snapshot it started from' })),
     volumes: Type.Optional(Type.Array(VolumeMount, { description: 'sbx extension: the volumes it mounts' })),
     egress: Type.Optional(EgressLists),
     preview_token: Type.Optional(
-      Type.String({ description: 'sbx extension: with server.preview_auth, the token a preview visitor needs (X-Sbx-Preview-Token or ?sbx_token=); shown to the owner and admins only' }),
+      Type.String({
+        description:
+          'sbx extension: with server.preview_auth, the token a preview visitor needs (X-Sbx-Preview-Token or ?sbx_token=); shown to the owner and admins only',
+      }),
     ),
   },
   { $id: 'Sandbox' },
@@ -65,7 +78,13 @@ export const SpawnRequest = Type.Object(
     owner_id: Type.Optional(Type.String()),
     network: Type.Optional(Network),
     egress: Type.Optional(Egress),
-    snapshot: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'sbx extension: start from this snapshot (its provider and image; leave image out)' })),
+    snapshot: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        description: 'sbx extension: start from this snapshot (its provider and image; leave image out)',
+      }),
+    ),
     volumes: Type.Optional(VolumeMounts),
   },
   { $id: 'SpawnRequest', additionalProperties: false },
@@ -96,9 +115,20 @@ export const ListSandboxesQuery = Type.Object({
   id_prefix: Type.Optional(
     Type.String({ maxLength: 128, description: 'sbx extension: only sandboxes whose id starts with this string (matched literally)' }),
   ),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'sbx extension: at most this many sandboxes, oldest first; while more remain the answer has a `Link: <…>; rel="next"` header' })),
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      description:
+        'sbx extension: at most this many sandboxes, oldest first; while more remain the answer has a `Link: <…>; rel="next"` header',
+    }),
+  ),
   after: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 1024, description: 'sbx extension, only with `limit`: the cursor from the `Link` header of the previous page (opaque, signed)' }),
+    Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      description: 'sbx extension, only with `limit`: the cursor from the `Link` header of the previous page (opaque, signed)',
+    }),
   ),
 });
 export type ListSandboxesQuery = Static<typeof ListSandboxesQuery>;

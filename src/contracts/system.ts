@@ -43,7 +43,10 @@ export const WorkerCapacity = Type.Object({
 /** A worker's egress gateway verdicts so far (DESIGN §10), cumulative. */
 export const EgressCounts = Type.Object(
   { allowed: Type.Integer({ minimum: 0 }), denied: Type.Integer({ minimum: 0 }) },
-  { additionalProperties: false, description: 'sbx extension: verdicts of the worker\'s egress gateway for filtered sandboxes, counted since it first started' },
+  {
+    additionalProperties: false,
+    description: "sbx extension: verdicts of the worker's egress gateway for filtered sandboxes, counted since it first started",
+  },
 );
 
 export const Worker = Type.Object(
@@ -103,7 +106,9 @@ export const Lease = Type.Object({
 /** Snapshot summary (spec 2.12, DESIGN.md §3, §10). */
 export const SnapshotSummary = Type.Object({
   name: Type.String(),
-  image: Type.String({ description: 'the provider\'s reference: sbx-snapshot/<name>:latest on docker, sbx-snapshot/<name> (a directory tree) on proot and mock' }),
+  image: Type.String({
+    description: "the provider's reference: sbx-snapshot/<name>:latest on docker, sbx-snapshot/<name> (a directory tree) on proot and mock",
+  }),
   kernel: Type.Union([Type.String(), Type.Null()], { description: 'a microVM kernel; null for container and directory snapshots' }),
   size_bytes: Type.Integer(),
   created_at: Timestamp,
@@ -117,7 +122,9 @@ export const PoolStatus = Type.Object({
   total_users: Type.Optional(Type.Integer()),
   max_users_per_vm: Type.Optional(Type.Integer()),
   runtimes: Type.Optional(
-    Type.Array(Type.Object({ runtime_id: Type.String(), users: Type.Integer() }), { description: 'sbx extension, admins only: each shared runtime and its live workspaces' }),
+    Type.Array(Type.Object({ runtime_id: Type.String(), users: Type.Integer() }), {
+      description: 'sbx extension, admins only: each shared runtime and its live workspaces',
+    }),
   ),
 });
 

@@ -12,17 +12,22 @@ const TemplateFields = {
   metadata: Type.Optional(StringMap),
   network: Type.Optional(Network),
   egress: Type.Optional(Egress),
-  snapshot: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'sbx extension: spawns start from this snapshot (leave image out)' })),
+  snapshot: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 256, description: 'sbx extension: spawns start from this snapshot (leave image out)' }),
+  ),
   volumes: Type.Optional(VolumeMounts),
-  warm: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, description: 'sbx extension: runtimes of this shape kept ready, so spawns skip the provider start (DESIGN §11)' })),
+  warm: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 64,
+      description: 'sbx extension: runtimes of this shape kept ready, so spawns skip the provider start (DESIGN §11)',
+    }),
+  ),
 };
 
 export const TemplateName = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
 
-export const CreateTemplateRequest = Type.Object(
-  { name: TemplateName, ...TemplateFields },
-  { additionalProperties: false },
-);
+export const CreateTemplateRequest = Type.Object({ name: TemplateName, ...TemplateFields }, { additionalProperties: false });
 export type CreateTemplateRequest = Static<typeof CreateTemplateRequest>;
 
 export const UpdateTemplateRequest = Type.Object(TemplateFields, { additionalProperties: false });

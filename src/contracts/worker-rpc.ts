@@ -144,7 +144,12 @@ export const SpawnParams = Type.Object({
   /** DESIGN §10: the snapshot it starts from (`image` is then the snapshot's), made on this worker. */
   snapshot: Type.Optional(CatalogName),
   /** DESIGN §10: volumes of this worker to mount read-write. */
-  volumes: Type.Optional(Type.Array(Type.Object({ name: CatalogName, mount_path: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false }), { maxItems: 16 })),
+  volumes: Type.Optional(
+    Type.Array(
+      Type.Object({ name: CatalogName, mount_path: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false }),
+      { maxItems: 16 },
+    ),
+  ),
 });
 export type SpawnParams = Static<typeof SpawnParams>;
 export const SpawnResult = Type.Object({
@@ -196,7 +201,11 @@ export const ExecResultRpc = Type.Object({
 export type ExecResultRpc = Static<typeof ExecResultRpc>;
 /** One NDJSON `result` of `worker.exec_stream`: output (base64) or the final exit. */
 export const ExecStreamItem = Type.Union([
-  Type.Object({ stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr')]), data: Type.String(), encoding: Type.Literal('base64') }),
+  Type.Object({
+    stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr')]),
+    data: Type.String(),
+    encoding: Type.Literal('base64'),
+  }),
   Type.Object({ stream: Type.Literal('exit'), exit_code: Type.Integer(), duration: Type.String() }),
 ]);
 export type ExecStreamItem = Static<typeof ExecStreamItem>;
@@ -237,7 +246,11 @@ export const FileStatParams = Type.Object({ ...Target, path: Path });
 export const FileStatResult = Type.Object({ file: FileInfo });
 export const FileGlobParams = Type.Object({ ...Target, pattern: Type.String({ minLength: 1, maxLength: 4096 }) });
 export const FileGlobResult = Type.Object({ matches: Type.Array(Type.String()) });
-export const LogsParams = Type.Object({ ...Target, lines: Type.Integer({ minimum: 0, maximum: 100_000 }), after: Type.Optional(Type.Integer({ minimum: 0 })) });
+export const LogsParams = Type.Object({
+  ...Target,
+  lines: Type.Integer({ minimum: 0, maximum: 100_000 }),
+  after: Type.Optional(Type.Integer({ minimum: 0 })),
+});
 export const LogsResult = Type.Object({ lines: Type.Array(Type.String()), cursor: Type.Optional(Type.Integer()) });
 export const RenewLeaseParams = Type.Object({ resource_id: Type.String({ minLength: 1, maxLength: 128 }) });
 export const RenewLeaseResult = Type.Object({ lease: RpcLease });
@@ -246,14 +259,24 @@ export const ShutdownResult = Type.Object({ status: Type.Literal('draining') });
 
 /** Params schema of each method, for the worker's validation (400 on mismatch). */
 export const SnapshotParams = Type.Object({ ...Target, name: CatalogName });
-export const SnapshotResultRpc = Type.Object({ image: Type.String(), kernel: Type.Union([Type.String(), Type.Null()]), size_bytes: Type.Integer({ minimum: 0 }) });
+export const SnapshotResultRpc = Type.Object({
+  image: Type.String(),
+  kernel: Type.Union([Type.String(), Type.Null()]),
+  size_bytes: Type.Integer({ minimum: 0 }),
+});
 export type SnapshotResultRpc = Static<typeof SnapshotResultRpc>;
-export const SnapshotDeleteParams = Type.Object({ provider: Target.provider, name: CatalogName, image: Type.String({ minLength: 1, maxLength: 512 }) });
+export const SnapshotDeleteParams = Type.Object({
+  provider: Target.provider,
+  name: CatalogName,
+  image: Type.String({ minLength: 1, maxLength: 512 }),
+});
 export const VolumeParams = Type.Object({ provider: Target.provider, name: CatalogName });
 export const VolumeSizesParams = Type.Object({ provider: Target.provider, names: Type.Array(CatalogName, { maxItems: 1000 }) });
 /** `worker.egress_update`: the new lists of a filtered sandbox this worker runs (a PUT …/egress). */
 export const EgressUpdateParams = Type.Object({ ...Target, egress: RpcEgressLists });
-export const VolumeSizesResult = Type.Object({ sizes: Type.Record(Type.String(), Type.Union([Type.Integer({ minimum: 0 }), Type.Null()])) });
+export const VolumeSizesResult = Type.Object({
+  sizes: Type.Record(Type.String(), Type.Union([Type.Integer({ minimum: 0 }), Type.Null()])),
+});
 
 export const RPC_PARAMS = {
   'worker.spawn': SpawnParams,

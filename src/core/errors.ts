@@ -44,12 +44,10 @@ export class SbxError extends Error {
   }
 }
 
-export const badRequest = (message: string, details?: Record<string, unknown>) =>
-  new SbxError('bad_request', message, details);
+export const badRequest = (message: string, details?: Record<string, unknown>) => new SbxError('bad_request', message, details);
 export const notFound = (message: string) => new SbxError('not_found', message);
 export const conflict = (message: string) => new SbxError('conflict', message);
-export const resourceLimit = (message: string, details?: Record<string, unknown>) =>
-  new SbxError('resource_limit', message, details);
+export const resourceLimit = (message: string, details?: Record<string, unknown>) => new SbxError('resource_limit', message, details);
 export const providerError = (message: string) => new SbxError('provider_error', message);
 export const unavailable = (message: string) => new SbxError('unavailable', message);
 

@@ -182,9 +182,7 @@ export interface SandboxFilter {
   limit?: number;
 }
 
-export type LeaseResult =
-  | { ok: true; lease: LeaseRecord }
-  | { ok: false; reason: 'not_found' | 'held_by_other' | 'expired' };
+export type LeaseResult = { ok: true; lease: LeaseRecord } | { ok: false; reason: 'not_found' | 'held_by_other' | 'expired' };
 
 // ---------------------------------------------------------------- store
 
@@ -237,7 +235,10 @@ export interface SandboxStore {
   /** Every row counted by state, provider, worker and whether it is past its TTL at `now` (metrics). */
   tallySandboxes(now: string): Promise<SandboxTally[]>;
   /** Live sandboxes per worker, and per worker for `owner` (null = none asked). */
-  countLiveByWorker(now: string, owner: string | null): Promise<{ by_worker: Record<string, number>; by_worker_for_owner: Record<string, number> }>;
+  countLiveByWorker(
+    now: string,
+    owner: string | null,
+  ): Promise<{ by_worker: Record<string, number>; by_worker_for_owner: Record<string, number> }>;
   /** Applies the patch and returns the new record, or null if the id is unknown. */
   updateSandbox(id: string, patch: Partial<Omit<SandboxRecord, 'id'>>): Promise<SandboxRecord | null>;
   getSandbox(id: string): Promise<SandboxRecord | null>;

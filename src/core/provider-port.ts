@@ -125,9 +125,7 @@ export type ExecControl = { type: 'resize'; cols: number; rows: number } | { typ
  * iteration promptly (an `exit` with a non-zero code, or by returning); core decides whether it
  * was a deadline or a cancel.
  */
-export type ExecEvent =
-  | { stream: 'stdout' | 'stderr'; data: Uint8Array }
-  | { stream: 'exit'; exit_code: number };
+export type ExecEvent = { stream: 'stdout' | 'stderr'; data: Uint8Array } | { stream: 'exit'; exit_code: number };
 
 /** A console read: the last `lines` lines, or with `after` the first `lines` lines numbered above it. */
 export interface ConsoleQuery {

@@ -23,7 +23,12 @@ export interface SlotLedgerPort {
    * Under one lock shared by every replica: counts as `count` does, asks `decide`, and stores the
    * slot when it says yes. Resolves with the counts the decision saw and whether the slot is stored.
    */
-  reserve(now: string, owners: readonly string[], slot: SlotRequest, decide: (counts: LiveCounts) => boolean): Promise<{ counts: LiveCounts; reserved: boolean }>;
+  reserve(
+    now: string,
+    owners: readonly string[],
+    slot: SlotRequest,
+    decide: (counts: LiveCounts) => boolean,
+  ): Promise<{ counts: LiveCounts; reserved: boolean }>;
   /** Drops one slot (committed or failed spawn). */
   drop(id: string): Promise<void>;
   /** Drops every slot a replica holds (it starts afresh, so none of them is in flight). */

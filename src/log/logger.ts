@@ -32,7 +32,8 @@ export const REDACT_PATHS = [
  * details (they go to the error body, and may be large).
  */
 export function serializeErr(err: unknown): unknown {
-  if (err instanceof Error && err.name === 'SbxError') return { type: 'SbxError', code: (err as { code?: unknown }).code, message: err.message };
+  if (err instanceof Error && err.name === 'SbxError')
+    return { type: 'SbxError', code: (err as { code?: unknown }).code, message: err.message };
   return stdSerializers.err(err as Error);
 }
 
@@ -56,7 +57,15 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       dest.write(pretty ? prettyLine(clean) : clean);
     },
   };
-  return pino({ level: opts.level ?? 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' }, serializers: { err: serializeErr }, base: undefined }, stream);
+  return pino(
+    {
+      level: opts.level ?? 'info',
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: { err: serializeErr },
+      base: undefined,
+    },
+    stream,
+  );
 }
 
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };

@@ -16,7 +16,9 @@ import { decodeText, OutputEncoder, type EncodedOutput } from './http/encoding.j
  * The command an exec request body asks for, with the sbx `stdin` extension decoded: shared by the
  * HTTP exec and the WebSocket start message so both read a body the same way.
  */
-export function execCommand(body: Pick<ExecRequest, 'command' | 'args' | 'env' | 'workdir' | 'timeout' | 'mode' | 'stdin' | 'stdin_encoding'>): ExecCommand {
+export function execCommand(
+  body: Pick<ExecRequest, 'command' | 'args' | 'env' | 'workdir' | 'timeout' | 'mode' | 'stdin' | 'stdin_encoding'>,
+): ExecCommand {
   const stdin = body.stdin !== undefined ? decodeText(body.stdin, body.stdin_encoding, 'stdin') : undefined;
   return { command: body.command, args: body.args, env: body.env, workdir: body.workdir, timeout: body.timeout, mode: body.mode, stdin };
 }
@@ -37,12 +39,23 @@ export class ExecFramer {
   private readonly encoders: Record<'stdout' | 'stderr', OutputEncoder> | undefined;
 
   constructor(mode: FrameMode) {
-    this.encoders = mode === 'base64' ? undefined : { stdout: new OutputEncoder(mode === 'binary'), stderr: new OutputEncoder(mode === 'binary') };
+    this.encoders =
+      mode === 'base64' ? undefined : { stdout: new OutputEncoder(mode === 'binary'), stderr: new OutputEncoder(mode === 'binary') };
   }
 
   /** The frame for a chunk of output (none while a split character waits for its last byte). */
   output(stream: 'stdout' | 'stderr', data: Uint8Array): ExecFrame[] {
-    if (!this.encoders) return data.byteLength > 0 ? [{ kind: 'output', stream, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64'), encoding: 'base64' }] : [];
+    if (!this.encoders)
+      return data.byteLength > 0
+        ? [
+            {
+              kind: 'output',
+              stream,
+              data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64'),
+              encoding: 'base64',
+            },
+          ]
+        : [];
     return frame(stream, this.encoders[stream].write(data));
   }
 
@@ -78,7 +91,11 @@ function frame(stream: 'stdout' | 'stderr', out: EncodedOutput | undefined): Exe
 }
 
 /** Frames of a whole stream: every item's frames, and one error frame if the stream fails. */
-export async function* execFrames(items: AsyncIterable<ExecItem>, mode: FrameMode, onError?: (err: unknown) => boolean): AsyncGenerator<ExecFrame> {
+export async function* execFrames(
+  items: AsyncIterable<ExecItem>,
+  mode: FrameMode,
+  onError?: (err: unknown) => boolean,
+): AsyncGenerator<ExecFrame> {
   const framer = new ExecFramer(mode);
   try {
     for await (const item of items) {

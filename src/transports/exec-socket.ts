@@ -56,7 +56,8 @@ function validated<T>(kind: keyof NonNullable<typeof checks>, value: unknown): T
 export function execSignal(name: string): ExecSignal {
   const upper = name.trim().toUpperCase();
   const full = upper.startsWith('SIG') ? upper : `SIG${upper}`;
-  if (!(EXEC_SIGNALS as readonly string[]).includes(full)) throw badRequest(`unsupported signal ${JSON.stringify(name)} (use one of ${EXEC_SIGNALS.join(', ')})`);
+  if (!(EXEC_SIGNALS as readonly string[]).includes(full))
+    throw badRequest(`unsupported signal ${JSON.stringify(name)} (use one of ${EXEC_SIGNALS.join(', ')})`);
   return full as ExecSignal;
 }
 
@@ -73,7 +74,10 @@ export interface ExecSocketOptions {
 /** A frame as its WebSocket server message. */
 function wsMessage(f: ExecFrame): ExecWsServerMessage {
   if (f.kind === 'output') return f.encoding ? { type: f.stream, data: f.data, encoding: f.encoding } : { type: f.stream, data: f.data };
-  if (f.kind === 'exit') return f.timed_out ? { type: 'exit', exit_code: f.exit_code, duration: f.duration, timed_out: true } : { type: 'exit', exit_code: f.exit_code, duration: f.duration };
+  if (f.kind === 'exit')
+    return f.timed_out
+      ? { type: 'exit', exit_code: f.exit_code, duration: f.duration, timed_out: true }
+      : { type: 'exit', exit_code: f.exit_code, duration: f.duration };
   return { type: 'error', code: f.code, message: f.message };
 }
 
@@ -139,7 +143,11 @@ export function serveExecSocket(socket: WebSocket, start: ExecStarter, opts: Exe
 /** One text frame → a validated session message, and for a start whether output may go base64. */
 function parseFrame(raw: Buffer | Buffer[] | ArrayBuffer, isBinary: boolean, waiting: boolean): { msg: SessionMessage; binary?: boolean } {
   if (isBinary) throw badRequest('binary frames are not supported: send JSON text messages');
-  const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : Array.isArray(raw) ? Buffer.concat(raw).toString('utf8') : Buffer.from(raw).toString('utf8');
+  const text = Buffer.isBuffer(raw)
+    ? raw.toString('utf8')
+    : Array.isArray(raw)
+      ? Buffer.concat(raw).toString('utf8')
+      : Buffer.from(raw).toString('utf8');
   let msg: unknown;
   try {
     msg = JSON.parse(text);

@@ -66,7 +66,9 @@ describe('auth', () => {
 describe('sbx doctor', () => {
   it('passes the server checks with the right keys and prints a table with fixes', async () => {
     const home = tempDir('sbx-cli-doctor-');
-    const r = await runSbx(['doctor', '--json'], { env: { HOME: home, SBX_URL: server.url, SBX_API_KEY: API_KEY, SBX_ADMIN_API_KEY: ADMIN_KEY, PATH: process.env.PATH } });
+    const r = await runSbx(['doctor', '--json'], {
+      env: { HOME: home, SBX_URL: server.url, SBX_API_KEY: API_KEY, SBX_ADMIN_API_KEY: ADMIN_KEY, PATH: process.env.PATH },
+    });
     const report = JSON.parse(r.stdout);
     const byTitle = Object.fromEntries(report.checks.map((c: { title: string }) => [c.title, c]));
     expect(byTitle['server reachable'].status).toBe('ok');
@@ -93,7 +95,10 @@ describe('sbx doctor', () => {
     const badKey = await sbxAt(server.url, { SBX_API_KEY: 'bad' })(['doctor', '--json']);
     expect(badKey.code).toBe(1);
     const checks = JSON.parse(badKey.stdout).checks;
-    expect(checks.find((c: { title: string }) => c.title === 'API key accepted')).toMatchObject({ status: 'fail', fix: expect.stringContaining('--api-key') });
+    expect(checks.find((c: { title: string }) => c.title === 'API key accepted')).toMatchObject({
+      status: 'fail',
+      fix: expect.stringContaining('--api-key'),
+    });
   });
 
   it('does not blame the key for a refusal that is not about keys (rate limit)', async () => {

@@ -26,7 +26,10 @@ describe('sbx providers NAME --test', () => {
   it('an unknown provider is not found (exit 4), like `sbx providers NAME`', async () => {
     const sbx = sbxAt(server.url);
     const plain = await sbx(['providers', 'nope']);
-    for (const argv of [['providers', 'nope', '--test'], ['providers', 'nope', '--test', '--json']]) {
+    for (const argv of [
+      ['providers', 'nope', '--test'],
+      ['providers', 'nope', '--test', '--json'],
+    ]) {
       const r = await sbx(argv);
       expect(r.code, argv.join(' ')).toBe(4);
       expect(r.stdout).toBe('');
@@ -48,7 +51,11 @@ describe('a proxy that cannot reach the server', () => {
     '/504': { status: 504, type: 'text/html', body: '<html>Gateway Time-out</html>' },
     '/503': { status: 503, body: '' },
     '/503-json': { status: 503, type: 'application/json', body: '{"message":"upstream down"}' },
-    '/503-sbx': { status: 503, type: 'application/json', body: '{"code":"unavailable","message":"sandbox capacity reached (max_sandboxes 2)"}' },
+    '/503-sbx': {
+      status: 503,
+      type: 'application/json',
+      body: '{"code":"unavailable","message":"sandbox capacity reached (max_sandboxes 2)"}',
+    },
   };
   beforeAll(async () => {
     proxy = createServer((req, res) => {
@@ -124,8 +131,15 @@ describe('the man page', () => {
 
   it('follows the command tree: every command with --config is listed for SBX_CONFIG', () => {
     const man = manPage(COMMANDS, GLOBAL_OPTIONS, '0.0.0');
-    expect(man).toContain('server configuration file for doctor, serve, worker, worker token mint, worker token verify, provider\\-server and config lint (as');
-    const extra = { name: 'zz', summary: 'a test command', options: [{ flags: '-c, --config <file>', description: 'config file' }], run: async () => 0 };
+    expect(man).toContain(
+      'server configuration file for doctor, serve, worker, worker token mint, worker token verify, provider\\-server and config lint (as',
+    );
+    const extra = {
+      name: 'zz',
+      summary: 'a test command',
+      options: [{ flags: '-c, --config <file>', description: 'config file' }],
+      run: async () => 0,
+    };
     expect(manPage([...COMMANDS, extra], GLOBAL_OPTIONS, '0.0.0')).toContain('config lint and zz (as');
   });
 });

@@ -11,7 +11,12 @@ const API_KEY = 'client-worker-suite-user-key-4b6d8f0a2c4e';
 const ADMIN_KEY = 'client-worker-suite-admin-key-8f0a2c4e6b8d';
 const SHARED = 'client-worker-shared-token-0c2e4b6d8f0a';
 const SIGNING = 'client-worker-signing-key-6d8f0a2c4e6b8d0f';
-const hb = { hostname: 'worker-host', providers: ['docker'], capabilities: ['spawn', 'exec'], capacity: { max_sandboxes: 4, rpc_url: 'http://10.0.0.7:7424/rpc' } };
+const hb = {
+  hostname: 'worker-host',
+  providers: ['docker'],
+  capabilities: ['spawn', 'exec'],
+  capacity: { max_sandboxes: 4, rpc_url: 'http://10.0.0.7:7424/rpc' },
+};
 
 let srv: TestServer;
 const clients: Client[] = [];
@@ -22,7 +27,9 @@ const client = (opts: ConstructorParameters<typeof Client>[0]) => {
 };
 
 beforeAll(async () => {
-  srv = await startTestServer({ auth: { enabled: true, api_key: API_KEY, admin_api_key: ADMIN_KEY, worker_token: SHARED, worker_signing_key: SIGNING } });
+  srv = await startTestServer({
+    auth: { enabled: true, api_key: API_KEY, admin_api_key: ADMIN_KEY, worker_token: SHARED, worker_signing_key: SIGNING },
+  });
 });
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
@@ -57,12 +64,13 @@ describe('Client.worker (worker credentials)', () => {
 
   it('a wrong token is unauthorized, and the token appears in no error', async () => {
     const wrong = 'not-the-worker-token-2a4c6e8b0d';
-    const err = await client({ worker: { id: 'w-a', token: wrong } }).worker.heartbeat(hb).catch((e: unknown) => e);
+    const err = await client({ worker: { id: 'w-a', token: wrong } })
+      .worker.heartbeat(hb)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SbxError);
     expect(err).toMatchObject({ code: 'unauthorized' });
     expect(JSON.stringify({ m: (err as Error).message, d: (err as SbxError).details })).not.toContain(wrong);
   });
-
 });
 
 describe('credentials are never mixed in one request', () => {
@@ -104,7 +112,12 @@ describe('credentials are never mixed in one request', () => {
       expect(r.headers).toMatchObject({ 'x-worker-id': 'w-a', 'x-worker-token': SHARED, 'x-request-id': 'req-1' });
       for (const h of ['x-api-key', 'x-admin-api-key', 'x-user-id', 'authorization']) expect(r.headers[h], h).toBeUndefined();
     }
-    expect(list!.headers).toMatchObject({ 'x-api-key': API_KEY, 'x-admin-api-key': ADMIN_KEY, 'x-user-id': 'alice', authorization: 'Bearer proxy-auth' });
+    expect(list!.headers).toMatchObject({
+      'x-api-key': API_KEY,
+      'x-admin-api-key': ADMIN_KEY,
+      'x-user-id': 'alice',
+      authorization: 'Bearer proxy-auth',
+    });
     for (const h of ['x-worker-id', 'x-worker-token']) expect(list!.headers[h], h).toBeUndefined();
     expect(signed!.headers).toMatchObject({ 'x-worker-id': 'w-b', authorization: 'Bearer signed-token' });
     expect(signed!.headers['x-worker-token']).toBeUndefined();
@@ -114,7 +127,10 @@ describe('credentials are never mixed in one request', () => {
     const before = seen.length;
     const userOnly = new Client({ url, apiKey: API_KEY, adminKey: ADMIN_KEY });
     clients.push(userOnly);
-    await expect(userOnly.worker.heartbeat(hb)).rejects.toMatchObject({ code: 'unauthorized', message: expect.stringContaining('worker credentials') });
+    await expect(userOnly.worker.heartbeat(hb)).rejects.toMatchObject({
+      code: 'unauthorized',
+      message: expect.stringContaining('worker credentials'),
+    });
     await expect(userOnly.worker.renewLease('sb-1', '1m')).rejects.toMatchObject({ code: 'unauthorized' });
     expect(seen.length).toBe(before);
   });

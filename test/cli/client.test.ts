@@ -46,8 +46,18 @@ describe('Client (library API)', () => {
 
     const chunks = [];
     for await (const c of client.execStream(box.id, { command: 'echo a; echo b >&2; exit 3', stdin: new Uint8Array([1]) })) chunks.push(c);
-    expect(chunks.filter((c) => c.stream === 'stdout').map((c) => c.data).join('')).toBe('a\n');
-    expect(chunks.filter((c) => c.stream === 'stderr').map((c) => c.data).join('')).toBe('b\n');
+    expect(
+      chunks
+        .filter((c) => c.stream === 'stdout')
+        .map((c) => c.data)
+        .join(''),
+    ).toBe('a\n');
+    expect(
+      chunks
+        .filter((c) => c.stream === 'stderr')
+        .map((c) => c.data)
+        .join(''),
+    ).toBe('b\n');
     expect(chunks.at(-1)).toMatchObject({ stream: 'exit', exit_code: 3 });
 
     const plain = [];
@@ -114,7 +124,14 @@ describe('Client (library API)', () => {
     const src = await client.spawn({ ttl: '5m' });
     await client.files.write(src.id, '/workspace/lib.txt', 'from the client');
     const snap = await client.snapshot(src.id, 'lib-snap');
-    expect(snap).toEqual({ name: 'lib-snap', image: 'sbx-snapshot/lib-snap', kernel: null, size_bytes: expect.any(Number), created_at: expect.any(String), provider: 'mock' });
+    expect(snap).toEqual({
+      name: 'lib-snap',
+      image: 'sbx-snapshot/lib-snap',
+      kernel: null,
+      size_bytes: expect.any(Number),
+      created_at: expect.any(String),
+      provider: 'mock',
+    });
     expect(snap.size_bytes).toBeGreaterThanOrEqual('from the client'.length);
     expect(await client.snapshots()).toEqual([snap]);
     expect(await client.getSnapshot('lib-snap')).toEqual(snap);

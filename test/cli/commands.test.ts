@@ -24,7 +24,10 @@ describe('command tree guard', () => {
       const mod = (await import(join(commandsDir, file))) as Record<string, unknown>;
       const spec = mod[`${camel(file)}Command`];
       expect(spec, `${file} exports ${camel(file)}Command`).toBeTruthy();
-      expect(allCommands().map((c) => c.spec), `${file} is in the registry`).toContain(spec);
+      expect(
+        allCommands().map((c) => c.spec),
+        `${file} is in the registry`,
+      ).toContain(spec);
     }
   });
 
@@ -102,12 +105,18 @@ describe('generated docs', () => {
     const script = docFiles()['completions/sbx.bash']!;
     const complete = (words: string[]) => {
       const line = words.map((w) => `'${w}'`).join(' ');
-      const r = spawnSync('bash', ['-c', `${script}\nCOMP_WORDS=(${line}); COMP_CWORD=${words.length - 1}; _sbx; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8' });
+      const r = spawnSync(
+        'bash',
+        ['-c', `${script}\nCOMP_WORDS=(${line}); COMP_CWORD=${words.length - 1}; _sbx; printf '%s\\n' "\${COMPREPLY[@]}"`],
+        { encoding: 'utf8' },
+      );
       expect(r.stderr).toBe('');
       return r.stdout.split('\n').filter(Boolean);
     };
     expect(complete(['sbx', 'sp'])).toEqual(['spawn']);
-    expect(complete(['sbx', 'files', ''])).toEqual(expect.arrayContaining(['ls', 'cat', 'put', 'get', 'rm', 'mv', 'chmod', 'stat', 'glob']));
+    expect(complete(['sbx', 'files', ''])).toEqual(
+      expect.arrayContaining(['ls', 'cat', 'put', 'get', 'rm', 'mv', 'chmod', 'stat', 'glob']),
+    );
     expect(complete(['sbx', '--url', 'http://x', 'files', 'p'])).toEqual(['put']);
     expect(complete(['sbx', 'exec', '--ti'])).toEqual(['--timeout']);
     expect(complete(['sbx', 'completion', ''])).toEqual(['bash', 'zsh', 'fish']);
@@ -122,12 +131,18 @@ describe('generated docs', () => {
     expect(r.status).toBe(0);
   });
 
-  it.skipIf(!shellPresent('fish'))('fish completion parses and completes (skipped when fish is absent and SBX_TEST_SHELLS is not 1)', () => {
-    const dir = tempDir('sbx-fish-');
-    const file = join(dir, 'sbx.fish');
-    writeFileSync(file, docFiles()['completions/sbx.fish']!);
-    const r = spawnSync('fish', ['--no-config', '-c', `source ${file}; complete -C 'sbx files p'`], { encoding: 'utf8', env: { ...process.env, HOME: dir } });
-    expect(r.stderr).toBe('');
-    expect(r.stdout).toMatch(/^put\t/m);
-  });
+  it.skipIf(!shellPresent('fish'))(
+    'fish completion parses and completes (skipped when fish is absent and SBX_TEST_SHELLS is not 1)',
+    () => {
+      const dir = tempDir('sbx-fish-');
+      const file = join(dir, 'sbx.fish');
+      writeFileSync(file, docFiles()['completions/sbx.fish']!);
+      const r = spawnSync('fish', ['--no-config', '-c', `source ${file}; complete -C 'sbx files p'`], {
+        encoding: 'utf8',
+        env: { ...process.env, HOME: dir },
+      });
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toMatch(/^put\t/m);
+    },
+  );
 });

@@ -41,13 +41,19 @@ describe('sbx doctor: isolation, Docker endpoint, auth', () => {
 
   it('warns that the default provider mock isolates nothing', async () => {
     const { by } = await doctor(server.url);
-    expect(by['provider mock']).toMatchObject({ status: 'warn', detail: expect.stringMatching(/^healthy, but the default provider isolates nothing: commands run directly on the host/) });
+    expect(by['provider mock']).toMatchObject({
+      status: 'warn',
+      detail: expect.stringMatching(/^healthy, but the default provider isolates nothing: commands run directly on the host/),
+    });
     expect(by['provider mock']!.fix).toContain('providers.default: docker');
   });
 
   it('says which Docker endpoint it uses and why', async () => {
     const missing = await doctor(server.url, { DOCKER_HOST: 'unix:///nonexistent/sbx-doctor.sock' });
-    expect(missing.by['local Docker engine']).toMatchObject({ status: 'warn', detail: 'unix:///nonexistent/sbx-doctor.sock (DOCKER_HOST): ENOENT' });
+    expect(missing.by['local Docker engine']).toMatchObject({
+      status: 'warn',
+      detail: 'unix:///nonexistent/sbx-doctor.sock (DOCKER_HOST): ENOENT',
+    });
     // No engine: the image check says it cannot tell.
     expect(missing.by['default image']).toMatchObject({ status: 'skip', detail: 'no Docker engine answers' });
     expect(missing.by['docker runtime']).toMatchObject({ status: 'skip', detail: 'no Docker engine answers' });
@@ -63,8 +69,13 @@ describe('sbx doctor: isolation, Docker endpoint, auth', () => {
 
   it('explains in one line what is served while auth is off', async () => {
     const { by } = await doctor(server.url);
-    expect(by['auth']).toMatchObject({ status: 'warn', detail: 'off: the API is open to whoever reaches the port (browser origins and Host names limited)' });
-    expect(by['auth']!.fix).toMatch(/^dev-box guard on: browser origins limited to localhost, .*; Host limited to IP addresses, localhost, .*; for anything beyond a dev box set auth\.enabled: true/);
+    expect(by['auth']).toMatchObject({
+      status: 'warn',
+      detail: 'off: the API is open to whoever reaches the port (browser origins and Host names limited)',
+    });
+    expect(by['auth']!.fix).toMatch(
+      /^dev-box guard on: browser origins limited to localhost, .*; Host limited to IP addresses, localhost, .*; for anything beyond a dev box set auth\.enabled: true/,
+    );
     expect(by['auth']!.fix).not.toContain('\n');
     const dir = tempDir();
     writeFileSync(join(dir, 'sbx.yaml'), `auth:\n  enabled: true\n  api_key: ${'k'.repeat(40)}\n`);
@@ -75,11 +86,16 @@ describe('sbx doctor: isolation, Docker endpoint, auth', () => {
 
   it('the human report prints the rows and the fixes', async () => {
     const home = tempDir();
-    const r = await runSbx(['doctor'], { cwd: home, env: { HOME: home, SBX_URL: server.url, PATH: process.env.PATH, DOCKER_HOST: 'unix:///nonexistent/h.sock' } });
+    const r = await runSbx(['doctor'], {
+      cwd: home,
+      env: { HOME: home, SBX_URL: server.url, PATH: process.env.PATH, DOCKER_HOST: 'unix:///nonexistent/h.sock' },
+    });
     expect(r.stdout).toMatch(/warn\s+provider mock\s+healthy, but the default provider isolates nothing/);
     expect(r.stdout).toMatch(/warn\s+local Docker engine\s+unix:\/\/\/nonexistent\/h\.sock \(DOCKER_HOST\): ENOENT/);
     expect(r.stdout).toMatch(/warn\s+auth\s+off: the API is open to whoever reaches the port/);
-    expect(r.stdout).toMatch(/\n! auth: dev-box guard on: browser origins limited to localhost, [^\n]+; Host limited to [^\n]+; for anything beyond a dev box set auth\.enabled: true[^\n]*\n/);
+    expect(r.stdout).toMatch(
+      /\n! auth: dev-box guard on: browser origins limited to localhost, [^\n]+; Host limited to [^\n]+; for anything beyond a dev box set auth\.enabled: true[^\n]*\n/,
+    );
   });
 });
 
@@ -88,7 +104,10 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx doctor and spawn: th
   const UNPULLABLE = 'sbx-test/never-pullable:nope';
   beforeAll(async () => {
     await requireEngine();
-    server = await startTestServer({ providers: { default: 'docker', docker: { socket_path: SOCKET } }, defaults: { image: TEST_IMAGE, memory_mb: 64 } });
+    server = await startTestServer({
+      providers: { default: 'docker', docker: { socket_path: SOCKET } },
+      defaults: { image: TEST_IMAGE, memory_mb: 64 },
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -96,10 +115,19 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx doctor and spawn: th
 
   it('doctor: a present default image is ok; a missing one is "pull not verified" with local images', async () => {
     const dir = tempDir();
-    writeFileSync(join(dir, 'present.yaml'), `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\ndefaults:\n  image: ${TEST_IMAGE}\n`);
-    writeFileSync(join(dir, 'missing.yaml'), `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\ndefaults:\n  image: ${UNPULLABLE}\n`);
+    writeFileSync(
+      join(dir, 'present.yaml'),
+      `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\ndefaults:\n  image: ${TEST_IMAGE}\n`,
+    );
+    writeFileSync(
+      join(dir, 'missing.yaml'),
+      `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\ndefaults:\n  image: ${UNPULLABLE}\n`,
+    );
     const present = await doctor(server.url, {}, ['--config', join(dir, 'present.yaml')]);
-    expect(present.by['local Docker engine']).toMatchObject({ status: 'ok', detail: `unix://${SOCKET} (providers.docker.socket_path) answers OK` });
+    expect(present.by['local Docker engine']).toMatchObject({
+      status: 'ok',
+      detail: `unix://${SOCKET} (providers.docker.socket_path) answers OK`,
+    });
     expect(present.by['default image']).toMatchObject({ status: 'ok', detail: `${TEST_IMAGE} is present` });
     const missing = await doctor(server.url, {}, ['--config', join(dir, 'missing.yaml')]);
     const row = missing.by['default image']!;
@@ -108,19 +136,28 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx doctor and spawn: th
     expect(row.fix).toMatch(/--image NAME or set defaults\.image to a local image \(e\.g\. \S+\)/);
   });
 
-  it('doctor: the docker runtime row names the engine\'s runtimes and fails on one it lacks', async () => {
+  it("doctor: the docker runtime row names the engine's runtimes and fails on one it lacks", async () => {
     const dir = tempDir();
-    const conf = (runtime: string) => `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\n    runtime: ${runtime}\ndefaults:\n  image: ${TEST_IMAGE}\n`;
+    const conf = (runtime: string) =>
+      `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\n    runtime: ${runtime}\ndefaults:\n  image: ${TEST_IMAGE}\n`;
     writeFileSync(join(dir, 'runc.yaml'), conf('runc'));
     writeFileSync(join(dir, 'nope.yaml'), conf('sbx-no-such-runtime'));
     const runc = await doctor(server.url, {}, ['--config', join(dir, 'runc.yaml')]);
     expect(runc.by['docker runtime']).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^runc; registered: (\S+, )*runc/) });
     const nope = await doctor(server.url, {}, ['--config', join(dir, 'nope.yaml')]);
-    expect(nope.by['docker runtime']).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^providers\.docker\.runtime is sbx-no-such-runtime, which the engine does not have \(registered: .*runc/) });
+    expect(nope.by['docker runtime']).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(
+        /^providers\.docker\.runtime is sbx-no-such-runtime, which the engine does not have \(registered: .*runc/,
+      ),
+    });
     expect(nope.by['docker runtime']!.fix).toMatch(/apt-get install runsc/);
     if (process.env.SBX_TEST_RUNSC === '1') {
       writeFileSync(join(dir, 'runsc.yaml'), conf('runsc'));
-      expect((await doctor(server.url, {}, ['--config', join(dir, 'runsc.yaml')])).by['docker runtime']).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^runsc \(gVisor\); registered: /) });
+      expect((await doctor(server.url, {}, ['--config', join(dir, 'runsc.yaml')])).by['docker runtime']).toMatchObject({
+        status: 'ok',
+        detail: expect.stringMatching(/^runsc \(gVisor\); registered: /),
+      });
     }
   });
 
@@ -128,15 +165,28 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx doctor and spawn: th
     const r = await runSbx(['spawn', '--image', UNPULLABLE], { env: { SBX_URL: server.url } });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(new RegExp(`^sbx: image ${UNPULLABLE} could not be pulled: .*; spawn with --image NAME .* or set defaults\\.image in the server config; \`sbx doctor\` lists the images the engine has\\n$`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^sbx: image ${UNPULLABLE} could not be pulled: .*; spawn with --image NAME .* or set defaults\\.image in the server config; \`sbx doctor\` lists the images the engine has\\n$`,
+      ),
+    );
     // From a template the fix is the template's image.
     expect((await runSbx(['templates', 'create', 'unpullable', '--image', UNPULLABLE], { env: { SBX_URL: server.url } })).code).toBe(0);
-    for (const argv of [['spawn', '--template', 'unpullable'], ['templates', 'spawn', 'unpullable']]) {
+    for (const argv of [
+      ['spawn', '--template', 'unpullable'],
+      ['templates', 'spawn', 'unpullable'],
+    ]) {
       const t = await runSbx(argv, { env: { SBX_URL: server.url } });
       expect(t.code).toBe(1);
-      expect(t.stderr).toMatch(/could not be pulled: .*; edit the template's image to one the engine has \(sbx templates update unpullable --image NAME\); `sbx doctor` lists the images the engine has\n$/);
+      expect(t.stderr).toMatch(
+        /could not be pulled: .*; edit the template's image to one the engine has \(sbx templates update unpullable --image NAME\); `sbx doctor` lists the images the engine has\n$/,
+      );
     }
-    const res = await fetch(`${server.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ image: UNPULLABLE }) });
+    const res = await fetch(`${server.url}/api/v1/sandboxes`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ image: UNPULLABLE }),
+    });
     const body = (await res.json()) as { code: string; message: string };
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(body.message).toContain('could not be pulled');

@@ -39,7 +39,10 @@ describe('sbx egress', () => {
     });
     const id = (await sbx(['spawn', '--network', 'filtered', '--allow', 'PyPI.org', '--deny', '10.0.0.0/8'])).stdout.trim();
     expect(id).toMatch(/^sb-/);
-    expect(JSON.parse((await sbx(['get', id, '--json'])).stdout)).toMatchObject({ network: 'filtered', egress: { allow: ['pypi.org'], deny: ['10.0.0.0/8'] } });
+    expect(JSON.parse((await sbx(['get', id, '--json'])).stdout)).toMatchObject({
+      network: 'filtered',
+      egress: { allow: ['pypi.org'], deny: ['10.0.0.0/8'] },
+    });
     const put = await sbx(['egress', id.slice(0, 8), '--allow', 'files.pythonhosted.org:443']);
     expect(put.stderr).toBe('');
     expect(put.stdout).toBe(`${id} egress: allow files.pythonhosted.org:443; deny (nothing)\n`);

@@ -57,7 +57,10 @@ function suite(title: string, overrides: () => Promise<Record<string, unknown>>)
         body: JSON.stringify({ path: '/workspace/blob.bin', content: b64, encoding: 'base64' }),
       });
       expect(res.status).toBe(200);
-      for (const args of [['exec', id, '--', 'cat', 'blob.bin'], ['exec', '-i', id, 'cat', 'blob.bin']]) {
+      for (const args of [
+        ['exec', id, '--', 'cat', 'blob.bin'],
+        ['exec', '-i', id, 'cat', 'blob.bin'],
+      ]) {
         const r = await sbx(args);
         expect(r.code, args.join(' ')).toBe(0);
         expect(r.stdoutBytes.equals(content), args.join(' ')).toBe(true);

@@ -25,7 +25,12 @@ function bash(script: string, env: NodeJS.ProcessEnv): Promise<{ status: number 
 
 /** A pretend terminal on stdin: records raw-mode switches. */
 function ttyStdin() {
-  const stream = new PassThrough() as PassThrough & { isTTY: boolean; isRaw: boolean; setRawMode: (on: boolean) => unknown; modes: boolean[] };
+  const stream = new PassThrough() as PassThrough & {
+    isTTY: boolean;
+    isRaw: boolean;
+    setRawMode: (on: boolean) => unknown;
+    modes: boolean[];
+  };
   stream.isTTY = true;
   stream.isRaw = false;
   stream.modes = [];
@@ -58,7 +63,24 @@ describe('sbx exec ID CMD ARG… (mock provider)', () => {
     expect(ls.stdout).toMatch(/^total \d+\n/);
     expect(ls.stderr).toBe('');
     // sbx's own option names after the id belong to the command too, as does a later --.
-    const r = await sbx(['exec', id, 'printf', '%s|', '-la', '--json', '-i', '-t', '--timeout', '1s', '--sh', '--', '-h', '--help', '--url', 'x']);
+    const r = await sbx([
+      'exec',
+      id,
+      'printf',
+      '%s|',
+      '-la',
+      '--json',
+      '-i',
+      '-t',
+      '--timeout',
+      '1s',
+      '--sh',
+      '--',
+      '-h',
+      '--help',
+      '--url',
+      'x',
+    ]);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('-la|--json|-i|-t|--timeout|1s|--sh|--|-h|--help|--url|x|');
     // A leading -- is still accepted (and not passed on).
@@ -100,7 +122,11 @@ describe('sbx exec ID CMD ARG… (mock provider)', () => {
       expect(r.stdout).toBe(ids.map((x) => `ran ${x}\n`).join(''));
     }
     // With -i the first exec takes the rest of the list, as docker exec -i would.
-    const greedy = await bash(`while read id; do node "$BIN" exec -i "$id" sh -c 'echo "ran"; cat'; done < "$LIST"`, { ...env, BIN, LIST: list });
+    const greedy = await bash(`while read id; do node "$BIN" exec -i "$id" sh -c 'echo "ran"; cat'; done < "$LIST"`, {
+      ...env,
+      BIN,
+      LIST: list,
+    });
     expect(greedy.stdout).toBe(`ran\n${ids.slice(1).join('\n')}\n`);
   });
 

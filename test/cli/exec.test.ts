@@ -40,7 +40,18 @@ describe('sbx exec', () => {
   });
 
   it('--sh runs a shell script; --env and --workdir apply', async () => {
-    const r = await sbx(['exec', '--env', 'GREETING=hi there', '--env', 'N=2', '--workdir', '/tmp', '--sh', id, 'echo "$GREETING $N"; pwd']);
+    const r = await sbx([
+      'exec',
+      '--env',
+      'GREETING=hi there',
+      '--env',
+      'N=2',
+      '--workdir',
+      '/tmp',
+      '--sh',
+      id,
+      'echo "$GREETING $N"; pwd',
+    ]);
     expect(r.code).toBe(0);
     // The mock provider roots sandbox paths in a host directory; the workdir is its /tmp.
     expect(r.stdout).toMatch(/^hi there 2\n(.*\/)?tmp\n$/);
@@ -184,7 +195,11 @@ describe('sbx exec with live stdin', () => {
   });
 
   it('without -i stdin is never read, piped or not', async () => {
-    for (const argv of [['exec', id, '--', 'sh', '-c', 'cat; echo done'], ['exec', id, 'sh', '-c', 'cat; echo done'], ['--json', 'exec', id, 'sh', '-c', 'cat; echo done']]) {
+    for (const argv of [
+      ['exec', id, '--', 'sh', '-c', 'cat; echo done'],
+      ['exec', id, 'sh', '-c', 'cat; echo done'],
+      ['--json', 'exec', id, 'sh', '-c', 'cat; echo done'],
+    ]) {
       const stdin = new PassThrough();
       stdin.write('must not arrive\n');
       const r = await sbx(argv, { stdinStream: stdin });
@@ -217,7 +232,9 @@ describe('sbx exec with live stdin', () => {
         if (/^upgrade:\s*websocket/im.test(first.toString('latin1'))) {
           refused++;
           const body = JSON.stringify({ code: 'not_found', message: 'no route for GET /api/v1/sandboxes/x/exec/ws' });
-          client.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+          client.end(
+            `HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+          );
           return;
         }
         const up = connect(Number(upstream.port), upstream.hostname);

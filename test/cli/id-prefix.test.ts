@@ -64,7 +64,9 @@ describe('sandbox id prefixes', () => {
   it('two matches are ambiguous: listed, exit 2 (125 for exec), nothing done', async () => {
     const get = await sbx(['get', 'pfx1']);
     expect(get.code).toBe(2);
-    expect(get.stderr).toBe('sbx: sandbox id prefix "pfx1" matches more than one sandbox (sb-pfx1aaa, sb-pfx1bbb, …): give more characters of the id\n');
+    expect(get.stderr).toBe(
+      'sbx: sandbox id prefix "pfx1" matches more than one sandbox (sb-pfx1aaa, sb-pfx1bbb, …): give more characters of the id\n',
+    );
     const exec = await sbx(['exec', 'sb-pfx1', 'echo', 'never']);
     expect(exec.code).toBe(125);
     expect(exec.stdout).toBe('');
@@ -134,7 +136,9 @@ describe('files misuse gets a usage error with the right form', () => {
   it('glob with ID:PATH and a pattern exits 2 and shows both right forms', async () => {
     const r = await sbx(['files', 'glob', `${id}:/workspace`, '/workspace/*']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`sbx: glob takes the pattern once: sbx files glob ${id} '/workspace/*' (or sbx files glob '${id}:/workspace/*')\n`);
+    expect(r.stderr).toBe(
+      `sbx: glob takes the pattern once: sbx files glob ${id} '/workspace/*' (or sbx files glob '${id}:/workspace/*')\n`,
+    );
     // Both right forms work.
     expect((await sbx(['files', 'put', '-', `${id}:/workspace/a.py`], { stdin: 'x' })).code).toBe(0);
     expect((await sbx(['files', 'glob', id, '/workspace/*.py'])).stdout).toBe('/workspace/a.py\n');
@@ -149,8 +153,14 @@ describe('files misuse gets a usage error with the right form', () => {
       [['files', 'stat', '/etc/hosts'], /usage: sbx files stat SANDBOX_ID:\/path/],
       [['files', 'rm', id], /usage: sbx files rm \[-r\] SANDBOX_ID:\/path/],
       [['files', 'ls', id, '/tmp'], /too many arguments.*usage: sbx files ls \[options\] SANDBOX_ID\[:\/path\]/],
-      [['files', 'put', `${id}:/tmp/x`, './local'], new RegExp(`put uploads LOCAL to SANDBOX_ID:/path: sbx files put ./local ${id}:/tmp/x`)],
-      [['files', 'get', './local', `${id}:/tmp/x`], new RegExp(`get downloads SANDBOX_ID:/path to LOCAL: sbx files get ${id}:/tmp/x ./local`)],
+      [
+        ['files', 'put', `${id}:/tmp/x`, './local'],
+        new RegExp(`put uploads LOCAL to SANDBOX_ID:/path: sbx files put ./local ${id}:/tmp/x`),
+      ],
+      [
+        ['files', 'get', './local', `${id}:/tmp/x`],
+        new RegExp(`get downloads SANDBOX_ID:/path to LOCAL: sbx files get ${id}:/tmp/x ./local`),
+      ],
       [['files', 'chmod', `${id}:/tmp/x`, '755'], new RegExp(`the mode comes first: sbx files chmod 755 ${id}:/tmp/x`)],
       [['files', 'mv', `${id}:/a`, 'other:/b'], /mv works inside one sandbox.*usage: sbx files mv SANDBOX_ID:\/from \/to/],
     ];

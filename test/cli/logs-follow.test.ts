@@ -25,7 +25,13 @@ const count = (text: string) => text.split('\n').length - 1;
  * expected. After a big exec it waits for the follower to catch up: the console keeps 1000
  * lines, and lines pushed out before a reader comes back are gone for every reader.
  */
-async function followWhile(sbx: ReturnType<typeof sbxAt>, id: string, execs: Array<{ script: string; lines: string[] }>, extra: string[] = [], execVia = sbx) {
+async function followWhile(
+  sbx: ReturnType<typeof sbxAt>,
+  id: string,
+  execs: Array<{ script: string; lines: string[] }>,
+  extra: string[] = [],
+  execVia = sbx,
+) {
   const stop = new AbortController();
   let seen = '';
   const following = sbx(['logs', id, '-f', ...extra], { signal: stop.signal, onStdout: (_c, all) => void (seen = all()) });
@@ -143,10 +149,16 @@ describe('sbx logs -f against a server without log cursors', () => {
     const direct = sbxAt(server.url);
     const id = (await sbx(['spawn'])).stdout.trim();
     await direct(['exec', '--sh', id, 'echo a1; echo a2']);
-    const run = await followWhile(sbx, id, [
-      { script: 'echo b1; echo b2', lines: ['b1', 'b2'] },
-      { script: 'echo c1', lines: ['c1'] },
-    ], [], direct);
+    const run = await followWhile(
+      sbx,
+      id,
+      [
+        { script: 'echo b1; echo b2', lines: ['b1', 'b2'] },
+        { script: 'echo c1', lines: ['c1'] },
+      ],
+      [],
+      direct,
+    );
     await until(() => run.seen().includes('c1\n'), 10_000, 'c1');
     await new Promise((r) => setTimeout(r, 1200));
     run.stop.abort();

@@ -36,7 +36,10 @@ describe('output', () => {
     expect(err.text).toContain('slow work');
     expect(err.text.endsWith('\r\x1b[K')).toBe(true);
     const piped = new Sink(false);
-    await new Output({ stdout: new Sink(false), stderr: piped, json: false, color: false }).spin('x', new Promise((r) => setTimeout(r, 400)));
+    await new Output({ stdout: new Sink(false), stderr: piped, json: false, color: false }).spin(
+      'x',
+      new Promise((r) => setTimeout(r, 400)),
+    );
     expect(piped.text).toBe('');
   });
 

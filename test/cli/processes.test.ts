@@ -43,7 +43,11 @@ describe('background processes in the CLI', () => {
     expect(termed.code).toBe(0);
     const until = Date.now() + 10_000;
     let state = '';
-    while (Date.now() < until && (state = JSON.parse((await sbx(['--json', 'ps', id])).stdout).find((p: { id: string }) => p.id === b).state) === 'running') await new Promise((r) => setTimeout(r, 200));
+    while (
+      Date.now() < until &&
+      (state = JSON.parse((await sbx(['--json', 'ps', id])).stdout).find((p: { id: string }) => p.id === b).state) === 'running'
+    )
+      await new Promise((r) => setTimeout(r, 200));
     expect(state).toBe('exited');
     const bad = await sbx(['kill', '-s', 'STOP', id, b]);
     expect(bad.code).not.toBe(0);

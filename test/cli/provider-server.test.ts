@@ -47,11 +47,17 @@ describe('sbx provider-server', () => {
     writeFileSync(config, `providers:\n  mock:\n    root_dir: ${join(dir, 'mock')}\nlogging:\n  level: silent\n`);
     const port = await freePort();
     const stop = new AbortController();
-    const running = runSbx(['provider-server', '--provider', 'mock', '--listen', `127.0.0.1:${port}`, '--api-key-file', keyFile, '--config', config], { cwd: dir, env: { HOME: dir }, signal: stop.signal });
+    const running = runSbx(
+      ['provider-server', '--provider', 'mock', '--listen', `127.0.0.1:${port}`, '--api-key-file', keyFile, '--config', config],
+      { cwd: dir, env: { HOME: dir }, signal: stop.signal },
+    );
     const url = `http://127.0.0.1:${port}`;
     let status: number | undefined;
     for (let i = 0; i < 100 && status === undefined; i++) {
-      status = await fetch(`${url}/health`).then((r) => r.status, () => undefined);
+      status = await fetch(`${url}/health`).then(
+        (r) => r.status,
+        () => undefined,
+      );
       if (status === undefined) await new Promise((r) => setTimeout(r, 100));
     }
     expect(status).toBe(401);
@@ -68,14 +74,23 @@ describe('sbx provider-server', () => {
     // sbx doctor builds the enabled custom-http provider from the catalogue and asks its health.
     const doctorRow = async (baseUrl: string) => {
       const cfg = join(dir, `doctor-${Math.random().toString(36).slice(2)}.yaml`);
-      writeFileSync(cfg, `providers:\n  custom_http:\n    enabled: true\n    base_url: ${baseUrl}\n    api_key_file: ${keyFile}\n    timeout: 2s\n`);
-      const r = await runSbx(['doctor', '--json', '--config', cfg], { cwd: dir, env: { HOME: dir, SBX_URL: 'http://127.0.0.1:1', PATH: process.env.PATH } });
+      writeFileSync(
+        cfg,
+        `providers:\n  custom_http:\n    enabled: true\n    base_url: ${baseUrl}\n    api_key_file: ${keyFile}\n    timeout: 2s\n`,
+      );
+      const r = await runSbx(['doctor', '--json', '--config', cfg], {
+        cwd: dir,
+        env: { HOME: dir, SBX_URL: 'http://127.0.0.1:1', PATH: process.env.PATH },
+      });
       const checks = (JSON.parse(r.stdout) as { checks: Array<{ title: string; status: string; detail: string }> }).checks;
       return checks.find((c) => c.title === 'other providers')!;
     };
     expect(await doctorRow(url)).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^custom-http healthy/) });
     const down = await doctorRow('http://127.0.0.1:1');
-    expect(down).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^custom-http unhealthy: custom-http health: cannot reach the backend/) });
+    expect(down).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(/^custom-http unhealthy: custom-http health: cannot reach the backend/),
+    });
     expect(down.detail).not.toContain('ps-test-key');
     stop.abort();
     expect((await running).code).toBe(0);

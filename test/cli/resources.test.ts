@@ -15,7 +15,19 @@ afterAll(async () => {
 
 describe('sbx templates', () => {
   it('create, ls, get, update, spawn, rm', async () => {
-    const created = await sbx(['templates', 'create', 'py', '--image', 'python:3.12', '--memory', '256', '--ttl', '15m', '--meta', 'lang=py']);
+    const created = await sbx([
+      'templates',
+      'create',
+      'py',
+      '--image',
+      'python:3.12',
+      '--memory',
+      '256',
+      '--ttl',
+      '15m',
+      '--meta',
+      'lang=py',
+    ]);
     expect(created.code).toBe(0);
     expect(created.stdout).toBe('created template py\n');
     const dup = await sbx(['templates', 'create', 'py']);
@@ -148,10 +160,17 @@ describe('sbx watch', () => {
     stop.abort();
     const [p, j] = await Promise.all([plain, json]);
     expect(p.code).toBe(0);
-    const lines = p.stdout.trim().split('\n').filter((l) => l.includes(id));
+    const lines = p.stdout
+      .trim()
+      .split('\n')
+      .filter((l) => l.includes(id));
     expect(lines.map((l) => l.split(' ')[1])).toEqual(['sandbox.created', 'sandbox.destroyed']);
     expect(lines[0]).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+ sandbox.created ${id}`));
-    const events = j.stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.sandbox_id === id);
+    const events = j.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((e) => e.sandbox_id === id);
     expect(events.map((e) => e.type)).toEqual(['sandbox.created', 'sandbox.running', 'sandbox.destroyed']);
     expect(events.every((e) => typeof e.id === 'number')).toBe(true);
   });
@@ -163,7 +182,10 @@ describe('sbx watch', () => {
     await new Promise((r) => setTimeout(r, 500));
     stop.abort();
     const r = await run;
-    const types = r.stdout.trim().split('\n').map((l) => JSON.parse(l).type);
+    const types = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).type);
     expect(types).toEqual(['sandbox.created', 'sandbox.running']);
   });
 

@@ -61,11 +61,18 @@ export async function runSbx(argv: string[], opts: RunOptions = {}): Promise<Sbx
   const stderr = new Capture(false);
   if (opts.onStdout) stdout.onChunk = (chunk) => opts.onStdout!(chunk, () => stdout.bytes().toString('utf8'));
   opts.onStdoutSink?.(stdout);
-  const stdin = opts.stdinStream ?? (Readable.from(opts.stdin === undefined ? [] : [Buffer.from(opts.stdin)]) as Readable & { isTTY?: boolean });
+  const stdin =
+    opts.stdinStream ?? (Readable.from(opts.stdin === undefined ? [] : [Buffer.from(opts.stdin)]) as Readable & { isTTY?: boolean });
   if (!opts.stdinStream) stdin.isTTY = Boolean(opts.stdinTTY);
   const env = { HOME: emptyHome, PATH: process.env.PATH, ...(opts.env ?? {}) };
   const code = await main(argv, { stdout, stderr, stdin, env, cwd: opts.cwd ?? emptyHome, signal: opts.signal });
-  return { code, stdout: stdout.bytes().toString('utf8'), stderr: stderr.bytes().toString('utf8'), stdoutBytes: stdout.bytes(), stderrBytes: stderr.bytes() };
+  return {
+    code,
+    stdout: stdout.bytes().toString('utf8'),
+    stderr: stderr.bytes().toString('utf8'),
+    stdoutBytes: stdout.bytes(),
+    stderrBytes: stderr.bytes(),
+  };
 }
 
 /** `runSbx` bound to a server URL (and optional extra env). */

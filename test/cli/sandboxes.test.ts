@@ -129,7 +129,11 @@ describe('usage errors and unreachable servers', () => {
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
     }
     // sbx exec keeps 2 for nothing: its usage errors are 125 (DESIGN.md §5), also before any request.
-    for (const argv of [['exec', '--env', '=v', 'sb-x', '--', 'true'], ['exec', 'sb-x'], ['exec', 'sb-x:/tmp', 'true']]) {
+    for (const argv of [
+      ['exec', '--env', '=v', 'sb-x', '--', 'true'],
+      ['exec', 'sb-x'],
+      ['exec', 'sb-x:/tmp', 'true'],
+    ]) {
       const r = await at(argv);
       expect({ argv, code: r.code }).toEqual({ argv, code: 125 });
       expect(r.stderr).toMatch(/^sbx: [^\n]+\n$/);

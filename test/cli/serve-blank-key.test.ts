@@ -10,7 +10,13 @@ describe('sbx serve with a blank key', () => {
     try {
       const r = await runSbx(['serve', '--port', '0'], {
         cwd: dir,
-        env: { HOME: dir, SVC_AUTH_ENABLED: 'true', SVC_AUTH_API_KEY: '   ', SVC_PROVIDERS_DEFAULT: 'mock', SVC_DATABASE_PATH: join(dir, 'sbx.db') },
+        env: {
+          HOME: dir,
+          SVC_AUTH_ENABLED: 'true',
+          SVC_AUTH_API_KEY: '   ',
+          SVC_PROVIDERS_DEFAULT: 'mock',
+          SVC_DATABASE_PATH: join(dir, 'sbx.db'),
+        },
       });
       expect(r.code).toBe(3);
       expect(r.stdout).toBe('');

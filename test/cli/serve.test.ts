@@ -19,14 +19,24 @@ describe('sbx serve / worker', () => {
   it('serve starts the control plane with --port and --config, answers, and stops on the signal', async () => {
     const dir = tempDir('sbx-cli-serve-');
     const config = join(dir, 'server.yaml');
-    writeFileSync(config, `database:\n  driver: sqlite\n  path: ${join(dir, 'sbx.db')}\nproviders:\n  default: mock\n  mock:\n    root_dir: ${join(dir, 'mock')}\nlogging:\n  level: silent\n`);
+    writeFileSync(
+      config,
+      `database:\n  driver: sqlite\n  path: ${join(dir, 'sbx.db')}\nproviders:\n  default: mock\n  mock:\n    root_dir: ${join(dir, 'mock')}\nlogging:\n  level: silent\n`,
+    );
     const port = await freePort();
     const stop = new AbortController();
-    const running = runSbx(['serve', '--port', String(port), '--host', '127.0.0.1', '--config', config], { cwd: dir, env: { HOME: dir }, signal: stop.signal });
+    const running = runSbx(['serve', '--port', String(port), '--host', '127.0.0.1', '--config', config], {
+      cwd: dir,
+      env: { HOME: dir },
+      signal: stop.signal,
+    });
     const url = `http://127.0.0.1:${port}`;
     let live: { status?: string } | undefined;
     for (let i = 0; i < 100 && !live; i++) {
-      live = await fetch(`${url}/api/v1/live`).then((r) => r.json() as Promise<{ status?: string }>, () => undefined);
+      live = await fetch(`${url}/api/v1/live`).then(
+        (r) => r.json() as Promise<{ status?: string }>,
+        () => undefined,
+      );
       if (!live) await new Promise((r) => setTimeout(r, 100));
     }
     expect(live?.status).toBe('alive');

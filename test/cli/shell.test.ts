@@ -6,7 +6,12 @@ import { sbxAt } from './run-sbx.js';
 
 /** A pretend terminal on stdin: records raw-mode switches. */
 function ttyStdin() {
-  const stream = new PassThrough() as PassThrough & { isTTY: boolean; isRaw: boolean; setRawMode: (on: boolean) => unknown; modes: boolean[] };
+  const stream = new PassThrough() as PassThrough & {
+    isTTY: boolean;
+    isRaw: boolean;
+    setRawMode: (on: boolean) => unknown;
+    modes: boolean[];
+  };
   stream.isTTY = true;
   stream.isRaw = false;
   stream.modes = [];

@@ -58,7 +58,10 @@ describe('sbx watch live view', () => {
   });
 
   it('takes colour from the CLI settings: NO_COLOR and --no-color, also in-process', async () => {
-    for (const [argv, env] of [[[], { NO_COLOR: '1' }], [['--no-color'], {}]] as const) {
+    for (const [argv, env] of [
+      [[], { NO_COLOR: '1' }],
+      [['--no-color'], {}],
+    ] as const) {
       const { r, id } = await watchSpawn([...argv], { env: { ...env } });
       expect(r.code).toBe(0);
       expect(r.stdout).toMatch(new RegExp(`sandbox\\.created\\s+${id}`));
@@ -75,8 +78,9 @@ describe('sbx watch live view', () => {
     try {
       result = await watchSpawn([], { env: { NO_COLOR: '1' }, onStdoutSink: (s) => (s.columns = 0) });
     } finally {
-      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+      for (const [k, v] of Object.entries(saved))
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
     }
     const { r, id } = result;
     expect(r.code).toBe(0);
@@ -104,13 +108,20 @@ describe('watch view', () => {
     view.setState('open');
     const n = 3000;
     for (let i = 1; i <= n; i++) {
-      const ev: SbxEvent = { id: i, type: 'exec.completed', timestamp: '2025-01-01T10:00:00.000Z', sandbox_id: `sb-${i}`, data: { exit_code: 0 } };
+      const ev: SbxEvent = {
+        id: i,
+        type: 'exec.completed',
+        timestamp: '2025-01-01T10:00:00.000Z',
+        sandbox_id: `sb-${i}`,
+        data: { exit_code: 0 },
+      };
       view.push(ev);
     }
     await new Promise((r) => setTimeout(r, 100));
     await view.close();
     const text = strip(stdout.text);
-    for (const i of [1, 1000, 1001, 2999, 3000]) expect(text.match(new RegExp(`exec\\.completed\\s+sb-${i} `, 'g')), `event ${i}`).toHaveLength(1);
+    for (const i of [1, 1000, 1001, 2999, 3000])
+      expect(text.match(new RegExp(`exec\\.completed\\s+sb-${i} `, 'g')), `event ${i}`).toHaveLength(1);
     expect(text).toContain(`${n} events (exec ${n})`);
   });
 });

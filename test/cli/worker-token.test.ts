@@ -51,25 +51,37 @@ describe('sbx worker token mint', () => {
     expect(Math.abs((c.iat as number) - now())).toBeLessThanOrEqual(2);
     expect(claimsOf(await mint(['--worker-id', 'w1'])).jti).not.toBe(c.jti);
     // The token verifies with the server's own check.
-    expect(verifyWorkerToken(token, { keys: [KEY], audience: AUD_CONTROL_PLANE, workerId: 'w1', now: new Date(), revoked: [] }).scopes).toEqual([...WORKER_SCOPES]);
+    expect(
+      verifyWorkerToken(token, { keys: [KEY], audience: AUD_CONTROL_PLANE, workerId: 'w1', now: new Date(), revoked: [] }).scopes,
+    ).toEqual([...WORKER_SCOPES]);
   });
 
   it('takes audience, scopes, ttl; the key from a file or the config', async () => {
     const dir = tempDir('sbx-wtok-');
     const keyFile = join(dir, 'key.txt');
     writeFileSync(keyFile, `${OTHER}\n`);
-    const m1 = await handler('mint', { workerId: 'w2', audience: 'worker:rpc', scopes: ['worker:exec', 'worker:files'], ttl: '15m', signingKeyFile: keyFile });
+    const m1 = await handler('mint', {
+      workerId: 'w2',
+      audience: 'worker:rpc',
+      scopes: ['worker:exec', 'worker:files'],
+      ttl: '15m',
+      signingKeyFile: keyFile,
+    });
     expect(m1).toMatchObject({ code: 0, stderr: '' });
     const t1 = m1.stdout.trim();
     expect(claimsOf(t1)).toMatchObject({ worker_id: 'w2', aud: AUD_RPC, scopes: ['worker:exec', 'worker:files'] });
     expect((claimsOf(t1).exp as number) - (claimsOf(t1).iat as number)).toBe(900);
-    expect(() => verifyWorkerToken(t1, { keys: [KEY], audience: AUD_RPC, workerId: 'w2', now: new Date(), revoked: [] })).toThrow(/signature is invalid/);
+    expect(() => verifyWorkerToken(t1, { keys: [KEY], audience: AUD_RPC, workerId: 'w2', now: new Date(), revoked: [] })).toThrow(
+      /signature is invalid/,
+    );
     expect(verifyWorkerToken(t1, { keys: [OTHER], audience: AUD_RPC, workerId: 'w2', now: new Date(), revoked: [] }).worker_id).toBe('w2');
 
     const cfg = join(dir, 'sbx.yaml');
     writeFileSync(cfg, `auth:\n  worker_signing_key: ${KEY}\n  worker_signing_keys: ["${OTHER}"]\n`);
     const t2 = (await handler('mint', { workerId: 'w3', audience: AUD_CONTROL_PLANE, ttl: '5m', config: cfg })).stdout.trim();
-    expect(verifyWorkerToken(t2, { keys: [KEY], audience: AUD_CONTROL_PLANE, workerId: 'w3', now: new Date(), revoked: [] }).worker_id).toBe('w3');
+    expect(
+      verifyWorkerToken(t2, { keys: [KEY], audience: AUD_CONTROL_PLANE, workerId: 'w3', now: new Date(), revoked: [] }).worker_id,
+    ).toBe('w3');
     // verify with the config accepts the rotation key too.
     const v = await handler('verify', { token: t1, workerId: 'w2', audience: AUD_RPC, config: cfg });
     expect(v).toMatchObject({ code: 0, stderr: '' });
@@ -111,7 +123,9 @@ describe('sbx worker token inspect', () => {
     expect(r.stdout).toMatch(/audience:\s+worker:rpc\n/);
     expect(r.stdout).toMatch(new RegExp(`scopes:\\s+${WORKER_SCOPES.join(', ')}\\n`));
     expect(r.stdout).toContain(`issued:    ${new Date((c.iat as number) * 1000).toISOString()}`);
-    expect(r.stdout).toMatch(new RegExp(`expires:\\s+${new Date((c.exp as number) * 1000).toISOString().replace(/\./g, '\\.')} \\(expires in (1m 5\\ds|2m 0s)\\)`));
+    expect(r.stdout).toMatch(
+      new RegExp(`expires:\\s+${new Date((c.exp as number) * 1000).toISOString().replace(/\./g, '\\.')} \\(expires in (1m 5\\ds|2m 0s)\\)`),
+    );
     expect(r.stdout).toMatch(/signature:\s+present \(not verified/);
     expect(r.stdout).not.toContain(token.split('.')[2]!);
 
@@ -139,7 +153,10 @@ describe('sbx worker token verify', () => {
       const r = await sbx(['verify', t, ...argv], e);
       expect(r, reason).toMatchObject({ code: 1, stdout: '', stderr: `sbx: invalid: ${reason}\n` });
     };
-    await bad(['--worker-id', 'w1', '--audience', 'worker:rpc'], 'worker token signature is invalid', { SBX_WORKER_SIGNING_KEY: OTHER, HOME: emptyHome });
+    await bad(['--worker-id', 'w1', '--audience', 'worker:rpc'], 'worker token signature is invalid', {
+      SBX_WORKER_SIGNING_KEY: OTHER,
+      HOME: emptyHome,
+    });
     await bad(['--worker-id', 'w1'], 'worker token audience is not worker:control-plane');
     await bad(['--worker-id', 'w2', '--audience', 'worker:rpc'], 'the token names another worker than --worker-id');
     const expired = signWorkerClaims(KEY, { worker_id: 'w1', jti: 'e1', aud: AUD_RPC, iat: now() - 900, exp: now() - 120 });

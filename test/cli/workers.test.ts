@@ -28,7 +28,12 @@ afterAll(async () => {
 
 describe('sbx workers', () => {
   it('lists, shows, refuses to drain local or an unknown worker, deletes', async () => {
-    await srv.plane.deps.workers.heartbeat('w9', { hostname: 'box9', status: 'online', providers: ['mock'], capacity: { rpc_url: 'http://10.0.0.9:7430' } });
+    await srv.plane.deps.workers.heartbeat('w9', {
+      hostname: 'box9',
+      status: 'online',
+      providers: ['mock'],
+      capacity: { rpc_url: 'http://10.0.0.9:7430' },
+    });
     const ls = fakeCli({ url: srv.url });
     expect(await runCommand(workersCommand, ls.ctx, {})).toBe(0);
     expect(ls.stdout()).toMatch(/^ID\s+STATUS\s+HOSTNAME\s+PROVIDERS\s+RPC URL\s+HEARTBEAT\n/);
@@ -83,7 +88,12 @@ describe('sbx workers drain of a real remote worker, and the compatibility forms
     const spawn = await call(cp.url, 'POST', '/api/v1/sandboxes', { ttl: '1m' });
     expect(spawn.status).toBe(503);
 
-    await cp.plane.deps.workers.heartbeat('w-gone', { hostname: 'gone', status: 'online', providers: ['mock'], capacity: { rpc_url: 'http://127.0.0.1:9' } });
+    await cp.plane.deps.workers.heartbeat('w-gone', {
+      hostname: 'gone',
+      status: 'online',
+      providers: ['mock'],
+      capacity: { rpc_url: 'http://127.0.0.1:9' },
+    });
     const gone = await runSbx(['workers', 'drain', 'w-gone'], { env });
     expect(gone.code).toBe(6);
     expect(gone.stdout).toBe('');

@@ -31,8 +31,7 @@ export async function collect(iter: AsyncIterable<ExecEvent>): Promise<Collected
   const exits = events.filter((e) => e.stream === 'exit');
   expect(exits.length, 'at most one exit event').toBeLessThanOrEqual(1);
   if (exits[0]) expect(events[events.length - 1], 'exit is the last event').toBe(exits[0]);
-  const bytes = (type: 'stdout' | 'stderr') =>
-    Buffer.concat(events.flatMap((e) => (e.stream === type ? [Buffer.from(e.data)] : [])));
+  const bytes = (type: 'stdout' | 'stderr') => Buffer.concat(events.flatMap((e) => (e.stream === type ? [Buffer.from(e.data)] : [])));
   const stdoutBytes = bytes('stdout');
   return {
     events,

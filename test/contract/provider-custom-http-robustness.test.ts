@@ -67,12 +67,20 @@ async function failure(p: Promise<unknown>): Promise<SbxError> {
   return e;
 }
 
-const answer = (status: number, body = LEAK, type = 'text/plain') => (_req: IncomingMessage, res: ServerResponse) => res.writeHead(status, { 'content-type': type }).end(body);
+const answer =
+  (status: number, body = LEAK, type = 'text/plain') =>
+  (_req: IncomingMessage, res: ServerResponse) =>
+    res.writeHead(status, { 'content-type': type }).end(body);
 
 describe('custom HTTP client against a misbehaving backend', () => {
   it('a backend that never answers is `timeout` within the deadline, for plain, retried and streamed calls', async () => {
     const { provider } = await backend(() => undefined, 500);
-    for (const call of [() => provider.status('rt1'), () => provider.stat('rt1', '/x'), () => provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null }), () => collect(provider.exec('rt1', sh('true'), never))]) {
+    for (const call of [
+      () => provider.status('rt1'),
+      () => provider.stat('rt1', '/x'),
+      () => provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null }),
+      () => collect(provider.exec('rt1', sh('true'), never)),
+    ]) {
       const started = Date.now();
       expect((await failure(call())).code).toBe('timeout');
       expect(Date.now() - started).toBeLessThan(1_500);
@@ -104,39 +112,62 @@ describe('custom HTTP client against a misbehaving backend', () => {
       res.write('{"id":');
     }, 400);
     const started = Date.now();
-    expect((await failure(provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null }))).code).toBe('timeout');
+    expect(
+      (await failure(provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null }))).code,
+    ).toBe('timeout');
     expect(Date.now() - started).toBeLessThan(1_500);
   });
 
   it('garbage and wrong shapes are provider_error, without the garbage', async () => {
     expect((await failure((await backend(answer(200, `<html>${LEAK}</html>`))).provider.stat('rt', '/x'))).code).toBe('provider_error');
-    expect((await failure((await backend(answer(200, JSON.stringify({ path: 5, note: LEAK }), 'application/json'))).provider.stat('rt', '/x'))).code).toBe('provider_error');
-    expect((await failure((await backend(answer(200, JSON.stringify({ nope: LEAK }), 'application/json'))).provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null }))).code).toBe('provider_error');
-    expect((await failure((await backend(answer(200, JSON.stringify({ state: LEAK }), 'application/json'))).provider.status('rt'))).code).toBe('provider_error');
+    expect(
+      (await failure((await backend(answer(200, JSON.stringify({ path: 5, note: LEAK }), 'application/json'))).provider.stat('rt', '/x')))
+        .code,
+    ).toBe('provider_error');
+    expect(
+      (
+        await failure(
+          (
+            await backend(answer(200, JSON.stringify({ nope: LEAK }), 'application/json'))
+          ).provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null }),
+        )
+      ).code,
+    ).toBe('provider_error');
+    expect(
+      (await failure((await backend(answer(200, JSON.stringify({ state: LEAK }), 'application/json'))).provider.status('rt'))).code,
+    ).toBe('provider_error');
     const h = await (await backend(answer(200, `{${LEAK}`, 'application/json'))).provider.health();
     expect(h.healthy).toBe(false);
     expect(h.error).not.toContain(LEAK);
   });
 
   it('exec streams: a garbage line, a stream without an exit line and a dropped connection are typed errors', async () => {
-    const ndjson = (body: string) => (_req: IncomingMessage, res: ServerResponse) => res.writeHead(200, { 'content-type': 'application/x-ndjson' }).end(body);
+    const ndjson = (body: string) => (_req: IncomingMessage, res: ServerResponse) =>
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' }).end(body);
     const garbage = (await backend(ndjson(`{"stream":"stdout","data":"ok"}\n${LEAK}\n`))).provider;
     expect((await failure(collect(garbage.exec('rt', sh('x'), never)))).code).toBe('provider_error');
     const noExit = (await backend(ndjson('{"stream":"stdout","data":"ok"}\n'))).provider;
     expect((await failure(collect(noExit.exec('rt', sh('x'), never)))).message).toMatch(/without an exit line/);
-    const dropped = (await backend((req, res) => {
-      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-      res.write('{"stream":"stdout","data":"partial"}\n', () => setTimeout(() => req.socket.destroy(), 50));
-    })).provider;
+    const dropped = (
+      await backend((req, res) => {
+        res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+        res.write('{"stream":"stdout","data":"partial"}\n', () => setTimeout(() => req.socket.destroy(), 50));
+      })
+    ).provider;
     expect((await failure(collect(dropped.exec('rt', sh('x'), never)))).code).toBe('unavailable');
     const reported = (await backend(ndjson(`{"stream":"error","code":"not_found","message":"${LEAK}"}\n`))).provider;
     expect((await failure(collect(reported.exec('rt', sh('x'), never)))).code).toBe('not_found');
     // Output split across reads and lines, one base64 chunk: parsed as it arrives.
-    const split = (await backend((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-      res.write('{"stream":"stdout","da');
-      setTimeout(() => res.end('ta":"a\\n"}\n{"stream":"stderr","data":"/w==","encoding":"base64"}\n{"stream":"exit","exit_code":7}\n'), 30);
-    })).provider;
+    const split = (
+      await backend((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+        res.write('{"stream":"stdout","da');
+        setTimeout(
+          () => res.end('ta":"a\\n"}\n{"stream":"stderr","data":"/w==","encoding":"base64"}\n{"stream":"exit","exit_code":7}\n'),
+          30,
+        );
+      })
+    ).provider;
     const got = await collect(split.exec('rt', sh('x'), never));
     expect(got.stdout).toBe('a\n');
     expect(got.events[1]).toEqual({ stream: 'stderr', data: Buffer.from([0xff]) });
@@ -154,7 +185,8 @@ describe('custom HTTP client against a misbehaving backend', () => {
       [418, 'provider_error'],
       [401, 'provider_error'],
     ];
-    for (const [status, code] of codes) expect((await failure(spawn((await backend(answer(status))).provider))).code, `status ${status}`).toBe(code);
+    for (const [status, code] of codes)
+      expect((await failure(spawn((await backend(answer(status))).provider))).code, `status ${status}`).toBe(code);
     const gone = (await backend(answer(404))).provider;
     expect(await gone.status('rt')).toBe('missing');
     await gone.destroy('rt');
@@ -162,8 +194,13 @@ describe('custom HTTP client against a misbehaving backend', () => {
   });
 
   it("reads the anchor's Go field names for files and a bare health answer", async () => {
-    const go = [{ Path: '/w/b.txt', Size: 3, Mode: '644', IsDir: false, ModTime: '2024-01-02T03:04:05Z' }, { Path: '/w/a', Size: 0, Mode: '0755', IsDir: true }];
-    const b = await backend((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(req.url!.startsWith('/health') ? 'ok' : JSON.stringify(go)));
+    const go = [
+      { Path: '/w/b.txt', Size: 3, Mode: '644', IsDir: false, ModTime: '2024-01-02T03:04:05Z' },
+      { Path: '/w/a', Size: 0, Mode: '0755', IsDir: true },
+    ];
+    const b = await backend((req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(req.url!.startsWith('/health') ? 'ok' : JSON.stringify(go)),
+    );
     expect(await b.provider.listFiles('rt', '/w')).toEqual([
       { name: 'a', path: '/w/a', size: 0, is_dir: true, mod_time: '1970-01-01T00:00:00.000Z', mode: '0755' },
       { name: 'b.txt', path: '/w/b.txt', size: 3, is_dir: false, mod_time: '2024-01-02T03:04:05.000Z', mode: '0644' },
@@ -173,11 +210,17 @@ describe('custom HTTP client against a misbehaving backend', () => {
   });
 
   it('a spawn asking for a network the backend does not confirm is undone and not_implemented', async () => {
-    const b = await backend((req, res) => (req.method === 'POST' ? res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"rt-net"}') : res.writeHead(204).end()));
-    const e = await failure(b.provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null, network: 'none' }));
+    const b = await backend((req, res) =>
+      req.method === 'POST' ? res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"rt-net"}') : res.writeHead(204).end(),
+    );
+    const e = await failure(
+      b.provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null, network: 'none' }),
+    );
     expect(e.code).toBe('not_implemented');
     expect(b.seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /spawn', 'DELETE /sandboxes/rt-net']);
-    expect(await b.provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null })).toEqual({ runtime_id: 'rt-net' });
+    expect(await b.provider.spawn({ sandbox_id: 's', image: 'i', memory_mb: 1, vcpus: 1, metadata: {}, owner_id: null })).toEqual({
+      runtime_id: 'rt-net',
+    });
   });
 
   it('retries only idempotent calls (GET, destroy), with a cap; the key goes with every request', async () => {
@@ -196,7 +239,9 @@ describe('custom HTTP client against a misbehaving backend', () => {
 
     // A dropped connection on a GET is retried; the second answer counts.
     let n = 0;
-    const flaky = await backend((req, res) => (++n === 1 ? req.socket.destroy() : res.writeHead(200, { 'content-type': 'application/json' }).end('{"state":"running"}')));
+    const flaky = await backend((req, res) =>
+      ++n === 1 ? req.socket.destroy() : res.writeHead(200, { 'content-type': 'application/json' }).end('{"state":"running"}'),
+    );
     expect(await flaky.provider.status('rt')).toBe('running');
     expect(flaky.seen).toHaveLength(2);
   });
@@ -215,7 +260,11 @@ describe('custom HTTP client against a misbehaving backend', () => {
 describe('live stdin and signals', () => {
   it('a backend that does not announce exec_stdin answers live stdin with not_implemented; the reference server does, asked lazily', async () => {
     const plain = (await backend(answer(200, '{"ok":true}', 'application/json'))).provider;
-    const live = { async *[Symbol.asyncIterator]() { yield Buffer.from('x'); } };
+    const live = {
+      async *[Symbol.asyncIterator]() {
+        yield Buffer.from('x');
+      },
+    };
     expect((await failure(collect(plain.exec('rt', sh('cat', { stdin: live }), never)))).code).toBe('not_implemented');
 
     const dir = mkdtempSync(join(tmpdir(), 'sbx-chttp-live-'));
@@ -225,8 +274,28 @@ describe('live stdin and signals', () => {
     const fresh = createCustomHttpProvider({ baseUrl: url, apiKey: KEY, timeoutMs: 5_000 });
     providers.push(fresh);
     try {
-      const { runtime_id } = await fresh.spawn({ sandbox_id: 'sb-live1', image: 'host', memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null });
-      const res = await collect(fresh.exec(runtime_id, sh('cat', { stdin: { async *[Symbol.asyncIterator]() { yield Buffer.from('one '); yield Buffer.from('two'); } } }), never));
+      const { runtime_id } = await fresh.spawn({
+        sandbox_id: 'sb-live1',
+        image: 'host',
+        memory_mb: 64,
+        vcpus: 1,
+        metadata: {},
+        owner_id: null,
+      });
+      const res = await collect(
+        fresh.exec(
+          runtime_id,
+          sh('cat', {
+            stdin: {
+              async *[Symbol.asyncIterator]() {
+                yield Buffer.from('one ');
+                yield Buffer.from('two');
+              },
+            },
+          }),
+          never,
+        ),
+      );
       expect(res).toMatchObject({ stdout: 'one two', exitCode: 0 });
     } finally {
       await app.close();

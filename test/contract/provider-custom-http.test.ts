@@ -14,14 +14,27 @@ import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
 import { createProotProvider } from '../../src/adapters/providers/proot/index.js';
 import type { Provider } from '../../src/core/ports.js';
 import { buildProviderServer } from '../../src/transports/provider-server/app.js';
-import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE, testInstallationId, testProvider } from '../docker/engine.js';
+import {
+  DOCKER_SKIP,
+  dockerTitle,
+  removeInstallation,
+  requireEngine,
+  TEST_IMAGE,
+  testInstallationId,
+  testProvider,
+} from '../docker/engine.js';
 import { runProviderContract, type ProviderFixture } from './provider.contract.js';
 import { runProviderPathContract } from './provider-paths.contract.js';
 import { runExecErrorsContract } from './provider-exec-errors.contract.js';
 
 const KEY = 'contract-key-5f0c1d9e2b7a4c38';
 
-async function overHttp(backend: Provider, image: string, dir: string, extra: () => Promise<void> = async () => undefined): Promise<ProviderFixture> {
+async function overHttp(
+  backend: Provider,
+  image: string,
+  dir: string,
+  extra: () => Promise<void> = async () => undefined,
+): Promise<ProviderFixture> {
   const app = await buildProviderServer({ provider: backend, apiKey: KEY });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   const provider = createCustomHttpProvider({ baseUrl: url, apiKey: KEY, timeoutMs: 10_000 });

@@ -1,5 +1,13 @@
 import { describe } from 'vitest';
-import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE, testInstallationId, testProvider } from '../docker/engine.js';
+import {
+  DOCKER_SKIP,
+  dockerTitle,
+  removeInstallation,
+  requireEngine,
+  TEST_IMAGE,
+  testInstallationId,
+  testProvider,
+} from '../docker/engine.js';
 import { runProviderContract } from './provider.contract.js';
 import { runProviderPathContract } from './provider-paths.contract.js';
 import { runExecErrorsContract } from './provider-exec-errors.contract.js';

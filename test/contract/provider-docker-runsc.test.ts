@@ -9,7 +9,9 @@ import { runProviderContract } from './provider.contract.js';
 import { runProviderPathContract } from './provider-paths.contract.js';
 import { runExecErrorsContract } from './provider-exec-errors.contract.js';
 
-const SKIP = DOCKER_SKIP ?? (process.env.SBX_TEST_RUNSC === '1' ? undefined : 'SBX_TEST_RUNSC is not 1 (run scripts/test-runsc-up.sh, then SBX_TEST_RUNSC=1)');
+const SKIP =
+  DOCKER_SKIP ??
+  (process.env.SBX_TEST_RUNSC === '1' ? undefined : 'SBX_TEST_RUNSC is not 1 (run scripts/test-runsc-up.sh, then SBX_TEST_RUNSC=1)');
 
 describe.skipIf(SKIP !== undefined)(`docker provider on gVisor (runsc)${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
   const fixture = async () => {

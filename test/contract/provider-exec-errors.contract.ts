@@ -67,7 +67,9 @@ export function runExecErrorsContract(name: string, factory: () => Promise<Provi
       const events: ExecEvent[] = [];
       for await (const ev of p.exec(rid, argv('bin/../plain.txt'), never)) events.push(ev);
       expect(events[events.length - 1]).toEqual({ stream: 'exit', exit_code: 126 });
-      expect(Buffer.concat(events.flatMap((e) => (e.stream === 'stderr' ? [Buffer.from(e.data)] : []))).toString()).toBe('sbx: permission denied: bin/../plain.txt\n');
+      expect(Buffer.concat(events.flatMap((e) => (e.stream === 'stderr' ? [Buffer.from(e.data)] : []))).toString()).toBe(
+        'sbx: permission denied: bin/../plain.txt\n',
+      );
     });
 
     it('argv mode: PATH is searched, and a non-executable match is 126', async () => {

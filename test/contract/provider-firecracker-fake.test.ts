@@ -24,7 +24,14 @@ const fixture = async () => {
   writeFileSync(join(dir, 'firecracker'), '#!/bin/sh\n', { mode: 0o755 });
   writeFileSync(join(dir, 'kvm'), '');
   return {
-    provider: createFirecrackerProvider({ binary: join(dir, 'firecracker'), kvmPath: join(dir, 'kvm'), kernelPath: join(dir, 'vmlinux'), rootfsPath: rootfs, dataDir: join(dir, 'd'), spawnProcess: fakeLauncher().launch }),
+    provider: createFirecrackerProvider({
+      binary: join(dir, 'firecracker'),
+      kvmPath: join(dir, 'kvm'),
+      kernelPath: join(dir, 'vmlinux'),
+      rootfsPath: rootfs,
+      dataDir: join(dir, 'd'),
+      spawnProcess: fakeLauncher().launch,
+    }),
     image: 'default',
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };

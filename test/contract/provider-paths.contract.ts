@@ -22,7 +22,9 @@ export function runProviderPathContract(name: string, factory: () => Promise<Pro
       fx = await factory();
       p = fx.provider;
       const sandbox_id = `sb-pc${randomBytes(5).toString('hex')}`;
-      rid = (await p.spawn({ sandbox_id, image: fx.image, memory_mb: 256, vcpus: 1, metadata: { suite: 'provider-paths' }, owner_id: null })).runtime_id;
+      rid = (
+        await p.spawn({ sandbox_id, image: fx.image, memory_mb: 256, vcpus: 1, metadata: { suite: 'provider-paths' }, owner_id: null })
+      ).runtime_id;
     });
     afterAll(async () => {
       if (rid) await p?.destroy(rid).catch(() => undefined);
@@ -91,20 +93,23 @@ export function runProviderPathContract(name: string, factory: () => Promise<Pro
     });
 
     // Host-backed providers check names themselves, so a caller that skips core's checks still gets a 400.
-    (options.hostFilesystem === true ? it : notRegistered)('names over 255 bytes are bad_request for every operation (host-backed runtimes)', async () => {
-      const path = `/workspace/${'z'.repeat(256)}`;
-      const bad = ['bad_request' as const];
-      await expectSbxError(write(path, 'x'), bad, 'write');
-      await expectSbxError(write(`${path}/below`, 'x'), bad, 'write below');
-      await expectSbxError(p.readFile(rid, path), bad, 'read');
-      await expectSbxError(p.stat(rid, path), bad, 'stat');
-      await expectSbxError(p.listFiles(rid, path), bad, 'list');
-      await expectSbxError(p.deleteFile(rid, path, true), bad, 'delete');
-      await expectSbxError(p.chmod(rid, path, 0o644), bad, 'chmod');
-      await write('/workspace/short', 'x');
-      await expectSbxError(p.moveFile(rid, '/workspace/short', path), bad, 'move onto');
-      await expectSbxError(p.moveFile(rid, path, '/workspace/other'), bad, 'move from');
-      expect(await p.glob(rid, `${path}/*`)).toEqual([]);
-    });
+    (options.hostFilesystem === true ? it : notRegistered)(
+      'names over 255 bytes are bad_request for every operation (host-backed runtimes)',
+      async () => {
+        const path = `/workspace/${'z'.repeat(256)}`;
+        const bad = ['bad_request' as const];
+        await expectSbxError(write(path, 'x'), bad, 'write');
+        await expectSbxError(write(`${path}/below`, 'x'), bad, 'write below');
+        await expectSbxError(p.readFile(rid, path), bad, 'read');
+        await expectSbxError(p.stat(rid, path), bad, 'stat');
+        await expectSbxError(p.listFiles(rid, path), bad, 'list');
+        await expectSbxError(p.deleteFile(rid, path, true), bad, 'delete');
+        await expectSbxError(p.chmod(rid, path, 0o644), bad, 'chmod');
+        await write('/workspace/short', 'x');
+        await expectSbxError(p.moveFile(rid, '/workspace/short', path), bad, 'move onto');
+        await expectSbxError(p.moveFile(rid, path, '/workspace/other'), bad, 'move from');
+        expect(await p.glob(rid, `${path}/*`)).toEqual([]);
+      },
+    );
   });
 }

@@ -37,7 +37,14 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
 
     async function spawnOne(): Promise<string> {
       const sandbox_id = `sb-ct${randomBytes(5).toString('hex')}`;
-      const res = await p.spawn({ sandbox_id, image: fx!.image, memory_mb: 256, vcpus: 1, metadata: { suite: 'provider-contract' }, owner_id: null });
+      const res = await p.spawn({
+        sandbox_id,
+        image: fx!.image,
+        memory_mb: 256,
+        vcpus: 1,
+        metadata: { suite: 'provider-contract' },
+        owner_id: null,
+      });
       spawned.push(res.runtime_id);
       return res.runtime_id;
     }
@@ -339,7 +346,11 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
     it('readFile refuses a directory and a file over maxBytes; at the limit it reads', async () => {
       await write('/workspace/limit/ten.bin', Buffer.alloc(10, 7));
       await expectSbxError(p.readFile(rid, '/workspace/limit'), ['bad_request'], 'read a directory');
-      const over = await expectSbxError(p.readFile(rid, '/workspace/limit/ten.bin', undefined, 9), ['payload_too_large'], 'read over maxBytes');
+      const over = await expectSbxError(
+        p.readFile(rid, '/workspace/limit/ten.bin', undefined, 9),
+        ['payload_too_large'],
+        'read over maxBytes',
+      );
       expect(over.message).toBe('file is 10 bytes; the limit is 9');
       expect(Buffer.from(await p.readFile(rid, '/workspace/limit/ten.bin', undefined, 10)).equals(Buffer.alloc(10, 7))).toBe(true);
       await expectSbxError(p.readFile(rid, '/workspace/limit/none', undefined, 10), ['not_found'], 'read missing with maxBytes');
@@ -381,44 +392,47 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
 
     // A container's symlinks resolve inside its own root; only host-backed runtimes can be escaped this way,
     // so the check is registered for those alone (not reported as skipped for the others).
-    (options.hostFilesystem === true ? it : notRegistered)('does not follow symlinks that leave the sandbox (host-backed runtimes)', async () => {
-      const outside = mkdtempSync(join(tmpdir(), 'sbx-outside-'));
-      try {
-        const secret = join(outside, 'secret.txt');
-        writeFileSync(secret, 'top-secret');
-        chmodSync(secret, 0o600);
-        const q = (s: string) => `'${s}'`;
-        const links = `mkdir -p esc && cd esc && ln -s ${q(outside)} dirlink && ln -s ${q(secret)} filelink && ln -s ${q(join(outside, 'new.txt'))} danglink`;
-        expect((await run(sh(links))).exitCode).toBe(0);
-        const codes: ErrorCode[] = ['bad_request', 'forbidden', 'not_found'];
-        await expectSbxError(p.readFile(rid, '/workspace/esc/filelink'), codes, 'read via file link');
-        await expectSbxError(p.readFile(rid, '/workspace/esc/dirlink/secret.txt'), codes, 'read via dir link');
-        await expectSbxError(p.stat(rid, '/workspace/esc/dirlink/secret.txt'), codes, 'stat via dir link');
-        await expectSbxError(p.listFiles(rid, '/workspace/esc/dirlink'), codes, 'list via dir link');
-        await expectSbxError(write('/workspace/esc/dirlink/evil.txt', 'evil'), codes, 'write via dir link');
-        await expectSbxError(write('/workspace/esc/dirlink/sub/evil.txt', 'evil'), codes, 'write below dir link');
-        await expectSbxError(write('/workspace/esc/danglink', 'evil'), codes, 'write via dangling link');
-        await expectSbxError(write('/workspace/esc/filelink', 'evil'), codes, 'overwrite via file link');
-        await expectSbxError(p.chmod(rid, '/workspace/esc/filelink', 0o777), codes, 'chmod via file link');
-        await expectSbxError(p.deleteFile(rid, '/workspace/esc/dirlink/secret.txt', false), codes, 'delete via dir link');
-        await write('/workspace/esc/mine.txt', 'mine');
-        await expectSbxError(p.moveFile(rid, '/workspace/esc/mine.txt', '/workspace/esc/dirlink/mine.txt'), codes, 'move into dir link');
-        const globbed = await p.glob(rid, '/workspace/esc/**');
-        expect(globbed.some((g) => g.includes('secret.txt'))).toBe(false);
+    (options.hostFilesystem === true ? it : notRegistered)(
+      'does not follow symlinks that leave the sandbox (host-backed runtimes)',
+      async () => {
+        const outside = mkdtempSync(join(tmpdir(), 'sbx-outside-'));
+        try {
+          const secret = join(outside, 'secret.txt');
+          writeFileSync(secret, 'top-secret');
+          chmodSync(secret, 0o600);
+          const q = (s: string) => `'${s}'`;
+          const links = `mkdir -p esc && cd esc && ln -s ${q(outside)} dirlink && ln -s ${q(secret)} filelink && ln -s ${q(join(outside, 'new.txt'))} danglink`;
+          expect((await run(sh(links))).exitCode).toBe(0);
+          const codes: ErrorCode[] = ['bad_request', 'forbidden', 'not_found'];
+          await expectSbxError(p.readFile(rid, '/workspace/esc/filelink'), codes, 'read via file link');
+          await expectSbxError(p.readFile(rid, '/workspace/esc/dirlink/secret.txt'), codes, 'read via dir link');
+          await expectSbxError(p.stat(rid, '/workspace/esc/dirlink/secret.txt'), codes, 'stat via dir link');
+          await expectSbxError(p.listFiles(rid, '/workspace/esc/dirlink'), codes, 'list via dir link');
+          await expectSbxError(write('/workspace/esc/dirlink/evil.txt', 'evil'), codes, 'write via dir link');
+          await expectSbxError(write('/workspace/esc/dirlink/sub/evil.txt', 'evil'), codes, 'write below dir link');
+          await expectSbxError(write('/workspace/esc/danglink', 'evil'), codes, 'write via dangling link');
+          await expectSbxError(write('/workspace/esc/filelink', 'evil'), codes, 'overwrite via file link');
+          await expectSbxError(p.chmod(rid, '/workspace/esc/filelink', 0o777), codes, 'chmod via file link');
+          await expectSbxError(p.deleteFile(rid, '/workspace/esc/dirlink/secret.txt', false), codes, 'delete via dir link');
+          await write('/workspace/esc/mine.txt', 'mine');
+          await expectSbxError(p.moveFile(rid, '/workspace/esc/mine.txt', '/workspace/esc/dirlink/mine.txt'), codes, 'move into dir link');
+          const globbed = await p.glob(rid, '/workspace/esc/**');
+          expect(globbed.some((g) => g.includes('secret.txt'))).toBe(false);
 
-        expect(readFileSync(secret, 'utf8')).toBe('top-secret');
-        expect(statSync(secret).mode & 0o7777).toBe(0o600);
-        expect(existsSync(join(outside, 'evil.txt'))).toBe(false);
-        expect(existsSync(join(outside, 'sub'))).toBe(false);
-        expect(existsSync(join(outside, 'new.txt'))).toBe(false);
-        expect(existsSync(join(outside, 'mine.txt'))).toBe(false);
-        // Removing the link itself is an in-sandbox operation and leaves the target alone.
-        await p.deleteFile(rid, '/workspace/esc/dirlink', false);
-        expect(existsSync(secret)).toBe(true);
-      } finally {
-        rmSync(outside, { recursive: true, force: true });
-      }
-    });
+          expect(readFileSync(secret, 'utf8')).toBe('top-secret');
+          expect(statSync(secret).mode & 0o7777).toBe(0o600);
+          expect(existsSync(join(outside, 'evil.txt'))).toBe(false);
+          expect(existsSync(join(outside, 'sub'))).toBe(false);
+          expect(existsSync(join(outside, 'new.txt'))).toBe(false);
+          expect(existsSync(join(outside, 'mine.txt'))).toBe(false);
+          // Removing the link itself is an in-sandbox operation and leaves the target alone.
+          await p.deleteFile(rid, '/workspace/esc/dirlink', false);
+          expect(existsSync(secret)).toBe(true);
+        } finally {
+          rmSync(outside, { recursive: true, force: true });
+        }
+      },
+    );
 
     // ------------------------------------------------------------ console logs
 

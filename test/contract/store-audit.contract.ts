@@ -18,8 +18,15 @@ export function auditContract(ctx: ContractContext): void {
   describe('admin audit', () => {
     it('round-trips a record', async () => {
       const rec = audit('x1', {
-        created_at: '2025-03-04T05:06:07.089Z', actor: 'key:ops', method: 'PUT', path: '/api/v1/admin/quotas/ü',
-        status: 201, duration_ms: 12.5, request_id: 'req-abc', remote_addr: '::1', user_agent: 'curl/8 ✓',
+        created_at: '2025-03-04T05:06:07.089Z',
+        actor: 'key:ops',
+        method: 'PUT',
+        path: '/api/v1/admin/quotas/ü',
+        status: 201,
+        duration_ms: 12.5,
+        request_id: 'req-abc',
+        remote_addr: '::1',
+        user_agent: 'curl/8 ✓',
       });
       await ctx.store.insertAudit(rec);
       expect(await ctx.store.listAudit()).toEqual([rec]);

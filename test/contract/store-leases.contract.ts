@@ -62,7 +62,10 @@ export function leaseContract(ctx: ContractContext): void {
       expect(await s.releaseLease('sb-none', 'w1')).toBe(false);
       // Released: anyone may acquire at once, long before the old expiry.
       expect(await s.acquireLease('sb-3', 'w2', TTL, when(1000))).toEqual({
-        resource_id: 'sb-3', holder_id: 'w2', generation: 1, expires_at: at(1000 + TTL),
+        resource_id: 'sb-3',
+        holder_id: 'w2',
+        generation: 1,
+        expires_at: at(1000 + TTL),
       });
     });
 

@@ -23,7 +23,15 @@ export function processContract(ctx: ContractContext): void {
   describe('processes', () => {
     it('round-trips every field, nulls and arrays included', async () => {
       const a = proc('p-a', { deadline_at: at(5000) });
-      const b = proc('p-b', { mode: 'argv', args: [], runner: 'attached', state: 'exited', exit_code: 3, ended_at: at(100), started_at: at(1) });
+      const b = proc('p-b', {
+        mode: 'argv',
+        args: [],
+        runner: 'attached',
+        state: 'exited',
+        exit_code: 3,
+        ended_at: at(100),
+        started_at: at(1),
+      });
       await ctx.store.insertProcess(a);
       await ctx.store.insertProcess(b);
       expect(await ctx.store.getProcess('p-a')).toEqual(a);

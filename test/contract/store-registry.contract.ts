@@ -23,11 +23,19 @@ export function registryContract(ctx: ContractContext): void {
   describe('owner quotas', () => {
     it('inserts with created_at defaulting to updated_at and round-trips large values', async () => {
       const stored = await ctx.store.upsertQuota({
-        owner_id: 'alice', max_sandboxes: 3, max_ttl_ms: THIRTY_DAYS_MS, max_exec_timeout_ms: 600_000, updated_at: at(1000),
+        owner_id: 'alice',
+        max_sandboxes: 3,
+        max_ttl_ms: THIRTY_DAYS_MS,
+        max_exec_timeout_ms: 600_000,
+        updated_at: at(1000),
       });
       const expected = {
-        owner_id: 'alice', max_sandboxes: 3, max_ttl_ms: THIRTY_DAYS_MS, max_exec_timeout_ms: 600_000,
-        created_at: at(1000), updated_at: at(1000),
+        owner_id: 'alice',
+        max_sandboxes: 3,
+        max_ttl_ms: THIRTY_DAYS_MS,
+        max_exec_timeout_ms: 600_000,
+        created_at: at(1000),
+        updated_at: at(1000),
       };
       expect(stored).toEqual(expected);
       expect(await ctx.store.getQuota('alice')).toEqual(expected);
@@ -36,15 +44,28 @@ export function registryContract(ctx: ContractContext): void {
 
     it('keeps created_at and moves updated_at on update', async () => {
       await ctx.store.upsertQuota({
-        owner_id: 'alice', max_sandboxes: 3, max_ttl_ms: 0, max_exec_timeout_ms: 0, created_at: at(0), updated_at: at(0),
+        owner_id: 'alice',
+        max_sandboxes: 3,
+        max_ttl_ms: 0,
+        max_exec_timeout_ms: 0,
+        created_at: at(0),
+        updated_at: at(0),
       });
       const stored = await ctx.store.upsertQuota({
-        owner_id: 'alice', max_sandboxes: 7, max_ttl_ms: 3600_000, max_exec_timeout_ms: 60_000,
-        created_at: at(50_000), updated_at: at(60_000),
+        owner_id: 'alice',
+        max_sandboxes: 7,
+        max_ttl_ms: 3600_000,
+        max_exec_timeout_ms: 60_000,
+        created_at: at(50_000),
+        updated_at: at(60_000),
       });
       const expected = {
-        owner_id: 'alice', max_sandboxes: 7, max_ttl_ms: 3600_000, max_exec_timeout_ms: 60_000,
-        created_at: at(0), updated_at: at(60_000),
+        owner_id: 'alice',
+        max_sandboxes: 7,
+        max_ttl_ms: 3600_000,
+        max_exec_timeout_ms: 60_000,
+        created_at: at(0),
+        updated_at: at(60_000),
       };
       expect(stored).toEqual(expected);
       expect(await ctx.store.getQuota('alice')).toEqual(expected);
@@ -65,7 +86,12 @@ export function registryContract(ctx: ContractContext): void {
   describe('workers', () => {
     it('round-trips providers, capabilities and capacity JSON', async () => {
       const input = worker('w-remote', {
-        capacity: { max_sandboxes: 50, max_sandboxes_per_owner: 5, rpc_url: 'https://w.example:7424/rpc', preview_domain: 'preview.example' },
+        capacity: {
+          max_sandboxes: 50,
+          max_sandboxes_per_owner: 5,
+          rpc_url: 'https://w.example:7424/rpc',
+          preview_domain: 'preview.example',
+        },
         providers: [],
         capabilities: ['api', 'single_node'],
         last_heartbeat: at(500),
@@ -80,15 +106,28 @@ export function registryContract(ctx: ContractContext): void {
 
     it('keeps created_at on a later heartbeat and replaces the rest', async () => {
       await ctx.store.upsertWorker(worker('w1', { created_at: at(0) }));
-      const later = await ctx.store.upsertWorker(worker('w1', {
-        hostname: 'renamed', status: 'draining', providers: ['proot'], capabilities: ['exec'],
-        capacity: { max_sandboxes: 1, max_sandboxes_per_owner: 1 },
-        last_heartbeat: at(30_000), updated_at: at(30_000), created_at: at(29_000),
-      }));
+      const later = await ctx.store.upsertWorker(
+        worker('w1', {
+          hostname: 'renamed',
+          status: 'draining',
+          providers: ['proot'],
+          capabilities: ['exec'],
+          capacity: { max_sandboxes: 1, max_sandboxes_per_owner: 1 },
+          last_heartbeat: at(30_000),
+          updated_at: at(30_000),
+          created_at: at(29_000),
+        }),
+      );
       const expected: WorkerRecord = {
-        id: 'w1', hostname: 'renamed', status: 'draining', providers: ['proot'], capabilities: ['exec'],
+        id: 'w1',
+        hostname: 'renamed',
+        status: 'draining',
+        providers: ['proot'],
+        capabilities: ['exec'],
         capacity: { max_sandboxes: 1, max_sandboxes_per_owner: 1 },
-        last_heartbeat: at(30_000), created_at: at(0), updated_at: at(30_000),
+        last_heartbeat: at(30_000),
+        created_at: at(0),
+        updated_at: at(30_000),
       };
       expect(later).toEqual(expected);
       expect(await ctx.store.getWorker('w1')).toEqual(expected);

@@ -4,10 +4,24 @@ import type { SnapshotRecord, VolumeRecord } from '../../src/core/ports.js';
 import { at, sandbox, template, type ContractContext } from './store-fixtures.js';
 
 const snap = (name: string, over: Partial<SnapshotRecord> = {}): SnapshotRecord => ({
-  name, provider: 'docker', image: `sbx-snapshot/${name}:latest`, kernel: null, size_bytes: 4_400_000_000,
-  created_at: at(1), owner_id: null, sandbox_id: 'sb-1', worker_id: 'local', ...over,
+  name,
+  provider: 'docker',
+  image: `sbx-snapshot/${name}:latest`,
+  kernel: null,
+  size_bytes: 4_400_000_000,
+  created_at: at(1),
+  owner_id: null,
+  sandbox_id: 'sb-1',
+  worker_id: 'local',
+  ...over,
 });
-const vol = (name: string, over: Partial<VolumeRecord> = {}): VolumeRecord => ({ name, provider: 'mock', created_at: at(2), owner_id: null, ...over });
+const vol = (name: string, over: Partial<VolumeRecord> = {}): VolumeRecord => ({
+  name,
+  provider: 'mock',
+  created_at: at(2),
+  owner_id: null,
+  ...over,
+});
 
 /** Snapshots and volumes (DESIGN.md §10): kept until deleted, names unique, lists by name. */
 export function snapshotVolumeContract(ctx: ContractContext): void {
@@ -41,7 +55,10 @@ export function snapshotVolumeContract(ctx: ContractContext): void {
     });
 
     it('round-trips the volumes and snapshot of sandboxes and templates, and finds who mounts a volume', async () => {
-      const mounts = [{ name: 'data', mount_path: '/data' }, { name: 'x_y', mount_path: '/mnt/x' }];
+      const mounts = [
+        { name: 'data', mount_path: '/data' },
+        { name: 'x_y', mount_path: '/mnt/x' },
+      ];
       const s1 = sandbox('sb-1', { volumes: mounts, snapshot: 'base' });
       await ctx.store.insertSandbox(s1);
       await ctx.store.insertSandbox(sandbox('sb-2', { volumes: [{ name: 'xay', mount_path: '/a' }] }));

@@ -10,7 +10,13 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const SOURCES = ['src/core/errors.ts', 'src/core/ports.ts', 'src/adapters/stores/shared', 'src/adapters/stores/sql', 'src/adapters/stores/sqlite'];
+const SOURCES = [
+  'src/core/errors.ts',
+  'src/core/ports.ts',
+  'src/adapters/stores/shared',
+  'src/adapters/stores/sql',
+  'src/adapters/stores/sqlite',
+];
 
 const CHILD_SCRIPT = `
 import { pathToFileURL } from 'node:url';

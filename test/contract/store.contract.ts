@@ -5,16 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SbxError } from '../../src/core/errors.js';
 import { auditContract } from './store-audit.contract.js';
-import {
-  at,
-  ids,
-  sandbox,
-  template,
-  type ContractContext,
-  type StoreFactory,
-  type StoreHarness,
-  when,
-} from './store-fixtures.js';
+import { at, ids, sandbox, template, type ContractContext, type StoreFactory, type StoreHarness, when } from './store-fixtures.js';
 import { leaseContract } from './store-leases.contract.js';
 import { processContract } from './store-processes.contract.js';
 import { warmContract } from './store-warm.contract.js';
@@ -105,8 +96,14 @@ function lifecycleContract(ctx: ContractContext): void {
       await s.createTemplate(template('py', { image: 'python:3' }));
       await s.upsertQuota({ owner_id: 'alice', max_sandboxes: 2, max_ttl_ms: 0, max_exec_timeout_ms: 0, updated_at: at(0) });
       await s.upsertWorker({
-        id: 'w1', hostname: 'h1', status: 'online', providers: ['mock'], capabilities: ['spawn'],
-        capacity: { max_sandboxes: 4, max_sandboxes_per_owner: 2 }, last_heartbeat: at(0), updated_at: at(0),
+        id: 'w1',
+        hostname: 'h1',
+        status: 'online',
+        providers: ['mock'],
+        capabilities: ['spawn'],
+        capacity: { max_sandboxes: 4, max_sandboxes_per_owner: 2 },
+        last_heartbeat: at(0),
+        updated_at: at(0),
       });
       const lease = await s.acquireLease('sb-persist', 'w1', 60_000, when(0));
       await s.setMeta('installation_id', 'inst-1');
@@ -166,7 +163,13 @@ function sandboxContract(ctx: ContractContext): void {
         metadata: { b: '2' },
         owner_id: null,
       });
-      const expected = sandbox('sb-1', { state: 'destroyed', updated_at: at(5000), runtime_id: 'rt-9', metadata: { b: '2' }, owner_id: null });
+      const expected = sandbox('sb-1', {
+        state: 'destroyed',
+        updated_at: at(5000),
+        runtime_id: 'rt-9',
+        metadata: { b: '2' },
+        owner_id: null,
+      });
       expect(updated).toEqual(expected);
       expect(await ctx.store.getSandbox('sb-1')).toEqual(expected);
 
@@ -215,7 +218,14 @@ function sandboxContract(ctx: ContractContext): void {
       const s = ctx.store;
       // Inserted out of order: the list is by created_at, then id.
       const rows: Array<[string, number]> = [
-        ['sb-ab1', 3000], ['sb-ab2', 1000], ['sb-a_1', 2000], ['sb-a%1', 2000], ['sb-axb', 0], ['sb-b', 0], ['sb-ab', 4000], ['sb-é1', 500],
+        ['sb-ab1', 3000],
+        ['sb-ab2', 1000],
+        ['sb-a_1', 2000],
+        ['sb-a%1', 2000],
+        ['sb-axb', 0],
+        ['sb-b', 0],
+        ['sb-ab', 4000],
+        ['sb-é1', 500],
       ];
       for (const [id, t] of rows) await s.insertSandbox(sandbox(id, { created_at: at(t) }));
       expect(ids(await s.listSandboxes({ id_prefix: 'sb-ab' }))).toEqual(['sb-ab2', 'sb-ab1', 'sb-ab']);
@@ -249,12 +259,25 @@ function sandboxContract(ctx: ContractContext): void {
       expect(ids(await s.listSandboxes({ visible_to: { owner_id: null } }))).toEqual(['sb-3', 'sb-4', 'sb-5']);
       // Bob's first page of 2 skips alice's sandbox instead of coming back short.
       expect(ids(await s.listSandboxes({ visible_to: { owner_id: 'bob' }, limit: 2 }))).toEqual(['sb-2', 'sb-3']);
-      expect(ids(await s.listSandboxes({ visible_to: { owner_id: 'bob' }, expires_after: at(10), id_prefix: 'sb-', limit: 5 }))).toEqual(['sb-2', 'sb-3', 'sb-4', 'sb-5', 'sb-7']);
+      expect(ids(await s.listSandboxes({ visible_to: { owner_id: 'bob' }, expires_after: at(10), id_prefix: 'sb-', limit: 5 }))).toEqual([
+        'sb-2',
+        'sb-3',
+        'sb-4',
+        'sb-5',
+        'sb-7',
+      ]);
     });
 
     it('pages by keyset (created_at, id) after a position, even one whose row is gone', async () => {
       const s = ctx.store;
-      for (const [id, t] of [['sb-a', 0], ['sb-b', 1], ['sb-c', 1], ['sb-d', 2], ['sb-e', 3]] as const) await s.insertSandbox(sandbox(id, { created_at: at(t) }));
+      for (const [id, t] of [
+        ['sb-a', 0],
+        ['sb-b', 1],
+        ['sb-c', 1],
+        ['sb-d', 2],
+        ['sb-e', 3],
+      ] as const)
+        await s.insertSandbox(sandbox(id, { created_at: at(t) }));
       expect(ids(await s.listSandboxes({ limit: 2 }))).toEqual(['sb-a', 'sb-b']);
       expect(ids(await s.listSandboxes({ limit: 2, after: { created_at: at(1), id: 'sb-b' } }))).toEqual(['sb-c', 'sb-d']);
       // Same created_at, ids after the position only; a position that names no row still works.
@@ -270,12 +293,18 @@ function sandboxContract(ctx: ContractContext): void {
       await s.insertSandbox(sandbox('sb-4', { owner_id: 'bob', state: 'error', expires_at: at(90) }));
       await s.insertSandbox(sandbox('sb-5', { owner_id: 'bob', state: 'destroyed', expires_at: at(90) }));
       await s.insertSandbox(sandbox('sb-6', { owner_id: 'carol', expires_at: at(5) }));
-      expect(await s.countLive(at(10), ['alice', 'bob', 'dave'])).toEqual({ total: 3, next_expiry: at(20), by_owner: { alice: 2, bob: 1 } });
+      expect(await s.countLive(at(10), ['alice', 'bob', 'dave'])).toEqual({
+        total: 3,
+        next_expiry: at(20),
+        by_owner: { alice: 2, bob: 1 },
+      });
       expect(await s.countLive(at(60), [])).toEqual({ total: 1, next_expiry: at(90), by_owner: {} });
       expect(await s.countLive(at(100), ['bob'])).toEqual({ total: 0, next_expiry: null, by_owner: {} });
       expect(await s.countLiveByWorker(at(10), 'alice')).toEqual({ by_worker: { w1: 2, w2: 1 }, by_worker_for_owner: { w1: 1, w2: 1 } });
       expect(await s.countLiveByWorker(at(30), null)).toEqual({ by_worker: { w1: 2 }, by_worker_for_owner: {} });
-      const tally = (await s.tallySandboxes(at(30))).sort((a, b) => `${a.state}${a.worker_id}${a.past_ttl}`.localeCompare(`${b.state}${b.worker_id}${b.past_ttl}`));
+      const tally = (await s.tallySandboxes(at(30))).sort((a, b) =>
+        `${a.state}${a.worker_id}${a.past_ttl}`.localeCompare(`${b.state}${b.worker_id}${b.past_ttl}`),
+      );
       expect(tally).toEqual([
         { state: 'destroyed', provider: 'mock', worker_id: 'local', past_ttl: false, n: 1 },
         { state: 'error', provider: 'mock', worker_id: 'local', past_ttl: false, n: 1 },
@@ -326,11 +355,20 @@ function sandboxContract(ctx: ContractContext): void {
           const want = await expected(now, owner);
           const c = await s.countLive(now, owners);
           const w = await s.countLiveByWorker(now, owner);
-          expect({ total: c.total, by_owner: c.by_owner, by_worker: w.by_worker, by_worker_for_owner: w.by_worker_for_owner }).toEqual(want);
+          expect({ total: c.total, by_owner: c.by_owner, by_worker: w.by_worker, by_worker_for_owner: w.by_worker_for_owner }).toEqual(
+            want,
+          );
         }
       };
       for (let i = 0; i < 12; i++) {
-        await s.insertSandbox(sandbox(`sb-${i}`, { owner_id: i % 4 === 3 ? null : owners[i % 3]!, worker_id: `w${i % 2}`, state: i % 5 === 4 ? 'unhealthy' : 'running', expires_at: at(10 + i * 10) }));
+        await s.insertSandbox(
+          sandbox(`sb-${i}`, {
+            owner_id: i % 4 === 3 ? null : owners[i % 3]!,
+            worker_id: `w${i % 2}`,
+            state: i % 5 === 4 ? 'unhealthy' : 'running',
+            expires_at: at(10 + i * 10),
+          }),
+        );
       }
       await check(at(0));
       await check(at(55)); // some past their TTL, still in a live state
@@ -353,8 +391,14 @@ function templateContract(ctx: ContractContext): void {
   describe('templates', () => {
     it('creates, reads and round-trips nulls and metadata', async () => {
       const full = template('python', {
-        image: 'python:3.12', memory_mb: 1024, vcpus: 2, ttl: '1h30m', provider: 'docker',
-        metadata: { lang: 'py', note: 'ñ' }, created_at: at(1), updated_at: at(2),
+        image: 'python:3.12',
+        memory_mb: 1024,
+        vcpus: 2,
+        ttl: '1h30m',
+        provider: 'docker',
+        metadata: { lang: 'py', note: 'ñ' },
+        created_at: at(1),
+        updated_at: at(2),
       });
       await ctx.store.createTemplate(full);
       await ctx.store.createTemplate(template('bare'));
@@ -381,10 +425,23 @@ function templateContract(ctx: ContractContext): void {
     it('updates every field but name and created_at; null when unknown', async () => {
       await ctx.store.createTemplate(template('t', { image: 'old', memory_mb: 256, metadata: { a: '1' }, created_at: at(0) }));
       const updated = await ctx.store.updateTemplate('t', {
-        image: null, memory_mb: 512, vcpus: 2, ttl: '10m', provider: 'proot', metadata: { b: '2' }, updated_at: at(9000),
+        image: null,
+        memory_mb: 512,
+        vcpus: 2,
+        ttl: '10m',
+        provider: 'proot',
+        metadata: { b: '2' },
+        updated_at: at(9000),
       });
       const expected = template('t', {
-        image: null, memory_mb: 512, vcpus: 2, ttl: '10m', provider: 'proot', metadata: { b: '2' }, created_at: at(0), updated_at: at(9000),
+        image: null,
+        memory_mb: 512,
+        vcpus: 2,
+        ttl: '10m',
+        provider: 'proot',
+        metadata: { b: '2' },
+        created_at: at(0),
+        updated_at: at(9000),
       });
       expect(updated).toEqual(expected);
       expect(await ctx.store.getTemplate('t')).toEqual(expected);

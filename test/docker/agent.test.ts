@@ -8,7 +8,9 @@ import { requireAgentBinary } from './agent-helpers.js';
 
 /** Runs a command through the engine (docker exec), as root unless `user`: the test's own hands in the container. */
 async function engineRun(docker: Docker, runtimeId: string, cmd: string, user?: string): Promise<{ out: string; code: number }> {
-  const exec = await docker.getContainer(runtimeId).exec({ Cmd: ['/bin/sh', '-c', cmd], AttachStdout: true, AttachStderr: true, ...(user ? { User: user } : {}) });
+  const exec = await docker
+    .getContainer(runtimeId)
+    .exec({ Cmd: ['/bin/sh', '-c', cmd], AttachStdout: true, AttachStderr: true, ...(user ? { User: user } : {}) });
   const stream = await exec.start({ Detach: false, Tty: false });
   const chunks: Buffer[] = [];
   for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
@@ -24,7 +26,12 @@ async function engineRun(docker: Docker, runtimeId: string, cmd: string, user?: 
   return { out, code: info.ExitCode ?? -1 };
 }
 
-async function run(p: Provider, rid: string, command: string, extra: Partial<ExecSpec> = {}): Promise<{ stdout: string; stderr: string; exitCode: number }> {
+async function run(
+  p: Provider,
+  rid: string,
+  command: string,
+  extra: Partial<ExecSpec> = {},
+): Promise<{ stdout: string; stderr: string; exitCode: number }> {
   let stdout = '';
   let stderr = '';
   let exitCode = -1;
@@ -44,7 +51,13 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx-agent in docker cont
   const installationId = testInstallationId();
   let p: Provider;
   let off: Provider;
-  const spawn = async (prov: Provider, id: string) => (await prov.spawn({ sandbox_id: `${id}-${installationId}`, image: TEST_IMAGE, memory_mb: 64, vcpus: 1 } as never, AbortSignal.timeout(60_000))).runtime_id;
+  const spawn = async (prov: Provider, id: string) =>
+    (
+      await prov.spawn(
+        { sandbox_id: `${id}-${installationId}`, image: TEST_IMAGE, memory_mb: 64, vcpus: 1 } as never,
+        AbortSignal.timeout(60_000),
+      )
+    ).runtime_id;
 
   beforeAll(async () => {
     docker = await requireEngine();
@@ -72,13 +85,21 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx-agent in docker cont
     const rid = await spawn(p, 'kill');
     const events: ExecEvent[] = [];
     let failure: unknown;
-    const it = p.exec(rid, { command: 'echo started; sleep 30; echo never', args: [], mode: 'shell', env: {} }, AbortSignal.timeout(20_000));
+    const it = p.exec(
+      rid,
+      { command: 'echo started; sleep 30; echo never', args: [], mode: 'shell', env: {} },
+      AbortSignal.timeout(20_000),
+    );
     const started = performance.now();
     try {
       for await (const e of it) {
         events.push(e);
         if (e.stream === 'stdout' && Buffer.from(e.data).toString().includes('started')) {
-          const k = await engineRun(docker, rid, 'for f in /proc/[0-9]*/cmdline; do if grep -q "^/.sbx/sbx-agent" "$f" 2>/dev/null; then d=${f%/cmdline}; kill -9 ${d#/proc/}; fi; done; echo ok');
+          const k = await engineRun(
+            docker,
+            rid,
+            'for f in /proc/[0-9]*/cmdline; do if grep -q "^/.sbx/sbx-agent" "$f" 2>/dev/null; then d=${f%/cmdline}; kill -9 ${d#/proc/}; fi; done; echo ok',
+          );
           expect(k.out).toContain('ok');
         }
       }
@@ -107,7 +128,12 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx-agent in docker cont
     const listing = await engineRun(docker, a, 'ls -a /.sbx/run; echo; ls -a / | grep -c sbx');
     expect(listing.out.split('\n').filter((l) => l && !l.startsWith('.'))).toEqual(['agent.sock', '1']);
     // The binary is a read-only mount: neither written, replaced nor removed, even by root.
-    for (const cmd of ['echo x > /.sbx/sbx-agent', 'cp /bin/busybox /.sbx/sbx-agent', 'rm -f /.sbx/sbx-agent', 'chmod 777 /.sbx/sbx-agent']) {
+    for (const cmd of [
+      'echo x > /.sbx/sbx-agent',
+      'cp /bin/busybox /.sbx/sbx-agent',
+      'rm -f /.sbx/sbx-agent',
+      'chmod 777 /.sbx/sbx-agent',
+    ]) {
       const r = await run(p, a, `{ ${cmd}; } 2>&1; echo "exit=$?"`);
       expect(r.stdout, cmd).toMatch(/Read-only file system|busy/);
       expect(r.stdout, cmd).not.toMatch(/exit=0\n$/);
@@ -159,6 +185,6 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx-agent in docker cont
     expect(existsSync(dir)).toBe(true);
     await p.destroy(rid, AbortSignal.timeout(30_000));
     expect(existsSync(dir)).toBe(false);
-    expect((await run(off, (await spawn(off, 'plain')), 'ls -a /.sbx 2>&1; true')).stdout).toMatch(/No such file/);
+    expect((await run(off, await spawn(off, 'plain'), 'ls -a /.sbx 2>&1; true')).stdout).toMatch(/No such file/);
   });
 });

@@ -31,10 +31,26 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker: command not foun
 
   it('buffered: 127 and 126 with sbx text, in argv and shell mode', async () => {
     const exec = (body: Record<string, unknown>) => call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, body);
-    expect((await exec({ command: 'sbx-nope', args: ['a'], mode: 'argv' })).body).toMatchObject({ exit_code: 127, stdout: '', stderr: 'sbx: command not found: sbx-nope\n' });
-    expect((await exec({ command: 'sbx-nope', args: ['a'] })).body).toMatchObject({ exit_code: 127, stdout: '', stderr: 'sbx: command not found: sbx-nope\n' });
-    expect((await exec({ command: '/workspace/data.txt', mode: 'argv' })).body).toMatchObject({ exit_code: 126, stdout: '', stderr: 'sbx: permission denied: /workspace/data.txt\n' });
-    expect((await exec({ command: '/workspace/data.txt' })).body).toMatchObject({ exit_code: 126, stdout: '', stderr: 'sbx: permission denied: /workspace/data.txt\n' });
+    expect((await exec({ command: 'sbx-nope', args: ['a'], mode: 'argv' })).body).toMatchObject({
+      exit_code: 127,
+      stdout: '',
+      stderr: 'sbx: command not found: sbx-nope\n',
+    });
+    expect((await exec({ command: 'sbx-nope', args: ['a'] })).body).toMatchObject({
+      exit_code: 127,
+      stdout: '',
+      stderr: 'sbx: command not found: sbx-nope\n',
+    });
+    expect((await exec({ command: '/workspace/data.txt', mode: 'argv' })).body).toMatchObject({
+      exit_code: 126,
+      stdout: '',
+      stderr: 'sbx: permission denied: /workspace/data.txt\n',
+    });
+    expect((await exec({ command: '/workspace/data.txt' })).body).toMatchObject({
+      exit_code: 126,
+      stdout: '',
+      stderr: 'sbx: permission denied: /workspace/data.txt\n',
+    });
   });
 
   it('streamed: one stderr chunk with sbx text, then the exit record', async () => {
@@ -57,7 +73,12 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker: command not foun
     ws.send({ type: 'start', command: 'sbx-nope', args: [], mode: 'argv' });
     const msgs = await ws.rest(15_000);
     expect(msgs.filter((m) => m.type === 'stdout')).toEqual([]);
-    expect(msgs.filter((m) => m.type === 'stderr').map((m) => m.data).join('')).toBe('sbx: command not found: sbx-nope\n');
+    expect(
+      msgs
+        .filter((m) => m.type === 'stderr')
+        .map((m) => m.data)
+        .join(''),
+    ).toBe('sbx: command not found: sbx-nope\n');
     expect(msgs[msgs.length - 1]).toMatchObject({ type: 'exit', exit_code: 127 });
   });
 });

@@ -71,7 +71,10 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the
     srv ??= await start();
     const { id } = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).json;
     const nap = `${200 + Math.floor(Math.random() * 100)}`;
-    const r = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: `echo go; (sleep ${nap} &); sleep ${nap}`, timeout: '1s' });
+    const r = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, {
+      command: `echo go; (sleep ${nap} &); sleep ${nap}`,
+      timeout: '1s',
+    });
     expect(r.status).toBe(408);
     expect(r.json).toMatchObject({ code: 'timeout', stdout: 'go\n' });
     const ps = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'ps -o args' });
@@ -84,7 +87,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the
     const spawned = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
     expect(spawned.status).toBe(201);
     const id: string = spawned.json.id;
-    expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/kept.txt', content: 'still here' })).status).toBe(200);
+    expect(
+      (await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/kept.txt', content: 'still here' })).status,
+    ).toBe(200);
     const before = await docker.getContainer(`sbx-${id}`).inspect();
 
     await srv.close();
@@ -128,7 +133,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the
     expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`)).status).toBe(404);
     expect((await srv.plane.deps.store.getSandbox(id))!.state).toBe('destroyed');
     await expect(docker.getContainer(`sbx-${id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
-    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([expect.objectContaining({ data: { reason: 'runtime_lost' } })]);
+    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([
+      expect.objectContaining({ data: { reason: 'runtime_lost' } }),
+    ]);
     expect(await sandboxes.reap()).toBe(0);
   });
 

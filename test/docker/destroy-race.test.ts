@@ -52,7 +52,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('operations racing a dest
       expect(r.status).toBe(201);
       ids.push(r.json.id);
       // Something to read back while the destroy runs.
-      expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${r.json.id}/files`, { path: '/workspace/seed.txt', content: 'seed' })).status).toBe(200);
+      expect(
+        (await call(srv.url, 'POST', `/api/v1/sandboxes/${r.json.id}/files`, { path: '/workspace/seed.txt', content: 'seed' })).status,
+      ).toBe(200);
     }
     const ops = (id: string, n: number): Promise<{ what: string; status: number; json: any }> => {
       const base = `/api/v1/sandboxes/${id}`;

@@ -35,7 +35,14 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: edge ca
   beforeAll(async () => {
     docker = await requireEngine();
     p = testProvider(installationId);
-    ({ runtime_id: rid } = await p.spawn({ sandbox_id: `sb-edge${randomBytes(4).toString('hex')}`, image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null }));
+    ({ runtime_id: rid } = await p.spawn({
+      sandbox_id: `sb-edge${randomBytes(4).toString('hex')}`,
+      image: TEST_IMAGE,
+      memory_mb: 64,
+      vcpus: 1,
+      metadata: {},
+      owner_id: null,
+    }));
   });
   afterAll(async () => {
     await removeInstallation(docker, installationId);

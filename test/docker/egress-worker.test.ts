@@ -57,12 +57,21 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
   let pid: number;
   let workerConfig: Awaited<ReturnType<typeof loadConfig>>['config'];
   const startWorker = async () => {
-    const w = await createWorker(workerConfig, { home: dir, logger: pino({ level: 'silent' }), egressResolve: async (name) => NAMES[name] ?? [] });
+    const w = await createWorker(workerConfig, {
+      home: dir,
+      logger: pino({ level: 'silent' }),
+      egressResolve: async (name) => NAMES[name] ?? [],
+    });
     await w.start();
     return w;
   };
 
-  const exec = async (command: string) => (await call(cp.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, timeout: '30s' })).body as { exit_code: number; stdout: string; stderr: string };
+  const exec = async (command: string) =>
+    (await call(cp.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, timeout: '30s' })).body as {
+      exit_code: number;
+      stdout: string;
+      stderr: string;
+    };
 
   beforeAll(async () => {
     docker = await requireEngine();
@@ -79,7 +88,13 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
         providers: { default: 'docker', docker: { socket_path: SOCKET } },
         defaults: { image: TEST_IMAGE, memory_mb: 64 },
         auth: { worker_token: TOKEN },
-        worker: { id: 'egw', control_plane_url: cp.url, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, 'egw.db') },
+        worker: {
+          id: 'egw',
+          control_plane_url: cp.url,
+          listen_addr: '127.0.0.1:0',
+          heartbeat_interval: '1s',
+          state_path: join(dir, 'egw.db'),
+        },
         logging: { level: 'silent' },
       } as never,
     });
@@ -92,7 +107,11 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
     if (docker && installation) await removeInstallation(docker, installation);
     await worker?.stop();
     await cp?.close();
-    if (docker && installation) await docker.getNetwork(filteredNetworkName(installation)).remove().catch(() => undefined);
+    if (docker && installation)
+      await docker
+        .getNetwork(filteredNetworkName(installation))
+        .remove()
+        .catch(() => undefined);
     await upstream?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   }, 60_000);
@@ -100,7 +119,12 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
   it('the worker advertises enforcement; a filtered spawn is placed there with its rules', async () => {
     const w = await call(cp.url, 'GET', '/api/v1/workers/egw');
     expect(w.body.capabilities).toContain('egress:docker');
-    const res = await call(cp.url, 'POST', '/api/v1/sandboxes', { provider: 'docker', image: TEST_IMAGE, memory_mb: 64, egress: { allow: ['UP.test.'] } });
+    const res = await call(cp.url, 'POST', '/api/v1/sandboxes', {
+      provider: 'docker',
+      image: TEST_IMAGE,
+      memory_mb: 64,
+      egress: { allow: ['UP.test.'] },
+    });
     expect(res.status, res.text).toBe(201);
     id = res.body.id;
     expect(res.body.network).toBe('filtered');
@@ -111,13 +135,15 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
     expect(Object.keys(info.NetworkSettings.Networks)).toEqual([filteredNetworkName(worker.installationId)]);
   });
 
-  it('an allowed name passes the worker\'s gateway; another is denied, and the denial reaches the control plane', async () => {
+  it("an allowed name passes the worker's gateway; another is denied, and the denial reaches the control plane", async () => {
     const ok = await exec('wget -q -O - http://up.test/hello');
     expect(ok.stdout).toBe('upstream up.test /hello');
     const no = await exec('wget -q -O - http://other.test/denied 2>&1');
     expect(no.exit_code).not.toBe(0);
     const event = await until('network.denied on the control plane', async () =>
-      cp.plane.deps.bus.recent().find((e) => e.type === 'network.denied' && e.sandbox_id === id && (e.data as { host?: string }).host === 'other.test'),
+      cp.plane.deps.bus
+        .recent()
+        .find((e) => e.type === 'network.denied' && e.sandbox_id === id && (e.data as { host?: string }).host === 'other.test'),
     );
     expect(event.worker_id).toBe('egw');
     expect(event.data).toEqual({ sandbox_id: id, host: 'other.test', port: 80, reason: 'no_rule' });
@@ -126,7 +152,7 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
     expect(logs.body.join('\n')).toContain('sbx egress: denied other.test:80 (no_rule)');
   });
 
-  it('a direct connection that ignores the proxy fails from the worker\'s sandbox', async () => {
+  it("a direct connection that ignores the proxy fails from the worker's sandbox", async () => {
     const direct = await sh('nsenter', [`--net=/proc/${pid}/ns/net`, 'curl', '-sS', '--noproxy', '*', '--max-time', '3', `http://${UP}/`]);
     expect(direct.code).not.toBe(0);
   });
@@ -146,20 +172,27 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on a remote worker${NETN
     expect((await exec('wget -q -O - http://up.test/again 2>&1')).exit_code).not.toBe(0);
   });
 
-  it('the worker\'s verdict counts arrive with its heartbeat: the worker object and the metrics', async () => {
+  it("the worker's verdict counts arrive with its heartbeat: the worker object and the metrics", async () => {
     await worker.heartbeat();
     const w = await call(cp.url, 'GET', '/api/v1/workers/egw');
     expect(w.body.egress.allowed).toBeGreaterThanOrEqual(2);
     expect(w.body.egress.denied).toBeGreaterThanOrEqual(2);
     const metrics = (await call(cp.url, 'GET', '/api/v1/metrics/prometheus')).text;
-    const count = (verdict: string) => Number(new RegExp(`sbx_egress_connections_total\\{verdict="${verdict}"\\} (\\d+)`).exec(metrics)?.[1] ?? -1);
+    const count = (verdict: string) =>
+      Number(new RegExp(`sbx_egress_connections_total\\{verdict="${verdict}"\\} (\\d+)`).exec(metrics)?.[1] ?? -1);
     expect(count('allowed')).toBe(w.body.egress.allowed);
     expect(count('denied')).toBe(w.body.egress.denied);
   });
 
   it('destroying the sandbox ends its rules on the worker: its address is unknown to the gateway', async () => {
     expect((await call(cp.url, 'DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
-    const gone = await docker.getContainer(`sbx-${id}`).inspect().then(() => true, () => false);
+    const gone = await docker
+      .getContainer(`sbx-${id}`)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
     expect(gone).toBe(false);
   });
 });

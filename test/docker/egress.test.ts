@@ -54,10 +54,16 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
   let bridge: string;
   let bridgePid: number;
 
-  const inNs = (pid: number, cmd: string, args: string[], timeoutMs = 30_000) => sh('nsenter', [`--net=/proc/${pid}/ns/net`, cmd, ...args], timeoutMs);
+  const inNs = (pid: number, cmd: string, args: string[], timeoutMs = 30_000) =>
+    sh('nsenter', [`--net=/proc/${pid}/ns/net`, cmd, ...args], timeoutMs);
   const curl = (pid: number, args: string[]) => inNs(pid, 'curl', ['-sS', '--max-time', '8', ...args]);
   const viaProxy = (pid: number, url: string, extra: string[] = []) => curl(pid, ['-x', `http://${gw}:3128`, ...extra, url]);
-  const exec = async (id: string, command: string) => (await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, timeout: '30s' })).body as { exit_code: number; stdout: string; stderr: string };
+  const exec = async (id: string, command: string) =>
+    (await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, timeout: '30s' })).body as {
+      exit_code: number;
+      stdout: string;
+      stderr: string;
+    };
 
   async function sandbox(body: unknown): Promise<{ id: string; pid: number; ip: string }> {
     const res = await call(srv.url, 'POST', '/api/v1/sandboxes', body);
@@ -70,8 +76,27 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
   beforeAll(async () => {
     docker = await requireEngine();
     dir = mkdtempSync(join(tmpdir(), 'sbx-egress-'));
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=up.test', '-addext', 'subjectAltName=DNS:up.test,DNS:other.test',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=up.test',
+        '-addext',
+        'subjectAltName=DNS:up.test,DNS:other.test',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     writeFileSync(join(dir, 'server.cjs'), SERVER);
     upstream = await startNetnsUpstream(NS, VETH, NET, join(dir, 'server.cjs'), [dir, UP]);
     // A host service on all addresses: a filtered sandbox must not reach it.
@@ -101,8 +126,17 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     await srv?.close();
     if (installation) {
       expect((await sh('iptables', ['-S', 'INPUT'])).stdout).not.toContain(`sbx-egress:${filteredNetworkName(installation)}`);
-      const left = await docker.getNetwork(filteredNetworkName(installation)).inspect().then(() => true, () => false);
-      await docker.getNetwork(filteredNetworkName(installation)).remove().catch(() => undefined);
+      const left = await docker
+        .getNetwork(filteredNetworkName(installation))
+        .inspect()
+        .then(
+          () => true,
+          () => false,
+        );
+      await docker
+        .getNetwork(filteredNetworkName(installation))
+        .remove()
+        .catch(() => undefined);
       expect(left).toBe(false);
     }
     await upstream?.close();
@@ -142,7 +176,10 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     await denied('http://0.0.0.0/', 'special_address');
     await denied('http://[::ffff:127.0.0.1]/', 'special_address');
     // curl would rewrite a decimal host itself: sent raw, the gateway refuses it as no name or address.
-    const decimal = await inNs(a.pid, 'sh', ['-c', `printf 'GET http://2130706433/ HTTP/1.1\\r\\nHost: 2130706433\\r\\n\\r\\n' | timeout 5 busybox nc ${gw} 3128`]);
+    const decimal = await inNs(a.pid, 'sh', [
+      '-c',
+      `printf 'GET http://2130706433/ HTTP/1.1\\r\\nHost: 2130706433\\r\\n\\r\\n' | timeout 5 busybox nc ${gw} 3128`,
+    ]);
     expect(decimal.stdout).toMatch(/^HTTP\/1\.1 403[\s\S]*denied \(no_rule\)/);
     await denied(`http://127.0.0.1:${new URL(srv.url).port}/api/v1/sandboxes`, 'special_address');
   });
@@ -160,7 +197,8 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
   });
 
   it('refuses a wrong or missing SNI unless the rule names the port', async () => {
-    const sclient = (extra: string[]) => inNs(a.pid, 'sh', ['-c', `echo | timeout 10 openssl s_client -proxy ${gw}:3128 -connect up.test:443 ${extra.join(' ')} 2>&1`]);
+    const sclient = (extra: string[]) =>
+      inNs(a.pid, 'sh', ['-c', `echo | timeout 10 openssl s_client -proxy ${gw}:3128 -connect up.test:443 ${extra.join(' ')} 2>&1`]);
     const right = await sclient(['-servername', 'up.test']);
     expect(right.stdout).toMatch(/CN ?= ?up\.test/);
     const wrong = await sclient(['-servername', 'evil.test']);
@@ -168,14 +206,19 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     const none = await sclient(['-noservername']);
     expect(none.stdout).not.toMatch(/Server certificate/);
     // other.test:443 names the port: any bytes pass (here TLS with another SNI).
-    const ported = await inNs(a.pid, 'sh', ['-c', `echo | timeout 10 openssl s_client -proxy ${gw}:3128 -connect other.test:443 -servername whatever.test 2>&1`]);
+    const ported = await inNs(a.pid, 'sh', [
+      '-c',
+      `echo | timeout 10 openssl s_client -proxy ${gw}:3128 -connect other.test:443 -servername whatever.test 2>&1`,
+    ]);
     expect(ported.stdout).toMatch(/Server certificate/);
   });
 
-  it('direct connections fail: the upstream, and every host port but the gateway\'s', async () => {
+  it("direct connections fail: the upstream, and every host port but the gateway's", async () => {
     expect((await curl(a.pid, ['--noproxy', '*', '--max-time', '3', `http://${UP}/`])).code).not.toBe(0);
     expect((await curl(a.pid, ['--noproxy', '*', '--max-time', '3', `http://${gw}:${hostPort}/`])).code).not.toBe(0);
-    expect((await curl(a.pid, ['--noproxy', '*', '--max-time', '3', `http://${gw}:${new URL(srv.url).port}/api/v1/health`])).code).not.toBe(0);
+    expect((await curl(a.pid, ['--noproxy', '*', '--max-time', '3', `http://${gw}:${new URL(srv.url).port}/api/v1/health`])).code).not.toBe(
+      0,
+    );
     expect((await curl(a.pid, ['--noproxy', '*', '--max-time', '3', `http://${gw}:22/`])).code).not.toBe(0);
     // The gateway itself answers.
     expect((await curl(a.pid, ['--noproxy', '*', '--max-time', '3', `http://${gw}:3128/`])).stdout).toContain('absolute-form');
@@ -188,10 +231,15 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     expect(dns.exit_code).not.toBe(0);
     const direct = await inNs(a.pid, 'busybox', ['nslookup', 'up.test', gw], 10_000);
     expect(direct.stdout + direct.stderr).not.toContain(UP);
-    const listener = spawn('nsenter', [`--net=/proc/${b.pid}/ns/net`, 'busybox', 'httpd', '-f', '-p', '8080', '-h', dir], { stdio: 'ignore' });
+    const listener = spawn('nsenter', [`--net=/proc/${b.pid}/ns/net`, 'busybox', 'httpd', '-f', '-p', '8080', '-h', dir], {
+      stdio: 'ignore',
+    });
     children.push(listener);
     await new Promise((r) => setTimeout(r, 500));
-    expect((await curl(b.pid, ['--noproxy', '*', '--max-time', '3', '-o', '/dev/null', '-w', '%{http_code}', 'http://127.0.0.1:8080/cert.pem'])).stdout).toBe('200');
+    expect(
+      (await curl(b.pid, ['--noproxy', '*', '--max-time', '3', '-o', '/dev/null', '-w', '%{http_code}', 'http://127.0.0.1:8080/cert.pem']))
+        .stdout,
+    ).toBe('200');
     expect((await curl(a.pid, ['--noproxy', '*', '--max-time', '3', `http://${b.ip}:8080/cert.pem`])).code).not.toBe(0);
     listener.kill('SIGKILL');
   });
@@ -222,7 +270,12 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
 
   it('50 concurrent connections work while a stalled upstream hangs', async () => {
     const stalled = inNs(a.pid, 'curl', ['-sS', '--max-time', '15', '-x', `http://${gw}:3128`, 'http://up.test:8081/']);
-    const many = await inNs(a.pid, 'sh', ['-c', `seq 50 | xargs -P 50 -I{} curl -sS --max-time 10 -x http://${gw}:3128 http://up.test/n{} ; echo`], 30_000);
+    const many = await inNs(
+      a.pid,
+      'sh',
+      ['-c', `seq 50 | xargs -P 50 -I{} curl -sS --max-time 10 -x http://${gw}:3128 http://up.test/n{} ; echo`],
+      30_000,
+    );
     const lines = many.stdout.split('upstream up.test /n').length - 1;
     expect(lines).toBe(50);
     expect((await stalled).code).not.toBe(0);
@@ -244,12 +297,18 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     const proxied = await runs(a.pid, ['-x', `http://${gw}:3128`, 'http://up.test/big']);
     const tunneled = await runs(a.pid, ['-x', `http://${gw}:3128`, '--cacert', join(dir, 'cert.pem'), 'https://up.test/big']);
     const directTls = await runs(bridgePid, ['-k', `https://${UP}/big`]);
-    console.log(`egress bench (median of 5): bridge http ${direct.toFixed(1)} ms, gateway http ${proxied.toFixed(1)} ms (${(proxied / direct).toFixed(2)}x); bridge https ${directTls.toFixed(1)} ms, gateway CONNECT ${tunneled.toFixed(1)} ms (${(tunneled / directTls).toFixed(2)}x)`);
+    console.log(
+      `egress bench (median of 5): bridge http ${direct.toFixed(1)} ms, gateway http ${proxied.toFixed(1)} ms (${(proxied / direct).toFixed(2)}x); bridge https ${directTls.toFixed(1)} ms, gateway CONNECT ${tunneled.toFixed(1)} ms (${(tunneled / directTls).toFixed(2)}x)`,
+    );
   }, 60_000);
 
   it('a live PUT swaps the verdicts and closes a tunnel the new lists forbid', async () => {
     const c = await sandbox({ egress: { allow: ['up.test:443'] } });
-    const tunnel = spawn('nsenter', [`--net=/proc/${c.pid}/ns/net`, 'openssl', 's_client', '-proxy', `${gw}:3128`, '-connect', 'up.test:443', '-servername', 'up.test'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const tunnel = spawn(
+      'nsenter',
+      [`--net=/proc/${c.pid}/ns/net`, 'openssl', 's_client', '-proxy', `${gw}:3128`, '-connect', 'up.test:443', '-servername', 'up.test'],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     children.push(tunnel);
     let out = '';
     tunnel.stdout!.on('data', (d) => (out += String(d)));
@@ -267,7 +326,10 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
   });
 
   it('added NET_RAW/NET_ADMIN make filtered unavailable, with the reason', async () => {
-    const other = await startTestServer({ providers: { default: 'docker', docker: { added_caps: ['NET_RAW'] } }, defaults: { image: TEST_IMAGE, memory_mb: 64 } });
+    const other = await startTestServer({
+      providers: { default: 'docker', docker: { added_caps: ['NET_RAW'] } },
+      defaults: { image: TEST_IMAGE, memory_mb: 64 },
+    });
     try {
       const res = await call(other.url, 'POST', '/api/v1/sandboxes', { network: 'filtered' });
       expect(res.status).toBe(501);
@@ -286,7 +348,8 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     } finally {
       await other.close();
     }
-    const rules = () => sh('iptables', ['-S', 'INPUT']).then((r) => r.stdout.split('\n').filter((l) => l.includes(`sbx-egress:${name}`)).length);
+    const rules = () =>
+      sh('iptables', ['-S', 'INPUT']).then((r) => r.stdout.split('\n').filter((l) => l.includes(`sbx-egress:${name}`)).length);
     expect(await rules()).toBe(4);
     // Cleaned up by hand here (the shutdown with none left is the suite's own afterAll).
     await removeInstallation(docker, installation);
@@ -299,7 +362,9 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
   });
 
   it('the firewall rules are tagged, present while serving', async () => {
-    const rules = (await sh('iptables', ['-S', 'INPUT'])).stdout.split('\n').filter((l) => l.includes(`sbx-egress:${filteredNetworkName(srv.plane.installationId)}`));
+    const rules = (await sh('iptables', ['-S', 'INPUT'])).stdout
+      .split('\n')
+      .filter((l) => l.includes(`sbx-egress:${filteredNetworkName(srv.plane.installationId)}`));
     expect(rules).toHaveLength(4);
   });
 });

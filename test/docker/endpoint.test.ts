@@ -27,10 +27,19 @@ afterAll(() => {
 });
 
 /** Writes a docker CLI context as `docker context create` does: meta under the sha256 of its name. */
-function writeContext(configDir: string, name: string, host: string, tls?: Record<string, string>, extra: Record<string, unknown> = {}): void {
+function writeContext(
+  configDir: string,
+  name: string,
+  host: string,
+  tls?: Record<string, string>,
+  extra: Record<string, unknown> = {},
+): void {
   const sha = createHash('sha256').update(name).digest('hex');
   mkdirSync(join(configDir, 'contexts', 'meta', sha), { recursive: true });
-  writeFileSync(join(configDir, 'contexts', 'meta', sha, 'meta.json'), JSON.stringify({ Name: name, Metadata: {}, Endpoints: { docker: { Host: host, SkipTLSVerify: false, ...extra } } }));
+  writeFileSync(
+    join(configDir, 'contexts', 'meta', sha, 'meta.json'),
+    JSON.stringify({ Name: name, Metadata: {}, Endpoints: { docker: { Host: host, SkipTLSVerify: false, ...extra } } }),
+  );
   if (tls) {
     const tdir = join(configDir, 'contexts', 'tls', sha, 'docker');
     mkdirSync(tdir, { recursive: true });
@@ -43,7 +52,12 @@ describe('resolveDockerEndpoint: the docker CLI order, first present source wins
   const resolve = (o: Parameters<typeof resolveDockerEndpoint>[0]) => resolveDockerEndpoint({ home, env: {}, ...o });
 
   it('defaults to /var/run/docker.sock', () => {
-    expect(resolve({})).toEqual({ kind: 'unix', socketPath: '/var/run/docker.sock', source: 'default', description: 'unix:///var/run/docker.sock (default)' });
+    expect(resolve({})).toEqual({
+      kind: 'unix',
+      socketPath: '/var/run/docker.sock',
+      source: 'default',
+      description: 'unix:///var/run/docker.sock (default)',
+    });
   });
 
   it('explicit socket_path, then explicit host, then DOCKER_HOST, then the context', () => {
@@ -51,13 +65,26 @@ describe('resolveDockerEndpoint: the docker CLI order, first present source wins
     writeFileSync(join(cfg, 'config.json'), JSON.stringify({ currentContext: 'ctx' }));
     writeContext(cfg, 'ctx', 'unix:///ctx.sock');
     const env = { DOCKER_HOST: 'unix:///env.sock', DOCKER_CONFIG: cfg };
-    expect(resolve({ socketPath: '/cfg.sock', host: 'unix:///host.sock', env }).description).toBe('unix:///cfg.sock (providers.docker.socket_path)');
+    expect(resolve({ socketPath: '/cfg.sock', host: 'unix:///host.sock', env }).description).toBe(
+      'unix:///cfg.sock (providers.docker.socket_path)',
+    );
     expect(resolve({ host: 'unix:///host.sock', env }).description).toBe('unix:///host.sock (providers.docker.host)');
     expect(resolve({ env }).description).toBe('unix:///env.sock (DOCKER_HOST)');
-    expect(resolve({ env: { DOCKER_CONFIG: cfg } })).toMatchObject({ kind: 'unix', socketPath: '/ctx.sock', source: 'docker context "ctx"', description: 'unix:///ctx.sock (docker context "ctx")' });
+    expect(resolve({ env: { DOCKER_CONFIG: cfg } })).toMatchObject({
+      kind: 'unix',
+      socketPath: '/ctx.sock',
+      source: 'docker context "ctx"',
+      description: 'unix:///ctx.sock (docker context "ctx")',
+    });
     // DOCKER_CONTEXT wins over currentContext; "default" is the default socket.
     writeContext(cfg, 'other', 'tcp://10.1.2.3:2375');
-    expect(resolve({ env: { DOCKER_CONFIG: cfg, DOCKER_CONTEXT: 'other' } })).toMatchObject({ kind: 'tcp', host: '10.1.2.3', port: 2375, tls: null, source: 'docker context "other"' });
+    expect(resolve({ env: { DOCKER_CONFIG: cfg, DOCKER_CONTEXT: 'other' } })).toMatchObject({
+      kind: 'tcp',
+      host: '10.1.2.3',
+      port: 2375,
+      tls: null,
+      source: 'docker context "other"',
+    });
     expect(resolve({ env: { DOCKER_CONFIG: cfg, DOCKER_CONTEXT: 'default' } }).source).toBe('default');
   });
 
@@ -66,7 +93,9 @@ describe('resolveDockerEndpoint: the docker CLI order, first present source wins
     mkdirSync(join(h, '.docker'));
     writeFileSync(join(h, '.docker', 'config.json'), JSON.stringify({ auths: {}, currentContext: 'colima' }));
     writeContext(join(h, '.docker'), 'colima', `unix://${h}/.colima/default/docker.sock`);
-    expect(resolveDockerEndpoint({ home: h, env: {} }).description).toBe(`unix://${h}/.colima/default/docker.sock (docker context "colima")`);
+    expect(resolveDockerEndpoint({ home: h, env: {} }).description).toBe(
+      `unix://${h}/.colima/default/docker.sock (docker context "colima")`,
+    );
   });
 
   it('tcp: default ports, TLS from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH (PEM contents)', () => {
@@ -74,7 +103,13 @@ describe('resolveDockerEndpoint: the docker CLI order, first present source wins
     writeFileSync(join(certs, 'ca.pem'), 'CA');
     writeFileSync(join(certs, 'cert.pem'), 'CERT');
     writeFileSync(join(certs, 'key.pem'), 'KEY');
-    expect(resolve({ env: { DOCKER_HOST: 'tcp://engine.example' } })).toMatchObject({ kind: 'tcp', host: 'engine.example', port: 2375, tls: null, description: 'tcp://engine.example:2375 (DOCKER_HOST)' });
+    expect(resolve({ env: { DOCKER_HOST: 'tcp://engine.example' } })).toMatchObject({
+      kind: 'tcp',
+      host: 'engine.example',
+      port: 2375,
+      tls: null,
+      description: 'tcp://engine.example:2375 (DOCKER_HOST)',
+    });
     expect(resolve({ env: { DOCKER_HOST: 'tcp://10.0.0.5', DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: certs } })).toEqual({
       kind: 'tcp',
       host: '10.0.0.5',
@@ -83,7 +118,12 @@ describe('resolveDockerEndpoint: the docker CLI order, first present source wins
       source: 'DOCKER_HOST',
       description: 'tcp://10.0.0.5:2376 over TLS (DOCKER_HOST)',
     });
-    expect(resolve({ env: { DOCKER_HOST: '[::1]:2400', DOCKER_TLS: '1', DOCKER_CERT_PATH: certs } })).toMatchObject({ host: '::1', port: 2400, tls: { verify: false }, description: 'tcp://[::1]:2400 over TLS, server not verified (DOCKER_HOST)' });
+    expect(resolve({ env: { DOCKER_HOST: '[::1]:2400', DOCKER_TLS: '1', DOCKER_CERT_PATH: certs } })).toMatchObject({
+      host: '::1',
+      port: 2400,
+      tls: { verify: false },
+      description: 'tcp://[::1]:2400 over TLS, server not verified (DOCKER_HOST)',
+    });
     // TLS settings do not matter for a unix socket.
     expect(resolve({ env: { DOCKER_HOST: 'unix:///x.sock', DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: '/nonexistent' } }).kind).toBe('unix');
   });
@@ -98,16 +138,26 @@ describe('resolveDockerEndpoint: the docker CLI order, first present source wins
       }
       throw new Error('expected a DockerEndpointError');
     };
-    expect(err({ env: { DOCKER_HOST: 'ssh://me@box' } })).toMatch(/^DOCKER_HOST: unsupported docker host scheme "ssh:\/\/" in "ssh:\/\/me@box"/);
-    expect(err({ host: 'npipe:////./pipe/docker_engine' })).toMatch(/^providers\.docker\.host: unsupported docker host scheme "npipe:\/\/"/);
-    expect(err({ env: { DOCKER_HOST: 'unix://relative.sock' } })).toMatch(/^DOCKER_HOST: unix socket address must be unix:\/\/\/absolute\/path/);
+    expect(err({ env: { DOCKER_HOST: 'ssh://me@box' } })).toMatch(
+      /^DOCKER_HOST: unsupported docker host scheme "ssh:\/\/" in "ssh:\/\/me@box"/,
+    );
+    expect(err({ host: 'npipe:////./pipe/docker_engine' })).toMatch(
+      /^providers\.docker\.host: unsupported docker host scheme "npipe:\/\/"/,
+    );
+    expect(err({ env: { DOCKER_HOST: 'unix://relative.sock' } })).toMatch(
+      /^DOCKER_HOST: unix socket address must be unix:\/\/\/absolute\/path/,
+    );
     expect(err({ socketPath: 'relative.sock' })).toMatch(/^providers\.docker\.socket_path must be an absolute path/);
     const cfg = tempDir('sbx-ep-bad-');
-    expect(err({ env: { DOCKER_CONFIG: cfg, DOCKER_CONTEXT: 'gone' } })).toMatch(/^docker context "gone": cannot read .*meta\.json: the context does not exist$/);
+    expect(err({ env: { DOCKER_CONFIG: cfg, DOCKER_CONTEXT: 'gone' } })).toMatch(
+      /^docker context "gone": cannot read .*meta\.json: the context does not exist$/,
+    );
     writeFileSync(join(cfg, 'config.json'), '{not json');
     expect(err({ env: { DOCKER_CONFIG: cfg } })).toMatch(/^cannot read the docker CLI config .*config\.json: not valid JSON$/);
     writeContext(cfg, 'half', 'tcp://127.0.0.1:1', { 'cert.pem': 'CERT' });
-    expect(err({ env: { DOCKER_CONFIG: cfg, DOCKER_CONTEXT: 'half' } })).toMatch(/^docker context "half": .* has cert\.pem without key\.pem$/);
+    expect(err({ env: { DOCKER_CONFIG: cfg, DOCKER_CONTEXT: 'half' } })).toMatch(
+      /^docker context "half": .* has cert\.pem without key\.pem$/,
+    );
   });
 });
 
@@ -120,11 +170,43 @@ function makeCerts(dir: string): void {
   key('server-key.pem');
   ossl('req', '-new', '-key', 'server-key.pem', '-out', 'server.csr', '-subj', '/CN=localhost');
   writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-  ossl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-out', 'server-cert.pem', '-days', '2', '-extfile', 'server.ext');
+  ossl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca-key.pem',
+    '-CAcreateserial',
+    '-out',
+    'server-cert.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'server.ext',
+  );
   key('key.pem');
   ossl('req', '-new', '-key', 'key.pem', '-out', 'client.csr', '-subj', '/CN=sbx-client');
   writeFileSync(join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
-  ossl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-out', 'cert.pem', '-days', '2', '-extfile', 'client.ext');
+  ossl(
+    'x509',
+    '-req',
+    '-in',
+    'client.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca-key.pem',
+    '-CAcreateserial',
+    '-out',
+    'cert.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'client.ext',
+  );
 }
 
 interface Relay {
@@ -213,10 +295,27 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
   };
   /** Spawns, runs a command (with stdin, so a hijacked connection too), reads a file back, destroys. */
   const roundTrip = async (p: Provider) => {
-    const { runtime_id } = await p.spawn({ sandbox_id: `sb-ep${randomBytes(4).toString('hex')}`, image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null });
+    const { runtime_id } = await p.spawn({
+      sandbox_id: `sb-ep${randomBytes(4).toString('hex')}`,
+      image: TEST_IMAGE,
+      memory_mb: 64,
+      vcpus: 1,
+      metadata: {},
+      owner_id: null,
+    });
     try {
-      const r = await collect(p.exec(runtime_id, { command: 'sh', args: ['-c', 'echo "got $(cat)"'], mode: 'argv', env: {}, stdin: Buffer.from('stdin bytes') }, never));
-      expect({ stderr: r.stderr, exitCode: r.exitCode, stdout: r.stdout }).toEqual({ exitCode: 0, stdout: 'got stdin bytes\n', stderr: '' });
+      const r = await collect(
+        p.exec(
+          runtime_id,
+          { command: 'sh', args: ['-c', 'echo "got $(cat)"'], mode: 'argv', env: {}, stdin: Buffer.from('stdin bytes') },
+          never,
+        ),
+      );
+      expect({ stderr: r.stderr, exitCode: r.exitCode, stdout: r.stdout }).toEqual({
+        exitCode: 0,
+        stdout: 'got stdin bytes\n',
+        stderr: '',
+      });
       await p.writeFile(runtime_id, '/workspace/f.txt', Buffer.from('via endpoint'), undefined);
       expect(Buffer.from(await p.readFile(runtime_id, '/workspace/f.txt')).toString()).toBe('via endpoint');
     } finally {
@@ -268,7 +367,10 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
     afterAll(async () => relay?.close());
 
     it('DOCKER_HOST=tcp:// with DOCKER_TLS_VERIFY and DOCKER_CERT_PATH reaches the engine', async () => {
-      const endpoint = resolveDockerEndpoint({ env: { DOCKER_HOST: `tcp://127.0.0.1:${relay.port}`, DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: certs }, home: dir });
+      const endpoint = resolveDockerEndpoint({
+        env: { DOCKER_HOST: `tcp://127.0.0.1:${relay.port}`, DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: certs },
+        home: dir,
+      });
       expect(endpoint.description).toBe(`tcp://127.0.0.1:${relay.port} over TLS (DOCKER_HOST)`);
       const before = relay.accepted();
       const p = provider(endpoint);
@@ -280,9 +382,19 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
     it('a context with TLS material under contexts/tls/<sha>/docker reaches the engine', async () => {
       const cfg = tempDir('sbx-ep-tlsctx-');
       const pem = (f: string) => readFileSync(join(certs, f), 'utf8');
-      writeContext(cfg, 'remote', `tcp://localhost:${relay.port}`, { 'ca.pem': pem('ca.pem'), 'cert.pem': pem('cert.pem'), 'key.pem': pem('key.pem') });
+      writeContext(cfg, 'remote', `tcp://localhost:${relay.port}`, {
+        'ca.pem': pem('ca.pem'),
+        'cert.pem': pem('cert.pem'),
+        'key.pem': pem('key.pem'),
+      });
       const endpoint = resolveDockerEndpoint({ env: { DOCKER_CONFIG: cfg, DOCKER_CONTEXT: 'remote' }, home: dir });
-      expect(endpoint).toMatchObject({ kind: 'tcp', host: 'localhost', port: relay.port, tls: { verify: true }, source: 'docker context "remote"' });
+      expect(endpoint).toMatchObject({
+        kind: 'tcp',
+        host: 'localhost',
+        port: relay.port,
+        tls: { verify: true },
+        source: 'docker context "remote"',
+      });
       const p = provider(endpoint);
       expect(await p.health()).toMatchObject({ healthy: true });
       await roundTrip(p);
@@ -291,12 +403,25 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
     it('without a client certificate, or with a CA that does not match, docker is unhealthy', async () => {
       const noClient = tempDir('sbx-ep-nocert-');
       writeFileSync(join(noClient, 'ca.pem'), readFileSync(join(certs, 'ca.pem')));
-      const a = provider(resolveDockerEndpoint({ env: { DOCKER_HOST: `tcp://127.0.0.1:${relay.port}`, DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: noClient }, home: dir }));
-      expect(await a.health()).toMatchObject({ healthy: false, error: `docker engine unreachable at tcp://127.0.0.1:${relay.port} over TLS (DOCKER_HOST)` });
+      const a = provider(
+        resolveDockerEndpoint({
+          env: { DOCKER_HOST: `tcp://127.0.0.1:${relay.port}`, DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: noClient },
+          home: dir,
+        }),
+      );
+      expect(await a.health()).toMatchObject({
+        healthy: false,
+        error: `docker engine unreachable at tcp://127.0.0.1:${relay.port} over TLS (DOCKER_HOST)`,
+      });
       const otherCa = tempDir('sbx-ep-otherca-');
       makeCerts(otherCa);
       for (const f of ['cert.pem', 'key.pem']) writeFileSync(join(otherCa, f), readFileSync(join(certs, f)));
-      const b = provider(resolveDockerEndpoint({ env: { DOCKER_HOST: `tcp://127.0.0.1:${relay.port}`, DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: otherCa }, home: dir }));
+      const b = provider(
+        resolveDockerEndpoint({
+          env: { DOCKER_HOST: `tcp://127.0.0.1:${relay.port}`, DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: otherCa },
+          home: dir,
+        }),
+      );
       expect((await b.health()).healthy).toBe(false);
     });
 
@@ -304,14 +429,22 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
       const unverified = tempDir('sbx-ep-noverify-');
       // Client certificate only: no CA to check the server against.
       for (const f of ['cert.pem', 'key.pem']) writeFileSync(join(unverified, f), readFileSync(join(certs, f)));
-      const endpoint = resolveDockerEndpoint({ env: { DOCKER_HOST: `tcp://127.0.0.1:${relay.port}`, DOCKER_TLS: '1', DOCKER_CERT_PATH: unverified }, home: dir });
+      const endpoint = resolveDockerEndpoint({
+        env: { DOCKER_HOST: `tcp://127.0.0.1:${relay.port}`, DOCKER_TLS: '1', DOCKER_CERT_PATH: unverified },
+        home: dir,
+      });
       expect(endpoint).toMatchObject({ kind: 'tcp', tls: { verify: false } });
       expect(endpoint.kind === 'tcp' && endpoint.tls?.ca).toBeUndefined();
       const p = provider(endpoint);
       expect(await p.health()).toMatchObject({ healthy: true });
       await roundTrip(p);
       // The same files with verification on fail: the test CA is not a trusted root.
-      const verified = provider(resolveDockerEndpoint({ env: { DOCKER_HOST: `tcp://127.0.0.1:${relay.port}`, DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: unverified }, home: dir }));
+      const verified = provider(
+        resolveDockerEndpoint({
+          env: { DOCKER_HOST: `tcp://127.0.0.1:${relay.port}`, DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: unverified },
+          home: dir,
+        }),
+      );
       expect((await verified.health()).healthy).toBe(false);
     });
   });
@@ -335,7 +468,12 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
       try {
         const list = await call(srv.url, 'GET', '/api/v1/providers');
         expect(list.body).toHaveLength(1);
-        expect(list.body[0]).toMatchObject({ name: 'docker', healthy: false, default: true, error: 'docker engine unreachable at unix:///nowhere.sock (DOCKER_HOST)' });
+        expect(list.body[0]).toMatchObject({
+          name: 'docker',
+          healthy: false,
+          default: true,
+          error: 'docker engine unreachable at unix:///nowhere.sock (DOCKER_HOST)',
+        });
         expect((await call(srv.url, 'GET', '/api/v1/providers/docker')).body.config.endpoint).toBe('unix:///nowhere.sock (DOCKER_HOST)');
         const ready = await call(srv.url, 'GET', '/api/v1/ready');
         expect(ready.status).toBe(503);
@@ -381,7 +519,10 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
       const t = await tap();
       process.env.DOCKER_HOST = `unix://${t.path}`;
       const home = tempDir('sbx-ep-serve-');
-      writeFileSync(join(home, 'sbx.yaml'), `server:\n  port: 0\ndatabase:\n  driver: sqlite\n  path: ${join(home, 'sbx.db')}\nproviders:\n  default: docker\nlogging:\n  level: info\n  format: json\n`);
+      writeFileSync(
+        join(home, 'sbx.yaml'),
+        `server:\n  port: 0\ndatabase:\n  driver: sqlite\n  path: ${join(home, 'sbx.db')}\nproviders:\n  default: docker\nlogging:\n  level: info\n  format: json\n`,
+      );
       const logged: string[] = [];
       const write = process.stderr.write.bind(process.stderr);
       process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
@@ -392,7 +533,16 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
       const sink = new Writable({ write: (_c, _e, cb) => cb() });
       try {
         let url = '';
-        const running = runServe({ config: join(home, 'sbx.yaml'), cwd: home, home, env: { HOME: home }, stdout: sink, stderr: sink, signal: stop.signal, onListening: (u) => (url = u) });
+        const running = runServe({
+          config: join(home, 'sbx.yaml'),
+          cwd: home,
+          home,
+          env: { HOME: home },
+          stdout: sink,
+          stderr: sink,
+          signal: stop.signal,
+          onListening: (u) => (url = u),
+        });
         for (let i = 0; i < 200 && !url; i++) await new Promise((r) => setTimeout(r, 50));
         expect(url).not.toBe('');
         expect((await call(url, 'GET', '/api/v1/ready')).status).toBe(200);
@@ -404,7 +554,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
       }
       const start = logged.map((l) => l.trim()).find((l) => l.includes('listening on'));
       expect(start).toBeDefined();
-      expect((JSON.parse(start!) as { msg: string }).msg).toContain(`(provider: docker, docker: unix://${t.path} (DOCKER_HOST), store: sqlite`);
+      expect((JSON.parse(start!) as { msg: string }).msg).toContain(
+        `(provider: docker, docker: unix://${t.path} (DOCKER_HOST), store: sqlite`,
+      );
       expect(t.accepted()).toBeGreaterThan(0);
     });
   });

@@ -9,10 +9,10 @@ import type { DockerProviderOptions } from '../../src/adapters/providers/docker/
 import type { Provider } from '../../src/core/ports.js';
 
 /** Docker suites are mandatory with SBX_TEST_DOCKER=1 and skipped (with this reason) without it. */
-export const DOCKER_SKIP = process.env.SBX_TEST_DOCKER === '1' ? undefined : 'SBX_TEST_DOCKER is not 1 (run scripts/test-docker-up.sh, then SBX_TEST_DOCKER=1)';
+export const DOCKER_SKIP =
+  process.env.SBX_TEST_DOCKER === '1' ? undefined : 'SBX_TEST_DOCKER is not 1 (run scripts/test-docker-up.sh, then SBX_TEST_DOCKER=1)';
 export const SOCKET = process.env.SBX_TEST_DOCKER_SOCKET ?? '/var/run/docker.sock';
 export const TEST_IMAGE = process.env.SBX_TEST_IMAGE ?? 'sbx-test/busybox:latest';
-
 
 /** Suite title that says why it was skipped. */
 export function dockerTitle(title: string): string {
@@ -47,7 +47,14 @@ export function testProvider(installationId: string, extra: Partial<DockerProvid
 /** Force-removes every container labelled with the installation id (test teardown). */
 export async function removeInstallation(docker: Docker, installationId: string): Promise<void> {
   const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL_INSTALLATION}=${installationId}`] } });
-  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+  await Promise.all(
+    list.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => undefined),
+    ),
+  );
   // The agent's socket directories (the provider's default place for this installation).
   rmSync(join(tmpdir(), `sbx-agent-${installationId}`), { recursive: true, force: true });
 }

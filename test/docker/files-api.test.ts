@@ -50,7 +50,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker files through the
   });
   afterAll(async () => {
     if (srv) {
-      for (const s of (await call(srv.url, 'GET', '/api/v1/sandboxes')).json ?? []) await call(srv.url, 'DELETE', `/api/v1/sandboxes/${s.id}`);
+      for (const s of (await call(srv.url, 'GET', '/api/v1/sandboxes')).json ?? [])
+        await call(srv.url, 'DELETE', `/api/v1/sandboxes/${s.id}`);
       await srv.close();
     }
     await tap?.close();
@@ -75,14 +76,22 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker files through the
   it('a directory read is a 400 and a read over the file limit a 413, each after one engine call', async () => {
     tap.take();
     const dirRead = await call(srv.url, 'GET', files('?path=/workspace'));
-    expect({ status: dirRead.status, body: dirRead.json }).toEqual({ status: 400, body: { code: 'bad_request', message: '/workspace is a directory' } });
+    expect({ status: dirRead.status, body: dirRead.json }).toEqual({
+      status: 400,
+      body: { code: 'bad_request', message: '/workspace is a directory' },
+    });
     expect(tap.take()).toEqual([`GET ${archive}`]);
 
     // defaults.max_file_mb = 1; the file is made by a command, the API would not take it.
-    expect(await exec('head -c 1048577 /dev/zero > /workspace/big; head -c 1048576 /dev/zero > /workspace/at-limit')).toMatchObject({ exit_code: 0 });
+    expect(await exec('head -c 1048577 /dev/zero > /workspace/big; head -c 1048576 /dev/zero > /workspace/at-limit')).toMatchObject({
+      exit_code: 0,
+    });
     tap.take();
     const big = await call(srv.url, 'GET', files('?path=/workspace/big'));
-    expect({ status: big.status, body: big.json }).toEqual({ status: 413, body: { code: 'payload_too_large', message: 'file is 1048577 bytes; the limit is 1048576' } });
+    expect({ status: big.status, body: big.json }).toEqual({
+      status: 413,
+      body: { code: 'payload_too_large', message: 'file is 1048577 bytes; the limit is 1048576' },
+    });
     expect(tap.take()).toEqual([`GET ${archive}`]);
     const atLimit = await call(srv.url, 'GET', files('?path=/workspace/at-limit'));
     expect(atLimit.status).toBe(200);
@@ -90,9 +99,14 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker files through the
   });
 
   it('reads follow links to their target, whose size counts; missing paths stay 404', async () => {
-    expect(await exec('ln -s big /workspace/to-big && printf small > /workspace/s && ln -s s /workspace/to-s')).toMatchObject({ exit_code: 0 });
+    expect(await exec('ln -s big /workspace/to-big && printf small > /workspace/s && ln -s s /workspace/to-s')).toMatchObject({
+      exit_code: 0,
+    });
     expect((await call(srv.url, 'GET', files('?path=/workspace/to-s'))).body.toString()).toBe('small');
-    expect((await call(srv.url, 'GET', files('?path=/workspace/to-big'))).json).toEqual({ code: 'payload_too_large', message: 'file is 1048577 bytes; the limit is 1048576' });
+    expect((await call(srv.url, 'GET', files('?path=/workspace/to-big'))).json).toEqual({
+      code: 'payload_too_large',
+      message: 'file is 1048577 bytes; the limit is 1048576',
+    });
     const missing = await call(srv.url, 'GET', files('?path=/workspace/nope/none'));
     expect(missing.status).toBe(404);
     expect(missing.json.code).toBe('not_found');
@@ -108,7 +122,10 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker files through the
     expect((await call(srv.url, 'GET', files('?path=/dev/null'))).body.byteLength).toBe(0);
     // Sizes there say 0: an endless file is cut off at the limit (defaults.max_file_mb = 1).
     const zero = await call(srv.url, 'GET', files('?path=/dev/zero'));
-    expect({ status: zero.status, body: zero.json }).toEqual({ status: 413, body: { code: 'payload_too_large', message: '/dev/zero is larger than the limit of 1048576 bytes' } });
+    expect({ status: zero.status, body: zero.json }).toEqual({
+      status: 413,
+      body: { code: 'payload_too_large', message: '/dev/zero is larger than the limit of 1048576 bytes' },
+    });
     const missing = await call(srv.url, 'GET', files('?path=/proc/nope'));
     expect({ status: missing.status, code: missing.json.code }).toEqual({ status: 404, code: 'not_found' });
     const dirRead = await call(srv.url, 'GET', files('?path=/proc/self'));

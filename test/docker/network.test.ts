@@ -12,7 +12,12 @@ import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE } from './engine.js';
 
-const exec = async (base: string, id: string, command: string) => (await call(base, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, timeout: '20s' })).body as { exit_code: number; stdout: string; stderr: string };
+const exec = async (base: string, id: string, command: string) =>
+  (await call(base, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, timeout: '20s' })).body as {
+    exit_code: number;
+    stdout: string;
+    stderr: string;
+  };
 
 describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('network per spawn on docker'), () => {
   let docker: Docker;
@@ -75,7 +80,10 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('network per spawn on doc
   it('unset, the sandbox gets providers.docker.network_mode and says so; defaults.network comes first', async () => {
     const plain = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
     expect(plain.body.network).toBe('bridge');
-    const offline = await startTestServer({ providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64, network: 'none' } });
+    const offline = await startTestServer({
+      providers: { default: 'docker' },
+      defaults: { image: TEST_IMAGE, memory_mb: 64, network: 'none' },
+    });
     try {
       const d = await call(offline.url, 'POST', '/api/v1/sandboxes', {});
       expect(d.body.network).toBe('none');
@@ -94,7 +102,10 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('network per spawn on doc
       for (const network of ['none', 'bridge']) {
         const r = await call(mock.url, 'POST', '/api/v1/sandboxes', { network });
         expect(r.status).toBe(501);
-        expect(r.body).toEqual({ code: 'not_implemented', message: `mock sandboxes share the host's network: network "${network}" needs the docker provider` });
+        expect(r.body).toEqual({
+          code: 'not_implemented',
+          message: `mock sandboxes share the host's network: network "${network}" needs the docker provider`,
+        });
       }
       expect((await call(mock.url, 'GET', '/api/v1/sandboxes')).body).toEqual([]);
       expect((await call(mock.url, 'POST', '/api/v1/sandboxes', {})).body.network).toBe('host');

@@ -28,8 +28,15 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('reconciliation of docker
     p = testProvider(installationId);
   });
   afterAll(async () => {
-    for (const v of ['orphan', 'kept', 'theirs']) await docker.getVolume(`sbx-vol-rc-${v}-${installationId}`).remove().catch(() => undefined);
-    await docker.getImage(`sbx-snapshot/rc-orphan-${installationId}:latest`).remove({ force: true }).catch(() => undefined);
+    for (const v of ['orphan', 'kept', 'theirs'])
+      await docker
+        .getVolume(`sbx-vol-rc-${v}-${installationId}`)
+        .remove()
+        .catch(() => undefined);
+    await docker
+      .getImage(`sbx-snapshot/rc-orphan-${installationId}:latest`)
+      .remove({ force: true })
+      .catch(() => undefined);
     await removeInstallation(docker, installationId);
     await store?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -43,13 +50,22 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('reconciliation of docker
     await store.insertVolume({ name: n('gone'), provider: 'docker', created_at: new Date().toISOString(), owner_id: null });
     // Another installation's volume of a similar name is never touched.
     await testProvider(other).createVolume!(n('theirs'));
-    const { runtime_id } = await p.spawn({ sandbox_id: `sb-rc${installationId.slice(0, 8)}`, image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null });
+    const { runtime_id } = await p.spawn({
+      sandbox_id: `sb-rc${installationId.slice(0, 8)}`,
+      image: TEST_IMAGE,
+      memory_mb: 64,
+      vcpus: 1,
+      metadata: {},
+      owner_id: null,
+    });
     const snap = await p.snapshot!(runtime_id, n('orphan'));
     const bus = new EventBus(clock);
     const young = await reconcileCatalog({ store, providers: new Map([['docker', p]]), bus, clock, workerId: 'local' });
     expect(young.map((a) => a.action)).toEqual(['volume_missing']);
     const actions = await reconcileCatalog({ store, providers: new Map([['docker', p]]), bus, clock, workerId: 'local', graceMs: -1 });
-    expect(actions.map((a) => `${a.action} ${a.runtime_id}`).sort()).toEqual([`remove_orphan_snapshot ${n('orphan')}`, `remove_orphan_volume ${n('orphan')}`, `volume_missing ${n('gone')}`].sort());
+    expect(actions.map((a) => `${a.action} ${a.runtime_id}`).sort()).toEqual(
+      [`remove_orphan_snapshot ${n('orphan')}`, `remove_orphan_volume ${n('orphan')}`, `volume_missing ${n('gone')}`].sort(),
+    );
     await expect(docker.getVolume(`sbx-vol-${n('orphan')}`).inspect()).rejects.toThrow();
     await expect(docker.getImage(snap.image).inspect()).rejects.toThrow();
     expect((await docker.getVolume(`sbx-vol-${n('kept')}`).inspect()).Name).toBe(`sbx-vol-${n('kept')}`);

@@ -25,7 +25,14 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('startup reconciliation a
 
   async function spawn(provider = p): Promise<{ id: string; rid: string }> {
     const id = `sb-rc${randomBytes(5).toString('hex')}`;
-    const { runtime_id } = await provider.spawn({ sandbox_id: id, image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null });
+    const { runtime_id } = await provider.spawn({
+      sandbox_id: id,
+      image: TEST_IMAGE,
+      memory_mb: 64,
+      vcpus: 1,
+      metadata: {},
+      owner_id: null,
+    });
     return { id, rid: runtime_id };
   }
   async function stored(id: string, rid: string | null, extra: Partial<SandboxRecord> = {}): Promise<void> {
@@ -59,7 +66,11 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('startup reconciliation a
   afterAll(async () => {
     await removeInstallation(docker, installationId);
     await removeInstallation(docker, otherInstallation);
-    for (const id of strays) await docker.getContainer(id).remove({ force: true }).catch(() => undefined);
+    for (const id of strays)
+      await docker
+        .getContainer(id)
+        .remove({ force: true })
+        .catch(() => undefined);
     await store?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -106,11 +117,36 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('startup reconciliation a
     const byRuntime = new Map(report.actions.map((a) => [a.runtime_id, a]));
     expect(byRuntime.get(gone.rid)).toEqual({ action: 'mark_destroyed', sandbox_id: gone.id, runtime_id: gone.rid, provider: 'docker' });
     expect(byRuntime.get(old.rid)).toEqual({ action: 'expire', sandbox_id: old.id, runtime_id: old.rid, provider: 'docker' });
-    expect(byRuntime.get(oldGone.rid)).toEqual({ action: 'mark_expired', sandbox_id: oldGone.id, runtime_id: oldGone.rid, provider: 'docker' });
-    expect(byRuntime.get(orphan.rid)).toEqual({ action: 'remove_orphan', sandbox_id: orphan.id, runtime_id: orphan.rid, provider: 'docker' });
-    expect(byRuntime.get(zombie.rid)).toEqual({ action: 'remove_orphan', sandbox_id: zombie.id, runtime_id: zombie.rid, provider: 'docker' });
-    expect(byRuntime.get(stopped.rid)).toEqual({ action: 'destroy_stopped', sandbox_id: stopped.id, runtime_id: stopped.rid, provider: 'docker' });
-    expect(byRuntime.get(failed.rid)).toEqual({ action: 'destroy_stopped', sandbox_id: failed.id, runtime_id: failed.rid, provider: 'docker' });
+    expect(byRuntime.get(oldGone.rid)).toEqual({
+      action: 'mark_expired',
+      sandbox_id: oldGone.id,
+      runtime_id: oldGone.rid,
+      provider: 'docker',
+    });
+    expect(byRuntime.get(orphan.rid)).toEqual({
+      action: 'remove_orphan',
+      sandbox_id: orphan.id,
+      runtime_id: orphan.rid,
+      provider: 'docker',
+    });
+    expect(byRuntime.get(zombie.rid)).toEqual({
+      action: 'remove_orphan',
+      sandbox_id: zombie.id,
+      runtime_id: zombie.rid,
+      provider: 'docker',
+    });
+    expect(byRuntime.get(stopped.rid)).toEqual({
+      action: 'destroy_stopped',
+      sandbox_id: stopped.id,
+      runtime_id: stopped.rid,
+      provider: 'docker',
+    });
+    expect(byRuntime.get(failed.rid)).toEqual({
+      action: 'destroy_stopped',
+      sandbox_id: failed.id,
+      runtime_id: failed.rid,
+      provider: 'docker',
+    });
     expect(report.actions).toHaveLength(7);
 
     expect((await store.getSandbox(gone.id))!.state).toBe('destroyed');
@@ -156,7 +192,14 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('startup reconciliation a
     await docker.getContainer(stopped.rid).kill();
     const down = testProvider(installationId, { socketPath: join(dir, 'no-engine.sock') });
     const bus = new EventBus(clock);
-    const blind = await reconcileSandboxes({ store, providers: new Map([['docker', down]]), bus, clock, installationId, workerId: 'local' });
+    const blind = await reconcileSandboxes({
+      store,
+      providers: new Map([['docker', down]]),
+      bus,
+      clock,
+      installationId,
+      workerId: 'local',
+    });
     expect(blind.actions).toEqual([]);
     expect((await store.getSandbox(stopped.id))!.state).toBe('running');
     expect(await p.status(stopped.rid)).toBe('stopped');

@@ -5,13 +5,27 @@ import { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX } from '../../src/adapte
 import type { PullEvent } from '../../src/adapters/providers/docker/index.js';
 import { SbxError } from '../../src/core/errors.js';
 import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports.js';
-import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, SOCKET, TEST_IMAGE, testInstallationId, testProvider } from './engine.js';
+import {
+  DOCKER_SKIP,
+  dockerTitle,
+  removeInstallation,
+  requireEngine,
+  SOCKET,
+  TEST_IMAGE,
+  testInstallationId,
+  testProvider,
+} from './engine.js';
 
 const never = new AbortController().signal;
 const sh = (command: string, extra: Partial<ExecSpec> = {}): ExecSpec => ({ command, args: [], mode: 'shell', env: {}, ...extra });
 const newId = () => `sb-sec${randomBytes(5).toString('hex')}`;
 
-async function run(p: Provider, rid: string, spec: ExecSpec, signal = never): Promise<{ stdout: string; stderr: string; exit: number | null }> {
+async function run(
+  p: Provider,
+  rid: string,
+  spec: ExecSpec,
+  signal = never,
+): Promise<{ stdout: string; stderr: string; exit: number | null }> {
   let stdout = '';
   let stderr = '';
   let exit: number | null = null;
@@ -44,7 +58,14 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
     docker = await requireEngine();
     p = testProvider(installationId, { onPull: (e) => pulls.push(e) });
     sandboxId = newId();
-    ({ runtime_id: rid } = await p.spawn({ sandbox_id: sandboxId, image: TEST_IMAGE, memory_mb: 128, vcpus: 1, metadata: {}, owner_id: 'alice' }));
+    ({ runtime_id: rid } = await p.spawn({
+      sandbox_id: sandboxId,
+      image: TEST_IMAGE,
+      memory_mb: 128,
+      vcpus: 1,
+      metadata: {},
+      owner_id: 'alice',
+    }));
   });
   afterAll(async () => {
     await removeInstallation(docker, installationId);
@@ -76,7 +97,15 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
   it('reports health, config and the inventory with labels', async () => {
     const h = await p.health();
     expect(h).toMatchObject({ healthy: true, runtime_count: 1 });
-    expect(p.config()).toEqual({ endpoint: `unix://${SOCKET}`, runtime: 'runc', network_mode: 'bridge', pids_limit: 256, read_only_rootfs: false, agent: expect.stringMatching(/^(on|off)$/), filtered: expect.any(String) });
+    expect(p.config()).toEqual({
+      endpoint: `unix://${SOCKET}`,
+      runtime: 'runc',
+      network_mode: 'bridge',
+      pids_limit: 256,
+      read_only_rootfs: false,
+      agent: expect.stringMatching(/^(on|off)$/),
+      filtered: expect.any(String),
+    });
     expect(p.capabilities).toEqual(expect.arrayContaining(['runtime_inventory', 'container']));
     const rt = (await p.listRuntimes!()).find((r) => r.runtime_id === rid);
     expect(rt).toEqual({ runtime_id: rid, sandbox_id: sandboxId, installation_id: installationId, status: 'running' });
@@ -107,7 +136,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
   });
 
   it('rejects sizes the host cannot give', async () => {
-    const spawn = (memory_mb: number, vcpus = 1) => p.spawn({ sandbox_id: newId(), image: TEST_IMAGE, memory_mb, vcpus, metadata: {}, owner_id: null });
+    const spawn = (memory_mb: number, vcpus = 1) =>
+      p.spawn({ sandbox_id: newId(), image: TEST_IMAGE, memory_mb, vcpus, metadata: {}, owner_id: null });
     expect((await failure(spawn(0))).code).toBe('bad_request');
     expect((await failure(spawn(-5))).code).toBe('bad_request');
     expect((await failure(spawn(64 * 1024 * 1024))).code).toBe('bad_request');
@@ -133,7 +163,11 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
     let bytes = 0;
     let chunks = 0;
     let paused = false;
-    for await (const ev of p.exec(rid, sh(`yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c ${total}`), never) as AsyncIterable<ExecEvent>) {
+    for await (const ev of p.exec(
+      rid,
+      sh(`yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c ${total}`),
+      never,
+    ) as AsyncIterable<ExecEvent>) {
       if (ev.stream === 'stdout') {
         bytes += ev.data.byteLength;
         chunks++;
@@ -170,7 +204,16 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
   it('server settings the engine refuses are provider_errors naming the setting, and leave nothing behind', async () => {
     const before = (await p.listRuntimes!()).length;
     const spawnWith = (extra: Parameters<typeof testProvider>[1]) =>
-      failure(testProvider(installationId, extra).spawn({ sandbox_id: newId(), image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null }));
+      failure(
+        testProvider(installationId, extra).spawn({
+          sandbox_id: newId(),
+          image: TEST_IMAGE,
+          memory_mb: 64,
+          vcpus: 1,
+          metadata: {},
+          owner_id: null,
+        }),
+      );
     const runtime = await spawnWith({ runtime: 'sbx-no-such-runtime' });
     expect({ code: runtime.code, message: runtime.message }).toEqual({
       code: 'provider_error',
@@ -184,7 +227,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
     expect((await p.listRuntimes!()).length).toBe(before);
   });
 
-  it('an invalid image reference is the caller\'s bad_request, before anything is pulled', async () => {
+  it("an invalid image reference is the caller's bad_request, before anything is pulled", async () => {
     for (const image of ['UPPER/Bad::x', 'sbx-test/busybox:bad tag']) {
       const err = await failure(p.spawn({ sandbox_id: newId(), image, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null }));
       expect({ code: err.code, message: err.message }).toEqual({
@@ -205,11 +248,26 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
     expect((await docker.getContainer(runtime_id).inspect()).Config.User).toBe('65534');
     await u.writeFile(runtime_id, '/workspace/d/e.txt', Buffer.from('by api'), undefined);
     await u.writeFile(runtime_id, '/workspace/top.txt', Buffer.from('top'), 0o600);
-    const r = await run(u, runtime_id, sh('id -u; pwd; touch /workspace/x && echo touched >> /workspace/d/e.txt; stat -c "%n %u:%g %a" /workspace /workspace/d /workspace/d/e.txt /workspace/top.txt /workspace/x'));
+    const r = await run(
+      u,
+      runtime_id,
+      sh(
+        'id -u; pwd; touch /workspace/x && echo touched >> /workspace/d/e.txt; stat -c "%n %u:%g %a" /workspace /workspace/d /workspace/d/e.txt /workspace/top.txt /workspace/x',
+      ),
+    );
     expect(r.stderr).toBe('');
     // The image names 65534 with group 65534: commands get it; the API, told only the uid, writes group 0.
     expect(r.stdout).toBe(
-      ['65534', '/workspace', '/workspace 65534:0 755', '/workspace/d 65534:65534 755', '/workspace/d/e.txt 65534:0 644', '/workspace/top.txt 65534:0 600', '/workspace/x 65534:65534 644', ''].join('\n'),
+      [
+        '65534',
+        '/workspace',
+        '/workspace 65534:0 755',
+        '/workspace/d 65534:65534 755',
+        '/workspace/d/e.txt 65534:0 644',
+        '/workspace/top.txt 65534:0 600',
+        '/workspace/x 65534:65534 644',
+        '',
+      ].join('\n'),
     );
     expect(Buffer.from(await u.readFile(runtime_id, '/workspace/d/e.txt')).toString()).toBe('by apitouched\n');
     expect((await u.listFiles(runtime_id, '/workspace')).map((f) => f.name)).toEqual(['d', 'top.txt', 'x']);
@@ -219,11 +277,22 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
   it('a non-root user with a read-only rootfs: the /workspace tmpfs is theirs', async () => {
     const u = testProvider(installationId, { user: '1234:4321', readOnlyRootfs: true });
     const { runtime_id } = await u.spawn({ sandbox_id: newId(), image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null });
-    expect((await docker.getContainer(runtime_id).inspect()).HostConfig.Tmpfs?.['/workspace']).toBe('rw,nosuid,nodev,exec,mode=0755,uid=1234,gid=4321');
+    expect((await docker.getContainer(runtime_id).inspect()).HostConfig.Tmpfs?.['/workspace']).toBe(
+      'rw,nosuid,nodev,exec,mode=0755,uid=1234,gid=4321',
+    );
     await u.writeFile(runtime_id, '/workspace/d/e.txt', Buffer.from('by api'), undefined);
     const r = await run(u, runtime_id, sh('id; pwd; touch /workspace/x; stat -c "%n %u:%g %a" /workspace /workspace/d/e.txt /workspace/x'));
     expect(r.stderr).toBe('');
-    expect(r.stdout).toBe(['uid=1234 gid=4321 groups=4321', '/workspace', '/workspace 1234:4321 755', '/workspace/d/e.txt 1234:4321 644', '/workspace/x 1234:4321 644', ''].join('\n'));
+    expect(r.stdout).toBe(
+      [
+        'uid=1234 gid=4321 groups=4321',
+        '/workspace',
+        '/workspace 1234:4321 755',
+        '/workspace/d/e.txt 1234:4321 644',
+        '/workspace/x 1234:4321 644',
+        '',
+      ].join('\n'),
+    );
     expect((await u.listFiles(runtime_id, '/workspace')).map((f) => f.name)).toEqual(['d', 'x']);
     // Reads through exec keep the limit too, before a byte is sent.
     expect((await failure(u.readFile(runtime_id, '/workspace/d/e.txt', undefined, 3))).message).toBe('file is 6 bytes; the limit is 3');
@@ -232,7 +301,14 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
 
   it('read-only rootfs: tmpfs /tmp and /workspace, files still work, no-network mode', async () => {
     const ro = testProvider(installationId, { readOnlyRootfs: true, networkMode: 'none', pidsLimit: 64 });
-    const { runtime_id } = await ro.spawn({ sandbox_id: newId(), image: TEST_IMAGE, memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null });
+    const { runtime_id } = await ro.spawn({
+      sandbox_id: newId(),
+      image: TEST_IMAGE,
+      memory_mb: 64,
+      vcpus: 1,
+      metadata: {},
+      owner_id: null,
+    });
     const info = await docker.getContainer(runtime_id).inspect();
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
     expect(Object.keys(info.HostConfig.Tmpfs ?? {}).sort()).toEqual(['/tmp', '/workspace']);

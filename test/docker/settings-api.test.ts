@@ -19,7 +19,8 @@ async function withServer(docker: Record<string, unknown>, body: (srv: TestServe
   try {
     await body(srv);
   } finally {
-    for (const s of (await call(srv.url, 'GET', '/api/v1/sandboxes')).json ?? []) await call(srv.url, 'DELETE', `/api/v1/sandboxes/${s.id}`);
+    for (const s of (await call(srv.url, 'GET', '/api/v1/sandboxes')).json ?? [])
+      await call(srv.url, 'DELETE', `/api/v1/sandboxes/${s.id}`);
     await srv.close();
   }
 }
@@ -36,7 +37,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker settings through 
         const base = `/api/v1/sandboxes/${spawned.json.id}`;
         const written = await call(srv.url, 'POST', `${base}/files`, { path: '/workspace/d/e.txt', content: 'hello' });
         expect({ status: written.status, body: written.json }).toEqual({ status: 200, body: { status: 'written' } });
-        const exec = await call(srv.url, 'POST', `${base}/exec`, { command: 'touch /workspace/x && id -u && pwd && stat -c "%n %u" /workspace /workspace/d/e.txt /workspace/x' });
+        const exec = await call(srv.url, 'POST', `${base}/exec`, {
+          command: 'touch /workspace/x && id -u && pwd && stat -c "%n %u" /workspace /workspace/d/e.txt /workspace/x',
+        });
         expect(exec.json).toMatchObject({
           exit_code: 0,
           stdout: '65534\n/workspace\n/workspace 65534\n/workspace/d/e.txt 65534\n/workspace/x 65534\n',
@@ -57,7 +60,10 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker settings through 
       const r = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
       expect({ status: r.status, body: r.json }).toEqual({
         status: 500,
-        body: { code: 'provider_error', message: `spawn ${TEST_IMAGE}: the docker engine has no runtime "sbx-no-such-runtime" (providers.docker.runtime)` },
+        body: {
+          code: 'provider_error',
+          message: `spawn ${TEST_IMAGE}: the docker engine has no runtime "sbx-no-such-runtime" (providers.docker.runtime)`,
+        },
       });
     });
   });
@@ -67,7 +73,10 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker settings through 
       const r = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
       expect({ status: r.status, body: r.json }).toEqual({
         status: 500,
-        body: { code: 'provider_error', message: `spawn ${TEST_IMAGE}: network "sbx-no-such-network" (providers.docker.network_mode) does not exist on the docker engine` },
+        body: {
+          code: 'provider_error',
+          message: `spawn ${TEST_IMAGE}: network "sbx-no-such-network" (providers.docker.network_mode) does not exist on the docker engine`,
+        },
       });
     });
   });
@@ -77,7 +86,10 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker settings through 
       const r = await call(srv.url, 'POST', '/api/v1/sandboxes', { image: 'UPPER/Bad::x' });
       expect({ status: r.status, body: r.json }).toEqual({
         status: 400,
-        body: { code: 'bad_request', message: 'invalid image reference "UPPER/Bad::x": expected [registry/]name[:tag][@digest] with a lowercase name' },
+        body: {
+          code: 'bad_request',
+          message: 'invalid image reference "UPPER/Bad::x": expected [registry/]name[:tag][@digest] with a lowercase name',
+        },
       });
       expect((await call(srv.url, 'GET', '/api/v1/sandboxes')).json).toEqual([]);
     });

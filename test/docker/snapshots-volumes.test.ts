@@ -9,7 +9,12 @@ import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE } from './engine.js';
 
-const exec = async (base: string, id: string, command: string) => (await call(base, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, timeout: '20s' })).body as { exit_code: number; stdout: string; stderr: string };
+const exec = async (base: string, id: string, command: string) =>
+  (await call(base, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, timeout: '20s' })).body as {
+    exit_code: number;
+    stdout: string;
+    stderr: string;
+  };
 const tag = Date.now().toString(36);
 
 describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('snapshots and volumes on docker'), () => {
@@ -29,16 +34,26 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('snapshots and volumes on
     await removeInstallation(docker, installation);
     // Whatever a failed test left: this installation's snapshot images and volumes.
     const label = `sbx.installation_id=${installation}`;
-    for (const img of await docker.listImages({ filters: { label: [label] } })) await docker.getImage(img.Id).remove({ force: true }).catch(() => undefined);
+    for (const img of await docker.listImages({ filters: { label: [label] } }))
+      await docker
+        .getImage(img.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
     const vols = (await docker.listVolumes({ filters: { label: [label] } })).Volumes ?? [];
-    for (const v of vols) await docker.getVolume(v.Name).remove().catch(() => undefined);
+    for (const v of vols)
+      await docker
+        .getVolume(v.Name)
+        .remove()
+        .catch(() => undefined);
   });
 
   it('snapshot → spawn from it → the file is there; the image is labelled; 409 when taken; delete removes the image', async () => {
     const name = `snap-${tag}`;
     const src = await api('POST', '/api/v1/sandboxes', {});
     expect(src.status).toBe(201);
-    expect((await exec(srv.url, src.body.id, 'echo made-before > /workspace/keep.txt && mkdir -p /opt/x && echo deep > /opt/x/y')).exit_code).toBe(0);
+    expect(
+      (await exec(srv.url, src.body.id, 'echo made-before > /workspace/keep.txt && mkdir -p /opt/x && echo deep > /opt/x/y')).exit_code,
+    ).toBe(0);
     const made = await api('POST', `/api/v1/sandboxes/${src.body.id}/snapshot`, { name });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     expect(made.body).toMatchObject({ name, image: `sbx-snapshot/${name}:latest`, kernel: null, provider: 'docker' });

@@ -16,7 +16,10 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 const CHROMIUM = process.env.SBX_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const REQUIRED = process.env.SBX_TEST_BROWSER === '1';
 /** Skipped (with this reason) where Chromium is absent, unless SBX_TEST_BROWSER=1 makes it mandatory. */
-const SKIP = existsSync(CHROMIUM) || REQUIRED ? undefined : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set SBX_TEST_CHROMIUM; SBX_TEST_BROWSER=1 makes this suite mandatory)`;
+const SKIP =
+  existsSync(CHROMIUM) || REQUIRED
+    ? undefined
+    : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set SBX_TEST_CHROMIUM; SBX_TEST_BROWSER=1 makes this suite mandatory)`;
 
 const ARGS = [
   '--no-sandbox',
@@ -60,7 +63,7 @@ function attack(page: Page, api: string, id: string, marker: string): Promise<Pa
     async ({ api, id, marker }) => {
       // This runs in the page; the test program is typed without the DOM library.
       const document = (globalThis as any).document;
-      const settle = <T,>(p: Promise<T>, ms: number, late: T) => Promise.race([p, new Promise<T>((r) => setTimeout(() => r(late), ms))]);
+      const settle = <T>(p: Promise<T>, ms: number, late: T) => Promise.race([p, new Promise<T>((r) => setTimeout(() => r(late), ms))]);
       const jsonFetch = await fetch(`${api}/api/v1/sandboxes/${id}/exec`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -193,7 +196,11 @@ describe.skipIf(SKIP !== undefined)(`dev-box guard in Chromium${SKIP ? ` (skippe
       const before = await answered(api);
       const seen = await page.evaluate(
         async ({ rebound, id, marker }) => {
-          const r = await fetch(`${rebound}/api/v1/sandboxes/${id}/exec`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ command: `touch ${marker}` }) });
+          const r = await fetch(`${rebound}/api/v1/sandboxes/${id}/exec`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ command: `touch ${marker}` }),
+          });
           return { status: r.status, body: (await r.json()) as { code: string; message: string } };
         },
         { rebound, id, marker },
@@ -219,9 +226,17 @@ describe.skipIf(SKIP !== undefined)(`dev-box guard in Chromium${SKIP ? ` (skippe
       const count = await sandboxCount();
       const seen = await page.evaluate(
         async ({ api, marker, wsMarker }) => {
-          const spawn = await fetch(`${api}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+          const spawn = await fetch(`${api}/api/v1/sandboxes`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{}',
+          });
           const sb = (await spawn.json()) as { id: string };
-          const exec = await fetch(`${api}/api/v1/sandboxes/${sb.id}/exec`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ command: `touch ${marker}; echo done` }) });
+          const exec = await fetch(`${api}/api/v1/sandboxes/${sb.id}/exec`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ command: `touch ${marker}; echo done` }),
+          });
           const out = (await exec.json()) as { stdout: string; exit_code: number };
           const ws = await new Promise<string>((resolve) => {
             const sock = new WebSocket(`${api.replace(/^http/, 'ws')}/api/v1/sandboxes/${sb.id}/exec/ws`);

@@ -9,7 +9,10 @@ export const BIN = join(ROOT, 'bin', 'sbx.js');
 export function ensureBuilt(): void {
   if (existsSync(join(ROOT, 'dist', 'cli.js'))) return;
   try {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe' });
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+      cwd: ROOT,
+      stdio: 'pipe',
+    });
   } catch {
     // Type errors elsewhere still emit JavaScript; the tests below fail clearly if the CLI is missing.
   }

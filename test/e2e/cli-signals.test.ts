@@ -41,7 +41,11 @@ async function start(cmd: string, args: string[], ready: string) {
 
 async function sandboxWithLine(line: string): Promise<string> {
   const { id } = (await (await fetch(`${server.url}/api/v1/sandboxes`, { method: 'POST' })).json()) as { id: string };
-  await fetch(`${server.url}/api/v1/sandboxes/${id}/exec`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ command: `echo ${line}` }) });
+  await fetch(`${server.url}/api/v1/sandboxes/${id}/exec`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ command: `echo ${line}` }),
+  });
   return id;
 }
 

@@ -33,7 +33,10 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
   let page: Page;
   const urls: string[] = [];
   const api = (path: string, init: RequestInit = {}) =>
-    fetch(`${srv.url}/api/v1${path}`, { ...init, headers: { 'x-api-key': KEY, 'content-type': 'application/json', ...(init.headers ?? {}) } }).then(async (r) => {
+    fetch(`${srv.url}/api/v1${path}`, {
+      ...init,
+      headers: { 'x-api-key': KEY, 'content-type': 'application/json', ...(init.headers ?? {}) },
+    }).then(async (r) => {
       // Read every body, so no connection is left half-read when the server closes.
       const text = await r.text();
       return { status: r.status, json: () => JSON.parse(text) as unknown };
@@ -47,9 +50,18 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-ui.mjs')], { stdio: 'inherit' });
     mkdirSync(SHOTS, { recursive: true });
     const provider = DOCKER ? { providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } } : {};
-    srv = await startTestServer({ auth: { api_key: KEY }, server: { preview_domain: 'preview.localhost', preview_auth: true }, ...provider });
+    srv = await startTestServer({
+      auth: { api_key: KEY },
+      server: { preview_domain: 'preview.localhost', preview_auth: true },
+      ...provider,
+    });
     off = await startTestServer({ server: { ui: false } });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'], timeout: 60_000 });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+      timeout: 60_000,
+    });
     context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1200, height: 900 } });
     page = await context.newPage();
     page.on('request', (r) => urls.push(r.url()));
@@ -129,7 +141,10 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     await term.pressSequentially('stty size');
     await term.press('Enter');
     await expect.poll(screen, { timeout: 20_000 }).toMatch(/^\d+ \d+\s*$/m);
-    const [rows, cols] = (await screen()).match(/^(\d+) (\d+)\s*$/m)!.slice(1).map(Number);
+    const [rows, cols] = (await screen())
+      .match(/^(\d+) (\d+)\s*$/m)!
+      .slice(1)
+      .map(Number);
     expect(rows).toBeGreaterThanOrEqual(4);
     expect(cols).toBeGreaterThanOrEqual(40);
     expect(cols).not.toBe(80);
@@ -180,7 +195,8 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     });
     const failed: string[] = [];
     page.on('response', (r) => {
-      if (r.status() >= 400 && !(r.status() === 401 && r.url().includes('/api/v1/sandboxes?limit=1'))) failed.push(`${r.status()} ${r.url()}`);
+      if (r.status() >= 400 && !(r.status() === 401 && r.url().includes('/api/v1/sandboxes?limit=1')))
+        failed.push(`${r.status()} ${r.url()}`);
     });
     await page.goto(`${srv.url}/ui`);
     await page.getByLabel('API key').waitFor();
@@ -271,7 +287,10 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     for (const view of ['Templates', 'System']) {
       await page.getByRole('button', { name: view }).click();
       // The event stream keeps the network busy: wait for the view's content instead of idleness.
-      await page.locator(view === 'System' ? '#sys-providers table, #sys-providers p' : 'main section.card table, main section.card p').first().waitFor();
+      await page
+        .locator(view === 'System' ? '#sys-providers table, #sys-providers p' : 'main section.card table, main section.card p')
+        .first()
+        .waitFor();
       await page.waitForTimeout(300);
       await shot(`05-${view.toLowerCase()}`);
     }
@@ -305,7 +324,11 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     const plain = await startTestServer({});
     const tab = await context.newPage();
     try {
-      const r = await fetch(`${plain.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const r = await fetch(`${plain.url}/api/v1/sandboxes`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       const { id } = (await r.json()) as { id: string };
       await tab.goto(`${plain.url}/ui#/sandbox/${encodeURIComponent(id)}`);
       await tab.locator('#preview-off').waitFor({ timeout: 30_000 });

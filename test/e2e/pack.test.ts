@@ -21,7 +21,8 @@ describe.skipIf(!enabled)('npm pack → npx / install → sbx (set SBX_TEST_PACK
   let app: string;
   let server: TestServer;
   let installLog = '';
-  const npm = (args: string[], cwd: string) => execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
+  const npm = (args: string[], cwd: string) =>
+    execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
 
   afterAll(async () => {
     await server?.close();
@@ -37,14 +38,25 @@ describe.skipIf(!enabled)('npm pack → npx / install → sbx (set SBX_TEST_PACK
     app = tempDir('sbx-pack-app-');
     npm(['init', '-y'], app);
     // Native modules are not needed for the client path; --ignore-scripts keeps this fast.
-    const install = spawnSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', tgz], { cwd: app, encoding: 'utf8', timeout: 300_000 });
+    const install = spawnSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', tgz], {
+      cwd: app,
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
     installLog = `${install.stdout}${install.stderr}`;
     if (install.status !== 0) throw new Error(`npm install of the tarball failed:\n${installLog}`);
   }, 600_000);
 
   it('the tarball holds bin, dist, completions and the man page, and no sources or tests', () => {
     const list = execFileSync('tar', ['-tzf', tgz], { encoding: 'utf8' }).split('\n');
-    for (const f of ['package/bin/sbx.js', 'package/dist/cli.js', 'package/dist/index.js', 'package/completions/sbx.bash', 'package/man/sbx.1']) expect(list).toContain(f);
+    for (const f of [
+      'package/bin/sbx.js',
+      'package/dist/cli.js',
+      'package/dist/index.js',
+      'package/completions/sbx.bash',
+      'package/man/sbx.1',
+    ])
+      expect(list).toContain(f);
     expect(list.some((f) => f.startsWith('package/src/') || f.startsWith('package/test/'))).toBe(false);
     // No source maps: they would point at src/, which is not shipped.
     expect(list.filter((f) => f.endsWith('.map'))).toEqual([]);
@@ -76,7 +88,13 @@ describe.skipIf(!enabled)('npm pack → npx / install → sbx (set SBX_TEST_PACK
     copyFileSync(tgz, join(empty, basename(tgz)));
     // Asynchronous: the test server answering `ls` lives in this process.
     const npx = async (args: string[]) =>
-      (await run('npx', ['--yes', '--prefer-offline', '--ignore-scripts', `./${basename(tgz)}`, ...args], { cwd: empty, encoding: 'utf8', timeout: 300_000 })).stdout;
+      (
+        await run('npx', ['--yes', '--prefer-offline', '--ignore-scripts', `./${basename(tgz)}`, ...args], {
+          cwd: empty,
+          encoding: 'utf8',
+          timeout: 300_000,
+        })
+      ).stdout;
     expect((await npx(['--version'])).trim()).toMatch(/^\d+\.\d+\.\d+$/);
     // Past the shim's own --version: the built CLI, commander and the command tree load from the install.
     expect(await npx(['exec', '--help'])).toContain('Usage: sbx exec');
@@ -85,10 +103,18 @@ describe.skipIf(!enabled)('npm pack → npx / install → sbx (set SBX_TEST_PACK
   }, 300_000);
 
   it('the library entry exports Client and SbxError', () => {
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', "const m = await import('sbx-cli'); console.log(typeof m.Client, typeof m.SbxError, new m.Client({ url: 'http://127.0.0.1:1' }).url)"], {
-      cwd: app,
-      encoding: 'utf8',
-    });
+    const out = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('sbx-cli'); console.log(typeof m.Client, typeof m.SbxError, new m.Client({ url: 'http://127.0.0.1:1' }).url)",
+      ],
+      {
+        cwd: app,
+        encoding: 'utf8',
+      },
+    );
     expect(out.trim()).toBe('function function http://127.0.0.1:1');
   });
 });

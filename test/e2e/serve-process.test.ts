@@ -71,7 +71,10 @@ describe('sbx serve as a process', () => {
 
   it('logs one line with the URL and the provider', async () => {
     const s = await start();
-    const lines = s.log().split('\n').filter((l) => /listening/i.test(l));
+    const lines = s
+      .log()
+      .split('\n')
+      .filter((l) => /listening/i.test(l));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(`sbx `);
     expect(lines[0]).toContain(`listening on ${s.url} (provider: mock, store: sqlite ${join(home, '.sbx', 'sbx.db')})`);
@@ -84,7 +87,9 @@ describe('sbx serve as a process', () => {
     const spawned = await call(first.url, 'POST', '/api/v1/sandboxes', { ttl: '10m', metadata: { keep: 'me' } });
     expect(spawned.status).toBe(201);
     const id: string = spawned.json.id;
-    expect((await call(first.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/note.txt', content: 'before the kill' })).status).toBe(200);
+    expect(
+      (await call(first.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/note.txt', content: 'before the kill' })).status,
+    ).toBe(200);
     first.child.kill('SIGKILL');
     await first.exited;
 

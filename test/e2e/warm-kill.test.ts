@@ -12,7 +12,14 @@ import { BIN, ensureBuilt } from './build.js';
 async function serve(home: string): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], {
     cwd: home,
-    env: { PATH: process.env.PATH ?? '', HOME: home, SVC_PROVIDERS_DEFAULT: 'mock', SVC_PROVIDERS_MOCK_ROOT_DIR: join(home, 'mock'), SVC_DEFAULTS_WARM: '3', SVC_LOGGING_FORMAT: 'json' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      SVC_PROVIDERS_DEFAULT: 'mock',
+      SVC_PROVIDERS_MOCK_ROOT_DIR: join(home, 'mock'),
+      SVC_DEFAULTS_WARM: '3',
+      SVC_LOGGING_FORMAT: 'json',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -59,7 +66,9 @@ describe('warm runtimes across kill -9', () => {
     const first = await serve(home);
     children.push(first.child);
     await until(first.url, 3);
-    const live = (await (await fetch(`${first.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { id: string };
+    const live = (await (
+      await fetch(`${first.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    ).json()) as { id: string };
     // Killed while the pool refills the runtime the spawn took.
     first.child.kill('SIGKILL');
     await new Promise((r) => first.child.once('exit', r));
@@ -69,7 +78,9 @@ describe('warm runtimes across kill -9', () => {
     // The live sandbox is still there, and every runtime on disk is the live one or a warm one.
     expect((await fetch(`${second.url}/api/v1/sandboxes/${live.id}`)).status).toBe(200);
     const runtimes = readdirSync(join(home, 'mock')).filter((n) => n.startsWith('sb-'));
-    const sb = (await (await fetch(`${second.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { id: string };
+    const sb = (await (
+      await fetch(`${second.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    ).json()) as { id: string };
     expect((await warm(second.url)).hits).toBe(1);
     expect(runtimes).toContain(sb.id);
     expect(runtimes.length).toBe(4);

@@ -24,7 +24,15 @@ function sink(buf: { text: string }): Sink {
   };
 }
 
-export function fakeCli(opts: { url: string; json?: boolean; apiKey?: string; adminKey?: string; user?: string; stdin?: string; home?: string }): FakeCli {
+export function fakeCli(opts: {
+  url: string;
+  json?: boolean;
+  apiKey?: string;
+  adminKey?: string;
+  user?: string;
+  stdin?: string;
+  home?: string;
+}): FakeCli {
   const out = { text: '' };
   const err = { text: '' };
   const client = new Client({ url: opts.url, apiKey: opts.apiKey, adminKey: opts.adminKey, userId: opts.user });

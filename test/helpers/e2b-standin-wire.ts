@@ -10,7 +10,14 @@ export class RpcError extends Error {
     super(message);
   }
 }
-export const HTTP_OF: Record<string, number> = { not_found: 404, invalid_argument: 400, already_exists: 409, unauthenticated: 401, unimplemented: 501, internal: 500 };
+export const HTTP_OF: Record<string, number> = {
+  not_found: 404,
+  invalid_argument: 400,
+  already_exists: 409,
+  unauthenticated: 401,
+  unimplemented: 501,
+  internal: 500,
+};
 
 export async function readBody(req: IncomingMessage, limit = 64 * 1024 * 1024): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -58,4 +65,3 @@ export function firstPart(body: Buffer, contentType: string): Buffer {
   if (start < 0 || headEnd < 0 || end < 0) throw new RpcError('invalid_argument', 'bad multipart body');
   return body.subarray(headEnd + 4, end);
 }
-

@@ -143,11 +143,27 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
       const dir = await mkdtemp(join(root, `${sid}-`));
       await mkdir(join(dir, 'tmp'), { mode: 0o1777 });
       await mkdir(join(dir, 'home', 'user'), { recursive: true });
-      const sb: Sandbox = { id: sid, dir, templateID: body.templateID, metadata: (body.metadata as Record<string, string>) ?? {}, startedAt: new Date(), endAt: new Date(), timer: setTimeout(() => undefined, 0), procs: new Map() };
+      const sb: Sandbox = {
+        id: sid,
+        dir,
+        templateID: body.templateID,
+        metadata: (body.metadata as Record<string, string>) ?? {},
+        startedAt: new Date(),
+        endAt: new Date(),
+        timer: setTimeout(() => undefined, 0),
+        procs: new Map(),
+      };
       if (body.secure === true) sb.token = randomBytes(16).toString('hex');
       setTimer(sb, typeof body.timeout === 'number' ? body.timeout : 15);
       sandboxes.set(sid, sb);
-      return sendJson(res, 201, { templateID: sb.templateID, sandboxID: sid, clientID: 'standin', envdVersion: '0.2.0', envdAccessToken: sb.token, domain: null });
+      return sendJson(res, 201, {
+        templateID: sb.templateID,
+        sandboxID: sid,
+        clientID: 'standin',
+        envdVersion: '0.2.0',
+        envdAccessToken: sb.token,
+        domain: null,
+      });
     }
     if (!id && req.method === 'GET') {
       const filter = new URLSearchParams(url.searchParams.get('metadata') ?? '');
@@ -179,17 +195,29 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
   /** `/process.Process/Start`: runs the command on this host with its cwd in the sandbox. */
   async function start(sb: Sandbox, raw: Buffer, res: ServerResponse, keepaliveS: number): Promise<void> {
     if (raw.length < 5 || raw.length !== 5 + raw.readUInt32BE(1)) throw new RpcError('invalid_argument', 'bad envelope');
-    const msg = JSON.parse(raw.subarray(5).toString()) as { process?: { cmd?: string; args?: string[]; envs?: Record<string, string>; cwd?: string }; stdin?: boolean };
+    const msg = JSON.parse(raw.subarray(5).toString()) as {
+      process?: { cmd?: string; args?: string[]; envs?: Record<string, string>; cwd?: string };
+      stdin?: boolean;
+    };
     const p = msg.process ?? {};
     res.writeHead(200, { 'content-type': 'application/connect+json' });
     const cwd = hostPath(sb, p.cwd ?? '/home/user');
-    const cwdOk = await stat(cwd).then((s) => s.isDirectory(), () => false);
+    const cwdOk = await stat(cwd).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
     if (!cwdOk || !p.cmd) {
       frame(res, { error: { code: 'invalid_argument', message: `cwd '${p.cwd}' does not exist` } }, 2);
       res.end();
       return;
     }
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(sb.dir, 'home', 'user'), USER: 'user', LOGNAME: 'user', ...(p.envs ?? {}) };
+    const env = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: join(sb.dir, 'home', 'user'),
+      USER: 'user',
+      LOGNAME: 'user',
+      ...(p.envs ?? {}),
+    };
     const child = spawn(p.cmd, p.args ?? [], { cwd, env, stdio: [msg.stdin === false ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     child.stdin?.on('error', () => undefined);
     const onSpawnError = (): void => {
@@ -217,7 +245,16 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
       child.once('close', (code, signal) => {
         sb.procs.delete(pid);
         clearInterval(ping);
-        const sigName = signal === 'SIGKILL' ? 'killed' : signal === 'SIGTERM' ? 'terminated' : signal === 'SIGINT' ? 'interrupt' : signal ? 'signal' : undefined;
+        const sigName =
+          signal === 'SIGKILL'
+            ? 'killed'
+            : signal === 'SIGTERM'
+              ? 'terminated'
+              : signal === 'SIGINT'
+                ? 'interrupt'
+                : signal
+                  ? 'signal'
+                  : undefined;
         const end = sigName
           ? { exitCode: -1, status: `signal: ${sigName}`, error: `signal: ${sigName}` }
           : code === 0
@@ -275,7 +312,13 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
       }
       case 'filesystem.Filesystem/MakeDir': {
         const target = hostPath(sb, m.path as string);
-        if (await lstat(target).then(() => true, () => false)) throw new RpcError('already_exists', 'directory already exists');
+        if (
+          await lstat(target).then(
+            () => true,
+            () => false,
+          )
+        )
+          throw new RpcError('already_exists', 'directory already exists');
         await mkdir(target, { recursive: true });
         return { entry: await entry(sb, target) };
       }
@@ -332,15 +375,18 @@ export async function startE2bStandin(opts: StandinOptions): Promise<Standin> {
     const auth = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const basicUser = auth ? Buffer.from(auth, 'base64').toString().split(':')[0] : undefined;
     if (rest === '/files') return files(sb, req, res, url);
-    if (basicUser !== undefined && basicUser !== 'root' && basicUser !== 'user') return sendJson(res, 401, { code: 'unauthenticated', message: 'invalid user' });
+    if (basicUser !== undefined && basicUser !== 'root' && basicUser !== 'user')
+      return sendJson(res, 401, { code: 'unauthenticated', message: 'invalid user' });
     const raw = await readBody(req);
     requests.push({ method: req.method!, path: `/envd${rest}`, headers: req.headers });
     const method = rest.slice(1);
     if (method === 'process.Process/Start') {
-      if (!String(req.headers['content-type']).startsWith('application/connect+json')) return sendJson(res, 415, { code: 'invalid_argument', message: 'unsupported content type' });
+      if (!String(req.headers['content-type']).startsWith('application/connect+json'))
+        return sendJson(res, 415, { code: 'invalid_argument', message: 'unsupported content type' });
       return start(sb, raw, res, Number(req.headers['keepalive-ping-interval'] ?? 0));
     }
-    if (!String(req.headers['content-type']).startsWith('application/json')) return sendJson(res, 415, { code: 'invalid_argument', message: 'unsupported content type' });
+    if (!String(req.headers['content-type']).startsWith('application/json'))
+      return sendJson(res, 415, { code: 'invalid_argument', message: 'unsupported content type' });
     const msg = JSON.parse(raw.toString() || '{}') as Record<string, unknown>;
     return sendJson(res, 200, await unary(sb, method, msg));
   }

@@ -20,7 +20,10 @@ export interface FakeAgent {
 const fmtMode = (m: number) => '0' + (m & 0o7777).toString(8).padStart(3, '0');
 
 class GuestError extends Error {
-  constructor(readonly code: string, message: string) {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -46,7 +49,14 @@ export async function startFakeAgent(udsPath: string, root: string): Promise<Fak
       throw errnoToGuest(e, guestPath);
     });
     const name = guestPath === '/' ? '/' : guestPath.split('/').pop()!;
-    return { name, path: guestPath, size: st.isDirectory() ? 0 : st.size, is_dir: st.isDirectory(), mod_time: st.mtime.toISOString(), mode: fmtMode(st.mode) };
+    return {
+      name,
+      path: guestPath,
+      size: st.isDirectory() ? 0 : st.size,
+      is_dir: st.isDirectory(),
+      mod_time: st.mtime.toISOString(),
+      mode: fmtMode(st.mode),
+    };
   };
 
   async function serve(sock: Socket, reader: FrameReader): Promise<void> {
@@ -74,7 +84,8 @@ export async function startFakeAgent(udsPath: string, root: string): Promise<Fak
           const st = await lstat(p).catch((e: unknown) => {
             throw errnoToGuest(e, String(h.path));
           });
-          if (st.isDirectory() && h.recursive !== true && (await readdir(p)).length > 0) throw new GuestError('bad_request', `${String(h.path)} is a directory that is not empty`);
+          if (st.isDirectory() && h.recursive !== true && (await readdir(p)).length > 0)
+            throw new GuestError('bad_request', `${String(h.path)} is a directory that is not empty`);
           await rm(p, { recursive: true, force: true });
           return void ok();
         }
@@ -111,10 +122,13 @@ export async function startFakeAgent(udsPath: string, root: string): Promise<Fak
           });
           if (st.isDirectory()) throw new GuestError('bad_request', `${String(h.path)} is a directory`);
           if (typeof h.max_bytes === 'number' && st.size > h.max_bytes) {
-            return void sock.write(encodeFrame({ type: 'error', code: 'payload_too_large', size: st.size, message: `the file is ${st.size} bytes` }));
+            return void sock.write(
+              encodeFrame({ type: 'error', code: 'payload_too_large', size: st.size, message: `the file is ${st.size} bytes` }),
+            );
           }
           sock.write(encodeFrame({ type: 'file', size: st.size }));
-          for await (const c of createReadStream(host(h.path), { highWaterMark: 64 * 1024 })) sock.write(encodeFrame({ type: 'data' }, c as Buffer));
+          for await (const c of createReadStream(host(h.path), { highWaterMark: 64 * 1024 }))
+            sock.write(encodeFrame({ type: 'data' }, c as Buffer));
           sock.write(encodeFrame({ type: 'end' }));
           return;
         }
@@ -140,7 +154,9 @@ export async function startFakeAgent(udsPath: string, root: string): Promise<Fak
       // What the agent owes an argv command it cannot start: the message on stderr, 127 or 126.
       child.once('error', (err: NodeJS.ErrnoException) => {
         const denied = err.code === 'EACCES';
-        sock.write(encodeFrame({ type: 'stderr' }, Buffer.from(`sbx: ${denied ? 'permission denied' : 'command not found'}: ${argv[0]}\n`)));
+        sock.write(
+          encodeFrame({ type: 'stderr' }, Buffer.from(`sbx: ${denied ? 'permission denied' : 'command not found'}: ${argv[0]}\n`)),
+        );
         resolve(denied ? 126 : 127);
       });
       child.once('close', (code, sig) => resolve(code ?? 128 + (sig === 'SIGKILL' ? 9 : sig === 'SIGTERM' ? 15 : 1)));

@@ -41,7 +41,11 @@ export interface ApiDescription {
 let cached: ApiDescription | undefined;
 export function loadDescription(): ApiDescription {
   if (cached) return cached;
-  const doc = parse(readFileSync(FIXTURE, 'utf8')) as { info: { version: string }; paths: Record<string, Record<string, Schema>>; definitions: Record<string, Schema> };
+  const doc = parse(readFileSync(FIXTURE, 'utf8')) as {
+    info: { version: string };
+    paths: Record<string, Record<string, Schema>>;
+    definitions: Record<string, Schema>;
+  };
   const routes: Route[] = Object.entries(doc.paths).map(([template, methods]) => {
     const params: string[] = [];
     const regex = new RegExp('^' + template.replace(/\{([^}]+)\}/g, (_m, p: string) => (params.push(p), '([^/]+)')) + '$');
@@ -75,12 +79,14 @@ export function validate(schema: Schema, value: unknown, defs: Record<string, Sc
     (type === 'integer' && Number.isInteger(value)) ||
     (type === 'number' && typeof value === 'number');
   if (!typeOk) return [`${at}: expected ${type}`];
-  if (Array.isArray(schema.enum) && !schema.enum.includes(value)) errs.push(`${at}: ${JSON.stringify(value)} is not one of ${schema.enum.join(', ')}`);
+  if (Array.isArray(schema.enum) && !schema.enum.includes(value))
+    errs.push(`${at}: ${JSON.stringify(value)} is not one of ${schema.enum.join(', ')}`);
   if (typeof value === 'number') {
     if (typeof schema.minimum === 'number' && value < schema.minimum) errs.push(`${at}: below the minimum ${schema.minimum}`);
     if (typeof schema.maximum === 'number' && value > schema.maximum) errs.push(`${at}: above the maximum ${schema.maximum}`);
   }
-  if (type === 'array' && schema.items) (value as unknown[]).forEach((v, i) => errs.push(...validate(schema.items as Schema, v, defs, `${at}[${i}]`)));
+  if (type === 'array' && schema.items)
+    (value as unknown[]).forEach((v, i) => errs.push(...validate(schema.items as Schema, v, defs, `${at}[${i}]`)));
   if (type === 'object') {
     const obj = value as Record<string, unknown>;
     const props = (schema.properties ?? {}) as Record<string, Schema>;
@@ -133,7 +139,11 @@ export interface FakeFirecrackerApi {
 class Fault extends Error {}
 
 /** Starts the validating server on `socketPath`. `hang: true` accepts connections and never answers. */
-export async function startFakeFirecrackerApi(socketPath: string, hooks: FakeVmHooks = {}, options: { hang?: boolean } = {}): Promise<FakeFirecrackerApi> {
+export async function startFakeFirecrackerApi(
+  socketPath: string,
+  hooks: FakeVmHooks = {},
+  options: { hang?: boolean } = {},
+): Promise<FakeFirecrackerApi> {
   const desc = loadDescription();
   const state: FakeApiState = { state: 'Not started', drives: new Map(), nics: new Map(), configured: false };
   const requests: RecordedRequest[] = [];
@@ -159,8 +169,10 @@ export async function startFakeFirecrackerApi(socketPath: string, hooks: FakeVmH
       }
     } else if (body !== undefined) throw new Fault('This request takes no body.');
     const started = state.state !== 'Not started';
-    if (op.preBootOnly && started) throw new Fault(`The requested operation is not supported after starting the microVM: ${method} ${route.template}.`);
-    if (op.postBootOnly && !started) throw new Fault(`The requested operation is not supported before starting the microVM: ${method} ${route.template}.`);
+    if (op.preBootOnly && started)
+      throw new Fault(`The requested operation is not supported after starting the microVM: ${method} ${route.template}.`);
+    if (op.postBootOnly && !started)
+      throw new Fault(`The requested operation is not supported before starting the microVM: ${method} ${route.template}.`);
     const b = (body ?? {}) as Record<string, unknown>;
     const key = `${method} ${route.template}`;
     switch (key) {
@@ -174,8 +186,10 @@ export async function startFakeFirecrackerApi(socketPath: string, hooks: FakeVmH
         break;
       case 'PUT /drives/{drive_id}':
         if (b.drive_id !== params.drive_id) throw new Fault('The id from the path does not match the id from the body!');
-        if (!('socket' in b) && (typeof b.path_on_host !== 'string' || typeof b.is_read_only !== 'boolean')) throw new Fault('A virtio-block drive needs path_on_host and is_read_only.');
-        if (b.is_root_device === true && [...state.drives.values()].some((d) => d.is_root_device === true && d.drive_id !== b.drive_id)) throw new Fault('A root block device already exists!');
+        if (!('socket' in b) && (typeof b.path_on_host !== 'string' || typeof b.is_read_only !== 'boolean'))
+          throw new Fault('A virtio-block drive needs path_on_host and is_read_only.');
+        if (b.is_root_device === true && [...state.drives.values()].some((d) => d.is_root_device === true && d.drive_id !== b.drive_id))
+          throw new Fault('A root block device already exists!');
         state.drives.set(String(b.drive_id), b);
         break;
       case 'PUT /network-interfaces/{iface_id}':
@@ -189,7 +203,8 @@ export async function startFakeFirecrackerApi(socketPath: string, hooks: FakeVmH
         if (b.action_type === 'InstanceStart') {
           if (started) throw new Fault('The microVM is already running.');
           if (!state.bootSource) throw new Fault('Cannot start microvm without kernel configuration.');
-          if (![...state.drives.values()].some((d) => d.is_root_device === true)) throw new Fault('Cannot start microvm without a root block device.');
+          if (![...state.drives.values()].some((d) => d.is_root_device === true))
+            throw new Fault('Cannot start microvm without a root block device.');
           if (!state.machineConfig) throw new Fault('sbx rule: machine-config must be set before InstanceStart.');
           await hooks.onStart?.(state);
           state.state = 'Running';
@@ -208,7 +223,7 @@ export async function startFakeFirecrackerApi(socketPath: string, hooks: FakeVmH
         return { status: 204 };
       case 'PUT /snapshot/load':
         if (state.configured) throw new Fault('Loading a microVM snapshot not allowed after configuring boot-specific resources.');
-        if (('mem_file_path' in b) === ('mem_backend' in b)) throw new Fault('Exactly one of mem_file_path and mem_backend must be given.');
+        if ('mem_file_path' in b === 'mem_backend' in b) throw new Fault('Exactly one of mem_file_path and mem_backend must be given.');
         try {
           await hooks.onSnapshotLoad?.(b, state);
         } catch (err) {

@@ -42,7 +42,11 @@ export function fakeLauncher(): { launch: SpawnProcess; vms: FakeVm[] } {
     vm.api = await startFakeFirecrackerApi(req.apiSocket, {
       onStart: (cfg) => boot(String(rootDrive(cfg).path_on_host), String(cfg.vsock!.uds_path)),
       async onSnapshotCreate(body, cfg) {
-        const saved: SavedState = { drive_path: String(rootDrive(cfg).path_on_host), uds_path: String(cfg.vsock!.uds_path), machine_config: cfg.machineConfig! };
+        const saved: SavedState = {
+          drive_path: String(rootDrive(cfg).path_on_host),
+          uds_path: String(cfg.vsock!.uds_path),
+          machine_config: cfg.machineConfig!,
+        };
         await writeFile(body.snapshot_path, JSON.stringify(saved));
         await writeFile(body.mem_file_path, Buffer.alloc(4096));
       },

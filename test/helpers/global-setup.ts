@@ -22,7 +22,8 @@ export default function setup(): () => Promise<void> {
     } catch {
       return;
     }
-    if (left.length > 0) process.stderr.write(`sbx tests: left in the temp directory, now removed (a test that does not clean up): ${left.join(', ')}\n`);
+    if (left.length > 0)
+      process.stderr.write(`sbx tests: left in the temp directory, now removed (a test that does not clean up): ${left.join(', ')}\n`);
     rmSync(runTmp, { recursive: true, force: true });
   };
 }

@@ -41,8 +41,11 @@ export async function startNetnsUpstream(ns: string, veth: string, net: string, 
     ['-n', ns, 'link', 'set', `${veth}n`, 'up'],
     ['-n', ns, 'link', 'set', 'lo', 'up'],
     ['-n', ns, 'route', 'add', 'default', 'via', host],
-  ]) execFileSync('ip', a);
-  const child: ChildProcess = spawn('ip', ['netns', 'exec', ns, process.execPath, script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  ])
+    execFileSync('ip', a);
+  const child: ChildProcess = spawn('ip', ['netns', 'exec', ns, process.execPath, script, ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once('data', () => resolve());
     child.once('exit', (code) => reject(new Error(`the upstream server exited (${code}) before it listened`)));

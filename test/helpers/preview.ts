@@ -13,15 +13,23 @@ export interface Reply {
 }
 
 /** One request to `base` with `host` as its Host header. */
-export function hostRequest(base: string, host: string, path = '/', opts: { method?: string; body?: Buffer; headers?: Record<string, string> } = {}): Promise<Reply> {
+export function hostRequest(
+  base: string,
+  host: string,
+  path = '/',
+  opts: { method?: string; body?: Buffer; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path, method: opts.method ?? 'GET', headers: { ...opts.headers, host }, setHost: false }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (c: Buffer) => parts.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }));
-      res.on('error', reject);
-    });
+    const req = request(
+      { host: u.hostname, port: u.port, path, method: opts.method ?? 'GET', headers: { ...opts.headers, host }, setHost: false },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.setTimeout(30_000, () => req.destroy(new Error('request timed out')));
     req.end(opts.body);
@@ -29,7 +37,12 @@ export function hostRequest(base: string, host: string, path = '/', opts: { meth
 }
 
 /** A raw upgrade (`Upgrade: echo`) through the proxy: sends `payload` after the 101 and returns what came back. */
-export function upgradeEcho(base: string, host: string, payload: Buffer, headers: Record<string, string> = {}): Promise<{ head: string; echoed: Buffer }> {
+export function upgradeEcho(
+  base: string,
+  host: string,
+  payload: Buffer,
+  headers: Record<string, string> = {},
+): Promise<{ head: string; echoed: Buffer }> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
     const sock = connect(Number(u.port), u.hostname);
@@ -88,12 +101,12 @@ export function freePort(): Promise<number> {
 export const CGI_ECHO = [
   '#!/bin/sh',
   "printf 'Content-Type: application/octet-stream\\r\\n'",
-  "printf 'X-Method: %s\\r\\n' \"$REQUEST_METHOD\"",
-  "printf 'X-Saw-Forwarded-Host: %s\\r\\n' \"$HTTP_X_FORWARDED_HOST\"",
-  "printf 'X-Saw-Forwarded-Proto: %s\\r\\n' \"$HTTP_X_FORWARDED_PROTO\"",
-  "printf 'X-Saw-Api-Key: %s\\r\\n' \"$HTTP_X_API_KEY\"",
-  "printf 'X-Saw-Token: %s\\r\\n' \"$HTTP_X_SBX_PREVIEW_TOKEN\"",
-  "printf 'X-Saw-Cookie: %s\\r\\n\\r\\n' \"$HTTP_COOKIE\"",
+  'printf \'X-Method: %s\\r\\n\' "$REQUEST_METHOD"',
+  'printf \'X-Saw-Forwarded-Host: %s\\r\\n\' "$HTTP_X_FORWARDED_HOST"',
+  'printf \'X-Saw-Forwarded-Proto: %s\\r\\n\' "$HTTP_X_FORWARDED_PROTO"',
+  'printf \'X-Saw-Api-Key: %s\\r\\n\' "$HTTP_X_API_KEY"',
+  'printf \'X-Saw-Token: %s\\r\\n\' "$HTTP_X_SBX_PREVIEW_TOKEN"',
+  'printf \'X-Saw-Cookie: %s\\r\\n\\r\\n\' "$HTTP_COOKIE"',
   'exec cat',
   '',
 ].join('\n');

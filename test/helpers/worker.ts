@@ -23,7 +23,14 @@ export async function startTestWorker(dir: string, o: TestWorkerOptions): Promis
     overrides: {
       providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
       auth: o.auth,
-      worker: { id: o.id, control_plane_url: o.controlPlane, listen_addr: '127.0.0.1:0', heartbeat_interval: '1s', state_path: join(dir, `${o.id}.db`), ...(o.worker ?? {}) },
+      worker: {
+        id: o.id,
+        control_plane_url: o.controlPlane,
+        listen_addr: '127.0.0.1:0',
+        heartbeat_interval: '1s',
+        state_path: join(dir, `${o.id}.db`),
+        ...(o.worker ?? {}),
+      },
       logging: { level: 'silent' },
     } as never,
   });

@@ -81,7 +81,9 @@ export function openWs(base: string, path: string, headers: Record<string, strin
     return queue.splice(0);
   };
   return new Promise((resolve, reject) => {
-    ws.once('open', () => resolve({ ws, send: (msg) => ws.send(typeof msg === 'string' ? msg : JSON.stringify(msg)), next, rest, closed, seen }));
+    ws.once('open', () =>
+      resolve({ ws, send: (msg) => ws.send(typeof msg === 'string' ? msg : JSON.stringify(msg)), next, rest, closed, seen }),
+    );
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
@@ -93,12 +95,25 @@ export function openWs(base: string, path: string, headers: Record<string, strin
 }
 
 /** Opens, starts `start`, and returns the client. */
-export async function startWs(base: string, id: string, start: Record<string, unknown>, headers: Record<string, string> = {}): Promise<WsClient> {
+export async function startWs(
+  base: string,
+  id: string,
+  start: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<WsClient> {
   const c = await openWs(base, `/api/v1/sandboxes/${id}/exec/ws`, headers);
   c.send({ type: 'start', ...start });
   return c;
 }
 
 /** stdout text of messages. */
-export const stdoutOf = (msgs: WsMessage[]) => msgs.filter((m) => m.type === 'stdout').map((m) => m.data).join('');
-export const stderrOf = (msgs: WsMessage[]) => msgs.filter((m) => m.type === 'stderr').map((m) => m.data).join('');
+export const stdoutOf = (msgs: WsMessage[]) =>
+  msgs
+    .filter((m) => m.type === 'stdout')
+    .map((m) => m.data)
+    .join('');
+export const stderrOf = (msgs: WsMessage[]) =>
+  msgs
+    .filter((m) => m.type === 'stderr')
+    .map((m) => m.data)
+    .join('');

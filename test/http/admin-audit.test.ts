@@ -42,7 +42,13 @@ describe('admin aliases (spec 4.9)', () => {
   });
 
   it('admin worker heartbeat and delete', async () => {
-    const hb = await call(srv.url, 'POST', '/api/v1/admin/workers/w-admin/heartbeat', { hostname: 'h1', providers: ['mock'], capacity: { max_sandboxes: 4 } }, admin());
+    const hb = await call(
+      srv.url,
+      'POST',
+      '/api/v1/admin/workers/w-admin/heartbeat',
+      { hostname: 'h1', providers: ['mock'], capacity: { max_sandboxes: 4 } },
+      admin(),
+    );
     expect(hb.status).toBe(200);
     expect(hb.body).toMatchObject({ id: 'w-admin', hostname: 'h1', status: 'online', providers: ['mock'], stale: false });
     expect(hb.body.capacity.max_sandboxes).toBe(4);
@@ -89,7 +95,11 @@ describe('admin audit history', () => {
     expect((await q('actor=admin-key:f1')).map((r) => r.path)).toEqual(['/api/v1/admin/providers/mock', '/api/v1/admin/providers/test']);
     // A prefix: the credential kind alone finds every user who used it.
     // (The audit queries themselves are recorded as plain `admin-key`, hence the path filter.)
-    expect((await q('actor=admin-key&path=/api/v1/admin/providers')).map((r) => r.actor)).toEqual(['admin-key:f2', 'admin-key:f1', 'admin-key:f1']);
+    expect((await q('actor=admin-key&path=/api/v1/admin/providers')).map((r) => r.actor)).toEqual([
+      'admin-key:f2',
+      'admin-key:f1',
+      'admin-key:f1',
+    ]);
     expect((await q('actor=admin-key:f')).length).toBe(3);
     expect(await q('actor=api-key')).toEqual([]);
     expect((await q('method=post')).map((r) => r.request_id)).toEqual(['req-filter-1']);
@@ -107,7 +117,9 @@ describe('admin audit history', () => {
     const since = new Date().toISOString();
     await call(srv.url, 'GET', '/api/v1/admin/providers', undefined, { ...admin('csv'), 'user-agent': 'agent, with "quotes"' });
     await call(srv.url, 'GET', '/api/v1/admin/providers', undefined, { ...admin('csv'), 'user-agent': '=cmd|calc' });
-    const res = await fetch(`${srv.url}/api/v1/admin/audit?format=csv&actor=admin-key:csv&since=${encodeURIComponent(since)}`, { headers: admin() });
+    const res = await fetch(`${srv.url}/api/v1/admin/audit?format=csv&actor=admin-key:csv&since=${encodeURIComponent(since)}`, {
+      headers: admin(),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
     const lines = (await res.text()).split('\r\n');
@@ -116,7 +128,11 @@ describe('admin audit history', () => {
     expect(lines[3]).toBe('');
     // Newest first; two requests in one millisecond may come in either order.
     const rows = lines.slice(1, 3);
-    expect(rows.filter((l) => /^[0-9a-f-]{36},\d{4}-[^,]+,admin-key:csv,GET,\/api\/v1\/admin\/providers,200,\d+,[^,]+,127\.0\.0\.1,'=cmd\|calc$/.test(l))).toHaveLength(1);
+    expect(
+      rows.filter((l) =>
+        /^[0-9a-f-]{36},\d{4}-[^,]+,admin-key:csv,GET,\/api\/v1\/admin\/providers,200,\d+,[^,]+,127\.0\.0\.1,'=cmd\|calc$/.test(l),
+      ),
+    ).toHaveLength(1);
     expect(rows.filter((l) => /,"agent, with ""quotes"""$/.test(l))).toHaveLength(1);
   });
 

@@ -17,7 +17,9 @@ describe('admission in reject mode', () => {
 
   it('20 concurrent spawns against max_sandboxes=3 admit exactly 3; the rest get 503', async () => {
     // Twenty owners, so only the global limit can refuse them.
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': `u${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': `u${i}` })),
+    );
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(3);
     expect(statuses.filter((s) => s === 503)).toHaveLength(17);
@@ -38,7 +40,12 @@ describe('admission in reject mode', () => {
     expect(again.status).toBe(429);
     expect(again.body).toMatchObject({ code: 'resource_limit', reason: 'max_sandboxes_per_owner' });
     const preflight = await call(srv.url, 'POST', '/api/v1/sandboxes/admission', {});
-    expect(preflight.body).toMatchObject({ allowed: false, reason: 'max_sandboxes_per_owner', active_owner_sandboxes: 1, max_owner_sandboxes: 1 });
+    expect(preflight.body).toMatchObject({
+      allowed: false,
+      reason: 'max_sandboxes_per_owner',
+      active_owner_sandboxes: 1,
+      max_owner_sandboxes: 1,
+    });
     // The same address with an API key is another owner (auth is off here, the key is attribution).
     const withKey = await call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-API-Key': 'team-key-0123456789' });
     expect(withKey.status).toBe(201);
@@ -139,7 +146,14 @@ describe('admission in queue mode', () => {
       ['spawn.queue_timeout', 'w2'],
     ]);
     const s = srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 });
-    expect(s).toMatchObject({ spawn_overflow: 'queue', spawn_queue_depth: 0, max_spawn_queue: 1, spawn_queue_timeout: '1s', admission_control: true, spawn_queue_timeouts: 1 });
+    expect(s).toMatchObject({
+      spawn_overflow: 'queue',
+      spawn_queue_depth: 0,
+      max_spawn_queue: 1,
+      spawn_queue_timeout: '1s',
+      admission_control: true,
+      spawn_queue_timeouts: 1,
+    });
     expect(s.spawn_queued_total).toBeGreaterThanOrEqual(2);
     expect(s.spawn_queue_wait_max_ms).toBeGreaterThanOrEqual(950);
     expect(s.spawn_queue_wait_count).toBe(s.spawn_dequeued_total + s.spawn_queue_timeouts);
@@ -156,7 +170,12 @@ describe('admission in queue mode', () => {
   it('a client that disconnects while queued leaves the queue', async () => {
     expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {})).status).toBe(201);
     const ac = new AbortController();
-    const gone = fetch(`${srv.url}/api/v1/sandboxes`, { method: 'POST', signal: ac.signal, headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => 'aborted');
+    const gone = fetch(`${srv.url}/api/v1/sandboxes`, {
+      method: 'POST',
+      signal: ac.signal,
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    }).catch(() => 'aborted');
     await sleep(150);
     expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 }).spawn_queue_depth).toBe(1);
     ac.abort();

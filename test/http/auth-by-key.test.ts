@@ -40,7 +40,14 @@ async function serve(home: string, env: Record<string, string>): Promise<Running
     stderr: new PassThrough(),
     cwd: home,
     home,
-    env: { HOME: home, SVC_PROVIDERS_DEFAULT: 'mock', SVC_PROVIDERS_MOCK_ROOT_DIR: join(home, 'mock'), SVC_LOGGING_FORMAT: 'json', SVC_LOGGING_LEVEL: 'info', ...env },
+    env: {
+      HOME: home,
+      SVC_PROVIDERS_DEFAULT: 'mock',
+      SVC_PROVIDERS_MOCK_ROOT_DIR: join(home, 'mock'),
+      SVC_LOGGING_FORMAT: 'json',
+      SVC_LOGGING_LEVEL: 'info',
+      ...env,
+    },
     onListening: (u) => listening(u),
   });
   const first = await Promise.race([url, done.then((code) => `exit ${code}`)]);
@@ -83,8 +90,13 @@ describe('sbx serve: a configured key switches auth on (DESIGN §3 "Auth")', () 
       expect(await get(s.url, '/api/v1/live')).toBe(200);
       // Auth on: the dev-box guard is off, the spec's CORS rules (default "*") stand alone.
       expect(await get(s.url, '/api/v1/sandboxes', { 'x-api-key': KEY, origin: 'https://elsewhere.example' })).toBe(200);
-      const info = s.lines().filter((l) => l.level === 30).map((l) => l.msg);
-      expect(info).toContain('auth on: auth.api_key is set (from SVC_AUTH_API_KEY) and auth.enabled is unset, so every API route needs X-API-Key');
+      const info = s
+        .lines()
+        .filter((l) => l.level === 30)
+        .map((l) => l.msg);
+      expect(info).toContain(
+        'auth on: auth.api_key is set (from SVC_AUTH_API_KEY) and auth.enabled is unset, so every API route needs X-API-Key',
+      );
       expect(info.some((m) => m.startsWith('auth off'))).toBe(false);
       expect(JSON.stringify(s.lines())).not.toContain(KEY);
     } finally {
@@ -100,7 +112,9 @@ describe('sbx serve: a configured key switches auth on (DESIGN §3 "Auth")', () 
       expect(await get(s.url, '/api/v1/admin/providers', { 'x-admin-api-key': ADMIN })).toBe(200);
       expect(await get(s.url, '/api/v1/sandboxes', { origin: 'http://evil.example' })).toBe(403);
       const start = s.lines().find((l) => l.msg.startsWith('auth off'));
-      expect(start?.msg).toMatch(/^auth off except the admin routes \(auth\.admin_api_key\); dev-box guard on: browser origins limited to localhost, 127\.0\.0\.0\/8, \[::1\], the server's own origin; Host limited to IP addresses, localhost, /);
+      expect(start?.msg).toMatch(
+        /^auth off except the admin routes \(auth\.admin_api_key\); dev-box guard on: browser origins limited to localhost, 127\.0\.0\.0\/8, \[::1\], the server's own origin; Host limited to IP addresses, localhost, /,
+      );
       expect(JSON.stringify(s.lines())).not.toContain(ADMIN);
     } finally {
       expect(await s.stop()).toBe(0);
@@ -111,7 +125,10 @@ describe('sbx serve: a configured key switches auth on (DESIGN §3 "Auth")', () 
     const s = await serve(home, { SVC_AUTH_API_KEY: KEY, SVC_AUTH_ENABLED: 'false' });
     try {
       expect(await get(s.url, '/api/v1/sandboxes')).toBe(200);
-      const warns = s.lines().filter((l) => l.level === 40).map((l) => l.msg);
+      const warns = s
+        .lines()
+        .filter((l) => l.level === 40)
+        .map((l) => l.msg);
       expect(warns).toContain(
         'auth.enabled is false (from SVC_AUTH_ENABLED) although auth.api_key is set (from SVC_AUTH_API_KEY): the key is ignored and the API is open; remove auth.enabled: false to turn auth on',
       );

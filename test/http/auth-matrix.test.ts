@@ -39,7 +39,13 @@ const EXPECTED: Record<RouteEntry['realm'], Record<Cred, Expect>> = {
   outside: { none: 'ok', wrong: 'ok', user: 'ok', admin: 'ok', worker: 'ok' },
 };
 
-const PARAMS: Record<string, string> = { id: 'sb-doesnotexist', workerID: WORKER, resourceID: 'sb-nolease', name: 'mock', ownerID: 'alice' };
+const PARAMS: Record<string, string> = {
+  id: 'sb-doesnotexist',
+  workerID: WORKER,
+  resourceID: 'sb-nolease',
+  name: 'mock',
+  ownerID: 'alice',
+};
 const concrete = (url: string) => url.replace(/:([A-Za-z_]+)/g, (_m, p: string) => PARAMS[p] ?? 'x').replace(/\*/g, 'x');
 
 interface Seen {
@@ -93,7 +99,12 @@ describe('auth matrix over the route table', () => {
     expect(routes.length).toBeGreaterThan(25);
     const escaped = routes.filter((r) => r.realm === 'outside' && !OUTSIDE_ALLOWED.has(`${r.method} ${r.url}`));
     expect(escaped).toEqual([]);
-    expect(routes.filter((r) => r.realm === 'probe').map((r) => r.url).sort()).toEqual(['/api/v1/live', '/api/v1/ready']);
+    expect(
+      routes
+        .filter((r) => r.realm === 'probe')
+        .map((r) => r.url)
+        .sort(),
+    ).toEqual(['/api/v1/live', '/api/v1/ready']);
   });
 
   it('answers each route with the status its realm demands, and never echoes a secret', async () => {

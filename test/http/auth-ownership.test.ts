@@ -27,7 +27,8 @@ describe('ownership enforced (auth.enforce_ownership)', () => {
   afterAll(async () => srv?.close());
 
   it('lists only the caller’s and unowned sandboxes; admin sees all', async () => {
-    const ids = async (h: Record<string, string>) => ((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, h)).body as Array<{ id: string }>).map((s) => s.id).sort();
+    const ids = async (h: Record<string, string>) =>
+      ((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, h)).body as Array<{ id: string }>).map((s) => s.id).sort();
     expect(await ids(as('alice'))).toEqual([alice, shared].sort());
     expect(await ids(as('bob'))).toEqual([bob, shared].sort());
     expect(await ids(as())).toEqual([shared]);

@@ -42,8 +42,18 @@ describe('typed client over fetch', () => {
 
     const chunks = [];
     for await (const c of sbx.execStream(box.id, { command: 'echo one; echo two >&2; echo three' })) chunks.push(c);
-    expect(chunks.filter((c) => c.stream === 'stdout').map((c) => c.data).join('')).toBe('one\nthree\n');
-    expect(chunks.filter((c) => c.stream === 'stderr').map((c) => c.data).join('')).toBe('two\n');
+    expect(
+      chunks
+        .filter((c) => c.stream === 'stdout')
+        .map((c) => c.data)
+        .join(''),
+    ).toBe('one\nthree\n');
+    expect(
+      chunks
+        .filter((c) => c.stream === 'stderr')
+        .map((c) => c.data)
+        .join(''),
+    ).toBe('two\n');
     expect(chunks.at(-1)).toMatchObject({ stream: 'exit', exit_code: 0 });
 
     const all = Uint8Array.from({ length: 256 }, (_, i) => i);
@@ -72,18 +82,27 @@ describe('typed client over fetch', () => {
 
     const err = await sbx.get('sb-nope').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SbxError);
-    expect(err).toMatchObject({ code: 'not_found', message: body.message, details: { status: 404, method: 'GET', path: '/api/v1/sandboxes/sb-nope' } });
+    expect(err).toMatchObject({
+      code: 'not_found',
+      message: body.message,
+      details: { status: 404, method: 'GET', path: '/api/v1/sandboxes/sb-nope' },
+    });
     const node = new NodeClient({ url: srv.url, apiKey: KEY });
     try {
       const viaUndici = await node.get('sb-nope').catch((e: unknown) => e);
-      expect({ ...(viaUndici as SbxError), message: (viaUndici as SbxError).message }).toEqual({ ...(err as SbxError), message: (err as SbxError).message });
+      expect({ ...(viaUndici as SbxError), message: (viaUndici as SbxError).message }).toEqual({
+        ...(err as SbxError),
+        message: (err as SbxError).message,
+      });
     } finally {
       await node.close();
     }
     // A streamed call refused before it starts throws too, and exec errors keep their code.
-    await expect((async () => {
-      for await (const _ of sbx.execStream('sb-nope', { command: 'true' })) void _;
-    })()).rejects.toMatchObject({ code: 'not_found' });
+    await expect(
+      (async () => {
+        for await (const _ of sbx.execStream('sb-nope', { command: 'true' })) void _;
+      })(),
+    ).rejects.toMatchObject({ code: 'not_found' });
   });
 
   it('sends the key as a header: without it the server refuses', async () => {
@@ -104,7 +123,10 @@ describe('typed client over fetch', () => {
     const down = new Client({ url: `http://127.0.0.1:${port}` });
     const err = await down.health().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SbxError);
-    expect(err).toMatchObject({ code: 'unavailable', message: `cannot reach sbx server at http://127.0.0.1:${port}: connection refused (ECONNREFUSED)` });
+    expect(err).toMatchObject({
+      code: 'unavailable',
+      message: `cannot reach sbx server at http://127.0.0.1:${port}: connection refused (ECONNREFUSED)`,
+    });
   });
 
   it('reads the event stream over fetch (no eventsource), from a given id', async () => {

@@ -13,7 +13,10 @@ const preflight = (base: string, path: string, origin: string) =>
 describe('CORS with an explicit origin list and auth on', () => {
   let srv: TestServer;
   beforeAll(async () => {
-    srv = await startTestServer({ auth: { enabled: true, api_key: API_KEY }, server: { cors_allowed_origins: [APP, 'http://localhost:3000'] } });
+    srv = await startTestServer({
+      auth: { enabled: true, api_key: API_KEY },
+      server: { cors_allowed_origins: [APP, 'http://localhost:3000'] },
+    });
   });
   afterAll(async () => srv?.close());
 
@@ -27,7 +30,17 @@ describe('CORS with an explicit origin list and auth on', () => {
     expect(res.headers.get('access-control-allow-methods')).toMatch(/DELETE/);
     const allowed = (res.headers.get('access-control-allow-headers') ?? '').toLowerCase();
     const list = allowed.split(',').map((h) => h.trim());
-    for (const h of ['x-api-key', 'x-admin-api-key', 'x-user-id', 'x-request-id', 'content-type', 'last-event-id', 'authorization', 'x-worker-id', 'x-worker-token']) {
+    for (const h of [
+      'x-api-key',
+      'x-admin-api-key',
+      'x-user-id',
+      'x-request-id',
+      'content-type',
+      'last-event-id',
+      'authorization',
+      'x-worker-id',
+      'x-worker-token',
+    ]) {
       expect(list, h).toContain(h);
     }
     expect(Number(res.headers.get('access-control-max-age'))).toBeGreaterThan(0);

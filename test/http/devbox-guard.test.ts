@@ -19,7 +19,14 @@ function raw(base: string, method: string, path: string, headers: Record<string,
   const u = new URL(base);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: u.hostname, port: u.port, method, path, headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, timeout: 10_000 },
+      {
+        host: u.hostname,
+        port: u.port,
+        method,
+        path,
+        headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        timeout: 10_000,
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -43,7 +50,11 @@ function raw(base: string, method: string, path: string, headers: Record<string,
 
 const ORIGIN_MSG = /^origin is not allowed: while auth is off the dev-box guard .*server\.cors_allowed_origins$/;
 const HOST_MSG = /^host name is not allowed: .*DNS rebinding.*server\.allowed_hosts$/;
-const preflightHeaders = (origin: string) => ({ origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' });
+const preflightHeaders = (origin: string) => ({
+  origin,
+  'access-control-request-method': 'POST',
+  'access-control-request-headers': 'content-type',
+});
 
 const REFUSED_ORIGINS = [
   'http://evil.example',
@@ -62,7 +73,15 @@ const REFUSED_ORIGINS = [
   'garbage',
   'http://',
 ];
-const ALLOWED_ORIGINS = ['http://localhost', 'http://localhost:5173', 'https://localhost', 'http://LOCALHOST:3000', 'http://127.0.0.1:8080', 'http://127.9.8.7', 'http://[::1]:3000'];
+const ALLOWED_ORIGINS = [
+  'http://localhost',
+  'http://localhost:5173',
+  'https://localhost',
+  'http://LOCALHOST:3000',
+  'http://127.0.0.1:8080',
+  'http://127.9.8.7',
+  'http://[::1]:3000',
+];
 
 describe('normalizeHost and the preview-domain label boundary', () => {
   it('lower-cases, strips the port and one trailing dot; refuses garbage', () => {
@@ -72,7 +91,8 @@ describe('normalizeHost and the preview-domain label boundary', () => {
     expect(normalizeHost('[::1]:7423')).toBe('[::1]');
     expect(normalizeHost('[::1]')).toBe('[::1]');
     expect(normalizeHost('127.0.0.1:1')).toBe('127.0.0.1');
-    for (const bad of [undefined, '', ' ', '.', 'a b', 'host:port', '[::1', '[nope]', 'user@host', 'a/b', '::1']) expect(normalizeHost(bad), String(bad)).toBeNull();
+    for (const bad of [undefined, '', ' ', '.', 'a b', 'host:port', '[::1', '[nope]', 'user@host', 'a/b', '::1'])
+      expect(normalizeHost(bad), String(bad)).toBeNull();
   });
 
   it('matches names strictly under the domain on a label boundary; an empty domain matches nothing', () => {
@@ -141,7 +161,16 @@ describe('dev-box guard, auth off (defaults: cors "*")', () => {
 
   it('refuses a rebinding Host (and other foreign names) with 403 on every API route', async () => {
     const port = new URL(srv.url).port;
-    for (const host of ['rebind.example:7423', `rebind.example:${port}`, 'evil.com', '127.0.0.1.evil.com', 'localhost.evil.com', 'xn--localhost', 'bad host', 'a.b:port']) {
+    for (const host of [
+      'rebind.example:7423',
+      `rebind.example:${port}`,
+      'evil.com',
+      '127.0.0.1.evil.com',
+      'localhost.evil.com',
+      'xn--localhost',
+      'bad host',
+      'a.b:port',
+    ]) {
       const r = await raw(srv.url, 'POST', '/api/v1/sandboxes', { host }, '{}');
       expect(r.status, host).toBe(403);
       expect(r.json.code).toBe('forbidden');
@@ -157,7 +186,17 @@ describe('dev-box guard, auth off (defaults: cors "*")', () => {
 
   it('accepts IP literals, localhost and this machine’s name in Host (any case, port, one trailing dot)', async () => {
     const port = new URL(srv.url).port;
-    for (const host of [`127.0.0.1:${port}`, '127.0.0.1', `LOCALHOST:${port}`, 'localhost.', `[::1]:${port}`, '10.1.2.3', '[fe80::1]', hostname(), `${hostname().toUpperCase()}.:${port}`]) {
+    for (const host of [
+      `127.0.0.1:${port}`,
+      '127.0.0.1',
+      `LOCALHOST:${port}`,
+      'localhost.',
+      `[::1]:${port}`,
+      '10.1.2.3',
+      '[fe80::1]',
+      hostname(),
+      `${hostname().toUpperCase()}.:${port}`,
+    ]) {
       const r = await raw(srv.url, 'GET', '/api/v1/sandboxes', { host });
       expect(r.status, host).toBe(200);
     }
@@ -176,7 +215,10 @@ describe('dev-box guard, auth off (defaults: cors "*")', () => {
   it('refuses the WebSocket exec upgrade with 403: the command never runs', async () => {
     const marker = join(srv.dir, 'ws-marker');
     const path = `/api/v1/sandboxes/${id}/exec/ws`;
-    for (const headers of [{ origin: 'http://evil.example' }, { origin: 'null' }, { host: 'rebind.example:7423' }] as Record<string, string>[]) {
+    for (const headers of [{ origin: 'http://evil.example' }, { origin: 'null' }, { host: 'rebind.example:7423' }] as Record<
+      string,
+      string
+    >[]) {
       const err = await openWs(srv.url, path, headers).then(
         (c) => {
           c.send({ type: 'start', command: `touch ${marker}` });
@@ -202,7 +244,11 @@ describe('dev-box guard with an explicit list, allowed_hosts and a preview domai
   let srv: TestServer;
   beforeAll(async () => {
     srv = await startTestServer({
-      server: { cors_allowed_origins: [APP, 'null', 'http://3000-sb-x.preview.test:7423'], allowed_hosts: ['sbx.lan', 'Box.Example.'], preview_domain: 'preview.test' },
+      server: {
+        cors_allowed_origins: [APP, 'null', 'http://3000-sb-x.preview.test:7423'],
+        allowed_hosts: ['sbx.lan', 'Box.Example.'],
+        preview_domain: 'preview.test',
+      },
     });
   });
   afterAll(async () => srv?.close());
@@ -219,7 +265,8 @@ describe('dev-box guard with an explicit list, allowed_hosts and a preview domai
   });
 
   it('admits the names of server.allowed_hosts, and the request’s own origin on such a name (the dashboard)', async () => {
-    for (const host of ['sbx.lan:7423', 'SBX.LAN', 'box.example', 'box.example.:80']) expect((await raw(srv.url, 'GET', '/api/v1/sandboxes', { host })).status, host).toBe(200);
+    for (const host of ['sbx.lan:7423', 'SBX.LAN', 'box.example', 'box.example.:80'])
+      expect((await raw(srv.url, 'GET', '/api/v1/sandboxes', { host })).status, host).toBe(200);
     expect((await raw(srv.url, 'GET', '/api/v1/sandboxes', { host: 'sbx.lan:7423', origin: 'http://sbx.lan:7423' })).status).toBe(200);
     expect((await raw(srv.url, 'GET', '/api/v1/sandboxes', { host: 'sbx.lan', origin: 'http://sbx.lan' })).status).toBe(200);
     // Not its own origin: another port, another scheme, or another allowed name.
@@ -250,7 +297,8 @@ describe('dev-box guard with an empty preview domain', () => {
   afterAll(async () => srv?.close());
 
   it('matches no name under it', async () => {
-    for (const host of ['x.', '.', 'a.b', '3000-sb-x.']) expect((await raw(srv.url, 'GET', '/api/v1/live', { host })).status, host).toBe(403);
+    for (const host of ['x.', '.', 'a.b', '3000-sb-x.'])
+      expect((await raw(srv.url, 'GET', '/api/v1/live', { host })).status, host).toBe(403);
   });
 });
 
@@ -263,7 +311,9 @@ describe('admin key alone: auth stays off, so the guard stays on', () => {
   afterAll(async () => srv?.close());
 
   it('refuses a foreign origin and host even with the admin key; admin routes still need the key', async () => {
-    expect((await raw(srv.url, 'GET', '/api/v1/admin/providers', { origin: 'http://evil.example', 'x-admin-api-key': ADMIN })).status).toBe(403);
+    expect((await raw(srv.url, 'GET', '/api/v1/admin/providers', { origin: 'http://evil.example', 'x-admin-api-key': ADMIN })).status).toBe(
+      403,
+    );
     expect((await raw(srv.url, 'GET', '/api/v1/sandboxes', { host: 'rebind.example' })).status).toBe(403);
     expect((await raw(srv.url, 'GET', '/api/v1/sandboxes')).status).toBe(200);
     expect((await raw(srv.url, 'GET', '/api/v1/admin/providers')).status).toBe(401);
@@ -290,7 +340,11 @@ describe('auth on: the guard is off, the spec’s CORS rules stand alone', () =>
     expect(pre.headers['access-control-allow-origin']).toBe('*');
     const noKey = await raw(wild.url, 'GET', '/api/v1/sandboxes', { origin: 'http://evil.example', host: 'rebind.example:7423' });
     expect(noKey.status).toBe(401);
-    const withKey = await raw(wild.url, 'GET', '/api/v1/sandboxes', { origin: 'http://evil.example', host: 'rebind.example:7423', 'x-api-key': KEY });
+    const withKey = await raw(wild.url, 'GET', '/api/v1/sandboxes', {
+      origin: 'http://evil.example',
+      host: 'rebind.example:7423',
+      'x-api-key': KEY,
+    });
     expect(withKey.status).toBe(200);
     expect(withKey.headers['access-control-allow-origin']).toBe('*');
   });

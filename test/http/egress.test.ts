@@ -20,7 +20,11 @@ describe('egress on a provider that cannot enforce it', () => {
   afterAll(async () => srv?.close());
 
   it('answers filtered with 501 and the reason, nothing created', async () => {
-    for (const body of [{ network: 'filtered' }, { egress: { allow: ['pypi.org'] } }, { network: 'filtered', egress: { allow: ['pypi.org:443'], deny: [] } }]) {
+    for (const body of [
+      { network: 'filtered' },
+      { egress: { allow: ['pypi.org'] } },
+      { network: 'filtered', egress: { allow: ['pypi.org:443'], deny: [] } },
+    ]) {
       const res = await call(srv.url, 'POST', '/api/v1/sandboxes', body);
       expect(res.status, JSON.stringify(body)).toBe(501);
       expect(res.body.code).toBe('not_implemented');
@@ -98,10 +102,19 @@ describe('egress API with an enforcing provider', () => {
   });
 
   it('shows the rules only to the owner and admins', async () => {
-    const res = await call(srv.url, 'POST', '/api/v1/sandboxes', { egress: { allow: ['secret.internal.example'], deny: ['*.example.com'] } }, as('alice'));
+    const res = await call(
+      srv.url,
+      'POST',
+      '/api/v1/sandboxes',
+      { egress: { allow: ['secret.internal.example'], deny: ['*.example.com'] } },
+      as('alice'),
+    );
     expect(res.status).toBe(201);
     const id = res.body.id as string;
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`, undefined, as('alice'))).body.egress).toEqual({ allow: ['secret.internal.example'], deny: ['*.example.com'] });
+    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`, undefined, as('alice'))).body.egress).toEqual({
+      allow: ['secret.internal.example'],
+      deny: ['*.example.com'],
+    });
     expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`, undefined, ADMIN)).body.egress).toBeDefined();
     const bob = await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`, undefined, as('bob'));
     expect(bob.body.network).toBe('filtered');
@@ -115,12 +128,21 @@ describe('egress API with an enforcing provider', () => {
 
   it('PUT replaces the lists, tells the enforcer, and answers the sandbox', async () => {
     const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', { egress: { allow: ['a.example'] } }, as('alice'))).body.id as string;
-    const res = await call(srv.url, 'PUT', `/api/v1/sandboxes/${id}/egress`, { allow: ['B.example.:443'], deny: ['10.0.0.0/8'] }, as('alice'));
+    const res = await call(
+      srv.url,
+      'PUT',
+      `/api/v1/sandboxes/${id}/egress`,
+      { allow: ['B.example.:443'], deny: ['10.0.0.0/8'] },
+      as('alice'),
+    );
     expect(res.status).toBe(200);
     expect(res.body.id).toBe(id);
     expect(res.body.egress).toEqual({ allow: ['b.example:443'], deny: ['10.0.0.0/8'] });
     expect(changed).toContain(id);
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`, undefined, as('alice'))).body.egress).toEqual({ allow: ['b.example:443'], deny: ['10.0.0.0/8'] });
+    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`, undefined, as('alice'))).body.egress).toEqual({
+      allow: ['b.example:443'],
+      deny: ['10.0.0.0/8'],
+    });
     // A bad rule changes nothing.
     const bad = await call(srv.url, 'PUT', `/api/v1/sandboxes/${id}/egress`, { allow: ['ok.example', '*bad'] }, as('alice'));
     expect(bad.status).toBe(400);
@@ -132,11 +154,17 @@ describe('egress API with an enforcing provider', () => {
   });
 
   it('templates keep egress (given alone it means filtered); a spawn naming its own network drops it', async () => {
-    const created = await call(srv.url, 'POST', '/api/v1/templates', { name: 'pip', egress: { allow: ['PyPI.org.', '*.pythonhosted.org:443'] } });
+    const created = await call(srv.url, 'POST', '/api/v1/templates', {
+      name: 'pip',
+      egress: { allow: ['PyPI.org.', '*.pythonhosted.org:443'] },
+    });
     expect(created.status, created.text).toBe(201);
     expect(created.body.network).toBe('filtered');
     expect(created.body.egress).toEqual({ allow: ['pypi.org', '*.pythonhosted.org:443'], deny: [] });
-    expect((await call(srv.url, 'GET', '/api/v1/templates/pip')).body.egress).toEqual({ allow: ['pypi.org', '*.pythonhosted.org:443'], deny: [] });
+    expect((await call(srv.url, 'GET', '/api/v1/templates/pip')).body.egress).toEqual({
+      allow: ['pypi.org', '*.pythonhosted.org:443'],
+      deny: [],
+    });
     const spawned = await call(srv.url, 'POST', '/api/v1/templates/pip/spawn', {}, as('alice'));
     expect(spawned.status).toBe(201);
     expect(spawned.body.egress).toEqual({ allow: ['pypi.org', '*.pythonhosted.org:443'], deny: [] });

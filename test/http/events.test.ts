@@ -45,7 +45,14 @@ describe('GET /api/v1/events (SSE)', () => {
       expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
 
       await s.until((f) => kinds(f, id).includes('sandbox.destroyed'));
-      expect(kinds(s.frames, id)).toEqual(['sandbox.created', 'sandbox.running', 'exec.started', 'exec.completed', 'file.written', 'sandbox.destroyed']);
+      expect(kinds(s.frames, id)).toEqual([
+        'sandbox.created',
+        'sandbox.running',
+        'exec.started',
+        'exec.completed',
+        'file.written',
+        'sandbox.destroyed',
+      ]);
       const evs = eventsOf(s.frames).filter((e) => e.event.sandbox_id === id);
       for (const { frame, event } of evs) {
         expect(frame.id).toBe(String(event.id));
@@ -125,7 +132,11 @@ describe('GET /api/v1/events (SSE)', () => {
     try {
       await again.until((f) => kinds(f, a).includes('sandbox.destroyed'));
       const replayed = eventsOf(again.frames).map((e) => e.event);
-      expect(replayed.map((e) => `${e.type}:${e.sandbox_id}`)).toEqual([`sandbox.created:${b}`, `sandbox.running:${b}`, `sandbox.destroyed:${a}`]);
+      expect(replayed.map((e) => `${e.type}:${e.sandbox_id}`)).toEqual([
+        `sandbox.created:${b}`,
+        `sandbox.running:${b}`,
+        `sandbox.destroyed:${a}`,
+      ]);
       expect(replayed.every((e) => e.id > lastSeen)).toBe(true);
       // Live events follow the replay on the same connection.
       await call(srv.url, 'DELETE', `/api/v1/sandboxes/${b}`);
@@ -306,8 +317,18 @@ describe('resource.limit from exec and extend', () => {
       expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/extend`, { ttl: '48h' })).status).toBe(429);
       await s.until((f) => eventsOf(f).length >= 2);
       const [ex, ext] = eventsOf(s.frames).map((e) => e.event);
-      expect(ex).toMatchObject({ type: 'resource.limit', sandbox_id: id, owner_id: 'limited', data: { reason: 'max_exec_timeout', operation: 'exec', requested: '1h', max: '10m0s' } });
-      expect(ext).toMatchObject({ type: 'resource.limit', sandbox_id: id, owner_id: 'limited', data: { reason: 'max_ttl', operation: 'extend', requested: '48h' } });
+      expect(ex).toMatchObject({
+        type: 'resource.limit',
+        sandbox_id: id,
+        owner_id: 'limited',
+        data: { reason: 'max_exec_timeout', operation: 'exec', requested: '1h', max: '10m0s' },
+      });
+      expect(ext).toMatchObject({
+        type: 'resource.limit',
+        sandbox_id: id,
+        owner_id: 'limited',
+        data: { reason: 'max_ttl', operation: 'extend', requested: '48h' },
+      });
     } finally {
       s.close();
       await call(srv.url, 'DELETE', `/api/v1/sandboxes/${id}`);
@@ -324,7 +345,9 @@ describe('event visibility with ownership enforced', () => {
 
   it('shows a non-admin its own and unowned events only; an admin sees all', async () => {
     const alice = await openSse(`${own.url}/api/v1/events?types=sandbox.created`, { 'X-User-ID': 'alice' });
-    const admin = await openSse(`${own.url}/api/v1/events?types=sandbox.created`, { 'X-Admin-API-Key': 'admin-key-for-events-test-0123456789' });
+    const admin = await openSse(`${own.url}/api/v1/events?types=sandbox.created`, {
+      'X-Admin-API-Key': 'admin-key-for-events-test-0123456789',
+    });
     try {
       const a = (await call(own.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'alice' })).body.id;
       const b = (await call(own.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'bob' })).body.id;

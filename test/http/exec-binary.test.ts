@@ -30,7 +30,11 @@ function bytesOf(chunks: Chunk[], stream: 'stdout' | 'stderr'): Buffer {
   return Buffer.concat(mine.map((c) => (c.encoding === 'base64' ? Buffer.from(c.data, 'base64') : Buffer.from(c.data, 'utf8'))));
 }
 
-const lines = (text: string): Chunk[] => text.trim().split('\n').map((l) => JSON.parse(l) as Chunk);
+const lines = (text: string): Chunk[] =>
+  text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Chunk);
 
 /** The same checks against the mock and the docker provider. */
 function binarySuite(title: string, setup: () => Promise<{ srv: TestServer; id: string }>, teardown: () => Promise<void>) {
@@ -44,7 +48,12 @@ function binarySuite(title: string, setup: () => Promise<{ srv: TestServer; id: 
     const exec = (body: Record<string, unknown>) => call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, body);
 
     it('NDJSON with binary: stdout and stderr bytes arrive exactly; text chunks stay plain strings', async () => {
-      const res = await exec({ command: `${RAW_SCRIPT}; ${RAW_SCRIPT} >&2; sleep 0.2; echo text; echo more >&2`, stream: true, binary: true, exit_record: true });
+      const res = await exec({
+        command: `${RAW_SCRIPT}; ${RAW_SCRIPT} >&2; sleep 0.2; echo text; echo more >&2`,
+        stream: true,
+        binary: true,
+        exit_record: true,
+      });
       expect(res.status).toBe(200);
       const chunks = lines(res.text);
       expect(bytesOf(chunks, 'stdout').equals(Buffer.concat([RAW, Buffer.from('text\n')]))).toBe(true);
@@ -85,7 +94,12 @@ function binarySuite(title: string, setup: () => Promise<{ srv: TestServer; id: 
 
     it('WebSocket without binary keeps plain text messages', async () => {
       const msgs = (await (await startWs(srv.url, id, { command: RAW_SCRIPT })).rest()) as Chunk[];
-      expect(msgs.filter((m) => m.type === 'stdout').map((m) => m.data).join('')).toBe(RAW_AS_TEXT);
+      expect(
+        msgs
+          .filter((m) => m.type === 'stdout')
+          .map((m) => m.data)
+          .join(''),
+      ).toBe(RAW_AS_TEXT);
       expect(msgs.every((m) => m.encoding === undefined)).toBe(true);
     });
 
@@ -109,9 +123,13 @@ function binarySuite(title: string, setup: () => Promise<{ srv: TestServer; id: 
       expect(streamed.status).toBe(400);
       expect(streamed.headers.get('content-type')).toContain('application/json');
       expect(streamed.body).toEqual({ code: 'bad_request', message });
-      expect(await (await startWs(srv.url, id, { command: 'pwd', workdir: '/nonexist' })).rest()).toEqual([{ type: 'error', code: 'bad_request', message }]);
+      expect(await (await startWs(srv.url, id, { command: 'pwd', workdir: '/nonexist' })).rest()).toEqual([
+        { type: 'error', code: 'bad_request', message },
+      ]);
       // A file is not a directory either.
-      expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/plain-file', content: 'x' })).status).toBe(200);
+      expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/plain-file', content: 'x' })).status).toBe(
+        200,
+      );
       const onFile = await exec({ command: 'pwd', workdir: '/workspace/plain-file', stream: true });
       expect(onFile.status).toBe(400);
       expect(onFile.body.message).toBe('workdir /workspace/plain-file is not an existing directory in the sandbox');
@@ -165,7 +183,10 @@ describe('buffered output limit', () => {
 
   it('cuts at a character boundary and says how many bytes were dropped', async () => {
     // 103 ASCII bytes, then euro signs: the 104th byte is the first of a three-byte character.
-    const res = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: "printf '%0103d' 0; printf '\\342\\202\\254%.0s' 1 2 3 4", binary: true });
+    const res = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, {
+      command: "printf '%0103d' 0; printf '\\342\\202\\254%.0s' 1 2 3 4",
+      binary: true,
+    });
     expect(res.status).toBe(200);
     expect(res.body.truncated).toBe(true);
     expect(res.body.stdout_encoding).toBeUndefined();

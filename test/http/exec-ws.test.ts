@@ -108,18 +108,39 @@ describe('WebSocket exec (mock provider)', () => {
       return msgs.at(-1)!;
     };
     expect(await bad('{not json')).toMatchObject({ type: 'error', code: 'bad_request', message: expect.stringMatching(/JSON/) });
-    expect(await bad({ type: 'stdin', data: 'x' })).toMatchObject({ type: 'error', code: 'bad_request', message: expect.stringMatching(/first message/) });
+    expect(await bad({ type: 'stdin', data: 'x' })).toMatchObject({
+      type: 'error',
+      code: 'bad_request',
+      message: expect.stringMatching(/first message/),
+    });
     expect(await bad({ type: 'start' })).toMatchObject({ type: 'error', code: 'bad_request' });
     expect(await bad({ type: 'start', command: 'true', bogus: 1 })).toMatchObject({ type: 'error', code: 'bad_request' });
     expect(await bad({ type: 'start', command: 'true', workdir: 'relative' })).toMatchObject({ type: 'error', code: 'bad_request' });
-    expect(await bad({ type: 'start', command: 'sleep 5' }, { type: 'launch' })).toMatchObject({ type: 'error', code: 'bad_request', message: expect.stringMatching(/unknown message type/) });
-    expect(await bad({ type: 'start', command: 'sleep 5' }, { type: 'resize', cols: 0, rows: 10 })).toMatchObject({ type: 'error', code: 'bad_request' });
-    expect(await bad({ type: 'start', command: 'sleep 5' }, { type: 'signal', signal: 'SIGSTOP' })).toMatchObject({ type: 'error', code: 'bad_request' });
-    expect(await bad({ type: 'start', command: 'sleep 5' }, { type: 'stdin', data: '%%%', encoding: 'base64' })).toMatchObject({ type: 'error', code: 'bad_request' });
+    expect(await bad({ type: 'start', command: 'sleep 5' }, { type: 'launch' })).toMatchObject({
+      type: 'error',
+      code: 'bad_request',
+      message: expect.stringMatching(/unknown message type/),
+    });
+    expect(await bad({ type: 'start', command: 'sleep 5' }, { type: 'resize', cols: 0, rows: 10 })).toMatchObject({
+      type: 'error',
+      code: 'bad_request',
+    });
+    expect(await bad({ type: 'start', command: 'sleep 5' }, { type: 'signal', signal: 'SIGSTOP' })).toMatchObject({
+      type: 'error',
+      code: 'bad_request',
+    });
+    expect(await bad({ type: 'start', command: 'sleep 5' }, { type: 'stdin', data: '%%%', encoding: 'base64' })).toMatchObject({
+      type: 'error',
+      code: 'bad_request',
+    });
   });
 
   it('signals reach the command: SIGINT → 130, TERM → 143, KILL → 137', async () => {
-    for (const [signal, code] of [['SIGINT', 130], ['TERM', 143], ['sigkill', 137]] as const) {
+    for (const [signal, code] of [
+      ['SIGINT', 130],
+      ['TERM', 143],
+      ['sigkill', 137],
+    ] as const) {
       const c = await startWs(srv.url, id, { command: 'echo ready; exec sleep 30' });
       await waitStdout(c, 'ready');
       c.send({ type: 'signal', signal });

@@ -30,7 +30,9 @@ describe('buffered exec', () => {
 
   it('feeds stdin (sbx extension)', async () => {
     expect((await exec({ command: 'cat', stdin: 'hello' })).body.stdout).toBe('hello');
-    expect((await exec({ command: 'wc -c', stdin: Buffer.from([0, 1, 2]).toString('base64'), stdin_encoding: 'base64' })).body.stdout.trim()).toBe('3');
+    expect(
+      (await exec({ command: 'wc -c', stdin: Buffer.from([0, 1, 2]).toString('base64'), stdin_encoding: 'base64' })).body.stdout.trim(),
+    ).toBe('3');
   });
 
   it('times out with 408, partial output, and kills the command', async () => {
@@ -76,7 +78,10 @@ describe('streamed exec (NDJSON)', () => {
       if (done) break;
       text += new TextDecoder().decode(value);
     }
-    const lines = text.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines[0]).toEqual({ stream: 'stdout', data: 'first\n' });
     expect(lines.map((l) => l.data).join('')).toBe('first\nsecond\n');
     expect(lines.every((l) => l.stream === 'stdout' || l.stream === 'stderr')).toBe(true);
@@ -84,15 +89,26 @@ describe('streamed exec (NDJSON)', () => {
 
   it('ends with an exit record only when asked', async () => {
     const res = await exec({ command: 'echo a; echo b >&2; exit 42', stream: true, exit_record: true });
-    const lines = res.text.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = res.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const last = lines.at(-1);
     expect(last).toMatchObject({ stream: 'exit', data: '', exit_code: 42 });
-    expect(lines.filter((l) => l.stream === 'stderr').map((l) => l.data).join('')).toBe('b\n');
+    expect(
+      lines
+        .filter((l) => l.stream === 'stderr')
+        .map((l) => l.data)
+        .join(''),
+    ).toBe('b\n');
   });
 
   it('reports a deadline on stderr with exit 124 and emits exec.timeout', async () => {
     const res = await exec({ command: 'sleep 30', stream: true, exit_record: true, timeout: '300ms' });
-    const lines = res.text.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = res.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.some((l) => l.stream === 'stderr' && /timed out/.test(l.data))).toBe(true);
     expect(lines.at(-1)).toMatchObject({ stream: 'exit', exit_code: 124, timed_out: true });
     const kinds = srv.plane.deps.bus.recent({ sandbox_id: id }).map((e) => e.type);

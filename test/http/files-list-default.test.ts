@@ -20,7 +20,10 @@ describe('GET /files/list path default (spec 4.2, 8)', () => {
     for (const query of ['', '?path=']) {
       const res = await call(srv.url, 'GET', `/api/v1/sandboxes/${id}/files/list${query}`);
       expect(res.status, query).toBe(200);
-      expect(res.body.map((f: { name: string }) => f.name), query).toEqual(names);
+      expect(
+        res.body.map((f: { name: string }) => f.name),
+        query,
+      ).toEqual(names);
     }
   });
 

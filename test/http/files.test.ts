@@ -21,7 +21,8 @@ async function postBytes(path: string, bytes: Uint8Array): Promise<{ status: num
 /** A raw write; `query` is the query string without `?`. */
 const raw = (query: string, bytes: Uint8Array, sandbox = id, suffix = '') =>
   postBytes(`/api/v1/sandboxes/${sandbox}/files${suffix}${query ? `?${query}` : ''}`, bytes);
-const readBack = async (path: string) => Buffer.from(await (await fetch(`${srv.url}/api/v1/sandboxes/${id}/files?path=${encodeURIComponent(path)}`)).arrayBuffer());
+const readBack = async (path: string) =>
+  Buffer.from(await (await fetch(`${srv.url}/api/v1/sandboxes/${id}/files?path=${encodeURIComponent(path)}`)).arrayBuffer());
 
 describe('files (spec 4.2)', () => {
   it('writes and reads text, creating parents, with mode', async () => {
@@ -46,7 +47,9 @@ describe('files (spec 4.2)', () => {
     // Line-wrapped base64 is accepted; padding only at the end, at most two.
     const wrapped = bytes.toString('base64').replace(/.{76}/g, '$&\r\n');
     expect((await f('POST', '', { path: '/workspace/wrapped.dat', content: wrapped, encoding: 'base64' })).status).toBe(200);
-    expect(Buffer.from(await (await fetch(`${srv.url}/api/v1/sandboxes/${id}/files?path=/workspace/wrapped.dat`)).arrayBuffer()).equals(bytes)).toBe(true);
+    expect(
+      Buffer.from(await (await fetch(`${srv.url}/api/v1/sandboxes/${id}/files?path=/workspace/wrapped.dat`)).arrayBuffer()).equals(bytes),
+    ).toBe(true);
     for (const bad of ['QQ=A', 'QQ===', '=QQQ', 'QUJD-_', 'Q']) {
       const res = await f('POST', '', { path: '/workspace/x', content: bad, encoding: 'base64' });
       expect(res.status, bad).toBe(400);
@@ -65,7 +68,9 @@ describe('files (spec 4.2)', () => {
     expect(ls.body.map((i: { name: string }) => i.name)).toEqual(['deep', 'one.txt', 'two.txt']);
     expect(ls.body[0]).toMatchObject({ is_dir: true, path: '/workspace/g/deep' });
 
-    expect((await f('POST', '/move', { old_path: '/workspace/g/two.txt', new_path: '/workspace/g/moved.txt' })).body).toEqual({ status: 'moved' });
+    expect((await f('POST', '/move', { old_path: '/workspace/g/two.txt', new_path: '/workspace/g/moved.txt' })).body).toEqual({
+      status: 'moved',
+    });
     expect((await f('POST', '/chmod', { path: '/workspace/g/moved.txt', mode: '755' })).body).toEqual({ status: 'chmod applied' });
     expect((await f('GET', '/stat?path=/workspace/g/moved.txt')).body.mode).toBe('0755');
 
@@ -203,7 +208,9 @@ describe('files (spec 4.2)', () => {
       const empty = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files?path=/workspace/x`);
       expect(empty.status).toBe(400);
       expect(empty.body.message).toMatch(/^invalid body: .*path/);
-      const text = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files?path=/workspace/x`, 'hello', { 'content-type': 'text/plain' });
+      const text = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files?path=/workspace/x`, 'hello', {
+        'content-type': 'text/plain',
+      });
       expect(text.status).toBe(400);
       expect(text.body).toEqual({ code: 'bad_request', message: 'invalid body: must be object' });
       // A JSON body ignores the raw form's query path.
@@ -214,7 +221,9 @@ describe('files (spec 4.2)', () => {
 
     it('publishes file.written with the byte size', async () => {
       await raw('path=/workspace/raw/ev.bin', all);
-      const ev = srv.plane.deps.bus.recent({ sandbox_id: id }).filter((e) => e.type === 'file.written' && e.data?.path === '/workspace/raw/ev.bin');
+      const ev = srv.plane.deps.bus
+        .recent({ sandbox_id: id })
+        .filter((e) => e.type === 'file.written' && e.data?.path === '/workspace/raw/ev.bin');
       expect(ev.map((e) => e.data)).toEqual([{ path: '/workspace/raw/ev.bin', size: 256 }]);
     });
   });

@@ -14,7 +14,8 @@ let dir: string;
 let server: TestServer;
 const dbPath = () => join(dir, 'keys.db');
 const start = () => startTestServer({ database: { driver: 'sqlite', path: dbPath() }, defaults: { max_ttl: '1h' } });
-const spawn = (body: Record<string, unknown>, key?: string, base = server.url) => call(base, 'POST', '/api/v1/sandboxes', body, key === undefined ? {} : { 'Idempotency-Key': key });
+const spawn = (body: Record<string, unknown>, key?: string, base = server.url) =>
+  call(base, 'POST', '/api/v1/sandboxes', body, key === undefined ? {} : { 'Idempotency-Key': key });
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sbx-idem-'));
@@ -27,7 +28,11 @@ afterAll(async () => {
 
 describe('Idempotency-Key on spawn', () => {
   it('20 concurrent spawns with one key make one sandbox; the others are replays of it', async () => {
-    const results = await Promise.all(Array.from({ length: 20 }, () => call(server.url, 'POST', '/api/v1/sandboxes', { ttl: '10m', metadata: { job: '7' } }, { 'Idempotency-Key': 'job-7' })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        call(server.url, 'POST', '/api/v1/sandboxes', { ttl: '10m', metadata: { job: '7' } }, { 'Idempotency-Key': 'job-7' }),
+      ),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(201));
     const ids = new Set(results.map((r) => r.body.id));
     expect(ids.size).toBe(1);

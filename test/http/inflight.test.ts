@@ -22,7 +22,9 @@ function heldUpload(body: string): Promise<{ sock: Socket; finish: () => Promise
   const bytes = Buffer.from(body);
   return new Promise((resolve, reject) => {
     const sock = connect({ port: Number(port), host: hostname }, () => {
-      sock.write(`POST ${FILES()} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`);
+      sock.write(
+        `POST ${FILES()} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`,
+      );
       sock.write(bytes.subarray(0, 1000));
       let data = '';
       sock.on('data', (d) => (data += d.toString()));
@@ -89,7 +91,11 @@ describe('in-flight byte budget (server.max_inflight_mb, issue 12.5)', () => {
     const ok = await fetch(srv.url + FILES(), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: ReadableStream.from((async function* () { yield small; })()),
+      body: ReadableStream.from(
+        (async function* () {
+          yield small;
+        })(),
+      ),
       duplex: 'half',
     } as RequestInit);
     expect(ok.status).toBe(200);

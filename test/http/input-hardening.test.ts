@@ -158,7 +158,9 @@ describe('requests the HTTP parser refuses get the spec error body (spec 7)', ()
     const res = parseRaw(await rawRequest(srv.url, `GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-API-Key: ${secret}\r\n\r\n`));
     expect(res.status).toBe(413);
     expect(res.body).toEqual({ code: 'payload_too_large', message: 'request line or headers are larger than the server accepts' });
-    const longQuery = parseRaw(await rawRequest(srv.url, `GET /api/v1/sandboxes/x/files?path=/${'q'.repeat(40_000)} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    const longQuery = parseRaw(
+      await rawRequest(srv.url, `GET /api/v1/sandboxes/x/files?path=/${'q'.repeat(40_000)} HTTP/1.1\r\nHost: x\r\n\r\n`),
+    );
     expect(longQuery.status).toBe(413);
     expect(longQuery.body).toMatchObject({ code: 'payload_too_large' });
   });
@@ -239,7 +241,13 @@ describe('derived owners are keyed with a per-installation secret', () => {
     expect(byKey.body.owner_id).not.toContain(unsalted);
 
     // The secret is shown nowhere.
-    for (const p of ['/api/v1/diagnostics', '/api/v1/metrics', '/api/v1/metrics/prometheus', `/api/v1/sandboxes/${byKey.body.id}`, '/api/v1/sandboxes']) {
+    for (const p of [
+      '/api/v1/diagnostics',
+      '/api/v1/metrics',
+      '/api/v1/metrics/prometheus',
+      `/api/v1/sandboxes/${byKey.body.id}`,
+      '/api/v1/sandboxes',
+    ]) {
       expect((await call(srv.url, 'GET', p)).text, p).not.toContain(secret);
     }
     expect(JSON.stringify(srv.plane.deps.bus.since(0))).not.toContain(secret);
@@ -249,7 +257,8 @@ describe('derived owners are keyed with a per-installation secret', () => {
     const a = await startTestServer();
     const b = await startTestServer();
     try {
-      const ownerOf = async (url: string) => (await call(url, 'POST', '/api/v1/sandboxes', { ttl: '1m' }, { 'X-API-Key': 'same-key' })).body.owner_id as string;
+      const ownerOf = async (url: string) =>
+        (await call(url, 'POST', '/api/v1/sandboxes', { ttl: '1m' }, { 'X-API-Key': 'same-key' })).body.owner_id as string;
       const first = await ownerOf(a.url);
       expect(first).toMatch(/^key\/[0-9a-f]{16}$/);
       expect(await ownerOf(b.url)).not.toBe(first);
@@ -263,7 +272,11 @@ describe('derived owners are keyed with a per-installation secret', () => {
         cwd: a.dir,
         home: a.dir,
         env: {},
-        overrides: { server: { host: '127.0.0.1', port: 0 }, database: { driver: 'sqlite', path: `${a.dir}/sbx.db` }, providers: { default: 'mock', mock: { root_dir: `${a.dir}/mock` } } } as never,
+        overrides: {
+          server: { host: '127.0.0.1', port: 0 },
+          database: { driver: 'sqlite', path: `${a.dir}/sbx.db` },
+          providers: { default: 'mock', mock: { root_dir: `${a.dir}/mock` } },
+        } as never,
       });
       const again = await createControlPlane(config, { home: a.dir, logger: pino({ level: 'silent' }), reconcile: false });
       try {

@@ -8,7 +8,6 @@ const DSN = POSTGRES_DSN;
 const SKIP = DSN ? undefined : 'SBX_TEST_POSTGRES_DSN is not set (scripts/test-postgres-up.sh prints one)';
 const MAX = 2_147_483_647;
 
-
 describe.skipIf(SKIP !== undefined)(`integer bounds against PostgreSQL INTEGER columns${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
   const schema = `sbx_test_${randomBytes(6).toString('hex')}`;
   let srv: TestServer;
@@ -41,8 +40,17 @@ describe.skipIf(SKIP !== undefined)(`integer bounds against PostgreSQL INTEGER c
 
   it('the bound is needed: the store itself cannot hold one more', async () => {
     const err = await srv.plane.deps.store
-      .upsertQuota({ owner_id: 'over', max_sandboxes: MAX + 1, max_ttl_ms: 0, max_exec_timeout_ms: 0, updated_at: new Date().toISOString() })
-      .then(() => null, (e: unknown) => e);
+      .upsertQuota({
+        owner_id: 'over',
+        max_sandboxes: MAX + 1,
+        max_ttl_ms: 0,
+        max_exec_timeout_ms: 0,
+        updated_at: new Date().toISOString(),
+      })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(Error);
   });
 });

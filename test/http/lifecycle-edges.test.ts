@@ -43,8 +43,20 @@ describe('sandbox lifecycle edges', () => {
     const id = 'sb-collision0000';
     const at = new Date().toISOString();
     await srv.plane.deps.store.insertSandbox({
-      id, state: 'destroyed', provider: 'mock', image: 'x', memory_mb: 1, vcpus: 1, created_at: at, updated_at: at,
-      expires_at: at, metadata: {}, owner_id: null, worker_id: 'local', runtime_id: null, template: null,
+      id,
+      state: 'destroyed',
+      provider: 'mock',
+      image: 'x',
+      memory_mb: 1,
+      vcpus: 1,
+      created_at: at,
+      updated_at: at,
+      expires_at: at,
+      metadata: {},
+      owner_id: null,
+      worker_id: 'local',
+      runtime_id: null,
+      template: null,
     });
     nextId = id;
     const res = await call(url, 'POST', '/api/v1/sandboxes', {});
@@ -116,7 +128,9 @@ describe('sandbox lifecycle edges', () => {
     expect(await sandboxes.reap()).toBe(1);
     expect(existsSync(runtimeDir(id))).toBe(false);
     expect((await store.getSandbox(id))!.state).toBe('destroyed');
-    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([expect.objectContaining({ data: { reason: 'expired' } })]);
+    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([
+      expect.objectContaining({ data: { reason: 'expired' } }),
+    ]);
   });
 
   it('the reaper tears down a sandbox in error whose runtime is gone, and leaves one whose runtime runs', async () => {
@@ -133,7 +147,9 @@ describe('sandbox lifecycle edges', () => {
 
     expect(await sandboxes.reap()).toBe(1);
     expect((await store.getSandbox(lost))!.state).toBe('destroyed');
-    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: lost })).toEqual([expect.objectContaining({ data: { reason: 'runtime_lost' } })]);
+    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: lost })).toEqual([
+      expect.objectContaining({ data: { reason: 'runtime_lost' } }),
+    ]);
     expect((await call(url, 'GET', '/api/v1/sandboxes')).body.map((s: { id: string }) => s.id)).not.toContain(lost);
     expect((await store.getSandbox(alive))!.state).toBe('error');
     expect(existsSync(runtimeDir(alive))).toBe(true);

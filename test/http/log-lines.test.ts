@@ -76,7 +76,11 @@ describe('log lines are JSON objects with each key once', () => {
   });
 
   it('err: an SbxError is {type, code, message}; any other error keeps its stack', () => {
-    expect(serializeErr(new SbxError('provider_error', 'engine gone', { stdout: 'x'.repeat(100) }))).toEqual({ type: 'SbxError', code: 'provider_error', message: 'engine gone' });
+    expect(serializeErr(new SbxError('provider_error', 'engine gone', { stdout: 'x'.repeat(100) }))).toEqual({
+      type: 'SbxError',
+      code: 'provider_error',
+      message: 'engine gone',
+    });
     const other = serializeErr(Object.assign(new TypeError('boom'), { code: 'E_BOOM' })) as Record<string, unknown>;
     expect(other).toMatchObject({ type: 'TypeError', message: 'boom', code: 'E_BOOM' });
     expect(String(other.stack)).toContain('TypeError: boom\n    at ');

@@ -14,7 +14,15 @@ function captureLogger(): { logger: Logger; lines: () => { level: number; msg: s
     },
   });
   const logger = pino({ level: 'info' }, sink) as unknown as Logger;
-  return { logger, lines: () => out.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string }) };
+  return {
+    logger,
+    lines: () =>
+      out
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { level: number; msg: string }),
+  };
 }
 
 /**
@@ -35,9 +43,14 @@ describe('auto with no isolating provider', () => {
   afterAll(async () => srv?.close());
 
   it('starts without any provider and warns how to get one', () => {
-    const warnings = log.lines().filter((l) => l.level === 40).map((l) => l.msg);
+    const warnings = log
+      .lines()
+      .filter((l) => l.level === 40)
+      .map((l) => l.msg);
     expect(warnings).toContain('docker: no engine answers at unix:///nonexistent/sbx-test/docker.sock (providers.docker.socket_path)');
-    expect(warnings.some((m) => m.startsWith('no isolating provider is available on this node') && m.includes('providers.default: mock'))).toBe(true);
+    expect(
+      warnings.some((m) => m.startsWith('no isolating provider is available on this node') && m.includes('providers.default: mock')),
+    ).toBe(true);
     expect(log.lines().some((l) => l.msg.includes('provider "mock"'))).toBe(false);
   });
 
@@ -85,11 +98,22 @@ describe('mock runs only when named', () => {
   it('providers.mock.enabled registers mock with a warning, but auto still never makes it the default', async () => {
     const log = captureLogger();
     const srv = await startTestServer(
-      { providers: { default: 'auto', docker: { socket_path: '/nonexistent/sbx-test/docker.sock' }, proot: { rootfs: '' }, mock: { enabled: true } } },
+      {
+        providers: {
+          default: 'auto',
+          docker: { socket_path: '/nonexistent/sbx-test/docker.sock' },
+          proot: { rootfs: '' },
+          mock: { enabled: true },
+        },
+      },
       { logger: log.logger },
     );
     try {
-      expect(log.lines().some((l) => l.level === 40 && l.msg === 'provider "mock" is enabled: commands run directly on this host, without isolation')).toBe(true);
+      expect(
+        log
+          .lines()
+          .some((l) => l.level === 40 && l.msg === 'provider "mock" is enabled: commands run directly on this host, without isolation'),
+      ).toBe(true);
       const list = await call(srv.url, 'GET', '/api/v1/providers');
       expect(list.body.map((p: { name: string; default: boolean }) => [p.name, p.default])).toEqual([['mock', false]]);
       const unnamed = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
@@ -109,7 +133,11 @@ describe('mock runs only when named', () => {
     const log = captureLogger();
     const srv = await startTestServer({ providers: { default: 'mock' } }, { logger: log.logger });
     try {
-      expect(log.lines().some((l) => l.level === 40 && l.msg === 'provider "mock" is the default: commands run directly on this host, without isolation')).toBe(true);
+      expect(
+        log
+          .lines()
+          .some((l) => l.level === 40 && l.msg === 'provider "mock" is the default: commands run directly on this host, without isolation'),
+      ).toBe(true);
       const ready = await call(srv.url, 'GET', '/api/v1/ready');
       expect(ready.status).toBe(200);
       expect(ready.body.ready_providers).toBe(1);
@@ -121,4 +149,3 @@ describe('mock runs only when named', () => {
     }
   });
 });
-

@@ -64,13 +64,50 @@ class DownProvider implements Provider {
 }
 
 const SCHEDULER_KEYS = [
-  'spawn_overflow', 'spawn_queue_depth', 'max_spawn_queue', 'spawn_queue_timeout', 'admission_control', 'spawn_queued_total',
-  'spawn_dequeued_total', 'spawn_queue_timeouts', 'spawn_queue_wait_count', 'spawn_queue_wait_total', 'spawn_queue_wait_max',
-  'spawn_queue_wait_avg', 'spawn_queue_wait_total_ms', 'spawn_queue_wait_max_ms', 'spawn_queue_wait_avg_ms', 'worker_id',
-  'selected_worker_id', 'eligible_workers', 'placements', 'placement_p50_ms', 'placement_p99_ms',
+  'spawn_overflow',
+  'spawn_queue_depth',
+  'max_spawn_queue',
+  'spawn_queue_timeout',
+  'admission_control',
+  'spawn_queued_total',
+  'spawn_dequeued_total',
+  'spawn_queue_timeouts',
+  'spawn_queue_wait_count',
+  'spawn_queue_wait_total',
+  'spawn_queue_wait_max',
+  'spawn_queue_wait_avg',
+  'spawn_queue_wait_total_ms',
+  'spawn_queue_wait_max_ms',
+  'spawn_queue_wait_avg_ms',
+  'worker_id',
+  'selected_worker_id',
+  'eligible_workers',
+  'placements',
+  'placement_p50_ms',
+  'placement_p99_ms',
 ];
-const RATE_KEYS = ['enabled', 'requests_per_minute', 'burst', 'key_by', 'active_buckets', 'allowed_total', 'limited_total', 'evicted_total', 'bucket_ttl', 'cleanup_interval'];
-const LIMIT_KEYS = ['max_sandboxes', 'max_sandboxes_per_owner', 'default_exec_timeout', 'max_exec_timeout', 'max_ttl', 'spawn_overflow', 'spawn_queue_timeout', 'max_spawn_queue'];
+const RATE_KEYS = [
+  'enabled',
+  'requests_per_minute',
+  'burst',
+  'key_by',
+  'active_buckets',
+  'allowed_total',
+  'limited_total',
+  'evicted_total',
+  'bucket_ttl',
+  'cleanup_interval',
+];
+const LIMIT_KEYS = [
+  'max_sandboxes',
+  'max_sandboxes_per_owner',
+  'default_exec_timeout',
+  'max_exec_timeout',
+  'max_ttl',
+  'spawn_overflow',
+  'spawn_queue_timeout',
+  'max_spawn_queue',
+];
 
 /** `name{labels} value` lines of a Prometheus text body → value, or undefined. */
 function sample(text: string, series: string): number | undefined {
@@ -98,14 +135,37 @@ describe('diagnostics, metrics, health (spec 2.14–2.16, 4.8)', () => {
     expect(res.status).toBe(200);
     const d = res.body;
     expect(Object.keys(d)).toEqual([
-      'generated_at', 'build', 'process', 'store', 'limits', 'scheduler', 'quotas', 'rate_limit', 'providers', 'workers',
-      'leases', 'sandboxes', 'events', 'operations', 'pool', 'warm', 'preview', 'replica', 'leaders', 'remediation', 'redactions',
+      'generated_at',
+      'build',
+      'process',
+      'store',
+      'limits',
+      'scheduler',
+      'quotas',
+      'rate_limit',
+      'providers',
+      'workers',
+      'leases',
+      'sandboxes',
+      'events',
+      'operations',
+      'pool',
+      'warm',
+      'preview',
+      'replica',
+      'leaders',
+      'remediation',
+      'redactions',
     ]);
     // One process on SQLite: this replica alone, leading every task there is.
     expect(d.replica).toEqual({ id: expect.stringMatching(/.+:\d+$/), shared: false, live: [d.replica.id] });
     expect(d.leaders).toEqual({ reaper: d.replica.id, reconcile: d.replica.id });
     expect(Math.abs(Date.parse(d.generated_at) - Date.now())).toBeLessThan(10_000);
-    expect(d.build).toMatchObject({ version: PKG_VERSION, goos: process.platform, goarch: process.arch === 'x64' ? 'amd64' : process.arch });
+    expect(d.build).toMatchObject({
+      version: PKG_VERSION,
+      goos: process.platform,
+      goarch: process.arch === 'x64' ? 'amd64' : process.arch,
+    });
     expect(d.process.uptime).toMatch(/^\d+(\.\d+)?(ms|s|m|h)/);
     expect(d.process.goroutines).toBeGreaterThan(0);
     for (const k of ['alloc', 'sys', 'heap_alloc']) expect(d.process.memory[k]).toBeGreaterThan(1024 * 1024);
@@ -127,7 +187,13 @@ describe('diagnostics, metrics, health (spec 2.14–2.16, 4.8)', () => {
     expect(d.workers).toMatchObject({ total: 1, online: 1, stale: 0, unhealthy: 0 });
     expect(d.workers.items[0]).toMatchObject({ id: 'local', status: 'online', stale: false });
     expect(d.leases).toEqual({ total: 0, active: 0, expired: 0, by_holder: {} });
-    expect(d.sandboxes).toEqual({ total: 2, active: 1, by_state: { running: 1, destroyed: 1 }, by_provider: { mock: 1 }, by_worker: { local: 1 } });
+    expect(d.sandboxes).toEqual({
+      total: 2,
+      active: 1,
+      by_state: { running: 1, destroyed: 1 },
+      by_provider: { mock: 1 },
+      by_worker: { local: 1 },
+    });
     expect(d.events.events_total).toBeGreaterThanOrEqual(8);
     expect(d.events.history_size).toBe(d.events.events_total);
     expect(d.events.subscribers).toBe(0);
@@ -142,12 +208,24 @@ describe('diagnostics, metrics, health (spec 2.14–2.16, 4.8)', () => {
     expect(lat.avg).toBeCloseTo(lat.total / 2, 2);
     // Redacted: no owner ids in summaries, and the list of what is hidden.
     expect(JSON.stringify(d.quotas)).not.toContain('alice');
-    expect(d.redactions).toEqual(expect.arrayContaining(['provider secrets', 'registry credentials', 'environment secrets', 'API keys', 'worker tokens', 'signing keys', 'database credentials']));
+    expect(d.redactions).toEqual(
+      expect.arrayContaining([
+        'provider secrets',
+        'registry credentials',
+        'environment secrets',
+        'API keys',
+        'worker tokens',
+        'signing keys',
+        'database credentials',
+      ]),
+    );
   });
 
   it('every remediation reference names a document in the repository', async () => {
     const d = (await call(srv.url, 'GET', '/api/v1/diagnostics')).body;
-    expect(Object.keys(d.remediation)).toEqual(expect.arrayContaining(['provider_unhealthy', 'store_unhealthy', 'worker_stale', 'spawn_queue', 'sandbox_error']));
+    expect(Object.keys(d.remediation)).toEqual(
+      expect.arrayContaining(['provider_unhealthy', 'store_unhealthy', 'worker_stale', 'spawn_queue', 'sandbox_error']),
+    );
     for (const path of Object.values(d.remediation) as string[]) {
       expect(path).toMatch(/^docs\/remediation\/[a-z-]+\.md$/);
       expect(existsSync(join(ROOT, path)), path).toBe(true);
@@ -160,8 +238,21 @@ describe('diagnostics, metrics, health (spec 2.14–2.16, 4.8)', () => {
     expect(res.status).toBe(200);
     const m = res.body;
     expect(Object.keys(m).slice(0, 15)).toEqual([
-      'uptime', 'goroutines', 'memory_alloc', 'memory_sys', 'memory_heap_alloc', 'gc_cycles', 'sandboxes', 'providers', 'workers', 'leases', 'events', 'scheduler',
-      'operations', 'quotas', 'rate_limit',
+      'uptime',
+      'goroutines',
+      'memory_alloc',
+      'memory_sys',
+      'memory_heap_alloc',
+      'gc_cycles',
+      'sandboxes',
+      'providers',
+      'workers',
+      'leases',
+      'events',
+      'scheduler',
+      'operations',
+      'quotas',
+      'rate_limit',
     ]);
     expect(m.workers).toMatchObject({ total: 1, online: 1 });
     expect(m.workers.items.map((w: { id: string }) => w.id)).toEqual(['local']);
@@ -200,11 +291,29 @@ describe('diagnostics, metrics, health (spec 2.14–2.16, 4.8)', () => {
     for (const line of t.split('\n').filter((l) => l && !l.startsWith('#'))) expect(line).toMatch(/^sbx_/);
     const types = Object.fromEntries([...t.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]));
     for (const c of [
-      'sbx_http_requests_total', 'sbx_operations_total', 'sbx_events_published_total', 'sbx_spawn_queued_total', 'sbx_spawn_dequeued_total',
-      'sbx_spawn_queue_timeouts_total', 'sbx_rate_limit_allowed_total', 'sbx_rate_limit_limited_total', 'sbx_rate_limit_evicted_total',
+      'sbx_http_requests_total',
+      'sbx_operations_total',
+      'sbx_events_published_total',
+      'sbx_spawn_queued_total',
+      'sbx_spawn_dequeued_total',
+      'sbx_spawn_queue_timeouts_total',
+      'sbx_rate_limit_allowed_total',
+      'sbx_rate_limit_limited_total',
+      'sbx_rate_limit_evicted_total',
       'sbx_process_cpu_user_seconds_total',
-    ]) expect(types[c], c).toBe('counter');
-    for (const g of ['sbx_spawn_queue_depth', 'sbx_spawn_queue_max', 'sbx_quotas', 'sbx_quotas_with_limit', 'sbx_rate_limit_enabled', 'sbx_rate_limit_active_buckets', 'sbx_sandboxes', 'sbx_provider_healthy', 'sbx_nodejs_heap_size_total_bytes']) {
+    ])
+      expect(types[c], c).toBe('counter');
+    for (const g of [
+      'sbx_spawn_queue_depth',
+      'sbx_spawn_queue_max',
+      'sbx_quotas',
+      'sbx_quotas_with_limit',
+      'sbx_rate_limit_enabled',
+      'sbx_rate_limit_active_buckets',
+      'sbx_sandboxes',
+      'sbx_provider_healthy',
+      'sbx_nodejs_heap_size_total_bytes',
+    ]) {
       expect(types[g], g).toBe('gauge');
     }
     for (const h of ['sbx_http_request_duration_seconds', 'sbx_operation_duration_seconds']) expect(types[h], h).toBe('histogram');
@@ -253,7 +362,9 @@ describe('failures, readiness 503 and live counters', () => {
     const sp = await call(srv.url, 'POST', '/api/v1/sandboxes', { provider: 'down' }, { 'X-User-ID': 'u1' });
     expect(sp.status).toBe(500);
     expect(sp.body.code).toBe('provider_error');
-    const kinds = deps.bus.recent({ types: ['provider.failed', 'operation.failed'] }).map((e) => [e.type, e.data?.provider, e.data?.operation]);
+    const kinds = deps.bus
+      .recent({ types: ['provider.failed', 'operation.failed'] })
+      .map((e) => [e.type, e.data?.provider, e.data?.operation]);
     expect(kinds).toEqual([
       ['provider.failed', 'down', 'spawn'],
       ['operation.failed', 'down', 'spawn'],
@@ -275,7 +386,8 @@ describe('failures, readiness 503 and live counters', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
     // Flood one owner's bucket (burst 3).
     const statuses: number[] = [];
-    for (let i = 0; i < 5; i++) statuses.push((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': 'flooder' })).status);
+    for (let i = 0; i < 5; i++)
+      statuses.push((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': 'flooder' })).status);
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(2);
 
     const d = (await call(srv.url, 'GET', '/api/v1/diagnostics', undefined, { 'X-User-ID': 'ops1' })).body;

@@ -46,7 +46,8 @@ describe('GET /api/v1/openapi.json', () => {
       plugins: [
         (a) => {
           a.addHook('onRoute', (r) => {
-            for (const m of [r.method].flat()) seen.push({ method: m.toLowerCase(), url: r.url, hide: (r.schema as { hide?: boolean } | undefined)?.hide });
+            for (const m of [r.method].flat())
+              seen.push({ method: m.toLowerCase(), url: r.url, hide: (r.schema as { hide?: boolean } | undefined)?.hide });
           });
         },
       ],
@@ -55,10 +56,22 @@ describe('GET /api/v1/openapi.json', () => {
       await app.ready();
       const expected = seen.filter((r) => r.method !== 'head' && r.method !== 'options' && !r.hide);
       expect(expected.length).toBeGreaterThan(30);
-      const listed = Object.entries(doc.paths as Json).flatMap(([p, item]) => Object.keys(item).filter((k) => METHODS.includes(k)).map((m) => `${m} ${p}`));
+      const listed = Object.entries(doc.paths as Json).flatMap(([p, item]) =>
+        Object.keys(item)
+          .filter((k) => METHODS.includes(k))
+          .map((m) => `${m} ${p}`),
+      );
       expect(listed.sort()).toEqual(expected.map((r) => `${r.method} ${openapiPath(r.url)}`).sort());
       // Spot checks of well-known routes.
-      for (const op of ['post /api/v1/sandboxes', 'get /api/v1/sandboxes/{id}', 'post /api/v1/sandboxes/{id}/exec', 'get /api/v1/events', 'get /api/v1/diagnostics', 'get /api/v1/metrics/prometheus', 'get /api/v1/openapi.json']) {
+      for (const op of [
+        'post /api/v1/sandboxes',
+        'get /api/v1/sandboxes/{id}',
+        'post /api/v1/sandboxes/{id}/exec',
+        'get /api/v1/events',
+        'get /api/v1/diagnostics',
+        'get /api/v1/metrics/prometheus',
+        'get /api/v1/openapi.json',
+      ]) {
         expect(listed).toContain(op);
       }
     } finally {
@@ -99,7 +112,10 @@ describe('GET /api/v1/openapi.json', () => {
         expect(op.summary, `${where} has a summary`).toBeTruthy();
         expect(opIds.has(op.operationId), `${where} operationId unique`).toBe(false);
         opIds.add(op.operationId);
-        const declared = (op.parameters ?? []).filter((p: Json) => p.in === 'path').map((p: Json) => p.name).sort();
+        const declared = (op.parameters ?? [])
+          .filter((p: Json) => p.in === 'path')
+          .map((p: Json) => p.name)
+          .sort();
         const placeholders = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
         expect(declared, where).toEqual(placeholders);
         for (const p of op.parameters ?? []) {
@@ -136,14 +152,25 @@ describe('GET /api/v1/openapi.json', () => {
     expect(Object.keys(write.requestBody.content).sort()).toEqual(['application/json', 'application/octet-stream']);
     expect(write.requestBody.content['application/json'].schema.required).toEqual(['path', 'content']);
     expect(write.requestBody.content['application/octet-stream'].schema).toMatchObject({ type: 'string', format: 'binary' });
-    expect(write.parameters.map((p: Json) => `${p.in}:${p.name}:${p.required}`)).toEqual(['path:id:true', 'query:path:false', 'query:mode:false']);
+    expect(write.parameters.map((p: Json) => `${p.in}:${p.name}:${p.required}`)).toEqual([
+      'path:id:true',
+      'query:path:false',
+      'query:mode:false',
+    ]);
     expect(write.parameters.find((p: Json) => p.name === 'mode').schema).toMatchObject({ type: 'string', pattern: '^0?[0-7]{1,4}$' });
     const ev = doc.paths['/api/v1/events'].get;
-    expect(ev.parameters.map((p: Json) => `${p.in}:${p.name}`).sort()).toEqual(['header:last-event-id', 'query:last_event_id', 'query:sandbox_id', 'query:types']);
+    expect(ev.parameters.map((p: Json) => `${p.in}:${p.name}`).sort()).toEqual([
+      'header:last-event-id',
+      'query:last_event_id',
+      'query:sandbox_id',
+      'query:types',
+    ]);
     expect(ev.responses['200'].content['text/event-stream'].schema).toEqual({ $ref: '#/components/schemas/Event' });
     expect(doc.components.schemas.Event.required).toEqual(['id', 'type', 'timestamp']);
     expect(doc.paths['/api/v1/metrics/prometheus'].get.responses['200'].content['text/plain']).toBeDefined();
-    expect(doc.paths['/api/v1/diagnostics'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Diagnostics' });
+    expect(doc.paths['/api/v1/diagnostics'].get.responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/Diagnostics',
+    });
     expect(doc.components.schemas.ErrorBody.properties).toMatchObject({ code: { type: 'string' }, message: { type: 'string' } });
     expect(doc.components.securitySchemes.ApiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
     const audit = doc.paths['/api/v1/admin/audit'].get;
@@ -155,7 +182,9 @@ describe('GET /api/v1/openapi.json', () => {
 
   it('declares the credential every operation needs, by route kind (spec Part 5)', () => {
     const schemes = doc.components.securitySchemes as Json;
-    expect(Object.fromEntries(Object.entries(schemes).map(([k, v]) => [k, `${v.type} ${v.in ?? v.scheme} ${v.name ?? ''}`.trim()]))).toEqual({
+    expect(
+      Object.fromEntries(Object.entries(schemes).map(([k, v]) => [k, `${v.type} ${v.in ?? v.scheme} ${v.name ?? ''}`.trim()])),
+    ).toEqual({
       ApiKey: 'apiKey header X-API-Key',
       AdminApiKey: 'apiKey header X-Admin-API-Key',
       WorkerId: 'apiKey header X-Worker-ID',

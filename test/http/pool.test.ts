@@ -39,7 +39,13 @@ describe('pool mode on mock', () => {
     const none = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
     expect(none.status).toBe(400);
     expect(none.body.message).toMatch(/X-User-ID/);
-    expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toEqual({ enabled: true, vms: 0, max_vms: 2, total_users: 0, max_users_per_vm: 2 });
+    expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toEqual({
+      enabled: true,
+      vms: 0,
+      max_vms: 2,
+      total_users: 0,
+      max_users_per_vm: 2,
+    });
 
     const alice = (await call(srv.url, 'POST', '/api/v1/sandboxes', { ttl: '10m', memory_mb: 4096 }, as('alice'))).body;
     const bob = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('bob'))).body;
@@ -50,7 +56,10 @@ describe('pool mode on mock', () => {
     expect(readdirSync(join(dir, 'mock')).filter((n) => n.startsWith('pool-'))).toHaveLength(1);
 
     // Files are re-rooted into the workspace and shown back re-rooted.
-    expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/files`, { path: '/notes/a.txt', content: 'alice only' }, as('alice'))).status).toBe(200);
+    expect(
+      (await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/files`, { path: '/notes/a.txt', content: 'alice only' }, as('alice')))
+        .status,
+    ).toBe(200);
     const read = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/notes/a.txt`, undefined, as('alice'));
     expect(read.text).toBe('alice only');
     const list = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files/list?path=/notes`, undefined, as('alice'));
@@ -90,7 +99,9 @@ describe('pool mode on mock', () => {
     await srv.close().catch(() => undefined);
     srv = await startTestServer(config());
     expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 2, total_users: 4 });
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/notes/a.txt`, undefined, as('alice'))).text).toBe('alice only');
+    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/notes/a.txt`, undefined, as('alice'))).text).toBe(
+      'alice only',
+    );
 
     // Destroying a workspace frees its slot; the last one of a runtime removes the runtime.
     expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${alice.id}`, undefined, as('alice'))).status).toBe(200);
@@ -108,7 +119,11 @@ describe.skipIf(DOCKER_SKIP !== undefined)(`pool mode on docker${DOCKER_SKIP ? `
   let srv: TestServer;
   beforeAll(async () => {
     await requireEngine();
-    srv = await startTestServer({ pool: { enabled: true, max_vms: 1, max_users_per_vm: 3, image: TEST_IMAGE, memory_mb: 64 }, providers: { default: 'docker' }, auth: { admin_api_key: ADMIN } });
+    srv = await startTestServer({
+      pool: { enabled: true, max_vms: 1, max_users_per_vm: 3, image: TEST_IMAGE, memory_mb: 64 },
+      providers: { default: 'docker' },
+      auth: { admin_api_key: ADMIN },
+    });
   });
   afterAll(async () => {
     // Whatever a failed assertion left: an admin sees every tenant's sandbox, and the last destroy takes the container.
@@ -123,31 +138,65 @@ describe.skipIf(DOCKER_SKIP !== undefined)(`pool mode on docker${DOCKER_SKIP ? `
     const alice = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('alice'))).body;
     const bob = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('bob'))).body;
     expect(JSON.stringify(alice)).toContain(TEST_IMAGE);
-    expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${bob.id}/files`, { path: '/secret.txt', content: 'bob secret' }, as('bob'))).status).toBe(200);
+    expect(
+      (await call(srv.url, 'POST', `/api/v1/sandboxes/${bob.id}/files`, { path: '/secret.txt', content: 'bob secret' }, as('bob'))).status,
+    ).toBe(200);
 
     const who = await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/exec`, { command: 'id -u; pwd; stat -c %a .' }, as('alice'));
     expect(who.body.stdout).toBe(`10000\n/workspace/${alice.id}\n700\n`);
     const bobWho = await call(srv.url, 'POST', `/api/v1/sandboxes/${bob.id}/exec`, { command: 'id -u; cat secret.txt' }, as('bob'));
     expect(bobWho.body.stdout).toBe('10001\nbob secret');
 
-    const steal = await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/exec`, { command: `cat /workspace/${bob.id}/secret.txt` }, as('alice'));
+    const steal = await call(
+      srv.url,
+      'POST',
+      `/api/v1/sandboxes/${alice.id}/exec`,
+      { command: `cat /workspace/${bob.id}/secret.txt` },
+      as('alice'),
+    );
     expect(steal.body.exit_code).not.toBe(0);
     expect(steal.body.stdout).toBe('');
-    const scribble = await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/exec`, { command: `echo x > /workspace/${bob.id}/owned.txt` }, as('alice'));
+    const scribble = await call(
+      srv.url,
+      'POST',
+      `/api/v1/sandboxes/${alice.id}/exec`,
+      { command: `echo x > /workspace/${bob.id}/owned.txt` },
+      as('alice'),
+    );
     expect(scribble.body.exit_code).not.toBe(0);
 
     // A symlink planted in Alice's workspace does not make the API read Bob's file for her.
-    await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/exec`, { command: `ln -s /workspace/${bob.id}/secret.txt link` }, as('alice'));
+    await call(
+      srv.url,
+      'POST',
+      `/api/v1/sandboxes/${alice.id}/exec`,
+      { command: `ln -s /workspace/${bob.id}/secret.txt link` },
+      as('alice'),
+    );
     const viaLink = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/link`, undefined, as('alice'));
     expect(viaLink.status).toBeGreaterThanOrEqual(400);
     expect(viaLink.text).not.toContain('bob secret');
-    const writeLink = await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/files`, { path: '/link', content: 'overwritten' }, as('alice'));
+    const writeLink = await call(
+      srv.url,
+      'POST',
+      `/api/v1/sandboxes/${alice.id}/files`,
+      { path: '/link', content: 'overwritten' },
+      as('alice'),
+    );
     expect(writeLink.status).toBeGreaterThanOrEqual(400);
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${bob.id}/files?path=/secret.txt`, undefined, as('bob'))).text).toBe('bob secret');
+    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${bob.id}/files?path=/secret.txt`, undefined, as('bob'))).text).toBe(
+      'bob secret',
+    );
 
     // Files written through the API belong to the tenant (its own exec can change them).
     await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/files`, { path: '/mine.txt', content: 'a' }, as('alice'));
-    const own = await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/exec`, { command: 'stat -c %u mine.txt && echo b >> mine.txt && cat mine.txt' }, as('alice'));
+    const own = await call(
+      srv.url,
+      'POST',
+      `/api/v1/sandboxes/${alice.id}/exec`,
+      { command: 'stat -c %u mine.txt && echo b >> mine.txt && cat mine.txt' },
+      as('alice'),
+    );
     expect(own.body.stdout).toBe('10000\nab\n');
 
     // The last workspace's destroy removes the shared container.
@@ -168,7 +217,10 @@ describe.skipIf(!prootOn)(`pool mode on proot${prootOn ? '' : ' (skipped: SBX_TE
     dir = mkdtempSync(join(tmpdir(), 'sbx-pool-proot-'));
     const rootfs = join(dir, 'rootfs');
     execFileSync('sh', [join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
-    srv = await startTestServer({ pool: { enabled: true, max_vms: 1, max_users_per_vm: 2 }, providers: { default: 'proot', proot: { rootfs } } });
+    srv = await startTestServer({
+      pool: { enabled: true, max_vms: 1, max_users_per_vm: 2 },
+      providers: { default: 'proot', proot: { rootfs } },
+    });
   }, 60_000);
   afterAll(async () => {
     const installation = srv?.plane.installationId;
@@ -189,7 +241,9 @@ describe.skipIf(!prootOn)(`pool mode on proot${prootOn ? '' : ' (skipped: SBX_TE
     await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/exec`, { command: `ln -s /workspace/${bob.id}/b.txt link` }, as('alice'));
     const viaLink = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/link`, undefined, as('alice'));
     expect(viaLink.text).not.toContain('bob');
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/../${bob.id}/b.txt`, undefined, as('alice'))).status).toBe(400);
+    expect(
+      (await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/../${bob.id}/b.txt`, undefined, as('alice'))).status,
+    ).toBe(400);
     expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('carol'))).status).toBe(503);
     await call(srv.url, 'DELETE', `/api/v1/sandboxes/${alice.id}`, undefined, as('alice'));
     await call(srv.url, 'DELETE', `/api/v1/sandboxes/${bob.id}`, undefined, as('bob'));

@@ -86,7 +86,11 @@ function previewSuite(name: string, start: () => Promise<TestServer>, bindAll: b
 
   it(`${name}: a POST body is echoed; X-Forwarded-* set; API credentials never reach the sandbox`, async () => {
     const body = randomBytes(256 * 1024);
-    const r = await hostRequest(s.srv.url, host(), '/cgi-bin/echo', { method: 'POST', body, headers: { 'content-type': 'application/octet-stream', 'x-api-key': 'sekret-api-key-1', 'x-sbx-preview-token': 'abc' } });
+    const r = await hostRequest(s.srv.url, host(), '/cgi-bin/echo', {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/octet-stream', 'x-api-key': 'sekret-api-key-1', 'x-sbx-preview-token': 'abc' },
+    });
     expect(`${r.status} ${r.status === 200 ? '' : r.body.toString()}`).toBe('200 ');
     expect(r.headers['x-method']).toBe('POST');
     expect(r.headers['x-saw-forwarded-host']).toBe(host());
@@ -111,7 +115,10 @@ function previewSuite(name: string, start: () => Promise<TestServer>, bindAll: b
   it(`${name}: a closed port is 502, a bad port 400, an unknown sandbox 404 — all JSON`, async () => {
     const closed = await hostRequest(s.srv.url, host(bindAll ? 8181 : await freePort()), '/');
     expect(closed.status).toBe(502);
-    expect(JSON.parse(closed.body.toString())).toMatchObject({ code: 'bad_gateway', message: expect.stringMatching(/nothing is listening/) });
+    expect(JSON.parse(closed.body.toString())).toMatchObject({
+      code: 'bad_gateway',
+      message: expect.stringMatching(/nothing is listening/),
+    });
     for (const bad of ['0', '70000']) {
       const r = await hostRequest(s.srv.url, `${bad}-${s.id}.${DOMAIN}`, '/');
       expect(r.status).toBe(400);
@@ -153,7 +160,13 @@ describe('live preview on mock: WebSocket, destroy, metrics', () => {
     const script = `const {WebSocketServer}=require('ws');const s=new WebSocketServer({host:'127.0.0.1',port:${port}});s.on('connection',c=>c.on('message',(m,b)=>c.send(m,{binary:b})));`;
     const stop = new AbortController();
     const nodeModules = join(import.meta.dirname, '..', '..', 'node_modules');
-    const it = client.execStream(box.id, { command: process.execPath, args: ['-e', script], mode: 'argv', env: { NODE_PATH: nodeModules } }, { signal: stop.signal })[Symbol.asyncIterator]();
+    const it = client
+      .execStream(
+        box.id,
+        { command: process.execPath, args: ['-e', script], mode: 'argv', env: { NODE_PATH: nodeModules } },
+        { signal: stop.signal },
+      )
+      [Symbol.asyncIterator]();
     void it.next().catch(() => undefined);
     const u = new URL(srv.url);
     const host = `${port}-${box.id}.${DOMAIN}`;
@@ -177,7 +190,10 @@ describe('live preview on mock: WebSocket, destroy, metrics', () => {
     const metrics = await client.prometheus();
     expect(metrics).toMatch(/sbx_preview_requests_total\{kind="upgrade"\} [1-9]/);
     expect(metrics).toMatch(/sbx_preview_bytes_total\{direction="out"\} [1-9]/);
-    const diag = (await (await fetch(`${srv.url}/api/v1/admin/diagnostics`)).json()) as { preview: Record<string, unknown>; pool: Record<string, unknown> };
+    const diag = (await (await fetch(`${srv.url}/api/v1/admin/diagnostics`)).json()) as {
+      preview: Record<string, unknown>;
+      pool: Record<string, unknown>;
+    };
     expect(diag.preview).toMatchObject({ domain: DOMAIN, auth: false, upgrades: expect.any(Number) });
     expect(diag.preview.upgrades as number).toBeGreaterThan(0);
     expect(diag.pool).toEqual({ enabled: false });
@@ -210,11 +226,19 @@ describe('live preview with server.preview_auth', () => {
     await client.files.write(box.id, '/workspace/www/cgi-bin/echo', CGI_ECHO, { mode: '755' });
     const port = await freePort();
     const stop = new AbortController();
-    const it = client.execStream(box.id, { command: `exec busybox httpd -f -p 127.0.0.1:${port} -h .`, workdir: '/workspace/www' }, { signal: stop.signal })[Symbol.asyncIterator]();
+    const it = client
+      .execStream(
+        box.id,
+        { command: `exec busybox httpd -f -p 127.0.0.1:${port} -h .`, workdir: '/workspace/www' },
+        { signal: stop.signal },
+      )
+      [Symbol.asyncIterator]();
     void it.next().catch(() => undefined);
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const r = await hostRequest(srv.url, `${port}-${box.id}.${DOMAIN}`, '/index.html', { headers: { 'x-sbx-preview-token': token } }).catch(() => null);
+      const r = await hostRequest(srv.url, `${port}-${box.id}.${DOMAIN}`, '/index.html', {
+        headers: { 'x-sbx-preview-token': token },
+      }).catch(() => null);
       if (r?.status === 200) break;
       if (Date.now() > deadline) throw new Error('httpd did not answer');
       await new Promise((res) => setTimeout(res, 200));
@@ -242,12 +266,18 @@ describe('live preview with server.preview_auth', () => {
     expect(cookie).toBe(`sbx_preview_token=${box.preview_token}`);
     expect(String(once.headers['set-cookie'])).toMatch(/HttpOnly/);
     // The cookie opens the page; the sandbox never sees the token or the cookie.
-    const echo = await hostRequest(s.srv.url, host, '/cgi-bin/echo', { method: 'POST', body: Buffer.from('x'), headers: { cookie: `${cookie}; theirs=1` } });
+    const echo = await hostRequest(s.srv.url, host, '/cgi-bin/echo', {
+      method: 'POST',
+      body: Buffer.from('x'),
+      headers: { cookie: `${cookie}; theirs=1` },
+    });
     expect(echo.status).toBe(200);
     expect(echo.headers['x-saw-cookie']).toBe('theirs=1');
     // A token is for one sandbox only.
     const other = await s.client.spawn();
-    const foreign = await hostRequest(s.srv.url, `${s.port}-${other.id}.${DOMAIN}`, '/', { headers: { 'x-sbx-preview-token': box.preview_token! } });
+    const foreign = await hostRequest(s.srv.url, `${s.port}-${other.id}.${DOMAIN}`, '/', {
+      headers: { 'x-sbx-preview-token': box.preview_token! },
+    });
     expect(foreign.status).toBe(401);
   });
 });
@@ -258,7 +288,11 @@ describe.skipIf(dockerSkip !== undefined)(`live preview on docker${dockerSkip ? 
     'docker',
     async () => {
       await requireEngine();
-      return startTestServer({ server: { preview_domain: DOMAIN }, providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } });
+      return startTestServer({
+        server: { preview_domain: DOMAIN },
+        providers: { default: 'docker' },
+        defaults: { image: TEST_IMAGE, memory_mb: 64 },
+      });
     },
     true,
   );
@@ -266,7 +300,11 @@ describe.skipIf(dockerSkip !== undefined)(`live preview on docker${dockerSkip ? 
 
 describe.skipIf(dockerSkip !== undefined)('live preview on docker without a network', () => {
   it('network none: 502 saying the sandbox has no network', async () => {
-    const srv = await startTestServer({ server: { preview_domain: DOMAIN }, providers: { default: 'docker', docker: { network_mode: 'none' } }, defaults: { image: TEST_IMAGE, memory_mb: 64 } });
+    const srv = await startTestServer({
+      server: { preview_domain: DOMAIN },
+      providers: { default: 'docker', docker: { network_mode: 'none' } },
+      defaults: { image: TEST_IMAGE, memory_mb: 64 },
+    });
     try {
       const client = new Client({ url: srv.url });
       const box = await client.spawn();

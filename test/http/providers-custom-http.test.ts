@@ -32,11 +32,19 @@ afterAll(async () => {
 });
 
 const json = (path: string, body?: unknown) =>
-  fetch(`${srv.url}${path}`, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(
+    `${srv.url}${path}`,
+    body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
+  );
 
 describe('custom-http beside mock on a serve-style control plane', () => {
   it('lists custom-http with health and the backend’s capabilities; the detail hides the key', async () => {
-    const list = (await (await json('/api/v1/providers')).json()) as Array<{ name: string; default: boolean; healthy: boolean; capabilities: string[] }>;
+    const list = (await (await json('/api/v1/providers')).json()) as Array<{
+      name: string;
+      default: boolean;
+      healthy: boolean;
+      capabilities: string[];
+    }>;
     expect(list.map((p) => [p.name, p.default])).toEqual([
       ['custom-http', false],
       ['mock', true],
@@ -46,7 +54,11 @@ describe('custom-http beside mock on a serve-style control plane', () => {
     expect(ch.capabilities).toEqual(expect.arrayContaining(['spawn', 'exec', 'exec_stream', 'files', 'health', 'console', 'exec_stdin']));
     const detail = await (await json('/api/v1/providers/custom-http')).text();
     expect(detail).not.toContain(KEY);
-    expect(JSON.parse(detail)).toMatchObject({ name: 'custom-http', healthy: true, config: { runtime: 'custom-http', base_url: backendUrl, api_key: 'set' } });
+    expect(JSON.parse(detail)).toMatchObject({
+      name: 'custom-http',
+      healthy: true,
+      config: { runtime: 'custom-http', base_url: backendUrl, api_key: 'set' },
+    });
   });
 
   it('a sandbox on custom-http runs commands and keeps files through the API', async () => {
@@ -54,16 +66,26 @@ describe('custom-http beside mock on a serve-style control plane', () => {
     expect(res.status).toBe(201);
     const sb = (await res.json()) as { id: string; provider: string };
     expect(sb.provider).toBe('custom-http');
-    const ex = (await (await json(`/api/v1/sandboxes/${sb.id}/exec`, { command: 'echo hello; echo oops >&2; exit 3' })).json()) as { exit_code: number; stdout: string; stderr: string };
+    const ex = (await (await json(`/api/v1/sandboxes/${sb.id}/exec`, { command: 'echo hello; echo oops >&2; exit 3' })).json()) as {
+      exit_code: number;
+      stdout: string;
+      stderr: string;
+    };
     expect(ex).toMatchObject({ exit_code: 3, stdout: 'hello\n', stderr: 'oops\n' });
     const del = await fetch(`${srv.url}/api/v1/sandboxes/${sb.id}`, { method: 'DELETE' });
     expect(del.status).toBeLessThan(300);
   });
 
   it('a backend that is down is listed unhealthy with a message of sbx’s own', async () => {
-    const down = await startTestServer({ providers: { custom_http: { enabled: true, base_url: 'http://127.0.0.1:1', api_key: KEY, timeout: '1s' } } });
+    const down = await startTestServer({
+      providers: { custom_http: { enabled: true, base_url: 'http://127.0.0.1:1', api_key: KEY, timeout: '1s' } },
+    });
     try {
-      const list = (await (await fetch(`${down.url}/api/v1/providers`)).json()) as Array<{ name: string; healthy: boolean; error?: string }>;
+      const list = (await (await fetch(`${down.url}/api/v1/providers`)).json()) as Array<{
+        name: string;
+        healthy: boolean;
+        error?: string;
+      }>;
       const ch = list.find((p) => p.name === 'custom-http')!;
       expect(ch.healthy).toBe(false);
       expect(ch.error).toMatch(/cannot reach the backend/);

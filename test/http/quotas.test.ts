@@ -59,9 +59,23 @@ describe('owner quotas (spec 4.4)', () => {
 
     await call(base, 'POST', '/api/v1/sandboxes', { ttl: '10m' }, { 'X-User-ID': 'alice' });
     const usage = await call(base, 'GET', '/api/v1/quotas/alice/usage');
-    expect(usage.body).toEqual({ owner_id: 'alice', active_sandboxes: 1, max_sandboxes: 4, max_ttl: '1h30m0s', max_exec_timeout: '5m0s', quota_configured: true });
+    expect(usage.body).toEqual({
+      owner_id: 'alice',
+      active_sandboxes: 1,
+      max_sandboxes: 4,
+      max_ttl: '1h30m0s',
+      max_exec_timeout: '5m0s',
+      quota_configured: true,
+    });
     const none = await call(base, 'GET', '/api/v1/quotas/nobody/usage');
-    expect(none.body).toEqual({ owner_id: 'nobody', active_sandboxes: 0, max_sandboxes: 2, max_ttl: '2h0m0s', max_exec_timeout: '5m0s', quota_configured: false });
+    expect(none.body).toEqual({
+      owner_id: 'nobody',
+      active_sandboxes: 0,
+      max_sandboxes: 2,
+      max_ttl: '2h0m0s',
+      max_exec_timeout: '5m0s',
+      quota_configured: false,
+    });
 
     expect((await call(base, 'DELETE', '/api/v1/quotas/bob')).body).toEqual({ status: 'deleted' });
     expect((await call(base, 'DELETE', '/api/v1/quotas/bob')).status).toBe(404);
@@ -88,7 +102,11 @@ describe('owner quotas (spec 4.4)', () => {
     const owner = 'o'.repeat(128);
     const put = await call(base, 'PUT', `/api/v1/quotas/${owner}`, { max_sandboxes: 1 });
     expect(put.status).toBe(200);
-    expect((await call(base, 'GET', `/api/v1/quotas/${owner}/usage`)).body).toMatchObject({ owner_id: owner, max_sandboxes: 1, quota_configured: true });
+    expect((await call(base, 'GET', `/api/v1/quotas/${owner}/usage`)).body).toMatchObject({
+      owner_id: owner,
+      max_sandboxes: 1,
+      quota_configured: true,
+    });
     expect((await call(base, 'DELETE', `/api/v1/quotas/${owner}`)).status).toBe(200);
   });
 
@@ -124,7 +142,14 @@ describe('owner quotas (spec 4.4)', () => {
         .filter((r) => r.path.startsWith(`${prefix}/quotas/`))
         .map((r) => `${r.method} ${r.path.slice(prefix.length)} ${r.status}`)
         .sort();
-    const expected = ['PUT /quotas/frank 200', 'PUT /quotas/frank 400', 'PUT /quotas/frank 400', 'PUT /quotas/fr%20ank 400', 'DELETE /quotas/frank 200', 'DELETE /quotas/frank 404'].sort();
+    const expected = [
+      'PUT /quotas/frank 200',
+      'PUT /quotas/frank 400',
+      'PUT /quotas/frank 400',
+      'PUT /quotas/fr%20ank 400',
+      'DELETE /quotas/frank 200',
+      'DELETE /quotas/frank 404',
+    ].sort();
     expect(shape('/api/v1/admin')).toEqual(expected);
     expect(shape('/api/v1').filter((r) => !r.includes('admin'))).toEqual(expected);
     expect(rows).toHaveLength(12);
@@ -137,7 +162,11 @@ describe('owner quotas (spec 4.4)', () => {
 
   it('0s inherits the global default; a quota overrides TTL and exec timeout', async () => {
     await call(base, 'PUT', '/api/v1/quotas/dave', { max_ttl: '0s', max_exec_timeout: '0s' });
-    expect((await call(base, 'GET', '/api/v1/quotas/dave/usage')).body).toMatchObject({ max_ttl: '2h0m0s', max_exec_timeout: '5m0s', max_sandboxes: 2 });
+    expect((await call(base, 'GET', '/api/v1/quotas/dave/usage')).body).toMatchObject({
+      max_ttl: '2h0m0s',
+      max_exec_timeout: '5m0s',
+      max_sandboxes: 2,
+    });
     const tooLong = await call(base, 'POST', '/api/v1/sandboxes', { ttl: '3h' }, { 'X-User-ID': 'dave' });
     expect(tooLong.status).toBe(429);
     expect(tooLong.body).toMatchObject({ code: 'resource_limit', reason: 'max_ttl' });

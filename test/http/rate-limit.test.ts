@@ -79,7 +79,14 @@ describe('rate limiting keyed by owner', () => {
 
   it('keeps identities hashed and evicts idle buckets', async () => {
     const stats = srv.plane.deps.rateLimiter!.stats();
-    expect(stats).toMatchObject({ enabled: true, requests_per_minute: 60, burst: 3, key_by: 'owner', bucket_ttl: '300ms', cleanup_interval: '100ms' });
+    expect(stats).toMatchObject({
+      enabled: true,
+      requests_per_minute: 60,
+      burst: 3,
+      key_by: 'owner',
+      bucket_ttl: '300ms',
+      cleanup_interval: '100ms',
+    });
     expect(stats.limited_total).toBeGreaterThanOrEqual(2);
     expect(stats.allowed_total).toBeGreaterThanOrEqual(6);
     expect(JSON.stringify(stats)).not.toMatch(/alice|bob|some-key|127\.0\.0\.1/);
@@ -129,7 +136,10 @@ describe('rate limiting runs after auth', () => {
   const apiKey = 'r'.repeat(40);
   let srv: TestServer;
   beforeAll(async () => {
-    srv = await startTestServer({ auth: { enabled: true, api_key: apiKey }, rate_limit: { enabled: true, requests_per_minute: 60, burst: 1, key_by: 'ip' } });
+    srv = await startTestServer({
+      auth: { enabled: true, api_key: apiKey },
+      rate_limit: { enabled: true, requests_per_minute: 60, burst: 1, key_by: 'ip' },
+    });
   });
   afterAll(async () => srv?.close());
 
@@ -154,7 +164,9 @@ describe('rate limiting keys on the validated X-User-ID', () => {
   afterAll(async () => srv?.close());
 
   it('a padded id shares the bucket of the trimmed one; a malformed one is 400 and costs nothing', async () => {
-    expect((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': 'alice' })).headers.get('x-ratelimit-remaining')).toBe('1');
+    expect(
+      (await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': 'alice' })).headers.get('x-ratelimit-remaining'),
+    ).toBe('1');
     const padded = await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': '  alice  ' });
     expect(padded.headers.get('x-ratelimit-remaining')).toBe('0');
     expect((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'X-User-ID': 'alice\t' })).status).toBe(429);

@@ -78,12 +78,24 @@ describe('no secret reaches diagnostics, metrics, events, logs or error bodies',
 
     const id = (await call(url, 'POST', '/api/v1/sandboxes', { metadata: { purpose: 'redaction' } }, user)).body.id as string;
     expect(id).toMatch(/^sb-/);
-    const ex = await call(url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'test -n "$TOKEN" && echo set', env: { TOKEN: S.envValue } }, user);
+    const ex = await call(
+      url,
+      'POST',
+      `/api/v1/sandboxes/${id}/exec`,
+      { command: 'test -n "$TOKEN" && echo set', env: { TOKEN: S.envValue } },
+      user,
+    );
     expect(ex.body.stdout).toBe('set\n');
     // A shell assignment in front of the command is an env value too, not a program name.
     const ex2 = await call(url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: `TOKEN=${S.envValue} true` }, user);
     expect(ex2.status).toBe(200);
-    const slow = await call(url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'sleep 5', timeout: '1s', env: { TOKEN: S.envValue } }, user);
+    const slow = await call(
+      url,
+      'POST',
+      `/api/v1/sandboxes/${id}/exec`,
+      { command: 'sleep 5', timeout: '1s', env: { TOKEN: S.envValue } },
+      user,
+    );
     expect(slow.status).toBe(408);
     errorBodies.push({ what: 'exec timeout', res: slow });
     await call(url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/cfg', content: 'plain' }, user);
@@ -92,22 +104,43 @@ describe('no secret reaches diagnostics, metrics, events, logs or error bodies',
     errorBodies.push({ what: 'no key', res: await call(url, 'GET', '/api/v1/sandboxes') });
     errorBodies.push({ what: 'wrong key', res: await call(url, 'GET', '/api/v1/sandboxes', undefined, { 'X-API-Key': `${S.api}-wrong` }) });
     errorBodies.push({ what: 'user key on admin', res: await call(url, 'GET', '/api/v1/admin/diagnostics', undefined, user) });
-    errorBodies.push({ what: 'wrong admin key', res: await call(url, 'GET', '/api/v1/admin/diagnostics', undefined, { 'X-Admin-API-Key': S.worker }) });
+    errorBodies.push({
+      what: 'wrong admin key',
+      res: await call(url, 'GET', '/api/v1/admin/diagnostics', undefined, { 'X-Admin-API-Key': S.worker }),
+    });
     errorBodies.push({
       what: 'api key on worker route',
       res: await call(url, 'POST', '/api/v1/worker/worker-a/heartbeat', { hostname: 'h' }, { ...user, 'X-Worker-ID': 'worker-a' }),
     });
     errorBodies.push({
       what: 'shared token for a worker with its own',
-      res: await call(url, 'POST', '/api/v1/worker/worker-a/heartbeat', { hostname: 'h' }, { 'X-Worker-ID': 'worker-a', 'X-Worker-Token': S.worker }),
+      res: await call(
+        url,
+        'POST',
+        '/api/v1/worker/worker-a/heartbeat',
+        { hostname: 'h' },
+        { 'X-Worker-ID': 'worker-a', 'X-Worker-Token': S.worker },
+      ),
     });
     errorBodies.push({
       what: 'bearer token for another worker',
-      res: await call(url, 'POST', '/api/v1/worker/worker-b/heartbeat', { hostname: 'h' }, { 'X-Worker-ID': 'worker-b', Authorization: `Bearer ${S.workerA}` }),
+      res: await call(
+        url,
+        'POST',
+        '/api/v1/worker/worker-b/heartbeat',
+        { hostname: 'h' },
+        { 'X-Worker-ID': 'worker-b', Authorization: `Bearer ${S.workerA}` },
+      ),
     });
     errorBodies.push({ what: 'bad body', res: await call(url, 'POST', '/api/v1/sandboxes', { image: 5 }, user) });
     errorBodies.push({ what: 'unknown sandbox', res: await call(url, 'GET', '/api/v1/sandboxes/sb-nope', undefined, user) });
-    const hb = await call(url, 'POST', '/api/v1/worker/worker-a/heartbeat', { hostname: 'worker-a-host', capacity: { rpc_url: `https://rpc:${S.custom}@worker-a.invalid:7500/rpc` } }, { 'X-Worker-ID': 'worker-a', 'X-Worker-Token': S.workerA });
+    const hb = await call(
+      url,
+      'POST',
+      '/api/v1/worker/worker-a/heartbeat',
+      { hostname: 'worker-a-host', capacity: { rpc_url: `https://rpc:${S.custom}@worker-a.invalid:7500/rpc` } },
+      { 'X-Worker-ID': 'worker-a', 'X-Worker-Token': S.workerA },
+    );
     expect(hb.status).toBe(200);
     for (const { what, res } of errorBodies) expect(res.status, what).toBeGreaterThanOrEqual(400);
 
@@ -132,7 +165,17 @@ describe('no secret reaches diagnostics, metrics, events, logs or error bodies',
     const diag = JSON.parse(outputs.diagnostics!);
     expect(diag.workers.items.map((w: { id: string }) => w.id)).toEqual(['local', 'worker-a']);
     expect(diag.workers.items[1].capacity.rpc_url).toBe('https://worker-a.invalid:7500/rpc');
-    expect(diag.redactions).toEqual(expect.arrayContaining(['API keys', 'worker tokens', 'signing keys', 'database credentials', 'registry credentials', 'provider secrets', 'environment secrets']));
+    expect(diag.redactions).toEqual(
+      expect.arrayContaining([
+        'API keys',
+        'worker tokens',
+        'signing keys',
+        'database credentials',
+        'registry credentials',
+        'provider secrets',
+        'environment secrets',
+      ]),
+    );
     expect(outputs.prometheus).toContain('sbx_http_requests_total');
     expect(outputs.events).toContain('event: exec.completed');
     expect(outputs.events).toContain('event: exec.timeout');

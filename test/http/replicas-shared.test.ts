@@ -84,14 +84,20 @@ describe.skipIf(!POSTGRES_DSN)('replicas in one process on one schema', () => {
   });
 
   it('one Idempotency-Key sent to both replicas at once makes one sandbox', async () => {
-    const tries = await Promise.all(Array.from({ length: 6 }, (_, i) => call([a, b][i % 2]!.url, 'POST', '/api/v1/sandboxes', { ttl: '10m', metadata: { idem: 'x' } }, { 'Idempotency-Key': 'across' })));
+    const tries = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        call([a, b][i % 2]!.url, 'POST', '/api/v1/sandboxes', { ttl: '10m', metadata: { idem: 'x' } }, { 'Idempotency-Key': 'across' }),
+      ),
+    );
     expect(tries.map((r) => r.status)).toEqual(Array(6).fill(201));
     expect(new Set(tries.map((r) => r.body.id)).size).toBe(1);
     await call(a.url, 'DELETE', `/api/v1/sandboxes/${tries[0]!.body.id}`);
   });
 
   it('a template created through both replicas at once has exactly one winner', async () => {
-    const tries = await Promise.all(Array.from({ length: 10 }, (_, i) => call([a, b][i % 2]!.url, 'POST', '/api/v1/templates', { name: 'raced', image: `img-${i}` })));
+    const tries = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => call([a, b][i % 2]!.url, 'POST', '/api/v1/templates', { name: 'raced', image: `img-${i}` })),
+    );
     expect(tries.filter((r) => r.status === 201)).toHaveLength(1);
     expect(new Set(tries.filter((r) => r.status !== 201).map((r) => `${r.status} ${r.body.code}`))).toEqual(new Set(['409 conflict']));
     const seen = await Promise.all([a, b].map((s) => call(s.url, 'GET', '/api/v1/templates/raced')));
@@ -100,7 +106,13 @@ describe.skipIf(!POSTGRES_DSN)('replicas in one process on one schema', () => {
 
   it('a worker cannot renew a replica or leader lease, whatever its id', async () => {
     for (const resource of ['leader:reaper', 'replica:pa', 'local-worker']) {
-      const r = await call(a.url, 'POST', `/api/v1/worker/w1/leases/${encodeURIComponent(resource)}/renew`, { ttl: '1m' }, { 'x-worker-id': 'w1', 'x-worker-token': TOKEN });
+      const r = await call(
+        a.url,
+        'POST',
+        `/api/v1/worker/w1/leases/${encodeURIComponent(resource)}/renew`,
+        { ttl: '1m' },
+        { 'x-worker-id': 'w1', 'x-worker-token': TOKEN },
+      );
       expect(r.status).toBe(403);
       expect(r.body.code).toBe('forbidden');
     }
@@ -109,7 +121,9 @@ describe.skipIf(!POSTGRES_DSN)('replicas in one process on one schema', () => {
   it('only one replica may run the local worker on one database', async () => {
     const local = await startTestServer({ server: { replica_id: 'pl' }, database: { driver: 'postgres', dsn } });
     try {
-      await expect(startTestServer({ server: { replica_id: 'pm' }, database: { driver: 'postgres', dsn } })).rejects.toThrow(/replica pl already runs the local worker.*server\.local_worker: false/);
+      await expect(startTestServer({ server: { replica_id: 'pm' }, database: { driver: 'postgres', dsn } })).rejects.toThrow(
+        /replica pl already runs the local worker.*server\.local_worker: false/,
+      );
     } finally {
       await local.close();
     }

@@ -23,7 +23,13 @@ describe('sandbox lifecycle (spec 4.1)', () => {
   });
 
   it('spawns with explicit fields and lists, gets, extends, destroys', async () => {
-    const spawn = await call(srv.url, 'POST', '/api/v1/sandboxes', { image: 'img:1', memory_mb: 256, vcpus: 2, ttl: '1h', metadata: { team: 'a' } });
+    const spawn = await call(srv.url, 'POST', '/api/v1/sandboxes', {
+      image: 'img:1',
+      memory_mb: 256,
+      vcpus: 2,
+      ttl: '1h',
+      metadata: { team: 'a' },
+    });
     expect(spawn.status).toBe(201);
     const id = spawn.body.id;
     expect(spawn.body).toMatchObject({ image: 'img:1', memory_mb: 256, vcpus: 2, metadata: { team: 'a' } });
@@ -86,7 +92,10 @@ describe('sandbox lifecycle (spec 4.1)', () => {
       for (const ttl of ['9999999999999h', '876001h']) {
         const res = await call(open.url, 'POST', '/api/v1/sandboxes', { ttl });
         expect(res.status, ttl).toBe(400);
-        expect(res.body).toEqual({ code: 'bad_request', message: `ttl: duration "${ttl}" is too long (the maximum is 876000h, 100 years)` });
+        expect(res.body).toEqual({
+          code: 'bad_request',
+          message: `ttl: duration "${ttl}" is too long (the maximum is 876000h, 100 years)`,
+        });
       }
       expect(runtimes()).toEqual([]);
       expect((await call(open.url, 'GET', '/api/v1/sandboxes')).body).toEqual([]);
@@ -100,7 +109,10 @@ describe('sandbox lifecycle (spec 4.1)', () => {
 
       const ext = await call(open.url, 'POST', `/api/v1/sandboxes/${id}/extend`, { ttl: '9999999999999h' });
       expect(ext.status).toBe(400);
-      expect(ext.body).toEqual({ code: 'bad_request', message: 'ttl: duration "9999999999999h" is too long (the maximum is 876000h, 100 years)' });
+      expect(ext.body).toEqual({
+        code: 'bad_request',
+        message: 'ttl: duration "9999999999999h" is too long (the maximum is 876000h, 100 years)',
+      });
       expect((await call(open.url, 'GET', `/api/v1/sandboxes/${id}`)).body.expires_at).toBe(long.body.expires_at);
       expect((await call(open.url, 'DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
       expect(runtimes()).toEqual([]);
@@ -146,7 +158,9 @@ describe('sandbox lifecycle (spec 4.1)', () => {
     expect(existsSync(runtimeDir)).toBe(false);
     expect((await store.getSandbox(id))?.state).toBe('destroyed');
     expect((await store.getSandbox(keep))?.state).toBe('running');
-    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([expect.objectContaining({ data: { reason: 'expired' } })]);
+    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([
+      expect.objectContaining({ data: { reason: 'expired' } }),
+    ]);
     expect(await sandboxes.reap()).toBe(0);
     await call(srv.url, 'DELETE', `/api/v1/sandboxes/${keep}`);
   });

@@ -21,19 +21,42 @@ const ADMIN = 'scale-admin-key-0123456789';
 async function seed(srv: TestServer, n: number, owner: string | null = null): Promise<void> {
   const now = Date.now();
   const base: Omit<SandboxRecord, 'id' | 'created_at'> = {
-    state: 'running', provider: 'mock', image: 'x', memory_mb: 64, vcpus: 1, updated_at: new Date(now).toISOString(),
-    expires_at: new Date(now + 3_600_000).toISOString(), metadata: {}, owner_id: owner, worker_id: 'remote-elsewhere', runtime_id: null, template: null,
+    state: 'running',
+    provider: 'mock',
+    image: 'x',
+    memory_mb: 64,
+    vcpus: 1,
+    updated_at: new Date(now).toISOString(),
+    expires_at: new Date(now + 3_600_000).toISOString(),
+    metadata: {},
+    owner_id: owner,
+    worker_id: 'remote-elsewhere',
+    runtime_id: null,
+    template: null,
   };
   for (let i = 0; i < n; i++) {
-    await srv.plane.deps.store.insertSandbox({ ...base, id: `sb-seed-${owner ?? 'x'}-${String(i).padStart(5, '0')}`, created_at: new Date(now - 60_000 + i).toISOString() });
+    await srv.plane.deps.store.insertSandbox({
+      ...base,
+      id: `sb-seed-${owner ?? 'x'}-${String(i).padStart(5, '0')}`,
+      created_at: new Date(now - 60_000 + i).toISOString(),
+    });
   }
 }
 
-function scaleSuite(driver: string, database: () => Promise<Record<string, unknown>>, cleanup: () => Promise<void> = async () => undefined, skip?: string) {
+function scaleSuite(
+  driver: string,
+  database: () => Promise<Record<string, unknown>>,
+  cleanup: () => Promise<void> = async () => undefined,
+  skip?: string,
+) {
   describe.skipIf(skip !== undefined)(`fleet scale on ${driver}${skip ? ` (skipped: ${skip})` : ''}`, () => {
     let srv: TestServer;
     beforeAll(async () => {
-      srv = await startTestServer({ database: await database(), defaults: { max_sandboxes: 2_010, max_sandboxes_per_owner: 0 }, auth: { admin_api_key: ADMIN, enforce_ownership: true } });
+      srv = await startTestServer({
+        database: await database(),
+        defaults: { max_sandboxes: 2_010, max_sandboxes_per_owner: 0 },
+        auth: { admin_api_key: ADMIN, enforce_ownership: true },
+      });
     }, 60_000);
     afterAll(async () => {
       await srv?.close();
@@ -41,13 +64,15 @@ function scaleSuite(driver: string, database: () => Promise<Record<string, unkno
     });
 
     it('admits exactly the cap under 50 concurrent spawns, with none live and with 2,000 live', async () => {
-      const spawnAll = () => Promise.all(Array.from({ length: 50 }, () => call(srv.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' }, { 'x-user-id': 'load' })));
+      const spawnAll = () =>
+        Promise.all(Array.from({ length: 50 }, () => call(srv.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' }, { 'x-user-id': 'load' })));
       // None live: a cap of 10 by the owner quota.
       await call(srv.url, 'PUT', '/api/v1/admin/quotas/load', { max_sandboxes: 10 }, { 'x-admin-api-key': ADMIN });
       let res = await spawnAll();
       expect(res.filter((r) => r.status === 201)).toHaveLength(10);
       expect(res.filter((r) => r.status !== 201).every((r) => r.status === 429)).toBe(true);
-      for (const r of res.filter((x) => x.status === 201)) await call(srv.url, 'DELETE', `/api/v1/sandboxes/${r.body.id}`, undefined, { 'x-user-id': 'load' });
+      for (const r of res.filter((x) => x.status === 201))
+        await call(srv.url, 'DELETE', `/api/v1/sandboxes/${r.body.id}`, undefined, { 'x-user-id': 'load' });
       await call(srv.url, 'DELETE', '/api/v1/admin/quotas/load', undefined, { 'x-admin-api-key': ADMIN });
       // 2,000 live: the global cap of 2,010 leaves exactly 10.
       await seed(srv, 2_000);
@@ -56,7 +81,8 @@ function scaleSuite(driver: string, database: () => Promise<Record<string, unkno
       expect(res.filter((r) => r.status !== 201).every((r) => r.status === 503)).toBe(true);
       const admission = await call(srv.url, 'POST', '/api/v1/sandboxes/admission', {}, { 'x-user-id': 'load' });
       expect(admission.body).toMatchObject({ allowed: false, active_sandboxes: 2_010, max_sandboxes: 2_010, reason: 'max_sandboxes' });
-      for (const r of res.filter((x) => x.status === 201)) await call(srv.url, 'DELETE', `/api/v1/sandboxes/${r.body.id}`, undefined, { 'x-user-id': 'load' });
+      for (const r of res.filter((x) => x.status === 201))
+        await call(srv.url, 'DELETE', `/api/v1/sandboxes/${r.body.id}`, undefined, { 'x-user-id': 'load' });
     }, 120_000);
 
     it('pages walk every visible sandbox once, by Link; other owners never show; a destroyed cursor row still continues', async () => {
@@ -65,7 +91,9 @@ function scaleSuite(driver: string, database: () => Promise<Record<string, unkno
       const alice = new Client({ url: srv.url, userId: 'alice' });
       const seen: string[] = [];
       let page = await alice.listPage({ limit: 10, id_prefix: 'sb-seed-' });
-      const raw = await fetch(`${srv.url}/api/v1/sandboxes?limit=10&id_prefix=sb-seed-`, { headers: { 'x-user-id': 'alice', origin: 'http://localhost:3000' } });
+      const raw = await fetch(`${srv.url}/api/v1/sandboxes?limit=10&id_prefix=sb-seed-`, {
+        headers: { 'x-user-id': 'alice', origin: 'http://localhost:3000' },
+      });
       expect(raw.headers.get('link')).toMatch(/^<\/api\/v1\/sandboxes\?limit=10&after=[^>]+&id_prefix=sb-seed->; rel="next"$/);
       expect(raw.headers.get('access-control-expose-headers')).toContain('Link');
       seen.push(...page.items.map((s) => s.id));

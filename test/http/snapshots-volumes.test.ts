@@ -12,7 +12,10 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 let dir: string;
 let server: TestServer;
 const start = () =>
-  startTestServer({ database: { driver: 'sqlite', path: join(dir, 'sbx.db') }, providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } } });
+  startTestServer({
+    database: { driver: 'sqlite', path: join(dir, 'sbx.db') },
+    providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
+  });
 const api = (method: string, path: string, body?: unknown) => call(server.url, method, path, body);
 const spawn = async (body: Record<string, unknown> = {}) => {
   const r = await api('POST', '/api/v1/sandboxes', body);
@@ -64,8 +67,14 @@ describe('snapshots', () => {
     expect((await api('DELETE', '/api/v1/snapshots/base-1')).status).toBe(404);
     expect((await api('GET', '/api/v1/snapshots')).body).toEqual([]);
     const events = server.plane.deps.bus.recent().filter((e) => e.type.startsWith('snapshot.'));
-    expect(events.map((e) => [e.type, e.data?.name])).toEqual([['snapshot.created', 'base-1'], ['snapshot.deleted', 'base-1']]);
-    expect(events[0]).toMatchObject({ sandbox_id: id, data: { provider: 'mock', image: 'sbx-snapshot/base-1', size_bytes: made.body.size_bytes } });
+    expect(events.map((e) => [e.type, e.data?.name])).toEqual([
+      ['snapshot.created', 'base-1'],
+      ['snapshot.deleted', 'base-1'],
+    ]);
+    expect(events[0]).toMatchObject({
+      sandbox_id: id,
+      data: { provider: 'mock', image: 'sbx-snapshot/base-1', size_bytes: made.body.size_bytes },
+    });
     // The sandbox started from it keeps its files.
     expect((await read(child.body.id, '/workspace/notes.txt')).text).toBe('before the snapshot');
   });
@@ -180,7 +189,12 @@ describe('volumes', () => {
       const r = await api('POST', '/api/v1/sandboxes', { volumes: [{ name: 'zz', mount_path }] });
       expect(r.status, mount_path).toBe(400);
     }
-    const twice = await api('POST', '/api/v1/sandboxes', { volumes: [{ name: 'zz', mount_path: '/a' }, { name: 'aa', mount_path: '/a' }] });
+    const twice = await api('POST', '/api/v1/sandboxes', {
+      volumes: [
+        { name: 'zz', mount_path: '/a' },
+        { name: 'aa', mount_path: '/a' },
+      ],
+    });
     expect(twice.status).toBe(400);
     expect(await liveCount()).toBe(before);
     const names = (await api('GET', '/api/v1/volumes')).body.map((v: { name: string }) => v.name);
@@ -216,7 +230,13 @@ describe('pool mode and ownership', () => {
       expect(snap.body.code).toBe('not_implemented');
       expect(snap.body.message).toMatch(/pool sandboxes/);
       expect((await call(pool.url, 'POST', '/api/v1/volumes', { name: 'p' }, as)).status).toBe(501);
-      const withVol = await call(pool.url, 'POST', '/api/v1/sandboxes', { volumes: [{ name: 'p', mount_path: '/p' }] }, { 'x-user-id': 'bob' });
+      const withVol = await call(
+        pool.url,
+        'POST',
+        '/api/v1/sandboxes',
+        { volumes: [{ name: 'p', mount_path: '/p' }] },
+        { 'x-user-id': 'bob' },
+      );
       expect(withVol.status).toBe(501);
       expect((await call(pool.url, 'GET', '/api/v1/pool/status')).body.total_users).toBe(1);
     } finally {
@@ -224,7 +244,7 @@ describe('pool mode and ownership', () => {
     }
   });
 
-  it('with ownership enforced, an owner\'s snapshots and volumes are theirs and admins\'', async () => {
+  it("with ownership enforced, an owner's snapshots and volumes are theirs and admins'", async () => {
     const ADMIN = 'snapvol-admin-key-0123456789';
     const own = await startTestServer({ auth: { enforce_ownership: true, admin_api_key: ADMIN }, providers: { default: 'mock' } });
     try {
@@ -239,11 +259,20 @@ describe('pool mode and ownership', () => {
       expect((await call(own.url, 'GET', '/api/v1/snapshots/mine', undefined, bob)).status).toBe(404);
       expect((await call(own.url, 'DELETE', '/api/v1/volumes/alice-vol', undefined, bob)).status).toBe(404);
       expect((await call(own.url, 'POST', '/api/v1/sandboxes', { snapshot: 'mine' }, bob)).status).toBe(404);
-      expect((await call(own.url, 'POST', '/api/v1/sandboxes', { volumes: [{ name: 'alice-vol', mount_path: '/v' }] }, bob)).status).toBe(404);
-      expect((await call(own.url, 'POST', '/api/v1/sandboxes', { snapshot: 'mine', volumes: [{ name: 'alice-vol', mount_path: '/v' }] }, alice)).status).toBe(201);
+      expect((await call(own.url, 'POST', '/api/v1/sandboxes', { volumes: [{ name: 'alice-vol', mount_path: '/v' }] }, bob)).status).toBe(
+        404,
+      );
+      expect(
+        (await call(own.url, 'POST', '/api/v1/sandboxes', { snapshot: 'mine', volumes: [{ name: 'alice-vol', mount_path: '/v' }] }, alice))
+          .status,
+      ).toBe(201);
       const admin = { 'x-admin-api-key': ADMIN };
-      expect((await call(own.url, 'GET', '/api/v1/snapshots', undefined, admin)).body.map((s: { name: string }) => s.name)).toEqual(['mine']);
-      expect((await call(own.url, 'GET', '/api/v1/volumes', undefined, alice)).body.map((v: { name: string }) => v.name)).toEqual(['alice-vol']);
+      expect((await call(own.url, 'GET', '/api/v1/snapshots', undefined, admin)).body.map((s: { name: string }) => s.name)).toEqual([
+        'mine',
+      ]);
+      expect((await call(own.url, 'GET', '/api/v1/volumes', undefined, alice)).body.map((v: { name: string }) => v.name)).toEqual([
+        'alice-vol',
+      ]);
     } finally {
       await own.close();
     }

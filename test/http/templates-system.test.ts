@@ -10,11 +10,32 @@ afterAll(async () => srv?.close());
 
 describe('templates (spec 4.3)', () => {
   it('creates, conflicts, lists, gets, updates, spawns with overrides, deletes', async () => {
-    const c = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py', image: 'python:3', memory_mb: 256, ttl: '10m', metadata: { kind: 'py' } });
+    const c = await call(srv.url, 'POST', '/api/v1/templates', {
+      name: 'py',
+      image: 'python:3',
+      memory_mb: 256,
+      ttl: '10m',
+      metadata: { kind: 'py' },
+    });
     expect(c.status).toBe(201);
     expect(c.body).toMatchObject({ name: 'py', image: 'python:3', memory_mb: 256, ttl: '10m', metadata: { kind: 'py' } });
     // Every field of the template object is present; unset ones are null (DESIGN.md §3).
-    const ALL = ['created_at', 'egress', 'image', 'memory_mb', 'metadata', 'name', 'network', 'provider', 'snapshot', 'ttl', 'updated_at', 'vcpus', 'volumes', 'warm'];
+    const ALL = [
+      'created_at',
+      'egress',
+      'image',
+      'memory_mb',
+      'metadata',
+      'name',
+      'network',
+      'provider',
+      'snapshot',
+      'ttl',
+      'updated_at',
+      'vcpus',
+      'volumes',
+      'warm',
+    ];
     expect(Object.keys(c.body).sort()).toEqual(ALL);
     expect(c.body).toMatchObject({ vcpus: null, provider: null, network: null });
     const dup = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py' });
@@ -22,7 +43,15 @@ describe('templates (spec 4.3)', () => {
     expect(dup.body.code).toBe('conflict');
     const bare = await call(srv.url, 'POST', '/api/v1/templates', { name: 'a-first' });
     expect(Object.keys(bare.body).sort()).toEqual(ALL);
-    expect(bare.body).toMatchObject({ name: 'a-first', image: null, memory_mb: null, vcpus: null, ttl: null, provider: null, metadata: {} });
+    expect(bare.body).toMatchObject({
+      name: 'a-first',
+      image: null,
+      memory_mb: null,
+      vcpus: null,
+      ttl: null,
+      provider: null,
+      metadata: {},
+    });
     const listed = await call(srv.url, 'GET', '/api/v1/templates');
     expect(listed.body.map((t: { name: string }) => t.name)).toEqual(['a-first', 'py']);
     expect(listed.body.every((t: object) => Object.keys(t).sort().join() === ALL.join())).toBe(true);
@@ -79,7 +108,12 @@ describe('providers, workers, system (spec 4.5–4.8)', () => {
     const res = await call(srv.url, 'GET', '/api/v1/providers');
     expect(res.status).toBe(200);
     expect(res.body).toHaveLength(1);
-    expect(res.body[0]).toMatchObject({ name: 'mock', healthy: true, default: true, capabilities: expect.arrayContaining(['spawn', 'exec', 'files']) });
+    expect(res.body[0]).toMatchObject({
+      name: 'mock',
+      healthy: true,
+      default: true,
+      capabilities: expect.arrayContaining(['spawn', 'exec', 'files']),
+    });
     expect(typeof res.body[0].latency_ms).toBe('number');
     expect(Date.parse(res.body[0].last_checked)).not.toBeNaN();
     const d = await call(srv.url, 'GET', '/api/v1/providers/mock');
@@ -113,7 +147,16 @@ describe('providers, workers, system (spec 4.5–4.8)', () => {
     const taken = await call(srv.url, 'POST', `/api/v1/sandboxes/${sb.body.id}/snapshot`, { name: 'sys-snap' });
     expect(taken.status).toBe(201);
     const listed = (await call(srv.url, 'GET', '/api/v1/snapshots')).body;
-    expect(listed).toEqual([{ name: 'sys-snap', image: 'sbx-snapshot/sys-snap', kernel: null, size_bytes: expect.any(Number), created_at: taken.body.created_at, provider: 'mock' }]);
+    expect(listed).toEqual([
+      {
+        name: 'sys-snap',
+        image: 'sbx-snapshot/sys-snap',
+        kernel: null,
+        size_bytes: expect.any(Number),
+        created_at: taken.body.created_at,
+        provider: 'mock',
+      },
+    ]);
     expect(Date.parse(listed[0].created_at)).toBeGreaterThanOrEqual(Date.parse(sb.body.created_at));
     expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toEqual({ enabled: false });
   });

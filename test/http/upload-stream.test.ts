@@ -30,7 +30,9 @@ function rawPost(path: string, pieces: Buffer[], opts: { cut?: boolean } = {}): 
   return new Promise((resolve, reject) => {
     const sock = connect({ port: Number(port), host: hostname }, async () => {
       sock.setNoDelay(true);
-      sock.write(`POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\nConnection: close\r\n\r\n`);
+      sock.write(
+        `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\nConnection: close\r\n\r\n`,
+      );
       const send = opts.cut ? pieces.slice(0, -1) : pieces;
       for (const p of send) {
         await sleep(15);
@@ -66,7 +68,10 @@ function split(text: string | Buffer, at: number[]): Buffer[] {
   const out: Buffer[] = [];
   let prev = 0;
   // In order and within the text: the pieces always add up to it exactly.
-  for (const a of [...new Set(at)].filter((x) => x > 0 && x < b.length).sort((x, y) => x - y).concat(b.length)) {
+  for (const a of [...new Set(at)]
+    .filter((x) => x > 0 && x < b.length)
+    .sort((x, y) => x - y)
+    .concat(b.length)) {
     out.push(b.subarray(prev, a));
     prev = a;
   }
@@ -114,7 +119,10 @@ describe('streamed JSON file writes (issue 12.5)', () => {
     expect(JSON.parse(body).content).toBe(content);
     // Every boundary: inside \uXXXX, between the halves of a surrogate pair, inside raw UTF-8.
     const raw = Buffer.from(body.replace('\\u00e9', 'é'), 'utf8');
-    for (const [label, bytes] of [['escaped', Buffer.from(body)], ['raw utf8', raw]] as const) {
+    for (const [label, bytes] of [
+      ['escaped', Buffer.from(body)],
+      ['raw utf8', raw],
+    ] as const) {
       const cuts = Array.from({ length: bytes.length - 1 }, (_, i) => i + 1).filter((i) => i % 3 === 0);
       const res = await rawPost(FILES(), split(bytes, cuts.slice(0, 40)).concat([]));
       expect(res?.status, label).toBe(200);
@@ -155,7 +163,11 @@ describe('streamed JSON file writes (issue 12.5)', () => {
   });
 
   it('over-size uploads are 413 payload_too_large (file limit and body limit)', async () => {
-    const overFile = await call(srv.url, 'POST', FILES(), { path: '/workspace/big', content: randomBytes(1024 * 1024 + 1).toString('base64'), encoding: 'base64' });
+    const overFile = await call(srv.url, 'POST', FILES(), {
+      path: '/workspace/big',
+      content: randomBytes(1024 * 1024 + 1).toString('base64'),
+      encoding: 'base64',
+    });
     expect(overFile.status).toBe(413);
     expect(overFile.body.code).toBe('payload_too_large');
     const overBody = await call(srv.url, 'POST', FILES(), { path: '/workspace/big', content: 'x'.repeat(3 * 1024 * 1024 + 10) });

@@ -10,7 +10,12 @@ const W1_TOKEN = 'w1-own-token-2e4b6d8f0a2c4e6b8d0f';
 const SIGNING = 'signing-key-active-4b6d8f0a2c4e6b8d0f2a';
 const OLD_SIGNING = 'signing-key-previous-6d8f0a2c4e6b8d0f2a4c';
 
-const hb = { hostname: 'worker-host', providers: ['docker'], capabilities: ['spawn', 'exec'], capacity: { max_sandboxes: 8, rpc_url: 'http://10.0.0.5:7424/rpc' } };
+const hb = {
+  hostname: 'worker-host',
+  providers: ['docker'],
+  capabilities: ['spawn', 'exec'],
+  capacity: { max_sandboxes: 8, rpc_url: 'http://10.0.0.5:7424/rpc' },
+};
 const creds = (id: string, token: string) => ({ 'x-worker-id': id, 'x-worker-token': token });
 
 let srv: TestServer;
@@ -33,7 +38,14 @@ describe('worker heartbeat (spec 4.6, 5.2)', () => {
   it('accepts the shared token and returns the updated worker', async () => {
     const res = await call(srv.url, 'POST', '/api/v1/worker/w2/heartbeat', hb, creds('w2', SHARED));
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: 'w2', hostname: 'worker-host', status: 'online', providers: ['docker'], capabilities: ['spawn', 'exec'], stale: false });
+    expect(res.body).toMatchObject({
+      id: 'w2',
+      hostname: 'worker-host',
+      status: 'online',
+      providers: ['docker'],
+      capabilities: ['spawn', 'exec'],
+      stale: false,
+    });
     expect(res.body.capacity).toEqual({ max_sandboxes: 8, max_sandboxes_per_owner: 0, rpc_url: 'http://10.0.0.5:7424/rpc' });
     const seen = await call(srv.url, 'GET', '/api/v1/workers/w2', undefined, { 'x-api-key': API_KEY });
     expect(seen.body.hostname).toBe('worker-host');
@@ -80,8 +92,12 @@ describe('worker heartbeat (spec 4.6, 5.2)', () => {
 
   it('user and admin API keys never work on worker routes', async () => {
     expect((await call(srv.url, 'POST', '/api/v1/worker/w2/heartbeat', hb, { 'x-api-key': API_KEY })).status).toBe(401);
-    expect((await call(srv.url, 'POST', '/api/v1/worker/w2/heartbeat', hb, { 'x-worker-id': 'w2', 'x-worker-token': API_KEY })).status).toBe(401);
-    expect((await call(srv.url, 'POST', '/api/v1/worker/w2/heartbeat', hb, { 'x-worker-id': 'w2', authorization: `Bearer ${API_KEY}` })).status).toBe(401);
+    expect(
+      (await call(srv.url, 'POST', '/api/v1/worker/w2/heartbeat', hb, { 'x-worker-id': 'w2', 'x-worker-token': API_KEY })).status,
+    ).toBe(401);
+    expect(
+      (await call(srv.url, 'POST', '/api/v1/worker/w2/heartbeat', hb, { 'x-worker-id': 'w2', authorization: `Bearer ${API_KEY}` })).status,
+    ).toBe(401);
   });
 
   it('validates the body after authentication', async () => {
@@ -99,7 +115,9 @@ describe('worker registry reads (spec 2.9)', () => {
     const user = { 'x-api-key': API_KEY };
     const listed = (await call(srv.url, 'GET', '/api/v1/workers', undefined, user)).body.find((w: { id: string }) => w.id === 'w5');
     const one = await call(srv.url, 'GET', '/api/v1/workers/w5', undefined, user);
-    const diag = (await call(srv.url, 'GET', '/api/v1/diagnostics', undefined, user)).body.workers.items.find((w: { id: string }) => w.id === 'w5');
+    const diag = (await call(srv.url, 'GET', '/api/v1/diagnostics', undefined, user)).body.workers.items.find(
+      (w: { id: string }) => w.id === 'w5',
+    );
     for (const shown of [beat.body, listed, one.body, diag]) expect(shown.capacity.rpc_url).toBe('http://10.0.0.6:7424/rpc');
     for (const text of [beat.text, one.text, JSON.stringify(listed), JSON.stringify(diag)]) {
       for (const secret of ['rpcuser', 'rpc-pass-9f8e7d', 'abc-query-secret', 'frag-secret']) expect(text).not.toContain(secret);
@@ -108,7 +126,13 @@ describe('worker registry reads (spec 2.9)', () => {
     expect((await srv.plane.deps.store.getWorker('w5'))!.capacity.rpc_url).toBe(secretUrl);
 
     // An rpc_url that is not an http(s) URL is refused, without echoing it; the registry keeps the last good one.
-    const bad = await call(srv.url, 'POST', '/api/v1/worker/w5/heartbeat', { ...hb, capacity: { rpc_url: 'not a url with pass-1234' } }, creds('w5', SHARED));
+    const bad = await call(
+      srv.url,
+      'POST',
+      '/api/v1/worker/w5/heartbeat',
+      { ...hb, capacity: { rpc_url: 'not a url with pass-1234' } },
+      creds('w5', SHARED),
+    );
     expect(bad.status).toBe(400);
     expect(bad.text).not.toContain('pass-1234');
     expect((await call(srv.url, 'GET', '/api/v1/workers/w5', undefined, user)).body.capacity.rpc_url).toBe('http://10.0.0.6:7424/rpc');
@@ -149,6 +173,8 @@ describe('worker lease renewal', () => {
     const res = await call(srv.url, 'POST', '/api/v1/worker/w3/leases/sb-lease-3/renew', { ttl: '1m' }, creds('w3', hbOnly));
     expect(res.status).toBe(403);
     const leaseScope = mintWorkerToken(SIGNING, { worker_id: 'w3', aud: AUD_CONTROL_PLANE, scopes: ['worker:lease'] });
-    expect((await call(srv.url, 'POST', '/api/v1/worker/w3/leases/sb-lease-3/renew', { ttl: '1m' }, creds('w3', leaseScope))).status).toBe(200);
+    expect((await call(srv.url, 'POST', '/api/v1/worker/w3/leases/sb-lease-3/renew', { ttl: '1m' }, creds('w3', leaseScope))).status).toBe(
+      200,
+    );
   });
 });

@@ -43,7 +43,9 @@ describe('MCP over streamable HTTP at /mcp', () => {
 
   it('lists the same tools as sbx mcp', async () => {
     const { tools } = await alice.listTools();
-    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['spawn', 'exec', 'read_file', 'write_file', 'list_files', 'destroy', 'logs', 'templates', 'preview_url']));
+    expect(tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['spawn', 'exec', 'read_file', 'write_file', 'list_files', 'destroy', 'logs', 'templates', 'preview_url']),
+    );
   });
 
   it('spawn → exec → binary write and read byte-exact → destroy, owned by the caller', async () => {
@@ -77,7 +79,12 @@ describe('MCP over streamable HTTP at /mcp', () => {
   });
 
   it('no key or a wrong key: 401 {code, message}; GET is 405', async () => {
-    const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    const init = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    });
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     const none = await fetch(`${srv.url}/mcp`, { method: 'POST', headers, body: init });
     expect(none.status).toBe(401);
@@ -89,9 +96,11 @@ describe('MCP over streamable HTTP at /mcp', () => {
     await expect(connect(srv.url, {})).rejects.toThrow();
   });
 
-  it('with auth off the tools own what the caller\'s own API calls would (its address)', async () => {
+  it("with auth off the tools own what the caller's own API calls would (its address)", async () => {
     // Reached at a non-loopback address of this machine, so the caller's address is not 127.0.0.1.
-    const addr = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+    const addr = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
     expect(addr).toBeDefined();
     const open = await startTestServer({ server: { host: '0.0.0.0' } });
     try {
@@ -111,7 +120,9 @@ describe('MCP over streamable HTTP at /mcp', () => {
   it('server.mcp: false → /mcp is 404', async () => {
     const off = await startTestServer({ server: { mcp: false } });
     try {
-      expect((await fetch(`${off.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(404);
+      expect((await fetch(`${off.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(
+        404,
+      );
     } finally {
       await off.close();
     }

@@ -17,7 +17,10 @@ import { tempDir } from '../helpers/tmp.js';
 /** dist/ must hold the mcp command (a dist built before it existed is rebuilt). */
 function ensureMcpBuilt(): void {
   if (existsSync(join(ROOT, 'dist', 'transports', 'mcp', 'server.js')) && existsSync(join(ROOT, 'dist', 'cli.js'))) return;
-  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe' });
+  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: ROOT,
+    stdio: 'pipe',
+  });
 }
 
 interface Agent {
@@ -58,7 +61,11 @@ async function callJson<T = Record<string, unknown>>(agent: Agent, name: string,
 }
 
 /** A failed call's `{code, message}`. */
-async function callError(agent: Agent, name: string, args: Record<string, unknown> = {}): Promise<{ code?: string; message?: string; text: string }> {
+async function callError(
+  agent: Agent,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<{ code?: string; message?: string; text: string }> {
   const r = await call(agent, name, args);
   expect(r.isError, `${name} should fail: ${textOf(r)}`).toBe(true);
   const text = textOf(r);
@@ -89,13 +96,35 @@ describe('sbx mcp over stdio', () => {
     const { tools } = await agent.client.listTools();
     const names = tools.map((t) => t.name).sort();
     expect(names).toEqual(
-      ['destroy', 'exec', 'list_files', 'list_sandboxes', 'logs', 'preview_url', 'process_output', 'read_file', 'spawn', 'start_process', 'stop_process', 'templates', 'write_file'].sort(),
+      [
+        'destroy',
+        'exec',
+        'list_files',
+        'list_sandboxes',
+        'logs',
+        'preview_url',
+        'process_output',
+        'read_file',
+        'spawn',
+        'start_process',
+        'stop_process',
+        'templates',
+        'write_file',
+      ].sort(),
     );
     const exec = tools.find((t) => t.name === 'exec')!;
     expect(exec.inputSchema.required).toEqual(expect.arrayContaining(['sandbox_id', 'command']));
     expect(Object.keys(exec.inputSchema.properties ?? {})).toEqual(expect.arrayContaining(['args', 'workdir', 'env', 'timeout']));
     const spawn = tools.find((t) => t.name === 'spawn')!;
-    expect(Object.keys(spawn.inputSchema.properties ?? {}).sort()).toEqual(['image', 'memory_mb', 'metadata', 'provider', 'template', 'ttl', 'vcpus']);
+    expect(Object.keys(spawn.inputSchema.properties ?? {}).sort()).toEqual([
+      'image',
+      'memory_mb',
+      'metadata',
+      'provider',
+      'template',
+      'ttl',
+      'vcpus',
+    ]);
     expect(spawn.inputSchema.required ?? []).toEqual([]);
     for (const t of tools) expect(t.description, t.name).toBeTruthy();
     const { resourceTemplates } = await agent.client.listResourceTemplates();
@@ -114,14 +143,25 @@ describe('sbx mcp over stdio', () => {
   it('exec: output, exit code (non-zero is a normal result), argv mode, env and workdir', async () => {
     const r = await call(agent, 'exec', { sandbox_id: id, command: 'echo hello; echo oops >&2; exit 3' });
     expect(r.isError).toBeFalsy();
-    expect(r.structuredContent).toMatchObject({ exit_code: 3, stdout: 'hello\n', stderr: 'oops\n', timed_out: false, stdout_dropped_bytes: 0 });
+    expect(r.structuredContent).toMatchObject({
+      exit_code: 3,
+      stdout: 'hello\n',
+      stderr: 'oops\n',
+      timed_out: false,
+      stdout_dropped_bytes: 0,
+    });
     expect(textOf(r)).toContain('exit_code: 3');
     expect(textOf(r)).toContain('hello');
 
     const argv = await call(agent, 'exec', { sandbox_id: id, command: 'printf', args: ['%s|%s', 'a b', '$HOME'] });
     expect(argv.structuredContent).toMatchObject({ exit_code: 0, stdout: 'a b|$HOME' });
 
-    const env = await call(agent, 'exec', { sandbox_id: id, command: 'echo "$GREETING"; pwd', env: { GREETING: 'hi there' }, workdir: '/tmp' });
+    const env = await call(agent, 'exec', {
+      sandbox_id: id,
+      command: 'echo "$GREETING"; pwd',
+      env: { GREETING: 'hi there' },
+      workdir: '/tmp',
+    });
     expect(env.structuredContent).toMatchObject({ exit_code: 0 });
     expect(String(env.structuredContent!.stdout)).toMatch(/^hi there\n.*tmp\n$/);
   });
@@ -148,7 +188,9 @@ describe('sbx mcp over stdio', () => {
 
   it('exec: a call the agent cancels kills the command', async () => {
     await expect(
-      agent.client.callTool({ name: 'exec', arguments: { sandbox_id: id, command: 'sleep 2; echo late > marker.txt' } }, undefined, { timeout: 500 }),
+      agent.client.callTool({ name: 'exec', arguments: { sandbox_id: id, command: 'sleep 2; echo late > marker.txt' } }, undefined, {
+        timeout: 500,
+      }),
     ).rejects.toThrow(/timed out/i);
     await new Promise((r) => setTimeout(r, 3000));
     expect((await callError(agent, 'read_file', { sandbox_id: id, path: '/workspace/marker.txt' })).code).toBe('not_found');
@@ -159,7 +201,9 @@ describe('sbx mcp over stdio', () => {
   });
 
   it('write_file and read_file: text, and binary byte-exact through base64', async () => {
-    expect(await callJson(agent, 'write_file', { sandbox_id: id, path: '/workspace/hello.txt', content: 'héllo\nwörld\n' })).toMatchObject({ status: 'written' });
+    expect(await callJson(agent, 'write_file', { sandbox_id: id, path: '/workspace/hello.txt', content: 'héllo\nwörld\n' })).toMatchObject({
+      status: 'written',
+    });
     expect(await callJson(agent, 'read_file', { sandbox_id: id, path: '/workspace/hello.txt' })).toEqual({
       path: '/workspace/hello.txt',
       size: Buffer.byteLength('héllo\nwörld\n'),
@@ -169,8 +213,17 @@ describe('sbx mcp over stdio', () => {
 
     const bytes = randomBytes(70_000);
     bytes[0] = 0xff; // never valid UTF-8
-    await callJson(agent, 'write_file', { sandbox_id: id, path: '/workspace/bin/data.bin', content: bytes.toString('base64'), encoding: 'base64', mode: '0600' });
-    const back = await callJson<{ encoding: string; content: string; size: number }>(agent, 'read_file', { sandbox_id: id, path: '/workspace/bin/data.bin' });
+    await callJson(agent, 'write_file', {
+      sandbox_id: id,
+      path: '/workspace/bin/data.bin',
+      content: bytes.toString('base64'),
+      encoding: 'base64',
+      mode: '0600',
+    });
+    const back = await callJson<{ encoding: string; content: string; size: number }>(agent, 'read_file', {
+      sandbox_id: id,
+      path: '/workspace/bin/data.bin',
+    });
     expect(back.encoding).toBe('base64');
     expect(back.size).toBe(bytes.length);
     expect(Buffer.from(back.content, 'base64').equals(bytes)).toBe(true);
@@ -180,7 +233,10 @@ describe('sbx mcp over stdio', () => {
   });
 
   it('list_files lists a directory', async () => {
-    const r = await callJson<{ files: Array<{ name: string; is_dir?: boolean; size: number; mode: string }> }>(agent, 'list_files', { sandbox_id: id, path: '/workspace/bin' });
+    const r = await callJson<{ files: Array<{ name: string; is_dir?: boolean; size: number; mode: string }> }>(agent, 'list_files', {
+      sandbox_id: id,
+      path: '/workspace/bin',
+    });
     const f = r.files.find((x) => x.name === 'data.bin');
     expect(f).toMatchObject({ size: 70_000, mode: '0600' });
   });
@@ -202,7 +258,10 @@ describe('sbx mcp over stdio', () => {
   });
 
   it('background processes: start, read output from an offset, stop', async () => {
-    const p = await callJson<{ id: string; state: string }>(agent, 'start_process', { sandbox_id: id, command: 'echo one; echo two; sleep 30' });
+    const p = await callJson<{ id: string; state: string }>(agent, 'start_process', {
+      sandbox_id: id,
+      command: 'echo one; echo two; sleep 30',
+    });
     expect(p.state).toBe('running');
     let out: { output: string; next_offset: number; state: string } = { output: '', next_offset: 0, state: '' };
     for (let i = 0; i < 50 && !out.output.includes('two'); i++) {
@@ -333,6 +392,8 @@ describe('sbx mcp process behaviour', () => {
     expect(await exited).toBe(0);
     const frames = out.trim().split('\n');
     for (const f of frames) expect(() => JSON.parse(f), f).not.toThrow();
-    expect(frames.some((f) => (JSON.parse(f) as { id?: number; result?: { serverInfo?: { name: string } } }).result?.serverInfo?.name === 'sbx')).toBe(true);
+    expect(
+      frames.some((f) => (JSON.parse(f) as { id?: number; result?: { serverInfo?: { name: string } } }).result?.serverInfo?.name === 'sbx'),
+    ).toBe(true);
   });
 });

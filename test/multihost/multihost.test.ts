@@ -30,7 +30,11 @@ let cpUrl: string;
 const ids: Record<string, string> = {};
 
 const json = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-  const res = await fetch(cpUrl + path, { method, headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(cpUrl + path, {
+    method,
+    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   let parsed: any = text;
   try {
@@ -43,12 +47,22 @@ const json = async (method: string, path: string, body?: unknown, headers: Recor
 
 /** The `sbx` CLI from the root namespace against the control plane. */
 const sbx = (args: string[], input?: Buffer | string) => {
-  const r = spawnSync(process.execPath, [BIN, '--url', cpUrl, ...args], { input, env: { PATH: process.env.PATH ?? '', HOME: dir }, timeout: 60_000 });
+  const r = spawnSync(process.execPath, [BIN, '--url', cpUrl, ...args], {
+    input,
+    env: { PATH: process.env.PATH ?? '', HOME: dir },
+    timeout: 60_000,
+  });
   return { code: r.status, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 };
 
 async function startCp(): Promise<Proc> {
-  return startSbx(net.hosts.cp!, join(dir, 'cp'), ['serve', '--host', net.hosts.cp!.addr, '--port', String(PORT)], { SVC_SERVER_LOCAL_WORKER: 'false', SVC_AUTH_WORKER_TOKEN: TOKEN }, /listening on/);
+  return startSbx(
+    net.hosts.cp!,
+    join(dir, 'cp'),
+    ['serve', '--host', net.hosts.cp!.addr, '--port', String(PORT)],
+    { SVC_SERVER_LOCAL_WORKER: 'false', SVC_AUTH_WORKER_TOKEN: TOKEN },
+    /listening on/,
+  );
 }
 
 async function startWorker(name: 'w1' | 'w2'): Promise<Proc> {
@@ -56,7 +70,17 @@ async function startWorker(name: 'w1' | 'w2'): Promise<Proc> {
   return startSbx(
     h,
     join(dir, name),
-    ['worker', '--id', name, '--control-plane', `http://${net.hosts.cp!.addr}:${PORT}`, '--listen', `${h.addr}:${RPC_PORT}`, '--heartbeat-interval', '1s'],
+    [
+      'worker',
+      '--id',
+      name,
+      '--control-plane',
+      `http://${net.hosts.cp!.addr}:${PORT}`,
+      '--listen',
+      `${h.addr}:${RPC_PORT}`,
+      '--heartbeat-interval',
+      '1s',
+    ],
     { SVC_PROVIDERS_DEFAULT: 'mock', SVC_PROVIDERS_MOCK_ROOT_DIR: join(dir, name, 'mock'), SVC_AUTH_WORKER_TOKEN: TOKEN },
     new RegExp(`sbx worker ${name} up`),
   );
@@ -108,9 +132,21 @@ describe.skipIf(why !== null)('several machines: a control plane and two workers
     for (const id of Object.keys(ids).filter((k) => k.startsWith('sb-'))) {
       const b = await json('POST', `/api/v1/sandboxes/${id}/exec`, { command: 'echo out-$((6*7)); echo err >&2; exit 3' });
       expect(b.body).toMatchObject({ exit_code: 3, stdout: 'out-42\n', stderr: 'err\n' });
-      const s = await json('POST', `/api/v1/sandboxes/${id}/exec`, { command: 'for i in 1 2 3; do echo $i; done', stream: true, exit_record: true });
-      const lines = s.text.trim().split('\n').map((l: string) => JSON.parse(l));
-      expect(lines.filter((l: { stream: string }) => l.stream === 'stdout').map((l: { data: string }) => l.data).join('')).toBe('1\n2\n3\n');
+      const s = await json('POST', `/api/v1/sandboxes/${id}/exec`, {
+        command: 'for i in 1 2 3; do echo $i; done',
+        stream: true,
+        exit_record: true,
+      });
+      const lines = s.text
+        .trim()
+        .split('\n')
+        .map((l: string) => JSON.parse(l));
+      expect(
+        lines
+          .filter((l: { stream: string }) => l.stream === 'stdout')
+          .map((l: { data: string }) => l.data)
+          .join(''),
+      ).toBe('1\n2\n3\n');
       expect(lines.at(-1)).toMatchObject({ stream: 'exit', exit_code: 0 });
       const ws = sbx(['exec', '-i', id, 'sh', '-c', 'tr a-z A-Z'], 'over the websocket\n');
       expect(ws).toMatchObject({ code: 0, stdout: 'OVER THE WEBSOCKET\n' });
@@ -119,7 +155,11 @@ describe.skipIf(why !== null)('several machines: a control plane and two workers
       writeFileSync(join(dir, 'big.bin'), big);
       expect(sbx(['files', 'put', join(dir, 'big.bin'), `${id}:/tmp/big.bin`]).code).toBe(0);
       expect(sbx(['files', 'get', `${id}:/tmp/big.bin`, join(dir, 'back.bin')]).code).toBe(0);
-      expect(createHash('sha256').update(readFileSync(join(dir, 'back.bin'))).digest('hex')).toBe(createHash('sha256').update(big).digest('hex'));
+      expect(
+        createHash('sha256')
+          .update(readFileSync(join(dir, 'back.bin')))
+          .digest('hex'),
+      ).toBe(createHash('sha256').update(big).digest('hex'));
 
       const logs = await json('GET', `/api/v1/sandboxes/${id}/logs`);
       expect(logs.status).toBe(200);
@@ -136,7 +176,11 @@ describe.skipIf(why !== null)('several machines: a control plane and two workers
   it('a worker called directly refuses user keys, other workers, foreign leases, unknown methods and GET', async () => {
     const url = `http://${net.hosts.w1!.addr}:${RPC_PORT}/rpc`;
     const post = async (body: unknown, headers: Record<string, string>) => {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      const r = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
       return { status: r.status, body: (await r.json()) as { error?: { code: string } } };
     };
     const ok = { 'x-worker-id': 'w1', 'x-worker-token': TOKEN };
@@ -144,7 +188,10 @@ describe.skipIf(why !== null)('several machines: a control plane and two workers
     expect((await post(env, { 'x-api-key': TOKEN })).status).toBe(401);
     expect((await post(env, { 'x-worker-id': 'w2', 'x-worker-token': TOKEN })).status).toBe(403);
     const lease = { resource_id: 'sb-other', holder_id: 'w1', generation: 1, expires_at: new Date(Date.now() + 60_000).toISOString() };
-    const foreign = await post({ id: 'd', method: 'worker.destroy', worker_id: 'w1', lease, params: { sandbox_id: 'sb-a', provider: 'mock', runtime_id: 'r' } }, ok);
+    const foreign = await post(
+      { id: 'd', method: 'worker.destroy', worker_id: 'w1', lease, params: { sandbox_id: 'sb-a', provider: 'mock', runtime_id: 'r' } },
+      ok,
+    );
     expect(foreign.status).toBe(403);
     expect((await post({ id: 'u', method: 'worker.nope', worker_id: 'w1', params: {} }, ok)).body.error?.code).toBe('not_implemented');
     expect((await fetch(url, { headers: ok })).status).toBe(405);
@@ -158,7 +205,9 @@ describe.skipIf(why !== null)('several machines: a control plane and two workers
     const states = new Map<string, string>();
     for (const s of sandboxes) states.set(s.id, (await json('GET', `/api/v1/sandboxes/${s.id}`)).body.state);
     expect([...states.values()].sort()).toEqual(['running', 'unhealthy']);
-    expect(cp.log()).toMatch(/"action":"mark_unhealthy".*"reason":"worker_unreachable"|"reason":"worker_unreachable".*"action":"mark_unhealthy"/);
+    expect(cp.log()).toMatch(
+      /"action":"mark_unhealthy".*"reason":"worker_unreachable"|"reason":"worker_unreachable".*"action":"mark_unhealthy"/,
+    );
     const survivor = [...states].find(([, st]) => st === 'running')![0];
     expect((await json('POST', `/api/v1/sandboxes/${survivor}/exec`, { command: 'echo still' })).body.stdout).toBe('still\n');
     const fresh = await json('POST', '/api/v1/sandboxes', {});
@@ -173,7 +222,11 @@ describe.skipIf(why !== null)('several machines: a control plane and two workers
     const res = await fetch(`${cpUrl}/api/v1/sandboxes/${id}/exec`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ command: 'i=0; while [ $i -lt 600 ]; do echo $i; i=$((i+1)); sleep 0.1; done', stream: true, exit_record: true }),
+      body: JSON.stringify({
+        command: 'i=0; while [ $i -lt 600 ]; do echo $i; i=$((i+1)); sleep 0.1; done',
+        stream: true,
+        exit_record: true,
+      }),
     });
     const reader = res.body!.getReader();
     let text = '';
@@ -194,14 +247,21 @@ describe.skipIf(why !== null)('several machines: a control plane and two workers
     expect(last).toMatchObject({ stream: 'exit', exit_code: 125, error: { code: 'unavailable' } });
     expect(elapsed).toBeLessThan(30_000);
     // The link is back: the worker answers again.
-    await until('w2 answering again', async () => ((await json('POST', `/api/v1/sandboxes/${id}/exec`, { command: 'echo back' })).body.stdout === 'back\n' ? true : undefined), 30_000);
+    await until(
+      'w2 answering again',
+      async () =>
+        (await json('POST', `/api/v1/sandboxes/${id}/exec`, { command: 'echo back' })).body.stdout === 'back\n' ? true : undefined,
+      30_000,
+    );
   }, 90_000);
 
   it('draining the survivor: new spawns 503, running sandboxes still answer', async () => {
     const d = await json('POST', '/api/v1/admin/workers/w2/drain');
     expect(d.body).toMatchObject({ id: 'w2', status: 'draining' });
     expect((await json('POST', '/api/v1/sandboxes', {})).status).toBe(503);
-    expect((await json('POST', `/api/v1/sandboxes/${ids.survivor}/exec`, { command: 'echo draining-ok' })).body.stdout).toBe('draining-ok\n');
+    expect((await json('POST', `/api/v1/sandboxes/${ids.survivor}/exec`, { command: 'echo draining-ok' })).body.stdout).toBe(
+      'draining-ok\n',
+    );
     // SIGTERM: the worker drains and exits 0, leaving its sandboxes running.
     expect(await w2!.kill('SIGTERM')).toBe(0);
     w2 = undefined;

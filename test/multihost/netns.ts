@@ -53,7 +53,8 @@ export function sweepStale(): void {
     if (m) spawnSync('ip', ['link', 'del', m[1]!], { stdio: 'ignore' });
   }
   for (const line of spawnSync('iptables', ['-S', 'FORWARD'], { stdio: 'pipe' }).stdout?.toString().split('\n') ?? []) {
-    if (/^-A FORWARD -i sx\d+br -o sx\d+br -j ACCEPT$/.test(line)) spawnSync('iptables', ['-D', ...line.slice(3).split(' ')], { stdio: 'ignore' });
+    if (/^-A FORWARD -i sx\d+br -o sx\d+br -j ACCEPT$/.test(line))
+      spawnSync('iptables', ['-D', ...line.slice(3).split(' ')], { stdio: 'ignore' });
   }
 }
 
@@ -106,7 +107,14 @@ export interface Proc {
 }
 
 /** Starts `sbx …` inside a namespace with its own HOME; resolves once `ready` matches its output. */
-export async function startSbx(host: Host, home: string, args: string[], env: Record<string, string>, ready: RegExp, timeoutMs = 20_000): Promise<Proc> {
+export async function startSbx(
+  host: Host,
+  home: string,
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+  timeoutMs = 20_000,
+): Promise<Proc> {
   mkdirSync(home, { recursive: true });
   const child = spawn('ip', ['netns', 'exec', host.ns, process.execPath, BIN, ...args], {
     cwd: home,

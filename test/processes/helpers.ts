@@ -28,7 +28,12 @@ export class RestartablePlane {
       database: { driver: 'sqlite', path: join(this.dir, 'sbx.db') },
       logging: { level: 'silent' },
     };
-    const { config } = await loadConfig({ cwd: this.dir, home: this.dir, env: {}, overrides: merge(base, this.overrides(this.dir)) as never });
+    const { config } = await loadConfig({
+      cwd: this.dir,
+      home: this.dir,
+      env: {},
+      overrides: merge(base, this.overrides(this.dir)) as never,
+    });
     this.plane = await createControlPlane(config, { logger: pino({ level: 'silent' }), home: this.dir });
     this.url = await this.plane.listen();
     return this.url;
@@ -48,7 +53,10 @@ export class RestartablePlane {
 function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...a };
   for (const [k, v] of Object.entries(b)) {
-    out[k] = v && typeof v === 'object' && !Array.isArray(v) && typeof out[k] === 'object' ? merge(out[k] as Record<string, unknown>, v as Record<string, unknown>) : v;
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && typeof out[k] === 'object'
+        ? merge(out[k] as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
   }
   return out;
 }
@@ -57,7 +65,12 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
  * Reads the output NDJSON from `offset`; with `stopAfter`, the connection is cut once that many
  * output bytes arrived (a client that goes away mid-stream). Returns the lines and the bytes.
  */
-export async function readOutput(base: string, sandbox: string, pid: string, opts: { offset?: number; follow?: boolean; stopAfter?: number } = {}): Promise<{ lines: OutputLine[]; bytes: Buffer; status: number; next: number }> {
+export async function readOutput(
+  base: string,
+  sandbox: string,
+  pid: string,
+  opts: { offset?: number; follow?: boolean; stopAfter?: number } = {},
+): Promise<{ lines: OutputLine[]; bytes: Buffer; status: number; next: number }> {
   const ac = new AbortController();
   const q = `offset=${opts.offset ?? 0}${opts.follow ? '&follow=true' : ''}`;
   const res = await fetch(`${base}/api/v1/sandboxes/${sandbox}/processes/${pid}/output?${q}`, { signal: ac.signal });

@@ -38,7 +38,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('background processes on 
       const url = await plane.start();
       installations.push(plane.plane!.installationId);
       const sb = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
-      const p = await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, { command: 'echo before; sleep 3; echo after; echo oops >&2; exit 5' });
+      const p = await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, {
+        command: 'echo before; sleep 3; echo after; echo oops >&2; exit 5',
+      });
       expect(p.status).toBe(201);
       const pid = p.body.id as string;
       const early = await readOutput(url, sb, pid, { follow: true, stopAfter: 7 });
@@ -49,7 +51,11 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('background processes on 
       const again = await plane.start();
       expect((await call(again, 'GET', `/api/v1/sandboxes/${sb}/processes/${pid}`)).body.state).toBe('running');
       const rest = await readOutput(again, sb, pid, { follow: true, offset: early.next });
-      const text = (s: string) => rest.lines.filter((l) => l.stream === s).map((l) => l.data).join('');
+      const text = (s: string) =>
+        rest.lines
+          .filter((l) => l.stream === s)
+          .map((l) => l.data)
+          .join('');
       expect(text('stdout')).toBe('after\n');
       expect(text('stderr')).toBe('oops\n');
       expect(rest.lines.at(-1)).toMatchObject({ stream: 'exit', exit_code: 5, state: 'exited' });
@@ -68,7 +74,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('background processes on 
     expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${sb}`)).status).toBe(200);
     const processes = srv.plane.deps.processes!;
     const until = Date.now() + 15_000;
-    while (Date.now() < until && (await srv.plane.deps.store.getProcess(pid))?.state === 'running') await new Promise((r) => setTimeout(r, 200));
+    while (Date.now() < until && (await srv.plane.deps.store.getProcess(pid))?.state === 'running')
+      await new Promise((r) => setTimeout(r, 200));
     expect((await srv.plane.deps.store.getProcess(pid))?.state).toBe('killed');
     expect(await processes.sweep()).toBeGreaterThanOrEqual(1);
     expect(await srv.plane.deps.store.getProcess(pid)).toBeNull();

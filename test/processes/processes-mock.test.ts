@@ -31,7 +31,12 @@ describe('background processes on mock', () => {
       // Killed with the exec that held it (the status the provider saw, 137 for SIGKILL).
       expect(rec).toMatchObject({ id: p, state: 'killed' });
       const out = await fetch(`${again}/api/v1/sandboxes/${sb}/processes/${p}/output`);
-      expect((await out.text()).trim().split('\n').map((l) => JSON.parse(l))).toEqual([
+      expect(
+        (await out.text())
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l)),
+      ).toEqual([
         { stream: 'stdout', offset: 0, data: 'hello\n' },
         { stream: 'exit', offset: 6, exit_code: rec.exit_code, state: 'killed' },
       ]);

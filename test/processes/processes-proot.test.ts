@@ -23,7 +23,9 @@ describe.skipIf(!prootOn)(`background processes on proot${prootOn ? '' : ' (skip
     const installation = srv?.plane.installationId;
     await srv?.close();
     // The proot provider keeps its sandboxes under the temp directory, named by the installation.
-    if (installation) for (const n of [`sbx-proot-${installation}`, `.sbx-proot-${installation}.sbx`]) rmSync(join(tmpdir(), n), { recursive: true, force: true });
+    if (installation)
+      for (const n of [`sbx-proot-${installation}`, `.sbx-proot-${installation}.sbx`])
+        rmSync(join(tmpdir(), n), { recursive: true, force: true });
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -26,7 +26,15 @@ export function processContract(ctx: () => { url: string; spawn: () => Promise<s
     const sb = await spawn();
     const started = await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, { command: TALKER });
     expect(started.status).toBe(201);
-    expect(started.body).toMatchObject({ sandbox_id: sb, command: TALKER, args: [], state: 'running', runner, exit_code: null, ended_at: null });
+    expect(started.body).toMatchObject({
+      sandbox_id: sb,
+      command: TALKER,
+      args: [],
+      state: 'running',
+      runner,
+      exit_code: null,
+      ended_at: null,
+    });
     expect(started.body.id).toMatch(/^p-[a-z0-9]{12}$/);
     const pid = started.body.id as string;
 
@@ -34,7 +42,10 @@ export function processContract(ctx: () => { url: string; spawn: () => Promise<s
     expect(first.bytes.byteLength).toBeGreaterThanOrEqual(300);
     const rest = await readOutput(url, sb, pid, { follow: true, offset: first.next });
     const lines = [...first.lines, ...rest.lines].filter((l) => l.stream === 'stdout' || l.stream === 'stderr');
-    const of = (s: string) => Buffer.concat(lines.filter((l) => l.stream === s).map((l) => Buffer.from(l.data!, l.encoding === 'base64' ? 'base64' : 'utf8'))).toString();
+    const of = (s: string) =>
+      Buffer.concat(
+        lines.filter((l) => l.stream === s).map((l) => Buffer.from(l.data!, l.encoding === 'base64' ? 'base64' : 'utf8')),
+      ).toString();
     expect(of('stdout')).toBe(expectedOf('out'));
     expect(of('stderr')).toBe(expectedOf('err'));
     expect(rest.lines.at(-1)).toEqual({ stream: 'exit', offset: rest.next, exit_code: 7, state: 'exited' });
@@ -53,7 +64,10 @@ export function processContract(ctx: () => { url: string; spawn: () => Promise<s
   it('binary output arrives byte-exact (base64 where not UTF-8)', async () => {
     const { url, spawn } = ctx();
     const sb = await spawn();
-    const p = await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, { command: 'head -c 20000 /dev/urandom > r.bin && cat r.bin', workdir: '/tmp' });
+    const p = await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, {
+      command: 'head -c 20000 /dev/urandom > r.bin && cat r.bin',
+      workdir: '/tmp',
+    });
     expect(p.status).toBe(201);
     expect((await wait(url, sb, p.body.id)).exit_code).toBe(0);
     const out = await readOutput(url, sb, p.body.id);
@@ -67,7 +81,8 @@ export function processContract(ctx: () => { url: string; spawn: () => Promise<s
   it('kill, signal and timeout end a process in their states', async () => {
     const { url, spawn } = ctx();
     const sb = await spawn();
-    const start = async (body: Record<string, unknown>) => (await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, body)).body.id as string;
+    const start = async (body: Record<string, unknown>) =>
+      (await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, body)).body.id as string;
     const killed = await start({ command: 'sleep', args: ['100'], mode: 'argv' });
     const termed = await start({ command: 'echo ready; sleep 100' });
     const timed = await start({ command: 'sleep 100', timeout: '1s' });

@@ -8,7 +8,22 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { api, DOCKER, dockerContainers, ensureBuilt, installationOf, providerConfig, record, removeDockerInstallation, serve, skipWhy, sleep, tempDir, until, type Served } from './harness.js';
+import {
+  api,
+  DOCKER,
+  dockerContainers,
+  ensureBuilt,
+  installationOf,
+  providerConfig,
+  record,
+  removeDockerInstallation,
+  serve,
+  skipWhy,
+  sleep,
+  tempDir,
+  until,
+  type Served,
+} from './harness.js';
 
 const RUNNING_EXECS = 20;
 const SPAWNS = 50;
@@ -46,7 +61,11 @@ async function crash(provider: 'mock' | 'docker'): Promise<void> {
       expect(r.status).toBe(201);
       accepted.add(r.json.id);
     }
-    const execs = runners.map((r) => api(url, 'POST', `/api/v1/sandboxes/${r.json.id}/exec`, { command: `sleep 300; echo ${marker}`, timeout: '6m' }, {}, 400_000).catch(() => undefined));
+    const execs = runners.map((r) =>
+      api(url, 'POST', `/api/v1/sandboxes/${r.json.id}/exec`, { command: `sleep 300; echo ${marker}`, timeout: '6m' }, {}, 400_000).catch(
+        () => undefined,
+      ),
+    );
     await sleep(1000);
     // 50 concurrent spawns; the kill lands while they are in flight.
     let answered = 0;
@@ -99,10 +118,14 @@ async function crash(provider: 'mock' | 'docker'): Promise<void> {
       return { rts, orphanRuntimes, lost, usable, orphanProcesses };
     };
     let last = await check();
-    await until(async () => {
-      last = await check();
-      return last.orphanRuntimes.length === 0 && last.lost.length === 0 && last.orphanProcesses.length === 0;
-    }, RECONCILE_MS, 1000);
+    await until(
+      async () => {
+        last = await check();
+        return last.orphanRuntimes.length === 0 && last.lost.length === 0 && last.orphanProcesses.length === 0;
+      },
+      RECONCILE_MS,
+      1000,
+    );
     const figures = {
       running_execs_at_kill: RUNNING_EXECS,
       concurrent_spawns_at_kill: SPAWNS,
@@ -138,7 +161,11 @@ describe('kill -9 of serve under load, then restart', () => {
     ensureBuilt();
     await crash('mock');
   }, 150_000);
-  it.skipIf(!DOCKER)(`docker: 0 orphans, 0 lost records ${DOCKER ? '' : skipWhy('SBX_TEST_DOCKER')}`, async () => {
-    await crash('docker');
-  }, 180_000);
+  it.skipIf(!DOCKER)(
+    `docker: 0 orphans, 0 lost records ${DOCKER ? '' : skipWhy('SBX_TEST_DOCKER')}`,
+    async () => {
+      await crash('docker');
+    },
+    180_000,
+  );
 });

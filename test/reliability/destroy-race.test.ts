@@ -5,7 +5,19 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { api, DOCKER, ensureBuilt, installationOf, providerConfig, record, removeDockerInstallation, serve, skipWhy, tempDir, type Served } from './harness.js';
+import {
+  api,
+  DOCKER,
+  ensureBuilt,
+  installationOf,
+  providerConfig,
+  record,
+  removeDockerInstallation,
+  serve,
+  skipWhy,
+  tempDir,
+  type Served,
+} from './harness.js';
 
 const SANDBOXES = 10;
 const OPS_PER_SANDBOX = 15; // plus one destroy each
@@ -34,60 +46,64 @@ function operations(url: string, id: string): Array<() => Promise<{ status: numb
 }
 
 describe('operations racing destroys', () => {
-  it.skipIf(!DOCKER)(`docker: 150 operations racing 10 destroys answer no 5xx ${DOCKER ? '' : skipWhy('SBX_TEST_DOCKER')}`, async () => {
-    ensureBuilt();
-    const t = tempDir('destroy-race');
-    const home = join(t.dir, 'home');
-    let s: Served | undefined;
-    try {
-      s = await serve(home, { config: providerConfig('docker', home, t.dir) });
-      const url = s.url;
-      const ids: string[] = [];
-      for (let i = 0; i < SANDBOXES; i++) {
-        const r = await api(url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
-        expect(r.status).toBe(201);
-        ids.push(r.json.id);
-      }
-      // Warm each sandbox so its first exec is not what races.
-      await Promise.all(ids.map((id) => api(url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'true' })));
-      const statuses: Record<string, number> = {};
-      const fives: string[] = [];
-      const runs: Promise<void>[] = [];
-      for (const [i, id] of ids.entries()) {
-        const ops = operations(url, id);
-        for (const [j, op] of ops.entries()) {
-          const isDestroy = j === ops.length - 1;
-          runs.push(
-            (async () => {
-              // Destroys land in the middle of the operations of their sandbox.
-              await new Promise((r) => setTimeout(r, isDestroy ? 150 + i * 20 : j * 20));
-              const r = await op();
-              statuses[r.status] = (statuses[r.status] ?? 0) + 1;
-              if (r.status >= 500) fives.push(`${isDestroy ? 'destroy' : `op${j}`} ${r.status} ${r.text.slice(0, 200)}`);
-            })(),
-          );
+  it.skipIf(!DOCKER)(
+    `docker: 150 operations racing 10 destroys answer no 5xx ${DOCKER ? '' : skipWhy('SBX_TEST_DOCKER')}`,
+    async () => {
+      ensureBuilt();
+      const t = tempDir('destroy-race');
+      const home = join(t.dir, 'home');
+      let s: Served | undefined;
+      try {
+        s = await serve(home, { config: providerConfig('docker', home, t.dir) });
+        const url = s.url;
+        const ids: string[] = [];
+        for (let i = 0; i < SANDBOXES; i++) {
+          const r = await api(url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
+          expect(r.status).toBe(201);
+          ids.push(r.json.id);
         }
+        // Warm each sandbox so its first exec is not what races.
+        await Promise.all(ids.map((id) => api(url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'true' })));
+        const statuses: Record<string, number> = {};
+        const fives: string[] = [];
+        const runs: Promise<void>[] = [];
+        for (const [i, id] of ids.entries()) {
+          const ops = operations(url, id);
+          for (const [j, op] of ops.entries()) {
+            const isDestroy = j === ops.length - 1;
+            runs.push(
+              (async () => {
+                // Destroys land in the middle of the operations of their sandbox.
+                await new Promise((r) => setTimeout(r, isDestroy ? 150 + i * 20 : j * 20));
+                const r = await op();
+                statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+                if (r.status >= 500) fives.push(`${isDestroy ? 'destroy' : `op${j}`} ${r.status} ${r.text.slice(0, 200)}`);
+              })(),
+            );
+          }
+        }
+        await Promise.all(runs);
+        const after = await Promise.all(ids.map((id) => api(url, 'GET', `/api/v1/sandboxes/${id}`)));
+        const figures = {
+          sandboxes: SANDBOXES,
+          operations: SANDBOXES * OPS_PER_SANDBOX,
+          destroys: SANDBOXES,
+          statuses,
+          status_5xx: fives.length,
+          first_5xx: fives.slice(0, 5),
+          gone_after: after.filter((r) => r.status === 404).length,
+        };
+        record('destroy_race', 'docker', figures);
+        expect(figures.operations).toBe(150);
+        expect(fives).toEqual([]);
+        expect(figures.gone_after).toBe(SANDBOXES);
+        expect(s.alive()).toBe(true);
+      } finally {
+        await s?.stop();
+        await removeDockerInstallation(await installationOf(home).catch(() => ''));
+        t.remove();
       }
-      await Promise.all(runs);
-      const after = await Promise.all(ids.map((id) => api(url, 'GET', `/api/v1/sandboxes/${id}`)));
-      const figures = {
-        sandboxes: SANDBOXES,
-        operations: SANDBOXES * OPS_PER_SANDBOX,
-        destroys: SANDBOXES,
-        statuses,
-        status_5xx: fives.length,
-        first_5xx: fives.slice(0, 5),
-        gone_after: after.filter((r) => r.status === 404).length,
-      };
-      record('destroy_race', 'docker', figures);
-      expect(figures.operations).toBe(150);
-      expect(fives).toEqual([]);
-      expect(figures.gone_after).toBe(SANDBOXES);
-      expect(s.alive()).toBe(true);
-    } finally {
-      await s?.stop();
-      await removeDockerInstallation(await installationOf(home).catch(() => ''));
-      t.remove();
-    }
-  }, 180_000);
+    },
+    180_000,
+  );
 });

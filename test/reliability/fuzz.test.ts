@@ -48,26 +48,117 @@ const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'];
 
 function makeGen(rand: () => number, doc: any, ids: string[]) {
   const int = (n: number) => Math.floor(rand() * n);
-  const pick = <T,>(xs: readonly T[]): T => xs[int(xs.length)]!;
+  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
   const weird = [
-    '', ' ', '.', '..', '/', '//', '/..', '/../..', '/workspace/../../etc/passwd', '/\u0000', '\u0000', '%00', '%2e%2e%2f', '/*', '/**', '[', '{', '\\', '\u202e', '😀', 'ä/ö',
-    'a'.repeat(129), 'a'.repeat(5000), '/'.repeat(300), '/workspace/' + 'x'.repeat(300), '0', '-1', '1e309', 'NaN', 'null', 'true', '0x10', '07777', '99999', '10m', '0s', '-5s', '1.5s', '999999h',
-    'sb-', 'sb-zzzzzzzzzzzz', '../sb-x', 'sb-x/..', '?', '#', '&', '=', '%', "'", '"', '<script>', '$(id)', '`id`', '\r\nX-Injected: 1', 'workspace', '/workspace', '/tmp', '/workspace/f.txt',
+    '',
+    ' ',
+    '.',
+    '..',
+    '/',
+    '//',
+    '/..',
+    '/../..',
+    '/workspace/../../etc/passwd',
+    '/\u0000',
+    '\u0000',
+    '%00',
+    '%2e%2e%2f',
+    '/*',
+    '/**',
+    '[',
+    '{',
+    '\\',
+    '\u202e',
+    '😀',
+    'ä/ö',
+    'a'.repeat(129),
+    'a'.repeat(5000),
+    '/'.repeat(300),
+    '/workspace/' + 'x'.repeat(300),
+    '0',
+    '-1',
+    '1e309',
+    'NaN',
+    'null',
+    'true',
+    '0x10',
+    '07777',
+    '99999',
+    '10m',
+    '0s',
+    '-5s',
+    '1.5s',
+    '999999h',
+    'sb-',
+    'sb-zzzzzzzzzzzz',
+    '../sb-x',
+    'sb-x/..',
+    '?',
+    '#',
+    '&',
+    '=',
+    '%',
+    "'",
+    '"',
+    '<script>',
+    '$(id)',
+    '`id`',
+    '\r\nX-Injected: 1',
+    'workspace',
+    '/workspace',
+    '/tmp',
+    '/workspace/f.txt',
   ];
   const str = (s?: Schema): string => {
     if (s?.enum && rand() < 0.6) return String(pick(s.enum));
     const r = rand();
     if (r < 0.45) return pick(weird);
-    if (r < 0.65) return pick(['/workspace/a.txt', '/workspace', '/tmp/x', '10m', '1h', '0755', '644', 'busybox', 'mock', 'alice', 'fuzz-tpl', 'utf8', 'base64']);
+    if (r < 0.65)
+      return pick([
+        '/workspace/a.txt',
+        '/workspace',
+        '/tmp/x',
+        '10m',
+        '1h',
+        '0755',
+        '644',
+        'busybox',
+        'mock',
+        'alice',
+        'fuzz-tpl',
+        'utf8',
+        'base64',
+      ]);
     const len = pick([0, 1, 2, 8, 64, 128, 129, 1024]);
     let out = '';
     for (let i = 0; i < len; i++) out += String.fromCharCode(pick([32 + int(95), int(32), 0x80 + int(0x700), 0xd800 + int(0x800)]));
     return out;
   };
-  const num = (s?: Schema): number => pick([0, 1, -1, 2 ** 31, 2 ** 31 - 1, -(2 ** 31), 2 ** 53, Number.MAX_SAFE_INTEGER + 2, 1e308, 0.5, -0.0, s?.minimum ?? 0, s?.maximum ?? 10, (s?.maximum ?? 10) + 1, (s?.minimum ?? 0) - 1]);
+  const num = (s?: Schema): number =>
+    pick([
+      0,
+      1,
+      -1,
+      2 ** 31,
+      2 ** 31 - 1,
+      -(2 ** 31),
+      2 ** 53,
+      Number.MAX_SAFE_INTEGER + 2,
+      1e308,
+      0.5,
+      -0.0,
+      s?.minimum ?? 0,
+      s?.maximum ?? 10,
+      (s?.maximum ?? 10) + 1,
+      (s?.minimum ?? 0) - 1,
+    ]);
   const resolve = (s: Schema | undefined): Schema | undefined => {
     let cur = s;
-    for (let i = 0; cur?.$ref && i < 10; i++) cur = cur.$ref.split('/').slice(1).reduce((o: any, k: string) => o?.[k], doc);
+    for (let i = 0; cur?.$ref && i < 10; i++)
+      cur = cur.$ref
+        .split('/')
+        .slice(1)
+        .reduce((o: any, k: string) => o?.[k], doc);
     return cur;
   };
   const any = (depth: number): unknown => {
@@ -106,7 +197,8 @@ function makeGen(rand: () => number, doc: any, ids: string[]) {
           if (rand() < (required ? 0.9 : 0.5)) out[k] = value(ps, depth + 1, k);
         }
         if (rand() < 0.1) out[pick(['extra', '__proto__', 'constructor', ''])] = any(depth + 1);
-        if (s.additionalProperties && typeof s.additionalProperties === 'object' && rand() < 0.5) out[str()] = value(s.additionalProperties, depth + 1);
+        if (s.additionalProperties && typeof s.additionalProperties === 'object' && rand() < 0.5)
+          out[str()] = value(s.additionalProperties, depth + 1);
         return out;
       }
     }
@@ -137,15 +229,42 @@ async function send(base: string, gen: ReturnType<typeof makeGen>, ops: Op[]): P
   const qs: string[] = [];
   for (const p of op.params.filter((x) => x.in === 'query')) if (int(10) < 7) qs.push(`${enc(p.name)}=${enc(String(value(p.schema)))}`);
   if (int(15) === 0) qs.push(`${enc(str())}=${enc(str())}`);
-  if (int(30) === 0) qs.push(pick(['path', 'path=%00', 'path=%ff%fe', 'path=%', 'path=%E0%A4%A', 'lines=-1', 'lines=99999999999', 'recursive=maybe', 'pattern=' + '*'.repeat(200), 'limit=1e9']));
+  if (int(30) === 0)
+    qs.push(
+      pick([
+        'path',
+        'path=%00',
+        'path=%ff%fe',
+        'path=%',
+        'path=%E0%A4%A',
+        'lines=-1',
+        'lines=99999999999',
+        'recursive=maybe',
+        'pattern=' + '*'.repeat(200),
+        'limit=1e9',
+      ]),
+    );
   const url = base + path + (qs.length ? `?${qs.join('&')}` : '');
   const headers: Record<string, string> = {};
-  const ct = int(10) < 7 ? 'application/json' : pick(['text/plain', 'application/octet-stream', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', '', 'application/x-ndjson', '*/*']);
+  const ct =
+    int(10) < 7
+      ? 'application/json'
+      : pick([
+          'text/plain',
+          'application/octet-stream',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/json; charset=latin1',
+          '',
+          'application/x-ndjson',
+          '*/*',
+        ]);
   let body: string | Uint8Array | undefined;
   if (method !== 'GET' && method !== 'HEAD') {
     const r = int(20);
     if (r < 14 && op.body) body = JSON.stringify(value(op.body));
-    else if (r < 15) body = pick(['{', '[', 'null', '"x"', '1', '{"a":', '{}'.repeat(100), '\u0000', '{"path":"/workspace/x","content":1}']);
+    else if (r < 15)
+      body = pick(['{', '[', 'null', '"x"', '1', '{"a":', '{}'.repeat(100), '\u0000', '{"path":"/workspace/x","content":1}']);
     else if (r < 16) body = new Uint8Array(Array.from({ length: int(200) }, () => int(256)));
     else if (r < 17) body = JSON.stringify({ deep: JSON.parse('['.repeat(200) + ']'.repeat(200)) });
     else if (r < 18) body = '';
@@ -175,12 +294,19 @@ async function send(base: string, gen: ReturnType<typeof makeGen>, ops: Op[]): P
         code = undefined;
       }
     }
-    return { status: res.status, code, line: `${method} ${url.slice(base.length, base.length + 300)} ${body === undefined ? '' : String(typeof body === 'string' ? body : `<${body.length} bytes>`).slice(0, 300)}` };
+    return {
+      status: res.status,
+      code,
+      line: `${method} ${url.slice(base.length, base.length + 300)} ${body === undefined ? '' : String(typeof body === 'string' ? body : `<${body.length} bytes>`).slice(0, 300)}`,
+    };
   } catch (err) {
     const e = err as Error;
     // A request the client itself refuses to send (bad header value) is not a server answer.
     if (e.name === 'TypeError' && !/fetch failed/.test(e.message)) return { status: -1, line: e.message };
-    return { status: ac.signal.aborted ? -2 : 0, line: `${method} ${url.slice(base.length, base.length + 300)} ${JSON.stringify(headers).slice(0, 300)} ${String(body ?? '').slice(0, 200)}: ${e.message} ${(e.cause as Error)?.message ?? ''}` };
+    return {
+      status: ac.signal.aborted ? -2 : 0,
+      line: `${method} ${url.slice(base.length, base.length + 300)} ${JSON.stringify(headers).slice(0, 300)} ${String(body ?? '').slice(0, 200)}: ${e.message} ${(e.cause as Error)?.message ?? ''}`,
+    };
   } finally {
     clearTimeout(timer);
   }
@@ -204,7 +330,13 @@ describe('fuzzing every OpenAPI route', () => {
         for (const [method, o] of Object.entries<any>(item)) {
           if (!['get', 'post', 'put', 'delete', 'patch'].includes(method)) continue;
           const content = o.requestBody?.content ?? {};
-          ops.push({ method: method.toUpperCase(), path, params: [...(item.parameters ?? []), ...(o.parameters ?? [])], body: content['application/json']?.schema, contentTypes: Object.keys(content) });
+          ops.push({
+            method: method.toUpperCase(),
+            path,
+            params: [...(item.parameters ?? []), ...(o.parameters ?? [])],
+            body: content['application/json']?.schema,
+            contentTypes: Object.keys(content),
+          });
         }
       }
       expect(ops.length).toBeGreaterThan(40);
@@ -231,7 +363,12 @@ describe('fuzzing every OpenAPI route', () => {
           sent++;
           const t0 = Date.now();
           const o = await send(s!.url, gen, liveOps);
-          const key = o.line.split('?')[0]!.split(' ').slice(0, 2).join(' ').replace(/sb-[a-z0-9]+/g, '{id}');
+          const key = o.line
+            .split('?')[0]!
+            .split(' ')
+            .slice(0, 2)
+            .join(' ')
+            .replace(/sb-[a-z0-9]+/g, '{id}');
           const slot = (slow[key] ??= { n: 0, ms: 0 });
           slot.n++;
           slot.ms += Date.now() - t0;

@@ -141,7 +141,14 @@ export interface Res {
 }
 
 /** One HTTP call with a deadline; JSON in and out. */
-export async function api(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}, timeoutMs = 60_000): Promise<Res> {
+export async function api(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+  timeoutMs = 60_000,
+): Promise<Res> {
   const h: Record<string, string> = { ...headers };
   if (body !== undefined && !h['content-type']) h['content-type'] = 'application/json';
   const res = await fetch(base + path, {
@@ -198,7 +205,11 @@ export async function removeDockerInstallation(installationId: string): Promise<
   if (!installationId) return;
   const { default: Docker } = await import('dockerode');
   const docker = new Docker({ socketPath: process.env.SBX_TEST_DOCKER_SOCKET ?? '/var/run/docker.sock' });
-  for (const c of await dockerContainers(installationId)) await docker.getContainer(c.id).remove({ force: true, v: true }).catch(() => undefined);
+  for (const c of await dockerContainers(installationId))
+    await docker
+      .getContainer(c.id)
+      .remove({ force: true, v: true })
+      .catch(() => undefined);
 }
 
 /** Serve config for one provider: mock under home, proot on a fresh rootfs, docker on the test image. */

@@ -10,7 +10,20 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { api, DOCKER, ensureBuilt, installationOf, PROOT, providerConfig, record, removeDockerInstallation, serve, skipWhy, tempDir, type Served } from './harness.js';
+import {
+  api,
+  DOCKER,
+  ensureBuilt,
+  installationOf,
+  PROOT,
+  providerConfig,
+  record,
+  removeDockerInstallation,
+  serve,
+  skipWhy,
+  tempDir,
+  type Served,
+} from './harness.js';
 
 // Built at run time so no file on disk (this one included) holds a marker a grep could find.
 const MARK = ['REL', 'CAN', 'ARY'].join('');
@@ -67,7 +80,14 @@ async function isolation(provider: Provider): Promise<void> {
     const reader = await api(s.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' }, H);
     expect(reader.status).toBe(201);
     // Another sandbox's exec holds a secret in its env while the reader looks around.
-    const victimExec = api(s.url, 'POST', `/api/v1/sandboxes/${victim.json.id}/exec`, { command: 'sleep 45', env: { VICTIM_TOKEN: canaries.other_exec_env }, timeout: '60s' }, H, 90_000);
+    const victimExec = api(
+      s.url,
+      'POST',
+      `/api/v1/sandboxes/${victim.json.id}/exec`,
+      { command: 'sleep 45', env: { VICTIM_TOKEN: canaries.other_exec_env }, timeout: '60s' },
+      H,
+      90_000,
+    );
     await new Promise((r) => setTimeout(r, 1500));
     const scanStarted = Date.now();
     const scan = await api(s.url, 'POST', `/api/v1/sandboxes/${reader.json.id}/exec`, { command: SCAN, timeout: '90s' }, H, 120_000);
@@ -87,20 +107,29 @@ async function isolation(provider: Provider): Promise<void> {
       api(s.url, 'POST', '/api/v1/providers/test', {}, H),
     ]);
     const errorText = errors.map((e) => e.text).join('\n');
-    const obs = await Promise.all(['/api/v1/diagnostics', '/api/v1/metrics', '/api/v1/metrics/prometheus', '/api/v1/health', '/api/v1/providers'].map((p) => api(s!.url, 'GET', p, undefined, H)));
+    const obs = await Promise.all(
+      ['/api/v1/diagnostics', '/api/v1/metrics', '/api/v1/metrics/prometheus', '/api/v1/health', '/api/v1/providers'].map((p) =>
+        api(s!.url, 'GET', p, undefined, H),
+      ),
+    );
     for (const o of obs) expect(o.status).toBe(200);
     const obsText = obs.map((o) => o.text).join('\n');
 
     // Signals: look first; a sandbox that sees the server (or the host's processes) is not sent a
     // kill loop, since on the host it would kill everything this user owns.
     const pids = await api(s.url, 'POST', `/api/v1/sandboxes/${reader.json.id}/exec`, { command: PIDS, timeout: '30s' }, H);
-    const seen = (pids.json?.stdout ?? '').split('\n').filter(Boolean).map((l: string) => l.split(' '));
+    const seen = (pids.json?.stdout ?? '')
+      .split('\n')
+      .filter(Boolean)
+      .map((l: string) => l.split(' '));
     const seesServer = seen.some(([pid, comm]: string[]) => Number(pid) === s!.pid || comm === 'node' || Number(pid) === process.pid);
     let killTried = false;
     let aliveAfterKill = true;
     const killStarted = Date.now();
     if (!seesServer && seen.length < 40) {
-      const k = await api(s.url, 'POST', `/api/v1/sandboxes/${reader.json.id}/exec`, { command: KILL_ALL, timeout: '30s' }, H).catch((e: Error) => ({ status: 0, text: e.message, json: undefined }));
+      const k = await api(s.url, 'POST', `/api/v1/sandboxes/${reader.json.id}/exec`, { command: KILL_ALL, timeout: '30s' }, H).catch(
+        (e: Error) => ({ status: 0, text: e.message, json: undefined }),
+      );
       killTried = k.status !== 0;
       await new Promise((r) => setTimeout(r, 500));
       aliveAfterKill = s.alive() && (await api(s.url, 'GET', '/api/v1/health', undefined, H)).status === 200;
@@ -134,7 +163,14 @@ async function isolation(provider: Provider): Promise<void> {
       server_alive_after_kill_loop: killTried ? aliveAfterKill : 'not run: the sandbox sees host processes',
     };
     record('isolation', provider, figures);
-    expect(figures).toMatchObject({ found_by_exec: [], found_in_logs: [], found_in_observability: [], found_in_error_bodies: [], found_in_database: [], exec_sees_server: false });
+    expect(figures).toMatchObject({
+      found_by_exec: [],
+      found_in_logs: [],
+      found_in_observability: [],
+      found_in_error_bodies: [],
+      found_in_database: [],
+      exec_sees_server: false,
+    });
     expect(killTried).toBe(true);
     expect(aliveAfterKill).toBe(true);
   } finally {
@@ -147,9 +183,13 @@ async function isolation(provider: Provider): Promise<void> {
 describe('secret canaries and signals from inside a sandbox', () => {
   for (const provider of ['mock', 'proot', 'docker'] as const) {
     const flag = provider === 'docker' ? 'SBX_TEST_DOCKER' : 'SBX_TEST_PROOT';
-    it.skipIf(!enabled[provider])(`${provider}: no canary readable or leaked; the server survives kill -9 of every visible pid ${enabled[provider] ? '' : skipWhy(flag)}`, async () => {
-      ensureBuilt();
-      await isolation(provider);
-    }, 150_000);
+    it.skipIf(!enabled[provider])(
+      `${provider}: no canary readable or leaked; the server survives kill -9 of every visible pid ${enabled[provider] ? '' : skipWhy(flag)}`,
+      async () => {
+        ensureBuilt();
+        await isolation(provider);
+      },
+      150_000,
+    );
   }
 });

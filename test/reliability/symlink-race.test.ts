@@ -13,9 +13,27 @@ const RACE_MS = 10_000;
 type Kind = 'read' | 'list' | 'stat' | 'other';
 /** Names of the operations below, in order, for the examples in the figures. */
 const OP_NAMES = [
-  'write d/w-N.txt', 'write l', 'write d/sub/new-N/f.txt (mkdir)', 'write d/victim.txt', 'read l', 'read d/victim.txt', 'read d/sub/inner-victim.txt',
-  'list d', 'list d/sub', 'glob d/*', 'stat d/victim.txt', 'stat d/hostonly.txt', 'chmod d/victim.txt', 'chmod l', 'chmod d/sub', 'move d/victim.txt out', 'move d/sub out',
-  'move into d/', 'delete -r d/sub', 'delete d/victim.txt', 'delete l',
+  'write d/w-N.txt',
+  'write l',
+  'write d/sub/new-N/f.txt (mkdir)',
+  'write d/victim.txt',
+  'read l',
+  'read d/victim.txt',
+  'read d/sub/inner-victim.txt',
+  'list d',
+  'list d/sub',
+  'glob d/*',
+  'stat d/victim.txt',
+  'stat d/hostonly.txt',
+  'chmod d/victim.txt',
+  'chmod l',
+  'chmod d/sub',
+  'move d/victim.txt out',
+  'move d/sub out',
+  'move into d/',
+  'delete -r d/sub',
+  'delete d/victim.txt',
+  'delete l',
 ];
 const WORKERS = 4;
 
@@ -78,12 +96,22 @@ async function race(provider: 'mock' | 'proot'): Promise<void> {
     const sb = await api(s.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
     expect(sb.status).toBe(201);
     const base = `/api/v1/sandboxes/${sb.json.id}`;
-    const flip = api(s.url, 'POST', `${base}/exec`, { command: flipper(outside, RACE_MS / 1000 + 1), workdir: '/workspace', timeout: '60s' }, {}, 90_000);
+    const flip = api(
+      s.url,
+      'POST',
+      `${base}/exec`,
+      { command: flipper(outside, RACE_MS / 1000 + 1), workdir: '/workspace', timeout: '60s' },
+      {},
+      90_000,
+    );
 
     // Host-side witness: the flipper really makes `d` a symlink to the outside directory.
     let flipsSeen = 0;
     // proot keeps sandboxes in <TMPDIR>/sbx-proot-<installation>/<id>; serve's TMPDIR is home/tmp.
-    const hostD = provider === 'mock' ? join(home, 'mock', sb.json.id, 'workspace', 'd') : join(home, 'tmp', `sbx-proot-${await installationOf(home)}`, sb.json.id, 'workspace', 'd');
+    const hostD =
+      provider === 'mock'
+        ? join(home, 'mock', sb.json.id, 'workspace', 'd')
+        : join(home, 'tmp', `sbx-proot-${await installationOf(home)}`, sb.json.id, 'workspace', 'd');
 
     const counts = { requests: 0, reads_outside: 0, listings_outside: 0, status_5xx: 0, by_status: {} as Record<string, number> };
     const end = Date.now() + RACE_MS;
@@ -132,7 +160,10 @@ async function race(provider: 'mock' | 'proot'): Promise<void> {
           [api(s!.url, 'POST', `${base}/files/chmod`, { path: '/workspace/d/victim.txt', mode: '0777' }), 'other'],
           [api(s!.url, 'POST', `${base}/files/chmod`, { path: '/workspace/l', mode: '0600' }), 'other'],
           [api(s!.url, 'POST', `${base}/files/chmod`, { path: '/workspace/d/sub', mode: '0700' }), 'other'],
-          [api(s!.url, 'POST', `${base}/files/move`, { old_path: '/workspace/d/victim.txt', new_path: `/workspace/moved-${tag}.txt` }), 'other'],
+          [
+            api(s!.url, 'POST', `${base}/files/move`, { old_path: '/workspace/d/victim.txt', new_path: `/workspace/moved-${tag}.txt` }),
+            'other',
+          ],
           [api(s!.url, 'POST', `${base}/files/move`, { old_path: '/workspace/d/sub', new_path: `/workspace/moved-sub-${tag}` }), 'other'],
           [
             api(s!.url, 'POST', `${base}/files`, { path: `/workspace/src-${tag}.txt`, content: 'pwned' }).then(() =>
@@ -182,7 +213,14 @@ async function race(provider: 'mock' | 'proot'): Promise<void> {
     // The attack really ran: the host saw `d` as a symlink to the outside directory.
     expect(flipsSeen).toBeGreaterThan(0);
     expect(s.alive()).toBe(true);
-    expect(figures).toMatchObject({ host_writes_outside: 0, host_reads_outside: 0, host_listings_outside: 0, host_deletes_outside: 0, host_chmods_outside: 0, status_5xx: 0 });
+    expect(figures).toMatchObject({
+      host_writes_outside: 0,
+      host_reads_outside: 0,
+      host_listings_outside: 0,
+      host_deletes_outside: 0,
+      host_chmods_outside: 0,
+      status_5xx: 0,
+    });
     expect(existsSync(join(outside, 'victim.txt')) && statSync(join(outside, 'victim.txt')).isFile()).toBe(true);
   } finally {
     await s?.stop();
@@ -195,7 +233,11 @@ describe('symlink-swap race through the file API', () => {
     ensureBuilt();
     await race('mock');
   }, 90_000);
-  it.skipIf(!PROOT)(`proot: 0 host files touched outside the sandbox root ${PROOT ? '' : skipWhy('SBX_TEST_PROOT')}`, async () => {
-    await race('proot');
-  }, 90_000);
+  it.skipIf(!PROOT)(
+    `proot: 0 host files touched outside the sandbox root ${PROOT ? '' : skipWhy('SBX_TEST_PROOT')}`,
+    async () => {
+      await race('proot');
+    },
+    90_000,
+  );
 });

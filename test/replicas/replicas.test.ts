@@ -74,7 +74,17 @@ describe.skipIf(why !== null)('replicas on one PostgreSQL', () => {
     for (const name of ['ra', 'rb', 'rc']) replicas[name] = await startReplica(name);
     worker = await startSbx(
       join(dir, 'w1'),
-      ['worker', '--id', 'w1', '--control-plane', ['ra', 'rb', 'rc'].map(url).join(','), '--listen', '127.0.0.1:0', '--heartbeat-interval', '1s'],
+      [
+        'worker',
+        '--id',
+        'w1',
+        '--control-plane',
+        ['ra', 'rb', 'rc'].map(url).join(','),
+        '--listen',
+        '127.0.0.1:0',
+        '--heartbeat-interval',
+        '1s',
+      ],
       { SVC_PROVIDERS_DEFAULT: 'mock', SVC_PROVIDERS_MOCK_ROOT_DIR: join(dir, 'w1', 'mock'), SVC_AUTH_WORKER_TOKEN: TOKEN },
       /sbx worker w1 up: rpc (\S+),/,
     );
@@ -130,14 +140,19 @@ describe.skipIf(why !== null)('replicas on one PostgreSQL', () => {
     expect((await spawn('ra')).status).toBe(201);
     // Clean up for the next tests.
     const live = (await call(url('ra'), 'GET', '/api/v1/sandboxes')).body as Array<{ id: string; state: string }>;
-    await Promise.all(live.filter((s) => s.state === 'running').map((s, i) => call(url(['ra', 'rb', 'rc'][i % 3]!), 'DELETE', `/api/v1/sandboxes/${s.id}`)));
+    await Promise.all(
+      live.filter((s) => s.state === 'running').map((s, i) => call(url(['ra', 'rb', 'rc'][i % 3]!), 'DELETE', `/api/v1/sandboxes/${s.id}`)),
+    );
   }, 120_000);
 
   it('an SSE client on one replica sees events caused on the others; a replay on another replica loses nothing', async () => {
     const a = await openSse(`${url('ra')}/api/v1/events?types=sandbox.*`);
     const onB = (await spawn('rb')).body.id as string;
     const onC = (await spawn('rc')).body.id as string;
-    const seen = await a.until((f) => [onB, onC].every((id) => f.some((x) => x.event === 'sandbox.running' && x.data?.includes(id))), 10_000);
+    const seen = await a.until(
+      (f) => [onB, onC].every((id) => f.some((x) => x.event === 'sandbox.running' && x.data?.includes(id))),
+      10_000,
+    );
     const lastSeen = Number(seen[seen.length - 1]!.id);
     a.close();
     // While no client listens: destroys on B and C, a spawn on A.
@@ -182,7 +197,10 @@ describe.skipIf(why !== null)('replicas on one PostgreSQL', () => {
     const before = await Promise.all([spawn('ra'), spawn('rb')]);
     expect(before.map((r) => r.status)).toEqual([201, 201]);
     const running = (await call(url('rc'), 'GET', '/api/v1/sandboxes')).body as Array<{ id: string; state: string }>;
-    const ids = running.filter((s) => s.state === 'running').map((s) => s.id).sort();
+    const ids = running
+      .filter((s) => s.state === 'running')
+      .map((s) => s.id)
+      .sort();
     expect(ids).toEqual(expect.arrayContaining(before.map((r) => r.body.id as string)));
 
     cluster.stop();
@@ -214,7 +232,12 @@ describe.skipIf(why !== null)('replicas on one PostgreSQL', () => {
         const r = await call(url(name), 'GET', '/api/v1/sandboxes');
         return r.status === 200 ? (r.body as Array<{ id: string; state: string }>) : undefined;
       });
-      expect(list.filter((s) => s.state === 'running').map((s) => s.id).sort()).toEqual(ids);
+      expect(
+        list
+          .filter((s) => s.state === 'running')
+          .map((s) => s.id)
+          .sort(),
+      ).toEqual(ids);
     }
     // Events flow across replicas again (the listeners reconnected), and spawns work everywhere.
     const a = await openSse(`${url('ra')}/api/v1/events?types=sandbox.created`);

@@ -10,7 +10,14 @@ class StepClock implements Clock {
   }
 }
 
-const base: RateLimitSettings = { enabled: true, requests_per_minute: 60, burst: 3, key_by: 'owner', bucket_ttl_ms: 60_000, cleanup_interval_ms: 10_000 };
+const base: RateLimitSettings = {
+  enabled: true,
+  requests_per_minute: 60,
+  burst: 3,
+  key_by: 'owner',
+  bucket_ttl_ms: 60_000,
+  cleanup_interval_ms: 10_000,
+};
 
 describe('rate limiter token buckets', () => {
   it('allows a burst, then limits with Retry-After until tokens refill', () => {

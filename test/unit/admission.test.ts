@@ -10,7 +10,14 @@ import type { SandboxRecord, Store } from '../../src/core/ports.js';
 import type { CoreSettings } from '../../src/core/settings.js';
 
 /** A last placement as the locator reports it (the scheduler member echoes it). */
-const PLACED = { selected_worker_id: 'w-7', eligible_workers: 3, owner_quotas: 0, placements: 4, placement_p50_ms: 1.5, placement_p99_ms: 3.25 };
+const PLACED = {
+  selected_worker_id: 'w-7',
+  eligible_workers: 3,
+  owner_quotas: 0,
+  placements: 4,
+  placement_p50_ms: 1.5,
+  placement_p99_ms: 3.25,
+};
 
 type Defaults = CoreSettings['defaults'];
 
@@ -139,7 +146,14 @@ describe('admission decisions', () => {
     const a = make({ max_sandboxes: 1, spawn_overflow: 'queue' });
     await spawn(a);
     const cap = await a.decide({ owner_id: null, ttl_ms: 1000 });
-    expect(cap).toMatchObject({ allowed: false, queueable: true, reason: 'max_sandboxes', active_sandboxes: 1, max_sandboxes: 1, max_ttl: '1h0m0s' });
+    expect(cap).toMatchObject({
+      allowed: false,
+      queueable: true,
+      reason: 'max_sandboxes',
+      active_sandboxes: 1,
+      max_sandboxes: 1,
+      max_ttl: '1h0m0s',
+    });
     const ttl = await a.decide({ owner_id: null, ttl_ms: 7_200_000 });
     expect(ttl).toMatchObject({ allowed: false, queueable: false, reason: 'max_ttl' });
     const err = await rejection(a.admit({ owner_id: null, ttl_ms: 7_200_000 }));
@@ -152,8 +166,20 @@ describe('admission decisions', () => {
     const now = new Date().toISOString();
     await store.upsertQuota({ owner_id: 'big', max_sandboxes: 3, max_ttl_ms: 7_200_000, max_exec_timeout_ms: 0, updated_at: now });
     await store.upsertQuota({ owner_id: 'zero', max_sandboxes: 0, max_ttl_ms: 0, max_exec_timeout_ms: 60_000, updated_at: now });
-    expect(await a.limitsFor('big')).toEqual({ max_sandboxes: 0, max_owner_sandboxes: 3, max_ttl_ms: 7_200_000, max_exec_timeout_ms: 600_000, quota_configured: true });
-    expect(await a.limitsFor('zero')).toEqual({ max_sandboxes: 0, max_owner_sandboxes: 1, max_ttl_ms: 3_600_000, max_exec_timeout_ms: 60_000, quota_configured: true });
+    expect(await a.limitsFor('big')).toEqual({
+      max_sandboxes: 0,
+      max_owner_sandboxes: 3,
+      max_ttl_ms: 7_200_000,
+      max_exec_timeout_ms: 600_000,
+      quota_configured: true,
+    });
+    expect(await a.limitsFor('zero')).toEqual({
+      max_sandboxes: 0,
+      max_owner_sandboxes: 1,
+      max_ttl_ms: 3_600_000,
+      max_exec_timeout_ms: 60_000,
+      quota_configured: true,
+    });
     expect((await a.limitsFor('nobody')).quota_configured).toBe(false);
     for (let i = 0; i < 3; i++) await spawn(a, 'big', 7_000_000);
     expect((await rejection(a.admit({ owner_id: 'big', ttl_ms: 1000 }))).details?.reason).toBe('max_sandboxes_per_owner');
@@ -198,7 +224,13 @@ describe('spawn queue', () => {
     expect(queued.owner_id).toBe('bob');
     expect(queued.data).toMatchObject({ owner: 'bob', reason: 'max_sandboxes', queue_depth: 1 });
     const s = a.stats(PLACED);
-    expect(s).toMatchObject({ spawn_queue_depth: 0, spawn_queued_total: 1, spawn_dequeued_total: 1, spawn_queue_timeouts: 0, spawn_queue_wait_count: 1 });
+    expect(s).toMatchObject({
+      spawn_queue_depth: 0,
+      spawn_queued_total: 1,
+      spawn_dequeued_total: 1,
+      spawn_queue_timeouts: 0,
+      spawn_queue_wait_count: 1,
+    });
     expect(s.spawn_queue_wait_max_ms).toBeGreaterThanOrEqual(20);
     expect(s.spawn_queue_wait_max).toMatch(/^\d+ms$/);
   });
@@ -216,7 +248,13 @@ describe('spawn queue', () => {
     expect(kinds('spawn.')).toEqual(['spawn.queued', 'spawn.queue_timeout']);
     expect(events.filter((e) => e.type === 'resource.limit').map((e) => e.data?.reason)).toEqual(['max_sandboxes', 'spawn_queue_timeout']);
     const s = a.stats(PLACED);
-    expect(s).toMatchObject({ spawn_queue_depth: 0, spawn_queued_total: 1, spawn_dequeued_total: 0, spawn_queue_timeouts: 1, spawn_queue_wait_count: 1 });
+    expect(s).toMatchObject({
+      spawn_queue_depth: 0,
+      spawn_queued_total: 1,
+      spawn_dequeued_total: 0,
+      spawn_queue_timeouts: 1,
+      spawn_queue_wait_count: 1,
+    });
     expect(s.spawn_queue_wait_total_ms).toBeGreaterThanOrEqual(190);
   });
 
@@ -303,7 +341,14 @@ describe('spawn queue', () => {
   });
 
   it('reports scheduler and limits shaped like spec 2.15', async () => {
-    const a = make({ max_sandboxes: 5, max_sandboxes_per_owner: 2, spawn_overflow: 'queue', spawn_queue_timeout_ms: 30_000, max_spawn_queue: 7, default_exec_timeout_ms: 0 });
+    const a = make({
+      max_sandboxes: 5,
+      max_sandboxes_per_owner: 2,
+      spawn_overflow: 'queue',
+      spawn_queue_timeout_ms: 30_000,
+      max_spawn_queue: 7,
+      default_exec_timeout_ms: 0,
+    });
     expect(a.limitsSnapshot()).toEqual({
       max_sandboxes: 5,
       max_sandboxes_per_owner: 2,
@@ -386,7 +431,14 @@ describe('quota service', () => {
     expect(q2.updated_at > q1.updated_at).toBe(true);
     await quotas.save('bob', {});
     expect(await quotas.summary()).toEqual({ total: 2, with_max_sandboxes: 0, with_max_ttl: 0, with_max_exec_timeout: 1 });
-    expect(await quotas.usage('alice')).toEqual({ owner_id: 'alice', active_sandboxes: 0, max_sandboxes: 4, max_ttl: '1h0m0s', max_exec_timeout: '1m30s', quota_configured: true });
+    expect(await quotas.usage('alice')).toEqual({
+      owner_id: 'alice',
+      active_sandboxes: 0,
+      max_sandboxes: 4,
+      max_ttl: '1h0m0s',
+      max_exec_timeout: '1m30s',
+      quota_configured: true,
+    });
     await quotas.remove('alice');
     expect((await rejection(quotas.remove('alice'))).code).toBe('not_found');
     expect((await rejection(quotas.get('alice'))).code).toBe('not_found');

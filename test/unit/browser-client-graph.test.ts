@@ -32,7 +32,8 @@ function scanBrowserModules(dir: string): string[] {
     for (let m = statics.exec(text); m; m = statics.exec(text)) {
       const spec = (m[1] ?? m[2])!;
       if (!spec.startsWith('./') && !spec.startsWith('../')) problems.push(`${rel} imports "${spec}" at top level`);
-      else if (!existsSync(resolve(dirname(file), spec)) || relative(dir, resolve(dirname(file), spec)).startsWith('..')) problems.push(`${rel} imports ${spec}, which is not in ${dir}`);
+      else if (!existsSync(resolve(dirname(file), spec)) || relative(dir, resolve(dirname(file), spec)).startsWith('..'))
+        problems.push(`${rel} imports ${spec}, which is not in ${dir}`);
     }
     const dynamic = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
     for (let m = dynamic.exec(text); m; m = dynamic.exec(text)) {
@@ -58,8 +59,11 @@ describe('browser module graph of the typed client', () => {
     try {
       mkdirSync(join(dir, 'js', 'client'), { recursive: true });
       writeFileSync(join(dir, 'ok.js'), "import { a } from './js/client/a.js';\nexport const s = 'from here';\n");
-      writeFileSync(join(dir, 'js', 'client', 'a.js'), "export const a = 1;\n");
-      writeFileSync(join(dir, 'bad.js'), "import { readFileSync } from 'node:fs';\nexport { request } from 'undici';\nimport './gone.js';\nconst es = await import('eventsource');\n");
+      writeFileSync(join(dir, 'js', 'client', 'a.js'), 'export const a = 1;\n');
+      writeFileSync(
+        join(dir, 'bad.js'),
+        "import { readFileSync } from 'node:fs';\nexport { request } from 'undici';\nimport './gone.js';\nconst es = await import('eventsource');\n",
+      );
       expect(scanBrowserModules(dir)).toEqual([
         'bad.js imports "node:fs" at top level',
         'bad.js imports "undici" at top level',

@@ -28,16 +28,20 @@ function run(root: string) {
 
 const CLEAN: Record<string, string> = {
   'bin/sbx.js': "import('../dist/cli.js').then(({ main }) => main(process.argv.slice(2)));\n",
-  'src/cli.ts': "export async function main() {\n  const { COMMANDS } = await import('./transports/cli/registry.js');\n  return COMMANDS.length;\n}\n",
+  'src/cli.ts':
+    "export async function main() {\n  const { COMMANDS } = await import('./transports/cli/registry.js');\n  return COMMANDS.length;\n}\n",
   'src/transports/cli/registry.ts': "import { serve } from './commands/serve.js';\nexport const COMMANDS = [serve];\n",
   'src/transports/cli/commands/serve.ts':
     "import { SbxError } from '../../../contracts/errors.js';\nexport const serve = async () => {\n  const { start } = await import('../../../compose/serve.js');\n  if (!start) throw new SbxError();\n  return start();\n};\n",
-  'src/compose/serve.ts': "import Fastify from 'fastify';\nimport { loadConfig } from '../config/index.js';\nimport { plan } from '../core/plan.js';\nexport const start = () => [Fastify, loadConfig, plan];\n",
+  'src/compose/serve.ts':
+    "import Fastify from 'fastify';\nimport { loadConfig } from '../config/index.js';\nimport { plan } from '../core/plan.js';\nexport const start = () => [Fastify, loadConfig, plan];\n",
   'src/config/index.ts': 'export const loadConfig = () => ({});\n',
   'src/core/plan.ts': "import type { Clock } from './ports.js';\nexport const plan = (clock: Clock) => clock.now();\n",
   'src/core/ports.ts': 'export interface Clock { now(): Date }\n',
-  'src/contracts/errors.ts': "import { Type } from '@sinclair/typebox';\nexport class SbxError extends Error {}\nexport const T = Type.String();\n",
-  'src/client/index.ts': "import { request } from 'undici';\nimport type { Readable } from 'node:stream';\nexport { SbxError } from '../contracts/errors.js';\nexport type R = Readable;\nexport const r = request;\n",
+  'src/contracts/errors.ts':
+    "import { Type } from '@sinclair/typebox';\nexport class SbxError extends Error {}\nexport const T = Type.String();\n",
+  'src/client/index.ts':
+    "import { request } from 'undici';\nimport type { Readable } from 'node:stream';\nexport { SbxError } from '../contracts/errors.js';\nexport type R = Readable;\nexport const r = request;\n",
   'src/adapters/store.ts': "import type { Clock } from '../core/ports.js';\nexport type C = Clock;\n",
 };
 
@@ -59,7 +63,8 @@ describe('check-deps', () => {
         ...CLEAN,
         'src/client/index.ts': "// the client\nimport { SbxError } from '../core/errors.js';\nexport { SbxError };\n",
         'src/core/errors.ts': 'export class SbxError extends Error {}\n',
-        'src/core/plan.ts': "import { readFileSync } from 'node:fs';\nimport { start } from '../compose/serve.js';\nexport const plan = () => [readFileSync, start, Date.now()];\n",
+        'src/core/plan.ts':
+          "import { readFileSync } from 'node:fs';\nimport { start } from '../compose/serve.js';\nexport const plan = () => [readFileSync, start, Date.now()];\n",
         'src/adapters/store.ts': "import { loadConfig } from '../config/index.js';\nexport const c = loadConfig;\n",
         'src/transports/http/app.ts': "\n\nimport { c } from '../../adapters/store.js';\nexport const app = c;\n",
         'src/contracts/errors.ts': "import { z } from 'zod';\nexport class SbxError extends Error {}\nexport const T = z;\n",
@@ -107,6 +112,8 @@ describe('check-deps', () => {
       }),
     );
     expect(r.code).toBe(1);
-    expect(r.err).toContain('src/transports/cli/commands/ls.ts:1 imports ../../../compose/serve.js (nothing imports compose except the serve, worker and provider-server commands)');
+    expect(r.err).toContain(
+      'src/transports/cli/commands/ls.ts:1 imports ../../../compose/serve.js (nothing imports compose except the serve, worker and provider-server commands)',
+    );
   });
 });

@@ -22,7 +22,11 @@ describe('a configured key switches auth on (DESIGN §3 "Auth")', () => {
     const { config, notes } = await load({ SVC_AUTH_API_KEY: KEY });
     expect(config.auth.enabled).toBe(true);
     expect(notes).toEqual([
-      { level: 'info', key: 'auth.enabled', message: 'auth on: auth.api_key is set (from SVC_AUTH_API_KEY) and auth.enabled is unset, so every API route needs X-API-Key' },
+      {
+        level: 'info',
+        key: 'auth.enabled',
+        message: 'auth on: auth.api_key is set (from SVC_AUTH_API_KEY) and auth.enabled is unset, so every API route needs X-API-Key',
+      },
     ]);
     expect(JSON.stringify(notes)).not.toContain(KEY);
   });
@@ -33,7 +37,9 @@ describe('a configured key switches auth on (DESIGN §3 "Auth")', () => {
     const { config, notes } = await load({}, `auth:\n  api_key_file: ${keyFile}\n`);
     expect(config.auth.enabled).toBe(true);
     expect(config.auth.api_key).toBe(KEY);
-    expect(notes[0]!.message).toBe(`auth on: auth.api_key_file is set (from ${join(dir, 'sbx.yaml')}) and auth.enabled is unset, so every API route needs X-API-Key`);
+    expect(notes[0]!.message).toBe(
+      `auth on: auth.api_key_file is set (from ${join(dir, 'sbx.yaml')}) and auth.enabled is unset, so every API route needs X-API-Key`,
+    );
   });
 
   it('an admin key alone leaves auth off (it protects only the admin routes) and loads cleanly', async () => {

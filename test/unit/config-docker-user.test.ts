@@ -17,7 +17,9 @@ describe('providers.docker.user', () => {
     const env = { SVC_PROVIDERS_DOCKER_USER: ' 0:0 ' };
     expect((await loadConfig({ cwd: dirs.cwd, home: dirs.home, env })).config.providers.docker.user).toBe('0:0');
     // An empty env value is "not set": the file's value stays.
-    expect((await loadConfig({ cwd: dirs.cwd, home: dirs.home, env: { SVC_PROVIDERS_DOCKER_USER: '' } })).config.providers.docker.user).toBe('1000:1000');
+    expect(
+      (await loadConfig({ cwd: dirs.cwd, home: dirs.home, env: { SVC_PROVIDERS_DOCKER_USER: '' } })).config.providers.docker.user,
+    ).toBe('1000:1000');
   });
 
   it('refuses user names and malformed ids, listed with every other problem', async () => {
@@ -27,7 +29,9 @@ describe('providers.docker.user', () => {
       `providers.docker.user: ${NUMERIC}, got "nobody" (from ${file})`,
     ]);
     for (const bad of ['1000:', ':1000', '1000:1000:1', '-1', '4294967295', '1000:4294967295', 'root:root']) {
-      const problems = await problemsOf(loadConfig({ cwd: dirs.cwd, home: dirs.home, env: {}, file: write(file, `providers:\n  docker:\n    user: '${bad}'\n`) }));
+      const problems = await problemsOf(
+        loadConfig({ cwd: dirs.cwd, home: dirs.home, env: {}, file: write(file, `providers:\n  docker:\n    user: '${bad}'\n`) }),
+      );
       expect(problems, bad).toEqual([`providers.docker.user: ${NUMERIC}, got ${JSON.stringify(bad)} (from ${file})`]);
     }
     const fromEnv = await problemsOf(loadConfig({ cwd: dirs.root, home: dirs.home, env: { SVC_PROVIDERS_DOCKER_USER: 'www-data' } }));
@@ -40,7 +44,9 @@ describe('providers.docker.user', () => {
     expect(parseUser('65534')).toEqual({ spec: '65534', uid: 65534, gid: undefined });
     expect(parseUser('1000:50')).toEqual({ spec: '1000:50', uid: 1000, gid: 50 });
     for (const bad of ['nobody', '1000:', '4294967295', '1:2:3']) {
-      expect(() => parseUser(bad), bad).toThrow(`docker provider: user must be a numeric uid or uid:gid such as 65534 or 1000:1000, got ${JSON.stringify(bad)}`);
+      expect(() => parseUser(bad), bad).toThrow(
+        `docker provider: user must be a numeric uid or uid:gid such as 65534 or 1000:1000, got ${JSON.stringify(bad)}`,
+      );
     }
   });
 });

@@ -144,7 +144,13 @@ describe('secret _file twins', () => {
   it('rejects an inline secret set together with its file, naming both sources', async () => {
     const keyFile = write(join(root, 'key'), 'from-file');
     const file = write(join(home, '.sbx', 'config.yaml'), 'auth:\n  api_key: inline-secret-value\n');
-    const problems = await problemsOf(loadConfig({ cwd, home, env: { SVC_AUTH_API_KEY_FILE: keyFile, SVC_PROVIDERS_CUSTOM_HTTP_API_KEY: 't', SVC_PROVIDERS_CUSTOM_HTTP_API_KEY_FILE: keyFile } }));
+    const problems = await problemsOf(
+      loadConfig({
+        cwd,
+        home,
+        env: { SVC_AUTH_API_KEY_FILE: keyFile, SVC_PROVIDERS_CUSTOM_HTTP_API_KEY: 't', SVC_PROVIDERS_CUSTOM_HTTP_API_KEY_FILE: keyFile },
+      }),
+    );
     expect(problems).toEqual([
       `auth.api_key: set together with auth.api_key_file; set only one of them (from ${file} and SVC_AUTH_API_KEY_FILE)`,
       'providers.custom_http.api_key: set together with providers.custom_http.api_key_file; set only one of them (from SVC_PROVIDERS_CUSTOM_HTTP_API_KEY and SVC_PROVIDERS_CUSTOM_HTTP_API_KEY_FILE)',
@@ -171,4 +177,3 @@ describe('secret _file twins', () => {
     ]);
   });
 });
-

@@ -23,7 +23,12 @@ describe('lintConfig', () => {
   });
 
   it('fails auth disabled and wildcard CORS in production, warns outside it (the defaults)', () => {
-    expect(keysOf(lintConfig(defaultConfig(), { production: true }))).toEqual(['fail auth.enabled', 'fail server.ui', 'fail server.mcp', 'fail server.cors_allowed_origins']);
+    expect(keysOf(lintConfig(defaultConfig(), { production: true }))).toEqual([
+      'fail auth.enabled',
+      'fail server.ui',
+      'fail server.mcp',
+      'fail server.cors_allowed_origins',
+    ]);
     const noUi = defaultConfig();
     noUi.server.ui = false;
     noUi.server.mcp = false;
@@ -36,13 +41,17 @@ describe('lintConfig', () => {
       message: `auth is disabled: anyone who can reach the API can create sandboxes and run commands; ${describeGuard(defaultConfig())}`,
       fix: 'set auth.api_key_file (or SVC_AUTH_API_KEY_FILE): a configured key turns auth on',
     });
-    expect(dev[0]!.message).toContain('dev-box guard on: browser origins limited to localhost, 127.0.0.0/8, [::1], the server\'s own origin; Host limited to IP addresses, localhost, ');
+    expect(dev[0]!.message).toContain(
+      "dev-box guard on: browser origins limited to localhost, 127.0.0.0/8, [::1], the server's own origin; Host limited to IP addresses, localhost, ",
+    );
     expect(dev[1]!.message).toBe(
       'server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser once auth is on (while auth is off the dev-box guard ignores the wildcard)',
     );
     const on = hardened();
     on.server.cors_allowed_origins = ['*'];
-    expect(lintConfig(on, { production: false })[0]!.message).toBe('server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser');
+    expect(lintConfig(on, { production: false })[0]!.message).toBe(
+      'server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser',
+    );
   });
 
   it('fails an empty CORS list in production, saying it refuses every origin (not that it allows any)', () => {
@@ -53,7 +62,8 @@ describe('lintConfig', () => {
       {
         level: 'fail',
         key: 'server.cors_allowed_origins',
-        message: 'server.cors_allowed_origins is empty: the server refuses every origin, so no web page can call the API from a browser (preflights get 403)',
+        message:
+          'server.cors_allowed_origins is empty: the server refuses every origin, so no web page can call the API from a browser (preflights get 403)',
         fix: 'list the exact origins that need browser access, e.g. https://app.example.com; production requires an explicit list',
       },
     ]);
@@ -67,9 +77,19 @@ describe('lintConfig', () => {
     c.auth.worker_tokens = { 'worker-b': 'tiny-token', 'worker-a': STRONG };
     c.auth.worker_signing_keys = ['old-sign'];
     const f = lintConfig(c, { production: true });
-    expect(keysOf(f)).toEqual(['fail auth.api_key', 'fail auth.admin_api_key', 'fail auth.worker_tokens.worker-b', 'fail auth.worker_signing_keys[0]']);
+    expect(keysOf(f)).toEqual([
+      'fail auth.api_key',
+      'fail auth.admin_api_key',
+      'fail auth.worker_tokens.worker-b',
+      'fail auth.worker_signing_keys[0]',
+    ]);
     expect(f[0]!.message).toBe('auth.api_key is shorter than 32 bytes');
-    expect(keysOf(lintConfig(c, { production: false }))).toEqual(['warn auth.api_key', 'warn auth.admin_api_key', 'warn auth.worker_tokens.worker-b', 'warn auth.worker_signing_keys[0]']);
+    expect(keysOf(lintConfig(c, { production: false }))).toEqual([
+      'warn auth.api_key',
+      'warn auth.admin_api_key',
+      'warn auth.worker_tokens.worker-b',
+      'warn auth.worker_signing_keys[0]',
+    ]);
     const text = JSON.stringify(f);
     for (const secret of ['short-api-key', 'short-admin', 'tiny-token', 'old-sign']) expect(text).not.toContain(secret);
   });
@@ -153,7 +173,9 @@ describe('lintConfig', () => {
     c.server.cors_allowed_origins = ['https://app.example.com', 'https://app.example.com/path', 'app.example.com'];
     const f = lintConfig(c, { production: true });
     expect(keysOf(f)).toEqual(['warn server.cors_allowed_origins']);
-    expect(f[0]!.message).toBe('server.cors_allowed_origins has 2 entries that never match a browser origin ("https://app.example.com/path", "app.example.com")');
+    expect(f[0]!.message).toBe(
+      'server.cors_allowed_origins has 2 entries that never match a browser origin ("https://app.example.com/path", "app.example.com")',
+    );
   });
 
   it('warns about an explicit auth.enabled: false beside a user key (the key would otherwise switch auth on)', () => {
@@ -163,7 +185,8 @@ describe('lintConfig', () => {
     expect(f[0]).toEqual({
       level: 'warn',
       key: 'auth.enabled',
-      message: 'auth.enabled is false although auth.api_key is set: the key is ignored and anyone who can reach the API can create sandboxes and run commands',
+      message:
+        'auth.enabled is false although auth.api_key is set: the key is ignored and anyone who can reach the API can create sandboxes and run commands',
       fix: 'remove auth.enabled: false (a configured key turns auth on), or remove the key',
     });
     expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail auth.enabled', 'fail server.ui', 'fail server.mcp']);
@@ -176,7 +199,7 @@ describe('lintConfig', () => {
     c.server.allowed_hosts = ['sbx.lan', 'box.example'];
     c.server.preview_domain = 'preview.test.';
     expect(describeGuard(c, 'DevBox')).toBe(
-      'dev-box guard on: browser origins limited to localhost, 127.0.0.0/8, [::1], the server\'s own origin, https://app.example.com; Host limited to IP addresses, localhost, devbox, sbx.lan, box.example, *.preview.test (more names: server.allowed_hosts)',
+      "dev-box guard on: browser origins limited to localhost, 127.0.0.0/8, [::1], the server's own origin, https://app.example.com; Host limited to IP addresses, localhost, devbox, sbx.lan, box.example, *.preview.test (more names: server.allowed_hosts)",
     );
   });
 });

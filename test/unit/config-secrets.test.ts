@@ -10,7 +10,9 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const registryHeader = Buffer.from(JSON.stringify({ username: 'bob', password: 'reg-password-1', serveraddress: 'registry.example' })).toString('base64');
+const registryHeader = Buffer.from(
+  JSON.stringify({ username: 'bob', password: 'reg-password-1', serveraddress: 'registry.example' }),
+).toString('base64');
 
 async function loaded(overrides: Record<string, unknown>): Promise<SbxConfig> {
   return (await loadConfig({ cwd: dir, home: dir, env: {}, overrides: overrides as never })).config;
@@ -59,7 +61,9 @@ describe('secretValues', () => {
   it('takes the password fields of an object registry_auth and a key=value DSN', async () => {
     const config = await loaded({
       database: { driver: 'postgres', dsn: "host=db user=sbx password='p w' dbname=sbx" },
-      providers: { docker: { registry_auth: { username: 'bob', password: 'reg-pw', serveraddress: 'r.example', identitytoken: 'id-tok' } } },
+      providers: {
+        docker: { registry_auth: { username: 'bob', password: 'reg-pw', serveraddress: 'r.example', identitytoken: 'id-tok' } },
+      },
     });
     expect(secretValues(config).sort()).toEqual(["host=db user=sbx password='p w' dbname=sbx", 'id-tok', 'p w', 'reg-pw'].sort());
   });

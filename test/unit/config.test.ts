@@ -16,7 +16,23 @@ describe('loadConfig defaults', () => {
     const { config, sources } = await loadConfig({ cwd, home, env: {} });
     expect(sources).toEqual(['defaults']);
     const expected: SbxConfig = {
-      server: { host: '127.0.0.1', port: 7423, preview_domain: '', preview_auth: false, preview_addr: '', cors_allowed_origins: ['*'], allowed_hosts: [], body_limit_mb: 64, max_inflight_mb: 256, local_worker: true, replica_id: '', reaper_interval: '10s', leader_ttl: '15s', ui: true, mcp: true },
+      server: {
+        host: '127.0.0.1',
+        port: 7423,
+        preview_domain: '',
+        preview_auth: false,
+        preview_addr: '',
+        cors_allowed_origins: ['*'],
+        allowed_hosts: [],
+        body_limit_mb: 64,
+        max_inflight_mb: 256,
+        local_worker: true,
+        replica_id: '',
+        reaper_interval: '10s',
+        leader_ttl: '15s',
+        ui: true,
+        mcp: true,
+      },
       defaults: {
         ttl: '30m',
         image: 'debian:bookworm-slim',
@@ -171,7 +187,9 @@ describe('loadConfig sources and precedence', () => {
   it('a missing explicit file is an error naming the path and how it was named', async () => {
     const missing = join(root, 'nope.yaml');
     expect(await problemsOf(loadConfig({ cwd, home, env: {}, file: missing }))).toEqual([`${missing}: file not found (from --config)`]);
-    expect(await problemsOf(loadConfig({ cwd, home, env: { SBX_CONFIG: missing } }))).toEqual([`${missing}: file not found (from SBX_CONFIG)`]);
+    expect(await problemsOf(loadConfig({ cwd, home, env: { SBX_CONFIG: missing } }))).toEqual([
+      `${missing}: file not found (from SBX_CONFIG)`,
+    ]);
   });
 
   it('reports a parse error by position without quoting the file', async () => {
@@ -183,12 +201,17 @@ describe('loadConfig sources and precedence', () => {
     const json = write(join(root, 'bad.json'), '{\n  "auth": {"api_key": "hunter2-secret",}\n}');
     const jsonProblems = await problemsOf(loadConfig({ cwd, home, env: {}, file: json }));
     expect(jsonProblems).toHaveLength(1);
-    expect(jsonProblems[0]).toMatch(new RegExp(`^${json.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: invalid JSON at line 2, column \\d+ \\(from --config\\)$`));
+    expect(jsonProblems[0]).toMatch(
+      new RegExp(`^${json.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: invalid JSON at line 2, column \\d+ \\(from --config\\)$`),
+    );
     expect(jsonProblems[0]).not.toContain('hunter2');
   });
 
   it('expands ~ against the given home and resolves relative paths against cwd', async () => {
-    write(join(cwd, 'sbx.yaml'), 'database:\n  path: ~/data/x.db\nproviders:\n  proot:\n    rootfs: rootfs\n  mock:\n    root_dir: /abs/mock\n');
+    write(
+      join(cwd, 'sbx.yaml'),
+      'database:\n  path: ~/data/x.db\nproviders:\n  proot:\n    rootfs: rootfs\n  mock:\n    root_dir: /abs/mock\n',
+    );
     const { config } = await loadConfig({ cwd, home, env: {} });
     expect(config.database.path).toBe(join(home, 'data', 'x.db'));
     expect(config.providers.proot.rootfs).toBe(join(cwd, 'rootfs'));
@@ -224,7 +247,12 @@ describe('validation reports every problem at once', () => {
       ].join('\n'),
     );
     const home1 = write(join(home, '.sbx', 'config.yaml'), 'server:\n  port: 1.5\n');
-    const err = await loadConfig({ cwd, home, env: { SVC_DEFAULTS_MAX_EXEC_TIMEOUT: '10 minutes' }, overrides: { pool: { max_vms: -3 } } }).catch((e: unknown) => e);
+    const err = await loadConfig({
+      cwd,
+      home,
+      env: { SVC_DEFAULTS_MAX_EXEC_TIMEOUT: '10 minutes' },
+      overrides: { pool: { max_vms: -3 } },
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     const problems = (err as ConfigError).problems;
     expect(problems).toEqual([
@@ -250,16 +278,18 @@ describe('validation reports every problem at once', () => {
 
   it('rejects a group given as a scalar and a non-mapping file', async () => {
     const file = write(join(cwd, 'sbx.yaml'), 'server: 8080\n');
-    expect(await problemsOf(loadConfig({ cwd, home, env: {} }))).toEqual([`server: expected a mapping of keys, got a number (from ${file})`]);
+    expect(await problemsOf(loadConfig({ cwd, home, env: {} }))).toEqual([
+      `server: expected a mapping of keys, got a number (from ${file})`,
+    ]);
     const list = write(join(root, 'list.yaml'), '- a\n- b\n');
-    expect(await problemsOf(loadConfig({ cwd, home, env: {}, file: list }))).toEqual([`(top level): expected a mapping of keys, got a list (from ${list})`]);
+    expect(await problemsOf(loadConfig({ cwd, home, env: {}, file: list }))).toEqual([
+      `(top level): expected a mapping of keys, got a list (from ${list})`,
+    ]);
   });
 
   it('requires an API key when auth is enabled and a DSN for postgres', async () => {
     const file = write(join(cwd, 'sbx.yaml'), 'auth:\n  enabled: true\n');
-    expect(
-      await problemsOf(loadConfig({ cwd, home, env: { SVC_DATABASE_DRIVER: 'postgres' } })),
-    ).toEqual([
+    expect(await problemsOf(loadConfig({ cwd, home, env: { SVC_DATABASE_DRIVER: 'postgres' } }))).toEqual([
       `auth.enabled: auth is enabled but no auth.api_key or auth.api_key_file is set (from ${file})`,
       'database.driver: postgres needs database.dsn or database.dsn_file (from SVC_DATABASE_DRIVER)',
     ]);
@@ -290,7 +320,9 @@ describe('unknown-key suggestions', () => {
 
   it('checks overrides against the schema too', async () => {
     const overrides = { server: { hots: 'x' } } as never;
-    expect(await problemsOf(loadConfig({ cwd, home, env: {}, overrides }))).toEqual(['server.hots: unknown key; did you mean server.host? (from overrides)']);
+    expect(await problemsOf(loadConfig({ cwd, home, env: {}, overrides }))).toEqual([
+      'server.hots: unknown key; did you mean server.host? (from overrides)',
+    ]);
   });
 });
 

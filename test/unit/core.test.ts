@@ -57,7 +57,9 @@ describe('durations', () => {
     for (const big of ['876000h1ms', '9999999999999h', '-9999999999999h', `${'9'.repeat(400)}h`]) {
       expect(tryParseDuration(big), big).toBeNull();
     }
-    expect(() => parseDuration('9999999999999h', 'ttl')).toThrow(/^ttl: duration "9999999999999h" is too long \(the maximum is 876000h, 100 years\)$/);
+    expect(() => parseDuration('9999999999999h', 'ttl')).toThrow(
+      /^ttl: duration "9999999999999h" is too long \(the maximum is 876000h, 100 years\)$/,
+    );
     const err = (() => {
       try {
         parseDuration('876001h', 'ttl');

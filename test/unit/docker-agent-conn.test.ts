@@ -42,7 +42,12 @@ describe('agent connection', () => {
     const big = Buffer.alloc(300_000, 7);
     const path = await serve((s) => {
       // Everything in one buffer, written in odd-sized pieces.
-      const all = Buffer.concat([hello('tok'), frame(1, R.STDOUT, Buffer.from('ab')), frame(1, R.DATA, big), frame(1, R.EXIT, Buffer.alloc(4))]);
+      const all = Buffer.concat([
+        hello('tok'),
+        frame(1, R.STDOUT, Buffer.from('ab')),
+        frame(1, R.DATA, big),
+        frame(1, R.EXIT, Buffer.alloc(4)),
+      ]);
       let at = 0;
       const step = () => {
         if (at >= all.length) return;

@@ -18,7 +18,12 @@ async function helloBytes(servername?: string): Promise<Buffer> {
       });
     });
     srv.listen(0, '127.0.0.1', () => {
-      const c = tlsConnect({ host: '127.0.0.1', port: (srv.address() as AddressInfo).port, ...(servername ? { servername } : {}), rejectUnauthorized: false });
+      const c = tlsConnect({
+        host: '127.0.0.1',
+        port: (srv.address() as AddressInfo).port,
+        ...(servername ? { servername } : {}),
+        rejectUnauthorized: false,
+      });
       c.on('error', () => undefined);
     });
   });
@@ -56,7 +61,8 @@ describe('splitAuthority', () => {
     expect(splitAuthority('up.test:443', null)).toEqual({ host: 'up.test', port: 443 });
     expect(splitAuthority('[::1]:8080', null)).toEqual({ host: '[::1]', port: 8080 });
     expect(splitAuthority('up.test', 80)).toEqual({ host: 'up.test', port: 80 });
-    for (const bad of ['up.test', 'up.test:0', 'up.test:65536', 'up.test:08', 'a:b:c', 'user@up.test:80', '[::1', ':80']) expect(splitAuthority(bad, null), bad).toBeNull();
+    for (const bad of ['up.test', 'up.test:0', 'up.test:65536', 'up.test:08', 'a:b:c', 'user@up.test:80', '[::1', ':80'])
+      expect(splitAuthority(bad, null), bad).toBeNull();
   });
 });
 
@@ -93,15 +99,16 @@ describe('egress gateway (loopback upstream)', () => {
     up?.close();
   });
 
-  const get = (url: string, headers: Record<string, string> = {}) => new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const r = request({ host: '127.0.0.1', port: gw.port, path: url, headers }, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+  const get = (url: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const r = request({ host: '127.0.0.1', port: gw.port, path: url, headers }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      r.on('error', reject);
+      r.end();
     });
-    r.on('error', reject);
-    r.end();
-  });
 
   it('proxies an allowed name with Host rewritten from the URI; denies the rest', async () => {
     expect(await get(`http://up.test:${upPort}/x`, { host: 'evil.test' })).toEqual({ status: 200, body: `up up.test:${upPort} /x` });
@@ -132,12 +139,20 @@ describe('egress gateway (loopback upstream)', () => {
   it('more connections than the cap get 503; a malformed line gets 400; the gateway stays up', async () => {
     const socks: Socket[] = [];
     let c503 = 0;
-    await Promise.all(Array.from({ length: 25 }, () => new Promise<void>((resolve) => {
-      const s = connect(gw.port, '127.0.0.1', () => resolve());
-      s.on('data', (d) => { if (String(d).startsWith('HTTP/1.1 503')) c503++; });
-      s.on('error', () => resolve());
-      socks.push(s);
-    })));
+    await Promise.all(
+      Array.from(
+        { length: 25 },
+        () =>
+          new Promise<void>((resolve) => {
+            const s = connect(gw.port, '127.0.0.1', () => resolve());
+            s.on('data', (d) => {
+              if (String(d).startsWith('HTTP/1.1 503')) c503++;
+            });
+            s.on('error', () => resolve());
+            socks.push(s);
+          }),
+      ),
+    );
     await new Promise((r) => setTimeout(r, 200));
     // Keep-alive sockets of the earlier requests count too: at least the 5 over the cap.
     expect(c503).toBeGreaterThanOrEqual(5);

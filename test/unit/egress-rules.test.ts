@@ -1,8 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { isSbxError } from '../../src/core/errors.js';
 import {
-  canonicalName, compileLists, embeddedIPv4, formatIp, judgeAddress, judgeName, ownAddresses, parseEgress, parseIPv4, parseIPv6,
-  parseRule, parseTarget, passingAddresses, type Ip,
+  canonicalName,
+  compileLists,
+  embeddedIPv4,
+  formatIp,
+  judgeAddress,
+  judgeName,
+  ownAddresses,
+  parseEgress,
+  parseIPv4,
+  parseIPv6,
+  parseRule,
+  parseTarget,
+  passingAddresses,
+  type Ip,
 } from '../../src/core/network/index.js';
 
 const ip = (s: string): Ip => {
@@ -39,12 +51,26 @@ describe('egress rules: parsing and canonical form', () => {
     expect(badRule('')).toMatch(/empty/);
     expect(badRule('   ')).toMatch(/empty/);
     expect(badRule(`${'a'.repeat(250)}.com`)).toMatch(/253/);
-    for (const r of ['pypi.org:0', 'pypi.org:65536', 'pypi.org:', 'pypi.org:08', 'pypi.org:http', '[::1]:99999']) expect(badRule(r)).toMatch(/port/);
-    for (const r of ['10.0.0.0/33', '10.0.0.1/8', '10.0.0.0/', '10.0.0.0/08', '10.0.0/8', '[2001:db8::1/32]']) expect(badRule(r)).toContain(JSON.stringify(r));
+    for (const r of ['pypi.org:0', 'pypi.org:65536', 'pypi.org:', 'pypi.org:08', 'pypi.org:http', '[::1]:99999'])
+      expect(badRule(r)).toMatch(/port/);
+    for (const r of ['10.0.0.0/33', '10.0.0.1/8', '10.0.0.0/', '10.0.0.0/08', '10.0.0/8', '[2001:db8::1/32]'])
+      expect(badRule(r)).toContain(JSON.stringify(r));
     for (const r of ['a.*.com', '*', '*pypi.org', '*.*.com', 'pypi.*']) expect(badRule(r)).toMatch(/wildcard|host name/);
     expect(badRule('2001:db8:0:0:0:0:0:1:443')).toMatch(/\[addr\]:port/);
     expect(badRule('2001:db8::/32:443')).toMatch(/\[addr\]:port/);
-    for (const r of ['2130706433', '0177.0.0.1', '0x7f.0.0.1', '127.1', '256.0.0.1', 'a..b', '-a.com', 'a b.com', 'a%2ecom', 'user@host', 'http://x']) {
+    for (const r of [
+      '2130706433',
+      '0177.0.0.1',
+      '0x7f.0.0.1',
+      '127.1',
+      '256.0.0.1',
+      'a..b',
+      '-a.com',
+      'a b.com',
+      'a%2ecom',
+      'user@host',
+      'http://x',
+    ]) {
       expect(badRule(r)).toContain(JSON.stringify(r));
     }
     expect(badRule(42)).toMatch(/strings/);
@@ -65,7 +91,8 @@ describe('egress rules: parsing and canonical form', () => {
 describe('strict IP parsing', () => {
   it('reads only dotted quads and RFC 4291 forms', () => {
     expect(parseIPv4('127.0.0.1')?.bytes).toEqual([127, 0, 0, 1]);
-    for (const s of ['2130706433', '127.1', '0177.0.0.1', '0x7f.0.0.1', '1.2.3.4.5', '01.2.3.4', '1.2.3.256', '']) expect(parseIPv4(s)).toBeNull();
+    for (const s of ['2130706433', '127.1', '0177.0.0.1', '0x7f.0.0.1', '1.2.3.4.5', '01.2.3.4', '1.2.3.256', ''])
+      expect(parseIPv4(s)).toBeNull();
     expect(formatIp(parseIPv6('::ffff:127.0.0.1')!)).toBe('::ffff:7f00:1');
     expect(formatIp(parseIPv6('2001:db8:0:0:1:0:0:1')!)).toBe('2001:db8::1:0:0:1');
     for (const s of ['1:2:3:4:5:6:7:8:9', '::1::', 'fe80::1%eth0', '12345::', ':::', '::ffff:1.2.3']) expect(parseIPv6(s)).toBeNull();
@@ -118,8 +145,27 @@ describe('verdict', () => {
 
   it('special ranges are refused unless an allow CIDR lies entirely inside the range', () => {
     const open = lists(['0.0.0.0/0', '::/0']);
-    for (const s of ['127.0.0.1', '0.0.0.0', '10.1.2.3', '172.16.0.1', '192.168.1.1', '100.64.0.1', '169.254.169.254', '224.0.0.1', '255.255.255.255',
-      '[::]', '[::1]', '[fc00::1]', '[fe80::1]', '[ff02::1]', '[::ffff:127.0.0.1]', '[::ffff:10.0.0.1]', '[64:ff9b::a00:1]', '[2002:a00:1::]', '[::127.0.0.1]']) {
+    for (const s of [
+      '127.0.0.1',
+      '0.0.0.0',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '100.64.0.1',
+      '169.254.169.254',
+      '224.0.0.1',
+      '255.255.255.255',
+      '[::]',
+      '[::1]',
+      '[fc00::1]',
+      '[fe80::1]',
+      '[ff02::1]',
+      '[::ffff:127.0.0.1]',
+      '[::ffff:10.0.0.1]',
+      '[64:ff9b::a00:1]',
+      '[2002:a00:1::]',
+      '[::127.0.0.1]',
+    ]) {
       expect(judgeAddress(ip(s), 80, open, []), s).toEqual({ verdict: 'denied', reason: 'special_address' });
     }
     expect(judgeAddress(ip('198.18.0.2'), 80, open, [])).toMatchObject({ verdict: 'allowed' });
@@ -132,11 +178,14 @@ describe('verdict', () => {
     expect(judgeAddress(ip('10.0.0.1'), 80, lists(['8.0.0.0/6']), [])).toEqual({ verdict: 'denied', reason: 'special_address' });
   });
 
-  it('the node\'s own addresses are special too', () => {
+  it("the node's own addresses are special too", () => {
     const own = ownAddresses(['198.18.7.7', 'fe80::1%eth0', 'junk']);
     expect(own).toHaveLength(2);
     expect(judgeAddress(ip('198.18.7.7'), 22, lists(['198.18.0.0/15']), own)).toEqual({ verdict: 'denied', reason: 'special_address' });
-    expect(judgeAddress(ip('[::ffff:198.18.7.7]'), 22, lists(['0.0.0.0/0', '::/0']), own)).toEqual({ verdict: 'denied', reason: 'special_address' });
+    expect(judgeAddress(ip('[::ffff:198.18.7.7]'), 22, lists(['0.0.0.0/0', '::/0']), own)).toEqual({
+      verdict: 'denied',
+      reason: 'special_address',
+    });
     expect(judgeAddress(ip('198.18.7.7'), 22, lists(['198.18.7.7']), own)).toMatchObject({ verdict: 'allowed' });
   });
 

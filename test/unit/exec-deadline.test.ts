@@ -8,10 +8,14 @@ describe('startDeadline', () => {
     const started = Date.now();
     let firedAt = 0;
     let fired = 0;
-    startDeadline(130, () => {
-      fired++;
-      firedAt = Date.now() - started;
-    }, 40);
+    startDeadline(
+      130,
+      () => {
+        fired++;
+        firedAt = Date.now() - started;
+      },
+      40,
+    );
     await sleep(80);
     expect(fired).toBe(0);
     await sleep(250);

@@ -41,7 +41,8 @@ function echoStarter(seen: { input?: ExecCommand; controls: ExecControl[]; signa
       for await (const c of input.controls!) seen.controls.push(c);
     })();
     return (async function* () {
-      for await (const chunk of input.stdin as AsyncIterable<Uint8Array>) yield { stream: 'stdout' as const, data: enc(dec(chunk).toUpperCase()) };
+      for await (const chunk of input.stdin as AsyncIterable<Uint8Array>)
+        yield { stream: 'stdout' as const, data: enc(dec(chunk).toUpperCase()) };
       yield { stream: 'exit' as const, exit_code: 0, duration_ms: 5, timed_out: false };
     })();
   };
@@ -61,7 +62,10 @@ describe('InteractiveExec', () => {
     s.receive({ type: 'stdin_eof' });
     await done;
     expect(log).toEqual(['stdout:FIRST ', 'stdout:SECOND', 'exit:0', 'close']);
-    expect(seen.controls).toEqual([{ type: 'resize', cols: 100, rows: 30 }, { type: 'signal', signal: 'SIGINT' }]);
+    expect(seen.controls).toEqual([
+      { type: 'resize', cols: 100, rows: 30 },
+      { type: 'signal', signal: 'SIGINT' },
+    ]);
     expect(seen.input?.command).toBe('cat');
     expect(s.state).toBe('closed');
   });
@@ -69,14 +73,30 @@ describe('InteractiveExec', () => {
   it('protocol mistakes end the session with bad_request: before start, a second start, stdin after eof, unknown types', async () => {
     for (const [msgs, message] of [
       [[{ type: 'stdin', data: enc('x') }], 'the first message must be start, not "stdin"'],
-      [[{ type: 'start', input: { command: 'cat' } }, { type: 'start', input: { command: 'cat' } }], 'the command has already started'],
-      [[{ type: 'start', input: { command: 'cat' } }, { type: 'stdin_eof' }, { type: 'stdin', data: enc('late') }], 'stdin after stdin_eof'],
-      [[{ type: 'start', input: { command: 'cat' } }, { type: 'unknown', name: 'teleport' }], 'unknown message type "teleport"'],
+      [
+        [
+          { type: 'start', input: { command: 'cat' } },
+          { type: 'start', input: { command: 'cat' } },
+        ],
+        'the command has already started',
+      ],
+      [
+        [{ type: 'start', input: { command: 'cat' } }, { type: 'stdin_eof' }, { type: 'stdin', data: enc('late') }],
+        'stdin after stdin_eof',
+      ],
+      [
+        [
+          { type: 'start', input: { command: 'cat' } },
+          { type: 'unknown', name: 'teleport' },
+        ],
+        'unknown message type "teleport"',
+      ],
     ] as const) {
       const { log, sink, done } = recorder();
-      const never = async () => (async function* (): AsyncGenerator<ExecItem> {
-        await new Promise(() => undefined);
-      })();
+      const never = async () =>
+        (async function* (): AsyncGenerator<ExecItem> {
+          await new Promise(() => undefined);
+        })();
       const s = new InteractiveExec(never, sink);
       for (const m of msgs) s.receive(m as never);
       await done;
@@ -100,9 +120,14 @@ describe('InteractiveExec', () => {
   it('a crash is reported as internal without its text, and handed to onInternalError', async () => {
     const { log, sink, done } = recorder();
     const internal: unknown[] = [];
-    new InteractiveExec(async () => (async function* (): AsyncGenerator<ExecItem> {
-      throw new TypeError('secret detail');
-    })(), sink, { onInternalError: (e) => internal.push(e) }).receive({ type: 'start', input: { command: 'x' } });
+    new InteractiveExec(
+      async () =>
+        (async function* (): AsyncGenerator<ExecItem> {
+          throw new TypeError('secret detail');
+        })(),
+      sink,
+      { onInternalError: (e) => internal.push(e) },
+    ).receive({ type: 'start', input: { command: 'x' } });
     await done;
     expect(log).toEqual(['error:internal:internal server error', 'close']);
     expect(String(internal[0])).toContain('secret detail');
@@ -152,26 +177,38 @@ describe('InteractiveExec', () => {
 
   it('a timed-out command reports its exit as such', async () => {
     const { log, sink, done } = recorder();
-    new InteractiveExec(async () => (async function* () {
-      yield { stream: 'stderr' as const, data: enc('sbx: command timed out after 1s\n') };
-      yield { stream: 'exit' as const, exit_code: 124, duration_ms: 1000, timed_out: true };
-    })(), sink).receive({ type: 'start', input: { command: 'sleep 9' } });
+    new InteractiveExec(
+      async () =>
+        (async function* () {
+          yield { stream: 'stderr' as const, data: enc('sbx: command timed out after 1s\n') };
+          yield { stream: 'exit' as const, exit_code: 124, duration_ms: 1000, timed_out: true };
+        })(),
+      sink,
+    ).receive({ type: 'start', input: { command: 'sleep 9' } });
     await done;
     expect(log).toEqual(['stderr:sbx: command timed out after 1s\n', 'exit:124:timeout', 'close']);
   });
 
   it('output then a failure mid-stream: the output, one error, close; a stream without an exit is a provider_error', async () => {
     const a = recorder();
-    new InteractiveExec(async () => (async function* (): AsyncGenerator<ExecItem> {
-      yield { stream: 'stdout', data: enc('partial') };
-      throw badRequest('sandbox sb-x is being destroyed');
-    })(), a.sink).receive({ type: 'start', input: { command: 'x' } });
+    new InteractiveExec(
+      async () =>
+        (async function* (): AsyncGenerator<ExecItem> {
+          yield { stream: 'stdout', data: enc('partial') };
+          throw badRequest('sandbox sb-x is being destroyed');
+        })(),
+      a.sink,
+    ).receive({ type: 'start', input: { command: 'x' } });
     await a.done;
     expect(a.log).toEqual(['stdout:partial', 'error:bad_request:sandbox sb-x is being destroyed', 'close']);
     const b = recorder();
-    new InteractiveExec(async () => (async function* (): AsyncGenerator<ExecItem> {
-      yield { stream: 'stderr', data: enc('bye') };
-    })(), b.sink).receive({ type: 'start', input: { command: 'x' } });
+    new InteractiveExec(
+      async () =>
+        (async function* (): AsyncGenerator<ExecItem> {
+          yield { stream: 'stderr', data: enc('bye') };
+        })(),
+      b.sink,
+    ).receive({ type: 'start', input: { command: 'x' } });
     await b.done;
     expect(b.log).toEqual(['stderr:bye', 'error:provider_error:exec ended without an exit status', 'close']);
   });
@@ -209,9 +246,14 @@ describe('InteractiveExec', () => {
 
   it('a paused transport is resumed when the session ends, so it reads the close', async () => {
     const { log, sink } = recorder();
-    const s = new InteractiveExec(async () => (async function* (): AsyncGenerator<ExecItem> {
-      await new Promise(() => undefined);
-    })(), sink, { highWater: 2, lowWater: 1 });
+    const s = new InteractiveExec(
+      async () =>
+        (async function* (): AsyncGenerator<ExecItem> {
+          await new Promise(() => undefined);
+        })(),
+      sink,
+      { highWater: 2, lowWater: 1 },
+    );
     s.receive({ type: 'start', input: { command: 'x' } });
     s.receive({ type: 'stdin', data: enc('abc') });
     expect(log).toEqual(['pause']);
@@ -228,8 +270,12 @@ describe('exec framing', () => {
     expect(f.output('stdout', euro.subarray(0, 1))).toEqual([]);
     expect(f.output('stdout', euro.subarray(1))).toEqual([{ kind: 'output', stream: 'stdout', data: '€' }]);
     const b = new ExecFramer('binary');
-    expect(b.output('stdout', new Uint8Array([0xff, 0x00]))).toEqual([{ kind: 'output', stream: 'stdout', data: '/wA=', encoding: 'base64' }]);
-    expect(new ExecFramer('base64').output('stderr', enc('hi'))).toEqual([{ kind: 'output', stream: 'stderr', data: 'aGk=', encoding: 'base64' }]);
+    expect(b.output('stdout', new Uint8Array([0xff, 0x00]))).toEqual([
+      { kind: 'output', stream: 'stdout', data: '/wA=', encoding: 'base64' },
+    ]);
+    expect(new ExecFramer('base64').output('stderr', enc('hi'))).toEqual([
+      { kind: 'output', stream: 'stderr', data: 'aGk=', encoding: 'base64' },
+    ]);
   });
 
   it('the exit (and an error) come after what is left of a split character', () => {
@@ -239,7 +285,9 @@ describe('exec framing', () => {
       { kind: 'output', stream: 'stderr', data: '\uFFFD' },
       { kind: 'exit', exit_code: 124, duration: '1.5s', timed_out: true },
     ]);
-    expect(new ExecFramer('text').error(new TypeError('secret'))).toEqual([{ kind: 'error', code: 'provider_error', message: 'exec failed' }]);
+    expect(new ExecFramer('text').error(new TypeError('secret'))).toEqual([
+      { kind: 'error', code: 'provider_error', message: 'exec failed' },
+    ]);
   });
 
   it('execFrames: a failing stream ends with one error frame, unless onError declines it', async () => {
@@ -249,7 +297,10 @@ describe('exec framing', () => {
     }
     const all = [];
     for await (const fr of execFrames(items(), 'text')) all.push(fr);
-    expect(all).toEqual([{ kind: 'output', stream: 'stdout', data: 'a' }, { kind: 'error', code: 'bad_request', message: 'gone' }]);
+    expect(all).toEqual([
+      { kind: 'output', stream: 'stdout', data: 'a' },
+      { kind: 'error', code: 'bad_request', message: 'gone' },
+    ]);
     const quiet = [];
     for await (const fr of execFrames(items(), 'text', () => false)) quiet.push(fr);
     expect(quiet).toEqual([{ kind: 'output', stream: 'stdout', data: 'a' }]);
@@ -257,6 +308,14 @@ describe('exec framing', () => {
 
   it('execCommand decodes the stdin extension and keeps the rest of the request', () => {
     const c = execCommand({ command: 'cat', args: ['-n'], stdin: 'aGk=', stdin_encoding: 'base64', timeout: '5s' });
-    expect({ ...c, stdin: dec(c.stdin as Uint8Array) }).toEqual({ command: 'cat', args: ['-n'], env: undefined, workdir: undefined, timeout: '5s', mode: undefined, stdin: 'hi' });
+    expect({ ...c, stdin: dec(c.stdin as Uint8Array) }).toEqual({
+      command: 'cat',
+      args: ['-n'],
+      env: undefined,
+      workdir: undefined,
+      timeout: '5s',
+      mode: undefined,
+      stdin: 'hi',
+    });
   });
 });

@@ -75,7 +75,12 @@ describe('FirecrackerApi against the validating server', () => {
 
   it('a restore on a fresh process is accepted', async () => {
     const { fake, api } = await fresh();
-    await api.loadSnapshot({ snapshot_path: '/s/vmstate', mem_backend: { backend_type: 'File', backend_path: '/s/memory' }, resume_vm: true, vsock_override: { uds_path: 'vsock.sock' } });
+    await api.loadSnapshot({
+      snapshot_path: '/s/vmstate',
+      mem_backend: { backend_type: 'File', backend_path: '/s/memory' },
+      resume_vm: true,
+      vsock_override: { uds_path: 'vsock.sock' },
+    });
     expect(fake.state.state).toBe('Running');
   });
 
@@ -89,23 +94,39 @@ describe('FirecrackerApi against the validating server', () => {
     const missing = await refused(api.call('PUT', '/machine-config', { vcpu_count: 1 }));
     expect(missing.code).toBe('provider_error');
     expect(missing.message).toMatch(/missing required field mem_size_mib/);
-    expect((await refused(api.call('PUT', '/machine-config', { vcpu_count: '2', mem_size_mib: 128 }))).message).toMatch(/vcpu_count: expected integer/);
-    expect((await refused(api.call('PUT', '/machine-config', { vcpu_count: 33, mem_size_mib: 128 }))).message).toMatch(/above the maximum 32/);
+    expect((await refused(api.call('PUT', '/machine-config', { vcpu_count: '2', mem_size_mib: 128 }))).message).toMatch(
+      /vcpu_count: expected integer/,
+    );
+    expect((await refused(api.call('PUT', '/machine-config', { vcpu_count: 33, mem_size_mib: 128 }))).message).toMatch(
+      /above the maximum 32/,
+    );
     expect((await refused(api.call('PUT', '/machine-config', { ...machine, vcpus: 2 }))).message).toMatch(/unknown field vcpus/);
     expect((await refused(api.call('PUT', '/drives/other', root))).message).toMatch(/does not match/);
     expect((await refused(api.call('PUT', '/vsock', { guest_cid: 2, uds_path: 'v.sock' }))).message).toMatch(/below the minimum 3/);
     expect((await refused(api.call('PUT', '/actions', { action_type: 'Reboot' }))).message).toMatch(/not one of/);
     expect((await refused(api.call('PUT', '/no-such-thing', {}))).message).toMatch(/Invalid request method and\/or path/);
     expect((await refused(api.call('PATCH', '/boot-source', boot))).message).toMatch(/Invalid request method/);
-    expect((await refused(api.call('PUT', '/snapshot/create', { snapshot_path: 'a', mem_file_path: 'b' }))).message).toMatch(/before starting/);
+    expect((await refused(api.call('PUT', '/snapshot/create', { snapshot_path: 'a', mem_file_path: 'b' }))).message).toMatch(
+      /before starting/,
+    );
     // Configured: a snapshot can no longer be loaded here.
-    expect((await refused(api.loadSnapshot({ snapshot_path: 'a', mem_backend: { backend_type: 'File', backend_path: 'b' }, resume_vm: true }))).message).toMatch(/not allowed after configuring/);
+    expect(
+      (await refused(api.loadSnapshot({ snapshot_path: 'a', mem_backend: { backend_type: 'File', backend_path: 'b' }, resume_vm: true })))
+        .message,
+    ).toMatch(/not allowed after configuring/);
     await api.putMachineConfig(machine);
     await api.action('InstanceStart');
     expect((await refused(api.putBootSource(boot))).message).toMatch(/not supported after starting/);
     expect((await refused(api.action('InstanceStart'))).message).toMatch(/after starting|already running/);
-    expect((await refused(api.createSnapshot({ snapshot_type: 'Full', snapshot_path: 'a', mem_file_path: 'b' }))).message).toMatch(/not paused/);
-    expect(fake.requests.filter((r) => r.status === 204).map((r) => r.path)).toEqual(['/boot-source', '/drives/rootfs', '/machine-config', '/actions']);
+    expect((await refused(api.createSnapshot({ snapshot_type: 'Full', snapshot_path: 'a', mem_file_path: 'b' }))).message).toMatch(
+      /not paused/,
+    );
+    expect(fake.requests.filter((r) => r.status === 204).map((r) => r.path)).toEqual([
+      '/boot-source',
+      '/drives/rootfs',
+      '/machine-config',
+      '/actions',
+    ]);
   });
 
   it('a restore body needs exactly one memory source', async () => {
@@ -187,7 +208,8 @@ describe('the guest agent connection: handshake, deadlines, garbage', () => {
     await new Promise<void>((r) => srv.listen(sock, r));
     return { sock, close: () => (held.forEach((s) => s.destroy()), srv.close()) };
   }
-  const client = (sock: string) => new AgentClient({ connect: (signal) => connectVsock(sock, 1024, { timeoutMs: 300, signal }), timeoutMs: 300 });
+  const client = (sock: string) =>
+    new AgentClient({ connect: (signal) => connectVsock(sock, 1024, { timeoutMs: 300, signal }), timeoutMs: 300 });
 
   it('sends CONNECT <port>, and a refusal or silence is typed', async () => {
     const seen: string[] = [];
@@ -205,9 +227,15 @@ describe('the guest agent connection: handshake, deadlines, garbage', () => {
 
   it('an agent that goes quiet after the handshake meets the deadline; garbage frames are provider_error', async () => {
     const quiet = await agentServer((s) => s.once('data', () => s.write('OK 99\n')));
-    const garbage = await agentServer((s) => s.once('data', () => s.write(Buffer.concat([Buffer.from('OK 99\n'), Buffer.from([0, 0, 0, 3, 0, 0, 0, 0]), Buffer.from('{{{')]))));
-    const huge = await agentServer((s) => s.once('data', () => s.write(Buffer.concat([Buffer.from('OK 99\n'), Buffer.from([0x7f, 0, 0, 0, 0, 0, 0, 0])]))));
-    const wrongAnswer = await agentServer((s) => s.once('data', () => s.write(Buffer.concat([Buffer.from('OK 99\n'), encodeFrame({ type: 'ok', entries: 'nope' })]))));
+    const garbage = await agentServer((s) =>
+      s.once('data', () => s.write(Buffer.concat([Buffer.from('OK 99\n'), Buffer.from([0, 0, 0, 3, 0, 0, 0, 0]), Buffer.from('{{{')]))),
+    );
+    const huge = await agentServer((s) =>
+      s.once('data', () => s.write(Buffer.concat([Buffer.from('OK 99\n'), Buffer.from([0x7f, 0, 0, 0, 0, 0, 0, 0])]))),
+    );
+    const wrongAnswer = await agentServer((s) =>
+      s.once('data', () => s.write(Buffer.concat([Buffer.from('OK 99\n'), encodeFrame({ type: 'ok', entries: 'nope' })]))),
+    );
     try {
       const started = Date.now();
       expect((await refused(client(quiet.sock).stat('/x'))).code).toBe('timeout');

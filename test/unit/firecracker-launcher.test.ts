@@ -42,15 +42,21 @@ describe('the default launcher', () => {
   it('a binary that exits at once, or never makes its socket, is a typed error within the deadline', async () => {
     const dir = tempDir('sbx-fc-launch-');
     const exits = script(dir, 'exits', 'exit 1');
-    const err1 = await spawnFirecracker({ binary: exits, apiSocket: join(dir, 'a.sock'), cwd: dir, timeoutMs: 5_000 }).catch((e: unknown) => e);
+    const err1 = await spawnFirecracker({ binary: exits, apiSocket: join(dir, 'a.sock'), cwd: dir, timeoutMs: 5_000 }).catch(
+      (e: unknown) => e,
+    );
     expect(err1).toBeInstanceOf(SbxError);
     expect((err1 as SbxError).message).toMatch(/exited before/);
     const sleeps = script(dir, 'sleeps', 'exec sleep 30');
     const started = Date.now();
-    const err2 = await spawnFirecracker({ binary: sleeps, apiSocket: join(dir, 'b.sock'), cwd: dir, timeoutMs: 300 }).catch((e: unknown) => e);
+    const err2 = await spawnFirecracker({ binary: sleeps, apiSocket: join(dir, 'b.sock'), cwd: dir, timeoutMs: 300 }).catch(
+      (e: unknown) => e,
+    );
     expect((err2 as SbxError).code).toBe('timeout');
     expect(Date.now() - started).toBeLessThan(3_000);
-    const missing = await spawnFirecracker({ binary: join(dir, 'none'), apiSocket: join(dir, 'c.sock'), cwd: dir, timeoutMs: 1_000 }).catch((e: unknown) => e);
+    const missing = await spawnFirecracker({ binary: join(dir, 'none'), apiSocket: join(dir, 'c.sock'), cwd: dir, timeoutMs: 1_000 }).catch(
+      (e: unknown) => e,
+    );
     expect((missing as SbxError).code).toBe('provider_error');
     expect(existsSync(join(dir, 'c.sock'))).toBe(false);
   });

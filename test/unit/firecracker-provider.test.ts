@@ -93,8 +93,12 @@ describe('firecracker provider over the validating API server and the fake agent
 
   it('exec: shell and argv, env, cwd, stdin bytes and streams, stderr, exit codes', async () => {
     expect(await run(p.exec(rid, sh('echo hi; echo oops >&2; exit 3'), never))).toEqual({ out: 'hi\n', err: 'oops\n', code: 3 });
-    expect((await run(p.exec(rid, { command: 'printf', args: ['%s|', 'a b', '$HOME'], mode: 'argv', env: {} }, never))).out).toBe('a b|$HOME|');
-    expect((await run(p.exec(rid, sh('echo "$GREETING"; pwd', { env: { GREETING: 'hello' }, workdir: '/workspace' }), never))).out).toBe(`hello\n${join(h.dataDir, 'sb-fc1', 'rootfs.ext4', 'workspace')}\n`);
+    expect((await run(p.exec(rid, { command: 'printf', args: ['%s|', 'a b', '$HOME'], mode: 'argv', env: {} }, never))).out).toBe(
+      'a b|$HOME|',
+    );
+    expect((await run(p.exec(rid, sh('echo "$GREETING"; pwd', { env: { GREETING: 'hello' }, workdir: '/workspace' }), never))).out).toBe(
+      `hello\n${join(h.dataDir, 'sb-fc1', 'rootfs.ext4', 'workspace')}\n`,
+    );
     expect((await run(p.exec(rid, sh('cat', { stdin: Buffer.from('piped') }), never))).out).toBe('piped');
     async function* chunks() {
       yield Buffer.from('one ');
@@ -122,7 +126,13 @@ describe('firecracker provider over the validating API server and the fake agent
   it('files: write, read, stat, list, move, chmod, glob, delete, and the refusals', async () => {
     await p.writeFile(rid, '/workspace/a.txt', Buffer.from('alpha'), 0o640);
     expect(Buffer.from(await p.readFile(rid, '/workspace/a.txt')).toString()).toBe('alpha');
-    expect(await p.stat(rid, '/workspace/a.txt')).toMatchObject({ name: 'a.txt', path: '/workspace/a.txt', size: 5, is_dir: false, mode: '0640' });
+    expect(await p.stat(rid, '/workspace/a.txt')).toMatchObject({
+      name: 'a.txt',
+      path: '/workspace/a.txt',
+      size: 5,
+      is_dir: false,
+      mode: '0640',
+    });
     const big = Buffer.alloc(5 * 1024 * 1024 + 7, 0x61);
     await p.writeFile(rid, '/workspace/big.bin', big, undefined);
     const opened = await p.openFile!(rid, '/workspace/big.bin');
@@ -160,10 +170,15 @@ describe('firecracker provider over the validating API server and the fake agent
     expect((await refused(p.snapshot(rid, 'snap-one'))).code).toBe('conflict');
     expect((await refused(p.snapshot(rid, 'Bad Name'))).code).toBe('bad_request');
 
-    const rid2 = (await p.spawn({ sandbox_id: 'sb-fc2', image: snap.image, memory_mb: 256, vcpus: 2, metadata: {}, owner_id: null })).runtime_id;
+    const rid2 = (await p.spawn({ sandbox_id: 'sb-fc2', image: snap.image, memory_mb: 256, vcpus: 2, metadata: {}, owner_id: null }))
+      .runtime_id;
     const restore = fake.vms[1]!.api.requests;
     expect(restore.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual(['PUT /snapshot/load 204']);
-    expect(restore[0]!.body).toMatchObject({ mem_backend: { backend_type: 'File' }, resume_vm: true, vsock_override: { uds_path: 'vsock.sock' } });
+    expect(restore[0]!.body).toMatchObject({
+      mem_backend: { backend_type: 'File' },
+      resume_vm: true,
+      vsock_override: { uds_path: 'vsock.sock' },
+    });
     expect(Buffer.from(await p.readFile(rid2, '/workspace/kept.txt')).toString()).toBe('before the snapshot');
     // Its own disk: a write in the restored sandbox does not reach the first one.
     await p.writeFile(rid2, '/workspace/only-two.txt', Buffer.from('2'), undefined);
@@ -172,7 +187,9 @@ describe('firecracker provider over the validating API server and the fake agent
 
     await p.deleteSnapshot('snap-one', snap.image);
     await p.deleteSnapshot('snap-one', snap.image);
-    expect((await refused(p.spawn({ sandbox_id: 'sb-fc3', image: snap.image, memory_mb: 256, vcpus: 1, metadata: {}, owner_id: null }))).code).toBe('not_found');
+    expect(
+      (await refused(p.spawn({ sandbox_id: 'sb-fc3', image: snap.image, memory_mb: 256, vcpus: 1, metadata: {}, owner_id: null }))).code,
+    ).toBe('not_found');
   });
 
   it('destroy asks the guest to power off (SendCtrlAltDel), the VMM exits, the directory goes; idempotent', async () => {
@@ -201,8 +218,14 @@ describe('firecracker provider failures', () => {
     const fake = fakeLauncher();
     // No agent: the vsock socket is never there.
     const p = createFirecrackerProvider({
-      binary: 'x', kernelPath: h.kernel, rootfsPath: h.rootfs, dataDir: h.dataDir,
-      spawnProcess: fake.launch, vsockConnect: async () => { throw new SbxError('unavailable', 'no agent'); },
+      binary: 'x',
+      kernelPath: h.kernel,
+      rootfsPath: h.rootfs,
+      dataDir: h.dataDir,
+      spawnProcess: fake.launch,
+      vsockConnect: async () => {
+        throw new SbxError('unavailable', 'no agent');
+      },
       timeouts: { agentReadyMs: 300, shutdownMs: 200 },
     });
     const err = await refused(p.spawn({ sandbox_id: 'sb-slow', image: 'default', memory_mb: 128, vcpus: 1, metadata: {}, owner_id: null }));
@@ -215,12 +238,23 @@ describe('firecracker provider failures', () => {
     const h = hostFiles();
     const fake = fakeLauncher();
     const p = createFirecrackerProvider({
-      binary: 'x', kernelPath: h.kernel, rootfsPath: h.rootfs, dataDir: h.dataDir, spawnProcess: fake.launch,
+      binary: 'x',
+      kernelPath: h.kernel,
+      rootfsPath: h.rootfs,
+      dataDir: h.dataDir,
+      spawnProcess: fake.launch,
       network: { tapName: (id) => `tap-${id.slice(-4)}`, guestMac: () => '06:00:ac:10:00:02' },
     });
     await p.spawn({ sandbox_id: 'sb-net1', image: 'default', memory_mb: 128, vcpus: 1, metadata: {}, owner_id: null });
     const reqs = fake.vms[0]!.api.requests;
-    expect(reqs.map((r) => r.path)).toEqual(['/machine-config', '/boot-source', '/drives/rootfs', '/network-interfaces/eth0', '/vsock', '/actions']);
+    expect(reqs.map((r) => r.path)).toEqual([
+      '/machine-config',
+      '/boot-source',
+      '/drives/rootfs',
+      '/network-interfaces/eth0',
+      '/vsock',
+      '/actions',
+    ]);
     expect(reqs[3]!.body).toEqual({ iface_id: 'eth0', host_dev_name: 'tap-net1', guest_mac: '06:00:ac:10:00:02' });
     await p.spawn({ sandbox_id: 'sb-net2', image: 'default', memory_mb: 128, vcpus: 1, metadata: {}, owner_id: null, network: 'none' });
     expect(fake.vms[1]!.api.requests.map((r) => r.path)).not.toContain('/network-interfaces/eth0');
@@ -231,7 +265,13 @@ describe('firecracker provider failures', () => {
 describe('firecracker health', () => {
   it('on this machine: unhealthy, naming what is missing', async () => {
     const h = hostFiles();
-    const p = createFirecrackerProvider({ binary: '/nonexistent/firecracker', kernelPath: join(h.base, 'missing-kernel'), rootfsPath: h.rootfs, dataDir: h.dataDir, kvmPath: join(h.base, 'no-kvm') });
+    const p = createFirecrackerProvider({
+      binary: '/nonexistent/firecracker',
+      kernelPath: join(h.base, 'missing-kernel'),
+      rootfsPath: h.rootfs,
+      dataDir: h.dataDir,
+      kvmPath: join(h.base, 'no-kvm'),
+    });
     const health = await p.health();
     expect(health.healthy).toBe(false);
     expect(health.error).toContain('no-kvm does not exist');
@@ -239,7 +279,12 @@ describe('firecracker health', () => {
     expect(health.error).toContain('the guest kernel is not there');
     expect(health.error).not.toContain('root filesystem');
     // The real defaults: this host has no firecracker binary.
-    const real = await createFirecrackerProvider({ binary: '/usr/local/bin/firecracker', kernelPath: h.kernel, rootfsPath: h.rootfs, dataDir: h.dataDir }).health();
+    const real = await createFirecrackerProvider({
+      binary: '/usr/local/bin/firecracker',
+      kernelPath: h.kernel,
+      rootfsPath: h.rootfs,
+      dataDir: h.dataDir,
+    }).health();
     if (!existsSync('/usr/local/bin/firecracker')) {
       expect(real.healthy).toBe(false);
       expect(real.error).toContain('firecracker binary');
@@ -253,10 +298,22 @@ describe('firecracker health', () => {
     chmodSync(bin, 0o755);
     const kvm = join(h.base, 'kvm');
     writeFileSync(kvm, '');
-    const health = await createFirecrackerProvider({ binary: bin, kernelPath: h.kernel, rootfsPath: h.rootfs, dataDir: h.dataDir, kvmPath: kvm }).health();
+    const health = await createFirecrackerProvider({
+      binary: bin,
+      kernelPath: h.kernel,
+      rootfsPath: h.rootfs,
+      dataDir: h.dataDir,
+      kvmPath: kvm,
+    }).health();
     expect(health).toMatchObject({ healthy: true, runtime_count: 0 });
     chmodSync(bin, 0o644);
-    const notExec = await createFirecrackerProvider({ binary: bin, kernelPath: h.kernel, rootfsPath: h.rootfs, dataDir: h.dataDir, kvmPath: kvm }).health();
+    const notExec = await createFirecrackerProvider({
+      binary: bin,
+      kernelPath: h.kernel,
+      rootfsPath: h.rootfs,
+      dataDir: h.dataDir,
+      kvmPath: kvm,
+    }).health();
     expect(notExec.error).toContain('not executable');
   });
 });

@@ -197,9 +197,11 @@ describe('malformed paths over HTTP (mock provider)', () => {
       for (const [m, s, b] of cases) {
         const res =
           b === 'raw'
-            ? await fetch(`${srv.url}/api/v1/sandboxes/${id}/files${s}`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: 'x' }).then(
-                async (r) => ({ status: r.status, body: await r.json() }),
-              )
+            ? await fetch(`${srv.url}/api/v1/sandboxes/${id}/files${s}`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/octet-stream' },
+                body: 'x',
+              }).then(async (r) => ({ status: r.status, body: await r.json() }))
             : await f(m, s, b);
         const what = `${m} ${s.slice(0, 40)} ${JSON.stringify(b)?.slice(0, 60)}`;
         expect(res.status, what).toBe(400);
@@ -244,7 +246,7 @@ describe('HostFs trees deeper than the handles it holds', () => {
     execFileSync('mkdir', ['-p', chain], { cwd: join(root, 'sb', 'workspace') });
     execFileSync('sh', ['-c', `echo leaf > ${chain}/leaf.txt && ln -s / ${chain}/to-host-root`], { cwd: join(root, 'sb', 'workspace') });
     // A glob over it stops descending at the bound instead of failing.
-    expect((await fs.glob('/workspace/**/leaf.txt'))).toEqual([]);
+    expect(await fs.glob('/workspace/**/leaf.txt')).toEqual([]);
     await fs.deleteFile('/workspace/d', true);
     expect(readdirSync(join(root, 'sb', 'workspace'))).toEqual([]);
 

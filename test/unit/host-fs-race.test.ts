@@ -213,7 +213,14 @@ describe('host file API against a directory swapped for a link (issue 12.1)', ()
 
   it('the mock provider neither', async () => {
     const p = createMockProvider({ rootDir: join(base, 'mock') });
-    const { runtime_id } = await p.spawn({ sandbox_id: 'sb-race-mock', image: 'host', memory_mb: 256, vcpus: 1, metadata: {}, owner_id: null });
+    const { runtime_id } = await p.spawn({
+      sandbox_id: 'sb-race-mock',
+      image: 'host',
+      memory_mb: 256,
+      vcpus: 1,
+      metadata: {},
+      owner_id: null,
+    });
     try {
       await raceCheck(join(base, 'mock', runtime_id), providerApi(p, runtime_id));
     } finally {
@@ -226,7 +233,14 @@ describe('host file API against a directory swapped for a link (issue 12.1)', ()
       const rootfs = join(base, 'rootfs');
       execFileSync('sh', [join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
       const p = createProotProvider({ rootfs, workDir: join(base, 'proot') });
-      const { runtime_id } = await p.spawn({ sandbox_id: 'sb-race-proot', image: 'busybox', memory_mb: 256, vcpus: 1, metadata: {}, owner_id: null });
+      const { runtime_id } = await p.spawn({
+        sandbox_id: 'sb-race-proot',
+        image: 'busybox',
+        memory_mb: 256,
+        vcpus: 1,
+        metadata: {},
+        owner_id: null,
+      });
       try {
         await raceCheck(join(base, 'proot', runtime_id), providerApi(p, runtime_id));
       } finally {

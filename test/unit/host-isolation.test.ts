@@ -25,14 +25,20 @@ interface Fixture {
 
 function mockFixture(): Fixture {
   const dir = mkdtempSync(join(tmpdir(), 'sbx-iso-mock-'));
-  return { provider: createMockProvider({ rootDir: join(dir, 'sandboxes') }), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    provider: createMockProvider({ rootDir: join(dir, 'sandboxes') }),
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 function prootFixture(): Fixture {
   const dir = mkdtempSync(join(tmpdir(), 'sbx-iso-proot-'));
   const rootfs = join(dir, 'rootfs');
   execFileSync('sh', [script, rootfs], { stdio: 'pipe' });
-  return { provider: createProotProvider({ rootfs, workDir: join(dir, 'sandboxes') }), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    provider: createProotProvider({ rootfs, workDir: join(dir, 'sandboxes') }),
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /** Host pids whose command line is exactly `argv`. */
@@ -56,14 +62,30 @@ function suite(name: string, make: () => Fixture): void {
     let p: Provider;
     let a: string;
     let b: string;
-    const sh = (command: string, env: Record<string, string> = {}): ExecSpec => ({ command, args: [], mode: 'shell', env, workdir: '/workspace' });
+    const sh = (command: string, env: Record<string, string> = {}): ExecSpec => ({
+      command,
+      args: [],
+      mode: 'shell',
+      env,
+      workdir: '/workspace',
+    });
     const run = async (rid: string, spec: ExecSpec) => within(collect(p.exec(rid, spec, never)), 15_000, `exec ${spec.command}`);
 
     beforeAll(async () => {
       expect((await probeIsolation()).isolated, 'this host must allow PID namespaces (util-linux unshare)').toBe(true);
       fx = make();
       p = fx.provider;
-      const spawn = async () => (await p.spawn({ sandbox_id: `sb-iso${randomBytes(4).toString('hex')}`, image: 'any', memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null })).runtime_id;
+      const spawn = async () =>
+        (
+          await p.spawn({
+            sandbox_id: `sb-iso${randomBytes(4).toString('hex')}`,
+            image: 'any',
+            memory_mb: 64,
+            vcpus: 1,
+            metadata: {},
+            owner_id: null,
+          })
+        ).runtime_id;
       a = await spawn();
       b = await spawn();
     });
@@ -79,7 +101,10 @@ function suite(name: string, make: () => Fixture): void {
     });
 
     it('sees only its own processes in /proc, as PID 1 and below', async () => {
-      const res = await run(a, sh('echo "self=$$"; ls /proc; test -e /proc/$SERVER/environ && echo visible || echo hidden', { SERVER: String(process.pid) }));
+      const res = await run(
+        a,
+        sh('echo "self=$$"; ls /proc; test -e /proc/$SERVER/environ && echo visible || echo hidden', { SERVER: String(process.pid) }),
+      );
       expect(res.exitCode).toBe(0);
       const lines = res.stdout.trim().split('\n');
       const pids = lines.filter((l) => /^\d+$/.test(l)).map(Number);
@@ -148,8 +173,16 @@ function suite(name: string, make: () => Fixture): void {
 
     it('passes the guest environment outside argv, LD_* and PROOT_* included', async () => {
       const env = { LD_PRELOAD_NOT: 'x', LD_PRELOAD: '', PROOT_VERBOSE: '9', TMPDIR: '/tmp', SBX_GUEST_RENAMED: 'mine', PLAIN: 'p q' };
-      const res = await run(a, sh('for v in LD_PRELOAD_NOT LD_PRELOAD PROOT_VERBOSE TMPDIR SBX_GUEST_RENAMED PLAIN; do eval "printf \'%s=[%s]\\n\' $v \\"\\$$v\\""; done; env | grep -c "^SBX_GUEST_" || true', env));
-      expect(res.stdout).toBe('LD_PRELOAD_NOT=[x]\nLD_PRELOAD=[]\nPROOT_VERBOSE=[9]\nTMPDIR=[/tmp]\nSBX_GUEST_RENAMED=[mine]\nPLAIN=[p q]\n1\n');
+      const res = await run(
+        a,
+        sh(
+          'for v in LD_PRELOAD_NOT LD_PRELOAD PROOT_VERBOSE TMPDIR SBX_GUEST_RENAMED PLAIN; do eval "printf \'%s=[%s]\\n\' $v \\"\\$$v\\""; done; env | grep -c "^SBX_GUEST_" || true',
+          env,
+        ),
+      );
+      expect(res.stdout).toBe(
+        'LD_PRELOAD_NOT=[x]\nLD_PRELOAD=[]\nPROOT_VERBOSE=[9]\nTMPDIR=[/tmp]\nSBX_GUEST_RENAMED=[mine]\nPLAIN=[p q]\n1\n',
+      );
       expect(res.exitCode).toBe(0);
     });
   });

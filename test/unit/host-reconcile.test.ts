@@ -75,14 +75,30 @@ function suite(name: string, make: Make): void {
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    const spawnIn = async (p: Provider) => (await p.spawn({ sandbox_id: `sb-hr${randomBytes(4).toString('hex')}`, image: 'any', memory_mb: 64, vcpus: 1, metadata: {}, owner_id: null })).runtime_id;
+    const spawnIn = async (p: Provider) =>
+      (
+        await p.spawn({
+          sandbox_id: `sb-hr${randomBytes(4).toString('hex')}`,
+          image: 'any',
+          memory_mb: 64,
+          vcpus: 1,
+          metadata: {},
+          owner_id: null,
+        })
+      ).runtime_id;
 
     /** Starts `sleep N & exec sleep M` in the runtime and leaves the exec running (never consumed again). */
     async function startSleeper(p: Provider, rid: string): Promise<string[][]> {
       const n = 700 + Math.floor(Math.random() * 99);
       const bg = ['sleep', String(n)];
       const fg = ['sleep', String(n + 100)];
-      const iter = p.exec(rid, { command: `${bg.join(' ')} & echo ready; exec ${fg.join(' ')}`, args: [], mode: 'shell', env: {}, workdir: '/workspace' }, new AbortController().signal)[Symbol.asyncIterator]();
+      const iter = p
+        .exec(
+          rid,
+          { command: `${bg.join(' ')} & echo ready; exec ${fg.join(' ')}`, args: [], mode: 'shell', env: {}, workdir: '/workspace' },
+          new AbortController().signal,
+        )
+        [Symbol.asyncIterator]();
       expect((await within(iter.next(), 10_000, 'sleeper ready')).value).toMatchObject({ stream: 'stdout' });
       await waitFor('both sleeps running', () => hostPidsRunning(bg).length === 1 && hostPidsRunning(fg).length === 1);
       leftovers.push(...hostPidsRunning(bg), ...hostPidsRunning(fg));
@@ -93,7 +109,9 @@ function suite(name: string, make: Make): void {
       const before = make(workDir, inst);
       const orphan = await spawnIn(before);
       const kept = await spawnIn(before);
-      expect((await before.listRuntimes!()).filter((r) => r.runtime_id === orphan)).toEqual([{ runtime_id: orphan, sandbox_id: orphan, installation_id: inst, status: 'running' }]);
+      expect((await before.listRuntimes!()).filter((r) => r.runtime_id === orphan)).toEqual([
+        { runtime_id: orphan, sandbox_id: orphan, installation_id: inst, status: 'running' },
+      ]);
 
       // Another installation's runtime and an unlabelled directory: never touched.
       const foreign = await spawnIn(make(workDir, 'inst-other'));
@@ -125,7 +143,14 @@ function suite(name: string, make: Make): void {
       expect(listed.find((r) => r.runtime_id === foreign)?.installation_id).toBe('inst-other');
       expect(listed.find((r) => r.runtime_id === 'sb-unlabelled')?.installation_id).toBeNull();
 
-      const report = await reconcileSandboxes({ store, providers: new Map([[name, after]]), bus: new EventBus(clock), clock, installationId: inst, workerId: 'local' });
+      const report = await reconcileSandboxes({
+        store,
+        providers: new Map([[name, after]]),
+        bus: new EventBus(clock),
+        clock,
+        installationId: inst,
+        workerId: 'local',
+      });
       expect(report.actions).toEqual([{ action: 'remove_orphan', sandbox_id: orphan, runtime_id: orphan, provider: name }]);
       for (const argv of orphanProcs) await waitFor(`${argv.join(' ')} killed`, () => hostPidsRunning(argv).length === 0);
       expect(existsSync(join(workDir, orphan))).toBe(false);
@@ -150,7 +175,11 @@ function suite(name: string, make: Make): void {
       for (let i = 0; i < 8; i++) {
         const rid = await spawnIn(p);
         const exec = (async () => {
-          for await (const _ev of p.exec(rid, { command: 'true', args: [], mode: 'shell', env: {}, workdir: '/workspace' }, new AbortController().signal)) {
+          for await (const _ev of p.exec(
+            rid,
+            { command: 'true', args: [], mode: 'shell', env: {}, workdir: '/workspace' },
+            new AbortController().signal,
+          )) {
             // drain
           }
         })().then(

@@ -14,7 +14,9 @@ const never = new AbortController().signal;
 const spawnSpec = (id = 'sb-unit1') => ({ sandbox_id: id, image: 'base', memory_mb: 256, vcpus: 1, metadata: {}, owner_id: 'alice' });
 
 /** A fake backend answering every request with `handler`; records what it saw. */
-async function fake(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; server: Server; seen: string[] }> {
+async function fake(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ url: string; server: Server; seen: string[] }> {
   const seen: string[] = [];
   const server = createServer((req, res) => {
     seen.push(`${req.method} ${req.url}`);
@@ -116,14 +118,26 @@ describe('hosted provider: error mapping', () => {
   });
 
   it('envd stream failures: garbage frames and an end-stream error are typed', async () => {
-    const sandbox = JSON.stringify({ sandboxID: 'i-1', templateID: 'base', clientID: 'c', envdVersion: '0.2.0', envdAccessToken: 'tok-SECRET-BODY' });
+    const sandbox = JSON.stringify({
+      sandboxID: 'i-1',
+      templateID: 'base',
+      clientID: 'c',
+      envdVersion: '0.2.0',
+      envdAccessToken: 'tok-SECRET-BODY',
+    });
     const modes: Record<string, (res: ServerResponse) => void> = {
-      garbage: (res) => res.writeHead(200, { 'content-type': 'application/connect+json' }).end(Buffer.from([0, 0, 0, 0, 3, 0x7b, 0x7b, 0x7b])),
-      denied: (res) => res.writeHead(200, { 'content-type': 'application/connect+json' }).end(envelope({ error: { code: 'unauthenticated', message: 'SECRET-BODY' } }, 2)),
+      garbage: (res) =>
+        res.writeHead(200, { 'content-type': 'application/connect+json' }).end(Buffer.from([0, 0, 0, 0, 3, 0x7b, 0x7b, 0x7b])),
+      denied: (res) =>
+        res
+          .writeHead(200, { 'content-type': 'application/connect+json' })
+          .end(envelope({ error: { code: 'unauthenticated', message: 'SECRET-BODY' } }, 2)),
       truncated: (res) => res.writeHead(200, { 'content-type': 'application/connect+json' }).end(Buffer.from([0, 0, 0, 0, 50, 1, 2])),
     };
     for (const [mode, answer] of Object.entries(modes)) {
-      const f = await fake((req, res) => (req.url?.startsWith('/envd/') ? answer(res) : res.writeHead(200, { 'content-type': 'application/json' }).end(sandbox)));
+      const f = await fake((req, res) =>
+        req.url?.startsWith('/envd/') ? answer(res) : res.writeHead(200, { 'content-type': 'application/json' }).end(sandbox),
+      );
       servers.push(f.server);
       const p = createHostedProvider({ apiKey: KEY, baseUrl: f.url, envdUrl: (id) => `${f.url}/envd/${id}`, timeoutMs: 2_000 });
       const it = p.exec('i-1', { command: 'true', args: [], mode: 'shell', env: {}, workdir: '/workspace' }, never)[Symbol.asyncIterator]();
@@ -180,7 +194,14 @@ describe('hosted provider: request shapes (against the stand-in)', () => {
   let p: Provider;
   beforeAll(async () => {
     standin = await startE2bStandin({ apiKey: KEY });
-    p = createHostedProvider({ apiKey: KEY, baseUrl: standin.url, envdUrl: (id) => standin.envdUrl(id), template: 'my-tpl', sandboxTimeoutS: 600, installationId: 'inst-1' });
+    p = createHostedProvider({
+      apiKey: KEY,
+      baseUrl: standin.url,
+      envdUrl: (id) => standin.envdUrl(id),
+      template: 'my-tpl',
+      sandboxTimeoutS: 600,
+      installationId: 'inst-1',
+    });
   });
   afterAll(async () => {
     await p?.close?.();
@@ -206,7 +227,8 @@ describe('hosted provider: request shapes (against the stand-in)', () => {
 
     const before = standin.requests.length;
     const out: string[] = [];
-    for await (const ev of p.exec(rid, { command: 'echo', args: ['hi'], mode: 'argv', env: {}, workdir: '/workspace' }, never)) if (ev.stream === 'stdout') out.push(Buffer.from(ev.data).toString());
+    for await (const ev of p.exec(rid, { command: 'echo', args: ['hi'], mode: 'argv', env: {}, workdir: '/workspace' }, never))
+      if (ev.stream === 'stdout') out.push(Buffer.from(ev.data).toString());
     expect(out.join('')).toBe('hi\n');
     const start = standin.requests.slice(before).find((r) => r.path === '/envd/process.Process/Start')!;
     expect(start.headers['content-type']).toBe('application/connect+json');
@@ -215,10 +237,17 @@ describe('hosted provider: request shapes (against the stand-in)', () => {
     // stdin: SendInput with the pid and base64 bytes, then CloseStdin.
     const mark = standin.requests.length;
     let echoed = '';
-    for await (const ev of p.exec(rid, { command: 'cat', args: [], mode: 'shell', env: {}, workdir: '/workspace', stdin: Buffer.from('in put') }, never)) if (ev.stream === 'stdout') echoed += Buffer.from(ev.data).toString();
+    for await (const ev of p.exec(
+      rid,
+      { command: 'cat', args: [], mode: 'shell', env: {}, workdir: '/workspace', stdin: Buffer.from('in put') },
+      never,
+    ))
+      if (ev.stream === 'stdout') echoed += Buffer.from(ev.data).toString();
     expect(echoed).toBe('in put');
     const paths = standin.requests.slice(mark).map((r) => r.path);
-    expect(paths).toEqual(expect.arrayContaining(['/envd/process.Process/Start', '/envd/process.Process/SendInput', '/envd/process.Process/CloseStdin']));
+    expect(paths).toEqual(
+      expect.arrayContaining(['/envd/process.Process/Start', '/envd/process.Process/SendInput', '/envd/process.Process/CloseStdin']),
+    );
     expect(paths.indexOf('/envd/process.Process/SendInput')).toBeLessThan(paths.indexOf('/envd/process.Process/CloseStdin'));
 
     const runtimes = await p.listRuntimes!();

@@ -5,7 +5,8 @@ describe('Idempotency-Key', () => {
   it('takes 1–128 printable ASCII characters with no blank at either end', () => {
     expect(parseIdempotencyKey(undefined)).toBeUndefined();
     for (const ok of ['a', 'job 7/run:3', 'x'.repeat(128), '~!@#$%^&*()']) expect(parseIdempotencyKey(ok)).toBe(ok);
-    for (const bad of ['', ' a', 'a ', 'x'.repeat(129), 'a\tb', 'a\nb', 'é', '\x7f']) expect(() => parseIdempotencyKey(bad), JSON.stringify(bad)).toThrow(/printable ASCII/);
+    for (const bad of ['', ' a', 'a ', 'x'.repeat(129), 'a\tb', 'a\nb', 'é', '\x7f'])
+      expect(() => parseIdempotencyKey(bad), JSON.stringify(bad)).toThrow(/printable ASCII/);
     expect(parseIdempotencyKey(['first', 'second'])).toBe('first');
   });
 

@@ -20,7 +20,9 @@ describe('OutputCapture (sbx mcp exec output)', () => {
     expect(c.total).toBe(all.length);
     expect(c.dropped).toBe(all.length - 16);
     expect(c.text('stdout')).toBe(`ABCD\n[sbx: ${all.length - 16} bytes of stdout dropped here]\n${all.slice(-12)}`);
-    expect(c.note('stdout')).toContain(`stdout was ${all.length} bytes: the first 4 and the last 12 are shown, ${all.length - 16} bytes in the middle were dropped`);
+    expect(c.note('stdout')).toContain(
+      `stdout was ${all.length} bytes: the first 4 and the last 12 are shown, ${all.length - 16} bytes in the middle were dropped`,
+    );
   });
 
   it('handles one chunk far bigger than the limit', () => {

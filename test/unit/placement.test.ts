@@ -46,7 +46,18 @@ class FakeIds implements IdSource {
 
 function worker(id: string, over: Partial<WorkerRecord> = {}): WorkerRecord {
   const at = new Date(T0).toISOString();
-  return { id, hostname: id, status: 'online', providers: ['mock'], capabilities: [], capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0, rpc_url: `http://${id}:7430` }, last_heartbeat: at, created_at: at, updated_at: at, ...over };
+  return {
+    id,
+    hostname: id,
+    status: 'online',
+    providers: ['mock'],
+    capabilities: [],
+    capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0, rpc_url: `http://${id}:7430` },
+    last_heartbeat: at,
+    created_at: at,
+    updated_at: at,
+    ...over,
+  };
 }
 
 describe('place()', () => {
@@ -65,18 +76,45 @@ describe('place()', () => {
   it('chooses the fewest active; ties go to local, then by id', () => {
     expect(place(req, base())).toEqual({ ok: true, worker_id: 'local', local: true, eligible: 3 });
     expect(place(req, base({ active: new Map([['local', 1]]) }))).toMatchObject({ worker_id: 'w1', eligible: 3 });
-    expect(place(req, base({ active: new Map([['local', 2], ['w1', 1], ['w2', 0]]) }))).toMatchObject({ worker_id: 'w2' });
+    expect(
+      place(
+        req,
+        base({
+          active: new Map([
+            ['local', 2],
+            ['w1', 1],
+            ['w2', 0],
+          ]),
+        }),
+      ),
+    ).toMatchObject({ worker_id: 'w2' });
   });
 
   it('skips stale, draining, full, per-owner-full and provider-less workers', () => {
     const now = new Date(T0 + 3 * 60_000); // local row's age does not matter; w1 is 3 min old = stale
-    const workers = [worker('local'), worker('w1'), worker('w2', { status: 'draining', last_heartbeat: now.toISOString() }), worker('w3', { last_heartbeat: now.toISOString(), providers: ['docker'] })];
-    expect(place(req, base({ workers, now, local_enabled: false }))).toEqual({ ok: false, eligible: 0, reason: 'no eligible worker for provider mock' });
+    const workers = [
+      worker('local'),
+      worker('w1'),
+      worker('w2', { status: 'draining', last_heartbeat: now.toISOString() }),
+      worker('w3', { last_heartbeat: now.toISOString(), providers: ['docker'] }),
+    ];
+    expect(place(req, base({ workers, now, local_enabled: false }))).toEqual({
+      ok: false,
+      eligible: 0,
+      reason: 'no eligible worker for provider mock',
+    });
     const full = worker('w4', { last_heartbeat: now.toISOString(), capacity: { max_sandboxes: 2, max_sandboxes_per_owner: 1 } });
     const input = base({ workers: [full], now, local_enabled: false, active: new Map([['w4', 2]]) });
     expect(place(req, input).ok).toBe(false);
-    expect(place({ provider: 'mock', owner_id: 'alice' }, base({ workers: [full], now, local_enabled: false, active: new Map([['w4', 1]]), active_for_owner: new Map([['w4', 1]]) })).ok).toBe(false);
-    expect(place({ provider: 'mock', owner_id: 'bob' }, base({ workers: [full], now, local_enabled: false, active: new Map([['w4', 1]]) }))).toMatchObject({ ok: true, worker_id: 'w4' });
+    expect(
+      place(
+        { provider: 'mock', owner_id: 'alice' },
+        base({ workers: [full], now, local_enabled: false, active: new Map([['w4', 1]]), active_for_owner: new Map([['w4', 1]]) }),
+      ).ok,
+    ).toBe(false);
+    expect(
+      place({ provider: 'mock', owner_id: 'bob' }, base({ workers: [full], now, local_enabled: false, active: new Map([['w4', 1]]) })),
+    ).toMatchObject({ ok: true, worker_id: 'w4' });
   });
 
   it('auto on a pure control plane prefers docker, then proot, then any advertised provider', () => {
@@ -162,18 +200,44 @@ describe('remote lifecycle in core', () => {
     bus = new EventBus(clock);
     bus.subscribe((e) => events.push(e));
     const settings = {
-      version: 'test', worker_id: 'local', hostname: 'h', preview_domain: '', default_provider: 'mock',
-      defaults: { image: 'img', memory_mb: 256, vcpus: 1, ttl_ms: 60_000, max_ttl_ms: 3_600_000, default_exec_timeout_ms: 0, max_exec_timeout_ms: 600_000, max_sandboxes: 0, max_sandboxes_per_owner: 0, spawn_overflow: 'reject', spawn_queue_timeout_ms: 1000, max_spawn_queue: 10 },
+      version: 'test',
+      worker_id: 'local',
+      hostname: 'h',
+      preview_domain: '',
+      default_provider: 'mock',
+      defaults: {
+        image: 'img',
+        memory_mb: 256,
+        vcpus: 1,
+        ttl_ms: 60_000,
+        max_ttl_ms: 3_600_000,
+        default_exec_timeout_ms: 0,
+        max_exec_timeout_ms: 600_000,
+        max_sandboxes: 0,
+        max_sandboxes_per_owner: 0,
+        spawn_overflow: 'reject',
+        spawn_queue_timeout_ms: 1000,
+        max_spawn_queue: 10,
+      },
       limits: { max_file_bytes: 1 << 20, max_exec_output_bytes: 1 << 20 },
       enforce_ownership: false,
-    pool: { enabled: false, max_vms: 4, max_users_per_vm: 8, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
+      pool: { enabled: false, max_vms: 4, max_users_per_vm: 8, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
     } as CoreSettings;
     const providers = new ProviderRegistry(clock, 'mock');
     providers.register(createMockProvider({ rootDir: join(root, 'mock') }));
     // A pure control plane: every spawn goes to a worker. The tests write the registry directly
     // (as another replica would), so placement reads it every time.
     locator = new RuntimeLocator({ store, providers, remote, clock, workerId: 'local', localWorker: false, workersTtlMs: 0 });
-    sandboxes = new SandboxService({ store, providers, locator, admission: new Admission(store, settings, clock, bus), bus, clock, ids: new FakeIds(), settings });
+    sandboxes = new SandboxService({
+      store,
+      providers,
+      locator,
+      admission: new Admission(store, settings, clock, bus),
+      bus,
+      clock,
+      ids: new FakeIds(),
+      settings,
+    });
     await store.upsertWorker(worker('w1'));
   });
 
@@ -185,7 +249,11 @@ describe('remote lifecycle in core', () => {
   it('spawns on the worker with a lease of TTL + 5 min, renews it on extend, releases it on destroy', async () => {
     const rec = await sandboxes.spawn({ ttl: '1m' });
     expect(rec).toMatchObject({ worker_id: 'w1', runtime_id: `rt-${rec.id}`, provider: 'mock' });
-    expect(remote.leasesSeen[0]).toMatchObject({ resource_id: rec.id, holder_id: 'w1', expires_at: new Date(T0 + 6 * 60_000).toISOString() });
+    expect(remote.leasesSeen[0]).toMatchObject({
+      resource_id: rec.id,
+      holder_id: 'w1',
+      expires_at: new Date(T0 + 6 * 60_000).toISOString(),
+    });
     expect(locator.last).toEqual({ selected_worker_id: 'w1', eligible_workers: 1 });
 
     clock.ms += 30_000;
@@ -212,9 +280,15 @@ describe('remote lifecycle in core', () => {
     await store.deleteWorker('w1');
     await expect(sandboxes.spawn({ provider: 'mock' })).rejects.toMatchObject({ code: 'bad_request' });
     await store.upsertWorker(worker('w2', { capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0 } }));
-    await expect(sandboxes.spawn({})).rejects.toMatchObject({ code: 'remote_worker_rpc_unavailable', message: 'worker w2 advertises no rpc_url' });
+    await expect(sandboxes.spawn({})).rejects.toMatchObject({
+      code: 'remote_worker_rpc_unavailable',
+      message: 'worker w2 advertises no rpc_url',
+    });
     await store.upsertWorker(worker('w2', { status: 'draining' }));
-    await expect(sandboxes.spawn({ provider: 'mock' })).rejects.toMatchObject({ code: 'unavailable', message: 'no eligible worker for provider mock' });
+    await expect(sandboxes.spawn({ provider: 'mock' })).rejects.toMatchObject({
+      code: 'unavailable',
+      message: 'no eligible worker for provider mock',
+    });
   });
 
   it('reconciliation: stale worker → unhealthy, back → running; past TTL → expired and the lease released', async () => {

@@ -47,7 +47,11 @@ describe('PoolProvider', () => {
   });
 
   it('queue mode: a spawn waits for a freed slot and takes it', async () => {
-    const p = pool(createMockProvider({ rootDir: join(dir, 'mock') }), { overflow: 'queue', queueTimeoutMs: 5_000, settings: { enabled: true, max_vms: 1, max_users_per_vm: 1, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' } });
+    const p = pool(createMockProvider({ rootDir: join(dir, 'mock') }), {
+      overflow: 'queue',
+      queueTimeoutMs: 5_000,
+      settings: { enabled: true, max_vms: 1, max_users_per_vm: 1, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
+    });
     const first = await p.spawn(spec('sb-q1'));
     const waiting = p.spawn(spec('sb-q2'));
     await new Promise((r) => setTimeout(r, 100));

@@ -53,7 +53,11 @@ describe('process output logs', () => {
     expect(log.end - log.start).toBeGreaterThan(800);
     const kept = await log.read(0, 10_000);
     expect(kept[0]!.offset).toBe(log.start);
-    expect(text(kept)).toBe(Array.from({ length: 100 }, (_, i) => `${String(i).padStart(9, '0')}\n`).join('').slice(log.start));
+    expect(text(kept)).toBe(
+      Array.from({ length: 100 }, (_, i) => `${String(i).padStart(9, '0')}\n`)
+        .join('')
+        .slice(log.start),
+    );
     expect(readdirSync(join(dir, 'p-b')).filter((n) => n.endsWith('.seg')).length).toBeLessThanOrEqual(15);
     await log.close();
     // Reopened: the same window and the same per-stream counts (dropped bytes included).

@@ -41,9 +41,21 @@ describe('wantedProviders', () => {
   it('auto detects docker and proot, never mock; a named default is required and the others run only on request', () => {
     expect(wantedProviders(cfg({ default: 'auto' }))).toEqual({ docker: 'auto', proot: 'auto', mock: 'off', ...rest });
     expect(wantedProviders(cfg({ default: 'mock' }))).toEqual({ docker: 'off', proot: 'off', mock: 'required', ...rest });
-    expect(wantedProviders(cfg({ default: 'docker', proot: { enabled: true }, mock: { enabled: true } }))).toEqual({ docker: 'required', proot: 'required', mock: 'required', ...rest });
-    expect(wantedProviders(cfg({ default: 'auto', docker: { enabled: false } }))).toEqual({ docker: 'off', proot: 'auto', mock: 'off', ...rest });
-    expect(() => wantedProviders(cfg({ default: 'proot', proot: { enabled: false } }))).toThrow('providers.default is "proot" but providers.proot.enabled is false');
+    expect(wantedProviders(cfg({ default: 'docker', proot: { enabled: true }, mock: { enabled: true } }))).toEqual({
+      docker: 'required',
+      proot: 'required',
+      mock: 'required',
+      ...rest,
+    });
+    expect(wantedProviders(cfg({ default: 'auto', docker: { enabled: false } }))).toEqual({
+      docker: 'off',
+      proot: 'auto',
+      mock: 'off',
+      ...rest,
+    });
+    expect(() => wantedProviders(cfg({ default: 'proot', proot: { enabled: false } }))).toThrow(
+      'providers.default is "proot" but providers.proot.enabled is false',
+    );
     expect(PROVIDER_CATALOGUE.filter((e) => e.autoRank !== null).map((e) => e.name)).toEqual(['docker', 'proot']);
   });
 
@@ -51,7 +63,9 @@ describe('wantedProviders', () => {
     expect(wantedProviders(cfg({ default: 'auto', custom_http: { base_url: 'http://x' } }))['custom-http']).toBe('off');
     expect(wantedProviders(cfg({ default: 'auto', custom_http: { enabled: true } }))['custom-http']).toBe('required');
     expect(wantedProviders(cfg({ default: 'custom-http' }))['custom-http']).toBe('required');
-    expect(() => wantedProviders(cfg({ default: 'custom-http', custom_http: { enabled: false } }))).toThrow('providers.default is "custom-http" but providers.custom_http.enabled is false');
+    expect(() => wantedProviders(cfg({ default: 'custom-http', custom_http: { enabled: false } }))).toThrow(
+      'providers.default is "custom-http" but providers.custom_http.enabled is false',
+    );
     expect(PROVIDER_CATALOGUE.map((e) => [e.name, e.group])).toEqual([
       ['docker', 'docker'],
       ['proot', 'proot'],
@@ -66,7 +80,10 @@ describe('wantedProviders', () => {
     expect(wantedProviders(cfg({ hosted: { enabled: true } })).hosted).toBe('required');
     const ctx = { installationId: 'i', durationMs: () => 1000, scratchDir: (n: string) => n };
     await expect(catalogueEntry('hosted')!.create!(defaultConfig().providers, ctx)).rejects.toThrow('providers.hosted.api_key is not set');
-    const built = await catalogueEntry('hosted')!.create!(cfg({ hosted: { api_key: 'k'.repeat(20), base_url: 'http://127.0.0.1:1' } }).providers, ctx);
+    const built = await catalogueEntry('hosted')!.create!(
+      cfg({ hosted: { api_key: 'k'.repeat(20), base_url: 'http://127.0.0.1:1' } }).providers,
+      ctx,
+    );
     expect(built.name).toBe('hosted');
     expect(JSON.stringify(built.config())).not.toContain('kkkk');
   });
@@ -74,9 +91,20 @@ describe('wantedProviders', () => {
   it('the health probe builds, asks and closes; a refusing factory is unhealthy with its reason', async () => {
     const ctx = { installationId: 'i', durationMs: () => 500, scratchDir: (n: string) => n };
     const signal = AbortSignal.timeout(5_000);
-    expect(await probeEntry(catalogueEntry('hosted')!, defaultConfig().providers, ctx, signal)).toMatchObject({ healthy: false, error: expect.stringContaining('api_key is not set') });
-    expect(await probeEntry(catalogueEntry('custom-http')!, defaultConfig().providers, ctx, signal)).toMatchObject({ healthy: false, error: expect.stringContaining('base_url is not set') });
-    const down = await probeEntry(catalogueEntry('custom-http')!, cfg({ custom_http: { base_url: 'http://127.0.0.1:1' } }).providers, ctx, signal);
+    expect(await probeEntry(catalogueEntry('hosted')!, defaultConfig().providers, ctx, signal)).toMatchObject({
+      healthy: false,
+      error: expect.stringContaining('api_key is not set'),
+    });
+    expect(await probeEntry(catalogueEntry('custom-http')!, defaultConfig().providers, ctx, signal)).toMatchObject({
+      healthy: false,
+      error: expect.stringContaining('base_url is not set'),
+    });
+    const down = await probeEntry(
+      catalogueEntry('custom-http')!,
+      cfg({ custom_http: { base_url: 'http://127.0.0.1:1' } }).providers,
+      ctx,
+      signal,
+    );
     expect(down).toMatchObject({ healthy: false, error: expect.stringContaining('cannot reach the backend') });
   });
 
@@ -84,7 +112,10 @@ describe('wantedProviders', () => {
     const ctx = { installationId: 'i', durationMs: () => 1000, scratchDir: (n: string) => n };
     const entry = catalogueEntry('custom-http')!;
     await expect(entry.create!(cfg({}).providers, ctx)).rejects.toThrow('providers.custom_http.base_url is not set');
-    const p = await entry.create!(cfg({ custom_http: { base_url: 'http://user:pw@127.0.0.1:1/base', api_key: 'secret-key-123' } }).providers, ctx);
+    const p = await entry.create!(
+      cfg({ custom_http: { base_url: 'http://user:pw@127.0.0.1:1/base', api_key: 'secret-key-123' } }).providers,
+      ctx,
+    );
     try {
       expect(p.name).toBe('custom-http');
       expect(JSON.stringify(p.config())).not.toMatch(/secret-key-123|pw/);
@@ -100,8 +131,14 @@ describe('config lint of custom_http', () => {
   it('fails without base_url, fails in production without a key, says nothing when it is off', () => {
     expect(findings(cfg({}))).toEqual([]);
     expect(findings(cfg({ custom_http: { enabled: true } }))).toMatchObject([{ level: 'fail', key: 'providers.custom_http.base_url' }]);
-    expect(findings(cfg({ default: 'custom-http', custom_http: { base_url: 'http://b' } }))).toMatchObject([{ level: 'fail', key: 'providers.custom_http.api_key' }]);
-    expect(lintConfig(cfg({ custom_http: { enabled: true, base_url: 'http://b' } }), { production: false }).find((f) => f.key === 'providers.custom_http.api_key')?.level).toBe('warn');
+    expect(findings(cfg({ default: 'custom-http', custom_http: { base_url: 'http://b' } }))).toMatchObject([
+      { level: 'fail', key: 'providers.custom_http.api_key' },
+    ]);
+    expect(
+      lintConfig(cfg({ custom_http: { enabled: true, base_url: 'http://b' } }), { production: false }).find(
+        (f) => f.key === 'providers.custom_http.api_key',
+      )?.level,
+    ).toBe('warn');
     expect(findings(cfg({ custom_http: { enabled: true, base_url: 'http://b', api_key: 'k' } }))).toEqual([]);
   });
 });
@@ -115,9 +152,16 @@ describe.skipIf(!proot)('side by side (needs proot: SBX_TEST_PROOT=1)', () => {
     const srv = await startTestServer({ providers: { default: 'mock', proot: { enabled: true, rootfs } } });
     try {
       const list = (await (await fetch(`${srv.url}/api/v1/providers`)).json()) as Array<{ name: string; default: boolean }>;
-      expect(list.map((p) => [p.name, p.default])).toEqual([['mock', true], ['proot', false]]);
+      expect(list.map((p) => [p.name, p.default])).toEqual([
+        ['mock', true],
+        ['proot', false],
+      ]);
       for (const provider of ['mock', 'proot']) {
-        const sb = await fetch(`${srv.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ provider }) });
+        const sb = await fetch(`${srv.url}/api/v1/sandboxes`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ provider }),
+        });
         expect(sb.status).toBe(201);
         expect(((await sb.json()) as { provider: string }).provider).toBe(provider);
       }

@@ -122,7 +122,12 @@ describe('execProcess', () => {
     dir = mkdtempSync(join(tmpdir(), 'sbx-exec-unit-'));
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const shSpec = (script: string) => ({ file: '/bin/sh', args: ['-c', script], cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  const shSpec = (script: string) => ({
+    file: '/bin/sh',
+    args: ['-c', script],
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+  });
 
   async function drain(iter: AsyncIterable<ExecEvent>) {
     let bytes = 0;

@@ -72,7 +72,11 @@ describe('Utf8Splitter', () => {
 
 describe('OutputEncoder', () => {
   const bytesOf = (outs: Array<EncodedOutput | undefined>) =>
-    Buffer.concat(outs.filter((o): o is EncodedOutput => o !== undefined).map((o) => (o.encoding === 'base64' ? Buffer.from(o.data, 'base64') : Buffer.from(o.data))));
+    Buffer.concat(
+      outs
+        .filter((o): o is EncodedOutput => o !== undefined)
+        .map((o) => (o.encoding === 'base64' ? Buffer.from(o.data, 'base64') : Buffer.from(o.data))),
+    );
   const run = (enc: OutputEncoder, parts: Uint8Array[]) => [...parts.map((p) => enc.write(p)), enc.end()];
   const RAW = Buffer.from([0x00, 0xff, 0xfe, 0x20, 0x72, 0x61, 0x77, 0xc3]);
 
@@ -105,7 +109,11 @@ describe('OutputEncoder', () => {
 });
 
 describe('parseNdjson', () => {
-  const lines = [{ stream: 'stdout', data: TEXT }, { stream: 'stderr', data: '' }, { stream: 'exit', exit_code: 3 }];
+  const lines = [
+    { stream: 'stdout', data: TEXT },
+    { stream: 'stderr', data: '' },
+    { stream: 'exit', exit_code: 3 },
+  ];
   const body = Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
 
   it('yields the same values however the body is cut', async () => {
@@ -136,7 +144,11 @@ describe('parseNdjson', () => {
 
   it('reports a malformed line as an internal error', async () => {
     const it = parseNdjson(chunks([Buffer.from('{"a":1}\nnot json\n')]));
-    await expect((async () => { for await (const _ of it) void _; })()).rejects.toMatchObject({ code: 'internal' });
+    await expect(
+      (async () => {
+        for await (const _ of it) void _;
+      })(),
+    ).rejects.toMatchObject({ code: 'internal' });
   });
 });
 

@@ -44,10 +44,22 @@ const verify = (token: string, workerId = 'w1', audience = AUD_CONTROL_PLANE, re
 
 describe('signed worker tokens', () => {
   it('accepts a valid token and yields worker_id, scopes and expires', () => {
-    const token = handToken(KEY, { worker_id: 'w1', jti: 'j1', aud: AUD_CONTROL_PLANE, scopes: ['worker:heartbeat', 'admin:all'], iat: T - 10, exp: T + 290 });
+    const token = handToken(KEY, {
+      worker_id: 'w1',
+      jti: 'j1',
+      aud: AUD_CONTROL_PLANE,
+      scopes: ['worker:heartbeat', 'admin:all'],
+      iat: T - 10,
+      exp: T + 290,
+    });
     expect(token).toMatch(/^svc-worker-v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
     const id = verify(token);
-    expect(id).toEqual({ worker_id: 'w1', scopes: ['worker:heartbeat'], expires: new Date((T + 290) * 1000).toISOString(), via: 'signed_token' });
+    expect(id).toEqual({
+      worker_id: 'w1',
+      scopes: ['worker:heartbeat'],
+      expires: new Date((T + 290) * 1000).toISOString(),
+      via: 'signed_token',
+    });
   });
 
   it('mintWorkerToken produces what verify accepts, with all scopes when none are listed', () => {
@@ -72,7 +84,10 @@ describe('signed worker tokens', () => {
   });
 
   it('rejects a token that is not valid yet', () => {
-    rejects(() => verify(handToken(KEY, { worker_id: 'w1', jti: 'j', aud: AUD_CONTROL_PLANE, nbf: T + 120, exp: T + 300 })), /not valid yet/);
+    rejects(
+      () => verify(handToken(KEY, { worker_id: 'w1', jti: 'j', aud: AUD_CONTROL_PLANE, nbf: T + 120, exp: T + 300 })),
+      /not valid yet/,
+    );
     rejects(() => verify(handToken(KEY, { worker_id: 'w1', jti: 'j', aud: AUD_CONTROL_PLANE, iat: T + 120, exp: T + 300 })), /future/);
   });
 
@@ -94,7 +109,10 @@ describe('signed worker tokens', () => {
 
   it('accepts a rotation key and rejects an unknown key', () => {
     expect(verify(handToken(OLD_KEY, { worker_id: 'w1', jti: 'j', aud: AUD_CONTROL_PLANE, iat: T, exp: T + 60 })).worker_id).toBe('w1');
-    rejects(() => verify(handToken('some-other-key', { worker_id: 'w1', jti: 'j', aud: AUD_CONTROL_PLANE, iat: T, exp: T + 60 })), /signature/);
+    rejects(
+      () => verify(handToken('some-other-key', { worker_id: 'w1', jti: 'j', aud: AUD_CONTROL_PLANE, iat: T, exp: T + 60 })),
+      /signature/,
+    );
   });
 
   it('rejects a lifetime over 15 minutes (+30 s skew) when iat is present', () => {
@@ -105,7 +123,9 @@ describe('signed worker tokens', () => {
   it('rejects tampered payloads, padded signatures and missing claims', () => {
     const token = handToken(KEY, { worker_id: 'w1', jti: 'j', aud: AUD_CONTROL_PLANE, iat: T, exp: T + 60 });
     const [p, payload, sig] = token.split('.');
-    const forged = Buffer.from(JSON.stringify({ worker_id: 'w1', jti: 'j', aud: AUD_CONTROL_PLANE, iat: T, exp: T + 600 })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ worker_id: 'w1', jti: 'j', aud: AUD_CONTROL_PLANE, iat: T, exp: T + 600 })).toString(
+      'base64url',
+    );
     rejects(() => verify(`${p}.${forged}.${sig}`), /signature/);
     rejects(() => verify(`${p}.${payload}.${sig}=`), /malformed/);
     rejects(() => verify(`svc-worker-v2.${payload}.${sig}`), /malformed/);
@@ -120,14 +140,32 @@ describe('authenticateWorker', () => {
   });
 
   it('needs both X-Worker-ID and a token', () => {
-    rejects(() => authenticateWorker({ 'x-worker-token': 'shared-token-value' }, creds({ shared_token: 'shared-token-value' }), AUD_CONTROL_PLANE, NOW), /X-Worker-ID/);
-    rejects(() => authenticateWorker({ 'x-worker-id': 'w1' }, creds({ shared_token: 'shared-token-value' }), AUD_CONTROL_PLANE, NOW), /X-Worker-ID/);
+    rejects(
+      () =>
+        authenticateWorker(
+          { 'x-worker-token': 'shared-token-value' },
+          creds({ shared_token: 'shared-token-value' }),
+          AUD_CONTROL_PLANE,
+          NOW,
+        ),
+      /X-Worker-ID/,
+    );
+    rejects(
+      () => authenticateWorker({ 'x-worker-id': 'w1' }, creds({ shared_token: 'shared-token-value' }), AUD_CONTROL_PLANE, NOW),
+      /X-Worker-ID/,
+    );
   });
 
   it('accepts the shared token via X-Worker-Token or Authorization: Bearer', () => {
     const c = creds({ shared_token: 'shared-token-value' });
-    expect(authenticateWorker(headers('w1', 'shared-token-value'), c, AUD_CONTROL_PLANE, NOW)).toMatchObject({ worker_id: 'w1', via: 'shared_token', expires: null });
-    expect(authenticateWorker({ 'x-worker-id': 'w1', authorization: 'Bearer shared-token-value' }, c, AUD_CONTROL_PLANE, NOW).via).toBe('shared_token');
+    expect(authenticateWorker(headers('w1', 'shared-token-value'), c, AUD_CONTROL_PLANE, NOW)).toMatchObject({
+      worker_id: 'w1',
+      via: 'shared_token',
+      expires: null,
+    });
+    expect(authenticateWorker({ 'x-worker-id': 'w1', authorization: 'Bearer shared-token-value' }, c, AUD_CONTROL_PLANE, NOW).via).toBe(
+      'shared_token',
+    );
     rejects(() => authenticateWorker(headers('w1', 'shared-token-valuX'), c, AUD_CONTROL_PLANE, NOW), /invalid worker credentials/);
   });
 
@@ -135,7 +173,16 @@ describe('authenticateWorker', () => {
     const c = creds({ shared_token: 'shared-token-value', tokens: { w1: 'w1-own-token' } });
     expect(authenticateWorker(headers('w1', 'w1-own-token'), c, AUD_CONTROL_PLANE, NOW).via).toBe('worker_token');
     rejects(() => authenticateWorker(headers('w1', 'shared-token-value'), c, AUD_CONTROL_PLANE, NOW), /invalid/);
-    rejects(() => authenticateWorker(headers('w1', mintWorkerToken(KEY, { worker_id: 'w1', aud: AUD_CONTROL_PLANE }, { now: NOW })), c, AUD_CONTROL_PLANE, NOW), /invalid/);
+    rejects(
+      () =>
+        authenticateWorker(
+          headers('w1', mintWorkerToken(KEY, { worker_id: 'w1', aud: AUD_CONTROL_PLANE }, { now: NOW })),
+          c,
+          AUD_CONTROL_PLANE,
+          NOW,
+        ),
+      /invalid/,
+    );
     // Another worker still uses the shared token, and cannot use w1's token.
     expect(authenticateWorker(headers('w2', 'shared-token-value'), c, AUD_CONTROL_PLANE, NOW).worker_id).toBe('w2');
     rejects(() => authenticateWorker(headers('w2', 'w1-own-token'), c, AUD_CONTROL_PLANE, NOW), /invalid/);
@@ -144,9 +191,15 @@ describe('authenticateWorker', () => {
   it('verifies signed tokens with the request audience', () => {
     const c = creds();
     const token = mintWorkerToken(OLD_KEY, { worker_id: 'w9', aud: AUD_CONTROL_PLANE, scopes: ['worker:lease'] }, { now: NOW });
-    expect(authenticateWorker({ 'x-worker-id': 'w9', authorization: `Bearer ${token}` }, c, AUD_CONTROL_PLANE, NOW)).toMatchObject({ worker_id: 'w9', scopes: ['worker:lease'] });
+    expect(authenticateWorker({ 'x-worker-id': 'w9', authorization: `Bearer ${token}` }, c, AUD_CONTROL_PLANE, NOW)).toMatchObject({
+      worker_id: 'w9',
+      scopes: ['worker:lease'],
+    });
     rejects(() => authenticateWorker(headers('w9', token), c, AUD_RPC, NOW), /audience/);
-    rejects(() => authenticateWorker(headers('w9', token), creds({ signing_keys: [], shared_token: 's' }), AUD_CONTROL_PLANE, NOW), /not accepted/);
+    rejects(
+      () => authenticateWorker(headers('w9', token), creds({ signing_keys: [], shared_token: 's' }), AUD_CONTROL_PLANE, NOW),
+      /not accepted/,
+    );
   });
 
   it('never puts the credential in an error message', () => {

@@ -15,7 +15,10 @@ afterEach(async () => {
 });
 
 function plane(defaults: Record<string, unknown>): RestartablePlane {
-  const p = new RestartablePlane((dir) => ({ providers: { default: 'mock', mock: { root_dir: `${dir}/mock` } }, defaults: { memory_mb: 64, ...defaults } }));
+  const p = new RestartablePlane((dir) => ({
+    providers: { default: 'mock', mock: { root_dir: `${dir}/mock` } },
+    defaults: { memory_mb: 64, ...defaults },
+  }));
   planes.push(p);
   return p;
 }
@@ -38,7 +41,11 @@ describe('warm pools', () => {
   it('a spawn of the warmed shape claims a ready runtime; the pool refills; the sandbox works', async () => {
     const p = plane({ warm: 2 });
     const url = await p.start();
-    await until('pool filled', () => warmStats(url), (s) => s[0]?.ready === 2);
+    await until(
+      'pool filled',
+      () => warmStats(url),
+      (s) => s[0]?.ready === 2,
+    );
     const ready = new Set((await p.plane!.deps.store.listWarm()).map((w) => w.sandbox_id));
     expect(ready.size).toBe(2);
     const sb = await call(url, 'POST', '/api/v1/sandboxes', {});
@@ -49,8 +56,20 @@ describe('warm pools', () => {
     // Another shape does not claim one.
     const other = await call(url, 'POST', '/api/v1/sandboxes', { memory_mb: 128 });
     expect(ready.has(other.body.id)).toBe(false);
-    const s = await until('pool refilled', () => warmStats(url), (x) => x[0]?.ready === 2);
-    expect(s).toEqual([{ shape: { provider: 'mock', image: expect.any(String), memory_mb: 64, vcpus: 1, network: null }, ready: 2, target: 2, hits: 1, misses: 0 }]);
+    const s = await until(
+      'pool refilled',
+      () => warmStats(url),
+      (x) => x[0]?.ready === 2,
+    );
+    expect(s).toEqual([
+      {
+        shape: { provider: 'mock', image: expect.any(String), memory_mb: 64, vcpus: 1, network: null },
+        ready: 2,
+        target: 2,
+        hits: 1,
+        misses: 0,
+      },
+    ]);
     const metrics = await (await fetch(`${url}/api/v1/metrics/prometheus`)).text();
     expect(metrics).toMatch(/sbx_warm_hits_total\{provider="mock",image="[^"]+"\} 1/);
     expect(metrics).toMatch(/sbx_warm_ready\{provider="mock",image="[^"]+"\} 2/);
@@ -59,7 +78,12 @@ describe('warm pools', () => {
   it('50 concurrent spawns for 10 warm runtimes hand each to exactly one sandbox', async () => {
     const p = plane({ warm: 10 });
     const url = await p.start();
-    await until('pool filled', () => warmStats(url), (s) => s[0]?.ready === 10, 60_000);
+    await until(
+      'pool filled',
+      () => warmStats(url),
+      (s) => s[0]?.ready === 10,
+      60_000,
+    );
     const warmIds = new Set((await p.plane!.deps.store.listWarm()).map((w) => w.sandbox_id));
     const runtimes = new Map((await p.plane!.deps.store.listWarm()).map((w) => [w.sandbox_id, w.runtime_id]));
     const spawns = await Promise.all(Array.from({ length: 50 }, () => call(url, 'POST', '/api/v1/sandboxes', {})));
@@ -85,29 +109,53 @@ describe('warm pools', () => {
     const url = await p.start();
     expect((await call(url, 'POST', '/api/v1/templates', { name: 'fast', memory_mb: 96, warm: 2 })).body.warm).toBe(2);
     expect((await call(url, 'POST', '/api/v1/templates', { name: 'bad', warm: 65 })).status).toBe(400);
-    await until('template shape filled', () => warmStats(url), (s) => s.find((x) => x.shape.memory_mb === 96)?.ready === 2);
+    await until(
+      'template shape filled',
+      () => warmStats(url),
+      (s) => s.find((x) => x.shape.memory_mb === 96)?.ready === 2,
+    );
     const t = await call(url, 'POST', '/api/v1/templates/fast/spawn', {});
     expect(t.status).toBe(201);
     expect((await call(url, 'GET', `/api/v1/sandboxes/${t.body.id}`)).body.memory_mb).toBe(96);
     // 1 live + warm ≤ 3: the pool refills to 2 only.
-    await until('refilled within capacity', () => warmStats(url), (s) => s[0]?.ready === 2);
+    await until(
+      'refilled within capacity',
+      () => warmStats(url),
+      (s) => s[0]?.ready === 2,
+    );
     // Two spawns of another shape need the room: warm runtimes give it back, nothing is refused.
     for (let i = 0; i < 2; i++) expect((await call(url, 'POST', '/api/v1/sandboxes', {})).status).toBe(201);
-    const s = await until('room given back', () => warmStats(url), (x) => x[0]?.ready === 0);
+    const s = await until(
+      'room given back',
+      () => warmStats(url),
+      (x) => x[0]?.ready === 0,
+    );
     expect(s[0]!.target).toBe(2);
     const live = await p.plane!.deps.store.countLive(new Date().toISOString(), []);
     expect(live.total).toBe(3);
     // Lowering the target gives runtimes back.
     await call(url, 'DELETE', `/api/v1/sandboxes/${t.body.id}`);
-    await until('refilled after a destroy', () => warmStats(url), (x) => x[0]?.ready === 1);
+    await until(
+      'refilled after a destroy',
+      () => warmStats(url),
+      (x) => x[0]?.ready === 1,
+    );
     expect((await call(url, 'PUT', '/api/v1/templates/fast', { memory_mb: 96 })).status).toBe(200);
-    await until('target dropped', () => p.plane!.deps.store.listWarm(), (w) => w.length === 0);
+    await until(
+      'target dropped',
+      () => p.plane!.deps.store.listWarm(),
+      (w) => w.length === 0,
+    );
   }, 90_000);
 
   it('a restart adopts warm runtimes left behind, drops vanished ones, and leaks none', async () => {
     const p = plane({ warm: 3 });
     let url = await p.start();
-    await until('pool filled', () => warmStats(url), (s) => s[0]?.ready === 3);
+    await until(
+      'pool filled',
+      () => warmStats(url),
+      (s) => s[0]?.ready === 3,
+    );
     const before = await p.plane!.deps.store.listWarm();
     const mock = p.plane!.deps.providers.get('mock');
     await p.stop();
@@ -115,10 +163,19 @@ describe('warm pools', () => {
     await mock.destroy(before[0]!.runtime_id);
     url = await p.start();
     const provider = p.plane!.deps.providers.get('mock');
-    await until('pool refilled', () => warmStats(url), (s) => s[0]?.ready === 3);
+    await until(
+      'pool refilled',
+      () => warmStats(url),
+      (s) => s[0]?.ready === 3,
+    );
     const after = await p.plane!.deps.store.listWarm();
     const kept = after.filter((w) => before.some((b) => b.sandbox_id === w.sandbox_id));
-    expect(kept.map((w) => w.sandbox_id).sort()).toEqual(before.slice(1).map((w) => w.sandbox_id).sort());
+    expect(kept.map((w) => w.sandbox_id).sort()).toEqual(
+      before
+        .slice(1)
+        .map((w) => w.sandbox_id)
+        .sort(),
+    );
     const runtimes = (await provider.listRuntimes!()).map((r) => r.runtime_id).sort();
     expect(runtimes).toEqual(after.map((w) => w.runtime_id).sort());
   }, 60_000);
@@ -126,7 +183,11 @@ describe('warm pools', () => {
   it('warm_destroy_on_shutdown leaves no runtime behind', async () => {
     const p = plane({ warm: 2, warm_destroy_on_shutdown: true });
     const url = await p.start();
-    await until('pool filled', () => warmStats(url), (s) => s[0]?.ready === 2);
+    await until(
+      'pool filled',
+      () => warmStats(url),
+      (s) => s[0]?.ready === 2,
+    );
     const provider = p.plane!.deps.providers.get('mock');
     await p.stop();
     expect(await provider.listRuntimes!()).toEqual([]);

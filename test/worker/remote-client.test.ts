@@ -22,7 +22,17 @@ import { startTestWorker } from '../helpers/worker.js';
 const creds = { shared_token: 'shared', tokens: {}, signing_keys: [], revoked_token_ids: [] };
 const workerAt = (url: string, id = 'wx'): WorkerRecord => {
   const at = new Date().toISOString();
-  return { id, hostname: id, status: 'online', providers: ['mock'], capabilities: [], capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0, rpc_url: url }, last_heartbeat: at, created_at: at, updated_at: at };
+  return {
+    id,
+    hostname: id,
+    status: 'online',
+    providers: ['mock'],
+    capabilities: [],
+    capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0, rpc_url: url },
+    last_heartbeat: at,
+    created_at: at,
+    updated_at: at,
+  };
 };
 const target = { sandbox_id: 'sb-1', provider: 'mock', runtime_id: 'rt-1', lease: async () => null };
 
@@ -37,7 +47,9 @@ describe('credentials', () => {
     expect(rpcToken(creds, 'w1', now)).toBe('shared');
     const none = createRemoteWorkers({ credentials: { ...creds, shared_token: '' } });
     expect(none.unreachableReason(workerAt('http://127.0.0.1:1'))).toMatch(/no credential for worker wx/);
-    expect(none.unreachableReason({ ...workerAt(''), capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0 } })).toBe('worker wx advertises no rpc_url');
+    expect(none.unreachableReason({ ...workerAt(''), capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0 } })).toBe(
+      'worker wx advertises no rpc_url',
+    );
   });
 });
 
@@ -56,10 +68,19 @@ describe('a misbehaving worker', () => {
         const id = (JSON.parse(body) as { id: string }).id;
         if (mode === 'garbage') return res.end('<html>proxy error: secret-backend-text</html>');
         if (mode === 'wrong-id') return res.end(JSON.stringify({ id: 'other', worker_id: 'wx', result: {} }));
-        if (mode === 'typed') return res.writeHead(500).end(JSON.stringify({ id, worker_id: 'wx', error: { code: 'provider_error', message: 'provider failed' } }));
+        if (mode === 'typed')
+          return res
+            .writeHead(500)
+            .end(JSON.stringify({ id, worker_id: 'wx', error: { code: 'provider_error', message: 'provider failed' } }));
         if (mode === 'midstream') {
           res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-          res.write(JSON.stringify({ id, worker_id: 'wx', result: { stream: 'stdout', data: Buffer.from('part').toString('base64'), encoding: 'base64' } }) + '\n');
+          res.write(
+            JSON.stringify({
+              id,
+              worker_id: 'wx',
+              result: { stream: 'stdout', data: Buffer.from('part').toString('base64'), encoding: 'base64' },
+            }) + '\n',
+          );
           setTimeout(() => res.socket?.destroy(), 100);
           return;
         }
@@ -96,7 +117,9 @@ describe('a misbehaving worker', () => {
     const got: string[] = [];
     let failure: unknown;
     try {
-      for await (const ev of remote.provider(workerAt(url), target).exec('rt-1', { command: 'x', args: [], mode: 'shell', env: {} }, new AbortController().signal)) {
+      for await (const ev of remote
+        .provider(workerAt(url), target)
+        .exec('rt-1', { command: 'x', args: [], mode: 'shell', env: {} }, new AbortController().signal)) {
         if (ev.stream !== 'exit') got.push(Buffer.from(ev.data).toString());
       }
     } catch (err) {
@@ -111,7 +134,10 @@ describe('a misbehaving worker', () => {
   it('a worker that never answers fails by the deadline; a closed port is unreachable', async () => {
     const remote = createRemoteWorkers({ credentials: creds, callTimeoutMs: 300 });
     mode = 'hang';
-    await expect(remote.provider(workerAt(url), target).status('rt-1')).rejects.toMatchObject({ code: 'unavailable', message: 'worker wx is unreachable' });
+    await expect(remote.provider(workerAt(url), target).status('rt-1')).rejects.toMatchObject({
+      code: 'unavailable',
+      message: 'worker wx is unreachable',
+    });
     await expect(remote.provider(workerAt('http://127.0.0.1:1'), target).status('rt-1')).rejects.toMatchObject({ code: 'unavailable' });
     await remote.close?.();
   });
@@ -129,16 +155,46 @@ describe('mutual TLS on the worker RPC', () => {
     ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=sbx test CA');
     writeFileSync(files('san.ext'), 'subjectAltName=DNS:worker.test,IP:127.0.0.1\n');
     ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'worker.key', '-out', 'worker.csr', '-subj', '/CN=worker.test');
-    ssl('x509', '-req', '-in', 'worker.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'worker.pem', '-days', '1', '-extfile', 'san.ext');
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      'worker.csr',
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'worker.pem',
+      '-days',
+      '1',
+      '-extfile',
+      'san.ext',
+    );
     ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'cp.key', '-out', 'cp.csr', '-subj', '/CN=control-plane');
     ssl('x509', '-req', '-in', 'cp.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'cp.pem', '-days', '1');
-    const tls = { enabled: true, ca_file: files('ca.pem'), client_cert_file: files('cp.pem'), client_key_file: files('cp.key'), server_name: 'worker.test' };
+    const tls = {
+      enabled: true,
+      ca_file: files('ca.pem'),
+      client_cert_file: files('cp.pem'),
+      client_key_file: files('cp.key'),
+      server_name: 'worker.test',
+    };
     cp = await startTestServer({ server: { local_worker: false }, auth: { worker_token: 'mtls-token' }, worker: { rpc_tls: tls } });
     worker = await startTestWorker(dir, {
       id: 'tw',
       controlPlane: cp.url,
       auth: { worker_token: 'mtls-token' },
-      worker: { state_path: files('tw.db'), rpc_tls: { enabled: true, server_cert_file: files('worker.pem'), server_key_file: files('worker.key'), client_ca_file: files('ca.pem') } },
+      worker: {
+        state_path: files('tw.db'),
+        rpc_tls: {
+          enabled: true,
+          server_cert_file: files('worker.pem'),
+          server_key_file: files('worker.key'),
+          client_ca_file: files('ca.pem'),
+        },
+      },
     });
   });
   afterAll(async () => {
@@ -152,23 +208,38 @@ describe('mutual TLS on the worker RPC', () => {
     const sb = await fetch(`${cp.url}/api/v1/sandboxes`, { method: 'POST' });
     expect(sb.status).toBe(201);
     const id = ((await sb.json()) as { id: string }).id;
-    const ex = await fetch(`${cp.url}/api/v1/sandboxes/${id}/exec`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ command: 'echo over-tls' }) });
+    const ex = await fetch(`${cp.url}/api/v1/sandboxes/${id}/exec`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ command: 'echo over-tls' }),
+    });
     expect(((await ex.json()) as { stdout: string }).stdout).toBe('over-tls\n');
   });
 
   it('refuses a caller without a client certificate, a wrong server name and plain http', async () => {
     const w = workerAt(worker.rpcUrl!, 'tw');
-    const noCert = createRemoteWorkers({ credentials: { ...creds, shared_token: 'mtls-token' }, tls: { enabled: true, ca_file: files('ca.pem'), server_name: 'worker.test' } });
+    const noCert = createRemoteWorkers({
+      credentials: { ...creds, shared_token: 'mtls-token' },
+      tls: { enabled: true, ca_file: files('ca.pem'), server_name: 'worker.test' },
+    });
     await expect(noCert.provider(w, target).status('rt-1')).rejects.toMatchObject({ code: 'unavailable' });
     await noCert.close?.();
     const wrongName = createRemoteWorkers({
       credentials: { ...creds, shared_token: 'mtls-token' },
-      tls: { enabled: true, ca_file: files('ca.pem'), client_cert_file: files('cp.pem'), client_key_file: files('cp.key'), server_name: 'other.test' },
+      tls: {
+        enabled: true,
+        ca_file: files('ca.pem'),
+        client_cert_file: files('cp.pem'),
+        client_key_file: files('cp.key'),
+        server_name: 'other.test',
+      },
     });
     await expect(wrongName.provider(w, target).status('rt-1')).rejects.toMatchObject({ code: 'unavailable' });
     await wrongName.close?.();
     const plain = createRemoteWorkers({ credentials: { ...creds, shared_token: 'mtls-token' } });
-    await expect(plain.provider(workerAt(worker.rpcUrl!.replace('https:', 'http:'), 'tw'), target).status('rt-1')).rejects.toMatchObject({ code: 'unavailable' });
+    await expect(plain.provider(workerAt(worker.rpcUrl!.replace('https:', 'http:'), 'tw'), target).status('rt-1')).rejects.toMatchObject({
+      code: 'unavailable',
+    });
     await plain.close?.();
     expect(readFileSync(files('worker.pem'), 'utf8')).toContain('BEGIN CERTIFICATE');
   });

@@ -24,7 +24,12 @@ describe('snapshots and volumes through a worker', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const write = (id: string, path: string, text: string) => fetch(`${cp.url}/api/v1/sandboxes/${id}/files?path=${encodeURIComponent(path)}`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: text });
+  const write = (id: string, path: string, text: string) =>
+    fetch(`${cp.url}/api/v1/sandboxes/${id}/files?path=${encodeURIComponent(path)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: text,
+    });
   const read = async (id: string, path: string) => {
     const r = await fetch(`${cp.url}/api/v1/sandboxes/${id}/files?path=${encodeURIComponent(path)}`);
     return r.status === 200 ? await r.text() : `status ${r.status}`;

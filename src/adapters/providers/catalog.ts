@@ -71,7 +71,9 @@ const onRequest = (s: CatalogueSettings, enabled: boolean | undefined, name: str
   enabled === false ? 'off' : enabled === true || s.default === name ? 'required' : 'off';
 
 function notAvailable(name: string): never {
-  throw new Error(`provider "${name}" is not available in this build of sbx yet; remove providers.${name}.enabled (or pick another providers.default)`);
+  throw new Error(
+    `provider "${name}" is not available in this build of sbx yet; remove providers.${name}.enabled (or pick another providers.default)`,
+  );
 }
 
 export const PROVIDER_CATALOGUE: readonly CatalogueEntry[] = [
@@ -129,7 +131,7 @@ export const PROVIDER_CATALOGUE: readonly CatalogueEntry[] = [
     enable: 'providers.hosted.enabled: true with providers.hosted.api_key_file (an E2B-compatible service; base_url and template optional)',
     async create(s, ctx) {
       const h = s.hosted;
-      if (!h.api_key) throw new Error('providers.hosted.api_key is not set: give the hosted service\'s key (api_key_file)');
+      if (!h.api_key) throw new Error("providers.hosted.api_key is not set: give the hosted service's key (api_key_file)");
       const { createHostedProvider } = await import('./hosted/index.js');
       return createHostedProvider({
         apiKey: h.api_key,
@@ -145,7 +147,8 @@ export const PROVIDER_CATALOGUE: readonly CatalogueEntry[] = [
     autoRank: null,
     available: true,
     want: (s) => onRequest(s, s.firecracker.enabled, 'firecracker'),
-    enable: 'providers.firecracker.enabled: true with kernel_path and rootfs_path (a rootfs holding the guest agent; docs/providers/firecracker.md)',
+    enable:
+      'providers.firecracker.enabled: true with kernel_path and rootfs_path (a rootfs holding the guest agent; docs/providers/firecracker.md)',
     async create(s, ctx) {
       const f = s.firecracker;
       const { createFirecrackerProvider } = await import('./firecracker/index.js');
@@ -166,7 +169,12 @@ export const PROVIDER_CATALOGUE: readonly CatalogueEntry[] = [
  * settings, asked for its health within `signal`, closed. A factory that refuses is unhealthy
  * with its reason.
  */
-export async function probeEntry(entry: CatalogueEntry, settings: CatalogueSettings, ctx: FactoryContext, signal: AbortSignal): Promise<ProviderHealth> {
+export async function probeEntry(
+  entry: CatalogueEntry,
+  settings: CatalogueSettings,
+  ctx: FactoryContext,
+  signal: AbortSignal,
+): Promise<ProviderHealth> {
   if (!entry.create) throw new Error(`provider "${entry.name}" is probed where it is built (compose/providers.ts)`);
   const started = performance.now();
   let provider: Provider;

@@ -49,7 +49,6 @@ export interface SharedAdmission {
 const WAKE_EVENTS = new Set(['sandbox.destroyed', 'sandbox.error', 'quota.saved', 'quota.deleted']);
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-
 /**
  * Spawn admission (spec 2.7, 3.4): one decision function for spawn, template spawn and the preflight
  * route. `admit` is serialized and counts granted-but-not-yet-stored slots, so concurrent spawns
@@ -77,7 +76,10 @@ export class Admission {
     this.ledger = shared
       ? new SharedLedger(shared.slots, clock, shared.replicaId, shared.slotId, wake)
       : new LocalLedger(store, clock, (fn) => this.serialize(fn), wake);
-    this.queue = new SpawnQueue(() => settings.defaults.spawn_queue_timeout_ms, () => clock.now().getTime());
+    this.queue = new SpawnQueue(
+      () => settings.defaults.spawn_queue_timeout_ms,
+      () => clock.now().getTime(),
+    );
     this.unsubscribe = bus?.subscribe((e) => {
       if (WAKE_EVENTS.has(e.type)) this.wake();
     });
@@ -118,7 +120,10 @@ export class Admission {
       await this.pumpLocked();
       const limits = await this.limitsFor(req.owner_id);
       // Counted only when a limit can use the count: with no cap the decision needs none.
-      const capped = limits.max_sandboxes > 0 || (req.owner_id !== null && limits.max_owner_sandboxes > 0) || (limits.max_ttl_ms > 0 && req.ttl_ms > limits.max_ttl_ms);
+      const capped =
+        limits.max_sandboxes > 0 ||
+        (req.owner_id !== null && limits.max_owner_sandboxes > 0) ||
+        (limits.max_ttl_ms > 0 && req.ttl_ms > limits.max_ttl_ms);
       const { counts, ticket } = capped
         ? await this.ledger.tryReserve(req.owner_id, [req.owner_id], (c) => this.evaluate(req, limits, c).allowed)
         : { counts: UNCOUNTED, ticket: this.ledger.grant(req.owner_id) };
@@ -216,7 +221,11 @@ export class Admission {
         const waited = this.waitedMs(w);
         this.counters.timeouts++;
         this.counters.recordWait(waited);
-        this.bus?.publish({ type: 'spawn.queue_timeout', owner_id: owner, data: { owner: req.owner_id, reason: decision.reason, wait_ms: waited, timeout, queue_depth: this.queue.depth } });
+        this.bus?.publish({
+          type: 'spawn.queue_timeout',
+          owner_id: owner,
+          data: { owner: req.owner_id, reason: decision.reason, wait_ms: waited, timeout, queue_depth: this.queue.depth },
+        });
         this.publishLimit('spawn_queue_timeout', req.owner_id, { wait_ms: waited, timeout });
         return new SbxError('resource_limit', `spawn waited ${timeout} in the queue without capacity`, {
           reason: 'spawn_queue_timeout',
@@ -228,7 +237,11 @@ export class Admission {
     });
     this.counters.queued++;
     this.publishLimit(decision.reason ?? 'limit', req.owner_id, { decision, action: 'queued' });
-    this.bus?.publish({ type: 'spawn.queued', owner_id: owner, data: { owner: req.owner_id, reason: decision.reason, queue_depth: this.queue.depth, timeout } });
+    this.bus?.publish({
+      type: 'spawn.queued',
+      owner_id: owner,
+      data: { owner: req.owner_id, reason: decision.reason, queue_depth: this.queue.depth, timeout },
+    });
     return done;
   }
 
@@ -252,7 +265,8 @@ export class Admission {
         const { counts, ticket } = await this.ledger.tryReserve(owner, [owner], (c) => this.evaluate(w.req, lim, c).allowed);
         last = counts;
         if (ticket) {
-          if (w.settled) ticket.release(); // timed out or cancelled meanwhile
+          if (w.settled)
+            ticket.release(); // timed out or cancelled meanwhile
           else this.dequeue(w, ticket);
           continue;
         }
@@ -277,7 +291,11 @@ export class Admission {
     w.admit(ticket);
     this.counters.dequeued++;
     this.counters.recordWait(waited);
-    this.bus?.publish({ type: 'spawn.dequeued', owner_id: w.req.owner_id ?? undefined, data: { owner: w.req.owner_id, wait_ms: waited, wait: formatDuration(waited), queue_depth: this.queue.depth } });
+    this.bus?.publish({
+      type: 'spawn.dequeued',
+      owner_id: w.req.owner_id ?? undefined,
+      data: { owner: w.req.owner_id, wait_ms: waited, wait: formatDuration(waited), queue_depth: this.queue.depth },
+    });
   }
 
   /** Expiry frees capacity without any event: wake when the earliest active sandbox expires. */

@@ -30,7 +30,11 @@ export interface Ledger {
   readonly recheckMs: number | null;
   count(owners: ReadonlyArray<string | null>): Promise<Counts>;
   /** Counts, asks `decide`, and grants a slot when it says yes — with nothing counted in between. */
-  tryReserve(owner: string | null, owners: ReadonlyArray<string | null>, decide: (c: Counts) => boolean): Promise<{ counts: Counts; ticket: AdmissionTicket | null }>;
+  tryReserve(
+    owner: string | null,
+    owners: ReadonlyArray<string | null>,
+    decide: (c: Counts) => boolean,
+  ): Promise<{ counts: Counts; ticket: AdmissionTicket | null }>;
   /** A slot for a spawn no limit applies to: granted without counting. */
   grant(owner: string | null): AdmissionTicket;
 }
@@ -38,7 +42,11 @@ export interface Ledger {
 const named = (owners: ReadonlyArray<string | null>) => [...new Set(owners.filter((o): o is string => typeof o === 'string' && o !== ''))];
 
 function countsOf(c: LiveCounts): Counts {
-  return { total: c.total, byOwner: new Map(Object.entries(c.by_owner)), nextExpiryMs: c.next_expiry === null ? null : Date.parse(c.next_expiry) };
+  return {
+    total: c.total,
+    byOwner: new Map(Object.entries(c.by_owner)),
+    nextExpiryMs: c.next_expiry === null ? null : Date.parse(c.next_expiry),
+  };
 }
 
 /**
@@ -66,7 +74,11 @@ export class LocalLedger implements Ledger {
     return c;
   }
 
-  async tryReserve(owner: string | null, owners: ReadonlyArray<string | null>, decide: (c: Counts) => boolean): Promise<{ counts: Counts; ticket: AdmissionTicket | null }> {
+  async tryReserve(
+    owner: string | null,
+    owners: ReadonlyArray<string | null>,
+    decide: (c: Counts) => boolean,
+  ): Promise<{ counts: Counts; ticket: AdmissionTicket | null }> {
     const counts = await this.count(owners);
     return { counts, ticket: decide(counts) ? this.reserve(owner) : null };
   }
@@ -125,7 +137,11 @@ export class SharedLedger implements Ledger {
     return countsOf(await this.slots.count(this.clock.now().toISOString(), named(owners)));
   }
 
-  async tryReserve(owner: string | null, owners: ReadonlyArray<string | null>, decide: (c: Counts) => boolean): Promise<{ counts: Counts; ticket: AdmissionTicket | null }> {
+  async tryReserve(
+    owner: string | null,
+    owners: ReadonlyArray<string | null>,
+    decide: (c: Counts) => boolean,
+  ): Promise<{ counts: Counts; ticket: AdmissionTicket | null }> {
     const now = this.clock.now();
     const id = this.slotId();
     const slot = { id, owner_id: owner, holder_id: this.holderId, expires_at: new Date(now.getTime() + SLOT_BACKSTOP_MS).toISOString() };

@@ -50,7 +50,12 @@ export interface VerifyOptions {
 export function verifyWorkerToken(token: string, opts: VerifyOptions): WorkerIdentity {
   const parts = token.split('.');
   // Strict unpadded base64url (43 chars = 32 bytes of HMAC) so one token has exactly one spelling.
-  if (parts.length !== 3 || parts[0] !== WORKER_TOKEN_PREFIX || !/^[A-Za-z0-9_-]+$/.test(parts[1] ?? '') || !/^[A-Za-z0-9_-]{43}$/.test(parts[2] ?? '')) {
+  if (
+    parts.length !== 3 ||
+    parts[0] !== WORKER_TOKEN_PREFIX ||
+    !/^[A-Za-z0-9_-]+$/.test(parts[1] ?? '') ||
+    !/^[A-Za-z0-9_-]{43}$/.test(parts[2] ?? '')
+  ) {
     throw unauthorized('worker token is malformed');
   }
   const [, payload, signature] = parts as [string, string, string];
@@ -78,9 +83,17 @@ export function verifyWorkerToken(token: string, opts: VerifyOptions): WorkerIde
  * that token; otherwise the shared token or a signed token. Throws `unauthorized`; messages never
  * contain a credential. `workerId` and `token` are '' when the request had none.
  */
-export function checkWorkerCredential(workerId: string, token: string, creds: WorkerCredentials, audience: string, now: Date): WorkerIdentity {
+export function checkWorkerCredential(
+  workerId: string,
+  token: string,
+  creds: WorkerCredentials,
+  audience: string,
+  now: Date,
+): WorkerIdentity {
   if (!workerAuthConfigured(creds)) {
-    throw unauthorized('worker authentication is not configured on this server (set auth.worker_token, auth.worker_tokens or auth.worker_signing_key)');
+    throw unauthorized(
+      'worker authentication is not configured on this server (set auth.worker_token, auth.worker_tokens or auth.worker_signing_key)',
+    );
   }
   if (workerId === '' || token === '') throw unauthorized('worker requests need X-Worker-ID and X-Worker-Token (or Authorization: Bearer)');
 

@@ -27,7 +27,11 @@ const common = (s: FailureSubject) => ({
 
 /** `provider.failed` then `operation.failed`: a provider (or remote worker) call failed. */
 export function reportProviderFailure(bus: EventBus, s: FailureSubject, f: Failure): void {
-  bus.publish({ type: 'provider.failed', ...common(s), data: { provider: s.provider, operation: f.operation, code: f.code, message: f.message } });
+  bus.publish({
+    type: 'provider.failed',
+    ...common(s),
+    data: { provider: s.provider, operation: f.operation, code: f.code, message: f.message },
+  });
   bus.publish({ type: 'operation.failed', ...common(s), data: { operation: f.operation, provider: s.provider, code: f.code } });
 }
 
@@ -36,7 +40,11 @@ export function reportProviderFailure(bus: EventBus, s: FailureSubject, f: Failu
  * failure (`exec.failed`, `operation.failed`) the exec reports once it ends.
  */
 export function reportExecProviderFault(bus: EventBus, s: FailureSubject, f: Omit<Failure, 'operation'>): void {
-  bus.publish({ type: 'provider.failed', ...common(s), data: { provider: s.provider, operation: 'exec', code: f.code, message: f.message } });
+  bus.publish({
+    type: 'provider.failed',
+    ...common(s),
+    data: { provider: s.provider, operation: 'exec', code: f.code, message: f.message },
+  });
 }
 
 /** `exec.failed` (the program only: arguments and env may carry secrets) then `operation.failed`. */

@@ -103,7 +103,8 @@ export class JournalFeed {
       try {
         await this.journal.append(this.replicaId, batch);
       } catch (err) {
-        if (failures === 0) this.warn({ err: String(err), queued: this.outbox.length }, 'event journal unavailable; events wait in the outbox');
+        if (failures === 0)
+          this.warn({ err: String(err), queued: this.outbox.length }, 'event journal unavailable; events wait in the outbox');
         await new Promise((r) => setTimeout(r, RETRY_MS[Math.min(failures++, RETRY_MS.length - 1)]));
         continue;
       }

@@ -1,5 +1,16 @@
 import { badRequest } from '../errors.js';
-import { cidrContains, cidrWithin, formatCidr, judgedForms, parseCidr, parseIPv4, parseIPv6, SPECIAL_RANGES, type Cidr, type Ip } from './ip.js';
+import {
+  cidrContains,
+  cidrWithin,
+  formatCidr,
+  judgedForms,
+  parseCidr,
+  parseIPv4,
+  parseIPv6,
+  SPECIAL_RANGES,
+  type Cidr,
+  type Ip,
+} from './ip.js';
 
 /**
  * Egress rules (DESIGN.md §10): parse, canonicalise, judge. Pure — the gateway does the I/O.
@@ -59,7 +70,8 @@ export function canonicalName(input: string): string | null {
 }
 
 function parsePort(text: string, rule: string): number {
-  if (!/^[1-9][0-9]{0,4}$/.test(text) || Number(text) > 65535) throw badRequest(`egress rule ${JSON.stringify(rule)}: bad port ${JSON.stringify(text)} (1-65535)`);
+  if (!/^[1-9][0-9]{0,4}$/.test(text) || Number(text) > 65535)
+    throw badRequest(`egress rule ${JSON.stringify(rule)}: bad port ${JSON.stringify(text)} (1-65535)`);
   return Number(text);
 }
 
@@ -154,13 +166,14 @@ export function parseEgress(input: unknown): EgressLists {
 
 /** Stored lists (already canonical) to rules; an unreadable rule is dropped from allow and kept out. */
 export function compileLists(lists: EgressLists): ParsedLists {
-  const compile = (xs: string[]) => xs.flatMap((x) => {
-    try {
-      return [parseRule(x)];
-    } catch {
-      return [];
-    }
-  });
+  const compile = (xs: string[]) =>
+    xs.flatMap((x) => {
+      try {
+        return [parseRule(x)];
+      } catch {
+        return [];
+      }
+    });
   return { allow: compile(lists.allow), deny: compile(lists.deny) };
 }
 
@@ -203,9 +216,7 @@ function ipMatches(rule: Rule, ip: Ip): boolean {
   return rule.kind === 'cidr' && judgedForms(ip).some((f) => cidrContains(rule.cidr, f));
 }
 
-export type Verdict =
-  | { verdict: 'allowed'; rule: Rule }
-  | { verdict: 'denied'; reason: DenyReason };
+export type Verdict = { verdict: 'allowed'; rule: Rule } | { verdict: 'denied'; reason: DenyReason };
 
 /**
  * Special address: one of §10's ranges or the node's own addresses, in any of its forms (the
@@ -217,12 +228,20 @@ function specialOpened(ip: Ip, port: number, allow: Rule[], own: readonly Ip[]):
   for (const f of judgedForms(ip)) {
     for (const r of SPECIAL_RANGES) if (cidrContains(r, f)) ranges.push(r);
     for (const o of own) {
-      if (o.family === f.family && cidrContains({ ip: o, prefix: o.bytes.length * 8 }, f)) ranges.push({ ip: o, prefix: o.bytes.length * 8 });
+      if (o.family === f.family && cidrContains({ ip: o, prefix: o.bytes.length * 8 }, f))
+        ranges.push({ ip: o, prefix: o.bytes.length * 8 });
     }
   }
   if (ranges.length === 0) return 'not_special';
-  const opened = ranges.every((range) => allow.some((rule) =>
-    rule.kind === 'cidr' && portMatches(rule, port) && cidrWithin(rule.cidr, range) && judgedForms(ip).some((f) => cidrContains(rule.cidr, f))));
+  const opened = ranges.every((range) =>
+    allow.some(
+      (rule) =>
+        rule.kind === 'cidr' &&
+        portMatches(rule, port) &&
+        cidrWithin(rule.cidr, range) &&
+        judgedForms(ip).some((f) => cidrContains(rule.cidr, f)),
+    ),
+  );
   return opened ? 'opened' : 'closed';
 }
 
@@ -257,7 +276,13 @@ export function judgeName(name: string, port: number, lists: ParsedLists): Verdi
  * other, with no second lookup. None pass → denied with the reason of the first refusal
  * (`dns_failed` when there were none).
  */
-export function passingAddresses(addresses: readonly Ip[], port: number, lists: ParsedLists, own: readonly Ip[], viaName: Rule): { passing: Ip[]; reason: DenyReason } {
+export function passingAddresses(
+  addresses: readonly Ip[],
+  port: number,
+  lists: ParsedLists,
+  own: readonly Ip[],
+  viaName: Rule,
+): { passing: Ip[]; reason: DenyReason } {
   const passing: Ip[] = [];
   let reason: DenyReason = 'dns_failed';
   for (const ip of addresses) {

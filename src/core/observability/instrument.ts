@@ -52,7 +52,12 @@ export function instrumentProvider<P extends Provider>(provider: P, stats: Opera
   });
 }
 
-function measureExec(stats: OperationStats, provider: string, signal: AbortSignal, start: () => AsyncIterable<ExecEvent>): AsyncIterable<ExecEvent> {
+function measureExec(
+  stats: OperationStats,
+  provider: string,
+  signal: AbortSignal,
+  start: () => AsyncIterable<ExecEvent>,
+): AsyncIterable<ExecEvent> {
   return {
     // A consumer that stops early (client went away) is a cancel: nothing is recorded.
     [Symbol.asyncIterator]: async function* () {
@@ -61,7 +66,13 @@ function measureExec(stats: OperationStats, provider: string, signal: AbortSigna
         for await (const ev of start()) yield ev;
       } catch (err) {
         if (!(signal.aborted && isAbortError(err))) {
-          stats.record({ operation: 'exec', provider, ok: !isProviderFailure(err), latency_ms: now() - started, error_code: errorCode(err) });
+          stats.record({
+            operation: 'exec',
+            provider,
+            ok: !isProviderFailure(err),
+            latency_ms: now() - started,
+            error_code: errorCode(err),
+          });
         }
         throw err;
       }

@@ -98,7 +98,12 @@ export class OperationStats {
         count: r.count,
         success: r.success,
         failure: r.failure,
-        latency_ms: { total: round(r.total), min: r.count > 0 ? round(r.min) : 0, max: round(r.max), avg: r.count > 0 ? round(r.total / r.count) : 0 },
+        latency_ms: {
+          total: round(r.total),
+          min: r.count > 0 ? round(r.min) : 0,
+          max: round(r.max),
+          avg: r.count > 0 ? round(r.total / r.count) : 0,
+        },
       };
       if (r.lastErrorCode) stat.last_error_code = r.lastErrorCode;
       if (r.lastFailureAt) stat.last_failure_at = r.lastFailureAt;

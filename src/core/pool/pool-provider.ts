@@ -9,7 +9,17 @@
  */
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import { bytesOnce } from '../sandboxes/files.js';
-import type { ConsoleLog, ExecEvent, Provider, RuntimeInfo, RuntimeStatus, SandboxStore, SpawnResult, SpawnSpec, WorkspaceOps } from '../ports.js';
+import type {
+  ConsoleLog,
+  ExecEvent,
+  Provider,
+  RuntimeInfo,
+  RuntimeStatus,
+  SandboxStore,
+  SpawnResult,
+  SpawnSpec,
+  WorkspaceOps,
+} from '../ports.js';
 
 export interface PoolSettings {
   enabled: boolean;
@@ -124,7 +134,8 @@ export class PoolProvider implements Provider {
   }
 
   async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
-    if (spec.network) throw new SbxError('not_implemented', 'pool sandboxes share their runtime\'s network: a network per spawn needs pool mode off');
+    if (spec.network)
+      throw new SbxError('not_implemented', "pool sandboxes share their runtime's network: a network per spawn needs pool mode off");
     await this.load();
     const { max_users_per_vm: perVm } = this.opts.settings;
     const deadline = performance.now() + (this.opts.overflow === 'queue' ? this.opts.queueTimeoutMs : 0);
@@ -140,7 +151,14 @@ export class PoolProvider implements Provider {
         this.creating++;
         try {
           const { runtime_id } = await this.base.spawn(
-            { sandbox_id: this.opts.runtimeName(), image: this.opts.settings.image, memory_mb: this.opts.settings.memory_mb, vcpus: this.opts.settings.vcpus, metadata: { 'sbx.pool': 'shared' }, owner_id: null },
+            {
+              sandbox_id: this.opts.runtimeName(),
+              image: this.opts.settings.image,
+              memory_mb: this.opts.settings.memory_mb,
+              vcpus: this.opts.settings.vcpus,
+              metadata: { 'sbx.pool': 'shared' },
+              owner_id: null,
+            },
             signal,
           );
           const s: Shared = { runtime: runtime_id, slots: new Map([[0, spec.sandbox_id]]) };
@@ -281,17 +299,24 @@ export class PoolProvider implements Provider {
   };
   deleteFile = async (id: string, path: string, recursive: boolean, signal?: AbortSignal) =>
     parsePoolId(id) ? (await this.live(id)).deleteFile(path, recursive, signal) : this.base.deleteFile(id, path, recursive, signal);
-  listFiles = async (id: string, path: string, signal?: AbortSignal) => (parsePoolId(id) ? (await this.live(id)).listFiles(path, signal) : this.base.listFiles(id, path, signal));
+  listFiles = async (id: string, path: string, signal?: AbortSignal) =>
+    parsePoolId(id) ? (await this.live(id)).listFiles(path, signal) : this.base.listFiles(id, path, signal);
   moveFile = async (id: string, from: string, to: string, signal?: AbortSignal) =>
     parsePoolId(id) ? (await this.live(id)).moveFile(from, to, signal) : this.base.moveFile(id, from, to, signal);
-  chmod = async (id: string, path: string, mode: number, signal?: AbortSignal) => (parsePoolId(id) ? (await this.live(id)).chmod(path, mode, signal) : this.base.chmod(id, path, mode, signal));
-  stat = async (id: string, path: string, signal?: AbortSignal) => (parsePoolId(id) ? (await this.live(id)).stat(path, signal) : this.base.stat(id, path, signal));
-  glob = async (id: string, pattern: string, signal?: AbortSignal) => (parsePoolId(id) ? (await this.live(id)).glob(pattern, signal) : this.base.glob(id, pattern, signal));
+  chmod = async (id: string, path: string, mode: number, signal?: AbortSignal) =>
+    parsePoolId(id) ? (await this.live(id)).chmod(path, mode, signal) : this.base.chmod(id, path, mode, signal);
+  stat = async (id: string, path: string, signal?: AbortSignal) =>
+    parsePoolId(id) ? (await this.live(id)).stat(path, signal) : this.base.stat(id, path, signal);
+  glob = async (id: string, pattern: string, signal?: AbortSignal) =>
+    parsePoolId(id) ? (await this.live(id)).glob(pattern, signal) : this.base.glob(id, pattern, signal);
 
   /** Console output is the shared runtime's, every tenant's commands mixed: never shown to one tenant. */
   async logs(runtimeId: string, query: Parameters<Provider['logs']>[1], signal?: AbortSignal): Promise<ConsoleLog> {
     if (!parsePoolId(runtimeId)) return this.base.logs(runtimeId, query, signal);
-    throw new SbxError('not_implemented', 'console logs are not available for pool sandboxes: the runtime and its console are shared by every tenant');
+    throw new SbxError(
+      'not_implemented',
+      'console logs are not available for pool sandboxes: the runtime and its console are shared by every tenant',
+    );
   }
 
   /** Tenants of one runtime share its network: a port is the runtime's. */

@@ -51,7 +51,9 @@ export class ProviderRegistry {
 
   /** Why a spawn without a provider fails when the default is not registered. */
   noDefaultMessage(): string {
-    return this.defaultName === NO_PROVIDER || this.providers.size === 0 ? NO_PROVIDER_MESSAGE : `the default provider "${this.defaultName}" is not available on this node`;
+    return this.defaultName === NO_PROVIDER || this.providers.size === 0
+      ? NO_PROVIDER_MESSAGE
+      : `the default provider "${this.defaultName}" is not available on this node`;
   }
 
   names(): string[] {

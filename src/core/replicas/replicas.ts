@@ -88,7 +88,10 @@ export class Replicas {
   addTask(task: LeaderTask): void {
     this.tasks.set(task.name, { task, held: !this.o.shared, generation: 0, lastRun: 0, running: null });
     if (!this.timer && !this.closed) {
-      this.timer = setInterval(() => void this.tick(), this.o.shared ? this.tickMs : Math.min(...[...this.tasks.values()].map((t) => t.task.everyMs), 1000));
+      this.timer = setInterval(
+        () => void this.tick(),
+        this.o.shared ? this.tickMs : Math.min(...[...this.tasks.values()].map((t) => t.task.everyMs), 1000),
+      );
       this.timer.unref();
       void this.tick();
     }
@@ -193,7 +196,11 @@ export class Replicas {
     if (!this.o.shared) return;
     // A renewal in flight would take the leases again after they are given back.
     await this.ticking?.catch(() => undefined);
-    const names = [...[...this.tasks.keys()].map((n) => `leader:${n}`), `replica:${this.id}`, ...(this.holdsLocalWorker ? [LOCAL_WORKER_LEASE] : [])];
+    const names = [
+      ...[...this.tasks.keys()].map((n) => `leader:${n}`),
+      `replica:${this.id}`,
+      ...(this.holdsLocalWorker ? [LOCAL_WORKER_LEASE] : []),
+    ];
     for (const name of names) await this.o.leases.releaseLease(name, this.id).catch(() => undefined);
   }
 }

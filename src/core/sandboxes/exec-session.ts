@@ -83,7 +83,8 @@ export class InteractiveExec {
     if (this.isClosed()) return;
     try {
       if (this.current === 'waiting') {
-        if (msg.type !== 'start') throw badRequest(`the first message must be start, not ${JSON.stringify(msg.type === 'unknown' ? msg.name : msg.type)}`);
+        if (msg.type !== 'start')
+          throw badRequest(`the first message must be start, not ${JSON.stringify(msg.type === 'unknown' ? msg.name : msg.type)}`);
         this.current = 'running';
         void this.run(msg.input);
         return;

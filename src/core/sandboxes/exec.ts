@@ -103,7 +103,13 @@ export class ExecService {
     const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
     // Event data names the program only: arguments and env may carry secrets.
     // Leading `NAME=value` shell assignments are env values, never part of the program name.
-    const program = spec.mode === 'argv' ? spec.command : (spec.command.trim().split(/\s+/).find((t) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(t)) ?? '');
+    const program =
+      spec.mode === 'argv'
+        ? spec.command
+        : (spec.command
+            .trim()
+            .split(/\s+/)
+            .find((t) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(t)) ?? '');
 
     return {
       [Symbol.asyncIterator]: async function* (): AsyncGenerator<ExecItem> {
@@ -112,7 +118,13 @@ export class ExecService {
         const onCancel = () => ac.abort(signal?.reason);
         if (signal?.aborted) onCancel();
         signal?.addEventListener('abort', onCancel, { once: true });
-        const stopTimer = timeoutMs > 0 ? startDeadline(timeoutMs, () => { timedOut = true; ac.abort(new Error('deadline')); }) : undefined;
+        const stopTimer =
+          timeoutMs > 0
+            ? startDeadline(timeoutMs, () => {
+                timedOut = true;
+                ac.abort(new Error('deadline'));
+              })
+            : undefined;
         const started = performance.now();
         let exitCode: number | null = null;
         let finished = false;
@@ -169,7 +181,9 @@ export class ExecService {
         const ok = budget ? budget.take(n) : true;
         if (ok === false || (ok !== true && !(await ok))) {
           // Leaving the loop stops (kills) the command.
-          throw new SbxError('unavailable', 'the server holds too much buffered output right now; retry later or use stream=true', { retry_after_s: 1 });
+          throw new SbxError('unavailable', 'the server holds too much buffered output right now; retry later or use stream=true', {
+            retry_after_s: 1,
+          });
         }
         taken += n;
       });
@@ -227,7 +241,9 @@ export class ExecService {
       if (max > 0 && ms > max) {
         const data = { reason: 'max_exec_timeout', operation: 'exec', requested: timeout, max: formatDuration(max) };
         this.sandboxes.deps.bus.publish({ type: 'resource.limit', sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, data });
-        throw new SbxError('resource_limit', `timeout ${timeout} exceeds the maximum exec timeout of ${formatDuration(max)}`, { reason: 'max_exec_timeout' });
+        throw new SbxError('resource_limit', `timeout ${timeout} exceeds the maximum exec timeout of ${formatDuration(max)}`, {
+          reason: 'max_exec_timeout',
+        });
       }
       if (ms > 0) return ms;
     }

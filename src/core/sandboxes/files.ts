@@ -101,7 +101,13 @@ export class FileService {
   }
 
   private publish(type: 'file.written' | 'file.read', sandboxId: string, ownerId: string | null, data: Record<string, unknown>) {
-    this.sandboxes.deps.bus.publish({ type, sandbox_id: sandboxId, owner_id: ownerId ?? undefined, worker_id: this.sandboxes.deps.settings.worker_id, data });
+    this.sandboxes.deps.bus.publish({
+      type,
+      sandbox_id: sandboxId,
+      owner_id: ownerId ?? undefined,
+      worker_id: this.sandboxes.deps.settings.worker_id,
+      data,
+    });
   }
 }
 

@@ -20,7 +20,8 @@ const KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,126}[\x21-\x7e])?$/;
 export function parseIdempotencyKey(raw: string | string[] | undefined): string | undefined {
   if (raw === undefined) return undefined;
   const v = Array.isArray(raw) ? raw[0] : raw;
-  if (v === undefined || !KEY.test(v)) throw badRequest('Idempotency-Key must be 1 to 128 printable ASCII characters, without leading or trailing blanks');
+  if (v === undefined || !KEY.test(v))
+    throw badRequest('Idempotency-Key must be 1 to 128 printable ASCII characters, without leading or trailing blanks');
   return v;
 }
 
@@ -28,10 +29,19 @@ export function parseIdempotencyKey(raw: string | string[] | undefined): string 
 export function requestHash(route: string, body: unknown): string {
   const canon = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(canon);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon((v as Record<string, unknown>)[k])]));
+    if (v && typeof v === 'object')
+      return Object.fromEntries(
+        Object.keys(v)
+          .sort()
+          .map((k) => [k, canon((v as Record<string, unknown>)[k])]),
+      );
     return v;
   };
-  return createHash('sha256').update(route).update('\0').update(JSON.stringify(canon(body ?? {}))).digest('hex');
+  return createHash('sha256')
+    .update(route)
+    .update('\0')
+    .update(JSON.stringify(canon(body ?? {})))
+    .digest('hex');
 }
 
 export interface IdempotentResult {
@@ -51,7 +61,13 @@ export class Idempotency {
    * Runs `spawn` once per (owner, key): the first caller spawns; later ones with the same request
    * get its sandbox; a different request → 409. The signal ends a wait (client gone).
    */
-  async run(owner: string | null, key: string, hash: string, spawn: () => Promise<SandboxRecord>, signal?: AbortSignal): Promise<IdempotentResult> {
+  async run(
+    owner: string | null,
+    key: string,
+    hash: string,
+    spawn: () => Promise<SandboxRecord>,
+    signal?: AbortSignal,
+  ): Promise<IdempotentResult> {
     const ownerKey = owner ?? '';
     const deadline = performance.now() + WAIT_MS;
     let pause = 50;
@@ -83,8 +99,10 @@ export class Idempotency {
         return { rec, replayed: true };
       }
       // The first request is still spawning: wait for it.
-      if (signal?.aborted) throw new SbxError('unavailable', 'request cancelled while waiting for the first request with this Idempotency-Key');
-      if (performance.now() > deadline) throw new SbxError('unavailable', `the first request with Idempotency-Key "${key}" is still spawning; try again later`);
+      if (signal?.aborted)
+        throw new SbxError('unavailable', 'request cancelled while waiting for the first request with this Idempotency-Key');
+      if (performance.now() > deadline)
+        throw new SbxError('unavailable', `the first request with Idempotency-Key "${key}" is still spawning; try again later`);
       await new Promise((r) => setTimeout(r, pause));
       pause = Math.min(500, pause * 2);
     }

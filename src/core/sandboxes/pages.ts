@@ -7,7 +7,11 @@ export const PAGE_ROWS = 500;
  * Every row matching `filter`, read in keyset pages: a pass over any number of sandboxes holds one
  * page at a time, and rows changed as it goes (destroyed, marked) do not shift the walk.
  */
-export async function* sandboxPages(store: Pick<SandboxStore, 'listSandboxes'>, filter: Omit<SandboxFilter, 'limit' | 'after'>, size = PAGE_ROWS): AsyncGenerator<SandboxRecord> {
+export async function* sandboxPages(
+  store: Pick<SandboxStore, 'listSandboxes'>,
+  filter: Omit<SandboxFilter, 'limit' | 'after'>,
+  size = PAGE_ROWS,
+): AsyncGenerator<SandboxRecord> {
   let after: SandboxFilter['after'];
   for (;;) {
     const rows = await store.listSandboxes({ ...filter, limit: size, ...(after ? { after } : {}) });

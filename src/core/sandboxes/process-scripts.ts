@@ -38,7 +38,8 @@ export function processDir(id: string): string {
  */
 export function launchScript(id: string, argv: readonly string[]): string {
   const d = quote(processDir(id));
-  const wrapper = 'd=$1; shift; trap : INT TERM HUP QUIT USR1 USR2; "$@" </dev/null >"$d/out" 2>"$d/err"; echo $? >"$d/exit.tmp"; mv "$d/exit.tmp" "$d/exit"';
+  const wrapper =
+    'd=$1; shift; trap : INT TERM HUP QUIT USR1 USR2; "$@" </dev/null >"$d/out" 2>"$d/err"; echo $? >"$d/exit.tmp"; mv "$d/exit.tmp" "$d/exit"';
   return [
     `mkdir -p ${ROOT} 2>/dev/null; mkdir -m 700 ${d} || exit 120`,
     `: >${d}/out; : >${d}/err`,
@@ -94,7 +95,12 @@ export function shellSpec(script: string): ExecSpec {
 }
 
 /** Runs a short helper script to its end (bounded) and collects its output. */
-export async function runScript(provider: Provider, runtimeId: string, script: string, extra: { env?: Record<string, string>; workdir?: string } = {}): Promise<{ code: number; stdout: string }> {
+export async function runScript(
+  provider: Provider,
+  runtimeId: string,
+  script: string,
+  extra: { env?: Record<string, string>; workdir?: string } = {},
+): Promise<{ code: number; stdout: string }> {
   const spec: ExecSpec = { ...shellSpec(script), env: extra.env ?? {}, ...(extra.workdir !== undefined ? { workdir: extra.workdir } : {}) };
   let code = -1;
   const out: Uint8Array[] = [];

@@ -1,11 +1,35 @@
 import { AsyncQueue } from '../async-queue.js';
 import { badRequest, conflict, isAbortError, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, ExecControl, ExecSignal, ExecSpec, IdSource, OutputChunk, OutputStream, ProcessLog, ProcessLogs, ProcessRecord, ProcessState, ProcessStore, Provider } from '../ports.js';
+import type {
+  Clock,
+  ExecControl,
+  ExecSignal,
+  ExecSpec,
+  IdSource,
+  OutputChunk,
+  OutputStream,
+  ProcessLog,
+  ProcessLogs,
+  ProcessRecord,
+  ProcessState,
+  ProcessStore,
+  Provider,
+} from '../ports.js';
 import type { Caller } from './caller.js';
 import { checkWorkdir, startDeadline, type ExecCommand, type ExecService } from './exec.js';
 import { sandboxPath } from './paths.js';
-import { buildShell, cleanupScript, drainScript, followScript, launchScript, runScript, shellSpec, signalScript, statusScript } from './process-scripts.js';
+import {
+  buildShell,
+  cleanupScript,
+  drainScript,
+  followScript,
+  launchScript,
+  runScript,
+  shellSpec,
+  signalScript,
+  statusScript,
+} from './process-scripts.js';
 import type { SandboxService } from './service.js';
 
 /** Running background processes per sandbox (more → resource_limit). */
@@ -76,7 +100,9 @@ export class ProcessService {
     const { rec: sandbox, provider, runtimeId } = await this.deps.sandboxes.resolveRuntime(sandboxId, caller);
     const running = await this.deps.store.listProcesses({ sandbox_id: sandbox.id, states: ['running'] });
     if (running.length >= MAX_RUNNING_PER_SANDBOX) {
-      throw new SbxError('resource_limit', `sandbox ${sandbox.id} already runs ${MAX_RUNNING_PER_SANDBOX} background processes`, { reason: 'max_processes' });
+      throw new SbxError('resource_limit', `sandbox ${sandbox.id} already runs ${MAX_RUNNING_PER_SANDBOX} background processes`, {
+        reason: 'max_processes',
+      });
     }
     const timeoutMs = await this.deps.exec.timeoutFor(sandbox, input.timeout, 'none');
     const mode = input.mode ?? 'shell';
@@ -139,13 +165,19 @@ export class ProcessService {
    * bytes were dropped), then — once the process has ended — one `exit` item. With `follow` it
    * waits for more output until the end; without, it stops at the present end.
    */
-  async output(sandboxId: string, processId: string, caller: Caller, query: { offset: number; follow: boolean }): Promise<AsyncIterable<ProcessOutputItem>> {
+  async output(
+    sandboxId: string,
+    processId: string,
+    caller: Caller,
+    query: { offset: number; follow: boolean },
+  ): Promise<AsyncIterable<ProcessOutputItem>> {
     if (!Number.isSafeInteger(query.offset) || query.offset < 0) throw badRequest('offset must be a whole number of bytes, 0 or more');
     const rec = await this.get(sandboxId, processId, caller);
     const live = this.live.get(rec.id);
     const log = live?.log ?? (await this.deps.logs.open(rec.id, false));
     if (!log) {
-      if (rec.holder !== this.deps.holder) throw unavailable(`the output of process ${rec.id} is kept by replica ${rec.holder}; ask that replica`);
+      if (rec.holder !== this.deps.holder)
+        throw unavailable(`the output of process ${rec.id} is kept by replica ${rec.holder}; ask that replica`);
       throw notFound(`the output of process ${rec.id} is gone`);
     }
     const self = this;
@@ -313,7 +345,10 @@ export class ProcessService {
       try {
         await this.copy(live, target.provider.exec(target.runtimeId, shellSpec(followScript(id, live.log.counts)), live.ac.signal));
         if (live.ac.signal.aborted) return;
-        await this.copy(live, target.provider.exec(target.runtimeId, shellSpec(drainScript(id, live.log.counts)), AbortSignal.timeout(SCRIPT_TIMEOUT_MS)));
+        await this.copy(
+          live,
+          target.provider.exec(target.runtimeId, shellSpec(drainScript(id, live.log.counts)), AbortSignal.timeout(SCRIPT_TIMEOUT_MS)),
+        );
         const status = (await runScript(target.provider, target.runtimeId, statusScript(id))).stdout.trim();
         if (status === 'running') continue;
         const m = /^exit (\d+)$/.exec(status);
@@ -321,7 +356,11 @@ export class ProcessService {
         return this.finish(live, m ? 'exited' : 'killed', m ? Number(m[1]) : null);
       } catch (err) {
         if (live.ac.signal.aborted) return;
-        if (!warned) this.deps.warn?.({ process_id: id, sandbox_id: live.rec.sandbox_id, err: isSbxError(err) ? err.message : String(err) }, 'following a background process failed; retrying');
+        if (!warned)
+          this.deps.warn?.(
+            { process_id: id, sandbox_id: live.rec.sandbox_id, err: isSbxError(err) ? err.message : String(err) },
+            'following a background process failed; retrying',
+          );
         warned = true;
         await pause(RETRY_MS, live.ac.signal);
       }
@@ -338,7 +377,8 @@ export class ProcessService {
         else await this.append(live, ev.stream, ev.data);
       }
     } catch (err) {
-      if (!live.ac.signal.aborted && !isAbortError(err)) this.deps.warn?.({ process_id: live.rec.id, err: isSbxError(err) ? err.message : String(err) }, 'background process failed');
+      if (!live.ac.signal.aborted && !isAbortError(err))
+        this.deps.warn?.({ process_id: live.rec.id, err: isSbxError(err) ? err.message : String(err) }, 'background process failed');
     } finally {
       controls.end();
     }
@@ -347,7 +387,8 @@ export class ProcessService {
 
   private async copy(live: Live, events: AsyncIterable<{ stream: string; data?: Uint8Array }>): Promise<void> {
     for await (const ev of events) {
-      if ((ev.stream === 'stdout' || ev.stream === 'stderr') && ev.data && ev.data.byteLength > 0) await this.append(live, ev.stream, ev.data);
+      if ((ev.stream === 'stdout' || ev.stream === 'stderr') && ev.data && ev.data.byteLength > 0)
+        await this.append(live, ev.stream, ev.data);
     }
   }
 
@@ -397,7 +438,15 @@ export class ProcessService {
     const sb = this.deps.sandboxes;
     void sb.deps.store
       .getSandbox(rec.sandbox_id)
-      .then((s) => this.deps.bus.publish({ type, sandbox_id: rec.sandbox_id, owner_id: s?.owner_id ?? undefined, worker_id: s?.worker_id, data: { process_id: rec.id, ...data } }))
+      .then((s) =>
+        this.deps.bus.publish({
+          type,
+          sandbox_id: rec.sandbox_id,
+          owner_id: s?.owner_id ?? undefined,
+          worker_id: s?.worker_id,
+          data: { process_id: rec.id, ...data },
+        }),
+      )
       .catch(() => undefined);
   }
 }
@@ -405,15 +454,24 @@ export class ProcessService {
 /** Event data names the program only: arguments and env may carry secrets. */
 function programOf(rec: ProcessRecord): string {
   if (rec.mode === 'argv') return rec.command;
-  return rec.command.trim().split(/\s+/).find((t) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(t)) ?? '';
+  return (
+    rec.command
+      .trim()
+      .split(/\s+/)
+      .find((t) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(t)) ?? ''
+  );
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }

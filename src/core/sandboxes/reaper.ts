@@ -33,7 +33,10 @@ export class Reaper {
 
   private async reapLocal(now: number, signal?: AbortSignal): Promise<number> {
     // Page by page: a pass holds at most one page of records however many sandboxes live.
-    const rows = sandboxPages(this.s.deps.store, { states: ['running', 'unhealthy', 'error', 'expired'], worker_id: this.s.deps.settings.worker_id });
+    const rows = sandboxPages(this.s.deps.store, {
+      states: ['running', 'unhealthy', 'error', 'expired'],
+      worker_id: this.s.deps.settings.worker_id,
+    });
     let n = 0;
     // A provider that did not answer once is not asked again this pass: each try may take the full timeout.
     const silent = new Set<string>();
@@ -48,7 +51,8 @@ export class Reaper {
       let reason: string;
       if (rec.state === 'expired' || Date.parse(rec.expires_at) <= now) reason = 'expired';
       else if (rec.state === 'error' && (await this.runtimeLost(rec, silent))) reason = 'runtime_lost';
-      else if (rec.state === 'running' && (await this.listedGone(rec, listings)) && (await this.markLost(rec, silent))) reason = 'runtime_lost';
+      else if (rec.state === 'running' && (await this.listedGone(rec, listings)) && (await this.markLost(rec, silent)))
+        reason = 'runtime_lost';
       else continue;
       try {
         await this.s.teardown(rec, reason, false);
@@ -67,7 +71,10 @@ export class Reaper {
   private async reapRemote(now: number, signal?: AbortSignal): Promise<number> {
     let n = 0;
     // Past their TTL only, by the expires_at index.
-    for await (const rec of sandboxPages(this.s.deps.store, { states: ['running', 'unhealthy', 'error', 'expired'], expires_by: new Date(now).toISOString() })) {
+    for await (const rec of sandboxPages(this.s.deps.store, {
+      states: ['running', 'unhealthy', 'error', 'expired'],
+      expires_by: new Date(now).toISOString(),
+    })) {
       if (signal?.aborted) break;
       if (this.s.deps.locator.isLocal(rec)) continue;
       if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;

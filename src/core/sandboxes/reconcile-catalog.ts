@@ -28,7 +28,11 @@ export async function reconcileCatalog(deps: CatalogReconcileDeps): Promise<Reco
   const now = deps.clock.now().getTime();
   const record = (a: ReconcileAction) => {
     actions.push(a);
-    deps.bus.publish({ type: 'reconcile.action', worker_id: deps.workerId, data: { action: a.action, provider: a.provider, name: a.runtime_id ?? null } });
+    deps.bus.publish({
+      type: 'reconcile.action',
+      worker_id: deps.workerId,
+      data: { action: a.action, provider: a.provider, name: a.runtime_id ?? null },
+    });
   };
   const mine = (w: string | null | undefined) => (w ?? deps.workerId) === deps.workerId;
   const snapshots = (await deps.store.listSnapshots()).filter((s) => mine(s.worker_id));

@@ -47,7 +47,13 @@ export async function reconcileRemote(deps: RemoteReconcileDeps): Promise<Remote
     await store.updateSandbox(rec.id, { state, updated_at: clock.now().toISOString() });
     if (state === 'expired' || state === 'destroyed') await locator.release(rec).catch(() => false);
     actions.push({ action, sandbox_id: rec.id, worker_id: rec.worker_id, reason });
-    bus.publish({ type: 'reconcile.action', sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id, data: { action, reason, provider: rec.provider } });
+    bus.publish({
+      type: 'reconcile.action',
+      sandbox_id: rec.id,
+      owner_id: rec.owner_id ?? undefined,
+      worker_id: rec.worker_id,
+      data: { action, reason, provider: rec.provider },
+    });
   };
 
   // Page by page (DESIGN.md §13): one page of records in memory however many sandboxes live.
@@ -55,7 +61,13 @@ export async function reconcileRemote(deps: RemoteReconcileDeps): Promise<Remote
     if (locator.isLocal(rec)) continue;
     const worker = workers.get(rec.worker_id);
     const pastTtl = Date.parse(rec.expires_at) <= now.getTime();
-    const why = !worker ? 'worker_missing' : !locator.fresh(worker) ? (worker.status === 'online' || worker.status === 'draining' ? 'worker_stale' : 'worker_offline') : null;
+    const why = !worker
+      ? 'worker_missing'
+      : !locator.fresh(worker)
+        ? worker.status === 'online' || worker.status === 'draining'
+          ? 'worker_stale'
+          : 'worker_offline'
+        : null;
     if (why !== null) {
       if (pastTtl) await record(rec, 'expired', 'expire', why);
       else if (rec.state !== 'unhealthy') await record(rec, 'unhealthy', 'mark_unhealthy', why);

@@ -115,7 +115,9 @@ export async function reconcileRecords(deps: ReconcileDeps): Promise<ReconcileAc
  * so removing them may then go on in the background.
  */
 export async function findOrphans(deps: ReconcileDeps): Promise<Orphan[]> {
-  const owned = new Set((await deps.store.listSandboxes({ states: LIVE })).flatMap((r) => (r.runtime_id ? [`${r.provider}\0${r.runtime_id}`] : [])));
+  const owned = new Set(
+    (await deps.store.listSandboxes({ states: LIVE })).flatMap((r) => (r.runtime_id ? [`${r.provider}\0${r.runtime_id}`] : [])),
+  );
   for (const w of (await deps.warm?.listWarm()) ?? []) owned.add(`${w.provider}\0${w.runtime_id}`);
   const out: Orphan[] = [];
   for (const [name, provider] of deps.providers) {
@@ -127,7 +129,8 @@ export async function findOrphans(deps: ReconcileDeps): Promise<Orphan[]> {
       continue;
     }
     for (const rt of runtimes) {
-      if (rt.installation_id === deps.installationId && !owned.has(`${name}\0${rt.runtime_id}`)) out.push({ provider: name, runtime_id: rt.runtime_id, sandbox_id: rt.sandbox_id });
+      if (rt.installation_id === deps.installationId && !owned.has(`${name}\0${rt.runtime_id}`))
+        out.push({ provider: name, runtime_id: rt.runtime_id, sandbox_id: rt.sandbox_id });
     }
   }
   return out;

@@ -112,7 +112,14 @@ async function goneOrGoing(deps: GuardDeps, id: string): Promise<boolean> {
 }
 
 /** Handles a failed operation and returns the error the caller gets. */
-async function runtimeFailed(deps: GuardDeps, rec: SandboxRecord, provider: Provider, runtimeId: string, operation: string, err: unknown): Promise<unknown> {
+async function runtimeFailed(
+  deps: GuardDeps,
+  rec: SandboxRecord,
+  provider: Provider,
+  runtimeId: string,
+  operation: string,
+  err: unknown,
+): Promise<unknown> {
   if (await goneOrGoing(deps, rec.id)) return sandboxGone(rec.id);
   await judgeRuntime(deps, rec, provider, runtimeId, operation, err);
   // The destroy may have started while the runtime was being judged.
@@ -120,7 +127,14 @@ async function runtimeFailed(deps: GuardDeps, rec: SandboxRecord, provider: Prov
   return err;
 }
 
-async function judgeRuntime(deps: GuardDeps, rec: SandboxRecord, provider: Provider, runtimeId: string, operation: string, err: unknown): Promise<void> {
+async function judgeRuntime(
+  deps: GuardDeps,
+  rec: SandboxRecord,
+  provider: Provider,
+  runtimeId: string,
+  operation: string,
+  err: unknown,
+): Promise<void> {
   const code = isSbxError(err) ? err.code : 'provider_error';
   const providerFault = isProviderFailure(err);
   // A missing path is the caller's mistake, unless the whole runtime is what went missing.

@@ -4,7 +4,17 @@ import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, conflict, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { Clock, IdSource, Provider, RuntimeStatus, SandboxRecord, SandboxStore, SnapshotStore, VolumeMount, VolumeStore } from '../ports.js';
+import type {
+  Clock,
+  IdSource,
+  Provider,
+  RuntimeStatus,
+  SandboxRecord,
+  SandboxStore,
+  SnapshotStore,
+  VolumeMount,
+  VolumeStore,
+} from '../ports.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
 import type { CoreSettings } from '../settings.js';
 import { ownerVisible, type Caller } from './caller.js';
@@ -131,7 +141,8 @@ export class SandboxService {
     if (pool.enabled) {
       // DESIGN §8: a logical sandbox in a shared runtime, for one named tenant; the shape is the pool's.
       const owner = ownerForQuota(input.owner_id);
-      if (!isPrivateOwner(owner)) throw badRequest('pool mode needs the X-User-ID header: each sandbox is one user\'s workspace in a shared runtime');
+      if (!isPrivateOwner(owner))
+        throw badRequest("pool mode needs the X-User-ID header: each sandbox is one user's workspace in a shared runtime");
       input = { ...input, image: pool.image, memory_mb: pool.memory_mb, vcpus: pool.vcpus, provider: pool.provider };
     }
     const d = this.deps.settings.defaults;
@@ -149,7 +160,10 @@ export class SandboxService {
     const volumes = input.volumes?.length ? await this.volumes.forSpawn(input.volumes, provider, ownerForQuota(input.owner_id)) : [];
     const volumeWorker = await this.volumes.placementOf(volumes);
     if (volumeWorker !== null) {
-      if (worker !== null && worker !== volumeWorker) throw badRequest(`snapshot ${snapshot} is kept by worker ${worker} and the volumes by worker ${volumeWorker}: one sandbox cannot use both`);
+      if (worker !== null && worker !== volumeWorker)
+        throw badRequest(
+          `snapshot ${snapshot} is kept by worker ${worker} and the volumes by worker ${volumeWorker}: one sandbox cannot use both`,
+        );
       worker = volumeWorker;
     }
     const { network, egress } = spawnEgress(input, d, pool.enabled);
@@ -239,8 +253,14 @@ export class SandboxService {
    * One page of `list` (DESIGN.md §13): keyset order (created_at, id) after `after`, visibility
    * and expiry in the query, so a page is full; `next` names the last row when more remain.
    */
-  async page(caller: Caller, query: { id_prefix?: string; limit?: number; after?: ListPosition } = {}): Promise<{ items: SandboxRecord[]; next: ListPosition | null }> {
-    const filter: NonNullable<Parameters<SandboxStore['listSandboxes']>[0]> = { states: ['running', 'unhealthy', 'error'], expires_after: this.deps.clock.now().toISOString() };
+  async page(
+    caller: Caller,
+    query: { id_prefix?: string; limit?: number; after?: ListPosition } = {},
+  ): Promise<{ items: SandboxRecord[]; next: ListPosition | null }> {
+    const filter: NonNullable<Parameters<SandboxStore['listSandboxes']>[0]> = {
+      states: ['running', 'unhealthy', 'error'],
+      expires_after: this.deps.clock.now().toISOString(),
+    };
     if (this.deps.settings.enforce_ownership && !caller.admin) filter.visible_to = { owner_id: caller.owner_id };
     if (query.id_prefix !== undefined && query.id_prefix !== '') filter.id_prefix = query.id_prefix;
     if (query.after !== undefined) filter.after = query.after;
@@ -285,7 +305,10 @@ export class SandboxService {
   async updateEgress(id: string, body: unknown, caller: Caller): Promise<SandboxRecord> {
     const rec = await this.get(id, caller);
     const lists = parseEgress(body ?? {});
-    if (rec.network !== 'filtered') throw conflict(`sandbox ${id} has network ${JSON.stringify(rec.network ?? 'default')}: egress rules apply only to network "filtered"`);
+    if (rec.network !== 'filtered')
+      throw conflict(
+        `sandbox ${id} has network ${JSON.stringify(rec.network ?? 'default')}: egress rules apply only to network "filtered"`,
+      );
     if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     const updated = await this.deps.store.updateSandbox(id, { egress: lists, updated_at: this.deps.clock.now().toISOString() });
     if (!updated || GONE.has(updated.state)) throw notFound(`sandbox ${id} not found`);
@@ -317,7 +340,10 @@ export class SandboxService {
     const now = this.deps.clock.now().getTime();
     let pruned = 0;
     // Past their TTL, by the expires_at index, page by page (DESIGN.md §13).
-    for await (const rec of sandboxPages(this.deps.store, { states: ['running', 'unhealthy', 'error', 'expired'], expires_by: new Date(now).toISOString() })) {
+    for await (const rec of sandboxPages(this.deps.store, {
+      states: ['running', 'unhealthy', 'error', 'expired'],
+      expires_by: new Date(now).toISOString(),
+    })) {
       if (!this.visible(rec, caller)) continue;
       if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
       if (this.stranded(rec)) {
@@ -397,4 +423,3 @@ export function asProviderError(err: unknown, message: string): SbxError {
   if (isSbxError(err)) return err;
   return new SbxError('provider_error', message);
 }
-

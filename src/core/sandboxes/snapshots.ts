@@ -16,7 +16,9 @@ const CATALOG_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 /** Validates a snapshot or volume name (400 naming the rule). */
 export function checkCatalogName(kind: 'snapshot' | 'volume', name: unknown): string {
   if (typeof name !== 'string' || !CATALOG_NAME.test(name)) {
-    throw badRequest(`${kind} name must match [a-z0-9][a-z0-9_.-]{0,63} (lower-case letters, digits, ".", "_", "-"; at most 64), got ${JSON.stringify(name)}`);
+    throw badRequest(
+      `${kind} name must match [a-z0-9][a-z0-9_.-]{0,63} (lower-case letters, digits, ".", "_", "-"; at most 64), got ${JSON.stringify(name)}`,
+    );
   }
   return name;
 }
@@ -50,7 +52,8 @@ export class SnapshotService {
     const name = checkCatalogName('snapshot', rawName);
     const taken = () => conflict(`snapshot "${name}" already exists`);
     const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(sandboxId, caller);
-    if (this.sandboxes.deps.settings.pool.enabled) throw cannot(rec.provider, 'take snapshots of pool sandboxes', 'they share one runtime with other users');
+    if (this.sandboxes.deps.settings.pool.enabled)
+      throw cannot(rec.provider, 'take snapshots of pool sandboxes', 'they share one runtime with other users');
     if (!provider.snapshot) throw cannot(rec.provider, 'take snapshots');
     if (await this.store.getSnapshot(name)) throw taken();
     const release = this.creating.take(name, taken);
@@ -75,7 +78,13 @@ export class SnapshotService {
         throw err;
       }
       const data = { name, provider: snap.provider, image: snap.image, size_bytes: snap.size_bytes };
-      this.sandboxes.deps.bus.publish({ type: 'snapshot.created', sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id, data });
+      this.sandboxes.deps.bus.publish({
+        type: 'snapshot.created',
+        sandbox_id: rec.id,
+        owner_id: rec.owner_id ?? undefined,
+        worker_id: rec.worker_id,
+        data,
+      });
       return snap;
     } finally {
       release();
@@ -98,7 +107,11 @@ export class SnapshotService {
     const rec = await this.get(name, caller);
     await (await this.providerOf(rec)).deleteSnapshot?.(rec.name, rec.image, signal);
     if (await this.store.deleteSnapshot(rec.name)) {
-      this.sandboxes.deps.bus.publish({ type: 'snapshot.deleted', owner_id: rec.owner_id ?? undefined, data: { name: rec.name, provider: rec.provider } });
+      this.sandboxes.deps.bus.publish({
+        type: 'snapshot.deleted',
+        owner_id: rec.owner_id ?? undefined,
+        data: { name: rec.name, provider: rec.provider },
+      });
     }
   }
 
@@ -123,7 +136,8 @@ export class SnapshotService {
   private async providerOf(rec: SnapshotRecord): Promise<Provider> {
     const { providers, locator, settings } = this.sandboxes.deps;
     if (rec.worker_id === settings.worker_id) {
-      if (!providers.has(rec.provider)) throw unavailable(`provider "${rec.provider}" that holds snapshot ${rec.name} is not configured on this server`);
+      if (!providers.has(rec.provider))
+        throw unavailable(`provider "${rec.provider}" that holds snapshot ${rec.name} is not configured on this server`);
       return providers.get(rec.provider);
     }
     const w = await locator.workerOf({ worker_id: rec.worker_id });

@@ -16,7 +16,12 @@ import { asProviderError } from './service.js';
 /** Spawn failures because the chosen worker did not answer: placed once more, elsewhere. */
 const SILENT = new WeakSet<object>();
 
-export async function createSandbox(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSignal, ticket?: AdmissionTicket): Promise<SandboxRecord> {
+export async function createSandbox(
+  deps: SandboxDeps,
+  req: ResolvedSpawn,
+  signal?: AbortSignal,
+  ticket?: AdmissionTicket,
+): Promise<SandboxRecord> {
   try {
     return await createOn(deps, req, signal, ticket);
   } catch (err) {
@@ -99,7 +104,11 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
         locator.markSilent(workerId);
         SILENT.add(e);
       }
-      reportProviderFailure(bus, { sandbox_id: id, owner_id: req.owner_id, worker_id: workerId, provider: req.provider }, { operation: 'spawn', code: e.code, message: e.message });
+      reportProviderFailure(
+        bus,
+        { sandbox_id: id, owner_id: req.owner_id, worker_id: workerId, provider: req.provider },
+        { operation: 'spawn', code: e.code, message: e.message },
+      );
       throw e;
     }
   }
@@ -150,7 +159,11 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
  */
 function refuseUnfiltered(deps: SandboxDeps, req: ResolvedSpawn): void {
   const egress = deps.providers.get(req.provider).egress;
-  if (!egress) throw new SbxError('not_implemented', `network "filtered" needs a provider that enforces egress rules (docker); provider ${req.provider} cannot`);
+  if (!egress)
+    throw new SbxError(
+      'not_implemented',
+      `network "filtered" needs a provider that enforces egress rules (docker); provider ${req.provider} cannot`,
+    );
   const why = egress.unavailable();
   if (why !== null) throw new SbxError('not_implemented', `network "filtered" is not available here: ${why}`);
 }

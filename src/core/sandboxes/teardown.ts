@@ -81,7 +81,11 @@ export class Teardowns {
       } catch (err) {
         const e = isSbxError(err) ? err : new SbxError('provider_error', `destroy failed on provider ${rec.provider}`);
         // Owner set so the stream's ownership filter keeps other tenants' sandbox ids private.
-        reportProviderFailure(bus, { sandbox_id: rec.id, owner_id: owner, provider: rec.provider }, { operation: 'destroy', code: e.code, message: e.message });
+        reportProviderFailure(
+          bus,
+          { sandbox_id: rec.id, owner_id: owner, provider: rec.provider },
+          { operation: 'destroy', code: e.code, message: e.message },
+        );
         await this.leaveToReaper(rec, reason);
         throw e;
       }
@@ -110,7 +114,11 @@ export class Teardowns {
       } catch (err) {
         const e = isSbxError(err) ? err : new SbxError('provider_error', `destroy failed on worker ${rec.worker_id}`);
         if (!(isSbxError(err) && err.code === 'not_found')) {
-          reportProviderFailure(bus, { sandbox_id: rec.id, owner_id: owner, worker_id: rec.worker_id, provider: rec.provider }, { operation: 'destroy', code: e.code, message: e.message });
+          reportProviderFailure(
+            bus,
+            { sandbox_id: rec.id, owner_id: owner, worker_id: rec.worker_id, provider: rec.provider },
+            { operation: 'destroy', code: e.code, message: e.message },
+          );
           throw e;
         }
       }
@@ -118,7 +126,8 @@ export class Teardowns {
     const wasLive = rec.state !== 'destroyed';
     await store.updateSandbox(rec.id, { state: 'destroyed', updated_at: clock.now().toISOString() });
     await locator.release(rec).catch(() => false);
-    if (wasLive) bus.publish({ type: 'sandbox.destroyed', sandbox_id: rec.id, owner_id: owner, worker_id: rec.worker_id, data: { reason } });
+    if (wasLive)
+      bus.publish({ type: 'sandbox.destroyed', sandbox_id: rec.id, owner_id: owner, worker_id: rec.worker_id, data: { reason } });
   }
 
   /** The provider's destroy, retried with backoff; a runtime the provider reports missing is destroyed. */

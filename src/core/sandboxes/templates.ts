@@ -41,7 +41,8 @@ export class TemplateService {
   ) {}
 
   async create(name: string, fields: TemplateFields): Promise<TemplateRecord> {
-    if (!NAME.test(name)) throw badRequest('name must start with a letter or digit and use only letters, digits, ".", "_" and "-" (at most 128)');
+    if (!NAME.test(name))
+      throw badRequest('name must start with a letter or digit and use only letters, digits, ".", "_" and "-" (at most 128)');
     const now = this.clock.now().toISOString();
     const rec: TemplateRecord = { name, ...(await this.validate(fields)), created_at: now, updated_at: now };
     await this.store.createTemplate(rec);
@@ -83,7 +84,11 @@ export class TemplateService {
         template: t.name,
         network: overrides.network ?? t.network ?? undefined,
         // The template's lists go with the template's network; a spawn naming its own network drops them.
-        ...(overrides.egress !== undefined ? { egress: overrides.egress } : overrides.network === undefined && t.egress ? { egress: t.egress } : {}),
+        ...(overrides.egress !== undefined
+          ? { egress: overrides.egress }
+          : overrides.network === undefined && t.egress
+            ? { egress: t.egress }
+            : {}),
         ...(t.snapshot ? { snapshot: t.snapshot } : {}),
         ...(t.volumes?.length ? { volumes: t.volumes } : {}),
       },
@@ -102,26 +107,34 @@ export class TemplateService {
     const { providers } = this.sandboxes.deps;
     const name = provider ?? providers.defaultProviderName;
     if (!providers.has(name)) return;
-    if (!providers.get(name).egress) throw new SbxError('not_implemented', `network "filtered" needs a provider that enforces egress rules (docker); provider ${name} cannot`);
+    if (!providers.get(name).egress)
+      throw new SbxError(
+        'not_implemented',
+        `network "filtered" needs a provider that enforces egress rules (docker); provider ${name} cannot`,
+      );
   }
 
   private async validate(f: TemplateFields): Promise<Omit<TemplateRecord, 'name' | 'created_at' | 'updated_at'>> {
     if (f.ttl !== undefined && parseDuration(f.ttl, 'ttl') <= 0) throw badRequest('ttl must be positive');
-    if (f.memory_mb !== undefined && (!Number.isInteger(f.memory_mb) || f.memory_mb <= 0)) throw badRequest('memory_mb must be a positive integer');
+    if (f.memory_mb !== undefined && (!Number.isInteger(f.memory_mb) || f.memory_mb <= 0))
+      throw badRequest('memory_mb must be a positive integer');
     if (f.vcpus !== undefined && (!Number.isInteger(f.vcpus) || f.vcpus <= 0)) throw badRequest('vcpus must be a positive integer');
     if (f.provider !== undefined && !(await this.sandboxes.deps.locator.knownProvider(f.provider))) {
       throw badRequest(`unknown provider "${f.provider}"`);
     }
     const { network, egress } = networkWithEgress(f.network, f.egress);
     if (network === 'filtered') this.refuseUnenforceable(f.provider);
-    if (f.warm !== undefined && (!Number.isInteger(f.warm) || f.warm < 0 || f.warm > 64)) throw badRequest('warm must be a whole number from 0 to 64');
+    if (f.warm !== undefined && (!Number.isInteger(f.warm) || f.warm < 0 || f.warm > 64))
+      throw badRequest('warm must be a whole number from 0 to 64');
     // A snapshot or volume the template names must exist now (404), so its spawns can start.
     let provider = f.provider;
     if (f.snapshot !== undefined) {
       if (f.image !== undefined) throw badRequest('a template with a snapshot takes its image from the snapshot: leave image out');
       provider = (await this.sandboxes.snapshots.forSpawn(f.snapshot, f.provider, null)).provider;
     }
-    const volumes = f.volumes?.length ? await this.sandboxes.volumes.forSpawn(f.volumes, provider ?? this.sandboxes.deps.providers.defaultProviderName, null) : null;
+    const volumes = f.volumes?.length
+      ? await this.sandboxes.volumes.forSpawn(f.volumes, provider ?? this.sandboxes.deps.providers.defaultProviderName, null)
+      : null;
     return {
       image: f.image ?? null,
       memory_mb: f.memory_mb ?? null,
@@ -130,7 +143,7 @@ export class TemplateService {
       provider: f.provider ?? null,
       metadata: f.metadata ?? {},
       network: network ?? null,
-      egress: network === 'filtered' ? egress ?? { allow: [], deny: [] } : null,
+      egress: network === 'filtered' ? (egress ?? { allow: [], deny: [] }) : null,
       snapshot: f.snapshot ?? null,
       volumes,
       warm: f.warm ? f.warm : null,

@@ -38,7 +38,8 @@ export class VolumeService {
     const name = checkCatalogName('volume', rawName);
     const { providers, settings, clock, locator } = this.sandboxes.deps;
     const chosen = providerName ?? (await locator.spawnProvider(undefined));
-    if (!providers.has(chosen) && !(await locator.knownProvider(chosen))) throw badRequest(`unknown provider "${chosen}" (available here: ${providers.names().join(', ') || 'none'})`);
+    if (!providers.has(chosen) && !(await locator.knownProvider(chosen)))
+      throw badRequest(`unknown provider "${chosen}" (available here: ${providers.names().join(', ') || 'none'})`);
     if (settings.pool.enabled) throw cannot(chosen, 'mount volumes into pool sandboxes', 'they share one runtime with other users');
     let provider: Provider;
     let workerId = settings.worker_id;
@@ -56,7 +57,13 @@ export class VolumeService {
     this.creating.add(name);
     try {
       await provider.createVolume(name, signal);
-      const rec: VolumeRecord = { name, provider: chosen, created_at: clock.now().toISOString(), owner_id: caller.owner_id, worker_id: workerId };
+      const rec: VolumeRecord = {
+        name,
+        provider: chosen,
+        created_at: clock.now().toISOString(),
+        owner_id: caller.owner_id,
+        worker_id: workerId,
+      };
       try {
         await this.store.insertVolume(rec);
       } catch (err) {
@@ -82,7 +89,15 @@ export class VolumeService {
     }
     for (const group of groups.values()) {
       const p = await this.providerOf(group[0]!).catch(() => undefined);
-      if (p) Object.assign(sizes, await this.sizes(p, group.map((r) => r.name), signal));
+      if (p)
+        Object.assign(
+          sizes,
+          await this.sizes(
+            p,
+            group.map((r) => r.name),
+            signal,
+          ),
+        );
     }
     return recs.map((r) => ({ ...r, size_bytes: sizes[r.name] ?? null }));
   }
@@ -98,10 +113,15 @@ export class VolumeService {
     const rec = await this.get(name, caller);
     if (this.spawning.has(rec.name)) throw conflict(`volume ${name} is being mounted by a sandbox that is starting`);
     const users = await this.store.sandboxesMounting(rec.name);
-    if (users.length > 0) throw conflict(`volume ${name} is mounted by sandbox ${users.join(', ')}: destroy ${users.length > 1 ? 'them' : 'it'} first`);
+    if (users.length > 0)
+      throw conflict(`volume ${name} is mounted by sandbox ${users.join(', ')}: destroy ${users.length > 1 ? 'them' : 'it'} first`);
     await (await this.providerOf(rec)).deleteVolume?.(rec.name, signal);
     if (await this.store.deleteVolume(rec.name)) {
-      this.sandboxes.deps.bus.publish({ type: 'volume.deleted', owner_id: rec.owner_id ?? undefined, data: { name: rec.name, provider: rec.provider } });
+      this.sandboxes.deps.bus.publish({
+        type: 'volume.deleted',
+        owner_id: rec.owner_id ?? undefined,
+        data: { name: rec.name, provider: rec.provider },
+      });
     }
   }
 
@@ -110,7 +130,11 @@ export class VolumeService {
    * the spawn's provider, mount paths absolute, normalized, not `/` nor under /proc, /sys, /dev,
    * each name and path once.
    */
-  async forSpawn(mounts: readonly { name?: unknown; mount_path?: unknown }[], provider: string, owner: string | null): Promise<VolumeMount[]> {
+  async forSpawn(
+    mounts: readonly { name?: unknown; mount_path?: unknown }[],
+    provider: string,
+    owner: string | null,
+  ): Promise<VolumeMount[]> {
     if (!Array.isArray(mounts)) throw badRequest('volumes must be an array of {name, mount_path}');
     if (mounts.length > MAX_MOUNTS) throw badRequest(`at most ${MAX_MOUNTS} volumes per sandbox`);
     const out: VolumeMount[] = [];
@@ -120,7 +144,8 @@ export class VolumeService {
       const path = sandboxPath(raw, `volumes[${i}].mount_path`);
       if (path !== raw) throw badRequest(`volumes[${i}].mount_path must be normalized: ${JSON.stringify(raw)} (did you mean ${path}?)`);
       if (path === '/') throw badRequest(`volumes[${i}].mount_path cannot be /`);
-      if (RESERVED.some((r) => path === r || path.startsWith(`${r}/`))) throw badRequest(`volumes[${i}].mount_path cannot be under ${RESERVED.join(', ')}`);
+      if (RESERVED.some((r) => path === r || path.startsWith(`${r}/`)))
+        throw badRequest(`volumes[${i}].mount_path cannot be under ${RESERVED.join(', ')}`);
       if (out.some((o) => o.name === name)) throw badRequest(`volume ${name} is mounted twice`);
       if (out.some((o) => o.mount_path === path)) throw badRequest(`two volumes are mounted at ${path}`);
       out.push({ name, mount_path: path });
@@ -128,7 +153,8 @@ export class VolumeService {
     for (const m of out) {
       const rec = await this.store.getVolume(m.name);
       if (!rec || !this.visible(rec, { owner_id: owner, admin: false })) throw notFound(`volume ${m.name} not found`);
-      if (rec.provider !== provider) throw badRequest(`volume ${m.name} lives on provider ${rec.provider}; this sandbox runs on ${provider}`);
+      if (rec.provider !== provider)
+        throw badRequest(`volume ${m.name} lives on provider ${rec.provider}; this sandbox runs on ${provider}`);
     }
     return out;
   }
@@ -140,7 +166,10 @@ export class VolumeService {
       const rec = await this.store.getVolume(m.name);
       if (!rec) throw notFound(`volume ${m.name} not found`);
       const w = this.workerOf(rec);
-      if (worker !== null && w !== worker) throw badRequest(`volumes ${mounts.map((x) => x.name).join(', ')} are held by different workers (${worker}, ${w}): one sandbox cannot mount them all`);
+      if (worker !== null && w !== worker)
+        throw badRequest(
+          `volumes ${mounts.map((x) => x.name).join(', ')} are held by different workers (${worker}, ${w}): one sandbox cannot mount them all`,
+        );
       worker = w;
     }
     return worker;
@@ -155,7 +184,8 @@ export class VolumeService {
     const { providers, locator, settings } = this.sandboxes.deps;
     const worker = this.workerOf(rec);
     if (worker === settings.worker_id) {
-      if (!providers.has(rec.provider)) throw unavailable(`provider "${rec.provider}" that holds volume ${rec.name} is not configured on this server`);
+      if (!providers.has(rec.provider))
+        throw unavailable(`provider "${rec.provider}" that holds volume ${rec.name} is not configured on this server`);
       return providers.get(rec.provider);
     }
     const w = await locator.workerOf({ worker_id: worker });

@@ -106,7 +106,10 @@ export class WarmPool {
       const rec = await this.deps.store.claimWarm(key, this.workerId);
       if (!rec) break;
       // A runtime killed from outside since it was started is thrown away, not handed out.
-      const alive = await provider.status(rec.runtime_id, AbortSignal.timeout(5_000)).then((s) => s === 'running', () => false);
+      const alive = await provider.status(rec.runtime_id, AbortSignal.timeout(5_000)).then(
+        (s) => s === 'running',
+        () => false,
+      );
       if (alive) {
         count.hits++;
         this.kick();
@@ -137,7 +140,12 @@ export class WarmPool {
   }
 
   stats(): WarmShapeStats[] {
-    return [...this.targets.entries()].map(([key, t]) => ({ shape: t.shape, ready: this.readyCount.get(key) ?? 0, target: t.target, ...this.count(key) }));
+    return [...this.targets.entries()].map(([key, t]) => ({
+      shape: t.shape,
+      ready: this.readyCount.get(key) ?? 0,
+      target: t.target,
+      ...this.count(key),
+    }));
   }
 
   /** Stops refilling; destroys the warm runtimes when `defaults.warm_destroy_on_shutdown`, else leaves them for the next start. */
@@ -166,7 +174,8 @@ export class WarmPool {
       if (target <= 0) return;
       try {
         const shape = shapeOf(await this.deps.resolve(input));
-        if (shape.network === 'filtered') throw new SbxError('not_implemented', 'filtered sandboxes are not kept warm (their rules must exist before their first packet)');
+        if (shape.network === 'filtered')
+          throw new SbxError('not_implemented', 'filtered sandboxes are not kept warm (their rules must exist before their first packet)');
         if (!this.deps.providers.has(shape.provider)) return; // runs on a worker: not warmed here
         const key = shapeKey(shape);
         next.set(key, { shape, target: Math.max(target, next.get(key)?.target ?? 0) });
@@ -177,7 +186,17 @@ export class WarmPool {
     await add({}, this.deps.settings.defaults.warm ?? 0, 'defaults.warm');
     for (const t of await this.deps.store.listTemplates()) {
       if (!t.warm || t.snapshot || (t.volumes && t.volumes.length > 0)) continue;
-      await add({ image: t.image ?? undefined, memory_mb: t.memory_mb ?? undefined, vcpus: t.vcpus ?? undefined, provider: t.provider ?? undefined, network: t.network ?? undefined }, t.warm, `template ${t.name}`);
+      await add(
+        {
+          image: t.image ?? undefined,
+          memory_mb: t.memory_mb ?? undefined,
+          vcpus: t.vcpus ?? undefined,
+          provider: t.provider ?? undefined,
+          network: t.network ?? undefined,
+        },
+        t.warm,
+        `template ${t.name}`,
+      );
     }
     this.targets = next;
   }
@@ -232,14 +251,26 @@ export class WarmPool {
     let runtime: { runtime_id: string; network?: string };
     try {
       runtime = await provider.spawn(
-        { sandbox_id: sandboxId, image: shape.image, memory_mb: shape.memory_mb, vcpus: shape.vcpus, metadata: {}, owner_id: null, ...(shape.network ? { network: shape.network as 'none' | 'bridge' } : {}) },
+        {
+          sandbox_id: sandboxId,
+          image: shape.image,
+          memory_mb: shape.memory_mb,
+          vcpus: shape.vcpus,
+          metadata: {},
+          owner_id: null,
+          ...(shape.network ? { network: shape.network as 'none' | 'bridge' } : {}),
+        },
         AbortSignal.timeout(CALL_TIMEOUT_MS),
       );
     } catch (err) {
       const n = (this.failures.get(key)?.n ?? 0) + 1;
       // 2 s, 4 s, … up to a minute between tries of a shape that cannot start.
       this.failures.set(key, { n, until: performance.now() + Math.min(60_000, 1000 * 2 ** n) });
-      if (n === 1) this.deps.warn?.({ provider: shape.provider, image: shape.image, err: isSbxError(err) ? err.message : String(err) }, 'warm pool could not start a runtime; retrying with backoff');
+      if (n === 1)
+        this.deps.warn?.(
+          { provider: shape.provider, image: shape.image, err: isSbxError(err) ? err.message : String(err) },
+          'warm pool could not start a runtime; retrying with backoff',
+        );
       return false;
     }
     this.failures.delete(key);
@@ -267,7 +298,10 @@ export class WarmPool {
     try {
       await this.deps.providers.get(w.provider).destroy(w.runtime_id, AbortSignal.timeout(CALL_TIMEOUT_MS));
     } catch (err) {
-      this.deps.warn?.({ runtime_id: w.runtime_id, err: isSbxError(err) ? err.message : String(err) }, 'warm pool could not destroy a runtime; reconciliation removes it');
+      this.deps.warn?.(
+        { runtime_id: w.runtime_id, err: isSbxError(err) ? err.message : String(err) },
+        'warm pool could not destroy a runtime; reconciliation removes it',
+      );
     }
   }
 

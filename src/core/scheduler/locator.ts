@@ -52,7 +52,13 @@ export class RuntimeLocator {
   constructor(readonly deps: LocatorDeps) {}
 
   /** The last placement and how long placements take (diagnostics `scheduler`). */
-  figures(): { selected_worker_id: string; eligible_workers: number; placements: number; placement_p50_ms: number; placement_p99_ms: number } {
+  figures(): {
+    selected_worker_id: string;
+    eligible_workers: number;
+    placements: number;
+    placement_p50_ms: number;
+    placement_p99_ms: number;
+  } {
     const t = this.placementTimes;
     return { ...this.last, placements: t.count, placement_p50_ms: t.quantile(50), placement_p99_ms: t.quantile(99) };
   }
@@ -103,7 +109,8 @@ export class RuntimeLocator {
     const workers = await this.workers();
     const remote = remoteDefaultProvider(providers.defaultProviderName, workers, this.deps.clock.now(), this.deps.workerId);
     if (remote !== null && (await this.knownProvider(remote))) return remote;
-    if (!this.deps.localWorker) throw unavailable('no online worker offers a provider: start one with `sbx worker --control-plane URL --listen ADDR`');
+    if (!this.deps.localWorker)
+      throw unavailable('no online worker offers a provider: start one with `sbx worker --control-plane URL --listen ADDR`');
     // Nothing anywhere: the registry says why and how to get one (503).
     return providers.defaultProvider;
   }
@@ -161,7 +168,8 @@ export class RuntimeLocator {
     const remote = workers.filter((w) => w.id !== this.deps.workerId && this.answering(w));
     // Counts by index (DESIGN.md §13), never a listing; and none at all when this node is the only
     // candidate: its limits are the global ones admission has just applied.
-    const counts = remote.length > 0 ? await store.countLiveByWorker(now.toISOString(), req.owner_id) : { by_worker: {}, by_worker_for_owner: {} };
+    const counts =
+      remote.length > 0 ? await store.countLiveByWorker(now.toISOString(), req.owner_id) : { by_worker: {}, by_worker_for_owner: {} };
     const active = new Map(Object.entries(counts.by_worker));
     const mine = new Map(Object.entries(counts.by_worker_for_owner));
     // This node takes part by configuration, not by its registry row (heartbeats may lag a start).
@@ -170,7 +178,8 @@ export class RuntimeLocator {
     if (req.worker_id !== undefined) {
       const pinned = req.worker_id;
       candidates = candidates.filter((w) => w.id === pinned);
-      if (candidates.length === 0) throw unavailable(`worker ${pinned}, which keeps the snapshot or volumes this sandbox needs, is not available`);
+      if (candidates.length === 0)
+        throw unavailable(`worker ${pinned}, which keeps the snapshot or volumes this sandbox needs, is not available`);
     }
     if (req.capability !== undefined) candidates = this.capable(candidates, req);
     const choice = place(req, {
@@ -210,13 +219,26 @@ export class RuntimeLocator {
       return localWhy === null;
     });
     if (out.length > 0) return out;
-    throw new SbxError('not_implemented', localWhy ?? `network "filtered" is not available: no worker running provider ${req.provider} enforces egress rules`);
+    throw new SbxError(
+      'not_implemented',
+      localWhy ?? `network "filtered" is not available: no worker running provider ${req.provider} enforces egress rules`,
+    );
   }
 
   private localRow(now: Date): WorkerRecord {
     const at = now.toISOString();
     const names = this.deps.providers.names();
-    return { id: this.deps.workerId, hostname: '', status: 'online', providers: names, capabilities: [], capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0 }, last_heartbeat: at, created_at: at, updated_at: at };
+    return {
+      id: this.deps.workerId,
+      hostname: '',
+      status: 'online',
+      providers: names,
+      capabilities: [],
+      capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0 },
+      last_heartbeat: at,
+      created_at: at,
+      updated_at: at,
+    };
   }
 
   /** Records that a worker's RPC did not answer: no spawns go to it until it heartbeats again. */
@@ -242,14 +264,22 @@ export class RuntimeLocator {
 
   /** True when the worker heartbeats, is fresh and not offline (it may be draining). */
   fresh(w: WorkerRecord): boolean {
-    return (w.status === 'online' || w.status === 'draining') && this.deps.clock.now().getTime() - Date.parse(w.last_heartbeat) <= PLACEMENT_STALE_AFTER_MS;
+    return (
+      (w.status === 'online' || w.status === 'draining') &&
+      this.deps.clock.now().getTime() - Date.parse(w.last_heartbeat) <= PLACEMENT_STALE_AFTER_MS
+    );
   }
 
   /** A Provider bound to a remote sandbox on `worker`. */
   remoteProvider(worker: WorkerRecord, rec: Pick<SandboxRecord, 'id' | 'provider' | 'runtime_id'>, ttl?: string): Provider {
     const remote = this.deps.remote;
     if (!remote) throw new SbxError('remote_worker_rpc_unavailable', 'this server has no worker RPC client');
-    const target: RemoteTarget = { sandbox_id: rec.id, provider: rec.provider, runtime_id: rec.runtime_id, lease: () => this.deps.store.getLease(rec.id) };
+    const target: RemoteTarget = {
+      sandbox_id: rec.id,
+      provider: rec.provider,
+      runtime_id: rec.runtime_id,
+      lease: () => this.deps.store.getLease(rec.id),
+    };
     if (ttl !== undefined) target.ttl = ttl;
     return remote.provider(worker, target);
   }
@@ -302,13 +332,19 @@ export class RuntimeLocator {
     const result = await this.deps.store.renewLease(rec.id, rec.worker_id, ttlMs, now);
     if (!result.ok) {
       if (result.reason === 'not_found') throw notFound(`lease ${rec.id} not found`);
-      throw new SbxError('conflict', result.reason === 'expired' ? `lease ${rec.id} has expired` : `lease ${rec.id} is held by another worker`);
+      throw new SbxError(
+        'conflict',
+        result.reason === 'expired' ? `lease ${rec.id} has expired` : `lease ${rec.id} is held by another worker`,
+      );
     }
     if (worker && this.deps.remote) {
       try {
         await this.deps.remote.renewLease(worker, result.lease, AbortSignal.timeout(10_000));
       } catch (err) {
-        this.deps.warn?.({ sandbox_id: rec.id, worker_id: worker.id, code: (err as SbxError).code }, 'worker did not confirm the lease renewal');
+        this.deps.warn?.(
+          { sandbox_id: rec.id, worker_id: worker.id, code: (err as SbxError).code },
+          'worker did not confirm the lease renewal',
+        );
       }
     }
     return result.lease;

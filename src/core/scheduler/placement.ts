@@ -32,9 +32,7 @@ export interface PlacementInput {
   now: Date;
 }
 
-export type Placement =
-  | { ok: true; worker_id: string; local: boolean; eligible: number }
-  | { ok: false; eligible: 0; reason: string };
+export type Placement = { ok: true; worker_id: string; local: boolean; eligible: number } | { ok: false; eligible: 0; reason: string };
 
 /** Why one worker cannot take the request, or null when it can. */
 export function ineligibility(w: WorkerRecord, req: PlacementRequest, input: PlacementInput): string | null {
@@ -52,7 +50,8 @@ export function ineligibility(w: WorkerRecord, req: PlacementRequest, input: Pla
   const max = w.capacity.max_sandboxes;
   if (max > 0 && (input.active.get(w.id) ?? 0) >= max) return `worker ${w.id} is full`;
   const perOwner = w.capacity.max_sandboxes_per_owner;
-  if (req.owner_id !== null && perOwner > 0 && (input.active_for_owner.get(w.id) ?? 0) >= perOwner) return `worker ${w.id} is full for this owner`;
+  if (req.owner_id !== null && perOwner > 0 && (input.active_for_owner.get(w.id) ?? 0) >= perOwner)
+    return `worker ${w.id} is full for this owner`;
   return null;
 }
 

@@ -33,7 +33,13 @@ export async function publishWorkerEvents(
       continue;
     }
     const data = { sandbox_id: rec.id, host: e.host, port: e.port, reason: e.reason };
-    deps.bus.publish({ type: 'network.denied', sandbox_id: rec.id, ...(rec.owner_id ? { owner_id: rec.owner_id } : {}), worker_id: workerId, data });
+    deps.bus.publish({
+      type: 'network.denied',
+      sandbox_id: rec.id,
+      ...(rec.owner_id ? { owner_id: rec.owner_id } : {}),
+      worker_id: workerId,
+      data,
+    });
     accepted++;
   }
   return { accepted, rejected };

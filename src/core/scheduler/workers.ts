@@ -104,7 +104,8 @@ export class WorkerService {
    */
   async drain(id: string): Promise<WorkerRecord> {
     const w = await this.get(id);
-    if (this.opts.locator && id === this.opts.locator.localId) throw badRequest(`the local worker cannot be drained; stop sbx serve instead`);
+    if (this.opts.locator && id === this.opts.locator.localId)
+      throw badRequest(`the local worker cannot be drained; stop sbx serve instead`);
     const remote = this.opts.remote;
     if (!remote) throw unavailable('this server has no worker RPC client');
     // A worker this server cannot call at all (no rpc_url, no credential) is a state, not an outage.

@@ -93,10 +93,12 @@ async function readProfile(path: string): Promise<Profile> {
     throw new CliConfigError(`${path} is not valid YAML: ${yamlReason(err)}`);
   }
   if (data === null || data === undefined) return {};
-  if (typeof data !== 'object' || Array.isArray(data)) throw new CliConfigError(`${path}: expected a mapping of url, api_key, admin_key, user`);
+  if (typeof data !== 'object' || Array.isArray(data))
+    throw new CliConfigError(`${path}: expected a mapping of url, api_key, admin_key, user`);
   const out: Profile = {};
   for (const [k, v] of Object.entries(data as Record<string, unknown>)) {
-    if (!['url', 'api_key', 'admin_key', 'user'].includes(k)) throw new CliConfigError(`${path}: unknown key "${k}" (expected url, api_key, admin_key, user)`);
+    if (!['url', 'api_key', 'admin_key', 'user'].includes(k))
+      throw new CliConfigError(`${path}: unknown key "${k}" (expected url, api_key, admin_key, user)`);
     if (typeof v !== 'string') throw new CliConfigError(`${path}: "${k}" must be a string`);
     out[k as keyof Profile] = v;
   }
@@ -119,7 +121,8 @@ function yamlReason(err: unknown): string {
 
 /** Resolves settings, reading the profile only when a flag or env var leaves something open. */
 export async function resolveClientConfig(flags: GlobalFlags, env: Env, home: string, useProfile = true): Promise<ClientConfig> {
-  const pick = (flag: string | undefined, envName: string) => (flag !== undefined && flag !== '' ? flag : env[envName] ? env[envName] : undefined);
+  const pick = (flag: string | undefined, envName: string) =>
+    flag !== undefined && flag !== '' ? flag : env[envName] ? env[envName] : undefined;
   const url = pick(flags.url, 'SBX_URL');
   const apiKey = pick(flags.apiKey, 'SBX_API_KEY');
   const adminKey = pick(flags.adminKey, 'SBX_ADMIN_API_KEY');

@@ -57,7 +57,13 @@ export function toOption(spec: OptionSpec): Option {
       });
       break;
     case 'list':
-      opt.argParser((raw: string, prev: string[] | undefined) => [...(prev ?? []), ...raw.split(',').map((s) => s.trim()).filter(Boolean)]);
+      opt.argParser((raw: string, prev: string[] | undefined) => [
+        ...(prev ?? []),
+        ...raw
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ]);
       break;
     default:
       break;
@@ -98,7 +104,9 @@ class RootCommand extends Command {
 }
 
 function addCommand(parent: Command, spec: CommandSpec, path: string[], onSelect: (s: Selected) => void): void {
-  const cmd = new Command(spec.name).description(spec.description ? `${spec.summary}\n\n${spec.description}` : spec.summary).summary(spec.summary);
+  const cmd = new Command(spec.name)
+    .description(spec.description ? `${spec.summary}\n\n${spec.description}` : spec.summary)
+    .summary(spec.summary);
   if (spec.usage) cmd.usage(spec.usage);
   for (const alias of spec.aliases ?? []) cmd.alias(alias);
   for (const a of spec.args ?? []) {
@@ -169,7 +177,13 @@ export function buildProgram(commands: readonly CommandSpec[], io: ProgramIo, on
       writeOut: io.writeOut,
       writeErr: io.writeErr,
       // One line: `sbx: unknown option '--x' (Did you mean --y?)`.
-      outputError: (str, write) => write(`sbx: ${str.replace(/^error:\s*/i, '').replace(/\s*\n\s*/g, ' ').trim()}\n`),
+      outputError: (str, write) =>
+        write(
+          `sbx: ${str
+            .replace(/^error:\s*/i, '')
+            .replace(/\s*\n\s*/g, ' ')
+            .trim()}\n`,
+        ),
     })
     .exitOverride();
   for (const o of GLOBAL_OPTIONS) program.addOption(toOption(o));
@@ -212,7 +226,12 @@ export function buildProgram(commands: readonly CommandSpec[], io: ProgramIo, on
     cmd.configureOutput({
       ...base,
       outputError: (str, write) =>
-        write(`sbx: ${str.replace(/^error:\s*/i, '').replace(/\s*\n\s*/g, ' ').trim()}${leaf ? ` (usage: ${pathOf(cmd)} ${cmd.usage()})` : ''}\n`),
+        write(
+          `sbx: ${str
+            .replace(/^error:\s*/i, '')
+            .replace(/\s*\n\s*/g, ' ')
+            .trim()}${leaf ? ` (usage: ${pathOf(cmd)} ${cmd.usage()})` : ''}\n`,
+        ),
     });
     cmd.showSuggestionAfterError(true);
     cmd.configureHelp({ showGlobalOptions: true, helpWidth: io.columns && io.columns > 40 ? io.columns : 100 });

@@ -68,6 +68,12 @@ export const COMMANDS: readonly CommandSpec[] = [
 ];
 
 /** Depth-first list of every command with its full path (`['files', 'put']`). */
-export function allCommands(commands: readonly CommandSpec[] = COMMANDS, prefix: string[] = []): Array<{ path: string[]; spec: CommandSpec }> {
-  return commands.flatMap((spec) => [{ path: [...prefix, spec.name], spec }, ...allCommands(spec.subcommands ?? [], [...prefix, spec.name])]);
+export function allCommands(
+  commands: readonly CommandSpec[] = COMMANDS,
+  prefix: string[] = [],
+): Array<{ path: string[]; spec: CommandSpec }> {
+  return commands.flatMap((spec) => [
+    { path: [...prefix, spec.name], spec },
+    ...allCommands(spec.subcommands ?? [], [...prefix, spec.name]),
+  ]);
 }

@@ -11,7 +11,10 @@ export class DnsRefuser {
   private tcp: Server | null = null;
   private readonly sockets = new Set<Socket>();
 
-  constructor(private readonly host: string, private readonly port = 53) {}
+  constructor(
+    private readonly host: string,
+    private readonly port = 53,
+  ) {}
 
   async start(): Promise<void> {
     const udp = createSocket('udp4');

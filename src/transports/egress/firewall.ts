@@ -17,7 +17,9 @@ export interface FirewallSpec {
 
 function run(args: string[]): Promise<{ ok: boolean; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('iptables', ['-w', '5', ...args], { timeout: 15_000 }, (err, _stdout, stderr) => resolve({ ok: !err, stderr: String(stderr) }));
+    execFile('iptables', ['-w', '5', ...args], { timeout: 15_000 }, (err, _stdout, stderr) =>
+      resolve({ ok: !err, stderr: String(stderr) }),
+    );
   });
 }
 

@@ -1,8 +1,19 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import {
-  compileLists, formatIp, judgeAddress, judgeName, ownAddresses, parseTarget, passingAddresses,
-  type DenyReason, type EgressLists, type Ip, type ParsedLists, type Rule, type Target,
+  compileLists,
+  formatIp,
+  judgeAddress,
+  judgeName,
+  ownAddresses,
+  parseTarget,
+  passingAddresses,
+  type DenyReason,
+  type EgressLists,
+  type Ip,
+  type ParsedLists,
+  type Rule,
+  type Target,
 } from '../../core/network/index.js';
 import { defaultResolve, deny, normalizeSource, readHello, splitAuthority, stripHop } from './gateway-wire.js';
 
@@ -51,9 +62,7 @@ interface Open {
   close(): void;
 }
 
-type Judged =
-  | { ok: true; addresses: Ip[]; rule: Rule }
-  | { ok: false; reason: DenyReason };
+type Judged = { ok: true; addresses: Ip[]; rule: Rule } | { ok: false; reason: DenyReason };
 
 const RULES_TTL_MS = 1_000;
 
@@ -82,7 +91,10 @@ export class EgressGateway {
     const server = createServer({ requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 5_000 });
     server.on('connection', (sock: Socket) => this.accept(sock));
     server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.proxy(req, res).catch(() => res.destroy()));
-    server.on('connect', (req: IncomingMessage, sock: Socket, head: Buffer) => void this.tunnel(req, sock, head).catch(() => sock.destroy()));
+    server.on(
+      'connect',
+      (req: IncomingMessage, sock: Socket, head: Buffer) => void this.tunnel(req, sock, head).catch(() => sock.destroy()),
+    );
     server.on('clientError', (_err, sock: Socket) => {
       if (sock.writable) sock.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       else sock.destroy();
@@ -156,8 +168,13 @@ export class EgressGateway {
     });
     sock.on('error', () => sock.destroy());
     if (n > this.max) {
-      sock.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 47\r\n\r\nsbx egress: too many connections from sandbox\r\n');
-      void this.opts.sandboxFor(source).then((id) => this.record(id, '', 0, 'limit')).catch(() => undefined);
+      sock.end(
+        'HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 47\r\n\r\nsbx egress: too many connections from sandbox\r\n',
+      );
+      void this.opts
+        .sandboxFor(source)
+        .then((id) => this.record(id, '', 0, 'limit'))
+        .catch(() => undefined);
     }
   }
 
@@ -173,7 +190,10 @@ export class EgressGateway {
     const now = Date.now();
     const hit = this.rulesCache.get(sandboxId);
     if (hit && now - hit.at < RULES_TTL_MS) return hit.lists;
-    const lists = this.opts.rules(sandboxId).then((l) => (l ? compileLists(l) : null), () => null);
+    const lists = this.opts.rules(sandboxId).then(
+      (l) => (l ? compileLists(l) : null),
+      () => null,
+    );
     this.rulesCache.set(sandboxId, { at: now, lists });
     if (this.rulesCache.size > 10_000) this.rulesCache.clear();
     return lists;
@@ -284,8 +304,22 @@ export class EgressGateway {
     }
     headers.host = authority;
     headers.connection = 'close';
-    const upstream = httpRequest({ method: req.method, path: path.startsWith('/') ? path : `/${path}`, headers, createConnection: () => up.sock });
-    const open: Open = { target, port: hp.port, address: up.address, sniChecked: true, close: () => { upstream.destroy(); res.destroy(); } };
+    const upstream = httpRequest({
+      method: req.method,
+      path: path.startsWith('/') ? path : `/${path}`,
+      headers,
+      createConnection: () => up.sock,
+    });
+    const open: Open = {
+      target,
+      port: hp.port,
+      address: up.address,
+      sniChecked: true,
+      close: () => {
+        upstream.destroy();
+        res.destroy();
+      },
+    };
     const untrack = this.track(sandboxId, open);
     const done = () => untrack();
     res.once('close', () => {
@@ -309,7 +343,10 @@ export class EgressGateway {
   private async tunnel(req: IncomingMessage, sock: Socket, head: Buffer): Promise<void> {
     const source = normalizeSource(sock.remoteAddress ?? '');
     const refuse = (status: number, text: string) => {
-      if (sock.writable) sock.end(`HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(text) + 2}\r\n\r\n${text}\r\n`);
+      if (sock.writable)
+        sock.end(
+          `HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(text) + 2}\r\n\r\n${text}\r\n`,
+        );
       else sock.destroy();
     };
     const hp = /^[^/?#@\s]+$/.test(req.url ?? '') ? splitAuthority(req.url!, null) : null;
@@ -352,7 +389,16 @@ export class EgressGateway {
       return void sock.destroy();
     }
     this.record(sandboxId, shown, hp.port);
-    const open: Open = { target, port: hp.port, address: up.address, sniChecked: needSni, close: () => { sock.destroy(); up.sock.destroy(); } };
+    const open: Open = {
+      target,
+      port: hp.port,
+      address: up.address,
+      sniChecked: needSni,
+      close: () => {
+        sock.destroy();
+        up.sock.destroy();
+      },
+    };
     const untrack = this.track(sandboxId, open);
     const end = () => {
       untrack();

@@ -5,7 +5,15 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import websocket from '@fastify/websocket';
 import { Ajv } from 'ajv';
-import Fastify, { errorCodes, LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  errorCodes,
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import type { HttpDeps } from './deps.js';
 import './schema-meta.js';
 import { setDerivedOwnerKey } from './caller.js';
@@ -194,8 +202,10 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
  */
 function answerRoutingError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   reply.header('X-Request-ID', request.id);
-  if (err.code === 'FST_ERR_BAD_URL') return void sendError(reply, 400, 'bad_request', 'malformed URL: invalid percent-encoding in the path');
-  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return void sendError(reply, 400, 'bad_request', 'a path segment is longer than the server accepts');
+  if (err.code === 'FST_ERR_BAD_URL')
+    return void sendError(reply, 400, 'bad_request', 'malformed URL: invalid percent-encoding in the path');
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH')
+    return void sendError(reply, 400, 'bad_request', 'a path segment is longer than the server accepts');
   request.log.error({ code: err.code }, 'routing failed');
   void sendError(reply, 500, 'internal', 'internal server error');
 }

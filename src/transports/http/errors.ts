@@ -12,7 +12,10 @@ void CODES_MATCH;
 export { STATUS_BY_CODE };
 
 export function sendError(reply: FastifyReply, status: number, code: string, message: string, extra?: Record<string, unknown>) {
-  return reply.code(status).type('application/json; charset=utf-8').send({ code, message, ...(extra ?? {}) });
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send({ code, message, ...(extra ?? {}) });
 }
 
 /**
@@ -20,7 +23,6 @@ export function sendError(reply: FastifyReply, status: number, code: string, mes
  * 400/413; unknown route → 404; known path with another method → 405 with `Allow`.
  */
 export function installErrorHandling(app: FastifyInstance, routes: readonly RouteEntry[]): void {
-
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (isSbxError(err)) {
       const status = STATUS_BY_CODE[err.code] ?? 500;
@@ -36,7 +38,9 @@ export function installErrorHandling(app: FastifyInstance, routes: readonly Rout
     if (err.validation) {
       const where = err.validationContext ?? 'request';
       const first = err.validation[0];
-      const field = first?.instancePath ? first.instancePath.replace(/^\//, '').replace(/\//g, '.') : (first?.params as { missingProperty?: string } | undefined)?.missingProperty;
+      const field = first?.instancePath
+        ? first.instancePath.replace(/^\//, '').replace(/\//g, '.')
+        : (first?.params as { missingProperty?: string } | undefined)?.missingProperty;
       const extraProp = (first?.params as { additionalProperty?: string } | undefined)?.additionalProperty;
       const detail = extraProp ? `unknown field "${extraProp}"` : `${field ? `${field}: ` : ''}${first?.message ?? 'invalid'}`;
       return sendError(reply, 400, 'bad_request', `invalid ${where}: ${detail}`);
@@ -47,7 +51,12 @@ export function installErrorHandling(app: FastifyInstance, routes: readonly Rout
     }
     if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       // Invalid input, so the spec's 400 bad_request (its error table has no 415).
-      return sendError(reply, 400, 'bad_request', 'unsupported content type: send application/json (file writes also take application/octet-stream)');
+      return sendError(
+        reply,
+        400,
+        'bad_request',
+        'unsupported content type: send application/json (file writes also take application/octet-stream)',
+      );
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       const malformed = err instanceof SyntaxError || code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || /JSON/i.test(err.message);
@@ -64,7 +73,12 @@ export function installErrorHandling(app: FastifyInstance, routes: readonly Rout
     const allowed = allowedMethods(routes, path);
     if (allowed.length > 0 && !allowed.includes(request.method)) {
       reply.header('Allow', allowed.join(', '));
-      return sendError(reply, 405, 'method_not_allowed', `method ${request.method} is not allowed on ${path} (allowed: ${allowed.join(', ')})`);
+      return sendError(
+        reply,
+        405,
+        'method_not_allowed',
+        `method ${request.method} is not allowed on ${path} (allowed: ${allowed.join(', ')})`,
+      );
     }
     return sendError(reply, 404, 'not_found', `no route for ${request.method} ${path}`);
   });

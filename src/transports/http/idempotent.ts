@@ -10,7 +10,10 @@ import { abortOnClose } from './request-signal.js';
 /** `Idempotency-Key` on the spawn routes (DESIGN.md §10). */
 export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
-    Type.String({ description: 'Retry-safe spawn: the same key from the same owner within 24 h answers the first sandbox again (header Idempotent-Replayed: true); with a different request → 409' }),
+    Type.String({
+      description:
+        'Retry-safe spawn: the same key from the same owner within 24 h answers the first sandbox again (header Idempotent-Replayed: true); with a different request → 409',
+    }),
   ),
 });
 

@@ -22,7 +22,10 @@ export interface RouteEntry {
 const tables = new WeakMap<FastifyInstance, RouteEntry[]>();
 
 function patternOf(url: string): RegExp {
-  const source = url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+').replace(/\*/g, '.*');
+  const source = url
+    .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+    .replace(/:[A-Za-z_]+/g, '[^/]+')
+    .replace(/\*/g, '.*');
   return new RegExp(`^${source}/?$`);
 }
 

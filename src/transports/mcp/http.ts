@@ -35,7 +35,9 @@ export class InjectTransport implements Transport {
       method: req.method as 'GET',
       url: url.pathname + url.search,
       headers: req.headers,
-      ...(req.body !== undefined ? { payload: typeof req.body === 'string' ? req.body : Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength) } : {}),
+      ...(req.body !== undefined
+        ? { payload: typeof req.body === 'string' ? req.body : Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength) }
+        : {}),
       ...(req.signal ? { signal: req.signal } : {}),
       remoteAddress: this.remoteAddress,
       payloadAsStream: true,
@@ -84,7 +86,13 @@ export function mcpRoutes(app: FastifyInstance, deps: HttpDeps): void {
     const adminKey = header(request, 'x-admin-api-key');
     const userId = header(request, 'x-user-id');
     const transport = new InjectTransport(app, request.ip);
-    const client = new Client({ url: INTERNAL, transport, ...(apiKey ? { apiKey } : {}), ...(adminKey ? { adminKey } : {}), ...(userId ? { userId } : {}) });
+    const client = new Client({
+      url: INTERNAL,
+      transport,
+      ...(apiKey ? { apiKey } : {}),
+      ...(adminKey ? { adminKey } : {}),
+      ...(userId ? { userId } : {}),
+    });
     const server = createSbxMcpServer({ client, version: VERSION, secrets: [...(deps.secrets ?? []), apiKey, adminKey] });
     const http = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.hijack();
@@ -102,7 +110,10 @@ export function mcpRoutes(app: FastifyInstance, deps: HttpDeps): void {
       url: MCP_PATH,
       schema: { hide: true } as never,
       handler: async (_request, reply) =>
-        reply.code(405).header('Allow', 'POST').send({ code: 'method_not_allowed', message: 'MCP here is stateless streamable HTTP: send JSON-RPC with POST /mcp' }),
+        reply
+          .code(405)
+          .header('Allow', 'POST')
+          .send({ code: 'method_not_allowed', message: 'MCP here is stateless streamable HTTP: send JSON-RPC with POST /mcp' }),
     });
   }
 }

@@ -16,7 +16,21 @@ import type { Client } from '../../client/client.js';
 import type { ExecInput } from '../../client/types.js';
 import { OUTPUT_LIMIT, OutputCapture } from './capture.js';
 import { registerResources } from './resources.js';
-import { checkSize, decodeBase64, duration, errorBody, FILE_URI_TEMPLATE, type Json, READ_LIMIT, renderExec, sandboxId, stringMap, textOrBase64, toDuration, ToolError } from './values.js';
+import {
+  checkSize,
+  decodeBase64,
+  duration,
+  errorBody,
+  FILE_URI_TEMPLATE,
+  type Json,
+  READ_LIMIT,
+  renderExec,
+  sandboxId,
+  stringMap,
+  textOrBase64,
+  toDuration,
+  ToolError,
+} from './values.js';
 
 export { FILE_URI_TEMPLATE, READ_LIMIT } from './values.js';
 
@@ -53,7 +67,10 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
     if (text === undefined) return { content: [{ type: 'text', text: scrub(JSON.stringify(value, null, 2)) }] };
     return { content: [{ type: 'text', text: scrub(text) }], structuredContent: JSON.parse(scrub(JSON.stringify(value))) as Json };
   };
-  const fail = (err: unknown): CallToolResult => ({ content: [{ type: 'text', text: scrub(JSON.stringify(errorBody(err))) }], isError: true });
+  const fail = (err: unknown): CallToolResult => ({
+    content: [{ type: 'text', text: scrub(JSON.stringify(errorBody(err))) }],
+    isError: true,
+  });
 
   // Arguments that fail a tool's schema (and unknown tools) are turned into tool errors by the SDK
   // itself, as "MCP error -32602: Input validation error: …"; give them the same {code, message}
@@ -76,7 +93,12 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
         title: meta.title,
         description: meta.description,
         inputSchema: shape,
-        annotations: { title: meta.title, readOnlyHint: meta.readOnly ?? false, destructiveHint: meta.destructive ?? false, openWorldHint: false },
+        annotations: {
+          title: meta.title,
+          readOnlyHint: meta.readOnly ?? false,
+          destructiveHint: meta.destructive ?? false,
+          openWorldHint: false,
+        },
       },
       (async (args: z.infer<z.ZodObject<S>>, extra: { signal: AbortSignal }) => {
         try {
@@ -94,7 +116,7 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
       title: 'Spawn a sandbox',
       description:
         'Create a new disposable sandbox and return it (its id is what the other tools take). Everything is optional: the server defaults apply. ' +
-        'With template, the sandbox takes the template\'s image and size (only ttl, provider and metadata may be given beside it).',
+        "With template, the sandbox takes the template's image and size (only ttl, provider and metadata may be given beside it).",
     },
     {
       image: z.string().min(1).optional().describe('container image, e.g. python:3.12-slim'),
@@ -109,7 +131,11 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
       if (a.template !== undefined) {
         const extra = (['image', 'memory_mb', 'vcpus'] as const).filter((k) => a[k] !== undefined);
         if (extra.length > 0) throw new ToolError('bad_request', `with template, leave out ${extra.join(', ')}: the template sets them`);
-        const s = await client.templates.spawn(a.template, { ttl: toDuration(a.ttl), provider: a.provider, metadata: a.metadata }, { signal });
+        const s = await client.templates.spawn(
+          a.template,
+          { ttl: toDuration(a.ttl), provider: a.provider, metadata: a.metadata },
+          { signal },
+        );
         return ok(s as unknown as Json);
       }
       const s = await client.spawn(
@@ -122,7 +148,11 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
 
   tool(
     'list_sandboxes',
-    { title: 'List sandboxes', description: 'The live sandboxes this key can see, oldest first (at most limit, default 100).', readOnly: true },
+    {
+      title: 'List sandboxes',
+      description: 'The live sandboxes this key can see, oldest first (at most limit, default 100).',
+      readOnly: true,
+    },
     { limit: z.number().int().min(1).max(1000).optional().describe('at most this many (1-1000, default 100)') },
     async (a, signal) => {
       const page = await client.listPage({ limit: a.limit ?? 100, signal });
@@ -172,7 +202,8 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
         if (c.stream === 'exit') exit = c as typeof exit;
         else (c.stream === 'stdout' ? out : err).push(Buffer.from(c.data, c.encoding === 'base64' ? 'base64' : 'utf8'));
       }
-      if (exit?.error) throw new ToolError(exit.error.code ?? 'internal', `exec failed while the command ran: ${exit.error.message ?? 'unknown error'}`);
+      if (exit?.error)
+        throw new ToolError(exit.error.code ?? 'internal', `exec failed while the command ran: ${exit.error.message ?? 'unknown error'}`);
       if (!exit) throw new ToolError('unavailable', 'the exec stream ended without an exit status');
       const timedOut = Boolean(exit.timed_out);
       const notes = [out.note('stdout'), err.note('stderr')].filter((n): n is string => n !== undefined);
@@ -212,7 +243,8 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
     'write_file',
     {
       title: 'Write a file',
-      description: 'Create or replace a file in a sandbox (parent directories are created). content is text, or base64 with encoding "base64" for binary data.',
+      description:
+        'Create or replace a file in a sandbox (parent directories are created). content is text, or base64 with encoding "base64" for binary data.',
     },
     {
       sandbox_id: sandboxId,
@@ -235,28 +267,44 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
 
   tool(
     'list_files',
-    { title: 'List files', description: 'List a directory in a sandbox: name, path, size, mode, whether it is a directory.', readOnly: true },
+    {
+      title: 'List files',
+      description: 'List a directory in a sandbox: name, path, size, mode, whether it is a directory.',
+      readOnly: true,
+    },
     { sandbox_id: sandboxId, path: z.string().min(1).optional().describe('absolute directory path (default /)') },
     async (a, signal) => ok({ path: a.path ?? '/', files: await client.files.list(a.sandbox_id, a.path ?? '/', { signal }) }),
   );
 
   tool(
     'destroy',
-    { title: 'Destroy a sandbox', description: 'Destroy a sandbox and everything in it (idempotent for one already destroyed).', destructive: true },
+    {
+      title: 'Destroy a sandbox',
+      description: 'Destroy a sandbox and everything in it (idempotent for one already destroyed).',
+      destructive: true,
+    },
     { sandbox_id: sandboxId },
     async (a, signal) => ok({ sandbox_id: a.sandbox_id, ...(await client.destroy(a.sandbox_id, { signal })) }),
   );
 
   tool(
     'logs',
-    { title: 'Console log', description: "A sandbox's console log: its last lines (lifecycle notes and the commands run in it).", readOnly: true },
+    {
+      title: 'Console log',
+      description: "A sandbox's console log: its last lines (lifecycle notes and the commands run in it).",
+      readOnly: true,
+    },
     { sandbox_id: sandboxId, lines: z.number().int().min(1).max(10_000).optional().describe('how many of the last lines (default 100)') },
     async (a, signal) => ok({ sandbox_id: a.sandbox_id, lines: await client.logs(a.sandbox_id, a.lines ?? 100, { signal }) }),
   );
 
   tool(
     'templates',
-    { title: 'List templates', description: 'The named sandbox templates (image, size, ttl, provider) that spawn accepts as template.', readOnly: true },
+    {
+      title: 'List templates',
+      description: 'The named sandbox templates (image, size, ttl, provider) that spawn accepts as template.',
+      readOnly: true,
+    },
     {},
     async (_a, signal) => ok({ templates: await client.templates.list({ signal }) }),
   );
@@ -265,14 +313,18 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
     'preview_url',
     {
       title: 'Preview URL',
-      description: 'The URL at which a TCP port inside a sandbox (e.g. a web server the agent started) is reached through the server\'s live-preview proxy.',
+      description:
+        "The URL at which a TCP port inside a sandbox (e.g. a web server the agent started) is reached through the server's live-preview proxy.",
       readOnly: true,
     },
     { sandbox_id: sandboxId, port: z.number().int().min(1).max(65535).describe('TCP port inside the sandbox') },
     async (a, signal) => {
       const s = await client.get(a.sandbox_id, { signal });
       if (!s.preview_domain) {
-        throw new ToolError('not_implemented', 'previews are off on this server: it has no preview domain (the operator sets server.preview_domain, e.g. preview.localhost)');
+        throw new ToolError(
+          'not_implemented',
+          'previews are off on this server: it has no preview domain (the operator sets server.preview_domain, e.g. preview.localhost)',
+        );
       }
       const api = new URL(client.url);
       const url = new URL(`${api.protocol}//${a.port}-${s.id}.${s.preview_domain}/`);
@@ -301,7 +353,14 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
     async (a, signal) => {
       const p = await client.processes.start(
         a.sandbox_id,
-        { command: a.command, args: a.args ?? [], mode: a.args === undefined ? 'shell' : 'argv', workdir: a.workdir, env: a.env, timeout: toDuration(a.timeout) },
+        {
+          command: a.command,
+          args: a.args ?? [],
+          mode: a.args === undefined ? 'shell' : 'argv',
+          workdir: a.workdir,
+          env: a.env,
+          timeout: toDuration(a.timeout),
+        },
         { signal },
       );
       return ok(p as unknown as Json);
@@ -369,7 +428,11 @@ export function createSbxMcpServer(opts: SbxMcpOptions): McpServer {
 
   tool(
     'stop_process',
-    { title: 'Stop a background process', description: 'Kill a background process (and its children); answers once it ended.', destructive: true },
+    {
+      title: 'Stop a background process',
+      description: 'Kill a background process (and its children); answers once it ended.',
+      destructive: true,
+    },
     { sandbox_id: sandboxId, process_id: z.string().min(1).describe('process id from start_process (p-…)') },
     async (a, signal) => ok((await client.processes.kill(a.sandbox_id, a.process_id, { signal })) as unknown as Json),
   );

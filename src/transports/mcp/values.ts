@@ -40,7 +40,8 @@ export function toDuration(v: string | number | undefined): string | undefined {
 /** Strict base64 (whitespace allowed) → bytes. */
 export function decodeBase64(text: string): Buffer {
   const s = text.replace(/\s+/g, '');
-  if (s.length % 4 === 1 || !/^[A-Za-z0-9+/]*={0,2}$/.test(s)) throw new ToolError('bad_request', 'content is not valid base64 (encoding "base64" was given)');
+  if (s.length % 4 === 1 || !/^[A-Za-z0-9+/]*={0,2}$/.test(s))
+    throw new ToolError('bad_request', 'content is not valid base64 (encoding "base64" was given)');
   return Buffer.from(s, 'base64');
 }
 
@@ -64,7 +65,8 @@ export function checkSize(bytes: Uint8Array, path: string): void {
 
 /** The exec result as text an agent reads easily. */
 export function renderExec(r: Json, notes: string[]): string {
-  const block = (name: string, text: string) => (text === '' ? `${name}: (empty)\n` : `${name}:\n${text}${text.endsWith('\n') ? '' : '\n'}`);
+  const block = (name: string, text: string) =>
+    text === '' ? `${name}: (empty)\n` : `${name}:\n${text}${text.endsWith('\n') ? '' : '\n'}`;
   let text = `exit_code: ${String(r.exit_code)}${r.timed_out ? ' (timed out)' : ''}\nduration: ${String(r.duration ?? '?')}\n`;
   text += block('stdout', String(r.stdout)) + block('stderr', String(r.stderr));
   for (const n of notes) text += `[sbx: ${n}]\n`;

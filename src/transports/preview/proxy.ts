@@ -24,7 +24,18 @@ export interface PreviewStats {
 export const newPreviewStats = (): PreviewStats => ({ requests: 0, upgrades: 0, upstream_errors: 0, bytes_in: 0, bytes_out: 0 });
 
 /** Headers that describe one hop, never forwarded (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
 const CONNECT_TIMEOUT_MS = 10_000;
 /** A preview connection silent this long is closed (long polls and quiet sockets still get minutes). */
 const IDLE_TIMEOUT_MS = 10 * 60_000;
@@ -105,7 +116,13 @@ function responseHeaders(res: IncomingMessage): Array<[string, string]> {
   return out;
 }
 
-function requestOptions(upstream: PreviewUpstream, method: string, path: string, headers: OutgoingHttpHeaders, agent: boolean): http.RequestOptions & https.RequestOptions {
+function requestOptions(
+  upstream: PreviewUpstream,
+  method: string,
+  path: string,
+  headers: OutgoingHttpHeaders,
+  agent: boolean,
+): http.RequestOptions & https.RequestOptions {
   const o: http.RequestOptions & https.RequestOptions = {
     host: upstream.host,
     port: upstream.port,
@@ -136,20 +153,29 @@ export function sendPreviewError(res: ServerResponse, status: number, code: stri
     return;
   }
   const body = JSON.stringify({ code, message });
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+  });
   res.end(body);
 }
 
 function upstreamFailure(err: NodeJS.ErrnoException, what: string): { status: number; code: string; message: string } {
   if (err.code === 'ECONNREFUSED') return { status: 502, code: 'bad_gateway', message: `nothing is listening on ${what}` };
-  if (err.code === 'SBX_CONNECT_TIMEOUT') return { status: 502, code: 'bad_gateway', message: `${what} did not accept the connection in time` };
-  if (err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH') return { status: 502, code: 'bad_gateway', message: `${what} cannot be reached` };
+  if (err.code === 'SBX_CONNECT_TIMEOUT')
+    return { status: 502, code: 'bad_gateway', message: `${what} did not accept the connection in time` };
+  if (err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH')
+    return { status: 502, code: 'bad_gateway', message: `${what} cannot be reached` };
   return { status: 502, code: 'bad_gateway', message: `${what} closed the connection without an answer` };
 }
 
 /** Cuts a request that did not get its socket connected in time. */
 function connectDeadline(out: http.ClientRequest): void {
-  const timer = setTimeout(() => out.destroy(Object.assign(new Error('connect timeout'), { code: 'SBX_CONNECT_TIMEOUT' })), CONNECT_TIMEOUT_MS);
+  const timer = setTimeout(
+    () => out.destroy(Object.assign(new Error('connect timeout'), { code: 'SBX_CONNECT_TIMEOUT' })),
+    CONNECT_TIMEOUT_MS,
+  );
   timer.unref();
   out.once('socket', (s: Socket) => {
     if (!s.connecting) return clearTimeout(timer);
@@ -179,7 +205,9 @@ function countBytes(out: http.ClientRequest, stats: PreviewStats): void {
 export function forwardRequest(req: IncomingMessage, res: ServerResponse, upstream: PreviewUpstream, opts: ForwardOptions): void {
   const { stats } = opts;
   stats.requests++;
-  const out = (upstream.tls ? https : http).request(requestOptions(upstream, req.method ?? 'GET', opts.path, forwardedHeaders(req, upstream, opts), true));
+  const out = (upstream.tls ? https : http).request(
+    requestOptions(upstream, req.method ?? 'GET', opts.path, forwardedHeaders(req, upstream, opts), true),
+  );
   connectDeadline(out);
   out.on('timeout', () => out.destroy(Object.assign(new Error('idle'), { code: 'ETIMEDOUT' })));
   countBytes(out, stats);

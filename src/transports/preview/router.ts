@@ -69,7 +69,7 @@ export class PreviewRouter {
   handle(req: IncomingMessage, res: ServerResponse): void {
     void this.route(req).then(
       (r) => {
-        if ('status' in r) return sendPreviewError(res, r.status, r.code, r.message), undefined;
+        if ('status' in r) return (sendPreviewError(res, r.status, r.code, r.message), undefined);
         if ('redirect' in r) {
           res.writeHead(302, { location: r.redirect, 'set-cookie': r.cookie, 'cache-control': 'no-store', 'content-length': 0 });
           return void res.end();
@@ -113,7 +113,8 @@ export class PreviewRouter {
     const isCredential = this.opts.isApiCredential;
     return {
       path: m.path,
-      drop: (name, value) => CREDENTIAL_HEADERS.has(name) || (name === 'authorization' && isCredential !== undefined && isCredential(value)),
+      drop: (name, value) =>
+        CREDENTIAL_HEADERS.has(name) || (name === 'authorization' && isCredential !== undefined && isCredential(value)),
       dropCookies: [PREVIEW_TOKEN_COOKIE],
       stats: this.opts.stats,
       proto: (req.socket as TLSSocket).encrypted ? 'https' : 'http',
@@ -121,7 +122,11 @@ export class PreviewRouter {
     };
   }
 
-  private async route(req: IncomingMessage): Promise<Failure | { match: Match; upstream: PreviewUpstream } | { match: Match; redirect: string; cookie: string; then: PreviewUpstream }> {
+  private async route(
+    req: IncomingMessage,
+  ): Promise<
+    Failure | { match: Match; upstream: PreviewUpstream } | { match: Match; redirect: string; cookie: string; then: PreviewUpstream }
+  > {
     const m = this.match(req);
     if ('status' in m) return m;
     let redirect: { location: string; cookie: string } | null = null;
@@ -134,7 +139,10 @@ export class PreviewRouter {
     } else if (this.tokenRequired(m.sandboxId)) {
       const t = this.tokenOf(req, m);
       if (!this.opts.token!.matches(m.sandboxId, t.token)) {
-        return fail('unauthorized', `this preview needs the sandbox's preview token (${PREVIEW_TOKEN_HEADER} header or ?${PREVIEW_TOKEN_QUERY}=)`);
+        return fail(
+          'unauthorized',
+          `this preview needs the sandbox's preview token (${PREVIEW_TOKEN_HEADER} header or ?${PREVIEW_TOKEN_QUERY}=)`,
+        );
       }
       if (t.from === 'query') {
         const secure = (req.socket as TLSSocket).encrypted ? '; Secure' : '';
@@ -181,7 +189,10 @@ export class PreviewRouter {
   }
 
   /** The visitor's token: header, then the one-time query parameter, then the cookie. */
-  private tokenOf(req: IncomingMessage, m: Match): { token: string | undefined; from: 'header' | 'query' | 'cookie' | 'none'; rest: string } {
+  private tokenOf(
+    req: IncomingMessage,
+    m: Match,
+  ): { token: string | undefined; from: 'header' | 'query' | 'cookie' | 'none'; rest: string } {
     const header = req.headers[PREVIEW_TOKEN_HEADER];
     if (typeof header === 'string' && header !== '') return { token: header, from: 'header', rest: m.path };
     const q = m.path.indexOf('?');
@@ -196,7 +207,8 @@ export class PreviewRouter {
     }
     for (const part of String(req.headers.cookie ?? '').split(';')) {
       const eq = part.indexOf('=');
-      if (eq > 0 && part.slice(0, eq).trim() === PREVIEW_TOKEN_COOKIE) return { token: part.slice(eq + 1).trim(), from: 'cookie', rest: m.path };
+      if (eq > 0 && part.slice(0, eq).trim() === PREVIEW_TOKEN_COOKIE)
+        return { token: part.slice(eq + 1).trim(), from: 'cookie', rest: m.path };
     }
     return { token: undefined, from: 'none', rest: m.path };
   }

@@ -60,7 +60,9 @@ export async function buildProviderServer(opts: ProviderServerOptions): Promise<
     if (isSbxError(err)) return fail(reply, err);
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status === 500) return fail(reply, err);
-    return reply.code(status).send({ code: status === 413 ? 'payload_too_large' : 'bad_request', message: 'the request could not be read' });
+    return reply
+      .code(status)
+      .send({ code: status === 413 ? 'payload_too_large' : 'bad_request', message: 'the request could not be read' });
   });
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ code: 'not_found', message: 'no such route' }));
   app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
@@ -84,7 +86,15 @@ export async function buildProviderServer(opts: ProviderServerOptions): Promise<
   app.post('/spawn', async (request, reply) => {
     const b = valid(C.SpawnRequest, request.body, 'spawn request');
     const sandbox_id = b.sandbox_id ?? `sb-${randomBytes(6).toString('hex')}`;
-    const res = await p.spawn({ sandbox_id, image: b.image, memory_mb: b.memory_mb ?? 512, vcpus: b.vcpus ?? 1, metadata: b.metadata ?? {}, owner_id: null, ...(b.network ? { network: b.network } : {}) });
+    const res = await p.spawn({
+      sandbox_id,
+      image: b.image,
+      memory_mb: b.memory_mb ?? 512,
+      vcpus: b.vcpus ?? 1,
+      metadata: b.metadata ?? {},
+      owner_id: null,
+      ...(b.network ? { network: b.network } : {}),
+    });
     return reply.code(201).send(res.network ? { id: res.runtime_id, network: res.network } : { id: res.runtime_id });
   });
 
@@ -100,7 +110,9 @@ export async function buildProviderServer(opts: ProviderServerOptions): Promise<
     return reply.code(204).send();
   });
 
-  app.post('/exec', async (request, reply) => handleExec(p, live, valid(C.ExecRequest, request.body, 'exec request'), reply, (err) => opts.onError?.(err)));
+  app.post('/exec', async (request, reply) =>
+    handleExec(p, live, valid(C.ExecRequest, request.body, 'exec request'), reply, (err) => opts.onError?.(err)),
+  );
 
   app.post('/exec/:execId/stdin', async (request, reply) => {
     const entry = live.get((request.params as { execId: string }).execId);
@@ -152,8 +164,12 @@ export async function buildProviderServer(opts: ProviderServerOptions): Promise<
     return reply.code(204).send();
   });
 
-  app.get('/files/list', async (request, reply) => reply.send((await p.listFiles(q(request.query, 'sandbox_id'), q(request.query, 'path'))).map(wireInfo)));
-  app.get('/files/stat', async (request, reply) => reply.send(wireInfo(await p.stat(q(request.query, 'sandbox_id'), q(request.query, 'path')))));
+  app.get('/files/list', async (request, reply) =>
+    reply.send((await p.listFiles(q(request.query, 'sandbox_id'), q(request.query, 'path'))).map(wireInfo)),
+  );
+  app.get('/files/stat', async (request, reply) =>
+    reply.send(wireInfo(await p.stat(q(request.query, 'sandbox_id'), q(request.query, 'path')))),
+  );
   app.get('/files/glob', async (request, reply) => reply.send(await p.glob(q(request.query, 'sandbox_id'), q(request.query, 'pattern'))));
 
   app.post('/files/move', async (request, reply) => {
@@ -172,7 +188,8 @@ export async function buildProviderServer(opts: ProviderServerOptions): Promise<
     const query = request.query as Record<string, string | undefined>;
     const lines = Number(query.lines ?? '100');
     const after = query.after !== undefined ? Number(query.after) : undefined;
-    if (!Number.isInteger(lines) || lines < 0 || (after !== undefined && (!Number.isInteger(after) || after < 0))) throw badRequest('lines and after are non-negative integers');
+    if (!Number.isInteger(lines) || lines < 0 || (after !== undefined && (!Number.isInteger(after) || after < 0)))
+      throw badRequest('lines and after are non-negative integers');
     const log = await p.logs(q(request.query, 'sandbox_id'), after === undefined ? { lines } : { lines, after });
     return reply.send(log);
   });

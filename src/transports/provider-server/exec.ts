@@ -33,7 +33,9 @@ function text(bytes: Uint8Array): string | undefined {
 function line(ev: ExecEvent): ExecLine {
   if (ev.stream === 'exit') return { stream: 'exit', exit_code: ev.exit_code };
   const t = text(ev.data);
-  return t !== undefined ? { stream: ev.stream, data: t } : { stream: ev.stream, data: Buffer.from(ev.data).toString('base64'), encoding: 'base64' };
+  return t !== undefined
+    ? { stream: ev.stream, data: t }
+    : { stream: ev.stream, data: Buffer.from(ev.data).toString('base64'), encoding: 'base64' };
 }
 
 /** A live exec's queues, registered under its id until it ends. */
@@ -46,11 +48,20 @@ function liveExec(withStdin: boolean): LiveExec {
   return {
     stdin,
     controls: new AsyncQueue<ExecControl>(),
-    room: () => ((stdin?.length ?? 0) < STDIN_WINDOW || stdin?.isClosed || stdin?.isEnded ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
+    room: () =>
+      (stdin?.length ?? 0) < STDIN_WINDOW || stdin?.isClosed || stdin?.isEnded
+        ? Promise.resolve()
+        : new Promise<void>((r) => waiters.push(r)),
   };
 }
 
-export async function handleExec(provider: Provider, live: Map<string, LiveExec>, body: ExecRequest, reply: FastifyReply, sendError: (err: unknown) => unknown): Promise<unknown> {
+export async function handleExec(
+  provider: Provider,
+  live: Map<string, LiveExec>,
+  body: ExecRequest,
+  reply: FastifyReply,
+  sendError: (err: unknown) => unknown,
+): Promise<unknown> {
   const spec: ExecSpec = { command: body.command, args: body.args ?? [], mode: body.mode ?? 'shell', env: body.env ?? {} };
   if (body.workdir !== undefined) spec.workdir = body.workdir;
   if (body.stdin !== undefined) spec.stdin = Buffer.from(body.stdin, 'base64');

@@ -71,7 +71,10 @@ export function uiRoutes(app: FastifyInstance): void {
       return reply
         .code(404)
         .type('application/json; charset=utf-8')
-        .send({ code: 'not_found', message: name === 'index.html' ? 'the dashboard is not built (npm run build)' : `no such dashboard file: ${name}` });
+        .send({
+          code: 'not_found',
+          message: name === 'index.html' ? 'the dashboard is not built (npm run build)' : `no such dashboard file: ${name}`,
+        });
     }
     reply.header('Cache-Control', name === 'index.html' ? 'no-cache' : 'public, max-age=300');
     return reply.code(200).type(TYPES[extname(name)]!).send(body);
@@ -81,7 +84,8 @@ export function uiRoutes(app: FastifyInstance): void {
   app.get('/ui/*', { schema }, (req, reply) => {
     const rest = (req.params as { '*': string })['*'];
     if (rest === '' || rest === 'index.html') return send(reply, 'index.html');
-    if (!names.has(rest)) return reply.code(404).type('application/json; charset=utf-8').send({ code: 'not_found', message: 'no such dashboard file' });
+    if (!names.has(rest))
+      return reply.code(404).type('application/json; charset=utf-8').send({ code: 'not_found', message: 'no such dashboard file' });
     return send(reply, rest);
   });
 }

@@ -21,7 +21,12 @@ function requestBody(runtimeId: string, spec: ExecSpec): ExecRequest {
 }
 
 /** Feeds an iterable to a backend route one item at a time, in order, until it ends or `stopped()`. */
-async function pump<T>(iter: AsyncIterator<T>, stopped: () => boolean, send: (item: T) => Promise<unknown>, end?: () => Promise<unknown>): Promise<void> {
+async function pump<T>(
+  iter: AsyncIterator<T>,
+  stopped: () => boolean,
+  send: (item: T) => Promise<unknown>,
+  end?: () => Promise<unknown>,
+): Promise<void> {
   try {
     for (;;) {
       const r = await iter.next();
@@ -38,11 +43,18 @@ async function pump<T>(iter: AsyncIterator<T>, stopped: () => boolean, send: (it
 }
 
 /** `live`: the backend announced `exec_stdin` (the `/exec/{exec_id}/…` routes). */
-export async function* execOverHttp(http: HttpCaller, runtimeId: string, spec: ExecSpec, signal: AbortSignal, live: boolean): AsyncGenerator<ExecEvent> {
+export async function* execOverHttp(
+  http: HttpCaller,
+  runtimeId: string,
+  spec: ExecSpec,
+  signal: AbortSignal,
+  live: boolean,
+): AsyncGenerator<ExecEvent> {
   if (signal.aborted) return;
   const body = requestBody(runtimeId, spec);
   const liveStdin = spec.stdin !== undefined && !(spec.stdin instanceof Uint8Array) ? spec.stdin : undefined;
-  if ((liveStdin || spec.controls) && !live) throw http.error('not_implemented', 'exec', 'this backend does not announce exec_stdin: no live stdin or signals');
+  if ((liveStdin || spec.controls) && !live)
+    throw http.error('not_implemented', 'exec', 'this backend does not announce exec_stdin: no live stdin or signals');
   if (spec.stdin instanceof Uint8Array && spec.stdin.byteLength > 0) body.stdin = Buffer.from(spec.stdin).toString('base64');
   const execId = liveStdin || spec.controls ? randomBytes(12).toString('hex') : undefined;
   if (execId) body.exec_id = execId;
@@ -56,7 +68,16 @@ export async function* execOverHttp(http: HttpCaller, runtimeId: string, spec: E
   try {
     let answer;
     try {
-      answer = await http.call({ method: 'POST', path: '/exec', json: body, signal: ac.signal, what: 'exec', bodyTimeoutMs: 0, wholeDeadline: false, accept: NDJSON });
+      answer = await http.call({
+        method: 'POST',
+        path: '/exec',
+        json: body,
+        signal: ac.signal,
+        what: 'exec',
+        bodyTimeoutMs: 0,
+        wholeDeadline: false,
+        accept: NDJSON,
+      });
     } catch (err) {
       if (signal.aborted) return;
       throw err;
@@ -71,13 +92,23 @@ export async function* execOverHttp(http: HttpCaller, runtimeId: string, spec: E
           it,
           stopped,
           (chunk) => http.send({ method: 'POST', path: route('stdin'), body: chunk, signal: ac.signal, what: 'exec stdin' }),
-          () => http.send({ method: 'POST', path: route('stdin'), query: { eof: 1 }, body: new Uint8Array(0), signal: ac.signal, what: 'exec stdin' }),
+          () =>
+            http.send({
+              method: 'POST',
+              path: route('stdin'),
+              query: { eof: 1 },
+              body: new Uint8Array(0),
+              signal: ac.signal,
+              what: 'exec stdin',
+            }),
         );
       }
       if (spec.controls) {
         const it = spec.controls[Symbol.asyncIterator]();
         iters.push(it);
-        void pump<ExecControl>(it, stopped, (control) => http.send({ method: 'POST', path: route('control'), json: control, signal: ac.signal, what: 'exec control' }));
+        void pump<ExecControl>(it, stopped, (control) =>
+          http.send({ method: 'POST', path: route('control'), json: control, signal: ac.signal, what: 'exec control' }),
+        );
       }
     }
 

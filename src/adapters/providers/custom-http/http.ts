@@ -94,7 +94,8 @@ export class HttpCaller {
     } catch {
       throw new Error('providers.custom_http.base_url is not a URL');
     }
-    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new Error('providers.custom_http.base_url must be http:// or https://');
+    if (base.protocol !== 'http:' && base.protocol !== 'https:')
+      throw new Error('providers.custom_http.base_url must be http:// or https://');
     this.base = base;
     this.where = publicUrl(opts.baseUrl);
     this.agent = new Agent({

@@ -19,7 +19,19 @@ import {
   type WriteFileRequest,
 } from '../../../contracts/custom-http.js';
 import { SbxError } from '../../../core/errors.js';
-import type { ConsoleLog, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, OpenedFile, Provider, ProviderHealth, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import type {
+  ConsoleLog,
+  ConsoleQuery,
+  ExecEvent,
+  ExecSpec,
+  FileInfo,
+  OpenedFile,
+  Provider,
+  ProviderHealth,
+  RuntimeStatus,
+  SpawnResult,
+  SpawnSpec,
+} from '../../../core/ports.js';
 import { execOverHttp } from './exec.js';
 import { discard, HttpCaller, publicUrl, type Answer } from './http.js';
 
@@ -68,7 +80,13 @@ class CustomHttpProvider implements Provider {
   }
 
   config(): Record<string, unknown> {
-    return { runtime: 'custom-http', network_mode: 'backend', base_url: publicUrl(this.opts.baseUrl), timeout_ms: this.opts.timeoutMs, api_key: this.opts.apiKey ? 'set' : 'unset' };
+    return {
+      runtime: 'custom-http',
+      network_mode: 'backend',
+      base_url: publicUrl(this.opts.baseUrl),
+      timeout_ms: this.opts.timeoutMs,
+      api_key: this.opts.apiKey ? 'set' : 'unset',
+    };
   }
 
   async health(signal?: AbortSignal): Promise<ProviderHealth> {
@@ -85,20 +103,37 @@ class CustomHttpProvider implements Provider {
         a.done();
       }
       this.asked = true;
-      this.caps = [...BASE_CAPABILITIES, ...(info.capabilities ?? []).filter((c) => OPTIONAL_CAPABILITIES.has(c) && !BASE_CAPABILITIES.includes(c))];
+      this.caps = [
+        ...BASE_CAPABILITIES,
+        ...(info.capabilities ?? []).filter((c) => OPTIONAL_CAPABILITIES.has(c) && !BASE_CAPABILITIES.includes(c)),
+      ];
       const out: ProviderHealth = { healthy: true, latency_ms: latency() };
       if (info.runtime_count !== undefined) out.runtime_count = info.runtime_count;
       return out;
     } catch (err) {
       if (signal?.aborted) throw err;
-      return { healthy: false, latency_ms: latency(), error: err instanceof SbxError ? err.message : 'custom-http health: the backend failed' };
+      return {
+        healthy: false,
+        latency_ms: latency(),
+        error: err instanceof SbxError ? err.message : 'custom-http health: the backend failed',
+      };
     }
   }
 
   async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
     // Egress rules are enforced by sbx's own gateway (DESIGN.md §10), which a backend does not run.
-    if (spec.network === 'filtered') throw new SbxError('not_implemented', 'custom-http sandboxes cannot be filtered: egress rules are enforced only on the docker provider');
-    const body: SpawnRequest = { image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, metadata: spec.metadata, sandbox_id: spec.sandbox_id };
+    if (spec.network === 'filtered')
+      throw new SbxError(
+        'not_implemented',
+        'custom-http sandboxes cannot be filtered: egress rules are enforced only on the docker provider',
+      );
+    const body: SpawnRequest = {
+      image: spec.image,
+      memory_mb: spec.memory_mb,
+      vcpus: spec.vcpus,
+      metadata: spec.metadata,
+      sandbox_id: spec.sandbox_id,
+    };
     if (spec.network) body.network = spec.network;
     const res = await this.http.json({ method: 'POST', path: '/spawn', json: body, signal, what: 'spawn' }, SpawnResponse);
     if (spec.network && res.network !== spec.network) {
@@ -110,17 +145,35 @@ class CustomHttpProvider implements Provider {
   }
 
   async destroy(runtimeId: string, signal?: AbortSignal): Promise<void> {
-    await this.http.send({ method: 'DELETE', path: `/sandboxes/${encodeURIComponent(runtimeId)}`, idempotent: true, pass: [404, 410], signal, what: 'destroy' });
+    await this.http.send({
+      method: 'DELETE',
+      path: `/sandboxes/${encodeURIComponent(runtimeId)}`,
+      idempotent: true,
+      pass: [404, 410],
+      signal,
+      what: 'destroy',
+    });
   }
 
   async status(runtimeId: string, signal?: AbortSignal): Promise<RuntimeStatus> {
-    const a = await this.http.call({ method: 'GET', path: `/status/${encodeURIComponent(runtimeId)}`, idempotent: true, pass: [404, 410], signal, what: 'status' });
+    const a = await this.http.call({
+      method: 'GET',
+      path: `/status/${encodeURIComponent(runtimeId)}`,
+      idempotent: true,
+      pass: [404, 410],
+      signal,
+      what: 'status',
+    });
     try {
       if (a.status === 404 || a.status === 410) {
         await a.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
         return 'missing';
       }
-      const res = this.http.parse(await this.http.readText(a, { method: 'GET', path: '/status', what: 'status' }, 64 * 1024), StatusResponse, 'status');
+      const res = this.http.parse(
+        await this.http.readText(a, { method: 'GET', path: '/status', what: 'status' }, 64 * 1024),
+        StatusResponse,
+        'status',
+      );
       const state = (res.state ?? 'running').toLowerCase();
       if (state === '' || RUNNING.has(state)) return 'running';
       if (STOPPED.has(state)) return 'stopped';
@@ -159,7 +212,16 @@ class CustomHttpProvider implements Provider {
 
   async openFile(runtimeId: string, path: string, signal?: AbortSignal, maxBytes?: number): Promise<OpenedFile> {
     const what = 'read file';
-    const a = await this.http.call({ method: 'GET', path: '/files', query: { sandbox_id: runtimeId, path }, idempotent: true, signal, what, wholeDeadline: false, accept: 'application/octet-stream' });
+    const a = await this.http.call({
+      method: 'GET',
+      path: '/files',
+      query: { sandbox_id: runtimeId, path },
+      idempotent: true,
+      signal,
+      what,
+      wholeDeadline: false,
+      accept: 'application/octet-stream',
+    });
     const declared = Number(a.headers['content-length']);
     const size = Number.isFinite(declared) && declared >= 0 ? declared : undefined;
     if (size !== undefined && maxBytes !== undefined && size > maxBytes) {
@@ -199,29 +261,56 @@ class CustomHttpProvider implements Provider {
   }
 
   async deleteFile(runtimeId: string, path: string, recursive: boolean, signal?: AbortSignal): Promise<void> {
-    await this.http.send({ method: 'DELETE', path: '/files', json: { sandbox_id: runtimeId, path, recursive }, signal, what: 'delete file' });
+    await this.http.send({
+      method: 'DELETE',
+      path: '/files',
+      json: { sandbox_id: runtimeId, path, recursive },
+      signal,
+      what: 'delete file',
+    });
   }
 
   async listFiles(runtimeId: string, path: string, signal?: AbortSignal): Promise<FileInfo[]> {
-    const list = await this.http.json({ method: 'GET', path: '/files/list', query: { sandbox_id: runtimeId, path }, idempotent: true, signal, what: 'list files' }, FileList);
+    const list = await this.http.json(
+      { method: 'GET', path: '/files/list', query: { sandbox_id: runtimeId, path }, idempotent: true, signal, what: 'list files' },
+      FileList,
+    );
     return list.map((f) => this.fileInfo(f, 'list files')).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async moveFile(runtimeId: string, oldPath: string, newPath: string, signal?: AbortSignal): Promise<void> {
-    await this.http.send({ method: 'POST', path: '/files/move', json: { sandbox_id: runtimeId, old_path: oldPath, new_path: newPath }, signal, what: 'move file' });
+    await this.http.send({
+      method: 'POST',
+      path: '/files/move',
+      json: { sandbox_id: runtimeId, old_path: oldPath, new_path: newPath },
+      signal,
+      what: 'move file',
+    });
   }
 
   async chmod(runtimeId: string, path: string, mode: number, signal?: AbortSignal): Promise<void> {
-    await this.http.send({ method: 'POST', path: '/files/chmod', json: { sandbox_id: runtimeId, path, mode: octal(mode) }, signal, what: 'chmod' });
+    await this.http.send({
+      method: 'POST',
+      path: '/files/chmod',
+      json: { sandbox_id: runtimeId, path, mode: octal(mode) },
+      signal,
+      what: 'chmod',
+    });
   }
 
   async stat(runtimeId: string, path: string, signal?: AbortSignal): Promise<FileInfo> {
-    const f = await this.http.json({ method: 'GET', path: '/files/stat', query: { sandbox_id: runtimeId, path }, idempotent: true, signal, what: 'stat' }, WireFileInfo);
+    const f = await this.http.json(
+      { method: 'GET', path: '/files/stat', query: { sandbox_id: runtimeId, path }, idempotent: true, signal, what: 'stat' },
+      WireFileInfo,
+    );
     return this.fileInfo(f, 'stat');
   }
 
   async glob(runtimeId: string, pattern: string, signal?: AbortSignal): Promise<string[]> {
-    const list = await this.http.json({ method: 'GET', path: '/files/glob', query: { sandbox_id: runtimeId, pattern }, idempotent: true, signal, what: 'glob' }, GlobResponse);
+    const list = await this.http.json(
+      { method: 'GET', path: '/files/glob', query: { sandbox_id: runtimeId, pattern }, idempotent: true, signal, what: 'glob' },
+      GlobResponse,
+    );
     return [...list].sort();
   }
 
@@ -243,7 +332,10 @@ class CustomHttpProvider implements Provider {
     }
     const bits = /^0?[0-7]{3,4}$/.test(mode) ? parseInt(mode, 8) : Number.NaN;
     if (!Number.isFinite(bits)) throw this.http.error('provider_error', what, 'the backend answered a file mode that is not octal');
-    const time = modTime !== undefined && Number.isFinite(Date.parse(modTime)) ? new Date(Date.parse(modTime)).toISOString() : new Date(0).toISOString();
+    const time =
+      modTime !== undefined && Number.isFinite(Date.parse(modTime))
+        ? new Date(Date.parse(modTime)).toISOString()
+        : new Date(0).toISOString();
     return { name: f.name ?? (path === '/' ? '/' : posix.basename(path)), path, size, is_dir: isDir, mod_time: time, mode: octal(bits) };
   }
 

@@ -4,8 +4,32 @@ import { createConnection, type Socket } from 'node:net';
  * One connection to a container's sbx-agent (docs/agent.md): frames
  * [u32 len][u32 stream id][u8 type][payload], little-endian, len = 5 + payload length.
  */
-export const T = { EXEC: 1, STDIN: 2, EOF: 3, SIGNAL: 4, CREDIT: 5, READ: 16, WRITE: 17, WDATA: 18, WEND: 19, STAT: 20, CANCEL: 21 } as const;
-export const R = { HELLO: 128, STARTED: 129, STDOUT: 130, STDERR: 131, EXIT: 132, ERROR: 133, SIZE: 134, DATA: 135, END: 136, STAT: 137, STDIN_ACK: 138 } as const;
+export const T = {
+  EXEC: 1,
+  STDIN: 2,
+  EOF: 3,
+  SIGNAL: 4,
+  CREDIT: 5,
+  READ: 16,
+  WRITE: 17,
+  WDATA: 18,
+  WEND: 19,
+  STAT: 20,
+  CANCEL: 21,
+} as const;
+export const R = {
+  HELLO: 128,
+  STARTED: 129,
+  STDOUT: 130,
+  STDERR: 131,
+  EXIT: 132,
+  ERROR: 133,
+  SIZE: 134,
+  DATA: 135,
+  END: 136,
+  STAT: 137,
+  STDIN_ACK: 138,
+} as const;
 export const STAGE = { CHDIR: 1, EXEC: 2, FILE: 3, PROTO: 4 } as const;
 
 /** Biggest payload sent to the agent in one frame (its bound is 1 MiB + 4 KiB). */
@@ -68,12 +92,17 @@ export class AgentConnection {
         if (buf.length < 4 + len) return;
         const type = buf[8];
         const payload = buf.subarray(9, 4 + len);
-        if (type !== R.HELLO || payload.length < 12 || payload.subarray(12).toString('utf8') !== token) return fail(new Error('agent: hello refused'));
+        if (type !== R.HELLO || payload.length < 12 || payload.subarray(12).toString('utf8') !== token)
+          return fail(new Error('agent: hello refused'));
         clearTimeout(timer);
         socket.off('data', onData);
         socket.off('error', fail);
         socket.setNoDelay(true);
-        const conn = new AgentConnection(socket, { version: payload.readUInt32LE(0), uid: payload.readUInt32LE(4), gid: payload.readUInt32LE(8) });
+        const conn = new AgentConnection(socket, {
+          version: payload.readUInt32LE(0),
+          uid: payload.readUInt32LE(4),
+          gid: payload.readUInt32LE(8),
+        });
         conn.attach(buf.subarray(4 + len));
         resolve(conn);
       };

@@ -31,7 +31,10 @@ function oneAnswer(conn: AgentConnection): { id: number; answer: Promise<{ type:
   let resolve!: (v: { type: number; payload: Buffer }) => void;
   let reject!: (e: Error) => void;
   const answer = new Promise<{ type: number; payload: Buffer }>((res, rej) => ((resolve = res), (reject = rej)));
-  const id = conn.open({ frame: (type, payload) => resolve({ type, payload: Buffer.from(payload) }), lost: () => reject(new AgentUnavailable()) });
+  const id = conn.open({
+    frame: (type, payload) => resolve({ type, payload: Buffer.from(payload) }),
+    lost: () => reject(new AgentUnavailable()),
+  });
   return { id, answer };
 }
 

@@ -66,7 +66,10 @@ export class DockerAgents {
    * token and the shell line that starts the agent beside the keep-alive. The directory is the
    * agent's (the container's user) when this process may give it; otherwise open to it.
    */
-  prepare(sandboxId: string, user: ContainerUser | undefined): { mounts: Docker.MountSettings[]; labels: Record<string, string>; start: string } | undefined {
+  prepare(
+    sandboxId: string,
+    user: ContainerUser | undefined,
+  ): { mounts: Docker.MountSettings[]; labels: Record<string, string>; start: string } | undefined {
     const token = randomBytes(18).toString('hex');
     const dir = this.dirOf(sandboxId, token);
     mkdirSync(this.settings.stateDir, { recursive: true, mode: 0o711 });
@@ -246,7 +249,12 @@ export async function* agentExec(
       if (stage === STAGE.CHDIR) throw badRequest(`workdir ${workdir} is not an existing directory in the sandbox`);
       if (stage !== STAGE.EXEC) throw new AgentUnavailable();
       const name = argv[0]!;
-      const text = errno === E.ENOENT ? notFoundText(name) : errno === E.EACCES || errno === E.EISDIR ? deniedText(name) : `sbx: cannot execute: ${name}\n`;
+      const text =
+        errno === E.ENOENT
+          ? notFoundText(name)
+          : errno === E.EACCES || errno === E.EISDIR
+            ? deniedText(name)
+            : `sbx: cannot execute: ${name}\n`;
       const data = Buffer.from(text);
       onOutput?.('stderr', data);
       yield { stream: 'stderr', data };

@@ -25,7 +25,13 @@ export interface Owner {
  * followed to the target the engine resolved inside the container's own root. The body yields
  * the file's bytes as the engine sends them, exactly `size` of them, or fails.
  */
-export async function openViaArchive(docker: Docker, runtimeId: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<OpenedFile> {
+export async function openViaArchive(
+  docker: Docker,
+  runtimeId: string,
+  path: string,
+  maxBytes: number | undefined,
+  signal?: AbortSignal,
+): Promise<OpenedFile> {
   const container = docker.getContainer(runtimeId);
   let current = path;
   for (let hop = 0; hop <= MAX_LINK_HOPS; hop++) {
@@ -116,7 +122,13 @@ function firstEntry(archive: Readable, path: string, maxBytes: number | undefine
  * One tar entry's bytes, checked against its size. Ending early (`return()`, also before the
  * first read) or failing drops the engine connection; reading to the end lets the archive finish.
  */
-function entryBody(stream: AsyncIterable<Buffer>, size: number, path: string, stop: () => void, next: () => void): AsyncIterable<Uint8Array> {
+function entryBody(
+  stream: AsyncIterable<Buffer>,
+  size: number,
+  path: string,
+  stop: () => void,
+  next: () => void,
+): AsyncIterable<Uint8Array> {
   return {
     [Symbol.asyncIterator]() {
       const it = stream[Symbol.asyncIterator]();
@@ -197,7 +209,14 @@ export async function writeViaArchive(
  * /workspace becomes a non-root user's before the container starts: with every capability
  * dropped, nothing inside the container could chown it.
  */
-export async function putDirectory(docker: Docker, containerId: string, path: string, mode: number, owner: Owner, signal?: AbortSignal): Promise<void> {
+export async function putDirectory(
+  docker: Docker,
+  containerId: string,
+  path: string,
+  mode: number,
+  owner: Owner,
+  signal?: AbortSignal,
+): Promise<void> {
   const body = await tarOne({ name: posix.basename(path), mode, type: 'directory', ...owner });
   await docker.getContainer(containerId).putArchive(body(), { path: posix.dirname(path), abortSignal: bounded(signal) });
 }
@@ -292,7 +311,12 @@ function statHeader(res: IncomingMessage): PathStat | undefined {
   const header = res.headers['x-docker-container-path-stat'];
   if (typeof header !== 'string') return undefined;
   try {
-    const st = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { size?: number; mode?: number; mtime?: string; linkTarget?: string };
+    const st = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as {
+      size?: number;
+      mode?: number;
+      mtime?: string;
+      linkTarget?: string;
+    };
     if (typeof st.mode !== 'number' || typeof st.size !== 'number') return undefined;
     const m = st.mode >>> 0;
     const mtime = new Date(st.mtime ?? '');

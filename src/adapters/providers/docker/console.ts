@@ -44,7 +44,10 @@ export class DockerConsole {
     }
     const raw = await call(
       'logs',
-      (s) => this.docker.getContainer(runtimeId).logs({ stdout: true, stderr: true, follow: false, tail: lines, abortSignal: s }) as unknown as Promise<Buffer>,
+      (s) =>
+        this.docker
+          .getContainer(runtimeId)
+          .logs({ stdout: true, stderr: true, follow: false, tail: lines, abortSignal: s }) as unknown as Promise<Buffer>,
       signal,
     );
     const own = new ConsoleRing(lines);

@@ -35,7 +35,8 @@ const MIB = 1024 * 1024;
 // @types/dockerode omits the options argument (with abortSignal) that dockerode accepts here.
 type Signalled<T> = (opts: { abortSignal?: AbortSignal }) => Promise<T>;
 const ping = (d: Docker, s: AbortSignal) => (d.ping as unknown as Signalled<unknown>).call(d, { abortSignal: s });
-const engineInfo = (d: Docker, s: AbortSignal) => (d.info as unknown as Signalled<{ MemTotal?: number; NCPU?: number }>).call(d, { abortSignal: s });
+const engineInfo = (d: Docker, s: AbortSignal) =>
+  (d.info as unknown as Signalled<{ MemTotal?: number; NCPU?: number }>).call(d, { abortSignal: s });
 
 /** Container name for a sandbox: one container per sandbox id. */
 export function containerName(sandboxId: string): string {
@@ -57,7 +58,13 @@ export class Containers {
    * container whose image has this `User` (none: no agent); `filtered`: a filtered spawn's network,
    * DNS and proxy variables (egress.ts).
    */
-  async spawn(spec: SpawnSpec, signal?: AbortSignal, volumeMounts: Docker.MountSettings[] = [], agentFor?: (imageUser: string) => AgentPart | undefined, filtered?: FilteredCreate): Promise<SpawnResult> {
+  async spawn(
+    spec: SpawnSpec,
+    signal?: AbortSignal,
+    volumeMounts: Docker.MountSettings[] = [],
+    agentFor?: (imageUser: string) => AgentPart | undefined,
+    filtered?: FilteredCreate,
+  ): Promise<SpawnResult> {
     await this.validateSize(spec, signal);
     const imageUser = await this.images.ensure(spec.image, signal);
     const agent = agentFor?.(imageUser);
@@ -69,7 +76,7 @@ export class Containers {
     if (agent) Object.assign(labels, agent.labels);
     const memory = spec.memory_mb * MIB;
     // The spawn's network (DESIGN §10), else providers.docker.network_mode; filtered: the internal network.
-    const networkMode = filtered ? filtered.networkMode : spec.network ?? opts.networkMode;
+    const networkMode = filtered ? filtered.networkMode : (spec.network ?? opts.networkMode);
     const hostConfig: Docker.HostConfig = {
       Memory: memory,
       MemorySwap: memory, // equal to Memory: no swap beyond the limit
@@ -84,7 +91,9 @@ export class Containers {
       Init: true,
       ReadonlyRootfs: opts.readOnlyRootfs,
       ...(mounts.length > 0 ? { Mounts: mounts } : {}),
-      Tmpfs: opts.readOnlyRootfs ? { '/tmp': 'rw,nosuid,nodev,mode=1777', [WORKDIR]: `rw,nosuid,nodev,exec,mode=0755${tmpfsOwner(opts.user)}` } : undefined,
+      Tmpfs: opts.readOnlyRootfs
+        ? { '/tmp': 'rw,nosuid,nodev,mode=1777', [WORKDIR]: `rw,nosuid,nodev,exec,mode=0755${tmpfsOwner(opts.user)}` }
+        : undefined,
       ...(opts.runtime ? { Runtime: opts.runtime } : {}),
     };
     let container: Docker.Container;
@@ -145,9 +154,13 @@ export class Containers {
     const status = statusOf(err);
     const text = engineMessage(err);
     if (status === 400 && this.opts.runtime && /unknown runtime/i.test(text)) {
-      return new SbxError('provider_error', `spawn ${image}: the docker engine has no runtime "${this.opts.runtime}" (providers.docker.runtime)`);
+      return new SbxError(
+        'provider_error',
+        `spawn ${image}: the docker engine has no runtime "${this.opts.runtime}" (providers.docker.runtime)`,
+      );
     }
-    if (status === 400) return new SbxError('provider_error', `spawn ${image}: the docker engine refused the container settings (providers.docker.*)`);
+    if (status === 400)
+      return new SbxError('provider_error', `spawn ${image}: the docker engine refused the container settings (providers.docker.*)`);
     return toSbxError(err, `spawn ${image}`);
   }
 
@@ -157,7 +170,10 @@ export class Containers {
     const { networkMode } = this.opts;
     const custom = !['bridge', 'host', 'none', 'default'].includes(networkMode);
     if (/network .* not found/i.test(text) || (custom && isNotFound(err))) {
-      return new SbxError('provider_error', `spawn ${image}: network "${networkMode}" (providers.docker.network_mode) does not exist on the docker engine`);
+      return new SbxError(
+        'provider_error',
+        `spawn ${image}: network "${networkMode}" (providers.docker.network_mode) does not exist on the docker engine`,
+      );
     }
     if (/no such file or directory|executable file not found/i.test(text)) {
       return new SbxError('provider_error', `spawn ${image}: the container did not start (does the image have /bin/sh?)`);
@@ -234,7 +250,11 @@ export class Containers {
 
   /** Every container labelled with an sbx installation id (ours and other installations'). */
   async listRuntimes(signal?: AbortSignal): Promise<RuntimeInfo[]> {
-    const list = await call('list runtimes', (s) => this.docker.listContainers({ all: true, filters: { label: [LABEL_INSTALLATION] }, abortSignal: s }), signal);
+    const list = await call(
+      'list runtimes',
+      (s) => this.docker.listContainers({ all: true, filters: { label: [LABEL_INSTALLATION] }, abortSignal: s }),
+      signal,
+    );
     return list
       .map((c) => ({
         runtime_id: c.Id,
@@ -255,7 +275,11 @@ export class Containers {
     }
     const latency_ms = Math.round(performance.now() - started);
     try {
-      const mine = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL_INSTALLATION}=${this.opts.installationId}`] }, abortSignal: bounded(signal, 5_000) });
+      const mine = await this.docker.listContainers({
+        all: true,
+        filters: { label: [`${LABEL_INSTALLATION}=${this.opts.installationId}`] },
+        abortSignal: bounded(signal, 5_000),
+      });
       return { healthy: true, latency_ms, runtime_count: mine.length };
     } catch {
       return { healthy: true, latency_ms };

@@ -70,8 +70,10 @@ export class DockerEgress implements ProviderEgress {
 
   /** Why filtered cannot be enforced here (a string), or the network to enforce it on. */
   async prepare(signal?: AbortSignal): Promise<FilteredNetwork | string> {
-    if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'sbx does not run as root (it installs host firewall rules for the filtered network)';
-    if (this.opts.endpoint.kind !== 'unix') return `the docker engine is not local (${this.opts.endpoint.description}): its bridge is not on this host`;
+    if (typeof process.getuid === 'function' && process.getuid() !== 0)
+      return 'sbx does not run as root (it installs host firewall rules for the filtered network)';
+    if (this.opts.endpoint.kind !== 'unix')
+      return `the docker engine is not local (${this.opts.endpoint.description}): its bridge is not on this host`;
     const caps = this.opts.addedCaps.map((c) => c.toUpperCase());
     const bad = caps.find((c) => FORBIDDEN_CAPS.includes(c));
     if (bad) return `providers.docker.added_caps adds ${bad}, which would let a filtered sandbox forge packets`;
@@ -81,7 +83,8 @@ export class DockerEgress implements ProviderEgress {
     } catch {
       return 'the docker engine did not answer';
     }
-    if ((info.SecurityOptions ?? []).some((o) => /name=rootless/.test(o))) return 'the docker engine is rootless: its bridge is not in sbx\'s network namespace';
+    if ((info.SecurityOptions ?? []).some((o) => /name=rootless/.test(o)))
+      return "the docker engine is rootless: its bridge is not in sbx's network namespace";
     const name = filteredNetworkName(this.opts.installationId);
     let inspect: Docker.NetworkInspectInfo;
     try {
@@ -126,11 +129,16 @@ export class DockerEgress implements ProviderEgress {
 
   /** Create options of a filtered container; 501 when enforcement is not on. */
   createOptions(): FilteredCreate {
-    if (this.reason !== null || !this.net) throw new SbxError('not_implemented', `network "filtered" is not available here: ${this.reason ?? 'no filtered network'}`);
+    if (this.reason !== null || !this.net)
+      throw new SbxError('not_implemented', `network "filtered" is not available here: ${this.reason ?? 'no filtered network'}`);
     const proxy = `http://${this.net.gateway}:${this.port}`;
     const env = [
-      `HTTP_PROXY=${proxy}`, `HTTPS_PROXY=${proxy}`, `http_proxy=${proxy}`, `https_proxy=${proxy}`,
-      'NO_PROXY=localhost,127.0.0.1', 'no_proxy=localhost,127.0.0.1',
+      `HTTP_PROXY=${proxy}`,
+      `HTTPS_PROXY=${proxy}`,
+      `http_proxy=${proxy}`,
+      `https_proxy=${proxy}`,
+      'NO_PROXY=localhost,127.0.0.1',
+      'no_proxy=localhost,127.0.0.1',
     ];
     return { networkMode: this.net.name, dns: [this.net.gateway], env };
   }

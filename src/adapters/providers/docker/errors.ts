@@ -23,7 +23,9 @@ export function engineMessage(err: unknown): string {
 
 function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && ['ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EACCES', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code);
+  return (
+    typeof code === 'string' && ['ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EACCES', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code)
+  );
 }
 
 /** What the engine says of a container a destroy is removing (as 409 or 500, depending on the call). */
@@ -39,7 +41,8 @@ export function toSbxError(err: unknown, what: string): SbxError {
   if (isConnectionError(err)) return new SbxError('provider_error', `${what}: docker engine unreachable`);
   const status = statusOf(err);
   // The sandbox is being destroyed under the operation: gone, not a provider failure.
-  if ((status === 409 || status === 500) && BEING_REMOVED.test(engineMessage(err))) return new SbxError('not_found', `${what}: sandbox runtime is being removed`);
+  if ((status === 409 || status === 500) && BEING_REMOVED.test(engineMessage(err)))
+    return new SbxError('not_found', `${what}: sandbox runtime is being removed`);
   if (status === 409) return new SbxError('provider_error', `${what}: sandbox runtime is not running`);
   if (status === 404) return new SbxError('provider_error', `${what}: sandbox runtime not found`);
   return new SbxError('provider_error', status ? `${what}: docker engine answered ${status}` : `${what}: docker engine failed`);

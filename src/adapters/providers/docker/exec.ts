@@ -24,7 +24,8 @@ const KILLER = [
   'done',
 ].join('\n');
 /** One pass of a signal to every process of an exec: `$1` the marker, `$2` the signal name without SIG. */
-const SIGNALLER = 'for f in $(grep -lxzsF "$1" /proc/[0-9]*/environ); do d=${f%/environ}; kill -"$2" "${d#/proc/}" 2>/dev/null; done; exit 0';
+const SIGNALLER =
+  'for f in $(grep -lxzsF "$1" /proc/[0-9]*/environ); do d=${f%/environ}; kill -"$2" "${d#/proc/}" 2>/dev/null; done; exit 0';
 
 /**
  * In a terminal, SIGINT and SIGQUIT are what ^C and ^\ produce: the key goes in with stdin and the
@@ -37,9 +38,11 @@ const TERMINAL_KEYS: Partial<Record<ExecSignal, string>> = { SIGINT: '\x03', SIG
 const KILL_GRACE_MS = 1_000;
 
 // What runc (or gVisor's runsc) prints, as output with exit 126, when the working directory cannot be entered.
-const BAD_WORKDIR = /^OCI runtime exec failed: (?:exec failed: .*chdir to cwd \("\/|executing processes for container: .* in sandbox: failed to find initial working directory "\/)/s;
+const BAD_WORKDIR =
+  /^OCI runtime exec failed: (?:exec failed: .*chdir to cwd \("\/|executing processes for container: .* in sandbox: failed to find initial working directory "\/)/s;
 // What runc (or runsc) prints, as output with exit 126, when the command itself cannot be started.
-const EXEC_FAILED = /^OCI runtime exec failed: (?:exec failed: .*exec: "(?:[^"\\]|\\.)*": |executing processes for container: executing command "(?:[^"\\]|\\.)*" in sandbox: )(.*)$/s;
+const EXEC_FAILED =
+  /^OCI runtime exec failed: (?:exec failed: .*exec: "(?:[^"\\]|\\.)*": |executing processes for container: executing command "(?:[^"\\]|\\.)*" in sandbox: )(.*)$/s;
 // runsc's PATH search, like runc's, refuses relative entries: the shell then searches instead.
 const PATH_REFUSED = /not found in \$PATH|relative to current directory|error finding executable "(?:[^"\\]|\\.)*" in PATH/;
 
@@ -52,7 +55,9 @@ export interface ExecOptions {
 
 /** The argv the engine runs for `spec`. */
 export function execArgv(spec: Pick<ExecSpec, 'command' | 'args' | 'mode'>): string[] {
-  return spec.mode === 'argv' ? [spec.command, ...spec.args] : ['/bin/sh', '-c', shellGuard(spec.command) + buildShellCommand(spec.command, spec.args)];
+  return spec.mode === 'argv'
+    ? [spec.command, ...spec.args]
+    : ['/bin/sh', '-c', shellGuard(spec.command) + buildShellCommand(spec.command, spec.args)];
 }
 
 /** sbx's own messages (DESIGN §5) for a command that does not exist or cannot be executed. */
@@ -275,7 +280,10 @@ async function startStream(exec: Docker.Exec, withStdin: boolean, tty: ExecSpec[
     return await Promise.race([started, limit]);
   } catch (err) {
     // If the engine answers after all, nobody reads that stream: close it.
-    started.then((s) => s.destroy(), () => undefined);
+    started.then(
+      (s) => s.destroy(),
+      () => undefined,
+    );
     if (signal.aborted && isAbortError(err)) throw err;
     throw toSbxError(err, 'exec');
   } finally {
@@ -296,7 +304,14 @@ async function whenRunning(exec: Docker.Exec): Promise<boolean> {
 }
 
 /** Sends `sig` once to every process of the exec (found by its environment marker). */
-async function signalMarked(docker: Docker, runtimeId: string, exec: Docker.Exec, marker: string, sig: ExecSignal, user?: ExecUser): Promise<void> {
+async function signalMarked(
+  docker: Docker,
+  runtimeId: string,
+  exec: Docker.Exec,
+  marker: string,
+  sig: ExecSignal,
+  user?: ExecUser,
+): Promise<void> {
   try {
     if (!(await whenRunning(exec))) return;
     await runHelper(docker, runtimeId, [SIGNALLER, 'sbx-signal', marker, sig.replace(/^SIG/, '')], user);
@@ -320,7 +335,11 @@ async function runHelper(docker: Docker, runtimeId: string, script: string[], us
     AttachStderr: true,
     abortSignal: bounded(undefined, 10_000),
   } as Docker.ExecCreateOptions);
-  const out = (await helper.start({ Detach: false, Tty: false, abortSignal: bounded(undefined, 10_000) } as Docker.ExecStartOptions)) as Readable;
+  const out = (await helper.start({
+    Detach: false,
+    Tty: false,
+    abortSignal: bounded(undefined, 10_000),
+  } as Docker.ExecStartOptions)) as Readable;
   // Draining to the end means the helper has done its work.
   for await (const _ of out) void _;
 }

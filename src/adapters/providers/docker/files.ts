@@ -95,10 +95,15 @@ export class DockerFiles {
     const max = Math.min(maxBytes ?? EXEC_READ_MAX, EXEC_READ_MAX);
     let r: RunResult;
     try {
-      r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS.cat, 'sbx-cat', path, String(max)], { signal, maxBytes: max, user: this.opts.user });
+      r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS.cat, 'sbx-cat', path, String(max)], {
+        signal,
+        maxBytes: max,
+        user: this.opts.user,
+      });
     } catch (err) {
       // Files whose size stat cannot tell (kernel files report 0) are cut off as they stream.
-      if (isSbxError(err) && err.code === 'payload_too_large') throw new SbxError('payload_too_large', `${path} is larger than the limit of ${max} bytes`);
+      if (isSbxError(err) && err.code === 'payload_too_large')
+        throw new SbxError('payload_too_large', `${path} is larger than the limit of ${max} bytes`);
       throw err;
     }
     if (r.exitCode === E_TOO_BIG) throw fileTooLarge(Number(r.stderr.trim()), max);
@@ -192,7 +197,11 @@ export class DockerFiles {
     signal: AbortSignal | undefined,
     extra: { stdin?: Uint8Array; maxBytes?: number } = {},
   ): Promise<RunResult> {
-    const r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS[name], `sbx-${name}`, ...args], { signal, user: this.opts.user, ...extra });
+    const r = await runArgv(this.docker, runtimeId, ['/bin/sh', '-c', SCRIPTS[name], `sbx-${name}`, ...args], {
+      signal,
+      user: this.opts.user,
+      ...extra,
+    });
     if (r.exitCode === 0) return r;
     throw classify(r, what);
   }

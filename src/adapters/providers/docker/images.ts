@@ -132,4 +132,3 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T
     );
   });
 }
-

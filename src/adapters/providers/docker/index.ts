@@ -35,7 +35,20 @@ export type { DockerProviderOptions, PullEvent } from './options.js';
 export { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX, containerName } from './containers.js';
 export { DockerEgress, filteredNetworkName, type FilteredNetwork } from './egress.js';
 
-export const DOCKER_CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'runtime_inventory', 'container', 'tty', 'detach', 'snapshots', 'volumes'] as const;
+export const DOCKER_CAPABILITIES = [
+  'spawn',
+  'exec',
+  'exec_stream',
+  'files',
+  'console',
+  'health',
+  'runtime_inventory',
+  'container',
+  'tty',
+  'detach',
+  'snapshots',
+  'volumes',
+] as const;
 
 /**
  * The docker provider: one container per sandbox (dockerode over the engine socket), hardened by
@@ -56,7 +69,11 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
   const agents = opts.agent ? new DockerAgents(docker, opts.agent) : undefined;
 
   /** An operation through the runtime's agent when it has one up; the engine path otherwise. */
-  async function viaAgent<V>(runtimeId: string, op: (conn: NonNullable<Awaited<ReturnType<DockerAgents['get']>>>) => Promise<V>, engine: () => Promise<V>): Promise<V> {
+  async function viaAgent<V>(
+    runtimeId: string,
+    op: (conn: NonNullable<Awaited<ReturnType<DockerAgents['get']>>>) => Promise<V>,
+    engine: () => Promise<V>,
+  ): Promise<V> {
     const conn = agents ? await agents.get(runtimeId) : undefined;
     if (conn) {
       try {
@@ -68,7 +85,13 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     return engine();
   }
   const openFile = (runtimeId: string, path: string, signal: AbortSignal | undefined, maxBytes: number | undefined): Promise<OpenedFile> =>
-    KERNEL_FS.test(path) ? files.open(runtimeId, path, maxBytes, signal) : viaAgent(runtimeId, (c) => agentOpen(c, path, maxBytes), () => files.open(runtimeId, path, maxBytes, signal));
+    KERNEL_FS.test(path)
+      ? files.open(runtimeId, path, maxBytes, signal)
+      : viaAgent(
+          runtimeId,
+          (c) => agentOpen(c, path, maxBytes),
+          () => files.open(runtimeId, path, maxBytes, signal),
+        );
   const egress = new DockerEgress(docker, opts);
   egress.onConsole = (runtimeId, line) => {
     const cap = console_.capture(runtimeId);
@@ -135,7 +158,11 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     },
     snapshot: async (runtimeId, name, signal) => {
       // A commit takes the container's root filesystem; with a read-only one every write lives in tmpfs, which it does not take.
-      if (opts.readOnlyRootfs) throw new SbxError('not_implemented', 'provider docker cannot take snapshots with providers.docker.read_only_rootfs: writes live in tmpfs mounts, which a commit does not capture');
+      if (opts.readOnlyRootfs)
+        throw new SbxError(
+          'not_implemented',
+          'provider docker cannot take snapshots with providers.docker.read_only_rootfs: writes live in tmpfs mounts, which a commit does not capture',
+        );
       return snapshots.create(runtimeId, name, signal);
     },
     deleteSnapshot: (name, _image, signal) => snapshots.remove(name, signal),
@@ -171,14 +198,28 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     writeFile: (runtimeId, path, content, mode, signal) =>
       // A user configured without a gid gets group 0 on what the API writes (the engine path's tar
       // header); the agent could only give its own group, so those writes stay with the engine.
-      user && user.gid === undefined ? files.write(runtimeId, path, content, mode, signal) : viaAgent(runtimeId, (c) => agentWrite(c, path, content, mode), () => files.write(runtimeId, path, content, mode, signal)),
-    readFile: async (runtimeId, path, signal, maxBytes) => (KERNEL_FS.test(path) || !agents ? files.read(runtimeId, path, maxBytes, signal) : readAll(await openFile(runtimeId, path, signal, maxBytes))),
+      user && user.gid === undefined
+        ? files.write(runtimeId, path, content, mode, signal)
+        : viaAgent(
+            runtimeId,
+            (c) => agentWrite(c, path, content, mode),
+            () => files.write(runtimeId, path, content, mode, signal),
+          ),
+    readFile: async (runtimeId, path, signal, maxBytes) =>
+      KERNEL_FS.test(path) || !agents
+        ? files.read(runtimeId, path, maxBytes, signal)
+        : readAll(await openFile(runtimeId, path, signal, maxBytes)),
     openFile: (runtimeId, path, signal, maxBytes) => openFile(runtimeId, path, signal, maxBytes),
     deleteFile: (runtimeId, path, recursive, signal) => files.remove(runtimeId, path, recursive, signal),
     listFiles: (runtimeId, path, signal) => files.list(runtimeId, path, signal),
     moveFile: (runtimeId, from, to, signal) => files.move(runtimeId, from, to, signal),
     chmod: (runtimeId, path, mode, signal) => files.chmod(runtimeId, path, mode, signal),
-    stat: (runtimeId, path, signal) => viaAgent(runtimeId, (c) => agentStat(c, path), () => files.stat(runtimeId, path, signal)),
+    stat: (runtimeId, path, signal) =>
+      viaAgent(
+        runtimeId,
+        (c) => agentStat(c, path),
+        () => files.stat(runtimeId, path, signal),
+      ),
     glob: (runtimeId, pattern, signal) => files.glob(runtimeId, pattern, signal),
     logs: (runtimeId, query, signal) => console_.logs(runtimeId, query, signal),
     workspace: (runtimeId, ws) => dockerWorkspace(docker, runtimeId, ws, (id, spec, signal) => provider.exec(id, spec, signal)),

@@ -102,7 +102,12 @@ export const WORKDIR = '/workspace';
 export function resolveOptions(opts: DockerProviderOptions): ResolvedOptions {
   if (!opts.installationId) throw new Error('docker provider: installationId is required');
   return {
-    endpoint: opts.endpoint ?? { kind: 'unix', socketPath: opts.socketPath || '/var/run/docker.sock', source: 'socket path', description: `unix://${opts.socketPath || '/var/run/docker.sock'}` },
+    endpoint: opts.endpoint ?? {
+      kind: 'unix',
+      socketPath: opts.socketPath || '/var/run/docker.sock',
+      source: 'socket path',
+      description: `unix://${opts.socketPath || '/var/run/docker.sock'}`,
+    },
     installationId: opts.installationId,
     runtime: opts.runtime || undefined,
     networkMode: opts.networkMode || 'bridge',
@@ -122,7 +127,9 @@ export function resolveOptions(opts: DockerProviderOptions): ResolvedOptions {
 export function defaultAgentBinary(): string | undefined {
   const here = dirname(fileURLToPath(import.meta.url));
   const name = `sbx-agent-linux-${process.arch}`;
-  return [join(here, '..', '..', '..', 'agent', name), join(here, '..', '..', '..', '..', 'dist', 'agent', name)].find((p) => existsSync(p));
+  return [join(here, '..', '..', '..', 'agent', name), join(here, '..', '..', '..', '..', 'dist', 'agent', name)].find((p) =>
+    existsSync(p),
+  );
 }
 
 /**
@@ -190,7 +197,17 @@ function authConfig(auth: unknown): Record<string, unknown> | undefined {
  * the endpoint chosen.
  */
 export function dockerodeOptions(endpoint: DockerEndpoint, extra: { timeout?: number } = {}): Record<string, unknown> {
-  const base = { socketPath: undefined, host: undefined, port: undefined, protocol: undefined, ca: undefined, cert: undefined, key: undefined, agent: undefined, ...extra };
+  const base = {
+    socketPath: undefined,
+    host: undefined,
+    port: undefined,
+    protocol: undefined,
+    ca: undefined,
+    cert: undefined,
+    key: undefined,
+    agent: undefined,
+    ...extra,
+  };
   if (endpoint.kind === 'unix') return { ...base, socketPath: endpoint.socketPath, protocol: 'http' };
   const { tls } = endpoint;
   if (!tls) return { ...base, host: endpoint.host, port: endpoint.port, protocol: 'http' };

@@ -36,7 +36,20 @@ export async function runArgv(docker: Docker, runtimeId: string, argv: string[],
   let exitCode: number | undefined;
   try {
     const [command, ...args] = argv;
-    for await (const ev of streamExec(docker, runtimeId, { command: command!, args, mode: 'argv', env: { LC_ALL: 'C' }, workdir: opts.workdir ?? '/', stdin: opts.stdin, ...(opts.user ? { user: opts.user } : {}) }, ac.signal)) {
+    for await (const ev of streamExec(
+      docker,
+      runtimeId,
+      {
+        command: command!,
+        args,
+        mode: 'argv',
+        env: { LC_ALL: 'C' },
+        workdir: opts.workdir ?? '/',
+        stdin: opts.stdin,
+        ...(opts.user ? { user: opts.user } : {}),
+      },
+      ac.signal,
+    )) {
       if (ev.stream === 'exit') exitCode = ev.exit_code;
       else if (ev.stream === 'stdout') {
         outBytes += ev.data.byteLength;

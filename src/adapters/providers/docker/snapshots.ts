@@ -41,7 +41,11 @@ export class DockerSnapshots {
       if (isNotFound(err)) throw new SbxError('not_found', 'snapshot: the sandbox runtime is gone');
       throw toSbxError(err, `snapshot ${name}`);
     }
-    const info = await call(`snapshot ${name}`, (s) => this.docker.getImage(ref).inspect({ abortSignal: s } as Docker.ImageInspectOptions), signal);
+    const info = await call(
+      `snapshot ${name}`,
+      (s) => this.docker.getImage(ref).inspect({ abortSignal: s } as Docker.ImageInspectOptions),
+      signal,
+    );
     return { image: ref, size_bytes: Number(info.Size ?? 0), kernel: null };
   }
 
@@ -64,7 +68,15 @@ export class DockerSnapshots {
 
   /** This installation's snapshot images (by their sbx name), with when each was made. */
   async list(signal?: AbortSignal): Promise<Array<{ name: string; image: string; created_at: string | null }>> {
-    const images = (await call('list snapshots', (s) => this.docker.listImages({ filters: { label: [`${LABEL_INSTALLATION}=${this.installationId}`, LABEL_SNAPSHOT] }, abortSignal: s } as never) as unknown as Promise<unknown>, signal)) as Array<{ Labels?: Record<string, string> | null; Created?: number }>;
+    const images = (await call(
+      'list snapshots',
+      (s) =>
+        this.docker.listImages({
+          filters: { label: [`${LABEL_INSTALLATION}=${this.installationId}`, LABEL_SNAPSHOT] },
+          abortSignal: s,
+        } as never) as unknown as Promise<unknown>,
+      signal,
+    )) as Array<{ Labels?: Record<string, string> | null; Created?: number }>;
     return images.flatMap((i) => {
       const name = (i.Labels ?? {})[LABEL_SNAPSHOT];
       return name ? [{ name, image: snapshotImage(name), created_at: i.Created ? new Date(i.Created * 1000).toISOString() : null }] : [];
@@ -73,7 +85,8 @@ export class DockerSnapshots {
 
   /** Before a spawn from snapshot `name`: its image must be here (never pulled from a registry). */
   async require(name: string, image: string, signal?: AbortSignal): Promise<void> {
-    if (image !== snapshotImage(name) || !(await this.labels(image, signal))) throw new SbxError('provider_error', `snapshot ${name}: its image is missing on the docker engine`);
+    if (image !== snapshotImage(name) || !(await this.labels(image, signal)))
+      throw new SbxError('provider_error', `snapshot ${name}: its image is missing on the docker engine`);
   }
 
   /** The image's labels, or null when there is no such image. */

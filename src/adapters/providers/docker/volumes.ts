@@ -23,11 +23,24 @@ export class DockerVolumes {
   ) {}
 
   async create(name: string, signal?: AbortSignal): Promise<void> {
-    await call(`create volume ${name}`, (s) =>
-      this.docker.createVolume({ Name: dockerVolumeName(name), Labels: { [LABEL_INSTALLATION]: this.installationId, [LABEL_VOLUME]: name }, abortSignal: s } as Docker.VolumeCreateOptions), signal);
+    await call(
+      `create volume ${name}`,
+      (s) =>
+        this.docker.createVolume({
+          Name: dockerVolumeName(name),
+          Labels: { [LABEL_INSTALLATION]: this.installationId, [LABEL_VOLUME]: name },
+          abortSignal: s,
+        } as Docker.VolumeCreateOptions),
+      signal,
+    );
     // The engine answers an existing volume of that name as if it made it: only ours is adopted.
-    const info = (await call(`volume ${name}`, (s) => this.docker.getVolume(dockerVolumeName(name)).inspect({ abortSignal: s } as never) as unknown as Promise<unknown>, signal)) as { Labels?: Record<string, string> | null };
-    if ((info.Labels ?? {})[LABEL_INSTALLATION] !== this.installationId) throw conflict(`volume "${name}": the docker volume ${dockerVolumeName(name)} exists and is not this installation's`);
+    const info = (await call(
+      `volume ${name}`,
+      (s) => this.docker.getVolume(dockerVolumeName(name)).inspect({ abortSignal: s } as never) as unknown as Promise<unknown>,
+      signal,
+    )) as { Labels?: Record<string, string> | null };
+    if ((info.Labels ?? {})[LABEL_INSTALLATION] !== this.installationId)
+      throw conflict(`volume "${name}": the docker volume ${dockerVolumeName(name)} exists and is not this installation's`);
   }
 
   /** Idempotent; `conflict` while a container uses it; another installation's volume is left alone. */
@@ -51,14 +64,17 @@ export class DockerVolumes {
     for (const v of volumes) {
       let labels: Record<string, string>;
       try {
-        const info = (await this.docker.getVolume(dockerVolumeName(v.name)).inspect({ abortSignal: bounded(signal) } as never)) as unknown as { Labels?: Record<string, string> | null };
+        const info = (await this.docker
+          .getVolume(dockerVolumeName(v.name))
+          .inspect({ abortSignal: bounded(signal) } as never)) as unknown as { Labels?: Record<string, string> | null };
         labels = info.Labels ?? {};
       } catch (err) {
         if (isNotFound(err)) throw providerError(`volume ${v.name} is missing on the docker engine`);
         if (signal?.aborted && isAbortError(err)) throw err;
         throw toSbxError(err, `volume ${v.name}`);
       }
-      if (labels[LABEL_INSTALLATION] !== this.installationId) throw providerError(`volume ${v.name}: the docker volume is not this installation's`);
+      if (labels[LABEL_INSTALLATION] !== this.installationId)
+        throw providerError(`volume ${v.name}: the docker volume is not this installation's`);
       out.push({ Type: 'volume', Source: dockerVolumeName(v.name), Target: v.mount_path, ReadOnly: false });
     }
     return out;
@@ -66,7 +82,15 @@ export class DockerVolumes {
 
   /** This installation's volumes on the engine (by their sbx name), with when each was made. */
   async list(signal?: AbortSignal): Promise<Array<{ name: string; created_at: string | null }>> {
-    const r = (await call('list volumes', (s) => this.docker.listVolumes({ filters: { label: [`${LABEL_INSTALLATION}=${this.installationId}`] }, abortSignal: s } as never) as unknown as Promise<unknown>, signal)) as { Volumes?: Array<{ Labels?: Record<string, string> | null; CreatedAt?: string }> | null };
+    const r = (await call(
+      'list volumes',
+      (s) =>
+        this.docker.listVolumes({
+          filters: { label: [`${LABEL_INSTALLATION}=${this.installationId}`] },
+          abortSignal: s,
+        } as never) as unknown as Promise<unknown>,
+      signal,
+    )) as { Volumes?: Array<{ Labels?: Record<string, string> | null; CreatedAt?: string }> | null };
     return (r.Volumes ?? []).flatMap((v) => {
       const name = (v.Labels ?? {})[LABEL_VOLUME];
       return name ? [{ name, created_at: v.CreatedAt ? new Date(v.CreatedAt).toISOString() : null }] : [];
@@ -75,8 +99,17 @@ export class DockerVolumes {
 
   /** Bytes per volume from the engine's disk-usage report; null when the engine reports none (-1) or lacks the volume. */
   async sizes(names: readonly string[], signal?: AbortSignal): Promise<Record<string, number | null>> {
-    const df = (await call<unknown>('volume sizes', (s) => this.docker.df({ abortSignal: s } as never) as unknown as Promise<unknown>, signal, 120_000)) as { Volumes?: Array<{ Name?: string; Labels?: Record<string, string> | null; UsageData?: { Size?: number } | null }> | null };
-    const byName = new Map((df.Volumes ?? []).filter((v) => (v.Labels ?? {})[LABEL_INSTALLATION] === this.installationId).map((v) => [v.Name, v.UsageData?.Size]));
+    const df = (await call<unknown>(
+      'volume sizes',
+      (s) => this.docker.df({ abortSignal: s } as never) as unknown as Promise<unknown>,
+      signal,
+      120_000,
+    )) as { Volumes?: Array<{ Name?: string; Labels?: Record<string, string> | null; UsageData?: { Size?: number } | null }> | null };
+    const byName = new Map(
+      (df.Volumes ?? [])
+        .filter((v) => (v.Labels ?? {})[LABEL_INSTALLATION] === this.installationId)
+        .map((v) => [v.Name, v.UsageData?.Size]),
+    );
     const out: Record<string, number | null> = {};
     for (const n of names) {
       const size = byName.get(dockerVolumeName(n));

@@ -41,7 +41,8 @@ export function dockerWorkspace(docker: Docker, runtimeId: string, ws: Workspace
       await run(EMPTY, 'workspace removal', user, signal);
       await run(RMDIR, 'workspace removal', undefined, signal);
     },
-    exec: (spec, signal) => exec(runtimeId, { ...spec, user, workdir: inside(spec.workdir ?? '/'), env: { HOME: root, ...spec.env } }, signal),
+    exec: (spec, signal) =>
+      exec(runtimeId, { ...spec, user, workdir: inside(spec.workdir ?? '/'), env: { HOME: root, ...spec.env } }, signal),
     writeFile: (p, content, mode, signal) => files.write(runtimeId, inside(p), content, mode, signal),
     readFile: (p, signal, maxBytes) => files.read(runtimeId, inside(p), maxBytes, signal),
     openFile: (p, signal, maxBytes) => files.open(runtimeId, inside(p), maxBytes, signal),

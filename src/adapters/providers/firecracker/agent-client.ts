@@ -26,7 +26,10 @@ const tooLarge = (size: number, maxBytes: number) => new SbxError('payload_too_l
 
 function guestError(h: Frame['header'], maxBytes?: number): SbxError {
   if (h.code === 'payload_too_large' && typeof h.size === 'number' && maxBytes !== undefined) return tooLarge(h.size, maxBytes);
-  const code = typeof h.code === 'string' && (ERROR_CODES as readonly string[]).includes(h.code) && GUEST_CODES.has(h.code as ErrorCode) ? (h.code as ErrorCode) : 'provider_error';
+  const code =
+    typeof h.code === 'string' && (ERROR_CODES as readonly string[]).includes(h.code) && GUEST_CODES.has(h.code as ErrorCode)
+      ? (h.code as ErrorCode)
+      : 'provider_error';
   const message = typeof h.message === 'string' ? h.message.slice(0, 500) : 'the guest agent reported an error';
   return new SbxError(code, message);
 }
@@ -38,8 +41,14 @@ function unexpected(what: string, h: Frame['header'] | undefined): SbxError {
 function toFileInfo(v: unknown): FileInfo {
   const o = v as Record<string, unknown> | null;
   if (
-    !o || typeof o.name !== 'string' || typeof o.path !== 'string' || typeof o.size !== 'number' || typeof o.is_dir !== 'boolean' ||
-    typeof o.mod_time !== 'string' || typeof o.mode !== 'string' || !/^0[0-7]{3,4}$/.test(o.mode)
+    !o ||
+    typeof o.name !== 'string' ||
+    typeof o.path !== 'string' ||
+    typeof o.size !== 'number' ||
+    typeof o.is_dir !== 'boolean' ||
+    typeof o.mod_time !== 'string' ||
+    typeof o.mode !== 'string' ||
+    !/^0[0-7]{3,4}$/.test(o.mode)
   ) {
     throw new SbxError('provider_error', 'the guest agent sent a malformed file entry');
   }
@@ -184,7 +193,13 @@ export class AgentClient {
       async *[Symbol.asyncIterator]() {
         if (spec.mode === 'argv' && spec.command.length === 0) throw new SbxError('bad_request', 'command is empty');
         const argv = spec.mode === 'shell' ? ['/bin/sh', '-c', buildShellCommand(spec.command, spec.args)] : [spec.command, ...spec.args];
-        const header = { op: 'exec', argv, env: spec.env, ...(spec.workdir ? { cwd: spec.workdir } : {}), ...(spec.user ? { uid: spec.user.uid, gid: spec.user.gid } : {}) };
+        const header = {
+          op: 'exec',
+          argv,
+          env: spec.env,
+          ...(spec.workdir ? { cwd: spec.workdir } : {}),
+          ...(spec.user ? { uid: spec.user.uid, gid: spec.user.gid } : {}),
+        };
         // Cancelled before it started: nothing ran, nothing to report.
         if (signal.aborted) return;
         let opened: { sock: Socket; reader: FrameReader };
@@ -236,7 +251,8 @@ export class AgentClient {
               // The caller's cancel: the kill was sent; wait a little for its exit, else just end.
               if (signal.aborted && err instanceof SbxError && err.code === 'timeout') {
                 const last = await reader.next(KILL_GRACE_MS).catch(() => null);
-                if (last?.header.type === 'exit' && typeof last.header.exit_code === 'number') yield { stream: 'exit', exit_code: last.header.exit_code };
+                if (last?.header.type === 'exit' && typeof last.header.exit_code === 'number')
+                  yield { stream: 'exit', exit_code: last.header.exit_code };
                 return;
               }
               throw err;

@@ -42,7 +42,10 @@ export class FrameReader {
   private failure: SbxError | null = null;
   private wake: (() => void) | null = null;
 
-  constructor(private readonly socket: Socket, private readonly peer = 'the guest agent') {
+  constructor(
+    private readonly socket: Socket,
+    private readonly peer = 'the guest agent',
+  ) {
     socket.on('data', (c: Buffer) => {
       this.buf = this.buf.length ? Buffer.concat([this.buf, c]) : c;
       // Backpressure: stop reading while a whole frame's worth waits to be taken.
@@ -83,7 +86,8 @@ export class FrameReader {
     } catch {
       throw new SbxError('provider_error', `${this.peer} sent a frame whose header is not JSON`);
     }
-    if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new SbxError('provider_error', `${this.peer} sent a frame whose header is not an object`);
+    if (typeof header !== 'object' || header === null || Array.isArray(header))
+      throw new SbxError('provider_error', `${this.peer} sent a frame whose header is not an object`);
     const data = Buffer.from(this.buf.subarray(8 + hlen, 8 + hlen + dlen));
     this.buf = this.buf.subarray(8 + hlen + dlen);
     if (this.socket.isPaused() && this.buf.length <= MAX_HEADER_BYTES + MAX_DATA_BYTES) this.socket.resume();
@@ -139,7 +143,10 @@ export const connectVsock: VsockConnect = (udsPath, port, { timeoutMs, signal })
       sock.destroy();
       reject(err);
     };
-    const timer = setTimeout(() => fail(new SbxError('timeout', `the guest agent's vsock port did not answer within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => fail(new SbxError('timeout', `the guest agent's vsock port did not answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     const onAbort = () => fail(new SbxError('timeout', 'connecting to the guest agent was cancelled'));
     const cleanup = () => {
       clearTimeout(timer);
@@ -165,7 +172,14 @@ export const connectVsock: VsockConnect = (udsPath, port, { timeoutMs, signal })
     sock.on('connect', () => sock.write(`CONNECT ${port}\n`));
     sock.on('data', onData);
     sock.on('error', (err: NodeJS.ErrnoException) =>
-      fail(new SbxError('unavailable', err.code === 'ENOENT' || err.code === 'ECONNREFUSED' ? 'the VM has no vsock socket (it is not running)' : `the vsock socket failed (${err.code ?? 'error'})`)),
+      fail(
+        new SbxError(
+          'unavailable',
+          err.code === 'ENOENT' || err.code === 'ECONNREFUSED'
+            ? 'the VM has no vsock socket (it is not running)'
+            : `the vsock socket failed (${err.code ?? 'error'})`,
+        ),
+      ),
     );
     sock.on('close', () => fail(new SbxError('unavailable', `the guest agent is not reachable on vsock port ${port}`)));
     if (signal?.aborted) return onAbort();

@@ -99,7 +99,10 @@ export class FirecrackerApi {
         } else resolve(value);
       };
       const onAbort = () => finish(new SbxError('timeout', `firecracker ${method} ${path} was cancelled`));
-      const timer = setTimeout(() => finish(new SbxError('timeout', `firecracker did not answer ${method} ${path} within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => finish(new SbxError('timeout', `firecracker did not answer ${method} ${path} within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       const headers: Record<string, string | number> = { accept: 'application/json' };
       if (payload) {
         headers['content-type'] = 'application/json';
@@ -110,7 +113,8 @@ export class FirecrackerApi {
         let size = 0;
         res.on('data', (c: Buffer) => {
           size += c.length;
-          if (size > MAX_RESPONSE_BYTES) finish(new SbxError('provider_error', `firecracker answered ${method} ${path} with an oversized body`));
+          if (size > MAX_RESPONSE_BYTES)
+            finish(new SbxError('provider_error', `firecracker answered ${method} ${path} with an oversized body`));
           else chunks.push(c);
         });
         res.on('error', () => finish(new SbxError('unavailable', `firecracker's connection broke during ${method} ${path}`)));
@@ -129,7 +133,14 @@ export class FirecrackerApi {
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
         const gone = err.code === 'ENOENT' || err.code === 'ECONNREFUSED';
-        finish(new SbxError('unavailable', gone ? 'the firecracker API socket is not there (the VMM is not running)' : `firecracker's API socket failed (${err.code ?? 'error'})`));
+        finish(
+          new SbxError(
+            'unavailable',
+            gone
+              ? 'the firecracker API socket is not there (the VMM is not running)'
+              : `firecracker's API socket failed (${err.code ?? 'error'})`,
+          ),
+        );
       });
       if (opts.signal?.aborted) return onAbort();
       opts.signal?.addEventListener('abort', onAbort, { once: true });

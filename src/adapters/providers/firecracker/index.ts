@@ -11,13 +11,31 @@
 import { readFile, rm, mkdir, writeFile, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { SbxError, notFound } from '../../../core/errors.js';
-import type { ConsoleQuery, ExecEvent, ExecSpec, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import type {
+  ConsoleQuery,
+  ExecEvent,
+  ExecSpec,
+  Provider,
+  ProviderHealth,
+  RuntimeInfo,
+  RuntimeStatus,
+  SpawnResult,
+  SpawnSpec,
+} from '../../../core/ports.js';
 import { ConsoleRing } from '../shared/console-ring.js';
 import { AgentClient } from './agent-client.js';
 import { AGENT_VSOCK_PORT, connectVsock, type VsockConnect } from './agent-protocol.js';
 import { DEFAULT_API_TIMEOUT_MS, FirecrackerApi } from './api-client.js';
 import { type LaunchedVmm, MAX_SOCKET_PATH, missingOnHost, type SpawnProcess, spawnFirecracker } from './launcher.js';
-import { buildSnapshot, copyDisk, deleteSnapshotFiles, readSnapshotMeta, SNAPSHOT_IMAGE_PREFIX, snapshotFiles, snapshotNameOf } from './snapshots.js';
+import {
+  buildSnapshot,
+  copyDisk,
+  deleteSnapshotFiles,
+  readSnapshotMeta,
+  SNAPSHOT_IMAGE_PREFIX,
+  snapshotFiles,
+  snapshotNameOf,
+} from './snapshots.js';
 
 export { FirecrackerApi } from './api-client.js';
 export type { SpawnProcess, LaunchedVmm, LaunchRequest } from './launcher.js';
@@ -94,7 +112,10 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
   };
   const agent = (id: string) => {
     const udsPath = join(dirOf(id), 'vsock.sock');
-    return new AgentClient({ connect: (signal) => vsock(udsPath, AGENT_VSOCK_PORT, { timeoutMs: t.agentMs, signal }), timeoutMs: t.agentMs });
+    return new AgentClient({
+      connect: (signal) => vsock(udsPath, AGENT_VSOCK_PORT, { timeoutMs: t.agentMs, signal }),
+      timeoutMs: t.agentMs,
+    });
   };
   const running = (id: string): Live => {
     const l = live.get(id);
@@ -121,7 +142,11 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
       } catch (err) {
         if (signal?.aborted) throw new SbxError('timeout', 'the spawn was cancelled while the guest booted');
         if (!running(id).vmm.alive()) throw new SbxError('provider_error', 'the VMM exited while the guest booted');
-        if (Date.now() >= deadline) throw new SbxError('timeout', `the guest agent did not answer within ${t.agentReadyMs} ms of the start (${(err as Error).message})`);
+        if (Date.now() >= deadline)
+          throw new SbxError(
+            'timeout',
+            `the guest agent did not answer within ${t.agentReadyMs} ms of the start (${(err as Error).message})`,
+          );
       }
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -144,19 +169,31 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
     name: opts.name ?? 'firecracker',
     capabilities: CAPABILITIES,
     // No host paths: provider details are shown to API callers.
-    config: () => ({ runtime: 'firecracker', network_mode: opts.network ? 'tap' : 'none', kernel: kernelName, rootfs: basename(opts.rootfsPath) }),
+    config: () => ({
+      runtime: 'firecracker',
+      network_mode: opts.network ? 'tap' : 'none',
+      kernel: kernelName,
+      rootfs: basename(opts.rootfsPath),
+    }),
 
     async health(): Promise<ProviderHealth> {
       const started = performance.now();
-      const missing = await missingOnHost({ binary: opts.binary, kernelPath: opts.kernelPath, rootfsPath: opts.rootfsPath, kvmPath: opts.kvmPath });
+      const missing = await missingOnHost({
+        binary: opts.binary,
+        kernelPath: opts.kernelPath,
+        rootfsPath: opts.rootfsPath,
+        kvmPath: opts.kvmPath,
+      });
       const latency_ms = Math.round(performance.now() - started);
       if (missing.length) return { healthy: false, latency_ms, error: `cannot run guests here: ${missing.join('; ')}` };
       return { healthy: true, latency_ms, runtime_count: [...live.values()].filter((l) => l.vmm.alive()).length };
     },
 
     async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
-      if (!ID_RE.test(spec.sandbox_id)) throw new SbxError('bad_request', `sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
-      if (spec.network === 'bridge' && !opts.network) throw new SbxError('not_implemented', 'firecracker has no network configured on this node: only network "none" is available');
+      if (!ID_RE.test(spec.sandbox_id))
+        throw new SbxError('bad_request', `sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
+      if (spec.network === 'bridge' && !opts.network)
+        throw new SbxError('not_implemented', 'firecracker has no network configured on this node: only network "none" is available');
       const withNet = opts.network && spec.network !== 'none' ? opts.network : undefined;
       const vcpus = spec.vcpus || opts.defaultVcpus || 1;
       const memory = spec.memory_mb || opts.defaultMemoryMib || 256;
@@ -188,7 +225,9 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
         vmm.onOutput?.((chunk, source) => ring.append(chunk, source));
         live.set(id, { vmm, api, console: ring, sandboxId: id });
         const call = { signal };
-        const nic = withNet ? { iface_id: 'eth0', host_dev_name: withNet.tapName(id), ...(withNet.guestMac ? { guest_mac: withNet.guestMac(id) } : {}) } : undefined;
+        const nic = withNet
+          ? { iface_id: 'eth0', host_dev_name: withNet.tapName(id), ...(withNet.guestMac ? { guest_mac: withNet.guestMac(id) } : {}) }
+          : undefined;
         if (snap) {
           await api.loadSnapshot(
             {
@@ -242,7 +281,12 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
         const meta = await readMeta(n);
         if (!meta) continue;
         const l = live.get(n);
-        out.push({ runtime_id: n, sandbox_id: meta.sandbox_id, installation_id: meta.installation_id, status: l?.vmm.alive() ? 'running' : 'stopped' });
+        out.push({
+          runtime_id: n,
+          sandbox_id: meta.sandbox_id,
+          installation_id: meta.installation_id,
+          status: l?.vmm.alive() ? 'running' : 'stopped',
+        });
       }
       return out;
     },
@@ -261,10 +305,18 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
         l.console.flush(`${tag}:stderr`);
       }
     },
-    writeFile: async (id: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal) => (running(id), agent(id).writeFile(path, content, mode, signal)),
-    readFile: async (id: string, path: string, signal?: AbortSignal, maxBytes?: number) => (running(id), agent(id).readFile(path, signal, maxBytes)),
-    openFile: async (id: string, path: string, signal?: AbortSignal, maxBytes?: number) => (running(id), agent(id).openFile(path, signal, maxBytes)),
-    deleteFile: async (id: string, path: string, recursive: boolean, signal?: AbortSignal) => (running(id), agent(id).deleteFile(path, recursive, signal)),
+    writeFile: async (id: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal) => (
+      running(id), agent(id).writeFile(path, content, mode, signal)
+    ),
+    readFile: async (id: string, path: string, signal?: AbortSignal, maxBytes?: number) => (
+      running(id), agent(id).readFile(path, signal, maxBytes)
+    ),
+    openFile: async (id: string, path: string, signal?: AbortSignal, maxBytes?: number) => (
+      running(id), agent(id).openFile(path, signal, maxBytes)
+    ),
+    deleteFile: async (id: string, path: string, recursive: boolean, signal?: AbortSignal) => (
+      running(id), agent(id).deleteFile(path, recursive, signal)
+    ),
     listFiles: async (id: string, path: string, signal?: AbortSignal) => (running(id), agent(id).listFiles(path, signal)),
     moveFile: async (id: string, from: string, to: string, signal?: AbortSignal) => (running(id), agent(id).moveFile(from, to, signal)),
     chmod: async (id: string, path: string, mode: number, signal?: AbortSignal) => (running(id), agent(id).chmod(path, mode, signal)),
@@ -284,15 +336,23 @@ export function createFirecrackerProvider(opts: FirecrackerProviderOptions): Pro
     async snapshot(runtimeId: string, name: string, signal?: AbortSignal) {
       const l = running(runtimeId);
       const meta = await readMeta(runtimeId);
-      const size_bytes = await buildSnapshot(opts.dataDir, name, { kernel: kernelName, vcpus: meta?.vcpus ?? 0, memory_mib: meta?.memory_mib ?? 0 }, async (scratch) => {
-        await l.api.setVmState('Paused', { signal });
-        try {
-          await l.api.createSnapshot({ snapshot_type: 'Full', snapshot_path: scratch.vmstate, mem_file_path: scratch.memory }, { signal, timeoutMs: Math.max(t.apiMs, 60_000) });
-          await copyDisk(join(dirOf(runtimeId), 'rootfs.ext4'), scratch.rootfs);
-        } finally {
-          await l.api.setVmState('Resumed');
-        }
-      });
+      const size_bytes = await buildSnapshot(
+        opts.dataDir,
+        name,
+        { kernel: kernelName, vcpus: meta?.vcpus ?? 0, memory_mib: meta?.memory_mib ?? 0 },
+        async (scratch) => {
+          await l.api.setVmState('Paused', { signal });
+          try {
+            await l.api.createSnapshot(
+              { snapshot_type: 'Full', snapshot_path: scratch.vmstate, mem_file_path: scratch.memory },
+              { signal, timeoutMs: Math.max(t.apiMs, 60_000) },
+            );
+            await copyDisk(join(dirOf(runtimeId), 'rootfs.ext4'), scratch.rootfs);
+          } finally {
+            await l.api.setVmState('Resumed');
+          }
+        },
+      );
       return { image: `${SNAPSHOT_IMAGE_PREFIX}${name}`, kernel: kernelName, size_bytes };
     },
 

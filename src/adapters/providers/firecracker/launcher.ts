@@ -109,14 +109,20 @@ export async function missingOnHost(c: HostCheck): Promise<string[]> {
     await fh.close();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    missing.push(code === 'ENOENT' ? `${kvm} does not exist (no KVM on this host)` : `${kvm} cannot be opened read-write (${code ?? 'error'})`);
+    missing.push(
+      code === 'ENOENT' ? `${kvm} does not exist (no KVM on this host)` : `${kvm} cannot be opened read-write (${code ?? 'error'})`,
+    );
   }
   if (!c.binary) missing.push('no firecracker binary is configured (providers.firecracker.binary)');
   else {
     try {
       await access(c.binary, constants.X_OK);
     } catch (err) {
-      missing.push((err as NodeJS.ErrnoException).code === 'ENOENT' ? 'the firecracker binary is not there (providers.firecracker.binary)' : 'the firecracker binary is not executable (providers.firecracker.binary)');
+      missing.push(
+        (err as NodeJS.ErrnoException).code === 'ENOENT'
+          ? 'the firecracker binary is not there (providers.firecracker.binary)'
+          : 'the firecracker binary is not executable (providers.firecracker.binary)',
+      );
     }
   }
   for (const [what, path, key] of [

@@ -33,9 +33,16 @@ export function snapshotRoot(dataDir: string): string {
 }
 
 export function snapshotFiles(dataDir: string, name: string): SnapshotFiles {
-  if (!NAME_RE.test(name) || name.includes('..')) throw new SbxError('bad_request', `snapshot name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`);
+  if (!NAME_RE.test(name) || name.includes('..'))
+    throw new SbxError('bad_request', `snapshot name ${JSON.stringify(name)} must match [a-z0-9][a-z0-9_.-]{0,63}`);
   const dir = join(snapshotRoot(dataDir), name);
-  return { dir, vmstate: join(dir, 'vmstate'), memory: join(dir, 'memory'), rootfs: join(dir, 'rootfs.ext4'), meta: join(dir, 'meta.json') };
+  return {
+    dir,
+    vmstate: join(dir, 'vmstate'),
+    memory: join(dir, 'memory'),
+    rootfs: join(dir, 'rootfs.ext4'),
+    meta: join(dir, 'meta.json'),
+  };
 }
 
 /** The snapshot name an image names, or null when it is not a snapshot image. */
@@ -69,12 +76,23 @@ export async function readSnapshotMeta(files: SnapshotFiles): Promise<SnapshotMe
  * Builds a snapshot in a scratch directory and moves it into place only once complete, so a
  * failure leaves nothing half-made under the name. `fill` writes vmstate, memory and rootfs.
  */
-export async function buildSnapshot(dataDir: string, name: string, meta: Omit<SnapshotMeta, 'name' | 'created_at'>, fill: (scratch: SnapshotFiles) => Promise<void>): Promise<number> {
+export async function buildSnapshot(
+  dataDir: string,
+  name: string,
+  meta: Omit<SnapshotMeta, 'name' | 'created_at'>,
+  fill: (scratch: SnapshotFiles) => Promise<void>,
+): Promise<number> {
   const final = snapshotFiles(dataDir, name);
   await mkdir(snapshotRoot(dataDir), { recursive: true });
   if (await readSnapshotMeta(final)) throw new SbxError('conflict', `snapshot ${name} already exists`);
   const scratchDir = join(snapshotRoot(dataDir), `.partial-${name}-${process.pid}-${Date.now()}`);
-  const scratch: SnapshotFiles = { dir: scratchDir, vmstate: join(scratchDir, 'vmstate'), memory: join(scratchDir, 'memory'), rootfs: join(scratchDir, 'rootfs.ext4'), meta: join(scratchDir, 'meta.json') };
+  const scratch: SnapshotFiles = {
+    dir: scratchDir,
+    vmstate: join(scratchDir, 'vmstate'),
+    memory: join(scratchDir, 'memory'),
+    rootfs: join(scratchDir, 'rootfs.ext4'),
+    meta: join(scratchDir, 'meta.json'),
+  };
   await mkdir(scratchDir);
   try {
     await fill(scratch);

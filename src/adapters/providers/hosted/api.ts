@@ -47,8 +47,17 @@ function record(v: unknown): SandboxRecord {
 export class HostedApi {
   constructor(private readonly o: ResolvedOptions) {}
 
-  private call(what: string, method: string, path: string, body: unknown, signal: AbortSignal | undefined, ms = this.o.timeoutMs): Promise<unknown> {
-    return bounded(what, ms, signal, (s) => restJson(this.o.fetch, 'api', method, `${this.o.baseUrl}${path}`, { 'X-API-Key': this.o.apiKey }, body, s));
+  private call(
+    what: string,
+    method: string,
+    path: string,
+    body: unknown,
+    signal: AbortSignal | undefined,
+    ms = this.o.timeoutMs,
+  ): Promise<unknown> {
+    return bounded(what, ms, signal, (s) =>
+      restJson(this.o.fetch, 'api', method, `${this.o.baseUrl}${path}`, { 'X-API-Key': this.o.apiKey }, body, s),
+    );
   }
 
   /** `POST /sandboxes` → 201 Sandbox. */
@@ -91,13 +100,18 @@ export class HostedApi {
 
   /** `GET /sandboxes?metadata=…` → running sandboxes that carry sbx's labels (this installation's when it has an id). */
   async listOwn(signal?: AbortSignal, what = 'list runtimes'): Promise<SandboxRecord[]> {
-    const filter = new URLSearchParams({ [META_MANAGED]: 'true', ...(this.o.installationId ? { [META_INSTALLATION]: this.o.installationId } : {}) });
+    const filter = new URLSearchParams({
+      [META_MANAGED]: 'true',
+      ...(this.o.installationId ? { [META_INSTALLATION]: this.o.installationId } : {}),
+    });
     const raw = await this.call(what, 'GET', `/sandboxes?metadata=${encodeURIComponent(filter.toString())}`, undefined, signal);
     const all = parsed(what, () => {
       if (!Array.isArray(raw)) throw new ShapeError('a sandbox list that is not an array');
       return raw.map(record);
     });
     // Filtered here too: a backend that ignores the query must not hand sbx other sandboxes.
-    return all.filter((r) => r.metadata?.[META_MANAGED] === 'true' && (!this.o.installationId || r.metadata?.[META_INSTALLATION] === this.o.installationId));
+    return all.filter(
+      (r) => r.metadata?.[META_MANAGED] === 'true' && (!this.o.installationId || r.metadata?.[META_INSTALLATION] === this.o.installationId),
+    );
   }
 }

@@ -32,7 +32,9 @@ export class Envd {
   ) {}
 
   remember(rec: SandboxRecord): void {
-    const base = this.o.envdUrl ? this.o.envdUrl(rec.sandboxID, ENVD_PORT) : `https://${ENVD_PORT}-${rec.sandboxID}.${rec.domain || this.o.envdDomain}`;
+    const base = this.o.envdUrl
+      ? this.o.envdUrl(rec.sandboxID, ENVD_PORT)
+      : `https://${ENVD_PORT}-${rec.sandboxID}.${rec.domain || this.o.envdDomain}`;
     const headers: Record<string, string> = { Authorization: `Basic ${Buffer.from(`${this.o.user}:`).toString('base64')}` };
     if (rec.envdAccessToken) headers['X-Access-Token'] = rec.envdAccessToken;
     this.conns.set(rec.sandboxID, { base: base.replace(/\/+$/, ''), headers });
@@ -53,7 +55,8 @@ export class Envd {
 
   /** After a failure that may mean "no such sandbox" (404, 502, connection refused): asks the API. */
   private async explain(id: string, raw: unknown, what: string): Promise<void> {
-    const maybeGone = raw instanceof HttpStatusError ? [404, 502, 503].includes(raw.status) : !(raw instanceof ConnectError) && raw instanceof TypeError;
+    const maybeGone =
+      raw instanceof HttpStatusError ? [404, 502, 503].includes(raw.status) : !(raw instanceof ConnectError) && raw instanceof TypeError;
     if (!maybeGone) return;
     const rec = await this.api.get(id, undefined, what).catch(() => undefined);
     if (rec === null) {
@@ -63,7 +66,13 @@ export class Envd {
   }
 
   /** Runs one envd call under a deadline, translating failures (a vanished sandbox is not_found). */
-  async run<T>(id: string, what: string, signal: AbortSignal | undefined, fn: (c: EnvdConn, s: AbortSignal) => Promise<T>, ms = this.o.timeoutMs): Promise<T> {
+  async run<T>(
+    id: string,
+    what: string,
+    signal: AbortSignal | undefined,
+    fn: (c: EnvdConn, s: AbortSignal) => Promise<T>,
+    ms = this.o.timeoutMs,
+  ): Promise<T> {
     const c = await this.conn(id, what, signal);
     let raw: unknown;
     try {
@@ -91,7 +100,13 @@ export class Envd {
     return this.run(id, what, signal, (c, s) => {
       // The headers' deadline must not end the body: the fetch gets the long-lived signal.
       return Promise.race([
-        connectStream(this.o.fetch, `${c.base}/${method}`, { ...c.headers, 'Keepalive-Ping-Interval': String(KEEPALIVE_S) }, message, signal),
+        connectStream(
+          this.o.fetch,
+          `${c.base}/${method}`,
+          { ...c.headers, 'Keepalive-Ping-Interval': String(KEEPALIVE_S) },
+          message,
+          signal,
+        ),
         new Promise<never>((_, reject) => s.addEventListener('abort', () => reject(s.reason), { once: true })),
       ]);
     });

@@ -63,10 +63,13 @@ function whoRejected(side: Side): string {
  */
 export function toSbxError(err: unknown, what: string): SbxError {
   if (isSbxError(err)) return err;
-  if (err instanceof DeadlineError) return new SbxError('timeout', `${what}: hosted provider did not answer within ${Math.round(err.ms / 1000)}s`);
-  if (err instanceof ShapeError) return new SbxError('provider_error', `${what}: hosted provider sent an unexpected answer (${err.message})`);
+  if (err instanceof DeadlineError)
+    return new SbxError('timeout', `${what}: hosted provider did not answer within ${Math.round(err.ms / 1000)}s`);
+  if (err instanceof ShapeError)
+    return new SbxError('provider_error', `${what}: hosted provider sent an unexpected answer (${err.message})`);
   if (err instanceof ConnectError) {
-    if (err.code === 'unauthenticated' || err.code === 'permission_denied') return new SbxError('provider_error', `${what}: ${whoRejected('envd')}`);
+    if (err.code === 'unauthenticated' || err.code === 'permission_denied')
+      return new SbxError('provider_error', `${what}: ${whoRejected('envd')}`);
     const code = CONNECT_CODES[err.code] ?? 'provider_error';
     return new SbxError(code, `${what}: ${code === 'not_found' ? 'no such file or directory' : `sandbox daemon answered ${err.code}`}`);
   }
@@ -110,7 +113,12 @@ export function deadline(signal: AbortSignal | undefined, ms: number): { signal:
 }
 
 /** Runs `fn` under a deadline; failures become SbxErrors naming `what`. */
-export async function bounded<T>(what: string, ms: number, signal: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function bounded<T>(
+  what: string,
+  ms: number,
+  signal: AbortSignal | undefined,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const d = deadline(signal, ms);
   try {
     return await fn(d.signal);

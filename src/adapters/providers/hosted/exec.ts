@@ -33,7 +33,15 @@ export const TREE_SIGNAL = [
 ].join('\n');
 
 /** Go's ProcessState status for a signal death ("signal: terminated") → signal number. */
-const SIGNAL_NAMES: Record<string, number> = { hangup: 1, interrupt: 2, quit: 3, killed: 9, 'user defined signal 1': 10, 'user defined signal 2': 12, terminated: 15 };
+const SIGNAL_NAMES: Record<string, number> = {
+  hangup: 1,
+  interrupt: 2,
+  quit: 3,
+  killed: 9,
+  'user defined signal 1': 10,
+  'user defined signal 2': 12,
+  terminated: 15,
+};
 
 /** Exit code of an envd EndEvent: `exitCode` (absent = 0), a signal death (-1) as 128 + signo. */
 export function exitCodeOf(end: { exitCode?: unknown; status?: unknown }): number {
@@ -49,9 +57,20 @@ const INPUT_CHUNK = 64 * 1024;
 /** How long an aborted or abandoned exec waits for envd's end event after the kill. */
 const KILL_GRACE_MS = 2_000;
 
-type ProcessEvent = { start?: { pid?: number }; data?: { stdout?: string; stderr?: string; pty?: string }; end?: { exitCode?: number; status?: string }; keepalive?: unknown };
+type ProcessEvent = {
+  start?: { pid?: number };
+  data?: { stdout?: string; stderr?: string; pty?: string };
+  end?: { exitCode?: number; status?: string };
+  keepalive?: unknown;
+};
 
-export async function* hostedExec(envd: Envd, id: string, spec: ExecSpec, signal: AbortSignal, onOutput?: (stream: 'stdout' | 'stderr', data: Uint8Array) => void): AsyncGenerator<ExecEvent, void, undefined> {
+export async function* hostedExec(
+  envd: Envd,
+  id: string,
+  spec: ExecSpec,
+  signal: AbortSignal,
+  onOutput?: (stream: 'stdout' | 'stderr', data: Uint8Array) => void,
+): AsyncGenerator<ExecEvent, void, undefined> {
   if (spec.mode === 'argv' && spec.command.length === 0) throw badRequest('command is empty');
   checkEnv(spec.env);
   if (signal.aborted) return;
@@ -59,7 +78,10 @@ export async function* hostedExec(envd: Envd, id: string, spec: ExecSpec, signal
   const argv = wrapperArgv(spec.mode, spec.command, spec.args, script);
   const ac = new AbortController();
   const hasStdin = spec.stdin !== undefined;
-  const request = { process: { cmd: argv[0], args: argv.slice(1), envs: launcherEnv(spec.env), cwd: spec.workdir ?? '/workspace' }, stdin: hasStdin };
+  const request = {
+    process: { cmd: argv[0], args: argv.slice(1), envs: launcherEnv(spec.env), cwd: spec.workdir ?? '/workspace' },
+    stdin: hasStdin,
+  };
   let pid: number | undefined;
   let ended = false;
   let killing: Promise<void> | undefined;
@@ -67,7 +89,9 @@ export async function* hostedExec(envd: Envd, id: string, spec: ExecSpec, signal
     if (killing || pid === undefined || ended) return killing ?? Promise.resolve();
     const target = pid;
     killing = signalTree(envd, id, target, 'KILL')
-      .catch(() => envd.unary(id, 'process.Process/SendSignal', { process: { pid: target }, signal: 'SIGNAL_SIGKILL' }, 'kill').then(() => undefined))
+      .catch(() =>
+        envd.unary(id, 'process.Process/SendSignal', { process: { pid: target }, signal: 'SIGNAL_SIGKILL' }, 'kill').then(() => undefined),
+      )
       .catch(() => undefined);
     return killing;
   };
@@ -88,7 +112,14 @@ export async function* hostedExec(envd: Envd, id: string, spec: ExecSpec, signal
         if (hasStdin) stops.push(feedStdin(envd, id, pid, spec.stdin!));
         if (spec.controls) stops.push(applyControls(envd, id, pid, spec.controls));
       } else if (ev.data) {
-        const stream = ev.data.stdout !== undefined ? 'stdout' : ev.data.stderr !== undefined ? 'stderr' : ev.data.pty !== undefined ? 'stdout' : undefined;
+        const stream =
+          ev.data.stdout !== undefined
+            ? 'stdout'
+            : ev.data.stderr !== undefined
+              ? 'stderr'
+              : ev.data.pty !== undefined
+                ? 'stdout'
+                : undefined;
         const b64 = ev.data.stdout ?? ev.data.stderr ?? ev.data.pty;
         if (!stream || typeof b64 !== 'string' || b64.length === 0) continue;
         const data = new Uint8Array(Buffer.from(b64, 'base64'));
@@ -133,9 +164,11 @@ export async function signalTree(envd: Envd, id: string, pid: number, sig: strin
 
 function feedStdin(envd: Envd, id: string, pid: number, stdin: Uint8Array | AsyncIterable<Uint8Array>): () => void {
   let stopped = false;
-  const source: AsyncIterable<Uint8Array> = isLiveStdin(stdin) ? stdin : (async function* () {
-    yield stdin;
-  })();
+  const source: AsyncIterable<Uint8Array> = isLiveStdin(stdin)
+    ? stdin
+    : (async function* () {
+        yield stdin;
+      })();
   const it = source[Symbol.asyncIterator]();
   const send = async (chunk: Uint8Array) => {
     for (let off = 0; off < chunk.byteLength && !stopped; off += INPUT_CHUNK) {

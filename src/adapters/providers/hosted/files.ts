@@ -67,7 +67,9 @@ export class HostedFiles {
   }
 
   private async listDir(id: string, path: string, depth: number, signal?: AbortSignal): Promise<FileInfo[]> {
-    const res = (await this.envd.unary(id, 'filesystem.Filesystem/ListDir', { path, depth }, 'list files', signal)) as { entries?: Entry[] };
+    const res = (await this.envd.unary(id, 'filesystem.Filesystem/ListDir', { path, depth }, 'list files', signal)) as {
+      entries?: Entry[];
+    };
     return (Array.isArray(res.entries) ? res.entries : []).map((e) => toInfo(e, `${path.replace(/\/$/, '')}/${e.name ?? ''}`));
   }
 
@@ -75,7 +77,9 @@ export class HostedFiles {
     const st = await this.stat(id, path, signal);
     if (!st.is_dir) throw badRequest(`${path} is not a directory`);
     const prefix = path === '/' ? '/' : `${path}/`;
-    const items = (await this.listDir(id, path, 1, signal)).filter((i) => i.path.startsWith(prefix) && !i.path.slice(prefix.length).includes('/'));
+    const items = (await this.listDir(id, path, 1, signal)).filter(
+      (i) => i.path.startsWith(prefix) && !i.path.slice(prefix.length).includes('/'),
+    );
     return items.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
@@ -88,14 +92,16 @@ export class HostedFiles {
   async read(id: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<Uint8Array> {
     const st = await this.stat(id, path, signal);
     if (st.is_dir) throw badRequest(`${path} is a directory`);
-    if (maxBytes !== undefined && st.size > maxBytes) throw new SbxError('payload_too_large', `file is ${st.size} bytes; the limit is ${maxBytes}`);
+    if (maxBytes !== undefined && st.size > maxBytes)
+      throw new SbxError('payload_too_large', `file is ${st.size} bytes; the limit is ${maxBytes}`);
     return this.envd.download(id, path, maxBytes, signal);
   }
 
   async open(id: string, path: string, maxBytes: number | undefined, signal?: AbortSignal): Promise<OpenedFile> {
     const st = await this.stat(id, path, signal);
     if (st.is_dir) throw badRequest(`${path} is a directory`);
-    if (maxBytes !== undefined && st.size > maxBytes) throw new SbxError('payload_too_large', `file is ${st.size} bytes; the limit is ${maxBytes}`);
+    if (maxBytes !== undefined && st.size > maxBytes)
+      throw new SbxError('payload_too_large', `file is ${st.size} bytes; the limit is ${maxBytes}`);
     return { size: st.size, body: await this.envd.openDownload(id, path, st.size, signal) };
   }
 
@@ -125,14 +131,20 @@ export class HostedFiles {
     try {
       // Relative to the root (cwd `/`): the same file as the absolute path, whatever the sandbox's mount layout.
       const rel = path === '/' ? '.' : `.${path}`;
-      for await (const ev of hostedExec(this.envd, id, { command: 'chmod', args: [(mode & 0o7777).toString(8), '--', rel], mode: 'argv', env: {}, workdir: '/' }, ac.signal)) {
+      for await (const ev of hostedExec(
+        this.envd,
+        id,
+        { command: 'chmod', args: [(mode & 0o7777).toString(8), '--', rel], mode: 'argv', env: {}, workdir: '/' },
+        ac.signal,
+      )) {
         if (ev.stream === 'exit') code = ev.exit_code;
       }
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     }
-    if (code !== 0) throw new SbxError('provider_error', `chmod: the sandbox's chmod ${code === null ? 'did not finish' : `exited with ${code}`}`);
+    if (code !== 0)
+      throw new SbxError('provider_error', `chmod: the sandbox's chmod ${code === null ? 'did not finish' : `exited with ${code}`}`);
   }
 
   async glob(id: string, pattern: string, signal?: AbortSignal): Promise<string[]> {

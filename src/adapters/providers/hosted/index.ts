@@ -1,5 +1,16 @@
 import { isSbxError, SbxError } from '../../../core/errors.js';
-import type { ConsoleLog, ConsoleQuery, ExecEvent, ExecSpec, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import type {
+  ConsoleLog,
+  ConsoleQuery,
+  ExecEvent,
+  ExecSpec,
+  Provider,
+  ProviderHealth,
+  RuntimeInfo,
+  RuntimeStatus,
+  SpawnResult,
+  SpawnSpec,
+} from '../../../core/ports.js';
 import { ConsoleRing } from '../shared/console-ring.js';
 import { HostedApi } from './api.js';
 import { Envd } from './envd.js';
@@ -69,7 +80,8 @@ export function createHostedProvider(options: HostedProviderOptions): Provider {
       const metadata: Record<string, string> = { [META_MANAGED]: 'true', [META_SANDBOX]: spec.sandbox_id };
       if (o.installationId) metadata[META_INSTALLATION] = o.installationId;
       if (spec.owner_id) metadata[META_OWNER] = spec.owner_id;
-      if (spec.network === 'filtered') throw new SbxError('not_implemented', 'hosted sandboxes cannot be filtered: egress rules are enforced only on the docker provider');
+      if (spec.network === 'filtered')
+        throw new SbxError('not_implemented', 'hosted sandboxes cannot be filtered: egress rules are enforced only on the docker provider');
       const allowInternetAccess = spec.network === 'none' ? false : spec.network === 'bridge' ? true : undefined;
       const rec = await api.create({ metadata, allowInternetAccess }, signal);
       envd.remember(rec);

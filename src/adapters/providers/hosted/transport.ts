@@ -31,7 +31,15 @@ async function jsonOf(res: Response): Promise<unknown> {
 }
 
 /** A JSON REST call: the parsed body of a 2xx (undefined when empty), else HttpStatusError. */
-export async function restJson(fetchFn: FetchLike, side: Side, method: string, url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal): Promise<unknown> {
+export async function restJson(
+  fetchFn: FetchLike,
+  side: Side,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  signal: AbortSignal,
+): Promise<unknown> {
   const res = await fetchFn(url, {
     method,
     headers: { Accept: 'application/json', ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
@@ -51,7 +59,13 @@ function connectCodeOf(body: unknown): string | undefined {
 }
 
 /** A Connect unary call with the JSON codec. */
-export async function connectUnary(fetchFn: FetchLike, url: string, headers: Record<string, string>, message: unknown, signal: AbortSignal): Promise<unknown> {
+export async function connectUnary(
+  fetchFn: FetchLike,
+  url: string,
+  headers: Record<string, string>,
+  message: unknown,
+  signal: AbortSignal,
+): Promise<unknown> {
   const res = await fetchFn(url, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'Connect-Protocol-Version': '1', ...headers },
@@ -111,7 +125,13 @@ export async function* readEnvelopes(body: AsyncIterable<Uint8Array>): AsyncGene
  * HttpStatusError); the messages are then read from the returned iterator, which throws
  * ConnectError for an end-stream error and ShapeError when the stream ends without one.
  */
-export async function connectStream(fetchFn: FetchLike, url: string, headers: Record<string, string>, message: unknown, signal: AbortSignal): Promise<AsyncGenerator<unknown>> {
+export async function connectStream(
+  fetchFn: FetchLike,
+  url: string,
+  headers: Record<string, string>,
+  message: unknown,
+  signal: AbortSignal,
+): Promise<AsyncGenerator<unknown>> {
   const res = await fetchFn(url, {
     method: 'POST',
     headers: { 'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1', ...headers },

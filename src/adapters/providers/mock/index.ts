@@ -2,7 +2,20 @@ import { chmod, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { badRequest, notFound, providerError } from '../../../core/errors.js';
-import type { WorkspaceSpec, PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import type {
+  WorkspaceSpec,
+  PreviewUpstream,
+  ConsoleQuery,
+  ExecEvent,
+  ExecSpec,
+  FileInfo,
+  Provider,
+  ProviderHealth,
+  RuntimeInfo,
+  RuntimeStatus,
+  SpawnResult,
+  SpawnSpec,
+} from '../../../core/ports.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { copyTree, HostCatalog } from '../shared/host-catalog.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
@@ -68,7 +81,9 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
         await chmod(join(dir, 'tmp'), 0o1777);
       } catch {
         await rt.destroy(spec.sandbox_id);
-        throw providerError(source ? `could not copy snapshot ${spec.snapshot} for the sandbox` : 'could not prepare the sandbox directory');
+        throw providerError(
+          source ? `could not copy snapshot ${spec.snapshot} for the sandbox` : 'could not prepare the sandbox directory',
+        );
       }
       return { runtime_id: spec.sandbox_id, network: 'host' };
     },

@@ -5,7 +5,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { badRequest, notFound, providerError } from '../../../core/errors.js';
-import type { WorkspaceSpec, PreviewUpstream, ConsoleQuery, ExecEvent, ExecSpec, FileInfo, Provider, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import type {
+  WorkspaceSpec,
+  PreviewUpstream,
+  ConsoleQuery,
+  ExecEvent,
+  ExecSpec,
+  FileInfo,
+  Provider,
+  ProviderHealth,
+  RuntimeInfo,
+  RuntimeStatus,
+  SpawnResult,
+  SpawnSpec,
+} from '../../../core/ports.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { copyTree, HostCatalog } from '../shared/host-catalog.js';
 import type { HostMount } from '../shared/host-fs/mounted.js';
@@ -100,7 +113,8 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
       refuseNetwork('proot', spec);
       // A snapshot's tree (DESIGN.md §10) or the configured rootfs.
       const source = spec.snapshot !== undefined ? await catalog.snapshotSource(spec.snapshot) : rootfs;
-      if (!existsSync(join(source, 'bin', 'sh')) && spec.snapshot === undefined) throw providerError('proot rootfs is missing or has no /bin/sh');
+      if (!existsSync(join(source, 'bin', 'sh')) && spec.snapshot === undefined)
+        throw providerError('proot rootfs is missing or has no /bin/sh');
       const mounts: HostMount[] = [];
       for (const v of spec.volumes ?? []) mounts.push({ host: await catalog.volumeSource(v.name), guest: v.mount_path });
       // Claims the id, labelled before the directory exists: a crash mid-copy leaves a runtime
@@ -114,7 +128,11 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
         await chmod(join(dir, 'tmp'), 0o1777);
       } catch {
         await rt.destroy(spec.sandbox_id);
-        throw providerError(spec.snapshot !== undefined ? `could not copy snapshot ${spec.snapshot} for the sandbox` : 'could not copy the proot rootfs for the sandbox');
+        throw providerError(
+          spec.snapshot !== undefined
+            ? `could not copy snapshot ${spec.snapshot} for the sandbox`
+            : 'could not copy the proot rootfs for the sandbox',
+        );
       }
       return { runtime_id: spec.sandbox_id, network: 'host' };
     },
@@ -148,7 +166,13 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
           // The guest wrapper outlives the signals sent to the command and reports its 128 + signo
           // (proot alone exits 255 for a guest killed by a signal); signals spare proot itself
           // (and the namespace launcher).
-          const argv = prootArgv(iso.prefix, dir, workdir, wrapperArgv(spec.mode, spec.command, spec.args, script), await rt.mounts(runtimeId));
+          const argv = prootArgv(
+            iso.prefix,
+            dir,
+            workdir,
+            wrapperArgv(spec.mode, spec.command, spec.args, script),
+            await rt.mounts(runtimeId),
+          );
           // No terminal here (no pty library): a `tty` request runs with pipes.
           return {
             file: argv[0]!,

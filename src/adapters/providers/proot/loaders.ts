@@ -25,7 +25,10 @@ export async function sweepProotLoaders(minAgeMs: number, now = Date.now()): Pro
   let removed = 0;
   for (const name of candidates) {
     if (mapped.has(name)) continue;
-    await unlink(join(PROOT_TMP, name)).then(() => removed++, () => undefined);
+    await unlink(join(PROOT_TMP, name)).then(
+      () => removed++,
+      () => undefined,
+    );
   }
   return removed;
 }

@@ -119,7 +119,8 @@ export class ConsoleRing {
   read(query: ConsoleQuery): ConsoleLog {
     this.settle();
     const n = Math.max(0, query.lines);
-    if (query.after === undefined) return { lines: n > 0 ? this.ordered().slice(-Math.min(n, this.lines.length)) : [], cursor: this.recorded };
+    if (query.after === undefined)
+      return { lines: n > 0 ? this.ordered().slice(-Math.min(n, this.lines.length)) : [], cursor: this.recorded };
     const after = query.after > this.recorded ? 0 : query.after;
     const oldest = this.recorded - this.lines.length + 1;
     const from = Math.max(0, after - oldest + 1);

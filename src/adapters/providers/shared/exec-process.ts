@@ -274,7 +274,10 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
       const err: NodeJS.ErrnoException = spawnError;
       // Like a shell: a missing program is 127, one that cannot be executed is 126.
       if (!spec.launcher && (err.code === 'ENOENT' || err.code === 'EACCES')) {
-        yield { stream: 'stderr', data: Buffer.from(`sbx: ${err.code === 'ENOENT' ? 'command not found' : 'permission denied'}: ${spec.file}\n`) };
+        yield {
+          stream: 'stderr',
+          data: Buffer.from(`sbx: ${err.code === 'ENOENT' ? 'command not found' : 'permission denied'}: ${spec.file}\n`),
+        };
         yield { stream: 'exit', exit_code: err.code === 'ENOENT' ? 127 : 126 };
         return;
       }

@@ -20,7 +20,9 @@ export class HostCatalog {
   constructor(readonly dataDir: string) {}
 
   /** The Provider methods of a host-directory provider that this catalogue serves, over its runtimes. */
-  providerMethods(runtimes: { requireRunning(runtimeId: string): Promise<string> }): Pick<Provider, 'snapshot' | 'deleteSnapshot' | 'createVolume' | 'deleteVolume' | 'volumeSizes'> {
+  providerMethods(runtimes: {
+    requireRunning(runtimeId: string): Promise<string>;
+  }): Pick<Provider, 'snapshot' | 'deleteSnapshot' | 'createVolume' | 'deleteVolume' | 'volumeSizes'> {
     return {
       snapshot: async (runtimeId, name, signal) => this.snapshot(await runtimes.requireRunning(runtimeId), name, signal),
       deleteSnapshot: (name) => this.deleteSnapshot(name),

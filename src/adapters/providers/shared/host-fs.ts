@@ -21,7 +21,8 @@ function segmentsOf(p: string): string[] {
   if (p.includes('\0')) throw badRequest('path must not contain NUL bytes');
   const segs = p.split('/').filter((s) => s.length > 0);
   if (segs.some((s) => s === '.' || s === '..')) throw badRequest(`path must be normalized: ${JSON.stringify(p)}`);
-  if (segs.some((s) => encoder.encode(s).length > MAX_NAME_BYTES)) throw badRequest(`path has a component longer than ${MAX_NAME_BYTES} bytes`);
+  if (segs.some((s) => encoder.encode(s).length > MAX_NAME_BYTES))
+    throw badRequest(`path has a component longer than ${MAX_NAME_BYTES} bytes`);
   return segs;
 }
 
@@ -114,7 +115,11 @@ export class HostFs {
         else await rmdir(at(loc.dir, loc.name));
       } catch (err) {
         if (errnoOf(err) === 'ENOTEMPTY' || errnoOf(err) === 'EEXIST') {
-          throw badRequest(recursive ? `${p} kept getting new entries while it was deleted` : `${p} is a directory that is not empty; delete it recursively`);
+          throw badRequest(
+            recursive
+              ? `${p} kept getting new entries while it was deleted`
+              : `${p} is a directory that is not empty; delete it recursively`,
+          );
         }
         throw err;
       }
@@ -250,7 +255,12 @@ export class HostFs {
   }
 
   /** Runs `fn` on the located path, mapping fs errors to the sandbox path and closing the handle. */
-  private async withEntry<T>(p: string, segs: string[], opts: { followLast: boolean; create: boolean }, fn: (loc: Located) => Promise<T>): Promise<T> {
+  private async withEntry<T>(
+    p: string,
+    segs: string[],
+    opts: { followLast: boolean; create: boolean },
+    fn: (loc: Located) => Promise<T>,
+  ): Promise<T> {
     const loc = await this.root.locate(p, segs, opts);
     try {
       return await fn(loc);

@@ -48,7 +48,11 @@ export class HostRuntimes {
     const taken = () => conflict(`runtime ${runtimeId} already exists`);
     await mkdir(this.workDir, { recursive: true });
     if ((await stat(dir).catch(() => null)) !== null) throw taken();
-    const claim = await this.markers.claimRuntime(runtimeId, { installation_id: this.installationId, sandbox_id: sandboxId, ...(mounts.length > 0 ? { mounts: [...mounts] } : {}) });
+    const claim = await this.markers.claimRuntime(runtimeId, {
+      installation_id: this.installationId,
+      sandbox_id: sandboxId,
+      ...(mounts.length > 0 ? { mounts: [...mounts] } : {}),
+    });
     this.mountCache.delete(runtimeId);
     if (claim === 'foreign') throw taken();
     try {
@@ -150,7 +154,11 @@ export class HostRuntimes {
    * Runs the process `build` describes for a live runtime; its output also goes to the console
    * ring. Errors (unknown runtime, bad workdir) surface on iteration.
    */
-  async *exec(runtimeId: string, build: (fs: MountedFs, dir: string) => Promise<ProcessSpec>, signal: AbortSignal): AsyncGenerator<ExecEvent, void, undefined> {
+  async *exec(
+    runtimeId: string,
+    build: (fs: MountedFs, dir: string) => Promise<ProcessSpec>,
+    signal: AbortSignal,
+  ): AsyncGenerator<ExecEvent, void, undefined> {
     const dir = await this.requireRunning(runtimeId);
     if (this.destroying.has(runtimeId)) throw notFound(`runtime ${runtimeId} not found`);
     let spec: ProcessSpec;

@@ -58,12 +58,17 @@ function candidates(): Array<{ prefix: string[]; note: string }> {
 
 function runsAsInit(prefix: string[]): Promise<boolean> {
   return new Promise((resolve) => {
-    execFile(prefix[0]!, [...prefix.slice(1), '/bin/sh', '-c', 'echo $$; ls /proc'], { timeout: PROBE_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' } }, (err, stdout) => {
-      if (err) return resolve(false);
-      const lines = String(stdout).split('\n');
-      // PID 1, and its /proc shows its own namespace only (not the server's pid).
-      resolve(lines[0] === '1' && !lines.includes(String(process.pid)));
-    });
+    execFile(
+      prefix[0]!,
+      [...prefix.slice(1), '/bin/sh', '-c', 'echo $$; ls /proc'],
+      { timeout: PROBE_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' } },
+      (err, stdout) => {
+        if (err) return resolve(false);
+        const lines = String(stdout).split('\n');
+        // PID 1, and its /proc shows its own namespace only (not the server's pid).
+        resolve(lines[0] === '1' && !lines.includes(String(process.pid)));
+      },
+    );
   });
 }
 
@@ -95,7 +100,8 @@ export function unisolatedWarning(iso: Isolation): string | undefined {
  * Names that act on the host-side programs (dynamic linker, libc, proot itself) before the guest
  * runs. They travel renamed (`SBX_GUEST_<name>`) and the guest wrapper restores them.
  */
-const HOST_SENSITIVE = /^(?:LD_|PROOT_|GLIBC_|MALLOC_|SBX_GUEST_)|^(?:GCONV_PATH|LOCPATH|NLSPATH|TMPDIR|HOSTALIASES|RES_OPTIONS|LOCALDOMAIN|TZDIR|GETCONF_DIR)$/;
+const HOST_SENSITIVE =
+  /^(?:LD_|PROOT_|GLIBC_|MALLOC_|SBX_GUEST_)|^(?:GCONV_PATH|LOCPATH|NLSPATH|TMPDIR|HOSTALIASES|RES_OPTIONS|LOCALDOMAIN|TZDIR|GETCONF_DIR)$/;
 const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
@@ -185,5 +191,9 @@ export function wrapperArgv(mode: 'shell' | 'argv', command: string, args: reado
 
 /** proot and mock share the host's network (DESIGN §10): a spawn asking for a network of its own gets 501. */
 export function refuseNetwork(provider: string, spec: { network?: string }): void {
-  if (spec.network) throw new SbxError('not_implemented', `${provider} sandboxes share the host's network: network "${spec.network}" needs the docker provider`);
+  if (spec.network)
+    throw new SbxError(
+      'not_implemented',
+      `${provider} sandboxes share the host's network: network "${spec.network}" needs the docker provider`,
+    );
 }

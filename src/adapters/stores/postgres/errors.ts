@@ -39,12 +39,7 @@ function isConnectionError(err: { code?: unknown; message?: unknown }): boolean 
 }
 
 /** Translates a driver error into an SbxError whose message cannot carry the DSN or password. */
-export function storeError(
-  err: unknown,
-  redact: (text: string) => string,
-  context = 'postgres store',
-  code?: 'unavailable',
-): SbxError {
+export function storeError(err: unknown, redact: (text: string) => string, context = 'postgres store', code?: 'unavailable'): SbxError {
   if (err instanceof SbxError) return err;
   const e = (typeof err === 'object' && err !== null ? err : { message: String(err) }) as {
     code?: unknown;

@@ -49,7 +49,7 @@ export async function createPostgresStore(opts: PostgresStoreOptions): Promise<S
     await pool.end().catch(() => undefined);
     throw storeError(err, redact, 'postgres store: cannot connect', 'unavailable');
   }
-    // Connections outside the pool, without its query timeout: migrations and the journal's LISTEN.
+  // Connections outside the pool, without its query timeout: migrations and the journal's LISTEN.
   return new PostgresStore(pool, schema, redact, () => {
     const client = new pg.Client({ ...connection, query_timeout: undefined });
     client.on('error', () => undefined);

@@ -1,5 +1,16 @@
 import type { PoolClient } from 'pg';
-import { initialSchema, LIVE_COUNT_INDEXES, POSTGRES_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS, processesTable, snapshotsAndVolumes, warmRuntimes, VOLUME_WORKER, EGRESS_COLUMNS } from '../shared/schema.js';
+import {
+  initialSchema,
+  LIVE_COUNT_INDEXES,
+  POSTGRES_LIVE_COUNTS,
+  idempotencyKeys,
+  NETWORK_COLUMNS,
+  processesTable,
+  snapshotsAndVolumes,
+  warmRuntimes,
+  VOLUME_WORKER,
+  EGRESS_COLUMNS,
+} from '../shared/schema.js';
 
 export interface Migration {
   version: number;
@@ -65,9 +76,7 @@ export async function applyMigrations(client: Pick<PoolClient, 'query'>, schema:
       name TEXT NOT NULL,
       applied_at TEXT NOT NULL
     )`);
-    const done = new Set(
-      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
-    );
+    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;
       await client.query(m.sql);

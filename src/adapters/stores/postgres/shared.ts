@@ -39,8 +39,7 @@ function countsFrom(rows: Array<Record<string, unknown>>): LiveCounts {
     const n = Number(r.n);
     if (r.k === 'owner') {
       if (n > 0) out.by_owner[String(r.owner_id)] = (out.by_owner[String(r.owner_id)] ?? 0) + n;
-    }
-    else out.total += n;
+    } else out.total += n;
     if (r.k === 'total' && r.next_expiry != null) out.next_expiry = String(r.next_expiry);
   }
   return out;
@@ -56,13 +55,23 @@ class PgSlots implements SlotLedgerPort {
     return countsFrom((await this.query(COUNTS, [now, [...new Set(owners)]])).rows);
   }
 
-  reserve(now: string, owners: readonly string[], slot: SlotRequest, decide: (c: LiveCounts) => boolean): Promise<{ counts: LiveCounts; reserved: boolean }> {
+  reserve(
+    now: string,
+    owners: readonly string[],
+    slot: SlotRequest,
+    decide: (c: LiveCounts) => boolean,
+  ): Promise<{ counts: LiveCounts; reserved: boolean }> {
     return this.transact(async (q) => {
       // Held to commit: no other replica counts between this count and this insert.
       await q("SELECT pg_advisory_xact_lock(hashtext('sbx.admission:' || current_schema()))");
       const counts = countsFrom((await q(COUNTS, [now, [...new Set(owners)]])).rows);
       if (!decide(counts)) return { counts, reserved: false };
-      await q('INSERT INTO admission_slots (id, owner_id, holder_id, expires_at) VALUES ($1, $2, $3, $4)', [slot.id, slot.owner_id, slot.holder_id, slot.expires_at]);
+      await q('INSERT INTO admission_slots (id, owner_id, holder_id, expires_at) VALUES ($1, $2, $3, $4)', [
+        slot.id,
+        slot.owner_id,
+        slot.holder_id,
+        slot.expires_at,
+      ]);
       return { counts, reserved: true };
     });
   }

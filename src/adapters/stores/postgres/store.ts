@@ -93,7 +93,10 @@ export class PostgresDriver implements SqlDriver {
       client.release();
       return result;
     } catch (err) {
-      const rolledBack = await client.query('ROLLBACK').then(() => true, () => false);
+      const rolledBack = await client.query('ROLLBACK').then(
+        () => true,
+        () => false,
+      );
       // A connection that could not roll back is broken: destroy it instead of pooling it.
       client.release(rolledBack ? undefined : true);
       throw storeError(err, this.redact);

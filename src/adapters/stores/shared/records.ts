@@ -24,26 +24,70 @@ import type {
 export type Row = Record<string, unknown>;
 
 export const SANDBOX_COLUMNS = [
-  'id', 'state', 'provider', 'image', 'memory_mb', 'vcpus', 'created_at', 'updated_at',
-  'expires_at', 'metadata', 'owner_id', 'worker_id', 'runtime_id', 'template', 'network', 'volumes', 'snapshot', 'egress',
+  'id',
+  'state',
+  'provider',
+  'image',
+  'memory_mb',
+  'vcpus',
+  'created_at',
+  'updated_at',
+  'expires_at',
+  'metadata',
+  'owner_id',
+  'worker_id',
+  'runtime_id',
+  'template',
+  'network',
+  'volumes',
+  'snapshot',
+  'egress',
 ] as const;
 
 export const TEMPLATE_COLUMNS = [
-  'name', 'image', 'memory_mb', 'vcpus', 'ttl', 'provider', 'metadata', 'created_at', 'updated_at', 'network', 'snapshot', 'volumes', 'warm', 'egress',
+  'name',
+  'image',
+  'memory_mb',
+  'vcpus',
+  'ttl',
+  'provider',
+  'metadata',
+  'created_at',
+  'updated_at',
+  'network',
+  'snapshot',
+  'volumes',
+  'warm',
+  'egress',
 ] as const;
 
-export const QUOTA_COLUMNS = [
-  'owner_id', 'max_sandboxes', 'max_ttl_ms', 'max_exec_timeout_ms', 'created_at', 'updated_at',
-] as const;
+export const QUOTA_COLUMNS = ['owner_id', 'max_sandboxes', 'max_ttl_ms', 'max_exec_timeout_ms', 'created_at', 'updated_at'] as const;
 
 export const WORKER_COLUMNS = [
-  'id', 'hostname', 'status', 'providers', 'capabilities', 'capacity', 'last_heartbeat', 'created_at', 'updated_at',
+  'id',
+  'hostname',
+  'status',
+  'providers',
+  'capabilities',
+  'capacity',
+  'last_heartbeat',
+  'created_at',
+  'updated_at',
 ] as const;
 
 export const LEASE_COLUMNS = ['resource_id', 'holder_id', 'generation', 'expires_at'] as const;
 
 export const AUDIT_COLUMNS = [
-  'id', 'created_at', 'actor', 'method', 'path', 'status', 'duration_ms', 'request_id', 'remote_addr', 'user_agent',
+  'id',
+  'created_at',
+  'actor',
+  'method',
+  'path',
+  'status',
+  'duration_ms',
+  'request_id',
+  'remote_addr',
+  'user_agent',
 ] as const;
 
 const str = (v: unknown): string => String(v);
@@ -122,17 +166,39 @@ export function volumesText(v: readonly VolumeMount[] | null | undefined): strin
 /** Template column values in TEMPLATE_COLUMNS order. */
 export function templateValues(rec: TemplateRecord): unknown[] {
   return [
-    rec.name, rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider,
-    JSON.stringify(rec.metadata ?? {}), rec.created_at, rec.updated_at, rec.network ?? null,
-    rec.snapshot ?? null, volumesText(rec.volumes), rec.warm ?? null, egressText(rec.egress),
+    rec.name,
+    rec.image,
+    rec.memory_mb,
+    rec.vcpus,
+    rec.ttl,
+    rec.provider,
+    JSON.stringify(rec.metadata ?? {}),
+    rec.created_at,
+    rec.updated_at,
+    rec.network ?? null,
+    rec.snapshot ?? null,
+    volumesText(rec.volumes),
+    rec.warm ?? null,
+    egressText(rec.egress),
   ];
 }
 
 /** Parameters of SQL.updateTemplate. */
 export function templateUpdateValues(name: string, rec: Omit<TemplateRecord, 'name' | 'created_at'>): unknown[] {
   return [
-    rec.image, rec.memory_mb, rec.vcpus, rec.ttl, rec.provider, JSON.stringify(rec.metadata ?? {}), rec.network ?? null,
-    rec.snapshot ?? null, volumesText(rec.volumes), rec.warm ?? null, egressText(rec.egress), rec.updated_at, name,
+    rec.image,
+    rec.memory_mb,
+    rec.vcpus,
+    rec.ttl,
+    rec.provider,
+    JSON.stringify(rec.metadata ?? {}),
+    rec.network ?? null,
+    rec.snapshot ?? null,
+    volumesText(rec.volumes),
+    rec.warm ?? null,
+    egressText(rec.egress),
+    rec.updated_at,
+    name,
   ];
 }
 
@@ -155,7 +221,17 @@ export function templateFromRow(r: Row): TemplateRecord {
   };
 }
 
-export const SNAPSHOT_COLUMNS = ['name', 'provider', 'image', 'kernel', 'size_bytes', 'created_at', 'owner_id', 'sandbox_id', 'worker_id'] as const;
+export const SNAPSHOT_COLUMNS = [
+  'name',
+  'provider',
+  'image',
+  'kernel',
+  'size_bytes',
+  'created_at',
+  'owner_id',
+  'sandbox_id',
+  'worker_id',
+] as const;
 export const VOLUME_COLUMNS = ['name', 'provider', 'created_at', 'owner_id', 'worker_id'] as const;
 
 export function snapshotValues(rec: SnapshotRecord): unknown[] {
@@ -181,15 +257,18 @@ export function volumeValues(rec: VolumeRecord): unknown[] {
 }
 
 export function volumeFromRow(r: Row): VolumeRecord {
-  return { name: str(r.name), provider: str(r.provider), created_at: str(r.created_at), owner_id: strOrNull(r.owner_id), ...(r.worker_id != null ? { worker_id: str(r.worker_id) } : {}) };
+  return {
+    name: str(r.name),
+    provider: str(r.provider),
+    created_at: str(r.created_at),
+    owner_id: strOrNull(r.owner_id),
+    ...(r.worker_id != null ? { worker_id: str(r.worker_id) } : {}),
+  };
 }
 
 /** Quota column values in QUOTA_COLUMNS order; a new row without created_at starts at updated_at. */
 export function quotaValues(rec: Omit<QuotaRecord, 'created_at'> & { created_at?: string }): unknown[] {
-  return [
-    rec.owner_id, rec.max_sandboxes, rec.max_ttl_ms, rec.max_exec_timeout_ms,
-    rec.created_at ?? rec.updated_at, rec.updated_at,
-  ];
+  return [rec.owner_id, rec.max_sandboxes, rec.max_ttl_ms, rec.max_exec_timeout_ms, rec.created_at ?? rec.updated_at, rec.updated_at];
 }
 
 export function quotaFromRow(r: Row): QuotaRecord {
@@ -206,9 +285,16 @@ export function quotaFromRow(r: Row): QuotaRecord {
 /** Worker column values in WORKER_COLUMNS order; a new row without created_at starts at updated_at. */
 export function workerValues(rec: Omit<WorkerRecord, 'created_at'> & { created_at?: string }): unknown[] {
   return [
-    rec.id, rec.hostname, rec.status, JSON.stringify(rec.providers ?? []), JSON.stringify(rec.capabilities ?? []),
+    rec.id,
+    rec.hostname,
+    rec.status,
+    JSON.stringify(rec.providers ?? []),
+    JSON.stringify(rec.capabilities ?? []),
     // The egress counters ride in the capacity column (JSON): no schema change for a telemetry pair.
-    JSON.stringify({ ...(rec.capacity ?? {}), ...(rec.egress ? { egress: rec.egress } : {}) }), rec.last_heartbeat, rec.created_at ?? rec.updated_at, rec.updated_at,
+    JSON.stringify({ ...(rec.capacity ?? {}), ...(rec.egress ? { egress: rec.egress } : {}) }),
+    rec.last_heartbeat,
+    rec.created_at ?? rec.updated_at,
+    rec.updated_at,
   ];
 }
 

@@ -3,7 +3,20 @@ import type { Row } from '../shared/records.js';
 import type { SqlDriver } from './driver.js';
 
 /** The ProcessStore role over a SqlDriver (table of migration 8). */
-const COLUMNS = ['id', 'sandbox_id', 'command', 'args', 'mode', 'state', 'exit_code', 'started_at', 'ended_at', 'runner', 'holder', 'deadline_at'] as const;
+const COLUMNS = [
+  'id',
+  'sandbox_id',
+  'command',
+  'args',
+  'mode',
+  'state',
+  'exit_code',
+  'started_at',
+  'ended_at',
+  'runner',
+  'holder',
+  'deadline_at',
+] as const;
 const PATCHABLE = new Set<string>(COLUMNS.filter((c) => c !== 'id' && c !== 'sandbox_id'));
 
 function fromRow(r: Row): ProcessRecord {
@@ -32,7 +45,10 @@ export class SqlProcesses {
 
   async insert(rec: ProcessRecord): Promise<void> {
     const cols = COLUMNS.join(', ');
-    await this.sql.count(`INSERT INTO processes (${cols}) VALUES (${COLUMNS.map(() => '?').join(', ')})`, COLUMNS.map((c) => value(c, rec[c])));
+    await this.sql.count(
+      `INSERT INTO processes (${cols}) VALUES (${COLUMNS.map(() => '?').join(', ')})`,
+      COLUMNS.map((c) => value(c, rec[c])),
+    );
   }
 
   async update(id: string, patch: Partial<Omit<ProcessRecord, 'id' | 'sandbox_id'>>): Promise<ProcessRecord | null> {

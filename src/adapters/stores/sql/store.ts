@@ -20,7 +20,18 @@ import type {
   TemplateRecord,
   WorkerRecord,
 } from '../../../core/ports.js';
-import { TALLY_SANDBOXES, COUNT_LIVE, countLiveParams, COUNT_LIVE_BY_WORKER, COUNT_LIVE_BY_WORKER_FOR_OWNER, countLiveByOwnerQuery, SQL, listAuditQuery, listSandboxesQuery, updateSandboxQuery } from '../shared/queries.js';
+import {
+  TALLY_SANDBOXES,
+  COUNT_LIVE,
+  countLiveParams,
+  COUNT_LIVE_BY_WORKER,
+  COUNT_LIVE_BY_WORKER_FOR_OWNER,
+  countLiveByOwnerQuery,
+  SQL,
+  listAuditQuery,
+  listSandboxesQuery,
+  updateSandboxQuery,
+} from '../shared/queries.js';
 import {
   auditFromRow,
   auditValues,
@@ -113,7 +124,10 @@ export class SqlStore implements Store {
     }));
   }
 
-  async countLiveByWorker(now: string, owner: string | null): Promise<{ by_worker: Record<string, number>; by_worker_for_owner: Record<string, number> }> {
+  async countLiveByWorker(
+    now: string,
+    owner: string | null,
+  ): Promise<{ by_worker: Record<string, number>; by_worker_for_owner: Record<string, number> }> {
     const tally = (rows: Row[]) => Object.fromEntries(rows.filter((r) => Number(r.n) > 0).map((r) => [String(r.worker_id), Number(r.n)]));
     const by_worker = tally(await this.sql.rows(COUNT_LIVE_BY_WORKER, [now]));
     const by_worker_for_owner = owner === null ? {} : tally(await this.sql.rows(COUNT_LIVE_BY_WORKER_FOR_OWNER, [now, owner, owner]));
@@ -159,10 +173,7 @@ export class SqlStore implements Store {
     return (await this.sql.rows(SQL.listTemplates)).map(templateFromRow);
   }
 
-  async updateTemplate(
-    name: string,
-    rec: Omit<TemplateRecord, 'name' | 'created_at'>,
-  ): Promise<TemplateRecord | null> {
+  async updateTemplate(name: string, rec: Omit<TemplateRecord, 'name' | 'created_at'>): Promise<TemplateRecord | null> {
     const row = await this.one(SQL.updateTemplate, templateUpdateValues(name, rec));
     return row ? templateFromRow(row) : null;
   }
@@ -233,7 +244,13 @@ export class SqlStore implements Store {
   async getIdempotency(ownerKey: string, key: string): Promise<IdempotencyRecord | null> {
     const r = await this.one(SQL.getIdempotency, [ownerKey, key]);
     if (!r) return null;
-    return { owner_key: String(r.owner_key), key: String(r.key), request_hash: String(r.request_hash), sandbox_id: r.sandbox_id == null ? null : String(r.sandbox_id), created_at: String(r.created_at) };
+    return {
+      owner_key: String(r.owner_key),
+      key: String(r.key),
+      request_hash: String(r.request_hash),
+      sandbox_id: r.sandbox_id == null ? null : String(r.sandbox_id),
+      created_at: String(r.created_at),
+    };
   }
 
   async completeIdempotency(ownerKey: string, key: string, createdAt: string, sandboxId: string): Promise<void> {
@@ -283,7 +300,9 @@ export class SqlStore implements Store {
   }
 
   async sandboxesMounting(name: string): Promise<string[]> {
-    const pattern = `%${JSON.stringify({ name }).slice(1, -1).replace(/[!%_]/g, (c) => `!${c}`)}%`;
+    const pattern = `%${JSON.stringify({ name })
+      .slice(1, -1)
+      .replace(/[!%_]/g, (c) => `!${c}`)}%`;
     const rows = await this.sql.rows(SQL.sandboxesMounting, [pattern]);
     return rows
       .filter((r) => (JSON.parse(String(r.volumes)) as Array<{ name: string }>).some((m) => m.name === name))

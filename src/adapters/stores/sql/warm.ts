@@ -22,7 +22,10 @@ export class SqlWarm {
   constructor(private readonly sql: SqlDriver) {}
 
   async insert(rec: WarmRecord): Promise<void> {
-    await this.sql.count(`INSERT INTO warm_runtimes (${LIST}) VALUES (${COLUMNS.map(() => '?').join(', ')})`, COLUMNS.map((c) => rec[c]));
+    await this.sql.count(
+      `INSERT INTO warm_runtimes (${LIST}) VALUES (${COLUMNS.map(() => '?').join(', ')})`,
+      COLUMNS.map((c) => rec[c]),
+    );
   }
 
   async claim(shape: string, workerId: string): Promise<WarmRecord | null> {
@@ -39,7 +42,12 @@ export class SqlWarm {
 
   async list(workerId?: string): Promise<WarmRecord[]> {
     const where = workerId !== undefined ? ' WHERE worker_id = ?' : '';
-    return (await this.sql.rows(`SELECT ${LIST} FROM warm_runtimes${where} ORDER BY shape, created_at, sandbox_id`, workerId !== undefined ? [workerId] : [])).map(fromRow);
+    return (
+      await this.sql.rows(
+        `SELECT ${LIST} FROM warm_runtimes${where} ORDER BY shape, created_at, sandbox_id`,
+        workerId !== undefined ? [workerId] : [],
+      )
+    ).map(fromRow);
   }
 
   async delete(sandboxId: string): Promise<boolean> {

@@ -1,5 +1,16 @@
 import type Database from 'better-sqlite3';
-import { initialSchema, LIVE_COUNT_INDEXES, SQLITE_LIVE_COUNTS, idempotencyKeys, NETWORK_COLUMNS, processesTable, snapshotsAndVolumes, warmRuntimes, VOLUME_WORKER, EGRESS_COLUMNS } from '../shared/schema.js';
+import {
+  initialSchema,
+  LIVE_COUNT_INDEXES,
+  SQLITE_LIVE_COUNTS,
+  idempotencyKeys,
+  NETWORK_COLUMNS,
+  processesTable,
+  snapshotsAndVolumes,
+  warmRuntimes,
+  VOLUME_WORKER,
+  EGRESS_COLUMNS,
+} from '../shared/schema.js';
 
 export interface Migration {
   version: number;

@@ -44,7 +44,9 @@ export function openWorkerState(path: string): WorkerState {
     put: db.prepare(
       'INSERT INTO runtimes (sandbox_id, provider, runtime_id, preview_token, network, egress) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(sandbox_id) DO UPDATE SET provider = excluded.provider, runtime_id = excluded.runtime_id, preview_token = excluded.preview_token, network = excluded.network, egress = excluded.egress',
     ),
-    get: db.prepare<[string], Row>('SELECT sandbox_id, provider, runtime_id, preview_token, network, egress FROM runtimes WHERE sandbox_id = ?'),
+    get: db.prepare<[string], Row>(
+      'SELECT sandbox_id, provider, runtime_id, preview_token, network, egress FROM runtimes WHERE sandbox_id = ?',
+    ),
     setEgress: db.prepare('UPDATE runtimes SET egress = ? WHERE sandbox_id = ?'),
     del: db.prepare('DELETE FROM runtimes WHERE sandbox_id = ?'),
     list: db.prepare<[], WorkerRuntime>('SELECT sandbox_id, provider, runtime_id FROM runtimes ORDER BY sandbox_id'),
@@ -54,7 +56,15 @@ export function openWorkerState(path: string): WorkerState {
     setMeta: (key, value) => void q.setMeta.run(key, value),
     generation: (id) => q.gen.get(id)?.generation ?? null,
     observeGeneration: (id, generation) => q.observe.run(id, generation).changes > 0,
-    putRuntime: (rt) => void q.put.run(rt.sandbox_id, rt.provider, rt.runtime_id, rt.preview_token ?? null, rt.network ?? null, rt.egress ? JSON.stringify(rt.egress) : null),
+    putRuntime: (rt) =>
+      void q.put.run(
+        rt.sandbox_id,
+        rt.provider,
+        rt.runtime_id,
+        rt.preview_token ?? null,
+        rt.network ?? null,
+        rt.egress ? JSON.stringify(rt.egress) : null,
+      ),
     getRuntime: (id) => {
       const r = q.get.get(id);
       return r ? { ...r, egress: r.egress ? (JSON.parse(r.egress) as EgressLists) : null } : null;

@@ -5,7 +5,11 @@ import type { CommandSpec } from '../spec.js';
 export const admissionCommand: CommandSpec = {
   name: 'admission',
   summary: 'would this spawn be admitted? (creates nothing; exit 5 when denied)',
-  options: [...RESOURCE_OPTIONS, { flags: '--template <name>', description: 'ask for a spawn from this template (its settings, then the flags)' }, OWNER_OPTION],
+  options: [
+    ...RESOURCE_OPTIONS,
+    { flags: '--template <name>', description: 'ask for a spawn from this template (its settings, then the flags)' },
+    OWNER_OPTION,
+  ],
   examples: ['sbx admission --ttl 2h --owner alice', 'sbx admission --template py --owner alice'],
   async run(ctx, opts: ResourceFlags & { template?: string }) {
     let req = spawnRequest(opts);

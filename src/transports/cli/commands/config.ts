@@ -5,7 +5,8 @@ import type { CommandSpec } from '../spec.js';
 const lint: CommandSpec = {
   name: 'lint',
   summary: 'check the server configuration for security and consistency problems',
-  description: 'Loads the configuration exactly as `sbx serve` would and prints every finding with its fix.\nExit 1 when a finding fails (with --production, exposure warnings fail); exit 3 when it does not load.',
+  description:
+    'Loads the configuration exactly as `sbx serve` would and prints every finding with its fix.\nExit 1 when a finding fails (with --production, exposure warnings fail); exit 3 when it does not load.',
   offline: true,
   options: [
     { flags: '--production', description: 'production rules: auth off, open CORS, weak keys, unverified TLS fail' },
@@ -28,7 +29,11 @@ const lint: CommandSpec = {
       }
       const fails = findings.filter((f) => f.level === 'fail').length;
       const warns = findings.length - fails;
-      out.line(findings.length === 0 ? out.c.green('no findings') : `${fails} failure${fails === 1 ? '' : 's'}, ${warns} warning${warns === 1 ? '' : 's'}`);
+      out.line(
+        findings.length === 0
+          ? out.c.green('no findings')
+          : `${fails} failure${fails === 1 ? '' : 's'}, ${warns} warning${warns === 1 ? '' : 's'}`,
+      );
     }
     if (failed) throw new ExitError(EXIT.failure);
     return 0;

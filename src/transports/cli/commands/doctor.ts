@@ -14,7 +14,9 @@ export interface CheckResult {
 
 /** Key fixes apply to refused credentials only; anything else gets a neutral hint. */
 const unlessKeyRefused = (err: unknown): string | undefined =>
-  err instanceof SbxError && (err.code === 'unauthorized' || err.code === 'forbidden') ? undefined : 'see the detail; run the request again, or check the server log';
+  err instanceof SbxError && (err.code === 'unauthorized' || err.code === 'forbidden')
+    ? undefined
+    : 'see the detail; run the request again, or check the server log';
 
 function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: ProviderRow[] }): Check[] {
   const { client, config } = ctx;
@@ -75,7 +77,11 @@ function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: P
       const stale = remote.filter((w) => w.stale).map((w) => w.id);
       const draining = remote.filter((w) => !w.stale && w.status === 'draining').map((w) => w.id);
       const online = remote.filter((w) => !w.stale && w.status === 'online').length;
-      if (remote.length === 0) return { status: 'ok', detail: ws.some((w) => w.id === 'local') ? 'single node: this server runs its sandboxes itself' : 'none registered' };
+      if (remote.length === 0)
+        return {
+          status: 'ok',
+          detail: ws.some((w) => w.id === 'local') ? 'single node: this server runs its sandboxes itself' : 'none registered',
+        };
       const parts = [`${remote.length} remote: ${online} online`];
       if (draining.length > 0) parts.push(`draining ${draining.join(', ')}`);
       if (stale.length > 0) parts.push(`stale ${stale.join(', ')}`);
@@ -88,11 +94,15 @@ function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: P
     async check() {
       const providers = await needServer(() => client.providers.list({ signal: ctx.signal }));
       if (providers === undefined) return { status: 'skip', detail: 'server not reachable' };
-      if (!providers.some((p) => p.name === 'docker')) return { status: 'skip', detail: 'not available: no docker provider runs on this server' };
+      if (!providers.some((p) => p.name === 'docker'))
+        return { status: 'skip', detail: 'not available: no docker provider runs on this server' };
       const docker = await client.providers.get('docker', { signal: ctx.signal });
       const filtered = (docker.config as Record<string, unknown>).filtered;
       if (filtered === 'available') return { status: 'ok', detail: 'available: docker sandboxes can be limited to allowed hosts' };
-      return { status: 'skip', detail: `not available: ${typeof filtered === 'string' ? filtered : 'this server does not enforce egress rules'}` };
+      return {
+        status: 'skip',
+        detail: `not available: ${typeof filtered === 'string' ? filtered : 'this server does not enforce egress rules'}`,
+      };
     },
   });
   checks.push({
@@ -103,7 +113,8 @@ function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: P
       try {
         d = await needServer(() => client.diagnostics({ signal: ctx.signal }));
       } catch (err) {
-        if (err instanceof SbxError && (err.code === 'unauthorized' || err.code === 'forbidden')) return { status: 'skip', detail: 'diagnostics need the admin key (--admin-key)' };
+        if (err instanceof SbxError && (err.code === 'unauthorized' || err.code === 'forbidden'))
+          return { status: 'skip', detail: 'diagnostics need the admin key (--admin-key)' };
         throw err;
       }
       if (d === undefined) return { status: 'skip', detail: 'server not reachable' };
@@ -128,7 +139,9 @@ export function databaseRow(d: DiagnosticsView): { status: Status; detail: strin
   if (r?.shared) {
     const live = r.live ?? [];
     parts.push(`replicas ${live.join(', ') || 'none live'} (this one: ${r.id})`);
-    const leaders = Object.entries(d.leaders ?? {}).filter(([, v]) => v !== null).map(([task, holder]) => `${task} ${holder}`);
+    const leaders = Object.entries(d.leaders ?? {})
+      .filter(([, v]) => v !== null)
+      .map(([task, holder]) => `${task} ${holder}`);
     if (leaders.length > 0) parts.push(`leaders: ${leaders.join(', ')}`);
   }
   return { status: 'ok', detail: parts.join('; ') };
@@ -148,7 +161,13 @@ type ProviderRow = { name: string; healthy: boolean; default?: boolean; error?: 
  */
 export function providerRows(providers: readonly ProviderRow[]): CheckResult[] {
   return providers.map((p) => {
-    if (!p.healthy) return { title: `provider ${p.name}`, status: 'fail', detail: p.error ?? 'unhealthy', fix: PROVIDER_FIX[p.name] ?? `see \`sbx providers ${p.name}\`` };
+    if (!p.healthy)
+      return {
+        title: `provider ${p.name}`,
+        status: 'fail',
+        detail: p.error ?? 'unhealthy',
+        fix: PROVIDER_FIX[p.name] ?? `see \`sbx providers ${p.name}\``,
+      };
     const unisolated = p.name === 'mock' ? 'commands run directly on the host, as the server user: no isolation' : p.warning;
     const role = p.default ? 'the default provider' : 'a provider';
     if (unisolated && p.default) {
@@ -176,7 +195,10 @@ export const doctorCommand: CommandSpec = {
         const r = await c.check();
         results.push({ title: c.title, status: r.status, detail: r.detail, fix: r.fix ?? c.fix });
       } catch (err) {
-        const detail = err instanceof SbxError ? messageFor(err, { apiKey: Boolean(ctx.config.apiKey), adminKey: Boolean(ctx.config.adminKey) }) : (err as Error).message;
+        const detail =
+          err instanceof SbxError
+            ? messageFor(err, { apiKey: Boolean(ctx.config.apiKey), adminKey: Boolean(ctx.config.adminKey) })
+            : (err as Error).message;
         results.push({ title: c.title, status: 'fail', detail, fix: c.fixFor?.(err) ?? c.fix });
       }
     };
@@ -190,12 +212,24 @@ export const doctorCommand: CommandSpec = {
     if (out.json) {
       out.printJson({ ok: !failed, checks: results });
     } else {
-      const mark: Record<Status, string> = { ok: out.c.green('ok'), warn: out.c.yellow('warn'), fail: out.c.red('FAIL'), skip: out.c.dim('skip') };
-      out.table([
-        { header: 'STATUS', value: (r: CheckResult) => r.status, style: (t: string, r: CheckResult) => t.replace(r.status, mark[r.status]) },
-        { header: 'CHECK', value: (r: CheckResult) => r.title },
-        { header: 'DETAIL', value: (r: CheckResult) => r.detail },
-      ], results);
+      const mark: Record<Status, string> = {
+        ok: out.c.green('ok'),
+        warn: out.c.yellow('warn'),
+        fail: out.c.red('FAIL'),
+        skip: out.c.dim('skip'),
+      };
+      out.table(
+        [
+          {
+            header: 'STATUS',
+            value: (r: CheckResult) => r.status,
+            style: (t: string, r: CheckResult) => t.replace(r.status, mark[r.status]),
+          },
+          { header: 'CHECK', value: (r: CheckResult) => r.title },
+          { header: 'DETAIL', value: (r: CheckResult) => r.detail },
+        ],
+        results,
+      );
       const toFix = results.filter((r) => r.status === 'fail' || r.status === 'warn');
       if (toFix.length > 0) {
         out.line('');

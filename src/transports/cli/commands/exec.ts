@@ -44,7 +44,10 @@ export const execCommand: CommandSpec = {
     { name: 'command', description: 'command and arguments, verbatim (with --sh: a shell script)', variadic: true },
   ],
   options: [
-    { flags: '-d, --detach', description: 'run it in the background: print its process id and return (sbx ps, sbx logs --process, sbx kill)' },
+    {
+      flags: '-d, --detach',
+      description: 'run it in the background: print its process id and return (sbx ps, sbx logs --process, sbx kill)',
+    },
     { flags: '-i, --interactive', description: 'send local stdin to the command (live)' },
     { flags: '-t, --tty', description: 'give the command a terminal (when the local stdin is one)' },
     { flags: '-e, --env <key=value>', description: 'environment variable (repeatable)', kind: 'kv' },
@@ -77,7 +80,11 @@ async function runExec(ctx: CliContext, opts: ExecFlags): Promise<number> {
   let argv = opts.command ?? [];
   if (argv[0] === '--') argv = argv.slice(1);
   if (argv.length === 0) {
-    throw new UsageError(opts.sh ? "exec --sh needs a script after the id: sbx exec --sh ID 'a | b'" : 'exec needs a command after the id: sbx exec [options] ID CMD [ARG...]');
+    throw new UsageError(
+      opts.sh
+        ? "exec --sh needs a script after the id: sbx exec --sh ID 'a | b'"
+        : 'exec needs a command after the id: sbx exec [options] ID CMD [ARG...]',
+    );
   }
   checkSandboxId(opts.id);
   if (opts.detach) return runDetached(ctx, opts, argv);
@@ -181,7 +188,13 @@ async function runBuffered(ctx: CliContext, id: string, input: ExecInput): Promi
   } catch (err) {
     if (err instanceof SbxError && err.code === 'timeout') {
       const d = err.details ?? {};
-      const result: Record<string, unknown> = { exit_code: EXIT.execTimeout, stdout: d.stdout ?? '', stderr: d.stderr ?? '', duration: d.duration, timed_out: true };
+      const result: Record<string, unknown> = {
+        exit_code: EXIT.execTimeout,
+        stdout: d.stdout ?? '',
+        stderr: d.stderr ?? '',
+        duration: d.duration,
+        timed_out: true,
+      };
       if (d.stdout_encoding) result.stdout_encoding = d.stdout_encoding;
       if (d.stderr_encoding) result.stderr_encoding = d.stderr_encoding;
       ctx.out.printJson(result);

@@ -17,7 +17,11 @@ function fileColumns(ctx: CliContext) {
     { header: 'MODE', value: (f: FileInfo) => `${f.is_dir ? 'd' : '-'}${f.mode}` },
     { header: 'SIZE', value: (f: FileInfo) => (f.is_dir ? '-' : bytes(f.size)), align: 'right' as const },
     { header: 'MODIFIED', value: (f: FileInfo) => relativeTime(f.mod_time) },
-    { header: 'NAME', value: (f: FileInfo) => (f.is_dir ? `${f.name}/` : f.name), style: (t: string, f: FileInfo) => (f.is_dir ? ctx.out.c.blue(t) : t) },
+    {
+      header: 'NAME',
+      value: (f: FileInfo) => (f.is_dir ? `${f.name}/` : f.name),
+      style: (t: string, f: FileInfo) => (f.is_dir ? ctx.out.c.blue(t) : t),
+    },
   ];
 }
 
@@ -75,7 +79,9 @@ const put: CommandSpec = {
   examples: ['sbx files put ./main.py $ID:/workspace/', 'echo hi | sbx files put - $ID:/tmp/hi.txt'],
   async run(ctx, opts: { local: string; remote: string; mode?: string; recursive?: boolean }) {
     if (isRemote(opts.local) && !isRemote(opts.remote)) {
-      throw new UsageError(`put uploads LOCAL to SANDBOX_ID:/path: sbx files put ${opts.remote} ${opts.local} (to download use sbx files get ${opts.local} ${opts.remote})`);
+      throw new UsageError(
+        `put uploads LOCAL to SANDBOX_ID:/path: sbx files put ${opts.remote} ${opts.local} (to download use sbx files get ${opts.local} ${opts.remote})`,
+      );
     }
     const { id, path } = remoteArg(opts.remote, 'sbx files put LOCAL SANDBOX_ID:/path');
     const box = sandboxRef(ctx, id);
@@ -84,7 +90,8 @@ const put: CommandSpec = {
     if (opts.local === '-') {
       if (path.endsWith('/')) throw new UsageError('with - (stdin) the remote path must name a file');
       // From a terminal there is nothing piped to upload: refuse rather than write an empty file.
-      if (ctx.stdin.isTTY) throw new UsageError('with - the content comes from stdin, which is a terminal here (pipe or redirect a file into it)');
+      if (ctx.stdin.isTTY)
+        throw new UsageError('with - the content comes from stdin, which is a terminal here (pipe or redirect a file into it)');
       uploads.push({ from: '-', to: path, data: (await readPipedStdin(ctx.stdin)) ?? new Uint8Array() });
     } else {
       const local = resolve(ctx.cwd, opts.local);
@@ -100,8 +107,12 @@ const put: CommandSpec = {
     }
     for (const u of uploads) {
       const data = u.data ?? (await readFile(u.from));
-      await ctx.out.spin(`uploading ${u.to}`, box.call((x) => ctx.client.files.write(x, u.to, data, { mode, signal: ctx.signal })));
-      if (!ctx.out.json) ctx.out.note(`${u.from === '-' ? 'stdin' : relative(ctx.cwd, u.from) || u.from} → ${box.id}:${u.to} (${bytes(data.byteLength)})`);
+      await ctx.out.spin(
+        `uploading ${u.to}`,
+        box.call((x) => ctx.client.files.write(x, u.to, data, { mode, signal: ctx.signal })),
+      );
+      if (!ctx.out.json)
+        ctx.out.note(`${u.from === '-' ? 'stdin' : relative(ctx.cwd, u.from) || u.from} → ${box.id}:${u.to} (${bytes(data.byteLength)})`);
     }
     if (ctx.out.json) ctx.out.printJson(uploads.map((u) => ({ path: u.to, status: 'written' })));
     return 0;
@@ -114,12 +125,18 @@ const get: CommandSpec = {
   summary: 'download a file from a sandbox (LOCAL - writes to stdout)',
   args: [
     { name: 'remote', description: REMOTE, required: true },
-    { name: 'local', description: 'local path or directory (default: the remote name in the current directory); - for stdout', complete: 'file' },
+    {
+      name: 'local',
+      description: 'local path or directory (default: the remote name in the current directory); - for stdout',
+      complete: 'file',
+    },
   ],
   options: [{ flags: '-r, --recursive', description: 'download a directory tree' }],
   async run(ctx, opts: { remote: string; local?: string; recursive?: boolean }) {
     if (!isRemote(opts.remote) && opts.local !== undefined && isRemote(opts.local)) {
-      throw new UsageError(`get downloads SANDBOX_ID:/path to LOCAL: sbx files get ${opts.local} ${opts.remote} (to upload use sbx files put ${opts.remote} ${opts.local})`);
+      throw new UsageError(
+        `get downloads SANDBOX_ID:/path to LOCAL: sbx files get ${opts.local} ${opts.remote} (to upload use sbx files put ${opts.remote} ${opts.local})`,
+      );
     }
     const { id, path } = remoteArg(opts.remote, 'sbx files get SANDBOX_ID:/path [LOCAL]');
     const box = sandboxRef(ctx, id);
@@ -135,7 +152,8 @@ const get: CommandSpec = {
     const downloads: Array<{ from: string; to: string }> = [];
     if (info.is_dir) {
       if (!opts.recursive) throw new ExitError(EXIT.failure, `${path} is a directory (use -r)`);
-      for (const f of await walkRemote(ctx, id2, path)) downloads.push({ from: f.path, to: join(dest, ...posix.relative(path, f.path).split('/')) });
+      for (const f of await walkRemote(ctx, id2, path))
+        downloads.push({ from: f.path, to: join(dest, ...posix.relative(path, f.path).split('/')) });
     } else {
       downloads.push({ from: path, to: dest });
     }
@@ -222,7 +240,8 @@ const chmod: CommandSpec = {
     { name: 'remote', description: REMOTE, required: true },
   ],
   async run(ctx, opts: { mode: string; remote: string }) {
-    if (isRemote(opts.mode) && !isRemote(opts.remote)) throw new UsageError(`the mode comes first: sbx files chmod ${opts.remote} ${opts.mode}`);
+    if (isRemote(opts.mode) && !isRemote(opts.remote))
+      throw new UsageError(`the mode comes first: sbx files chmod ${opts.remote} ${opts.mode}`);
     const mode = parseMode(opts.mode);
     const { id, path } = remoteArg(opts.remote, 'sbx files chmod MODE SANDBOX_ID:/path');
     const box = sandboxRef(ctx, id);
@@ -266,7 +285,9 @@ const glob: CommandSpec = {
     const form = "sbx files glob SANDBOX_ID:PATTERN, or sbx files glob SANDBOX_ID PATTERN (e.g. sbx files glob ID '/workspace/*.py')";
     if (opts.pattern !== undefined && opts.target.includes(':')) {
       const id = opts.target.slice(0, opts.target.indexOf(':'));
-      throw new UsageError(`glob takes the pattern once: sbx files glob ${id || 'SANDBOX_ID'} ${quote(opts.pattern)} (or sbx files glob ${quote(`${id || 'SANDBOX_ID'}:${opts.pattern}`)})`);
+      throw new UsageError(
+        `glob takes the pattern once: sbx files glob ${id || 'SANDBOX_ID'} ${quote(opts.pattern)} (or sbx files glob ${quote(`${id || 'SANDBOX_ID'}:${opts.pattern}`)})`,
+      );
     }
     const { id, path: pattern } = opts.pattern !== undefined ? { id: opts.target, path: opts.pattern } : remoteArg(opts.target, form);
     const paths = await sandboxRef(ctx, id).call((x) => ctx.client.files.glob(x, pattern, { signal: ctx.signal }));

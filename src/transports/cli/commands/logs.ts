@@ -28,12 +28,17 @@ export const logsCommand: CommandSpec = {
   options: [
     { flags: '-n, --lines <count>', description: 'number of lines (default 100)', kind: 'int' },
     { flags: '-f, --follow', description: 'keep printing new lines until the sandbox goes away (Ctrl-C stops)' },
-    { flags: '-p, --process <pid>', description: "a background process's output instead (exec -d); with -f until it ends, exiting with its code" },
+    {
+      flags: '-p, --process <pid>',
+      description: "a background process's output instead (exec -d); with -f until it ends, exiting with its code",
+    },
   ],
   examples: ['sbx logs $ID', 'sbx logs -f $ID', 'sbx logs $ID --process p-abc123def456 -f'],
   async run(ctx, opts: { id: string; lines?: number; follow?: boolean; process?: string }) {
     if (opts.process !== undefined) return printProcessOutput(ctx, opts.id, opts.process, Boolean(opts.follow));
-    const { id, value: first } = await withSandboxId(ctx, opts.id, (x) => ctx.client.readLogs(x, { lines: opts.lines }, { signal: ctx.signal }));
+    const { id, value: first } = await withSandboxId(ctx, opts.id, (x) =>
+      ctx.client.readLogs(x, { lines: opts.lines }, { signal: ctx.signal }),
+    );
     if (ctx.out.json && !opts.follow) {
       ctx.out.printJson(first.lines);
       return 0;

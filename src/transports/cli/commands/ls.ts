@@ -14,7 +14,7 @@ export const lsCommand: CommandSpec = {
       return out;
     };
     const items = await ctx.out.spin('listing sandboxes', collect());
-    if (ctx.out.json) return ctx.out.printJson(items), 0;
+    if (ctx.out.json) return (ctx.out.printJson(items), 0);
     if (opts.quiet) {
       for (const s of items) ctx.out.line(s.id);
       return 0;

@@ -21,7 +21,10 @@ export const previewCommand: CommandSpec = {
     if (!(port >= 1 && port <= 65535)) throw new UsageError(`port must be a number from 1 to 65535, got ${JSON.stringify(opts.port)}`);
     const { value: s } = await withSandboxId(ctx, opts.id, (id) => ctx.client.get(id, { signal: ctx.signal }));
     if (!s.preview_domain) {
-      throw new ExitError(1, `previews are off on this server: it has no preview domain (set server.preview_domain, e.g. preview.localhost)`);
+      throw new ExitError(
+        1,
+        `previews are off on this server: it has no preview domain (set server.preview_domain, e.g. preview.localhost)`,
+      );
     }
     const api = new URL(ctx.config.url);
     const url = new URL(`${api.protocol}//${port}-${s.id}.${s.preview_domain}/`);
@@ -41,7 +44,9 @@ async function openInBrowser(url: string): Promise<void> {
   const opener = process.platform === 'darwin' ? 'open' : 'xdg-open';
   await new Promise<void>((resolve, reject) => {
     const child = spawn(opener, [url], { stdio: 'ignore', detached: true });
-    child.once('error', (err: NodeJS.ErrnoException) => reject(new Error(err.code === 'ENOENT' ? `${opener} is not installed` : err.message)));
+    child.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(err.code === 'ENOENT' ? `${opener} is not installed` : err.message)),
+    );
     child.once('spawn', () => {
       child.unref();
       resolve();

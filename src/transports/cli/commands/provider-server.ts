@@ -24,7 +24,10 @@ function readKey(file: string): string {
     key = readFileSync(file, 'utf8').trim();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new ExitError(EXIT.config, `the API key file ${file} ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? 'error'})`}`);
+    throw new ExitError(
+      EXIT.config,
+      `the API key file ${file} ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? 'error'})`}`,
+    );
   }
   if (key === '') throw new ExitError(EXIT.config, `the API key file ${file} is empty`);
   return key;
@@ -38,17 +41,34 @@ export const providerServerCommand: CommandSpec = {
   options: [
     { flags: '--provider <name>', description: 'the local provider behind it', choices: PROVIDERS, default: 'mock' },
     { flags: '--listen <host:port>', description: 'listen address', default: '127.0.0.1:7424' },
-    { flags: '--api-key-file <file>', description: 'file holding the key every request must send in X-API-Key (required)', complete: 'file' },
+    {
+      flags: '--api-key-file <file>',
+      description: 'file holding the key every request must send in X-API-Key (required)',
+      complete: 'file',
+    },
     { flags: '--rootfs <dir>', description: "proot's root filesystem (else providers.proot.rootfs)", complete: 'file' },
     { flags: '-c, --config <file>', description: 'config file for the provider settings (env SBX_CONFIG)', complete: 'file' },
   ],
-  examples: ['sbx provider-server --provider mock --api-key-file key.txt', 'sbx provider-server --provider proot --rootfs ./rootfs --listen 0.0.0.0:7424 --api-key-file key.txt'],
+  examples: [
+    'sbx provider-server --provider mock --api-key-file key.txt',
+    'sbx provider-server --provider proot --rootfs ./rootfs --listen 0.0.0.0:7424 --api-key-file key.txt',
+  ],
   async run(ctx, opts: { provider: (typeof PROVIDERS)[number]; listen: string; apiKeyFile?: string; rootfs?: string; config?: string }) {
     if (!opts.apiKeyFile) throw new UsageError('--api-key-file is required: the server refuses every request without the key');
     const { host, port } = parseListen(opts.listen);
     const apiKey = readKey(opts.apiKeyFile);
     const { startProviderServer } = await import('../../../compose/provider-server.js');
-    const started = await startProviderServer({ provider: opts.provider, host, port, apiKey, config: opts.config, rootfs: opts.rootfs, env: ctx.env, cwd: ctx.cwd, home: ctx.home });
+    const started = await startProviderServer({
+      provider: opts.provider,
+      host,
+      port,
+      apiKey,
+      config: opts.config,
+      rootfs: opts.rootfs,
+      env: ctx.env,
+      cwd: ctx.cwd,
+      home: ctx.home,
+    });
     if (!started.ok) throw new ExitError(started.stage === 'config' ? EXIT.config : EXIT.failure, started.message);
     ctx.out.streams.stderr.write(`sbx provider-server: ${opts.provider} on ${started.url}\n`);
     await new Promise<void>((resolve) => {

@@ -18,10 +18,18 @@ export const providersCommand: CommandSpec = {
       }
       const entries = Object.entries(results).filter(([name]) => !opts.name || name === opts.name);
       if (out.json) out.printJson(Object.fromEntries(entries));
-      else out.table([
-        { header: 'PROVIDER', value: ([n]: [string, boolean]) => n },
-        { header: 'HEALTH', value: ([, ok]: [string, boolean]) => (ok ? 'ok' : 'failed'), style: (t: string, [, ok]: [string, boolean]) => (ok ? out.c.green(t) : out.c.red(t)) },
-      ], entries);
+      else
+        out.table(
+          [
+            { header: 'PROVIDER', value: ([n]: [string, boolean]) => n },
+            {
+              header: 'HEALTH',
+              value: ([, ok]: [string, boolean]) => (ok ? 'ok' : 'failed'),
+              style: (t: string, [, ok]: [string, boolean]) => (ok ? out.c.green(t) : out.c.red(t)),
+            },
+          ],
+          entries,
+        );
       return entries.every(([, ok]) => ok) ? 0 : 1;
     }
     if (opts.name) {
@@ -42,15 +50,18 @@ export const providersCommand: CommandSpec = {
     const items = await client.providers.list({ signal: ctx.signal });
     if (out.json) out.printJson(items);
     else
-      out.table([
-        { header: 'NAME', value: (p) => `${p.name}${p.default ? ' *' : ''}` },
-        { header: 'HEALTHY', value: (p) => (p.healthy ? 'yes' : 'no'), style: (t, p) => (p.healthy ? out.c.green(t) : out.c.red(t)) },
-        { header: 'LATENCY', value: (p) => `${p.latency_ms}ms`, align: 'right' },
-        { header: 'CHECKED', value: (p) => relativeTime(p.last_checked) },
-        { header: 'RUNTIMES', value: (p) => dash(p.runtime_count) },
-        { header: 'CAPABILITIES', value: (p) => p.capabilities.join(',') },
-        { header: 'ERROR', value: (p) => dash(p.error) },
-      ], items);
+      out.table(
+        [
+          { header: 'NAME', value: (p) => `${p.name}${p.default ? ' *' : ''}` },
+          { header: 'HEALTHY', value: (p) => (p.healthy ? 'yes' : 'no'), style: (t, p) => (p.healthy ? out.c.green(t) : out.c.red(t)) },
+          { header: 'LATENCY', value: (p) => `${p.latency_ms}ms`, align: 'right' },
+          { header: 'CHECKED', value: (p) => relativeTime(p.last_checked) },
+          { header: 'RUNTIMES', value: (p) => dash(p.runtime_count) },
+          { header: 'CAPABILITIES', value: (p) => p.capabilities.join(',') },
+          { header: 'ERROR', value: (p) => dash(p.error) },
+        ],
+        items,
+      );
     return 0;
   },
 };

@@ -28,7 +28,11 @@ export const psCommand: CommandSpec = {
       out.table(
         [
           { header: 'PROCESS', value: (p: ProcessInfo) => p.id },
-          { header: 'STATE', value: (p: ProcessInfo) => p.state, style: (t, p) => (p.state === 'running' ? out.c.green(t) : p.state === 'exited' && p.exit_code === 0 ? t : out.c.yellow(t)) },
+          {
+            header: 'STATE',
+            value: (p: ProcessInfo) => p.state,
+            style: (t, p) => (p.state === 'running' ? out.c.green(t) : p.state === 'exited' && p.exit_code === 0 ? t : out.c.yellow(t)),
+          },
           { header: 'EXIT', value: (p: ProcessInfo) => exitText(p) },
           { header: 'STARTED', value: (p: ProcessInfo) => relativeTime(p.started_at) },
           { header: 'COMMAND', value: (p: ProcessInfo) => commandText(p) },
@@ -38,4 +42,3 @@ export const psCommand: CommandSpec = {
     return 0;
   },
 };
-

@@ -25,12 +25,15 @@ const ls: CommandSpec = {
     if (ctx.out.json) ctx.out.printJson(items);
     else if (items.length === 0) ctx.out.note('no owner quotas');
     else
-      ctx.out.table([
-        { header: 'OWNER', value: (q: OwnerQuota) => q.owner_id },
-        { header: 'MAX SANDBOXES', value: (q: OwnerQuota) => inherit(q.max_sandboxes) },
-        { header: 'MAX TTL', value: (q: OwnerQuota) => inherit(q.max_ttl) },
-        { header: 'MAX EXEC TIMEOUT', value: (q: OwnerQuota) => inherit(q.max_exec_timeout) },
-      ], items);
+      ctx.out.table(
+        [
+          { header: 'OWNER', value: (q: OwnerQuota) => q.owner_id },
+          { header: 'MAX SANDBOXES', value: (q: OwnerQuota) => inherit(q.max_sandboxes) },
+          { header: 'MAX TTL', value: (q: OwnerQuota) => inherit(q.max_ttl) },
+          { header: 'MAX EXEC TIMEOUT', value: (q: OwnerQuota) => inherit(q.max_exec_timeout) },
+        ],
+        items,
+      );
     return 0;
   },
 };
@@ -62,7 +65,8 @@ const set: CommandSpec = {
     if (opts.maxSandboxes !== undefined) body.max_sandboxes = opts.maxSandboxes;
     if (opts.maxTtl !== undefined) body.max_ttl = opts.maxTtl;
     if (opts.maxExecTimeout !== undefined) body.max_exec_timeout = opts.maxExecTimeout;
-    if (Object.keys(body).length === 0) throw new UsageError('quota set needs at least one of --max-sandboxes, --max-ttl, --max-exec-timeout');
+    if (Object.keys(body).length === 0)
+      throw new UsageError('quota set needs at least one of --max-sandboxes, --max-ttl, --max-exec-timeout');
     const q = await ctx.client.quotas.set(opts.owner, body, { signal: ctx.signal });
     if (ctx.out.json) ctx.out.printJson(q);
     else printQuota(ctx.out, q);

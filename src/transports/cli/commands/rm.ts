@@ -24,7 +24,8 @@ export const rmCommand: CommandSpec = {
         if (!(err instanceof SbxError) || err.code === 'unavailable') throw err;
         // Keep going through the list; report each failure and exit with the first failure's code.
         results.push({ id, status: 'error', code: err.code, message: err.message });
-        if (!ctx.out.json) ctx.out.error(`${id}: ${messageFor(err, { apiKey: Boolean(ctx.config.apiKey), adminKey: Boolean(ctx.config.adminKey) })}`);
+        if (!ctx.out.json)
+          ctx.out.error(`${id}: ${messageFor(err, { apiKey: Boolean(ctx.config.apiKey), adminKey: Boolean(ctx.config.adminKey) })}`);
         if (exit === 0) exit = exitCodeFor(err);
       }
     }
@@ -33,7 +34,8 @@ export const rmCommand: CommandSpec = {
       pruned = (await ctx.client.prune({ signal: ctx.signal })).pruned;
       if (!ctx.out.json) ctx.out.line(`pruned ${pruned} expired sandbox${pruned === 1 ? '' : 'es'}`);
     }
-    if (ctx.out.json) ctx.out.printJson(opts.allExpired && ids.length === 0 ? { pruned } : { results, ...(pruned !== undefined ? { pruned } : {}) });
+    if (ctx.out.json)
+      ctx.out.printJson(opts.allExpired && ids.length === 0 ? { pruned } : { results, ...(pruned !== undefined ? { pruned } : {}) });
     return exit;
   },
 };

@@ -44,7 +44,14 @@ export interface ServeOptions {
 export async function runServe(opts: ServeOptions): Promise<number> {
   // The server stack (config, fastify, SQLite, providers) loads only here.
   const { startServer } = await import('../../../compose/serve.js');
-  const started = await startServer({ config: opts.config, port: opts.port, host: opts.host, env: opts.env, cwd: opts.cwd, home: opts.home });
+  const started = await startServer({
+    config: opts.config,
+    port: opts.port,
+    host: opts.host,
+    env: opts.env,
+    cwd: opts.cwd,
+    home: opts.home,
+  });
   if (!started.ok) {
     opts.stderr.write(`sbx: ${started.message}\n`);
     return started.stage === 'config' ? 3 : 1;

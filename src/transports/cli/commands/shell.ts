@@ -18,7 +18,7 @@ export const shellCommand: CommandSpec = {
     'Runs /bin/sh (or --sh CMD) in a terminal: the local terminal goes to raw mode, window size changes\n' +
     'follow, and the terminal is restored when the shell ends. Needs a terminal on stdin (use sbx exec in\n' +
     'scripts). On providers without terminals (mock, proot) the shell runs with pipes in line mode: no\n' +
-    'prompt or line editing in the sandbox; Ctrl-D ends it. Exits with the shell\'s exit code.',
+    "prompt or line editing in the sandbox; Ctrl-D ends it. Exits with the shell's exit code.",
   args: [{ name: 'id', description: 'sandbox id (or a unique prefix of it)', required: true }],
   options: [
     { flags: '--sh <command>', description: "what to run instead of /bin/sh, through sh -c (e.g. --sh 'bash -l')" },
@@ -33,7 +33,10 @@ export const shellCommand: CommandSpec = {
     const input: ExecWsInput = opts.sh !== undefined ? { command: opts.sh, mode: 'shell' } : { command: '/bin/sh', mode: 'argv' };
     if (opts.env) input.env = { ...opts.env };
     if (opts.workdir) input.workdir = opts.workdir;
-    if (!tty) ctx.out.note(`sbx: the ${sandbox.provider} provider has no terminals: the shell runs without one (no prompt, line mode; Ctrl-D ends it)`);
+    if (!tty)
+      ctx.out.note(
+        `sbx: the ${sandbox.provider} provider has no terminals: the shell runs without one (no prompt, line mode; Ctrl-D ends it)`,
+      );
     return runTerminalSession(ctx, id, input, { tty, stdin: true });
   },
 };

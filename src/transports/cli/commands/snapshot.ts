@@ -19,7 +19,7 @@ export function snapshotColumns(): Column<SnapshotSummary>[] {
 /** `sbx snapshot ID NAME` (DESIGN.md §10): saves a running sandbox's filesystem. */
 export const snapshotCommand: CommandSpec = {
   name: 'snapshot',
-  summary: 'save a running sandbox\'s filesystem as a named snapshot (spawn from it with --snapshot)',
+  summary: "save a running sandbox's filesystem as a named snapshot (spawn from it with --snapshot)",
   args: [
     { name: 'id', description: 'sandbox id (or a unique prefix of it)', required: true },
     { name: 'name', description: 'snapshot name: [a-z0-9][a-z0-9_.-]{0,63}', required: true },

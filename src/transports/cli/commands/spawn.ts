@@ -10,22 +10,43 @@ export const spawnCommand: CommandSpec = {
     ...RESOURCE_OPTIONS,
     { flags: '--template <name>', description: 'spawn from a template (with --ttl, --provider, --meta, --owner overrides)' },
     OWNER_OPTION,
-    { flags: '--idempotency-key <key>', description: 'retry-safe: the same key within 24 h answers the first sandbox instead of spawning again' },
+    {
+      flags: '--idempotency-key <key>',
+      description: 'retry-safe: the same key within 24 h answers the first sandbox instead of spawning again',
+    },
   ],
-  examples: ['ID=$(sbx spawn --ttl 10m)', 'sbx spawn --image python:3.12 --memory 512 --meta team=ml', 'sbx spawn --template py', 'ID=$(sbx spawn --idempotency-key "job-$JOB_ID")', 'sbx spawn --snapshot base --volume data:/data'],
+  examples: [
+    'ID=$(sbx spawn --ttl 10m)',
+    'sbx spawn --image python:3.12 --memory 512 --meta team=ml',
+    'sbx spawn --template py',
+    'ID=$(sbx spawn --idempotency-key "job-$JOB_ID")',
+    'sbx spawn --snapshot base --volume data:/data',
+  ],
   async run(ctx, opts: ResourceFlags & { template?: string; idempotencyKey?: string }) {
     const req = spawnRequest(opts);
     const spawnOpts = { signal: ctx.signal, idempotencyKey: opts.idempotencyKey };
     let sandbox;
     if (opts.template !== undefined) {
-      for (const [flag, set] of [['--image', opts.image], ['--memory', opts.memory], ['--vcpus', opts.vcpus], ['--snapshot', opts.snapshot], ['--volume', opts.volume]] as const) {
+      for (const [flag, set] of [
+        ['--image', opts.image],
+        ['--memory', opts.memory],
+        ['--vcpus', opts.vcpus],
+        ['--snapshot', opts.snapshot],
+        ['--volume', opts.volume],
+      ] as const) {
         if (set !== undefined) throw new UsageError(`${flag} cannot be combined with --template (edit the template instead)`);
       }
       const { image: _i, memory_mb: _m, vcpus: _v, snapshot: _s, volumes: _vol, ...overrides } = req;
       const template = opts.template;
-      sandbox = await pullHint(ctx.out.spin(`spawning from template ${template}`, ctx.client.templates.spawn(template, overrides, spawnOpts)), templateImageFix(template));
+      sandbox = await pullHint(
+        ctx.out.spin(`spawning from template ${template}`, ctx.client.templates.spawn(template, overrides, spawnOpts)),
+        templateImageFix(template),
+      );
     } else {
-      sandbox = await pullHint(ctx.out.spin('spawning sandbox', ctx.client.spawn(req, spawnOpts)), 'spawn with --image NAME (an image the engine already has) or set defaults.image in the server config');
+      sandbox = await pullHint(
+        ctx.out.spin('spawning sandbox', ctx.client.spawn(req, spawnOpts)),
+        'spawn with --image NAME (an image the engine already has) or set defaults.image in the server config',
+      );
     }
     printSpawned(ctx.out, sandbox);
     return 0;

@@ -10,7 +10,11 @@ type TemplateFlags = ResourceFlags & { warm?: number };
 /** Template-only options after the spawn ones. */
 const TEMPLATE_OPTIONS = [
   ...RESOURCE_OPTIONS,
-  { flags: '--warm <count>', description: 'keep this many runtimes of its shape ready, so spawns skip the provider start (0-64)', kind: 'int' as const },
+  {
+    flags: '--warm <count>',
+    description: 'keep this many runtimes of its shape ready, so spawns skip the provider start (0-64)',
+    kind: 'int' as const,
+  },
 ];
 
 function fields(f: TemplateFlags): Omit<CreateTemplateRequest, 'name'> {
@@ -95,7 +99,10 @@ const spawn: CommandSpec = {
   ],
   async run(ctx, opts: ResourceFlags & { name: string }) {
     const { image: _i, memory_mb: _m, vcpus: _v, ...overrides } = spawnRequest(opts);
-    const s = await pullHint(ctx.out.spin(`spawning from template ${opts.name}`, ctx.client.templates.spawn(opts.name, overrides, { signal: ctx.signal })), templateImageFix(opts.name));
+    const s = await pullHint(
+      ctx.out.spin(`spawning from template ${opts.name}`, ctx.client.templates.spawn(opts.name, overrides, { signal: ctx.signal })),
+      templateImageFix(opts.name),
+    );
     printSpawned(ctx.out, s);
     return 0;
   },

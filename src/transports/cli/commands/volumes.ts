@@ -28,10 +28,15 @@ const create: CommandSpec = {
   name: 'create',
   summary: 'create an empty volume (fails if the name exists)',
   args: [NAME],
-  options: [{ flags: '--provider <name>', description: 'provider that holds it (default: the server default); sandboxes mounting it run there' }],
+  options: [
+    { flags: '--provider <name>', description: 'provider that holds it (default: the server default); sandboxes mounting it run there' },
+  ],
   examples: ['sbx volumes create data', 'sbx spawn --volume data:/data'],
   async run(ctx, opts: { name: string; provider?: string }) {
-    const v = await ctx.client.volumes.create(opts.name, { signal: ctx.signal, ...(opts.provider !== undefined ? { provider: opts.provider } : {}) });
+    const v = await ctx.client.volumes.create(opts.name, {
+      signal: ctx.signal,
+      ...(opts.provider !== undefined ? { provider: opts.provider } : {}),
+    });
     if (ctx.out.json) ctx.out.printJson(v);
     else ctx.out.line(`created volume ${v.name} on ${v.provider}`);
     return 0;

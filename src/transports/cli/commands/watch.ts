@@ -19,7 +19,11 @@ export const watchCommand: CommandSpec = {
   summary: 'follow the event stream (live view on a terminal, one line per event otherwise)',
   description: 'Reconnects by itself after a drop and resumes after the last event seen (Last-Event-ID).',
   options: [
-    { flags: '--types <kinds>', description: 'event kinds or group.* wildcards, comma-separated (e.g. sandbox.*,exec.timeout)', kind: 'list' },
+    {
+      flags: '--types <kinds>',
+      description: 'event kinds or group.* wildcards, comma-separated (e.g. sandbox.*,exec.timeout)',
+      kind: 'list',
+    },
     { flags: '--sandbox <id>', description: 'only events of this sandbox' },
     { flags: '--since <event-id>', description: 'replay history after this event id' },
   ],
@@ -32,7 +36,13 @@ export const watchCommand: CommandSpec = {
       else if (state === 'reconnecting') ctx.out.note(`sbx: connection lost${detail ? ` (${detail})` : ''}; reconnecting…`);
     };
     try {
-      const stream = ctx.client.events({ types: opts.types, sandboxId: opts.sandbox, lastEventId: opts.since, signal: ctx.signal, onState });
+      const stream = ctx.client.events({
+        types: opts.types,
+        sandboxId: opts.sandbox,
+        lastEventId: opts.since,
+        signal: ctx.signal,
+        onState,
+      });
       for await (const ev of stream) print(ctx, ev, view);
     } finally {
       await view?.close();

@@ -34,7 +34,11 @@ async function signingKeys(ctx: CliContext, file: string | undefined, config: st
   const { loadConfig } = await import('../../../config/index.js');
   const { config: c } = await loadConfig({ file: config, env: ctx.env, cwd: ctx.cwd, home: ctx.home });
   const key = c.auth.worker_signing_key?.trim() ?? '';
-  if (!key) throw new ExitError(EXIT.config, 'no signing key: pass --signing-key-file, set SBX_WORKER_SIGNING_KEY, or auth.worker_signing_key in the config');
+  if (!key)
+    throw new ExitError(
+      EXIT.config,
+      'no signing key: pass --signing-key-file, set SBX_WORKER_SIGNING_KEY, or auth.worker_signing_key in the config',
+    );
   return [key, ...c.auth.worker_signing_keys.filter((k) => k !== '' && k !== key)];
 }
 
@@ -57,7 +61,11 @@ function span(ms: number): string {
 }
 
 const keyOptions = [
-  { flags: '--signing-key-file <file>', description: 'HMAC signing key (else SBX_WORKER_SIGNING_KEY, else auth.worker_signing_key)', complete: 'file' as const },
+  {
+    flags: '--signing-key-file <file>',
+    description: 'HMAC signing key (else SBX_WORKER_SIGNING_KEY, else auth.worker_signing_key)',
+    complete: 'file' as const,
+  },
   { flags: '-c, --config <file>', description: 'config file to read auth.worker_signing_key from', complete: 'file' as const },
 ];
 
@@ -67,7 +75,12 @@ const mint: CommandSpec = {
   offline: true,
   options: [
     { flags: '--worker-id <id>', description: 'the worker the token names (required)' },
-    { flags: '--audience <aud>', description: 'worker:control-plane (a worker calling its control plane) or worker:rpc', choices: AUDIENCES, default: AUD_CONTROL_PLANE },
+    {
+      flags: '--audience <aud>',
+      description: 'worker:control-plane (a worker calling its control plane) or worker:rpc',
+      choices: AUDIENCES,
+      default: AUD_CONTROL_PLANE,
+    },
     { flags: '--scopes <list>', description: `comma-separated scopes (default all: ${WORKER_SCOPES.join(', ')})`, kind: 'list' },
     { flags: '--ttl <duration>', description: 'lifetime (default 5m, at most 15m)', kind: 'duration', default: '5m' },
     ...keyOptions,
@@ -83,7 +96,16 @@ const mint: CommandSpec = {
     const { signWorkerClaims } = await import('../../../core/auth/worker-credentials.js');
     const iat = Math.floor(Date.now() / 1000);
     const scopes = opts.scopes && opts.scopes.length > 0 ? opts.scopes : [...WORKER_SCOPES];
-    ctx.out.line(signWorkerClaims(key!, { worker_id: opts.workerId, jti: randomBytes(12).toString('hex'), aud: opts.audience, scopes, iat, exp: iat + ttlS }));
+    ctx.out.line(
+      signWorkerClaims(key!, {
+        worker_id: opts.workerId,
+        jti: randomBytes(12).toString('hex'),
+        aud: opts.audience,
+        scopes,
+        iat,
+        exp: iat + ttlS,
+      }),
+    );
     return 0;
   },
 };
@@ -116,7 +138,10 @@ const inspect: CommandSpec = {
       ['scopes', Array.isArray(claims.scopes) ? claims.scopes.join(', ') : 'all (none listed)'],
       ['issued', iso(claims.iat)],
       ...(claims.nbf !== undefined ? [['not before', iso(claims.nbf)] as const] : []),
-      ['expires', `${iso(claims.exp)}${Number.isFinite(exp) ? (exp > 0 ? ` (expires in ${span(exp)})` : ` (expired ${span(exp)} ago)`) : ''}`],
+      [
+        'expires',
+        `${iso(claims.exp)}${Number.isFinite(exp) ? (exp > 0 ? ` (expires in ${span(exp)})` : ` (expired ${span(exp)} ago)`) : ''}`,
+      ],
       ['signature', 'present (not verified; use sbx worker token verify)'],
     ]);
     return 0;
@@ -144,7 +169,10 @@ const verify: CommandSpec = {
       return 0;
     } catch (err) {
       // The core check speaks of the request header; here the id came from --worker-id.
-      const reason = (err as Error).message.replace('X-Worker-ID does not match the worker token', 'the token names another worker than --worker-id');
+      const reason = (err as Error).message.replace(
+        'X-Worker-ID does not match the worker token',
+        'the token names another worker than --worker-id',
+      );
       throw new ExitError(EXIT.failure, `invalid: ${reason}`);
     }
   },

@@ -18,7 +18,7 @@ export const workerCommand: CommandSpec = {
   name: 'worker',
   summary: 'run a remote worker: heartbeats to a control plane and serves the worker RPC',
   description:
-    'Runs the providers enabled in this machine\'s config (providers.*) for a control plane on another\n' +
+    "Runs the providers enabled in this machine's config (providers.*) for a control plane on another\n" +
     'machine. With --listen it serves POST /rpc (and the exec WebSocket) for remote sandboxes; without\n' +
     'it, it only heartbeats. Credentials: auth.worker_token[_file] or auth.worker_signing_key[_file]\n' +
     '(the same keys as the control plane). SIGTERM/SIGINT drains: new spawns are refused, calls in\n' +
@@ -27,13 +27,28 @@ export const workerCommand: CommandSpec = {
   stopsOnSignal: true,
   options: [
     { flags: '--id <id>', description: 'worker id (worker.id; default the host name)' },
-    { flags: '--control-plane <url>', description: 'control plane URL, or several comma-separated (replicas, tried in turn; worker.control_plane_url; required)' },
+    {
+      flags: '--control-plane <url>',
+      description: 'control plane URL, or several comma-separated (replicas, tried in turn; worker.control_plane_url; required)',
+    },
     { flags: '--listen <addr>', description: 'serve the worker RPC on HOST:PORT (worker.listen_addr)' },
     { flags: '--advertise-url <url>', description: 'RPC URL the control plane calls (worker.advertise_url; default http(s)://<listen>)' },
     { flags: '--preview-domain <domain>', description: 'preview domain of this worker (worker.preview_domain)' },
-    { flags: '--heartbeat-interval <duration>', description: 'heartbeat period (worker.heartbeat_interval; default 30s, at least 1s)', kind: 'duration' },
-    { flags: '--worker-token-file <file>', description: 'static worker token, read again at each use (auth.worker_token_file)', complete: 'file' },
-    { flags: '--signing-key-file <file>', description: 'HMAC key to mint its own 5-minute tokens (auth.worker_signing_key_file)', complete: 'file' },
+    {
+      flags: '--heartbeat-interval <duration>',
+      description: 'heartbeat period (worker.heartbeat_interval; default 30s, at least 1s)',
+      kind: 'duration',
+    },
+    {
+      flags: '--worker-token-file <file>',
+      description: 'static worker token, read again at each use (auth.worker_token_file)',
+      complete: 'file',
+    },
+    {
+      flags: '--signing-key-file <file>',
+      description: 'HMAC key to mint its own 5-minute tokens (auth.worker_signing_key_file)',
+      complete: 'file',
+    },
     { flags: '--once', description: 'send one heartbeat and exit (0, or 1 with the reason)', kind: 'boolean' },
     { flags: '-c, --config <file>', description: 'config file (env SBX_CONFIG)', complete: 'file' },
   ],
@@ -45,7 +60,10 @@ export const workerCommand: CommandSpec = {
   ],
   async run(ctx, opts: WorkerFlags) {
     // The worker stack (config, fastify, SQLite, providers) loads only here.
-    const [{ loadConfig, ConfigError }, { createWorker }] = await Promise.all([import('../../../config/index.js'), import('../../../compose/worker.js')]);
+    const [{ loadConfig, ConfigError }, { createWorker }] = await Promise.all([
+      import('../../../config/index.js'),
+      import('../../../compose/worker.js'),
+    ]);
     const worker: Record<string, unknown> = {};
     const auth: Record<string, unknown> = {};
     if (opts.id !== undefined) worker.id = opts.id;
@@ -58,7 +76,13 @@ export const workerCommand: CommandSpec = {
     if (opts.signingKeyFile !== undefined) auth.worker_signing_key_file = opts.signingKeyFile;
     let config;
     try {
-      ({ config } = await loadConfig({ file: opts.config, env: ctx.env, cwd: ctx.cwd, home: ctx.home, overrides: { worker, auth } as never }));
+      ({ config } = await loadConfig({
+        file: opts.config,
+        env: ctx.env,
+        cwd: ctx.cwd,
+        home: ctx.home,
+        overrides: { worker, auth } as never,
+      }));
     } catch (err) {
       if (err instanceof ConfigError) {
         ctx.out.error(err.message);
@@ -92,7 +116,9 @@ export const workerCommand: CommandSpec = {
       await w.stop().catch(() => undefined);
       return 1;
     }
-    w.logger.info(`sbx worker ${w.id} up: rpc ${w.rpcUrl ?? 'off (no --listen)'}, control plane ${w.controlPlane}, providers ${w.providers.join(', ') || 'none'}`);
+    w.logger.info(
+      `sbx worker ${w.id} up: rpc ${w.rpcUrl ?? 'off (no --listen)'}, control plane ${w.controlPlane}, providers ${w.providers.join(', ') || 'none'}`,
+    );
     await new Promise<void>((resolve) => {
       if (ctx.signal.aborted) return resolve();
       const stop = () => {

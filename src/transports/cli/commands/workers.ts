@@ -27,7 +27,11 @@ async function list(ctx: CliContext): Promise<number> {
     out.table(
       [
         { header: 'ID', value: (w) => w.id },
-        { header: 'STATUS', value: (w) => (w.stale ? `${w.status} (stale)` : w.status), style: (t, w) => (w.stale ? out.c.yellow(t) : w.status === 'online' ? out.c.green(t) : t) },
+        {
+          header: 'STATUS',
+          value: (w) => (w.stale ? `${w.status} (stale)` : w.status),
+          style: (t, w) => (w.stale ? out.c.yellow(t) : w.status === 'online' ? out.c.green(t) : t),
+        },
         { header: 'HOSTNAME', value: (w) => w.hostname },
         { header: 'PROVIDERS', value: (w) => w.providers.join(',') || '-' },
         { header: 'RPC URL', value: (w) => w.capacity.rpc_url ?? '-' },

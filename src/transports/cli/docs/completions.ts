@@ -56,8 +56,16 @@ function caseArms(list: Node[], value: (n: Node) => string, indent = '    '): st
 }
 
 function bash(list: Node[]): string {
-  const valueOpts = (n: Node) => n.options.filter((o) => takesValue(o.flags)).flatMap(spellings).join(' ');
-  const fileOpts = (n: Node) => n.options.filter((o) => o.complete === 'file' || o.complete === 'dir').flatMap(spellings).join(' ');
+  const valueOpts = (n: Node) =>
+    n.options
+      .filter((o) => takesValue(o.flags))
+      .flatMap(spellings)
+      .join(' ');
+  const fileOpts = (n: Node) =>
+    n.options
+      .filter((o) => o.complete === 'file' || o.complete === 'dir')
+      .flatMap(spellings)
+      .join(' ');
   const choiceArms = list.flatMap((n) =>
     n.options
       .filter((o) => o.choices)
@@ -173,11 +181,23 @@ function zsh(list: Node[]): string {
       return `    ${sq(n.path)}) opts=(${specs.join(' ')}) ;;`;
     })
     .join('\n');
-  const valueArms = caseArms(list, (n) => n.options.filter((o) => takesValue(o.flags)).flatMap(spellings).join(' '));
-  const choiceArms = list.flatMap((n) =>
-    n.options.filter((o) => o.choices).flatMap((o) => spellings(o).map((s) => `    ${sq(`${n.path}|${s}`)}) echo ${sq(o.choices!.join(' '))} ;;`)),
+  const valueArms = caseArms(list, (n) =>
+    n.options
+      .filter((o) => takesValue(o.flags))
+      .flatMap(spellings)
+      .join(' '),
   );
-  const fileOptArms = caseArms(list, (n) => n.options.filter((o) => o.complete).flatMap(spellings).join(' '));
+  const choiceArms = list.flatMap((n) =>
+    n.options
+      .filter((o) => o.choices)
+      .flatMap((o) => spellings(o).map((s) => `    ${sq(`${n.path}|${s}`)}) echo ${sq(o.choices!.join(' '))} ;;`)),
+  );
+  const fileOptArms = caseArms(list, (n) =>
+    n.options
+      .filter((o) => o.complete)
+      .flatMap(spellings)
+      .join(' '),
+  );
   return `#compdef sbx
 # zsh completion for sbx — ${HEADER}
 # Install: sbx completion zsh > "\${fpath[1]}/_sbx"
@@ -249,7 +269,10 @@ function fish(list: Node[]): string {
     `# fish completion for sbx — ${HEADER}`,
     '# Install: sbx completion fish > ~/.config/fish/completions/sbx.fish',
     '',
-    `set -g __sbx_paths ${list.filter((n) => n.path !== '').map((n) => fq(n.path)).join(' ')}`,
+    `set -g __sbx_paths ${list
+      .filter((n) => n.path !== '')
+      .map((n) => fq(n.path))
+      .join(' ')}`,
     '',
     'function __sbx_path --description "command path of the sbx command line"',
     '    set -l path',

@@ -4,14 +4,16 @@ import type { ArgSpec, CommandSpec, OptionSpec } from '../spec.js';
 
 /** Escapes text for roff: backslashes, dashes, and a leading dot or quote. */
 export function roff(text: string): string {
-  return text
-    .replace(/\\/g, '\\e')
-    .replace(/-/g, '\\-')
-    // troff input is ASCII: other characters go in as \[uXXXX] escapes.
-    .replace(/[^\x00-\x7f]/gu, (ch) => `\\[u${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}]`)
-    .split('\n')
-    .map((l) => (/^[.']/.test(l) ? `\\&${l}` : l))
-    .join('\n');
+  return (
+    text
+      .replace(/\\/g, '\\e')
+      .replace(/-/g, '\\-')
+      // troff input is ASCII: other characters go in as \[uXXXX] escapes.
+      .replace(/[^\x00-\x7f]/gu, (ch) => `\\[u${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}]`)
+      .split('\n')
+      .map((l) => (/^[.']/.test(l) ? `\\&${l}` : l))
+      .join('\n')
+  );
 }
 
 function optionItem(o: OptionSpec): string {
@@ -111,7 +113,13 @@ export function manPage(commands: readonly CommandSpec[], globals: readonly Opti
     ].flatMap(([k, v]) => ['.TP', `.I ${roff(k!)}`, roff(v!)]),
     '.SH EXAMPLES',
     '.nf',
-    ...['sbx serve &', 'ID=$(sbx spawn --ttl 10m)', "sbx exec $ID -- sh -c 'echo hello'", 'sbx files put ./app.py $ID:/workspace/', 'sbx rm $ID'].map(roff),
+    ...[
+      'sbx serve &',
+      'ID=$(sbx spawn --ttl 10m)',
+      "sbx exec $ID -- sh -c 'echo hello'",
+      'sbx files put ./app.py $ID:/workspace/',
+      'sbx rm $ID',
+    ].map(roff),
     '.fi',
   ];
   return `${lines.join('\n')}\n`;

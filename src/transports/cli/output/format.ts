@@ -8,7 +8,13 @@ export function relativeTime(iso: string | undefined | null, now = Date.now()): 
   const diff = t - now;
   const abs = Math.abs(diff);
   const span =
-    abs < 60_000 ? `${Math.round(abs / 1000)}s` : abs < 3_600_000 ? `${Math.round(abs / 60_000)}m` : abs < 172_800_000 ? `${Math.round(abs / 3_600_000)}h` : `${Math.round(abs / 86_400_000)}d`;
+    abs < 60_000
+      ? `${Math.round(abs / 1000)}s`
+      : abs < 3_600_000
+        ? `${Math.round(abs / 60_000)}m`
+        : abs < 172_800_000
+          ? `${Math.round(abs / 3_600_000)}h`
+          : `${Math.round(abs / 86_400_000)}d`;
   return diff >= 0 ? `in ${span}` : `${span} ago`;
 }
 

@@ -25,7 +25,12 @@ export function renderTable<T>(columns: ReadonlyArray<Column<T>>, rows: readonly
     const gap = ' '.repeat(Math.max(0, widths[i]! - visibleWidth(text)));
     return align === 'right' ? gap + text : text + gap;
   };
-  lines.push(columns.map((col, i) => c.bold(pad(col.header, i, i === columns.length - 1, col.align ?? 'left'))).join('  ').trimEnd());
+  lines.push(
+    columns
+      .map((col, i) => c.bold(pad(col.header, i, i === columns.length - 1, col.align ?? 'left')))
+      .join('  ')
+      .trimEnd(),
+  );
   rows.forEach((row, r) => {
     const parts = columns.map((col, i) => {
       const text = pad(cells[r]![i]!, i, i === columns.length - 1, col.align ?? 'left');

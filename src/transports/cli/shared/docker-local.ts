@@ -8,7 +8,13 @@ import { request as httpsRequest } from 'node:https';
 /** The engine address `sbx doctor` asks (what config/docker-endpoint.ts resolves; structural, no import). */
 export type DockerEndpoint =
   | { kind: 'unix'; socketPath: string; description: string }
-  | { kind: 'tcp'; host: string; port: number; tls: { ca?: string; cert?: string; key?: string; verify: boolean } | null; description: string };
+  | {
+      kind: 'tcp';
+      host: string;
+      port: number;
+      tls: { ca?: string; cert?: string; key?: string; verify: boolean } | null;
+      description: string;
+    };
 
 /** GET `path` on the engine; resolves with the status and body text. */
 export function engineGet(endpoint: DockerEndpoint, path: string, timeoutMs = 2000): Promise<{ status: number; body: string }> {
@@ -29,7 +35,15 @@ export function engineGet(endpoint: DockerEndpoint, path: string, timeoutMs = 20
         ? httpRequest({ ...base, socketPath: endpoint.socketPath }, onResponse)
         : endpoint.tls
           ? httpsRequest(
-              { ...base, host: endpoint.host, port: endpoint.port, ca: endpoint.tls.ca, cert: endpoint.tls.cert, key: endpoint.tls.key, rejectUnauthorized: endpoint.tls.verify },
+              {
+                ...base,
+                host: endpoint.host,
+                port: endpoint.port,
+                ca: endpoint.tls.ca,
+                cert: endpoint.tls.cert,
+                key: endpoint.tls.key,
+                rejectUnauthorized: endpoint.tls.verify,
+              },
               onResponse,
             )
           : httpRequest({ ...base, host: endpoint.host, port: endpoint.port }, onResponse);

@@ -26,7 +26,13 @@ type Endpoint = DockerEndpoint;
 
 /** First executable named `bin` (a path, or looked up on PATH). */
 export function findExecutable(bin: string, pathEnv: string | undefined): string | undefined {
-  const candidates = isAbsolute(bin) || bin.includes('/') ? [bin] : (pathEnv ?? '').split(delimiter).filter(Boolean).map((d) => join(d, bin));
+  const candidates =
+    isAbsolute(bin) || bin.includes('/')
+      ? [bin]
+      : (pathEnv ?? '')
+          .split(delimiter)
+          .filter(Boolean)
+          .map((d) => join(d, bin));
   return candidates.find((p) => {
     try {
       return statSync(p).isFile() && (statSync(p).mode & 0o111) !== 0;
@@ -69,8 +75,16 @@ async function otherProviders(config: LoadedConfig): Promise<{ status: Status; d
       rows.push(`${entry.name} enabled: ${entry.notice}`);
       continue;
     }
-    const ctx = { installationId: 'doctor', durationMs: (t: string) => parseDuration(t), scratchDir: (n: string) => join(tmpdir(), `${n}-doctor`) };
-    const h = await probeEntry(entry, config.providers, ctx, AbortSignal.timeout(10_000)).catch((err: unknown) => ({ healthy: false, latency_ms: 0, error: (err as Error).message }));
+    const ctx = {
+      installationId: 'doctor',
+      durationMs: (t: string) => parseDuration(t),
+      scratchDir: (n: string) => join(tmpdir(), `${n}-doctor`),
+    };
+    const h = await probeEntry(entry, config.providers, ctx, AbortSignal.timeout(10_000)).catch((err: unknown) => ({
+      healthy: false,
+      latency_ms: 0,
+      error: (err as Error).message,
+    }));
     if (!h.healthy) status = 'fail';
     rows.push(h.healthy ? `${entry.name} healthy (${h.latency_ms} ms)` : `${entry.name} unhealthy: ${h.error ?? 'no answer'}`);
   }
@@ -99,7 +113,12 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
     const config = await load();
     try {
       const { resolveDockerEndpoint } = await import('../../../config/docker-endpoint.js');
-      const endpoint = resolveDockerEndpoint({ socketPath: config?.providers.docker.socket_path, host: config?.providers.docker.host, env: ctx.env, home: ctx.home });
+      const endpoint = resolveDockerEndpoint({
+        socketPath: config?.providers.docker.socket_path,
+        host: config?.providers.docker.host,
+        env: ctx.env,
+        home: ctx.home,
+      });
       engine = { endpoint };
       try {
         engine.answer = await pingEngine(endpoint);
@@ -112,7 +131,9 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
     return engine;
   };
   /** The config and an answering engine, or the skip row of a check that needs both. */
-  const configAndEngine = async (): Promise<{ config: LoadedConfig; endpoint: Endpoint } | { skip: { status: Status; detail: string } }> => {
+  const configAndEngine = async (): Promise<
+    { config: LoadedConfig; endpoint: Endpoint } | { skip: { status: Status; detail: string } }
+  > => {
     const config = await load();
     if (!config) return { skip: { status: 'skip', detail: 'configuration does not load' } };
     const e = await docker();
@@ -137,13 +158,17 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
       fix: 'run `sbx config lint` for every finding and its fix',
       async check() {
         const config = await load();
-        if (!config) return { status: 'fail', detail: `does not load: ${loadError}`, fix: 'fix the keys named above (see `sbx config lint`)' };
+        if (!config)
+          return { status: 'fail', detail: `does not load: ${loadError}`, fix: 'fix the keys named above (see `sbx config lint`)' };
         const { lintConfig } = await import('../../../config/index.js');
         const findings = lintConfig(config, { production: false });
         const fails = findings.filter((f) => f.level === 'fail');
         if (findings.length === 0) return { status: 'ok', detail: 'loads; no lint findings' };
         const keys = findings.map((f) => f.key).join(', ');
-        return { status: fails.length > 0 ? 'fail' : 'warn', detail: `${fails.length} failure(s), ${findings.length - fails.length} warning(s): ${keys}` };
+        return {
+          status: fails.length > 0 ? 'fail' : 'warn',
+          detail: `${fails.length} failure(s), ${findings.length - fails.length} warning(s): ${keys}`,
+        };
       },
     },
     {
@@ -188,7 +213,11 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
         const wanted = config.providers.docker.runtime;
         const gvisor = runtimes.includes('runsc') ? 'gVisor (runsc) available' : 'gVisor (runsc) not registered';
         if (!wanted) return { status: 'ok', detail: `engine default; registered: ${runtimes.join(', ') || 'none'}; ${gvisor}` };
-        if (!runtimes.includes(wanted)) return { status: 'fail', detail: `providers.docker.runtime is ${wanted}, which the engine does not have (registered: ${runtimes.join(', ') || 'none'})` };
+        if (!runtimes.includes(wanted))
+          return {
+            status: 'fail',
+            detail: `providers.docker.runtime is ${wanted}, which the engine does not have (registered: ${runtimes.join(', ') || 'none'})`,
+          };
         return { status: 'ok', detail: `${wanted}${wanted === 'runsc' ? ' (gVisor)' : ''}; registered: ${runtimes.join(', ')}` };
       },
     },
@@ -224,7 +253,12 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
         const rootfs = config?.providers.proot.rootfs ?? '';
         const hasRootfs = rootfs !== '' && existsSync(join(rootfs, 'bin', 'sh'));
         if (bin && hasRootfs) return { status: 'ok', detail: `${bin}, rootfs ${rootfs}` };
-        const missing = [bin ? undefined : 'proot binary not found', hasRootfs ? undefined : rootfs ? `no /bin/sh under ${rootfs}` : 'providers.proot.rootfs not set'].filter(Boolean).join('; ');
+        const missing = [
+          bin ? undefined : 'proot binary not found',
+          hasRootfs ? undefined : rootfs ? `no /bin/sh under ${rootfs}` : 'providers.proot.rootfs not set',
+        ]
+          .filter(Boolean)
+          .join('; ');
         return { status: required ? 'fail' : 'warn', detail: missing };
       },
     },

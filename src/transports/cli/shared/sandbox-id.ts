@@ -20,14 +20,20 @@ export class AmbiguousIdError extends UsageError {
 
 /** True when `err` is the server's "sandbox ID not found" for this id (not a missing file, template…). */
 export function isSandboxNotFound(err: unknown, id: string): boolean {
-  return err instanceof SbxError && err.code === 'not_found' && (err.message === `sandbox ${id} not found` || /^sandbox \S+ not found$/.test(err.message));
+  return (
+    err instanceof SbxError &&
+    err.code === 'not_found' &&
+    (err.message === `sandbox ${id} not found` || /^sandbox \S+ not found$/.test(err.message))
+  );
 }
 
 /** Rejects things that cannot be a sandbox id (`ID:/path` belongs to `sbx files`). */
 export function checkSandboxId(id: string): void {
   if (id === '') throw new UsageError('the sandbox id is empty');
   if (id.includes(':') || id.includes('/')) {
-    throw new UsageError(`"${id}" is not a sandbox id (the ID:/path form is for sbx files; give the id alone, e.g. sb-1a2b3c or a unique prefix of it)`);
+    throw new UsageError(
+      `"${id}" is not a sandbox id (the ID:/path form is for sbx files; give the id alone, e.g. sb-1a2b3c or a unique prefix of it)`,
+    );
   }
 }
 

@@ -11,14 +11,34 @@ export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
   { flags: '--vcpus <n>', description: 'virtual CPUs', kind: 'int' },
   { flags: '--ttl <duration>', description: 'time to live, e.g. 30m, 2h', kind: 'duration' },
   { flags: '--meta <key=value>', description: 'metadata label (repeatable)', kind: 'kv' },
-  { flags: '--network <mode>', description: 'network: none (no network at all), bridge, or filtered (only what --allow lets through); docker only (default: the server default)', choices: ['none', 'bridge', 'filtered'] },
-  { flags: '--allow <rule>', description: 'egress allow rule: host, *.name, IP or CIDR, optional :port (repeatable; implies --network filtered)', kind: 'list' },
-  { flags: '--deny <rule>', description: 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)', kind: 'list' },
+  {
+    flags: '--network <mode>',
+    description:
+      'network: none (no network at all), bridge, or filtered (only what --allow lets through); docker only (default: the server default)',
+    choices: ['none', 'bridge', 'filtered'],
+  },
+  {
+    flags: '--allow <rule>',
+    description: 'egress allow rule: host, *.name, IP or CIDR, optional :port (repeatable; implies --network filtered)',
+    kind: 'list',
+  },
+  {
+    flags: '--deny <rule>',
+    description: 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)',
+    kind: 'list',
+  },
   { flags: '--snapshot <name>', description: 'start from this snapshot (its provider and image; see sbx snapshot)' },
-  { flags: '--volume <name:/path>', description: 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)', kind: 'list' },
+  {
+    flags: '--volume <name:/path>',
+    description: 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)',
+    kind: 'list',
+  },
 ];
 
-export const OWNER_OPTION: OptionSpec = { flags: '--owner <id>', description: 'owner for quota attribution (X-User-ID / --user overrides it)' };
+export const OWNER_OPTION: OptionSpec = {
+  flags: '--owner <id>',
+  description: 'owner for quota attribution (X-User-ID / --user overrides it)',
+};
 
 export interface ResourceFlags {
   image?: string;

@@ -32,7 +32,12 @@ export async function providerHasTty(ctx: CliContext, provider: string): Promise
  * mode while `stdin` is forwarded); with `stdin`, local keystrokes or bytes go to the command.
  * Returns the exit status as printSession does.
  */
-export async function runTerminalSession(ctx: CliContext, id: string, input: ExecWsInput, opts: { tty: boolean; stdin: boolean }): Promise<number> {
+export async function runTerminalSession(
+  ctx: CliContext,
+  id: string,
+  input: ExecWsInput,
+  opts: { tty: boolean; stdin: boolean },
+): Promise<number> {
   const term = ctx.out.streams.stdout as unknown as Terminal;
   const size = () => ({ cols: term.columns && term.columns > 0 ? term.columns : 80, rows: term.rows && term.rows > 0 ? term.rows : 24 });
   // Terminal output is bytes (escape sequences, other encodings): it must reach the terminal unchanged.

@@ -44,7 +44,12 @@ export class PrometheusMetrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [r],
     });
-    this.httpRequests = new Counter({ name: `${PREFIX}http_requests_total`, help: 'HTTP requests by route template and status code', labelNames: ['method', 'route', 'status_code'], registers: [r] });
+    this.httpRequests = new Counter({
+      name: `${PREFIX}http_requests_total`,
+      help: 'HTTP requests by route template and status code',
+      labelNames: ['method', 'route', 'status_code'],
+      registers: [r],
+    });
     const opDuration = new Histogram({
       name: `${PREFIX}operation_duration_seconds`,
       help: 'Provider operation latency',
@@ -52,7 +57,12 @@ export class PrometheusMetrics {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers: [r],
     });
-    const opTotal = new Counter({ name: `${PREFIX}operations_total`, help: 'Provider operations by outcome', labelNames: ['operation', 'provider', 'outcome'], registers: [r] });
+    const opTotal = new Counter({
+      name: `${PREFIX}operations_total`,
+      help: 'Provider operations by outcome',
+      labelNames: ['operation', 'provider', 'outcome'],
+      registers: [r],
+    });
     deps.operations?.onRecord((s) => {
       const labels = { operation: s.operation, provider: s.provider, outcome: s.ok ? 'success' : 'failure' };
       opDuration.observe(labels, s.latency_ms / 1000);

@@ -55,7 +55,15 @@ export interface Snapshot {
   /** Warm pools per shape (DESIGN §11). */
   warm: WarmShapeStats[];
   /** Live preview (DESIGN §9): the domain, whether tokens are required, and the proxy's traffic. */
-  preview: { domain: string; auth: boolean; requests: number; upgrades: number; upstream_errors: number; bytes_in: number; bytes_out: number };
+  preview: {
+    domain: string;
+    auth: boolean;
+    requests: number;
+    upgrades: number;
+    upstream_errors: number;
+    bytes_in: number;
+    bytes_out: number;
+  };
   /** This replica (DESIGN §7): its id, whether the store is shared, the live replicas (null: store away). */
   replica: { id: string; shared: boolean; live: string[] | null; journal?: { cursor: number; outbox: number; dropped: number } };
   /** The replica holding each leader task; null when the store cannot say. */
@@ -76,7 +84,15 @@ async function poolSummary(deps: HttpDeps): Promise<PoolSummary> {
   const settings = deps.settings.pool;
   if (!settings.enabled || !deps.pool) return { enabled: false };
   const view = await deps.pool.view();
-  return { enabled: true, vms: view.vms, max_vms: settings.max_vms, total_users: view.total_users, max_users_per_vm: settings.max_users_per_vm, provider: settings.provider, runtimes: view.runtimes };
+  return {
+    enabled: true,
+    vms: view.vms,
+    max_vms: settings.max_vms,
+    total_users: view.total_users,
+    max_users_per_vm: settings.max_users_per_vm,
+    provider: settings.provider,
+    runtimes: view.runtimes,
+  };
 }
 
 /** Repo documents explaining what to do about each condition diagnostics can show. */
@@ -134,7 +150,16 @@ export async function collectSnapshot(deps: HttpDeps): Promise<Snapshot> {
   const journal = deps.journal?.stats();
   const replica = { id: r?.id ?? deps.settings.hostname, shared: r?.shared ?? false, live, ...(journal ? { journal } : {}) };
   const pv = deps.preview;
-  const preview = { domain: pv?.service.settings.domain ?? '', auth: pv?.service.settings.auth ?? false, requests: 0, upgrades: 0, upstream_errors: 0, bytes_in: 0, bytes_out: 0, ...(pv ? pv.stats : {}) };
+  const preview = {
+    domain: pv?.service.settings.domain ?? '',
+    auth: pv?.service.settings.auth ?? false,
+    requests: 0,
+    upgrades: 0,
+    upstream_errors: 0,
+    bytes_in: 0,
+    bytes_out: 0,
+    ...(pv ? pv.stats : {}),
+  };
   return {
     generated_at: now.toISOString(),
     process: processStats(deps.startedAt),

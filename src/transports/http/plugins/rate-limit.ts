@@ -55,7 +55,10 @@ export function rateLimitPlugin(app: FastifyInstance, deps: HttpDeps): void {
     // One event when a client starts being refused, not one per refused request (a flood would
     // push everything else out of the event history). No identity: the key is hashed for a reason.
     if (d.first_denial) {
-      deps.bus.publish({ type: 'resource.limit', data: { reason: 'rate_limit', key_by: limiter.settings.key_by, retry_after: d.retry_after_s } });
+      deps.bus.publish({
+        type: 'resource.limit',
+        data: { reason: 'rate_limit', key_by: limiter.settings.key_by, retry_after: d.retry_after_s },
+      });
     }
     sendError(reply, 429, 'resource_limit', `rate limit exceeded; retry in ${d.retry_after_s}s`, {
       reason: 'rate_limit',

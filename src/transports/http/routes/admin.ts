@@ -25,7 +25,15 @@ export function adminRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<{ Params: { workerID: string }; Body: HeartbeatBody }>(
     '/api/v1/admin/workers/:workerID/heartbeat',
-    { schema: { tags, summary: 'Record a heartbeat for a worker (registry repair, test setup)', params: WorkerParams, body: HeartbeatRequest, response: { 200: Worker, ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Record a heartbeat for a worker (registry repair, test setup)',
+        params: WorkerParams,
+        body: HeartbeatRequest,
+        response: { 200: Worker, ...errors },
+      },
+    },
     async (request) => present(await deps.workers.heartbeat(request.params.workerID, request.body)),
   );
 

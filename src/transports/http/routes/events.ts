@@ -22,7 +22,10 @@ const GROUPS = new Set(EVENT_KINDS.map((k) => k.split('.')[0]));
 /** `?types=` → kinds and `group.*` wildcards; unknown names are a 400 that lists the valid ones. */
 export function parseTypes(raw: string | undefined): string[] | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
-  const types = raw.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  const types = raw
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
   for (const t of types) {
     const ok = t === '*' || (EVENT_KINDS as readonly string[]).includes(t) || (t.endsWith('.*') && GROUPS.has(t.slice(0, -2)));
     if (!ok) throw badRequest(`unknown event type "${t}" (valid: ${EVENT_KINDS.join(', ')}, or a group wildcard such as exec.*)`);
@@ -64,7 +67,10 @@ export function eventRoutes(app: FastifyInstance, deps: HttpDeps): void {
         querystring: EventStreamQuery,
         headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ description: 'Replay history after this event id' })) }),
         response: {
-          200: { description: 'text/event-stream frames: id, event (the kind), data (event JSON)', content: { 'text/event-stream': { schema: SbxEvent } } },
+          200: {
+            description: 'text/event-stream frames: id, event (the kind), data (event JSON)',
+            content: { 'text/event-stream': { schema: SbxEvent } },
+          },
           400: ErrorBody,
         },
       },
@@ -73,7 +79,8 @@ export function eventRoutes(app: FastifyInstance, deps: HttpDeps): void {
       const q = request.query;
       const filter: EventFilter = { types: parseTypes(q.types), sandbox_id: q.sandbox_id || undefined };
       const headerId = request.headers['last-event-id'];
-      let lastId = parseLastId(Array.isArray(headerId) ? headerId[0] : headerId, 'Last-Event-ID') ?? parseLastId(q.last_event_id, 'last_event_id');
+      let lastId =
+        parseLastId(Array.isArray(headerId) ? headerId[0] : headerId, 'Last-Event-ID') ?? parseLastId(q.last_event_id, 'last_event_id');
       const visible = visibility(request, deps);
       // Local ids restart with the process: an id from the future means a restart, so replay
       // everything kept. Journal ids (replicas) never restart: a newer id was seen on a replica this

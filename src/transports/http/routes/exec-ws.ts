@@ -51,12 +51,9 @@ export function execWsRoutes(app: FastifyInstance, deps: HttpDeps): void {
     wsHandler: (socket: WebSocket, raw: FastifyRequest) => {
       const request = raw as FastifyRequest<{ Params: { id: string } }>;
       const caller = callerOf(request);
-      serveExecSocket(
-        socket,
-        (input, signal) => deps.exec.start(request.params.id, input, caller, signal),
-        { onInternalError: (err) => request.log.error({ err }, 'websocket exec failed') },
-      );
+      serveExecSocket(socket, (input, signal) => deps.exec.start(request.params.id, input, caller, signal), {
+        onInternalError: (err) => request.log.error({ err }, 'websocket exec failed'),
+      });
     },
   });
 }
-

@@ -169,7 +169,8 @@ function bufferedBody(r: BufferedExecResult, binary: boolean): ExecResult {
 async function* ndjson(items: AsyncIterable<ExecItem>, exitRecord: boolean, binary: boolean): AsyncGenerator<string> {
   for await (const f of execFrames(items, binary ? 'binary' : 'text')) {
     if (f.kind === 'output') {
-      yield JSON.stringify(f.encoding ? { stream: f.stream, data: f.data, encoding: f.encoding } : { stream: f.stream, data: f.data }) + '\n';
+      yield JSON.stringify(f.encoding ? { stream: f.stream, data: f.data, encoding: f.encoding } : { stream: f.stream, data: f.data }) +
+        '\n';
     } else if (f.kind === 'exit') {
       if (exitRecord) {
         const rec: Record<string, unknown> = { stream: 'exit', data: '', exit_code: f.exit_code, duration: f.duration };
@@ -179,7 +180,8 @@ async function* ndjson(items: AsyncIterable<ExecItem>, exitRecord: boolean, bina
     } else {
       // Headers are gone: report on stderr, and in the exit record when asked (125 = sbx failed).
       yield JSON.stringify({ stream: 'stderr', data: `sbx: ${f.message}\n` }) + '\n';
-      if (exitRecord) yield JSON.stringify({ stream: 'exit', data: '', exit_code: 125, error: { code: f.code, message: f.message } }) + '\n';
+      if (exitRecord)
+        yield JSON.stringify({ stream: 'exit', data: '', exit_code: 125, error: { code: f.code, message: f.message } }) + '\n';
     }
   }
 }

@@ -103,7 +103,11 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
           if (request.mediaType === JSON_TYPE || request.mediaType === RAW_TYPE) return;
           const validate = request.compileValidationSchema(WriteFileRequest, 'body');
           if (!validate(request.body)) {
-            throw Object.assign(new Error('invalid body'), { statusCode: 400, validation: validate.errors ?? [], validationContext: 'body' });
+            throw Object.assign(new Error('invalid body'), {
+              statusCode: 400,
+              validation: validate.errors ?? [],
+              validationContext: 'body',
+            });
           }
         },
       },
@@ -145,7 +149,15 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.delete<P & { Querystring: { path: string; recursive?: boolean } }>(
     BASE,
-    { schema: { tags, summary: 'Delete a file or directory', params: IdParams, querystring: DeleteQuery, response: { 200: StatusBody('deleted'), ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Delete a file or directory',
+        params: IdParams,
+        querystring: DeleteQuery,
+        response: { 200: StatusBody('deleted'), ...errors },
+      },
+    },
     async (request) => {
       await deps.files.remove(request.params.id, request.query.path, request.query.recursive ?? false, callerOf(request));
       return { status: 'deleted' as const };
@@ -154,7 +166,15 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.get<P & { Querystring: { path?: string } }>(
     `${BASE}/list`,
-    { schema: { tags, summary: 'List a directory', params: IdParams, querystring: ListQuery, response: { 200: Type.Array(FileInfo), ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'List a directory',
+        params: IdParams,
+        querystring: ListQuery,
+        response: { 200: Type.Array(FileInfo), ...errors },
+      },
+    },
     async (request) => deps.files.list(request.params.id, request.query.path || undefined, callerOf(request)),
   );
 
@@ -169,7 +189,15 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<P & { Body: { path: string; mode: string } }>(
     `${BASE}/chmod`,
-    { schema: { tags, summary: 'Change mode', params: IdParams, body: ChmodRequest, response: { 200: StatusBody('chmod applied'), ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Change mode',
+        params: IdParams,
+        body: ChmodRequest,
+        response: { 200: StatusBody('chmod applied'), ...errors },
+      },
+    },
     async (request) => {
       await deps.files.chmod(request.params.id, request.body.path, request.body.mode, callerOf(request));
       return { status: 'chmod applied' as const };
@@ -184,7 +212,15 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.get<P & { Querystring: { pattern: string } }>(
     `${BASE}/glob`,
-    { schema: { tags, summary: 'Glob paths', params: IdParams, querystring: GlobQuery, response: { 200: Type.Array(Type.String()), ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Glob paths',
+        params: IdParams,
+        querystring: GlobQuery,
+        response: { 200: Type.Array(Type.String()), ...errors },
+      },
+    },
     async (request) => deps.files.glob(request.params.id, request.query.pattern, callerOf(request)),
   );
 }

@@ -22,10 +22,8 @@ export function observabilityRoutes(app: FastifyInstance, deps: HttpDeps, prefix
     async () => scrubDeep(diagnosticsBody(deps, await collectSnapshot(deps)), scrub),
   );
 
-  app.get(
-    `/api/v1${prefix}/metrics`,
-    { schema: { tags, summary: 'JSON metrics', response: { 200: Metrics } } },
-    async () => scrubDeep(metricsBody(deps, await collectSnapshot(deps)), scrub),
+  app.get(`/api/v1${prefix}/metrics`, { schema: { tags, summary: 'JSON metrics', response: { 200: Metrics } } }, async () =>
+    scrubDeep(metricsBody(deps, await collectSnapshot(deps)), scrub),
   );
 
   app.get(

@@ -17,15 +17,31 @@ export function openapiPath(url: string): string {
 
 /** Credential headers (spec Part 5) as OpenAPI security schemes. */
 const SECURITY_SCHEMES = {
-  ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The API key; required on /api/v1 routes when auth.enabled is true' },
+  ApiKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Key',
+    description: 'The API key; required on /api/v1 routes when auth.enabled is true',
+  },
   AdminApiKey: {
     type: 'apiKey',
     in: 'header',
     name: 'X-Admin-API-Key',
-    description: 'The admin key (auth.admin_api_key). On admin routes X-API-Key equal to it is accepted too; with no admin key set, admin routes take auth.api_key unless auth.admin_fallback_enabled is false',
+    description:
+      'The admin key (auth.admin_api_key). On admin routes X-API-Key equal to it is accepted too; with no admin key set, admin routes take auth.api_key unless auth.admin_fallback_enabled is false',
   },
-  WorkerId: { type: 'apiKey', in: 'header', name: 'X-Worker-ID', description: 'The worker ID; must equal the token subject and the path worker ID' },
-  WorkerToken: { type: 'apiKey', in: 'header', name: 'X-Worker-Token', description: 'A worker credential: shared or per-worker token, or a signed svc-worker-v1 token' },
+  WorkerId: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Worker-ID',
+    description: 'The worker ID; must equal the token subject and the path worker ID',
+  },
+  WorkerToken: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Worker-Token',
+    description: 'A worker credential: shared or per-worker token, or a signed svc-worker-v1 token',
+  },
   WorkerBearer: { type: 'http', scheme: 'bearer', description: 'A worker credential sent as Authorization: Bearer <token>' },
 } as const;
 
@@ -47,9 +63,23 @@ const SECURITY: Record<Exclude<Realm, 'outside'>, SecurityRequirement[]> = {
 };
 
 const REASONS: Record<string, string> = {
-  '101': 'Switching Protocols', '200': 'OK', '201': 'Created', '202': 'Accepted', '204': 'No Content', '400': 'Bad request', '401': 'Unauthorized',
-  '403': 'Forbidden', '404': 'Not found', '405': 'Method not allowed', '408': 'Timeout', '409': 'Conflict',
-  '413': 'Payload too large', '426': 'Upgrade required', '429': 'Resource limit', '500': 'Provider error', '503': 'Unavailable',
+  '101': 'Switching Protocols',
+  '200': 'OK',
+  '201': 'Created',
+  '202': 'Accepted',
+  '204': 'No Content',
+  '400': 'Bad request',
+  '401': 'Unauthorized',
+  '403': 'Forbidden',
+  '404': 'Not found',
+  '405': 'Method not allowed',
+  '408': 'Timeout',
+  '409': 'Conflict',
+  '413': 'Payload too large',
+  '426': 'Upgrade required',
+  '429': 'Resource limit',
+  '500': 'Provider error',
+  '503': 'Unavailable',
 };
 
 /**
@@ -73,7 +103,8 @@ export function buildOpenApi(table: readonly RouteEntry[], version: string): Jso
     if (s.description) op.description = s.description;
     const parameters = [...params(s.params, 'path', conv), ...params(s.querystring, 'query', conv), ...params(s.headers, 'header', conv)];
     for (const name of [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)) {
-      if (!parameters.some((p) => p.in === 'path' && p.name === name)) parameters.unshift({ name, in: 'path', required: true, schema: { type: 'string' } });
+      if (!parameters.some((p) => p.in === 'path' && p.name === name))
+        parameters.unshift({ name, in: 'path', required: true, schema: { type: 'string' } });
     }
     if (parameters.length) op.parameters = parameters;
     if (s.body) op.requestBody = { content: requestContent(s.body, conv) };
@@ -102,10 +133,14 @@ export function buildOpenApi(table: readonly RouteEntry[], version: string): Jso
 /** `GET /api/v1/openapi.json`: the document for every route in `table`, built once on first request. */
 export function openapiRoutes(app: FastifyInstance, deps: HttpDeps, table: readonly RouteEntry[]): void {
   let doc: Json | undefined;
-  app.get('/api/v1/openapi.json', { schema: { tags: ['system'], summary: 'OpenAPI 3.0 description of this API' } }, async (_request, reply) => {
-    doc ??= buildOpenApi(table, deps.settings.version);
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify(doc));
-  });
+  app.get(
+    '/api/v1/openapi.json',
+    { schema: { tags: ['system'], summary: 'OpenAPI 3.0 description of this API' } },
+    async (_request, reply) => {
+      doc ??= buildOpenApi(table, deps.settings.version);
+      return reply.type('application/json; charset=utf-8').send(JSON.stringify(doc));
+    },
+  );
 }
 
 function params(schema: unknown, where: 'path' | 'query' | 'header', conv: (s: unknown) => unknown): Json[] {
@@ -150,7 +185,10 @@ function responses(response: unknown, conv: (s: unknown) => unknown): Json {
 }
 
 function operationId(method: string, url: string): string {
-  const words = url.replace(/^\/api\/v1\/?/, '').split(/[^A-Za-z0-9]+/).filter(Boolean);
+  const words = url
+    .replace(/^\/api\/v1\/?/, '')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean);
   return method.toLowerCase() + words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
 }
 

@@ -41,23 +41,44 @@ export function processRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<{ Params: { id: string }; Body: ProcessStart }>(
     base,
-    { schema: { tags: ['processes'], summary: 'Start a background process', params: SandboxParams, body: ProcessStart, response: { 201: ProcessInfo, ...errors } } },
+    {
+      schema: {
+        tags: ['processes'],
+        summary: 'Start a background process',
+        params: SandboxParams,
+        body: ProcessStart,
+        response: { 201: ProcessInfo, ...errors },
+      },
+    },
     async (request, reply) => {
       const b = request.body;
-      const rec = await service().start(request.params.id, { command: b.command, args: b.args, env: b.env, workdir: b.workdir, timeout: b.timeout, mode: b.mode }, callerOf(request));
+      const rec = await service().start(
+        request.params.id,
+        { command: b.command, args: b.args, env: b.env, workdir: b.workdir, timeout: b.timeout, mode: b.mode },
+        callerOf(request),
+      );
       return reply.code(201).send(presentProcess(rec));
     },
   );
 
   app.get<{ Params: { id: string } }>(
     base,
-    { schema: { tags: ['processes'], summary: "A sandbox's background processes, oldest first", params: SandboxParams, response: { 200: Type.Array(ProcessInfo), ...errors } } },
+    {
+      schema: {
+        tags: ['processes'],
+        summary: "A sandbox's background processes, oldest first",
+        params: SandboxParams,
+        response: { 200: Type.Array(ProcessInfo), ...errors },
+      },
+    },
     async (request) => (await service().list(request.params.id, callerOf(request))).map(presentProcess),
   );
 
   app.get<{ Params: { id: string; pid: string } }>(
     `${base}/:pid`,
-    { schema: { tags: ['processes'], summary: 'One background process', params: ProcessParams, response: { 200: ProcessInfo, ...errors } } },
+    {
+      schema: { tags: ['processes'], summary: 'One background process', params: ProcessParams, response: { 200: ProcessInfo, ...errors } },
+    },
     async (request) => presentProcess(await service().get(request.params.id, request.params.pid, callerOf(request))),
   );
 
@@ -69,11 +90,17 @@ export function processRoutes(app: FastifyInstance, deps: HttpDeps): void {
         summary: 'Output from a byte offset as NDJSON ProcessOutputChunk lines; follow=true waits for more until the process ends',
         params: ProcessParams,
         querystring: ProcessOutputQuery,
-        response: { 200: Type.Array(ProcessOutputChunk, { description: 'application/x-ndjson: one ProcessOutputChunk per line' }), ...errors },
+        response: {
+          200: Type.Array(ProcessOutputChunk, { description: 'application/x-ndjson: one ProcessOutputChunk per line' }),
+          ...errors,
+        },
       },
     },
     async (request, reply) => {
-      const items = await service().output(request.params.id, request.params.pid, callerOf(request), { offset: request.query.offset ?? 0, follow: request.query.follow === true });
+      const items = await service().output(request.params.id, request.params.pid, callerOf(request), {
+        offset: request.query.offset ?? 0,
+        follow: request.query.follow === true,
+      });
       reply.header('Content-Type', 'application/x-ndjson; charset=utf-8');
       reply.header('Cache-Control', 'no-store');
       reply.header('X-Accel-Buffering', 'no');
@@ -83,13 +110,29 @@ export function processRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<{ Params: { id: string; pid: string }; Body: ProcessSignal }>(
     `${base}/:pid/signal`,
-    { schema: { tags: ['processes'], summary: 'Send a signal to every process of the command', params: ProcessParams, body: ProcessSignal, response: { 200: ProcessInfo, ...errors } } },
-    async (request) => presentProcess(await service().signal(request.params.id, request.params.pid, execSignal(request.body.signal), callerOf(request))),
+    {
+      schema: {
+        tags: ['processes'],
+        summary: 'Send a signal to every process of the command',
+        params: ProcessParams,
+        body: ProcessSignal,
+        response: { 200: ProcessInfo, ...errors },
+      },
+    },
+    async (request) =>
+      presentProcess(await service().signal(request.params.id, request.params.pid, execSignal(request.body.signal), callerOf(request))),
   );
 
   app.delete<{ Params: { id: string; pid: string } }>(
     `${base}/:pid`,
-    { schema: { tags: ['processes'], summary: 'Kill a background process (answers once it ended, or after 10 s)', params: ProcessParams, response: { 200: ProcessInfo, ...errors } } },
+    {
+      schema: {
+        tags: ['processes'],
+        summary: 'Kill a background process (answers once it ended, or after 10 s)',
+        params: ProcessParams,
+        response: { 200: ProcessInfo, ...errors },
+      },
+    },
     async (request) => presentProcess(await service().kill(request.params.id, request.params.pid, callerOf(request))),
   );
 }
@@ -99,7 +142,11 @@ async function* lines(items: AsyncIterable<ProcessOutputItem>): AsyncGenerator<s
     if (item.stream === 'stdout' || item.stream === 'stderr') {
       // Each chunk on its own: text when it is valid UTF-8, else base64, so the bytes are exact.
       const enc = encodeOutput(item.data, true);
-      yield JSON.stringify(enc.encoding ? { stream: item.stream, offset: item.offset, data: enc.data, encoding: enc.encoding } : { stream: item.stream, offset: item.offset, data: enc.data }) + '\n';
+      yield JSON.stringify(
+        enc.encoding
+          ? { stream: item.stream, offset: item.offset, data: enc.data, encoding: enc.encoding }
+          : { stream: item.stream, offset: item.offset, data: enc.data },
+      ) + '\n';
     } else if (item.stream === 'truncated') {
       yield JSON.stringify({ stream: 'truncated', offset: item.offset }) + '\n';
     } else if (item.stream === 'exit') {

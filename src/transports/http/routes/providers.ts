@@ -7,13 +7,22 @@ import type { HttpDeps } from '../deps.js';
 /** Provider list, detail and test (spec 4.5); `prefix` is '' or '/admin' for the aliases. */
 export function providerRoutes(app: FastifyInstance, deps: HttpDeps, prefix = ''): void {
   const tags = ['providers'];
-  app.get(`/api/v1${prefix}/providers`, { schema: { tags, summary: 'Providers with health (this node and online workers)', response: { 200: Type.Array(ProviderListItem) } } }, async () =>
-    deps.locator.providerStatuses(),
+  app.get(
+    `/api/v1${prefix}/providers`,
+    { schema: { tags, summary: 'Providers with health (this node and online workers)', response: { 200: Type.Array(ProviderListItem) } } },
+    async () => deps.locator.providerStatuses(),
   );
 
   app.get<{ Params: { name: string } }>(
     `/api/v1${prefix}/providers/:name`,
-    { schema: { tags, summary: 'Provider detail', params: Type.Object({ name: Type.String() }), response: { 200: ProviderDetail, 404: ErrorBody } } },
+    {
+      schema: {
+        tags,
+        summary: 'Provider detail',
+        params: Type.Object({ name: Type.String() }),
+        response: { 200: ProviderDetail, 404: ErrorBody },
+      },
+    },
     async (request) => {
       const name = request.params.name;
       const live = await deps.sandboxes.list({ owner_id: null, admin: true });
@@ -30,9 +39,13 @@ export function providerRoutes(app: FastifyInstance, deps: HttpDeps, prefix = ''
     },
   );
 
-  app.post(`/api/v1${prefix}/providers/test`, { schema: { tags, summary: 'Run provider health checks now', response: { 200: ProviderTestResult } } }, async () => {
-    const out: Record<string, boolean> = {};
-    for (const s of await deps.locator.providerStatuses(true)) out[s.name] = s.healthy;
-    return out;
-  });
+  app.post(
+    `/api/v1${prefix}/providers/test`,
+    { schema: { tags, summary: 'Run provider health checks now', response: { 200: ProviderTestResult } } },
+    async () => {
+      const out: Record<string, boolean> = {};
+      for (const s of await deps.locator.providerStatuses(true)) out[s.name] = s.healthy;
+      return out;
+    },
+  );
 }

@@ -27,20 +27,36 @@ const errors = { 400: ErrorBody, 404: ErrorBody, 429: ErrorBody, 500: ErrorBody,
 
 /** Spec 4.1: lifecycle routes and console logs. */
 export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
-
   app.post<{ Body: SpawnBody | undefined }>(
     '/api/v1/sandboxes',
-    { schema: { tags: ['sandboxes'], summary: 'Spawn a sandbox', headers: IdempotencyHeaders, body: SpawnRequest, response: { 201: Sandbox, ...errors, 409: ErrorBody } } },
+    {
+      schema: {
+        tags: ['sandboxes'],
+        summary: 'Spawn a sandbox',
+        headers: IdempotencyHeaders,
+        body: SpawnRequest,
+        response: { 201: Sandbox, ...errors, 409: ErrorBody },
+      },
+    },
     async (request, reply) => {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);
-      return spawnReply(request, reply, deps, caller, 'spawn', (signal) => deps.sandboxes.spawn({ ...body, owner_id: caller.owner_id }, signal));
+      return spawnReply(request, reply, deps, caller, 'spawn', (signal) =>
+        deps.sandboxes.spawn({ ...body, owner_id: caller.owner_id }, signal),
+      );
     },
   );
 
   app.post<{ Body: SpawnBody | undefined }>(
     '/api/v1/sandboxes/admission',
-    { schema: { tags: ['sandboxes'], summary: 'Spawn admission preflight; creates nothing', body: SpawnRequest, response: { 200: AdmissionDecision, ...errors } } },
+    {
+      schema: {
+        tags: ['sandboxes'],
+        summary: 'Spawn admission preflight; creates nothing',
+        body: SpawnRequest,
+        response: { 200: AdmissionDecision, ...errors },
+      },
+    },
     async (request) => {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);
@@ -62,7 +78,8 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
     async (request, reply) => {
       const { id_prefix, limit, after } = request.query;
-      if (after !== undefined && limit === undefined) throw badRequest('after needs limit: pass the limit of the page along with the cursor');
+      if (after !== undefined && limit === undefined)
+        throw badRequest('after needs limit: pass the limit of the page along with the cursor');
       const caller = callerOf(request);
       const position = after !== undefined ? decodeCursor(deps.listCursorSecret, after) : undefined;
       const page = await deps.sandboxes.page(caller, { id_prefix, limit, after: position });
@@ -86,7 +103,14 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.delete<{ Params: { id: string } }>(
     '/api/v1/sandboxes/:id',
-    { schema: { tags: ['sandboxes'], summary: 'Destroy a sandbox (idempotent)', params: IdParams, response: { 200: DestroyResponse, ...errors } } },
+    {
+      schema: {
+        tags: ['sandboxes'],
+        summary: 'Destroy a sandbox (idempotent)',
+        params: IdParams,
+        response: { 200: DestroyResponse, ...errors },
+      },
+    },
     async (request) => {
       await deps.sandboxes.destroy(request.params.id, callerOf(request));
       return { status: 'destroyed' as const };
@@ -101,7 +125,15 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<{ Params: { id: string }; Body: { ttl: string } }>(
     '/api/v1/sandboxes/:id/extend',
-    { schema: { tags: ['sandboxes'], summary: 'Extend the TTL (expires_at = now + ttl)', params: IdParams, body: ExtendRequest, response: { 200: Sandbox, ...errors } } },
+    {
+      schema: {
+        tags: ['sandboxes'],
+        summary: 'Extend the TTL (expires_at = now + ttl)',
+        params: IdParams,
+        body: ExtendRequest,
+        response: { 200: Sandbox, ...errors },
+      },
+    },
     async (request) => {
       const caller = callerOf(request);
       return presentOne(deps, caller, await deps.sandboxes.extend(request.params.id, request.body.ttl, caller));
@@ -114,7 +146,8 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
       schema: {
         tags: ['sandboxes'],
         summary: 'Replace the egress rules of a filtered sandbox',
-        description: 'sbx extension (DESIGN.md §10): replaces both lists (an absent list is empty); applies to new connections at once and closes open ones the new lists no longer allow. 409 when the sandbox is not filtered.',
+        description:
+          'sbx extension (DESIGN.md §10): replaces both lists (an absent list is empty); applies to new connections at once and closes open ones the new lists no longer allow. 409 when the sandbox is not filtered.',
         params: IdParams,
         body: EgressUpdateRequest,
         response: { 200: Sandbox, ...errors, 409: ErrorBody },

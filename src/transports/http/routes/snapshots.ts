@@ -24,24 +24,43 @@ export function snapshotRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<{ Params: { id: string }; Body: CreateSnapshotRequest }>(
     '/api/v1/sandboxes/:id/snapshot',
-    { schema: { tags, summary: 'Snapshot a running sandbox (sbx extension)', params: IdParams, body: CreateSnapshotRequest, response: { 201: SnapshotSummary, ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Snapshot a running sandbox (sbx extension)',
+        params: IdParams,
+        body: CreateSnapshotRequest,
+        response: { 201: SnapshotSummary, ...errors },
+      },
+    },
     async (request, reply) => {
       const rec = await snapshots.create(request.params.id, request.body.name, callerOf(request), abortOnClose(reply));
       return reply.code(201).send(presentSnapshot(rec));
     },
   );
 
-  app.get('/api/v1/snapshots', { schema: { tags, summary: 'Snapshot summaries, sorted by name', response: { 200: Type.Array(SnapshotSummary), ...errors } } }, async (request) =>
-    (await snapshots.list(callerOf(request))).map(presentSnapshot),
+  app.get(
+    '/api/v1/snapshots',
+    { schema: { tags, summary: 'Snapshot summaries, sorted by name', response: { 200: Type.Array(SnapshotSummary), ...errors } } },
+    async (request) => (await snapshots.list(callerOf(request))).map(presentSnapshot),
   );
 
-  app.get<{ Params: { name: string } }>('/api/v1/snapshots/:name', { schema: { tags, summary: 'One snapshot (sbx extension)', params: NameParams, response: { 200: SnapshotSummary, ...errors } } }, async (request) =>
-    presentSnapshot(await snapshots.get(request.params.name, callerOf(request))),
+  app.get<{ Params: { name: string } }>(
+    '/api/v1/snapshots/:name',
+    { schema: { tags, summary: 'One snapshot (sbx extension)', params: NameParams, response: { 200: SnapshotSummary, ...errors } } },
+    async (request) => presentSnapshot(await snapshots.get(request.params.name, callerOf(request))),
   );
 
   app.delete<{ Params: { name: string } }>(
     '/api/v1/snapshots/:name',
-    { schema: { tags, summary: 'Delete a snapshot (sbx extension)', params: NameParams, response: { 200: StatusBody('deleted'), ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Delete a snapshot (sbx extension)',
+        params: NameParams,
+        response: { 200: StatusBody('deleted'), ...errors },
+      },
+    },
     async (request) => {
       await snapshots.remove(request.params.name, callerOf(request));
       return { status: 'deleted' as const };

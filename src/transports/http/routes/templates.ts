@@ -33,33 +33,60 @@ export function templateRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
   );
 
-  app.get('/api/v1/templates', { schema: { tags, summary: 'List templates', response: { 200: Type.Array(Template), ...errors } } }, async () =>
-    (await deps.templates.list()).map(presentTemplate),
+  app.get(
+    '/api/v1/templates',
+    { schema: { tags, summary: 'List templates', response: { 200: Type.Array(Template), ...errors } } },
+    async () => (await deps.templates.list()).map(presentTemplate),
   );
 
-  app.get<N>('/api/v1/templates/:name', { schema: { tags, summary: 'Get a template', params: NameParams, response: { 200: Template, ...errors } } }, async (request) =>
-    presentTemplate(await deps.templates.get(request.params.name)),
+  app.get<N>(
+    '/api/v1/templates/:name',
+    { schema: { tags, summary: 'Get a template', params: NameParams, response: { 200: Template, ...errors } } },
+    async (request) => presentTemplate(await deps.templates.get(request.params.name)),
   );
 
   app.put<N & { Body: UpdateBody }>(
     '/api/v1/templates/:name',
-    { schema: { tags, summary: 'Replace a template', params: NameParams, body: UpdateTemplateRequest, response: { 200: Template, ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Replace a template',
+        params: NameParams,
+        body: UpdateTemplateRequest,
+        response: { 200: Template, ...errors },
+      },
+    },
     async (request) => presentTemplate(await deps.templates.update(request.params.name, request.body)),
   );
 
-  app.delete<N>('/api/v1/templates/:name', { schema: { tags, summary: 'Delete a template', params: NameParams, response: { 200: StatusBody('deleted'), ...errors } } }, async (request) => {
-    await deps.templates.remove(request.params.name);
-    return { status: 'deleted' as const };
-  });
+  app.delete<N>(
+    '/api/v1/templates/:name',
+    { schema: { tags, summary: 'Delete a template', params: NameParams, response: { 200: StatusBody('deleted'), ...errors } } },
+    async (request) => {
+      await deps.templates.remove(request.params.name);
+      return { status: 'deleted' as const };
+    },
+  );
 
   app.post<N & { Body: SpawnBody | undefined }>(
     '/api/v1/templates/:name/spawn',
-    { schema: { tags, summary: 'Spawn from a template', params: NameParams, headers: IdempotencyHeaders, body: TemplateSpawnRequest, response: { 201: Sandbox, ...errors, 409: ErrorBody } } },
+    {
+      schema: {
+        tags,
+        summary: 'Spawn from a template',
+        params: NameParams,
+        headers: IdempotencyHeaders,
+        body: TemplateSpawnRequest,
+        response: { 201: Sandbox, ...errors, 409: ErrorBody },
+      },
+    },
     async (request, reply) => {
       const body = request.body ?? {};
       const caller = callerOf(request, body.owner_id);
       const { name } = request.params;
-      return spawnReply(request, reply, deps, caller, `template:${name}`, (signal) => deps.templates.spawn(name, { ...body, owner_id: caller.owner_id }, signal));
+      return spawnReply(request, reply, deps, caller, `template:${name}`, (signal) =>
+        deps.templates.spawn(name, { ...body, owner_id: caller.owner_id }, signal),
+      );
     },
   );
 }

@@ -28,13 +28,22 @@ export function volumeRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
   );
 
-  app.get('/api/v1/volumes', { schema: { tags, summary: 'Volumes, sorted by name (sbx extension)', response: { 200: Type.Array(Volume), ...errors } } }, async (request, reply) =>
-    (await volumes.list(callerOf(request), abortOnClose(reply))).map(presentVolume),
+  app.get(
+    '/api/v1/volumes',
+    { schema: { tags, summary: 'Volumes, sorted by name (sbx extension)', response: { 200: Type.Array(Volume), ...errors } } },
+    async (request, reply) => (await volumes.list(callerOf(request), abortOnClose(reply))).map(presentVolume),
   );
 
   app.delete<{ Params: { name: string } }>(
     '/api/v1/volumes/:name',
-    { schema: { tags, summary: 'Delete a volume; 409 while a sandbox mounts it (sbx extension)', params: NameParams, response: { 200: StatusBody('deleted'), ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Delete a volume; 409 while a sandbox mounts it (sbx extension)',
+        params: NameParams,
+        response: { 200: StatusBody('deleted'), ...errors },
+      },
+    },
     async (request) => {
       await volumes.remove(request.params.name, callerOf(request));
       return { status: 'deleted' as const };

@@ -2,7 +2,14 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { LeaseRenewRequest, LeaseRenewResponse, type LeaseRenewRequest as RenewBody } from '../../../contracts/admin.js';
 import { ErrorBody } from '../../../contracts/common.js';
-import { HeartbeatRequest, Worker, WorkerEventsRequest, WorkerEventsResponse, type HeartbeatRequest as HeartbeatBody, type WorkerEventsRequest as EventsBody } from '../../../contracts/system.js';
+import {
+  HeartbeatRequest,
+  Worker,
+  WorkerEventsRequest,
+  WorkerEventsResponse,
+  type HeartbeatRequest as HeartbeatBody,
+  type WorkerEventsRequest as EventsBody,
+} from '../../../contracts/system.js';
 import { hasWorkerScope, type WorkerScope } from '../../../core/auth/worker-claims.js';
 import { parseDuration } from '../../../core/duration.js';
 import { SbxError, badRequest, conflict, notFound } from '../../../core/errors.js';
@@ -12,7 +19,10 @@ import type { HttpDeps } from '../deps.js';
 import { presentWorker } from '../presenters.js';
 
 const WorkerParams = Type.Object({ workerID: Type.String({ minLength: 1, maxLength: 128 }) });
-const LeaseParams = Type.Object({ workerID: Type.String({ minLength: 1, maxLength: 128 }), resourceID: Type.String({ minLength: 1, maxLength: 128 }) });
+const LeaseParams = Type.Object({
+  workerID: Type.String({ minLength: 1, maxLength: 128 }),
+  resourceID: Type.String({ minLength: 1, maxLength: 128 }),
+});
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
 
 /** The worker the auth plugin verified, holding `scope`; 403 when the token's scopes leave it out. */
@@ -32,7 +42,15 @@ export function workerFacingRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.post<{ Params: { workerID: string }; Body: HeartbeatBody }>(
     '/api/v1/worker/:workerID/heartbeat',
-    { schema: { tags, summary: 'Worker heartbeat (worker credentials)', params: WorkerParams, body: HeartbeatRequest, response: { 200: Worker, ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Worker heartbeat (worker credentials)',
+        params: WorkerParams,
+        body: HeartbeatRequest,
+        response: { 200: Worker, ...errors },
+      },
+    },
     async (request) => {
       const id = workerWith(request, 'worker:heartbeat');
       return presentWorker(await deps.workers.heartbeat(id, request.body), STALE_AFTER_MS, deps.clock.now());
@@ -42,13 +60,28 @@ export function workerFacingRoutes(app: FastifyInstance, deps: HttpDeps): void {
   // DESIGN §10: the denials of a worker's egress gateway, in batches; the worker is the credential's.
   app.post<{ Body: EventsBody }>(
     '/api/v1/worker/events',
-    { schema: { tags, summary: 'Report events about this worker\'s sandboxes: egress denials (worker credentials)', body: WorkerEventsRequest, response: { 200: WorkerEventsResponse, ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: "Report events about this worker's sandboxes: egress denials (worker credentials)",
+        body: WorkerEventsRequest,
+        response: { 200: WorkerEventsResponse, ...errors },
+      },
+    },
     async (request) => deps.workers.reportEvents(workerWith(request, 'worker:heartbeat'), request.body.events),
   );
 
   app.post<{ Params: { workerID: string; resourceID: string }; Body: RenewBody }>(
     '/api/v1/worker/:workerID/leases/:resourceID/renew',
-    { schema: { tags, summary: 'Renew a lease the worker holds (worker credentials)', params: LeaseParams, body: LeaseRenewRequest, response: { 200: LeaseRenewResponse, ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Renew a lease the worker holds (worker credentials)',
+        params: LeaseParams,
+        body: LeaseRenewRequest,
+        response: { 200: LeaseRenewResponse, ...errors },
+      },
+    },
     async (request) => {
       const id = workerWith(request, 'worker:lease');
       const ttlMs = parseDuration(request.body.ttl, 'ttl');

@@ -17,7 +17,14 @@ export function workerRoutes(app: FastifyInstance, deps: HttpDeps): void {
 
   app.get<{ Params: { workerID: string } }>(
     '/api/v1/workers/:workerID',
-    { schema: { tags, summary: 'Get a worker', params: Type.Object({ workerID: Type.String() }), response: { 200: Worker, 404: ErrorBody } } },
+    {
+      schema: {
+        tags,
+        summary: 'Get a worker',
+        params: Type.Object({ workerID: Type.String() }),
+        response: { 200: Worker, 404: ErrorBody },
+      },
+    },
     async (request) => present(await deps.workers.get(request.params.workerID)),
   );
 }

@@ -41,7 +41,8 @@ export function api(): Client {
 }
 
 export const isUnauthorized = (e: unknown): boolean => e instanceof SbxError && e.code === 'unauthorized';
-export const errText = (e: unknown): string => (e instanceof SbxError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e));
+export const errText = (e: unknown): string =>
+  e instanceof SbxError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
 
 /** A sandbox as the views show it: `worker_id` is read when a server reports placement. */
 export type ShownSandbox = Sandbox & { worker_id?: string };

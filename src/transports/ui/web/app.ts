@@ -39,7 +39,11 @@ function showLogin(problem = ''): void {
       'section',
       { class: 'card', 'aria-labelledby': 'login-title' },
       h('h2', { id: 'login-title' }, 'Sign in'),
-      h('p', { class: 'muted' }, 'Enter the server’s API key. It is kept in this tab’s session storage only and sent in the X-API-Key header.'),
+      h(
+        'p',
+        { class: 'muted' },
+        'Enter the server’s API key. It is kept in this tab’s session storage only and sent in the X-API-Key header.',
+      ),
       form,
       problem ? h('p', { class: 'err', role: 'alert' }, problem) : null,
     ),
@@ -74,7 +78,9 @@ async function sandboxesView(): Promise<void> {
   let list: ShownSandbox[] = [];
   const render = () => {
     const q = filter.value.trim().toLowerCase();
-    const shown = list.filter((s) => !q || [s.id, s.state, s.owner_id, s.provider, s.image, s.worker_id, s.template].some((v) => v?.toLowerCase().includes(q)));
+    const shown = list.filter(
+      (s) => !q || [s.id, s.state, s.owner_id, s.provider, s.image, s.worker_id, s.template].some((v) => v?.toLowerCase().includes(q)),
+    );
     count.textContent = `${shown.length} of ${list.length}`;
     body.replaceChildren(
       ...shown.map((s) =>
@@ -91,7 +97,10 @@ async function sandboxesView(): Promise<void> {
         ),
       ),
     );
-    if (shown.length === 0) body.append(h('tr', {}, h('td', { colspan: '7', class: 'muted' }, list.length ? 'No sandbox matches the filter.' : 'No sandboxes yet.')));
+    if (shown.length === 0)
+      body.append(
+        h('tr', {}, h('td', { colspan: '7', class: 'muted' }, list.length ? 'No sandbox matches the filter.' : 'No sandboxes yet.')),
+      );
   };
   const load = async () => {
     try {
@@ -125,7 +134,14 @@ async function sandboxesView(): Promise<void> {
     h('label', {}, 'TTL', ttl),
     h('button', { type: 'submit', class: 'primary', id: 'spawn' }, 'Spawn sandbox'),
   );
-  const head = h('tr', {}, ...['ID', 'State', 'Owner', 'Provider'].map((t) => h('th', { scope: 'col' }, t)), h('th', { scope: 'col', class: 'opt' }, 'Worker'), h('th', { scope: 'col', class: 'opt' }, 'Image'), h('th', { scope: 'col' }, 'Expires'));
+  const head = h(
+    'tr',
+    {},
+    ...['ID', 'State', 'Owner', 'Provider'].map((t) => h('th', { scope: 'col' }, t)),
+    h('th', { scope: 'col', class: 'opt' }, 'Worker'),
+    h('th', { scope: 'col', class: 'opt' }, 'Image'),
+    h('th', { scope: 'col' }, 'Expires'),
+  );
   main.replaceChildren(
     h('section', { class: 'card' }, h('h2', {}, 'New sandbox'), spawnForm),
     h(
@@ -147,13 +163,32 @@ async function sandboxesView(): Promise<void> {
 function eventsView(): void {
   const list = h('ul', { class: 'events', id: 'events' });
   const filter = h('input', { id: 'events-filter', type: 'search', placeholder: 'type or sandbox id' });
-  const line = (e: SbxEvent) => h('li', {}, `${new Date(e.timestamp).toLocaleTimeString()}  ${e.type}${e.sandbox_id ? `  ${e.sandbox_id}` : ''}${e.owner_id ? `  owner=${e.owner_id}` : ''}`);
+  const line = (e: SbxEvent) =>
+    h(
+      'li',
+      {},
+      `${new Date(e.timestamp).toLocaleTimeString()}  ${e.type}${e.sandbox_id ? `  ${e.sandbox_id}` : ''}${e.owner_id ? `  owner=${e.owner_id}` : ''}`,
+    );
   const render = () => {
     const q = filter.value.trim().toLowerCase();
-    list.replaceChildren(...events.filter((e) => !q || e.type.includes(q) || e.sandbox_id?.includes(q)).slice(-200).reverse().map(line));
+    list.replaceChildren(
+      ...events
+        .filter((e) => !q || e.type.includes(q) || e.sandbox_id?.includes(q))
+        .slice(-200)
+        .reverse()
+        .map(line),
+    );
   };
   filter.addEventListener('input', render);
-  main.replaceChildren(h('section', { class: 'card' }, h('h2', {}, 'Events (live)'), h('div', { class: 'row' }, h('label', { class: 'grow' }, 'Filter', filter)), list));
+  main.replaceChildren(
+    h(
+      'section',
+      { class: 'card' },
+      h('h2', {}, 'Events (live)'),
+      h('div', { class: 'row' }, h('label', { class: 'grow' }, 'Filter', filter)),
+      list,
+    ),
+  );
   render();
   onEvent(() => render());
 }

@@ -9,7 +9,11 @@ export function say(text: string, bad = false): void {
 }
 
 /** Tiny element builder: h('button', {type: 'button', onclick}, 'text'). */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Record<string, unknown> = {}, ...children: Array<Node | string | null | undefined>): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Record<string, unknown> = {},
+  ...children: Array<Node | string | null | undefined>
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(props)) {
     if (v === undefined || v === null || v === false) continue;
@@ -23,7 +27,8 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Record<s
 }
 
 export const when = (iso: string | undefined): string => (iso ? new Date(iso).toLocaleString() : '');
-export const size = (n: number): string => (n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
+export const size = (n: number): string =>
+  n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`;
 
 /** `fn` once calls stop coming for `ms`; `cancel()` drops a pending call (a view that went away). */
 export function debounce(fn: () => void, ms: number): (() => void) & { cancel(): void } {
@@ -40,5 +45,14 @@ export function jsonTable(rows: Array<Record<string, unknown>>, columns?: string
   if (rows.length === 0) return h('p', { class: 'muted' }, 'None.');
   const cols = columns ?? Object.keys(rows[0]!);
   const cell = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
-  return h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, ...cols.map((c) => h('th', { scope: 'col' }, c)))), h('tbody', {}, ...rows.map((r) => h('tr', {}, ...cols.map((c) => h('td', {}, cell(r[c]))))))));
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      {},
+      h('thead', {}, h('tr', {}, ...cols.map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, ...rows.map((r) => h('tr', {}, ...cols.map((c) => h('td', {}, cell(r[c])))))),
+    ),
+  );
 }

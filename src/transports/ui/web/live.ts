@@ -41,7 +41,11 @@ export async function runEvents(): Promise<void> {
       const stream = api().events({
         signal: ctl.signal,
         lastEventId,
-        onState: (state, detail) => say(state === 'open' ? 'live: connected to the event stream' : `event stream: ${detail ?? 'dropped'}; reconnecting`, state !== 'open'),
+        onState: (state, detail) =>
+          say(
+            state === 'open' ? 'live: connected to the event stream' : `event stream: ${detail ?? 'dropped'}; reconnecting`,
+            state !== 'open',
+          ),
       });
       for await (const ev of stream) {
         lastEventId = ev.id;

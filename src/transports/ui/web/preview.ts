@@ -37,12 +37,35 @@ export function previewCard(id: string): { card: HTMLElement; show(s: ShownSandb
     shown = sig;
     if (!s.preview_domain) {
       body.replaceChildren(
-        h('p', { id: 'preview-off' }, 'Previews are off on this server. To reach ports inside sandboxes by URL, set ', h('code', {}, 'server.preview_domain'), ' (e.g. ', h('code', {}, 'preview.localhost'), ', or ', h('code', {}, 'SVC_SERVER_PREVIEW_DOMAIN'), ') and restart sbx serve.'),
+        h(
+          'p',
+          { id: 'preview-off' },
+          'Previews are off on this server. To reach ports inside sandboxes by URL, set ',
+          h('code', {}, 'server.preview_domain'),
+          ' (e.g. ',
+          h('code', {}, 'preview.localhost'),
+          ', or ',
+          h('code', {}, 'SVC_SERVER_PREVIEW_DOMAIN'),
+          ') and restart sbx serve.',
+        ),
       );
       return;
     }
-    const input = h('input', { id: 'preview-port', type: 'number', min: '1', max: '65535', step: '1', inputmode: 'numeric', placeholder: '8080', required: true });
-    const link = h('a', { id: 'preview-link', class: 'button', target: '_blank', rel: 'noopener noreferrer', 'aria-disabled': 'true' }, 'Open');
+    const input = h('input', {
+      id: 'preview-port',
+      type: 'number',
+      min: '1',
+      max: '65535',
+      step: '1',
+      inputmode: 'numeric',
+      placeholder: '8080',
+      required: true,
+    });
+    const link = h(
+      'a',
+      { id: 'preview-link', class: 'button', target: '_blank', rel: 'noopener noreferrer', 'aria-disabled': 'true' },
+      'Open',
+    );
     const problem = h('p', { class: 'err', id: 'preview-error', role: 'alert' });
     const list = h('ul', { class: 'recent', id: 'preview-recent', 'aria-label': 'Recently opened ports' });
     const remember = (port: number) => {
@@ -53,7 +76,17 @@ export function previewCard(id: string): { card: HTMLElement; show(s: ShownSandb
     const drawRecent = () => {
       const ports = recent.get(id) ?? [];
       list.replaceChildren(
-        ...ports.map((p) => h('li', {}, h('a', { href: previewUrl(s, p), target: '_blank', rel: 'noopener noreferrer', 'data-port': String(p), onclick: () => remember(p) }, `port ${p}`))),
+        ...ports.map((p) =>
+          h(
+            'li',
+            {},
+            h(
+              'a',
+              { href: previewUrl(s, p), target: '_blank', rel: 'noopener noreferrer', 'data-port': String(p), onclick: () => remember(p) },
+              `port ${p}`,
+            ),
+          ),
+        ),
       );
     };
     const update = () => {
@@ -94,7 +127,14 @@ export function previewCard(id: string): { card: HTMLElement; show(s: ShownSandb
       link,
     );
     body.replaceChildren(
-      h('p', { class: 'muted' }, 'Opens ', h('code', {}, `<port>-${s.id}.${s.preview_domain}`), ' in a new tab', s.preview_token ? ' (with this sandbox\u2019s preview token).' : '.'),
+      h(
+        'p',
+        { class: 'muted' },
+        'Opens ',
+        h('code', {}, `<port>-${s.id}.${s.preview_domain}`),
+        ' in a new tab',
+        s.preview_token ? ' (with this sandbox\u2019s preview token).' : '.',
+      ),
       form,
       problem,
       list,

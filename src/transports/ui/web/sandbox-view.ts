@@ -25,7 +25,16 @@ export async function sandboxView(id: string): Promise<void> {
       ];
       if (s.preview_domain) pairs.push(['Preview', s.preview_domain]);
       preview.show(s);
-      info.replaceChildren(...pairs.flatMap(([k, v]) => [h('div', {}, h('dt', { class: 'muted' }, k), h('dd', { class: k === 'State' ? `state state-${v}` : '', 'data-field': k.toLowerCase() }, v))]));
+      info.replaceChildren(
+        ...pairs.flatMap(([k, v]) => [
+          h(
+            'div',
+            {},
+            h('dt', { class: 'muted' }, k),
+            h('dd', { class: k === 'State' ? `state state-${v}` : '', 'data-field': k.toLowerCase() }, v),
+          ),
+        ]),
+      );
     } catch (e) {
       info.replaceChildren(h('p', { class: 'err' }, errText(e)));
     }
@@ -42,7 +51,13 @@ export async function sandboxView(id: string): Promise<void> {
   destroy.disabled = true;
   main.replaceChildren(
     h('p', {}, h('a', { href: '#/sandboxes' }, '← all sandboxes')),
-    h('section', { class: 'card' }, h('h2', {}, 'Sandbox ', h('code', { id: 'sandbox-id' }, id)), info, h('div', { class: 'row' }, snapshotButton(id), destroy)),
+    h(
+      'section',
+      { class: 'card' },
+      h('h2', {}, 'Sandbox ', h('code', { id: 'sandbox-id' }, id)),
+      info,
+      h('div', { class: 'row' }, snapshotButton(id), destroy),
+    ),
     execCard(id),
     terminalCard(id),
     preview.card,
@@ -178,10 +193,35 @@ function filesCard(id: string): { card: HTMLElement; load: () => Promise<void> }
     'section',
     { class: 'card' },
     h('h2', {}, 'Files'),
-    h('form', { class: 'row', onsubmit: (e: Event) => (e.preventDefault(), void load()) }, h('label', { class: 'grow' }, 'Folder', dirInput), h('button', { type: 'submit' }, 'List')),
+    h(
+      'form',
+      { class: 'row', onsubmit: (e: Event) => (e.preventDefault(), void load()) },
+      h('label', { class: 'grow' }, 'Folder', dirInput),
+      h('button', { type: 'submit' }, 'List'),
+    ),
     h('div', { class: 'row' }, h('label', {}, 'Upload files', fileInput)),
     drop,
-    h('div', { class: 'table-wrap' }, h('table', { id: 'files' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Size'), h('th', { scope: 'col', class: 'opt' }, 'Mode'), h('th', { scope: 'col', class: 'opt' }, 'Modified'))), fileBody)),
+    h(
+      'div',
+      { class: 'table-wrap' },
+      h(
+        'table',
+        { id: 'files' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'col' }, 'Name'),
+            h('th', { scope: 'col' }, 'Size'),
+            h('th', { scope: 'col', class: 'opt' }, 'Mode'),
+            h('th', { scope: 'col', class: 'opt' }, 'Modified'),
+          ),
+        ),
+        fileBody,
+      ),
+    ),
   );
   return { card, load };
 }
@@ -195,7 +235,15 @@ function logsCard(id: string): { card: HTMLElement; load: () => Promise<void> } 
       out.textContent = errText(e);
     }
   };
-  return { card: h('section', { class: 'card' }, h('h2', {}, 'Console logs ', h('button', { type: 'button', onclick: () => void load() }, 'Refresh')), out), load };
+  return {
+    card: h(
+      'section',
+      { class: 'card' },
+      h('h2', {}, 'Console logs ', h('button', { type: 'button', onclick: () => void load() }, 'Refresh')),
+      out,
+    ),
+    load,
+  };
 }
 
 function processesCard(id: string): { card: HTMLElement; load: () => Promise<void> } {
@@ -203,14 +251,31 @@ function processesCard(id: string): { card: HTMLElement; load: () => Promise<voi
   const load = async () => {
     try {
       const procs = await api().processes.list(id);
-      body.replaceChildren(...procs.map((p) => h('tr', {}, h('td', {}, p.id), h('td', {}, p.state), h('td', {}, [p.command, ...p.args].filter(Boolean).join(' ')))));
+      body.replaceChildren(
+        ...procs.map((p) =>
+          h('tr', {}, h('td', {}, p.id), h('td', {}, p.state), h('td', {}, [p.command, ...p.args].filter(Boolean).join(' '))),
+        ),
+      );
       if (procs.length === 0) body.append(h('tr', {}, h('td', { colspan: '3', class: 'muted' }, 'No background processes.')));
     } catch (e) {
       body.replaceChildren(h('tr', {}, h('td', { colspan: '3', class: 'muted' }, errText(e))));
     }
   };
-  const table = h('table', {}, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'PID'), h('th', { scope: 'col' }, 'State'), h('th', { scope: 'col' }, 'Command'))), body);
-  return { card: h('section', { class: 'card' }, h('h2', {}, 'Background processes ', h('button', { type: 'button', onclick: () => void load() }, 'Refresh')), h('div', { class: 'table-wrap' }, table)), load };
+  const table = h(
+    'table',
+    {},
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'PID'), h('th', { scope: 'col' }, 'State'), h('th', { scope: 'col' }, 'Command'))),
+    body,
+  );
+  return {
+    card: h(
+      'section',
+      { class: 'card' },
+      h('h2', {}, 'Background processes ', h('button', { type: 'button', onclick: () => void load() }, 'Refresh')),
+      h('div', { class: 'table-wrap' }, table),
+    ),
+    load,
+  };
 }
 
 /** `destroying(true)` as the request leaves, `destroying(false)` when it failed. */

@@ -40,7 +40,10 @@ const KEYS: Record<string, string> = {
 };
 
 /** The bytes a key press sends to a terminal, or undefined for keys the browser keeps (Ctrl+V paste, Cmd+…). */
-export function keyBytes(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'altKey' | 'metaKey' | 'shiftKey'>, altGraph = false): string | undefined {
+export function keyBytes(
+  e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'altKey' | 'metaKey' | 'shiftKey'>,
+  altGraph = false,
+): string | undefined {
   if (e.metaKey) return undefined;
   const k = e.key;
   // AltGr (reported as Ctrl+Alt on some systems) types a character: send the character.
@@ -76,7 +79,8 @@ async function hasTty(id: string): Promise<{ tty: boolean; provider: string }> {
 }
 
 /** Output data as text (base64 when the server had to). */
-const text = (m: ServerMessage): string => (m.encoding === 'base64' ? new TextDecoder().decode(Uint8Array.from(atob(m.data ?? ''), (c) => c.charCodeAt(0))) : (m.data ?? ''));
+const text = (m: ServerMessage): string =>
+  m.encoding === 'base64' ? new TextDecoder().decode(Uint8Array.from(atob(m.data ?? ''), (c) => c.charCodeAt(0))) : (m.data ?? '');
 
 export function terminalCard(id: string): HTMLElement {
   const mode = h('p', { class: 'muted', id: 'term-mode' }, 'Checking whether this sandbox has a terminal…');
@@ -95,9 +99,13 @@ export function terminalCard(id: string): HTMLElement {
       if (yes) {
         current = tty;
         mode.textContent = 'An interactive shell in a terminal: click the screen or Tab to it, then type. Escape then Tab leaves it.';
-      } else mode.textContent = `Line mode: the ${provider} provider has no terminal (tty), so a line is sent when you press Enter and the shell has no prompt or line editing.`;
+      } else
+        mode.textContent = `Line mode: the ${provider} provider has no terminal (tty), so a line is sent when you press Enter and the shell has no prompt or line editing.`;
     })
-    .catch(() => (mode.textContent = 'Line mode: could not learn whether the provider has a terminal (tty); a line is sent when you press Enter.'))
+    .catch(
+      () =>
+        (mode.textContent = 'Line mode: could not learn whether the provider has a terminal (tty); a line is sent when you press Enter.'),
+    )
     .finally(() => {
       current.el.hidden = false;
       button.disabled = false;
@@ -107,7 +115,14 @@ export function terminalCard(id: string): HTMLElement {
 
 /** The PTY terminal: a focusable screen whose key presses are the shell's input. */
 function ttyTerminal(id: string, button: HTMLButtonElement) {
-  const el = h('pre', { class: 'out term', id: 'term-screen', tabindex: '0', role: 'application', 'aria-label': 'Terminal. Keys go to the shell; press Escape then Tab to leave.', 'aria-roledescription': 'terminal' });
+  const el = h('pre', {
+    class: 'out term',
+    id: 'term-screen',
+    tabindex: '0',
+    role: 'application',
+    'aria-label': 'Terminal. Keys go to the shell; press Escape then Tab to leave.',
+    'aria-roledescription': 'terminal',
+  });
   let ws: WebSocket | null = null;
   let releasing = false;
   const send = (msg: object) => ws?.readyState === WebSocket.OPEN && ws.send(JSON.stringify(msg));
@@ -181,7 +196,9 @@ function ttyTerminal(id: string, button: HTMLButtonElement) {
     sock.onopen = () => {
       const { cols, rows } = cells();
       screen.resize(cols, rows);
-      sock.send(JSON.stringify({ type: 'start', command: 'sh', args: ['-i'], mode: 'argv', tty: true, cols, rows, env: { TERM: 'xterm' } }));
+      sock.send(
+        JSON.stringify({ type: 'start', command: 'sh', args: ['-i'], mode: 'argv', tty: true, cols, rows, env: { TERM: 'xterm' } }),
+      );
       button.textContent = 'Close terminal';
       window.addEventListener('resize', onResize);
       el.focus();

@@ -18,7 +18,14 @@ export function rpcToken(creds: WorkerCredentials, workerId: string, now: Date):
   const key = creds.signing_keys[0];
   if (key) {
     const iat = Math.floor(now.getTime() / 1000);
-    return signWorkerClaims(key, { worker_id: workerId, jti: randomBytes(12).toString('hex'), aud: AUD_RPC, scopes: [...WORKER_SCOPES], iat, exp: iat + MINTED_TTL_S });
+    return signWorkerClaims(key, {
+      worker_id: workerId,
+      jti: randomBytes(12).toString('hex'),
+      aud: AUD_RPC,
+      scopes: [...WORKER_SCOPES],
+      iat,
+      exp: iat + MINTED_TTL_S,
+    });
   }
   return creds.shared_token !== '' ? creds.shared_token : null;
 }

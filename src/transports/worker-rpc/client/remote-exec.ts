@@ -39,7 +39,13 @@ export function needsSocket(spec: ExecSpec): boolean {
   return spec.tty !== undefined || spec.controls !== undefined || (spec.stdin !== undefined && !(spec.stdin instanceof Uint8Array));
 }
 
-export async function* execStream(rpc: RpcClient, w: WorkerRecord, t: ExecTarget, spec: ExecSpec, signal: AbortSignal): AsyncGenerator<ExecEvent> {
+export async function* execStream(
+  rpc: RpcClient,
+  w: WorkerRecord,
+  t: ExecTarget,
+  spec: ExecSpec,
+  signal: AbortSignal,
+): AsyncGenerator<ExecEvent> {
   const params = baseParams(t, spec);
   if (spec.stdin instanceof Uint8Array && spec.stdin.byteLength > 0) params.stdin = Buffer.from(spec.stdin).toString('base64');
   const { id, body } = await rpc.stream(w, params, signal);
@@ -75,7 +81,11 @@ export async function* execStream(rpc: RpcClient, w: WorkerRecord, t: ExecTarget
 }
 
 function parseLine(rpc: RpcClient, w: WorkerRecord, id: string, line: string): ExecEvent {
-  let env: { id?: unknown; result?: { stream?: unknown; data?: unknown; exit_code?: unknown }; error?: { code?: unknown; message?: unknown } };
+  let env: {
+    id?: unknown;
+    result?: { stream?: unknown; data?: unknown; exit_code?: unknown };
+    error?: { code?: unknown; message?: unknown };
+  };
   try {
     env = JSON.parse(line) as typeof env;
   } catch {
@@ -84,7 +94,8 @@ function parseLine(rpc: RpcClient, w: WorkerRecord, id: string, line: string): E
   if (!env || typeof env !== 'object' || env.id !== id) throw rpc.invalid(w);
   if (env.error) throw errorFrom(w, env.error);
   const r = env.result;
-  if (r && (r.stream === 'stdout' || r.stream === 'stderr') && typeof r.data === 'string') return { stream: r.stream, data: Buffer.from(r.data, 'base64') };
+  if (r && (r.stream === 'stdout' || r.stream === 'stderr') && typeof r.data === 'string')
+    return { stream: r.stream, data: Buffer.from(r.data, 'base64') };
   if (r && r.stream === 'exit' && typeof r.exit_code === 'number') return { stream: 'exit', exit_code: r.exit_code };
   throw rpc.invalid(w);
 }
@@ -92,8 +103,17 @@ function parseLine(rpc: RpcClient, w: WorkerRecord, id: string, line: string): E
 type Item = { ev: ExecEvent } | { err: unknown };
 
 /** The interactive exec over the worker's WebSocket. */
-export async function* execSocket(rpc: RpcClient, w: WorkerRecord, t: ExecTarget, spec: ExecSpec, signal: AbortSignal): AsyncGenerator<ExecEvent> {
-  const base = rpc.rpcUrl(w).replace(/\/rpc$/, '').replace(/^http/, 'ws');
+export async function* execSocket(
+  rpc: RpcClient,
+  w: WorkerRecord,
+  t: ExecTarget,
+  spec: ExecSpec,
+  signal: AbortSignal,
+): AsyncGenerator<ExecEvent> {
+  const base = rpc
+    .rpcUrl(w)
+    .replace(/\/rpc$/, '')
+    .replace(/^http/, 'ws');
   const url = `${base}${RPC_EXEC_WS_PATH}?${new URLSearchParams({ ...t }).toString()}`;
   const tls = rpc.tls;
   const socket = new WebSocket(url, { headers: rpc.headers(w), handshakeTimeout: 10_000, maxPayload: 64 * 1024 * 1024, ...(tls ?? {}) });
@@ -110,7 +130,8 @@ export async function* execSocket(rpc: RpcClient, w: WorkerRecord, t: ExecTarget
     fail(signal.reason);
   };
   signal.addEventListener('abort', onAbort, { once: true });
-  const send = (msg: Record<string, unknown>) => new Promise<void>((resolve) => (socket.readyState === WebSocket.OPEN ? socket.send(JSON.stringify(msg), () => resolve()) : resolve()));
+  const send = (msg: Record<string, unknown>) =>
+    new Promise<void>((resolve) => (socket.readyState === WebSocket.OPEN ? socket.send(JSON.stringify(msg), () => resolve()) : resolve()));
 
   socket.on('unexpected-response', (_req, res) => {
     let text = '';
@@ -152,7 +173,9 @@ export async function* execSocket(rpc: RpcClient, w: WorkerRecord, t: ExecTarget
       return;
     }
     if ((msg.type === 'stdout' || msg.type === 'stderr') && typeof msg.data === 'string') {
-      items.push({ ev: { stream: msg.type, data: msg.encoding === 'base64' ? Buffer.from(msg.data, 'base64') : Buffer.from(msg.data, 'utf8') } });
+      items.push({
+        ev: { stream: msg.type, data: msg.encoding === 'base64' ? Buffer.from(msg.data, 'base64') : Buffer.from(msg.data, 'utf8') },
+      });
     } else if (msg.type === 'exit' && typeof msg.exit_code === 'number') {
       items.push({ ev: { stream: 'exit', exit_code: msg.exit_code } });
       done = true;
@@ -165,7 +188,14 @@ export async function* execSocket(rpc: RpcClient, w: WorkerRecord, t: ExecTarget
   });
   socket.once('open', () => {
     void (async () => {
-      const start: Record<string, unknown> = { type: 'start', command: spec.command, args: spec.args, mode: spec.mode, env: spec.env, binary: true };
+      const start: Record<string, unknown> = {
+        type: 'start',
+        command: spec.command,
+        args: spec.args,
+        mode: spec.mode,
+        env: spec.env,
+        binary: true,
+      };
       if (spec.workdir !== undefined) start.workdir = spec.workdir;
       if (spec.tty) Object.assign(start, { tty: true, cols: spec.tty.cols, rows: spec.tty.rows });
       await send(start);
@@ -196,7 +226,11 @@ export async function* execSocket(rpc: RpcClient, w: WorkerRecord, t: ExecTarget
   }
 }
 
-async function pumpControls(controls: NonNullable<ExecSpec['controls']>, send: (m: Record<string, unknown>) => Promise<void>, finished: () => boolean): Promise<void> {
+async function pumpControls(
+  controls: NonNullable<ExecSpec['controls']>,
+  send: (m: Record<string, unknown>) => Promise<void>,
+  finished: () => boolean,
+): Promise<void> {
   for await (const c of controls) {
     if (finished()) return;
     await send(c.type === 'resize' ? { type: 'resize', cols: c.cols, rows: c.rows } : { type: 'signal', signal: c.signal });

@@ -4,9 +4,25 @@
  * 4 MiB; a large write is staged on the worker under an upload id and renamed at the last window.
  */
 import { randomBytes } from 'node:crypto';
-import { RPC_FILE_WINDOW_BYTES, type FileReadResult, type RpcLease, type SnapshotResultRpc, type SpawnResult, type StatusResult } from '../../../contracts/worker-rpc.js';
+import {
+  RPC_FILE_WINDOW_BYTES,
+  type FileReadResult,
+  type RpcLease,
+  type SnapshotResultRpc,
+  type SpawnResult,
+  type StatusResult,
+} from '../../../contracts/worker-rpc.js';
 import { SbxError } from '../../../core/errors.js';
-import type { ConsoleLog, FileInfo, LeaseRecord, OpenedFile, PreviewUpstream, Provider, RuntimeStatus, WorkerRecord } from '../../../core/ports.js';
+import type {
+  ConsoleLog,
+  FileInfo,
+  LeaseRecord,
+  OpenedFile,
+  PreviewUpstream,
+  Provider,
+  RuntimeStatus,
+  WorkerRecord,
+} from '../../../core/ports.js';
 import type { RemoteTarget, RemoteWorkers } from '../../../core/scheduler/remote-port.js';
 import { execSocket, execStream, needsSocket } from './remote-exec.js';
 import { RpcClient, type RpcClientOptions } from './rpc-client.js';
@@ -32,7 +48,8 @@ const STATUS: Record<StatusResult['state'], RuntimeStatus> = { running: 'running
 
 function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): Provider {
   const at = (runtimeId: string) => ({ sandbox_id: target.sandbox_id, provider: target.provider, runtime_id: runtimeId });
-  const call = <T>(method: string, params: Record<string, unknown>, signal?: AbortSignal, lease?: RpcLease | null) => rpc.call<T>(w, method, params, { signal, lease });
+  const call = <T>(method: string, params: Record<string, unknown>, signal?: AbortSignal, lease?: RpcLease | null) =>
+    rpc.call<T>(w, method, params, { signal, lease });
   const lease = async (): Promise<RpcLease> => {
     const l = await target.lease();
     if (!l) throw new SbxError('conflict', `sandbox ${target.sandbox_id} holds no lease`);
@@ -40,7 +57,11 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
   };
 
   const readWindow = (runtimeId: string, path: string, offset: number, signal?: AbortSignal, maxBytes?: number) =>
-    call<FileReadResult>('worker.file_read', { ...at(runtimeId), path, offset, length: RPC_FILE_WINDOW_BYTES, ...(maxBytes !== undefined ? { max_bytes: maxBytes } : {}) }, signal);
+    call<FileReadResult>(
+      'worker.file_read',
+      { ...at(runtimeId), path, offset, length: RPC_FILE_WINDOW_BYTES, ...(maxBytes !== undefined ? { max_bytes: maxBytes } : {}) },
+      signal,
+    );
 
   const openFile = async (runtimeId: string, path: string, signal?: AbortSignal, maxBytes?: number): Promise<OpenedFile> => {
     const first = await readWindow(runtimeId, path, 0, signal, maxBytes);
@@ -78,7 +99,21 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     },
 
     async spawn(spec, signal) {
-      const params = { sandbox_id: spec.sandbox_id, provider: target.provider, image: spec.image, memory_mb: spec.memory_mb, vcpus: spec.vcpus, ttl: target.ttl ?? '', metadata: spec.metadata, owner_id: spec.owner_id, ...(spec.preview_token ? { preview_token: spec.preview_token } : {}), ...(spec.network ? { network: spec.network } : {}), ...(spec.network === 'filtered' ? { egress: spec.egress ?? { allow: [], deny: [] } } : {}), ...(spec.snapshot ? { snapshot: spec.snapshot } : {}), ...(spec.volumes?.length ? { volumes: spec.volumes } : {}) };
+      const params = {
+        sandbox_id: spec.sandbox_id,
+        provider: target.provider,
+        image: spec.image,
+        memory_mb: spec.memory_mb,
+        vcpus: spec.vcpus,
+        ttl: target.ttl ?? '',
+        metadata: spec.metadata,
+        owner_id: spec.owner_id,
+        ...(spec.preview_token ? { preview_token: spec.preview_token } : {}),
+        ...(spec.network ? { network: spec.network } : {}),
+        ...(spec.network === 'filtered' ? { egress: spec.egress ?? { allow: [], deny: [] } } : {}),
+        ...(spec.snapshot ? { snapshot: spec.snapshot } : {}),
+        ...(spec.volumes?.length ? { volumes: spec.volumes } : {}),
+      };
       const r = await call<SpawnResult>('worker.spawn', params, signal, await lease());
       if (!r || typeof r.runtime_id !== 'string' || r.runtime_id === '') throw rpc.invalid(w);
       return { runtime_id: r.runtime_id, ...(typeof r.network === 'string' && r.network !== '' ? { network: r.network } : {}) };
@@ -99,7 +134,11 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
       await call('worker.volume_delete', { provider: target.provider, name }, signal);
     },
     async volumeSizes(names, signal) {
-      const r = await call<{ sizes: Record<string, number | null> }>('worker.volume_sizes', { provider: target.provider, names: [...names] }, signal);
+      const r = await call<{ sizes: Record<string, number | null> }>(
+        'worker.volume_sizes',
+        { provider: target.provider, names: [...names] },
+        signal,
+      );
       return r?.sizes ?? {};
     },
     async destroy(runtimeId, signal) {
@@ -129,7 +168,11 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
       for (let offset = 0; offset < content.byteLength; offset += RPC_FILE_WINDOW_BYTES) {
         const end = Math.min(content.byteLength, offset + RPC_FILE_WINDOW_BYTES);
         const window = Buffer.from(content.buffer, content.byteOffset + offset, end - offset).toString('base64');
-        await call('worker.file_write', { ...base, content: window, upload_id, offset, truncate: offset === 0, final: end === content.byteLength }, signal);
+        await call(
+          'worker.file_write',
+          { ...base, content: window, upload_id, offset, truncate: offset === 0, final: end === content.byteLength },
+          signal,
+        );
       }
     },
     async readFile(runtimeId, path, signal, maxBytes) {
@@ -176,7 +219,11 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
       return upstream;
     },
     async logs(runtimeId, query, signal) {
-      const r = await call<ConsoleLog>('worker.logs', { ...at(runtimeId), lines: query.lines, ...(query.after !== undefined ? { after: query.after } : {}) }, signal);
+      const r = await call<ConsoleLog>(
+        'worker.logs',
+        { ...at(runtimeId), lines: query.lines, ...(query.after !== undefined ? { after: query.after } : {}) },
+        signal,
+      );
       return r.cursor !== undefined ? { lines: r.lines, cursor: r.cursor } : { lines: r.lines };
     },
   };

@@ -80,14 +80,21 @@ export class RpcClient {
     this.tls = readTls(opts.tls);
     this.now = opts.now ?? (() => new Date());
     this.callTimeoutMs = opts.callTimeoutMs ?? 30_000;
-    this.agent = new Agent({ keepAliveTimeout: 10_000, connectTimeout: 10_000, headersTimeout: 0, bodyTimeout: 0, connect: this.tls ? { ...this.tls } : {} });
+    this.agent = new Agent({
+      keepAliveTimeout: 10_000,
+      connectTimeout: 10_000,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      connect: this.tls ? { ...this.tls } : {},
+    });
   }
 
   /** Why this worker cannot be called from here, or null. */
   unreachableReason(w: WorkerRecord): string | null {
     if (!w.capacity.rpc_url) return `worker ${w.id} advertises no rpc_url`;
     if (!/^https?:\/\/[^/?#\s]+/.test(w.capacity.rpc_url)) return `worker ${w.id} advertises an rpc_url that is not an http(s) URL`;
-    if (!hasRpcCredential(this.opts.credentials, w.id)) return `no credential for worker ${w.id} (set auth.worker_token or auth.worker_signing_key)`;
+    if (!hasRpcCredential(this.opts.credentials, w.id))
+      return `no credential for worker ${w.id} (set auth.worker_token or auth.worker_signing_key)`;
     return null;
   }
 
@@ -106,7 +113,12 @@ export class RpcClient {
   }
 
   /** One call: the `result` of the answer envelope, or the typed error. */
-  async call<T>(w: WorkerRecord, method: string, params: Record<string, unknown>, opts: { lease?: RpcLease | null; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<T> {
+  async call<T>(
+    w: WorkerRecord,
+    method: string,
+    params: Record<string, unknown>,
+    opts: { lease?: RpcLease | null; signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<T> {
     const res = await this.post(w, method, params, opts, false);
     return (await this.envelope(w, res.id, res.body, res.status)) as T;
   }
@@ -142,7 +154,15 @@ export class RpcClient {
       // A stream goes quiet for at most KEEPALIVE on a live link (the worker sends blank lines).
       const bodyTimeout = ndjson ? STREAM_IDLE_MS : 0;
       const headersTimeout = ndjson ? STREAM_IDLE_MS : 0;
-      const res = await request(this.rpcUrl(w), { method: 'POST', dispatcher: this.agent, headers, body: JSON.stringify(envelope), signal, bodyTimeout, headersTimeout });
+      const res = await request(this.rpcUrl(w), {
+        method: 'POST',
+        dispatcher: this.agent,
+        headers,
+        body: JSON.stringify(envelope),
+        signal,
+        bodyTimeout,
+        headersTimeout,
+      });
       return { id, status: res.statusCode, body: res.body };
     } catch (err) {
       throw this.unreachable(w, method, err, opts.signal);

@@ -33,7 +33,9 @@ export interface RpcAppOptions {
 }
 
 const envelopeCheck = TypeCompiler.Compile(C.RpcRequest) as unknown as TypeCheck<TSchema>;
-const paramChecks = Object.fromEntries(Object.entries(C.RPC_PARAMS).map(([m, s]) => [m, TypeCompiler.Compile(s as TSchema)])) as unknown as Record<C.RpcMethod, TypeCheck<TSchema>>;
+const paramChecks = Object.fromEntries(
+  Object.entries(C.RPC_PARAMS).map(([m, s]) => [m, TypeCompiler.Compile(s as TSchema)]),
+) as unknown as Record<C.RpcMethod, TypeCheck<TSchema>>;
 const METHODS = new Set<string>(C.RPC_METHODS);
 /** A 4 MiB window in base64 plus the envelope. */
 const BODY_LIMIT = 8 * 1024 * 1024;
@@ -52,8 +54,16 @@ export function callsInFlight(app: FastifyInstance): number {
 }
 
 export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {}): Promise<FastifyInstance> {
-  const https = opts.https ? { cert: opts.https.cert, key: opts.https.key, ...(opts.https.ca ? { ca: opts.https.ca, requestCert: true, rejectUnauthorized: true } : {}) } : null;
-  const app = (https ? Fastify({ https, bodyLimit: BODY_LIMIT, logger: false }) : Fastify({ bodyLimit: BODY_LIMIT, logger: false })) as unknown as FastifyInstance;
+  const https = opts.https
+    ? {
+        cert: opts.https.cert,
+        key: opts.https.key,
+        ...(opts.https.ca ? { ca: opts.https.ca, requestCert: true, rejectUnauthorized: true } : {}),
+      }
+    : null;
+  const app = (https
+    ? Fastify({ https, bodyLimit: BODY_LIMIT, logger: false })
+    : Fastify({ bodyLimit: BODY_LIMIT, logger: false })) as unknown as FastifyInstance;
   const staging = new UploadStaging(deps.stagingDir);
   // Calls in flight, for the drain: each counts until its response finished or its connection closed.
   const calls = { count: 0 };
@@ -73,7 +83,10 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
     const e = isSbxError(err) ? err : new SbxError('provider_error', 'the provider failed');
     if (!isSbxError(err)) deps.log.warn({ err: String((err as Error)?.name ?? 'error') }, 'worker RPC failed');
     const status = C.RPC_STATUS_BY_CODE[e.code] ?? 500;
-    return reply.code(status).type('application/json; charset=utf-8').send({ id, worker_id: deps.workerId, error: { code: e.code, message: e.message } });
+    return reply
+      .code(status)
+      .type('application/json; charset=utf-8')
+      .send({ id, worker_id: deps.workerId, error: { code: e.code, message: e.message } });
   };
 
   // Body parse errors, oversized bodies, unknown routes: still the envelope.
@@ -83,7 +96,9 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
     if (err.statusCode && err.statusCode < 500) return answer(reply, '', badRequest('malformed RPC request'));
     return answer(reply, '', err);
   });
-  app.setNotFoundHandler((request, reply) => answer(reply, '', new SbxError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)));
+  app.setNotFoundHandler((request, reply) =>
+    answer(reply, '', new SbxError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
+  );
 
   app.post(C.RPC_PATH, async (request, reply) => {
     const body = request.body as Record<string, unknown> | undefined;
@@ -104,7 +119,8 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
       const params = env.params ?? {};
       if (!paramChecks[method].Check(params)) throw firstError(paramChecks[method], params, `${method} params`);
       const signal = abortOnClose(reply);
-      if (method === 'worker.exec_stream') return streamExec(reply, deps, env.id, params as C.ExecParams, request.headers[C.RPC_STREAM_HEADER] === 'ndjson', signal);
+      if (method === 'worker.exec_stream')
+        return streamExec(reply, deps, env.id, params as C.ExecParams, request.headers[C.RPC_STREAM_HEADER] === 'ndjson', signal);
       const result = await dispatch(deps, staging, { method, params, lease: env.lease, signal });
       return reply.code(200).send({ id: env.id, worker_id: deps.workerId, result });
     } catch (err) {
@@ -112,7 +128,11 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
     }
   });
   for (const method of ['GET', 'PUT', 'DELETE', 'PATCH'] as const) {
-    app.route({ method, url: C.RPC_PATH, handler: (_req, reply) => answer(reply.header('Allow', 'POST'), '', new SbxError('method_not_allowed', 'the worker RPC takes POST')) });
+    app.route({
+      method,
+      url: C.RPC_PATH,
+      handler: (_req, reply) => answer(reply.header('Allow', 'POST'), '', new SbxError('method_not_allowed', 'the worker RPC takes POST')),
+    });
   }
 
   app.route<{ Querystring: Record<string, string> }>({
@@ -181,12 +201,23 @@ function abortOnClose(reply: FastifyReply): AbortSignal {
 }
 
 /** `worker.exec_stream`: NDJSON envelopes flushed per chunk, or the buffered `{sandbox_id, chunks}`. */
-async function streamExec(reply: FastifyReply, deps: RpcServerDeps, id: string, params: C.ExecParams, ndjson: boolean, signal: AbortSignal) {
+async function streamExec(
+  reply: FastifyReply,
+  deps: RpcServerDeps,
+  id: string,
+  params: C.ExecParams,
+  ndjson: boolean,
+  signal: AbortSignal,
+) {
   const items = execItems(deps, params, signal);
   const envelope = (result: unknown) => ({ id, worker_id: deps.workerId, result });
   /** A frame as the RPC result: output always base64, the exit with its duration. */
   const result = (f: ExecFrame) =>
-    f.kind === 'output' ? { stream: f.stream, data: f.data, encoding: 'base64' } : f.kind === 'exit' ? { stream: 'exit', exit_code: f.exit_code, duration: f.duration } : null;
+    f.kind === 'output'
+      ? { stream: f.stream, data: f.data, encoding: 'base64' }
+      : f.kind === 'exit'
+        ? { stream: 'exit', exit_code: f.exit_code, duration: f.duration }
+        : null;
   if (!ndjson) {
     const chunks: unknown[] = [];
     for await (const f of execFrames(items, 'base64')) {

@@ -33,6 +33,7 @@ export function checkLease(lease: RpcLease | undefined, resourceId: string, deps
   if (lease.resource_id !== resourceId) throw new SbxError('forbidden', 'the lease is for another resource');
   const expires = Date.parse(lease.expires_at);
   if (!(expires > deps.clock.now().getTime())) throw new SbxError('forbidden', 'the lease has expired');
-  if (!deps.state.observeGeneration(resourceId, lease.generation)) throw new SbxError('forbidden', 'the lease generation is older than one this worker has seen');
+  if (!deps.state.observeGeneration(resourceId, lease.generation))
+    throw new SbxError('forbidden', 'the lease generation is older than one this worker has seen');
   return lease;
 }

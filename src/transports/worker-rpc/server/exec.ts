@@ -16,7 +16,13 @@ export function timeoutMs(timeout: string | undefined): number {
   return timeout === undefined || timeout === '' ? 0 : parseDuration(timeout, 'timeout');
 }
 
-export async function* runOnRuntime(provider: Provider, runtimeId: string, spec: ExecSpec, limitMs: number, signal: AbortSignal): AsyncGenerator<ExecItem> {
+export async function* runOnRuntime(
+  provider: Provider,
+  runtimeId: string,
+  spec: ExecSpec,
+  limitMs: number,
+  signal: AbortSignal,
+): AsyncGenerator<ExecItem> {
   const ac = new AbortController();
   const onAbort = () => ac.abort(signal.reason);
   if (signal.aborted) onAbort();

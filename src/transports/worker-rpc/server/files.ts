@@ -26,7 +26,8 @@ interface Upload {
 export function decodeWindow(content: string): Buffer {
   if (content.length % 4 !== 0 || !BASE64.test(content)) throw badRequest('content is not valid base64');
   const bytes = Buffer.from(content, 'base64');
-  if (bytes.byteLength > RPC_FILE_WINDOW_BYTES) throw new SbxError('payload_too_large', `a file window holds at most ${RPC_FILE_WINDOW_BYTES} bytes`);
+  if (bytes.byteLength > RPC_FILE_WINDOW_BYTES)
+    throw new SbxError('payload_too_large', `a file window holds at most ${RPC_FILE_WINDOW_BYTES} bytes`);
   return bytes;
 }
 
@@ -64,7 +65,8 @@ export class UploadStaging {
     let u = this.uploads.get(key);
     if (offset === 0 && p.truncate) {
       if (u) await rm(u.file, { force: true });
-      if (this.staged() + bytes.byteLength > MAX_STAGED_BYTES) throw unavailable('this worker holds too many staged uploads; try again later');
+      if (this.staged() + bytes.byteLength > MAX_STAGED_BYTES)
+        throw unavailable('this worker holds too many staged uploads; try again later');
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
       u = { file: join(this.dir, `upload-${randomBytes(8).toString('hex')}`), path, offset: 0, touched: now };
       await writeFile(u.file, new Uint8Array(0), { mode: 0o600 });
@@ -73,7 +75,8 @@ export class UploadStaging {
     if (!u) throw badRequest(`upload ${p.upload_id} is unknown (start it at offset 0 with truncate)`);
     if (u.path !== path) throw badRequest('an upload keeps one path');
     if (offset !== u.offset) throw badRequest(`window at offset ${offset}, expected ${u.offset}`);
-    if (this.staged() + bytes.byteLength > MAX_STAGED_BYTES) throw unavailable('this worker holds too many staged uploads; try again later');
+    if (this.staged() + bytes.byteLength > MAX_STAGED_BYTES)
+      throw unavailable('this worker holds too many staged uploads; try again later');
     await appendFile(u.file, bytes);
     u.offset += bytes.byteLength;
     u.touched = now;
@@ -94,7 +97,12 @@ export class UploadStaging {
 }
 
 /** One window of `file_read`: `{content (base64), size, eof}`. */
-export async function readWindow(provider: Provider, p: FileReadParams, path: string, signal: AbortSignal): Promise<{ content: string; size: number; eof: boolean }> {
+export async function readWindow(
+  provider: Provider,
+  p: FileReadParams,
+  path: string,
+  signal: AbortSignal,
+): Promise<{ content: string; size: number; eof: boolean }> {
   const offset = p.offset ?? 0;
   const length = Math.min(p.length ?? RPC_FILE_WINDOW_BYTES, RPC_FILE_WINDOW_BYTES);
   if (!provider.openFile) {

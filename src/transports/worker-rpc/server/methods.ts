@@ -36,13 +36,18 @@ export function providerNamed(deps: RpcServerDeps, name: string): Provider {
 export function runtimeOf(deps: RpcServerDeps, t: Target): Provider {
   const provider = providerNamed(deps, t.provider);
   const rt = deps.state.getRuntime(t.sandbox_id);
-  if (!rt || rt.runtime_id !== t.runtime_id || rt.provider !== t.provider) throw notFound(`runtime ${t.runtime_id} of sandbox ${t.sandbox_id} is not on worker ${deps.workerId}`);
+  if (!rt || rt.runtime_id !== t.runtime_id || rt.provider !== t.provider)
+    throw notFound(`runtime ${t.runtime_id} of sandbox ${t.sandbox_id} is not on worker ${deps.workerId}`);
   return provider;
 }
 
 /** A filtered spawn on a provider of this worker that cannot enforce egress rules now → 501 with why. */
 function refuseUnfiltered(deps: RpcServerDeps, provider: Provider): void {
-  if (!provider.egress) throw new SbxError('not_implemented', `network "filtered" needs a provider that enforces egress rules (docker); provider ${provider.name} on worker ${deps.workerId} cannot`);
+  if (!provider.egress)
+    throw new SbxError(
+      'not_implemented',
+      `network "filtered" needs a provider that enforces egress rules (docker); provider ${provider.name} on worker ${deps.workerId} cannot`,
+    );
   const why = provider.egress.unavailable();
   if (why !== null) throw new SbxError('not_implemented', `network "filtered" is not available on worker ${deps.workerId}: ${why}`);
 }
@@ -76,7 +81,8 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       if (s.network === 'filtered') refuseUnfiltered(deps, provider);
       const known = deps.state.getRuntime(s.sandbox_id);
       // A retried spawn of the same sandbox answers the runtime it already has.
-      if (known && known.provider === s.provider) return { sandbox_id: s.sandbox_id, runtime_id: known.runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
+      if (known && known.provider === s.provider)
+        return { sandbox_id: s.sandbox_id, runtime_id: known.runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
       const { runtime_id, network } = await provider.spawn(
         {
           sandbox_id: s.sandbox_id,
@@ -87,12 +93,28 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
           owner_id: s.owner_id,
           ...(s.network ? { network: s.network } : {}),
           ...(s.snapshot ? { snapshot: s.snapshot } : {}),
-          ...(s.volumes?.length ? { volumes: s.volumes.map((v) => ({ name: v.name, mount_path: sandboxPath(v.mount_path, 'volumes.mount_path') })) } : {}),
+          ...(s.volumes?.length
+            ? { volumes: s.volumes.map((v) => ({ name: v.name, mount_path: sandboxPath(v.mount_path, 'volumes.mount_path') })) }
+            : {}),
         },
         signal,
       );
-      deps.state.putRuntime({ sandbox_id: s.sandbox_id, provider: s.provider, runtime_id, preview_token: s.preview_token ?? null, network: s.network === 'filtered' ? 'filtered' : null, egress });
-      return { sandbox_id: s.sandbox_id, runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId, ...(network ? { network } : {}) };
+      deps.state.putRuntime({
+        sandbox_id: s.sandbox_id,
+        provider: s.provider,
+        runtime_id,
+        preview_token: s.preview_token ?? null,
+        network: s.network === 'filtered' ? 'filtered' : null,
+        egress,
+      });
+      return {
+        sandbox_id: s.sandbox_id,
+        runtime_id,
+        state: 'running',
+        provider: s.provider,
+        worker_id: deps.workerId,
+        ...(network ? { network } : {}),
+      };
     }
     case 'worker.destroy': {
       const t = p as Target;
@@ -113,7 +135,11 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       const base = { sandbox_id: t.sandbox_id, provider: t.provider, worker_id: deps.workerId };
       if (!rt || rt.runtime_id !== t.runtime_id) return { ...base, state: 'destroyed' };
       const status = await provider.status(t.runtime_id, signal);
-      return status === 'running' ? { ...base, state: 'running' } : status === 'missing' ? { ...base, state: 'destroyed' } : { ...base, state: 'error', error: 'runtime stopped' };
+      return status === 'running'
+        ? { ...base, state: 'running' }
+        : status === 'missing'
+          ? { ...base, state: 'destroyed' }
+          : { ...base, state: 'error', error: 'runtime stopped' };
     }
     case 'worker.exec': {
       const e = p as Static<typeof C.ExecParams>;
@@ -121,7 +147,14 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       const err: Buffer[] = [];
       for await (const item of execItems(deps, e, signal)) {
         if (item.stream === 'exit') {
-          const body = { sandbox_id: e.sandbox_id, exit_code: item.exit_code, stdout: Buffer.concat(out).toString('base64'), stderr: Buffer.concat(err).toString('base64'), duration: formatDuration(item.duration_ms), encoding: 'base64' };
+          const body = {
+            sandbox_id: e.sandbox_id,
+            exit_code: item.exit_code,
+            stdout: Buffer.concat(out).toString('base64'),
+            stderr: Buffer.concat(err).toString('base64'),
+            duration: formatDuration(item.duration_ms),
+            encoding: 'base64',
+          };
           if (item.timed_out) throw new SbxError('timeout', `command timed out after ${e.timeout}`, body);
           return body;
         }
@@ -132,7 +165,8 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
     case 'worker.snapshot': {
       const t = p as Target & { name: string };
       const provider = runtimeOf(deps, t);
-      if (!provider.snapshot) throw new SbxError('not_implemented', `provider ${t.provider} on worker ${deps.workerId} cannot take snapshots`);
+      if (!provider.snapshot)
+        throw new SbxError('not_implemented', `provider ${t.provider} on worker ${deps.workerId} cannot take snapshots`);
       const made = await provider.snapshot(t.runtime_id, t.name, signal);
       return { image: made.image, kernel: made.kernel ?? null, size_bytes: made.size_bytes };
     }
@@ -144,7 +178,8 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
     case 'worker.volume_create': {
       const v = p as { provider: string; name: string };
       const provider = providerNamed(deps, v.provider);
-      if (!provider.createVolume) throw new SbxError('not_implemented', `provider ${v.provider} on worker ${deps.workerId} cannot make volumes`);
+      if (!provider.createVolume)
+        throw new SbxError('not_implemented', `provider ${v.provider} on worker ${deps.workerId} cannot make volumes`);
       await provider.createVolume(v.name, signal);
       return {};
     }
@@ -163,7 +198,8 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       checkLease(call.lease, e.sandbox_id, deps);
       const provider = runtimeOf(deps, e);
       const lists = parseEgress(e.egress);
-      if (deps.state.getRuntime(e.sandbox_id)?.network !== 'filtered') throw new SbxError('conflict', `sandbox ${e.sandbox_id} is not filtered on worker ${deps.workerId}`);
+      if (deps.state.getRuntime(e.sandbox_id)?.network !== 'filtered')
+        throw new SbxError('conflict', `sandbox ${e.sandbox_id} is not filtered on worker ${deps.workerId}`);
       deps.state.setEgress(e.sandbox_id, lists);
       // The gateway forgets its cached lists and closes what the new ones no longer allow.
       provider.egress?.changed(e.sandbox_id);
@@ -207,7 +243,11 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
     }
     case 'worker.logs': {
       const l = p as Target & { lines: number; after?: number };
-      const log = await runtimeOf(deps, l).logs(l.runtime_id, l.after !== undefined ? { lines: l.lines, after: l.after } : { lines: l.lines }, signal);
+      const log = await runtimeOf(deps, l).logs(
+        l.runtime_id,
+        l.after !== undefined ? { lines: l.lines, after: l.after } : { lines: l.lines },
+        signal,
+      );
       return log.cursor !== undefined ? { lines: log.lines, cursor: log.cursor } : { lines: log.lines };
     }
     case 'worker.renew_lease': {

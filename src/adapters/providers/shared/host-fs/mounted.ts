@@ -49,7 +49,8 @@ export class MountedFs {
 
   async deleteFile(p: string, recursive: boolean): Promise<void> {
     const r = await this.route(p);
-    if (r.mount && r.path === '/') throw badRequest(`${p} is a volume's mount point: delete the volume (DELETE /api/v1/volumes/NAME) once no sandbox mounts it`);
+    if (r.mount && r.path === '/')
+      throw badRequest(`${p} is a volume's mount point: delete the volume (DELETE /api/v1/volumes/NAME) once no sandbox mounts it`);
     return r.fs.deleteFile(r.path, recursive);
   }
 
@@ -63,7 +64,7 @@ export class MountedFs {
     const a = await this.route(from);
     const b = await this.route(to);
     if (a.mount?.guest !== b.mount?.guest) throw badRequest(`cannot move ${from} to ${to}: they are on different volumes`);
-    if (a.mount && (a.path === '/' || b.path === '/')) throw badRequest('a volume\'s mount point cannot be moved');
+    if (a.mount && (a.path === '/' || b.path === '/')) throw badRequest("a volume's mount point cannot be moved");
     return a.fs.moveFile(a.path, b.path);
   }
 

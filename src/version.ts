@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import { sbxPackage } from './package-root.js';
 
-/** The package version (from package.json; the same file works from src/ and dist/). */
-export const VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+/** The package version (from package.json, found from src/, dist/ or the bundled CLI alike). */
+export const VERSION: string = sbxPackage().version;

@@ -122,7 +122,7 @@ export class JournalFeed {
 
   /** Reads the journal after the cursor into the bus; coalesced, never concurrent. */
   private pullNow(): Promise<void> {
-    if (this.pulling) {
+    if (this.pulling !== null) {
       this.pullAgain = true;
       return this.pulling;
     }

@@ -128,7 +128,7 @@ export class Replicas {
   }
 
   tick(): Promise<void> {
-    if (this.ticking) return this.ticking;
+    if (this.ticking !== null) return this.ticking;
     if (this.closed) return Promise.resolve();
     const run = (async () => {
       if (this.o.shared) await this.renew();

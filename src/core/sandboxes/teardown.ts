@@ -63,7 +63,7 @@ export class Teardowns {
    */
   run(rec: SandboxRecord, reason: string, opts: { retry?: boolean } = {}): Promise<void> {
     const current = this.running.get(rec.id);
-    if (current) return current;
+    if (current !== undefined) return current;
     const p = this.teardown(rec, reason, opts.retry !== false).finally(() => this.running.delete(rec.id));
     this.running.set(rec.id, p);
     return p;

@@ -86,7 +86,7 @@ export class WarmPool {
 
   /** Starts a refill pass unless one runs. */
   kick(): void {
-    if (this.closed || this.filling) return;
+    if (this.closed || this.filling !== null) return;
     this.filling = this.refill()
       .catch((err: unknown) => this.deps.warn?.({ err: isSbxError(err) ? err.message : String(err) }, 'warm pool refill failed'))
       .finally(() => (this.filling = null));

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, extname, join, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { extname, join, sep } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { sbxPackage } from '../../package-root.js';
 
 /**
  * The dashboard (issue 19) at `/ui`: a few static files built at package build time into
@@ -31,20 +31,9 @@ function assetNames(dir: string): Set<string> {
 export const UI_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/** Where the built assets live: dist/ui next to dist/transports/ui/route.js, or the source tree's build. */
+/** Where the built assets live: dist/ui of the package (the same from src/, dist/ and the bundled CLI). */
 function assetDir(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  // dist/transports/ui → dist/ui; src/transports/ui (tests on the sources) → dist/ui of the checkout.
-  const candidates = [join(here, '..', '..', 'ui'), join(here, '..', '..', '..', 'dist', 'ui')];
-  for (const dir of candidates) {
-    try {
-      readFileSync(join(dir, 'index.html'));
-      return dir;
-    } catch {
-      /* next */
-    }
-  }
-  return candidates[0]!;
+  return join(sbxPackage().root, 'dist', 'ui');
 }
 
 export function uiRoutes(app: FastifyInstance): void {

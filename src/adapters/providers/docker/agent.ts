@@ -105,7 +105,7 @@ export class DockerAgents {
     let st = this.runtimes.get(runtimeId);
     if (!st) this.runtimes.set(runtimeId, (st = {}));
     if (st.conn?.alive) return st.conn;
-    if (st.connecting) return st.connecting;
+    if (st.connecting !== undefined) return st.connecting;
     if (st.where === null || (st.retryAt !== undefined && Date.now() < st.retryAt)) return undefined;
     const state = st;
     state.connecting = this.connect(runtimeId, state).finally(() => (state.connecting = undefined));

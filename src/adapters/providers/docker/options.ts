@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { sbxPackage } from '../../../package-root.js';
 
 /**
  * Where the engine is, as config/docker-endpoint.ts resolves it (compose passes it in; the adapter
@@ -123,13 +123,10 @@ export function resolveOptions(opts: DockerProviderOptions): ResolvedOptions {
   };
 }
 
-/** Where the package build puts the agent (dist/agent/), seen from dist/ or from src/ (tests). */
+/** Where the package build puts the agent: dist/agent/ of the package (from src/, dist/ or the bundled CLI). */
 export function defaultAgentBinary(): string | undefined {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const name = `sbx-agent-linux-${process.arch}`;
-  return [join(here, '..', '..', '..', 'agent', name), join(here, '..', '..', '..', '..', 'dist', 'agent', name)].find((p) =>
-    existsSync(p),
-  );
+  const path = join(sbxPackage().root, 'dist', 'agent', `sbx-agent-linux-${process.arch}`);
+  return existsSync(path) ? path : undefined;
 }
 
 /**

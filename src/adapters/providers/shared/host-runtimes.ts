@@ -196,7 +196,7 @@ export class HostRuntimes {
         throw started ? err : await this.startError(runtimeId, err);
       }
     } finally {
-      if (marked) {
+      if (marked !== null) {
         await marked;
         await this.markers.removeProc(runtimeId, tag);
       }

@@ -82,7 +82,7 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
   const tags = ['files'];
 
   // The write route in its own scope, where application/json bodies go to the streaming parser.
-  void app.register(async (scope) => {
+  void app.register((scope, _opts, done) => {
     scope.removeContentTypeParser(JSON_TYPE);
     scope.addContentTypeParser(JSON_TYPE, streamedJsonParser(deps.bodyLimit, deps.settings.limits.max_file_bytes));
     // Two forms on one route: the spec's JSON body, and (sbx extension) the raw bytes as an
@@ -128,6 +128,7 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
         return { status: 'written' as const };
       },
     );
+    done();
   });
 
   app.get<P & { Querystring: { path: string } }>(

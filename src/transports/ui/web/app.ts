@@ -152,7 +152,7 @@ async function sandboxesView(): Promise<void> {
       h('div', { class: 'table-wrap' }, h('table', { id: 'sandboxes' }, h('thead', {}, head), body)),
     ),
   );
-  const reload = debounce(load, 150);
+  const reload = debounce(() => void load(), 150); // load reports its own errors
   onLeave(reload.cancel);
   onEvent((e) => {
     if (e.type.startsWith('sandbox.')) reload();

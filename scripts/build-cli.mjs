@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+// Bundles the CLI (src/cli.ts) into dist/cli.js plus shared chunks in dist/chunks/, replacing the
+// tsc output of that one file: `sbx exec` then loads a handful of files instead of about a hundred,
+// which is most of its start-up (issue 33, DESIGN.md §11). Packages stay external (loaded from
+// node_modules as before, so native modules and their own files work), and every import() boundary
+// of the sources stays a boundary (code splitting), so `sbx serve` still loads the server stack only
+// when it runs. Shared modules are one chunk each, so a class is one class on both sides of an
+// import(). The rest of dist/ (tsc's tree) stays for the package's library entry points.
+import { mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+// Built in a staging directory and moved in by rename: tests may run a build while others start sbx.
+const stage = join(dist, `.cli-build-${process.pid}`);
+
+try {
+  await build({
+    entryPoints: { cli: join(root, 'src', 'cli.ts') },
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    outdir: stage,
+    chunkNames: 'chunks/[name]-[hash]',
+    sourcemap: false,
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+  mkdirSync(join(dist, 'chunks'), { recursive: true });
+  // Chunks first (content-hashed names: an old entry keeps finding its own), then the entry.
+  for (const name of readdirSync(join(stage, 'chunks'))) renameSync(join(stage, 'chunks', name), join(dist, 'chunks', name));
+  renameSync(join(stage, 'cli.js'), join(dist, 'cli.js'));
+} finally {
+  rmSync(stage, { recursive: true, force: true });
+}

@@ -5,7 +5,7 @@
  */
 import { ERROR_CODES, SbxError, type ErrorCode } from '../contracts/errors.js';
 import type { Transport, TransportResponse } from './transport.js';
-import { UndiciTransport } from './undici-transport.js';
+import { NodeTransport } from './node-transport.js';
 
 export interface ClientOptions {
   /** Server origin (optionally with a path prefix); default `http://127.0.0.1:7423`. */
@@ -155,7 +155,7 @@ export class Http {
   constructor(opts: ClientOptions = {}) {
     this.opts = opts;
     this.baseUrl = normalizeBaseUrl(opts.url ?? DEFAULT_URL);
-    this.transport = opts.transport ?? new UndiciTransport();
+    this.transport = opts.transport ?? new NodeTransport();
   }
 
   /**

@@ -5,6 +5,7 @@ export type { ExecWsMessage } from './exec-ws.js';
 export { DEFAULT_URL } from './http.js';
 export { FetchTransport } from './fetch-transport.js';
 export type { FetchTransportOptions } from './fetch-transport.js';
+export { NodeTransport } from './node-transport.js';
 export { UndiciTransport } from './undici-transport.js';
 export type { Transport, TransportRequest, TransportResponse, ResponseBody } from './transport.js';
 export type { WorkerCredentials } from './http.js';

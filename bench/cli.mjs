@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// CLI start-up cost: whole-process wall time of `sbx` commands next to a bare `node -e 0`, as
+// The CLI from a shell (issue 33, DESIGN.md §11): whole-process wall time of `sbx` commands next to
+// a bare `node -e 0` and, on docker, `docker exec` into the very container the sandbox runs in, as
 // medians and p90 of interleaved runs (round-robin, so machine noise hits every variant alike) after
-// one warm-up each. `sbx exec ID -- true` runs against a real `sbx serve` child (mock provider, temp
-// SQLite, temp HOME and an empty SBX_CONFIG). Also lists which heavy modules (server, HTTP, UI) the
-// `--version` and `exec --help` paths load.
-// Usage: npm run build && node bench/startup.mjs   (prints a markdown section on stdout; progress on stderr)
+// one warm-up each. `sbx exec ID true` runs against a real `sbx serve` child (docker with the test
+// image when SBX_BENCH_DOCKER_IMAGE or sbx-test/busybox:latest is there, else mock; temp SQLite,
+// temp HOME and an empty SBX_CONFIG). Also lists which heavy modules the light paths load.
+// Usage: npm run build && node bench/cli.mjs   (prints a markdown section on stdout; progress on stderr)
 // Env: BENCH_RUNS (default 20).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
-const TARGET_RATIO = 1.3;
+const TARGET_RATIO = 1.3; // sbx --version / node -e 0
+const EXEC_NODE_TARGET = 1.5; // sbx exec ID true / node -e 0
+const EXEC_DOCKER_TARGET = 2.0; // sbx exec ID true / docker exec C true
 const RUN_TIMEOUT_MS = 30_000;
 const SERVER_START_TIMEOUT_MS = 30_000;
 
@@ -23,7 +26,7 @@ const NODE = process.execPath;
 const HEAVY = /\/node_modules\/(fastify|better-sqlite3|dockerode|ink|react|pg|pino|undici|eventsource)\//;
 const REPORTED = ['fastify', 'better-sqlite3', 'dockerode', 'ink'];
 
-const log = (msg) => process.stderr.write(`bench startup: ${msg}\n`);
+const log = (msg) => process.stderr.write(`bench cli: ${msg}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -37,13 +40,13 @@ const pct = (xs, p) => {
 const fmt = (n) => n.toFixed(1);
 
 if (!existsSync(join(ROOT, 'dist', 'cli.js'))) {
-  console.log('## startup\n\nSkipped: dist/cli.js missing (run `npm run build`).\n');
+  console.log('## cli\n\nSkipped: dist/cli.js missing (run `npm run build`).\n');
   process.exit(0);
 }
 
 // ------------------------------------------------------------------ an isolated environment
 
-const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-startup-'));
+const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-cli-'));
 const home = join(dir, 'home');
 mkdirSync(home);
 const emptyConfig = join(dir, 'sbx.yaml');
@@ -78,12 +81,15 @@ watchdog.unref();
 
 try {
   // ---------------------------------------------------------------- the control plane, as a child
-  log('starting `sbx serve` (mock provider) …');
+  const image = process.env.SBX_BENCH_DOCKER_IMAGE ?? 'sbx-test/busybox:latest';
+  const docker = spawnSync('docker', ['image', 'inspect', image], { stdio: 'ignore', timeout: 10_000 }).status === 0;
+  const provider = docker ? { SVC_PROVIDERS_DEFAULT: 'docker', SVC_DEFAULTS_IMAGE: image } : { SVC_PROVIDERS_DEFAULT: 'mock' };
+  log(`starting \`sbx serve\` (${docker ? `docker, ${image}` : 'mock provider'}) …`);
   server = spawn(NODE, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], {
     cwd: dir,
     env: {
       ...env,
-      SVC_PROVIDERS_DEFAULT: 'mock',
+      ...provider,
       SVC_PROVIDERS_MOCK_ROOT_DIR: join(dir, 'mock'),
       SVC_DATABASE_DRIVER: 'sqlite',
       SVC_DATABASE_PATH: join(dir, 'sbx.db'),
@@ -128,19 +134,26 @@ try {
   if (!res.ok) throw new Error(`POST /api/v1/sandboxes: ${res.status} ${body}`);
   const id = JSON.parse(body).id;
   log(`sandbox ${id}`);
+  const container = docker
+    ? spawnSync('docker', ['ps', '-q', '--filter', `label=sbx.sandbox_id=${id}`], { encoding: 'utf8', timeout: 10_000 }).stdout.trim()
+    : '';
 
   // ---------------------------------------------------------------- the variants
   const variants = [
     { label: '`node -e 0`', args: ['-e', '0'], code: 0 },
     { label: '`sbx --version`', args: [BIN, '--version'], code: 0 },
     { label: '`sbx exec --help`', args: [BIN, 'exec', '--help'], code: 0 },
-    { label: '`sbx exec ID -- true` (server running)', args: [BIN, '--url', url, 'exec', id, '--', 'true'], code: 0 },
+    { label: '`sbx ls`', args: [BIN, '--url', url, 'ls'], code: 0 },
+    { label: '`sbx exec ID true`', args: [BIN, '--url', url, 'exec', id, 'true'], code: 0 },
+    ...(container
+      ? [{ label: '`docker exec C true` (the same container)', cmd: 'docker', args: ['exec', container, 'true'], code: 0 }]
+      : []),
   ];
 
   /** One whole-process run; returns wall time in ms. spawnSync blocks, which is fine: the server is a separate process. */
   function runOnce(v) {
     const t0 = process.hrtime.bigint();
-    const r = spawnSync(NODE, v.args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: RUN_TIMEOUT_MS });
+    const r = spawnSync(v.cmd ?? NODE, v.args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: RUN_TIMEOUT_MS });
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
     if (r.error || r.status !== v.code) {
       throw new Error(
@@ -208,22 +221,30 @@ process.on('exit', () => appendFileSync(process.env.BENCH_MODULE_LOG, Object.key
     return `| ${v.label} | ${fmt(med)} | ${fmt(pct(times[j], 90))} | ${(med / base).toFixed(2)}× |`;
   });
   const versionRatio = median(times[1]) / base;
-  const verdict = versionRatio <= TARGET_RATIO ? 'met' : 'NOT met';
+  const verdict = (ratio, target) => `${ratio.toFixed(2)}×, ${ratio <= target ? 'met' : 'NOT met'}`;
+  const execMed = median(times[4]);
+  const targets = [
+    `\`sbx --version\` ≤ ${TARGET_RATIO} × \`node -e 0\`: ${verdict(versionRatio, TARGET_RATIO)}`,
+    `\`sbx exec ID true\` ≤ ${EXEC_NODE_TARGET} × \`node -e 0\`: ${verdict(execMed / base, EXEC_NODE_TARGET)}`,
+    ...(container
+      ? [`\`sbx exec ID true\` ≤ ${EXEC_DOCKER_TARGET} × \`docker exec\`: ${verdict(execMed / median(times[5]), EXEC_DOCKER_TARGET)}`]
+      : []),
+  ];
   const loadRows = loads.map((l) => {
     const flags = REPORTED.map((m) => (l.heavy.includes(m) ? 'loaded' : 'no')).join(' | ');
     const other = l.heavy.filter((m) => !REPORTED.includes(m));
     return `| ${l.label} | ${flags} | ${other.length ? other.join(', ') : 'none'} | ${l.own} | ${l.deps.length ? l.deps.join(', ') : 'none'} |`;
   });
 
-  console.log(`## startup
+  console.log(`## cli
 
-Whole-process wall time of the CLI next to a bare Node start: medians and p90 of ${RUNS} interleaved runs each (round-robin, after one warm-up each), \`spawnSync\` timed with \`process.hrtime.bigint()\`. \`sbx exec\` talks to a real \`sbx serve\` child on the mock provider. Empty HOME and SBX_CONFIG.
+Whole-process wall time of the CLI next to a bare Node start${container ? ' and `docker exec` into the same container' : ''}: medians and p90 of ${RUNS} interleaved runs each (round-robin, after one warm-up each), \`spawnSync\` timed with \`process.hrtime.bigint()\`. \`sbx\` talks to a real \`sbx serve\` child on ${docker ? 'docker' : 'the mock provider'}. Empty HOME and SBX_CONFIG.
 
 | command | median ms | p90 ms | ratio to \`node -e 0\` |
 |---|---|---|---|
 ${rows.join('\n')}
 
-Target: \`sbx --version\` ≤ ${TARGET_RATIO} × \`node -e 0\` — measured ${versionRatio.toFixed(2)}×, ${verdict}.
+Targets: ${targets.join('; ')}.
 
 Modules loaded on the light paths (ESM resolutions and the CommonJS cache):
 

@@ -37,7 +37,7 @@ function runBin(args: string[], opts: { env?: Record<string, string>; stdin?: st
 const HEAVY = /\/node_modules\/(fastify|@fastify\/websocket|better-sqlite3|dockerode|ink|react|pg|pino|undici|eventsource|ws)\//;
 
 /** Module URLs the bin loads for `args`, recorded by a module.register resolve hook. */
-async function loadedModules(args: string[]): Promise<string[]> {
+async function loadedModules(args: string[], env: Record<string, string> = {}): Promise<string[]> {
   const dir = tempDir('sbx-modules-');
   const log = join(dir, 'modules.log');
   const hooks = join(dir, 'hooks.mjs');
@@ -48,7 +48,7 @@ async function loadedModules(args: string[]): Promise<string[]> {
   const register = join(dir, 'register.mjs');
   writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
   writeFileSync(log, '');
-  const r = await runBin(args, { nodeArgs: ['--import', pathToFileURL(register).href] });
+  const r = await runBin(args, { env, nodeArgs: ['--import', pathToFileURL(register).href] });
   expect(r.code).toBe(0);
   return readFileSync(log, 'utf8').split('\n').filter(Boolean);
 }
@@ -92,6 +92,26 @@ describe('built bin/sbx.js', () => {
     expect(r.stderr).toBe('to-err\n');
     const timeout = await runBin(['exec', '--timeout', '1s', id, '--', 'sleep', '5'], { env });
     expect(timeout.code).toBe(124);
+    // The request itself goes through Node's own http: no HTTP library, no server module (issue 33).
+    const urls = await loadedModules(['exec', id, '--', 'true'], env);
+    expect(urls.filter((u) => HEAVY.test(u))).toEqual([]);
+  });
+
+  it('exits as soon as its output is flushed, and a slow pipe still gets every byte (issue 33)', async () => {
+    const env = { SBX_URL: server.url };
+    const id = (await runBin(['spawn'], { env })).stdout.toString().trim();
+    // The reader starts a second late: the CLI must not leave before the pipe has taken everything.
+    const shell = spawn('sh', ['-c', `"$NODE" "$BIN" exec "$ID" -- sh -c 'head -c 8000000 /dev/zero; echo; exit 3' | (sleep 1; wc -c)`], {
+      env: { PATH: process.env.PATH ?? '', HOME: home, SBX_URL: server.url, NODE: process.execPath, BIN, ID: id },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    shell.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => shell.on('close', resolve));
+    expect(code).toBe(0);
+    expect(out.trim()).toBe('8000001');
+    // The command's own exit code comes through a pipe too (pipefail-free: run it alone).
+    expect((await runBin(['exec', id, '--', 'sh', '-c', 'exit 3'], { env })).code).toBe(3);
   });
 
   it('an unreachable server exits 6 and names the URL', async () => {

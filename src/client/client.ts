@@ -12,6 +12,8 @@ import { type ExecSession, type ExecWsInput, type ExecWsOptions, openExecSession
 import { FilesApi } from './files.js';
 import { Http, spawnHeaders, type ClientOptions } from './http.js';
 import { parseNdjson } from './ndjson.js';
+import { type ExecBytesChunk, ndjsonToBytes, parseExecFrames } from './exec-frames.js';
+import { EXEC_BINARY_MEDIA_TYPE } from '../contracts/exec.js';
 import { ProcessesApi } from './processes.js';
 import { ProvidersApi, QuotasApi, TemplatesApi, WorkerFacingApi, WorkersApi } from './resources.js';
 import { VolumesApi } from './volumes.js';
@@ -219,6 +221,34 @@ export class Client {
   }
 
   /**
+   * Streamed exec, byte-exact: raw output chunks as they come, then one exit (`error` set, exit
+   * 125, when sbx itself failed while the command ran). Asks for the binary frames of DESIGN.md §11
+   * (`Accept: application/octet-stream`); a server that answers NDJSON is read the same way.
+   * Errors before the stream starts throw the mapped SbxError (before `onStart`); a broken
+   * stream throws `unavailable`. The CLI's `sbx exec` uses it.
+   */
+  async *execBytes(id: string, input: ExecInput, opts: RequestOptions & { onStart?: () => void } = {}): AsyncGenerator<ExecBytesChunk> {
+    const path = `/api/v1/sandboxes/${enc(id)}/exec`;
+    const body = execBody({ exit_record: true, binary: true, ...input }, true);
+    const res = await this.http.send('POST', path, { body, signal: opts.signal, headers: { accept: EXEC_BINARY_MEDIA_TYPE } });
+    await this.http.check(res, 'POST', path);
+    opts.onStart?.();
+    const type = String(res.headers['content-type'] ?? '');
+    try {
+      if (type.startsWith(EXEC_BINARY_MEDIA_TYPE)) yield* parseExecFrames(res.body);
+      else for await (const chunk of parseNdjson<ExecChunk>(res.body)) yield ndjsonToBytes(chunk);
+    } catch (err) {
+      if (opts.signal?.aborted || err instanceof SbxError) throw err;
+      throw new SbxError('unavailable', `exec stream from ${this.url} broke off: ${(err as Error).message}`, {
+        network: true,
+        url: this.url,
+      });
+    } finally {
+      res.body.cancel();
+    }
+  }
+
+  /**
    * WebSocket exec: a live session with stdin, an optional terminal, resize and signals.
    *
    *   const s = await sbx.execWs(id, { command: 'cat', mode: 'argv' });
@@ -318,7 +348,7 @@ export class Client {
   }
 }
 
-export type { ClientOptions, EventStreamOptions, ExecSession, ExecWsInput, ExecWsOptions };
+export type { ClientOptions, EventStreamOptions, ExecBytesChunk, ExecSession, ExecWsInput, ExecWsOptions };
 
 /** The `after` cursor of a `Link: <…?…&after=C>; rel="next"` header, or null. */
 function nextCursor(link: string | string[] | undefined): string | null {

@@ -1,6 +1,6 @@
 /** The typed client: `import { Client } from 'sbx-cli'`. */
 export { Client } from './client.js';
-export type { ClientOptions, EventStreamOptions, ExecSession, ExecWsInput, ExecWsOptions } from './client.js';
+export type { ClientOptions, EventStreamOptions, ExecBytesChunk, ExecSession, ExecWsInput, ExecWsOptions } from './client.js';
 export type { ExecWsMessage } from './exec-ws.js';
 export { DEFAULT_URL } from './http.js';
 export { FetchTransport } from './fetch-transport.js';

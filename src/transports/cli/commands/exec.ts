@@ -1,10 +1,11 @@
 import type { ProcessStart } from '../../../client/processes.js';
-import type { ExecChunk, ExecInput } from '../../../client/types.js';
+import type { ExecBytesChunk } from '../../../client/exec-frames.js';
+import type { ExecInput } from '../../../client/types.js';
 import { SbxError } from '../../../contracts/errors.js';
 import type { CliContext } from '../context.js';
 import { ExitError, messageFor, UsageError } from '../errors.js';
 import { EXIT } from '../exit-codes.js';
-import { exitStatus, forwardStdin, noWebSocketRoute, outputBytes, printSession } from '../shared/exec-session.js';
+import { exitStatus, forwardStdin, noWebSocketRoute, printSession } from '../shared/exec-session.js';
 import { checkSandboxId, withSandboxId } from '../shared/sandbox-id.js';
 import { readPipedStdin } from '../shared/stdin.js';
 import { providerHasTty, runTerminalSession } from '../shared/terminal.js';
@@ -145,14 +146,14 @@ async function runDetached(ctx: CliContext, opts: ExecFlags, argv: string[]): Pr
   return 0;
 }
 
-/** The NDJSON stream of the HTTP exec (stdin, if any, sent up front). */
+/** The HTTP exec stream, in binary frames (stdin, if any, sent up front). */
 async function runStreamed(ctx: CliContext, id: string, input: ExecInput): Promise<number> {
   let started = false;
-  let exit: ExecChunk | undefined;
+  let exit: Extract<ExecBytesChunk, { stream: 'exit' }> | undefined;
   try {
-    for await (const chunk of ctx.client.execStream(id, input, { signal: ctx.signal, onStart: () => (started = true) })) {
+    for await (const chunk of ctx.client.execBytes(id, input, { signal: ctx.signal, onStart: () => (started = true) })) {
       if (chunk.stream === 'exit') exit = chunk;
-      else await ctx.out.raw(chunk.stream, outputBytes(chunk));
+      else await ctx.out.raw(chunk.stream, chunk.data);
     }
   } catch (err) {
     if (!started) throw err;
@@ -166,7 +167,7 @@ async function runStreamed(ctx: CliContext, id: string, input: ExecInput): Promi
     ctx.out.error('exec stream ended without an exit status');
     return EXIT.execFailed;
   }
-  const failure = (exit as { error?: { message?: string } }).error;
+  const failure = exit.error;
   if (failure) {
     ctx.out.error(`exec failed while the command ran: ${failure.message ?? 'unknown error'}`);
     return EXIT.execFailed;

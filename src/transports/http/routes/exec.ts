@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ErrorBody } from '../../../contracts/common.js';
-import { ExecRequest, ExecResult, type ExecRequest as ExecBody } from '../../../contracts/exec.js';
+import { EXEC_BINARY_MEDIA_TYPE, ExecRequest, ExecResult, type ExecRequest as ExecBody } from '../../../contracts/exec.js';
 import { SbxError } from '../../../core/errors.js';
 import type { BufferedExecResult, ByteBudget, ExecItem } from '../../../core/sandboxes/exec.js';
 import type { InflightBudget } from '../inflight.js';
@@ -12,6 +12,7 @@ import { encodeOutput } from '../encoding.js';
 import { execCommand, execFrames } from '../../exec-framing.js';
 import type { HttpDeps } from '../deps.js';
 import { abortOnClose } from '../request-signal.js';
+import { binaryExecFrames, wantsBinaryStream } from '../exec-binary.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
 
@@ -22,7 +23,7 @@ export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
     {
       schema: {
         tags: ['exec'],
-        summary: 'Run a command (buffered, or NDJSON stream when stream=true)',
+        summary: 'Run a command (buffered, or a stream when stream=true: NDJSON, or binary frames with Accept: application/octet-stream)',
         params: IdParams,
         body: ExecRequest,
         response: { 200: ExecResult, 400: ErrorBody, 404: ErrorBody, 408: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody },
@@ -45,11 +46,13 @@ export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
       // A command that fails at once (a worker that cannot be reached) answers with its status too.
       const items = await failFast(await deps.exec.start(request.params.id, input, caller, signal), FAIL_FAST_MS);
       const exitRecord = request.body.exit_record === true;
-      reply.header('Content-Type', 'application/x-ndjson; charset=utf-8');
+      const frames = wantsBinaryStream(request.headers.accept);
+      reply.header('Content-Type', frames ? EXEC_BINARY_MEDIA_TYPE : 'application/x-ndjson; charset=utf-8');
       reply.header('Cache-Control', 'no-store');
       reply.header('X-Accel-Buffering', 'no');
       // A read-ahead of a few chunks lets the engine's next output arrive while the last goes out.
-      return reply.send(Readable.from(ndjson(items, exitRecord, binary), { objectMode: false, highWaterMark: 256 * 1024 }));
+      const body = frames ? binaryExecFrames(items) : ndjson(items, exitRecord, binary);
+      return reply.send(Readable.from(body, { objectMode: false, highWaterMark: 256 * 1024 }));
     },
   );
 }

@@ -148,6 +148,12 @@ function render(f) {
     (x) => x.requests >= 10000 && !x.status_5xx_or_dropped && x.server_alive,
   );
   sec(
+    'tenants',
+    'Tenants stay apart (issue 30)',
+    "A second owner (auth.enforce_ownership) or a second pool tenant tries, against the first one's sandbox, snapshot and volume: get, list and id prefix, extend, destroy, buffered, NDJSON, binary and WebSocket exec, every process route, every file route, logs, snapshot, egress, snapshot get/delete/spawn-from, volume list/delete/mount, the event stream filtered by the sandbox, the MCP tools and (through an `sbx worker`) the worker RPC with its own key. Each must answer 404 `not_found` naming nobody (401 on the RPC), and afterwards the owner finds its file, process, TTL, snapshot and volume unchanged. Run on mock, proot, docker and through a worker. Target: 0 attempts succeed.",
+    (x) => x.succeeded === 0,
+  );
+  sec(
     'memory',
     'Memory of the serve process',
     '`node bin/sbx.js serve` as a child process (temp HOME, mock provider), a fresh one per case; VmRSS sampled every 25 ms from `/proc/<pid>/status`, peak = max(VmHWM, samples). Cases: 8 concurrent ~63 MB base64 file uploads; 8 concurrent buffered execs printing 15 MB each (output cap 16 MB). A request refused by `server.max_inflight_mb` answers 503 (\"connection closed\" counts uploads whose connection the server closed before the client read an answer, e.g. a 503 sent mid-upload). Target: peak under 600 MB, RSS back under 300 MB within 10 s, no other 5xx.',

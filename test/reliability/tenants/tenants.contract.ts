@@ -10,9 +10,10 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { expect, it } from 'vitest';
-import { call } from '../helpers/http.js';
-import { openSse } from '../helpers/sse.js';
-import { openWs, UpgradeRefused } from '../helpers/ws.js';
+import { call } from '../../helpers/http.js';
+import { openSse } from '../../helpers/sse.js';
+import { openWs, UpgradeRefused } from '../../helpers/ws.js';
+import { record } from '../harness.js';
 
 export interface TenantSetup {
   url: string;
@@ -257,6 +258,11 @@ export function tenantAttacks(title: string, setup: () => TenantSetup): void {
     if (leaked.length > 0) failures.push(`events: ${leaked.length} about the victim's sandbox reached the attacker`);
 
     process.stdout.write(`tenant attacks on ${title}: ${attempts.length + 1} attempts, ${failures.length} succeeded\n`);
+    record('tenants', title, {
+      attempts: attempts.length + 1,
+      succeeded: failures.length,
+      examples: failures.slice(0, 3).join('; ') || 'none',
+    });
     expect(failures).toEqual([]);
 
     // ---- clean up what this test made

@@ -1,8 +1,8 @@
 /** The tenant attack suite (issue 30) on docker: owners with ownership enforced, and pool tenants. */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { DOCKER_SKIP, dockerTitle, requireEngine, TEST_IMAGE } from '../docker/engine.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { DOCKER_SKIP, dockerTitle, requireEngine, TEST_IMAGE } from '../../docker/engine.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
 import { tenantAttacks } from './tenants.contract.js';
 
 const KEY = 'tenant-attack-key-0123456789abcdef';

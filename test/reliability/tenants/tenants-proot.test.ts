@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
 import { tenantAttacks } from './tenants.contract.js';
 
 const prootOn = process.env.SBX_TEST_PROOT === '1';
@@ -19,7 +19,7 @@ describe.skipIf(!prootOn)(`tenants on proot${prootOn ? '' : ' (skipped: SBX_TEST
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sbx-tenants-proot-'));
     const rootfs = join(dir, 'rootfs');
-    execFileSync('sh', [join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
+    execFileSync('sh', [join(import.meta.dirname, '..', '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
     srv = await startTestServer({
       providers: { default: 'proot', proot: { rootfs } },
       auth: { api_key: KEY, admin_api_key: ADMIN, enforce_ownership: true },

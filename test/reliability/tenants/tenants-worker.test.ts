@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe } from 'vitest';
-import type { Worker } from '../../src/compose/worker.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { startTestWorker } from '../helpers/worker.js';
+import type { Worker } from '../../../src/compose/worker.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { startTestWorker } from '../../helpers/worker.js';
 import { tenantAttacks } from './tenants.contract.js';
 
 const KEY = 'tenant-attack-key-0123456789abcdef';

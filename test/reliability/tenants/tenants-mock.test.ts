@@ -1,7 +1,7 @@
 /** The tenant attack suite (issue 30) on mock: owners with ownership enforced, and pool tenants. */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
 import { tenantAttacks } from './tenants.contract.js';
 
 const KEY = 'tenant-attack-key-0123456789abcdef';

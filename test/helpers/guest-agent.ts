@@ -61,8 +61,8 @@ export function running(pid: number): boolean {
   }
 }
 
-export async function startGuestAgent(dir: string): Promise<GuestAgent> {
-  const binary = requireAgentBinary();
+/** Starts `binary` (default: the built agent) with `--unix <dir>/agent.sock`. */
+export async function startGuestAgent(dir: string, binary = requireAgentBinary()): Promise<GuestAgent> {
   const socketPath = join(dir, 'agent.sock');
   const proc = spawn(binary, ['--unix', socketPath], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';

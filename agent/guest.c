@@ -141,14 +141,13 @@ const char *want_path(int fd, const JVal *h, const char *key) {
 }
 
 /*
- * After the answer: the write side is shut and what the host still sends (stdin of a command that
- * has exited, say) is taken until it closes, so it never writes into a closed connection and
- * loses the answer to a reset. Bounded by LINGER_MS.
+ * After the answer the connection stays open, taking whatever the host still sends (stdin of a
+ * command that has exited, say), until the host closes it: a host writing into a connection the
+ * agent had closed would get a reset, and could lose the answer with it. Bounded by LINGER_MS.
  */
 static void linger(int fd) {
   char buf[16384];
   struct timespec t0, now;
-  shutdown(fd, SHUT_WR);
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
     clock_gettime(CLOCK_MONOTONIC, &now);

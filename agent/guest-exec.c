@@ -57,8 +57,17 @@ static void closefd(int *fd) {
   *fd = -1;
 }
 
+/* Drops the consumed head of a buffer once it is half of it: the buffer stays within twice its window. */
+static void compact(Buf *b, size_t *off) {
+  if (*off == 0 || *off < b->len / 2) return;
+  memmove(b->p, b->p + *off, b->len - *off);
+  b->len -= *off;
+  *off = 0;
+}
+
 static void queue(Exec *x, const char *header, const void *data, size_t dlen) {
   unsigned char pre[8];
+  compact(&x->q, &x->q_off);
   size_t hlen = strlen(header);
   frame_prefix(pre, hlen, dlen);
   buf_put(&x->q, pre, 8);
@@ -136,7 +145,10 @@ static int feed(Exec *x, const unsigned char *p, size_t n) {
     }
     if (x->state == 2) {
       size_t k = x->dleft < n ? x->dleft : n;
-      if (x->to_stdin && k) buf_put(&x->pend, p, k);
+      if (x->to_stdin && k) {
+        compact(&x->pend, &x->pend_off);
+        buf_put(&x->pend, p, k);
+      }
       x->dleft -= (uint32_t)k, p += k, n -= k;
       if (x->dleft == 0) x->state = 0, x->got = 0;
     }

@@ -113,7 +113,8 @@ static int on_header(Exec *x) {
   else if (!strcmp(t, "stdin_end")) x->eof_wanted = 1;
   else if (!strcmp(t, "signal")) {
     int sig = signal_number(json_get(h, "signal"));
-    if (sig && !x->reaped) kill(-x->pid, sig);
+    /* The group, also once its leader has exited: what is left of it may still hold the pipes. */
+    if (sig) kill(-x->pid, sig);
   } else ok = 0;
   json_free(h);
   return ok ? 0 : -1;
@@ -262,11 +263,9 @@ static int pump(Exec *x) {
     if (pf[4].revents) flush_stdin(x);
   }
 gone:
-  /* Nobody will read the output: nothing of it may keep running. */
-  if (!x->reaped) {
-    kill(-x->pid, SIGKILL);
-    waitpid(x->pid, NULL, 0);
-  }
+  /* Nobody will read the output: nothing of it may keep running, leader or not. */
+  kill(-x->pid, SIGKILL);
+  if (!x->reaped) waitpid(x->pid, NULL, 0);
   return -1;
 }
 

@@ -181,6 +181,19 @@ describe('firecracker guest agent (the built sbx-agent --unix) with the host cli
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(events[events.length - 1]).toEqual({ stream: 'exit', exit_code: 137 });
     await until('the background sleep is killed', () => !running(bg));
+
+    // The leader has exited, a background child still holds stdout (so no exit yet): a cancel kills it too.
+    const ac2 = new AbortController();
+    let orphan = 0;
+    for await (const ev of client.exec(argv('sh', ['-c', 'sleep 60 & echo $!']), ac2.signal)) {
+      if (ev.stream === 'stdout' && !orphan) {
+        orphan = Number(Buffer.from(ev.data).toString().trim());
+        await new Promise((r) => setTimeout(r, 200));
+        ac2.abort();
+      }
+    }
+    expect(orphan).toBeGreaterThan(0);
+    await until('the background child of an exited leader is killed', () => !running(orphan));
   });
 
   it('exec: a signal control reaches the group; a dropped connection kills the command', async () => {

@@ -17,6 +17,8 @@
 #include "common.h"
 #include "guest.h"
 
+#define MAX_LIST 10000
+
 /* FileInfo {name, path, size, is_dir, mod_time, mode} as the provider port has it. */
 static void file_info(Buf *b, const char *path, const char *name, const struct stat *st) {
   struct tm tm;
@@ -68,24 +70,27 @@ void op_list(int fd, const JVal *h) {
   char **names = NULL;
   size_t n = 0, cap = 0;
   struct dirent *e;
+  int too_many = 0, nomem = 0;
   while ((e = readdir(d))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    /* Each entry takes more than 100 bytes of the answer: past MAX_LIST it cannot fit in one header. */
+    if (n >= MAX_LIST) { too_many = 1; break; }
     if (n == cap) {
       cap = cap ? cap * 2 : 64;
       char **grown = realloc(names, cap * sizeof *names);
-      if (!grown) break;
+      if (!grown) { nomem = 1; break; }
       names = grown;
     }
-    if (!(names[n] = strdup(e->d_name))) break;
+    if (!(names[n] = strdup(e->d_name))) { nomem = 1; break; }
     n++;
   }
-  qsort(names, n, sizeof *names, by_name);
+  if (!too_many) qsort(names, n, sizeof *names, by_name);
   size_t plen = strlen(path);
   while (plen > 1 && path[plen - 1] == '/') plen--;
   Buf b = {0};
   buf_puts(&b, "{\"type\":\"ok\",\"entries\":[");
   int first = 1;
-  for (size_t i = 0; i < n && b.len <= MAX_HEADER; i++) {
+  for (size_t i = 0; i < n && !too_many && b.len <= MAX_HEADER; i++) {
     struct stat st;
     /* A dangling link is listed as the link itself. */
     if (fstatat(dirfd(d), names[i], &st, 0) != 0 && fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
@@ -100,7 +105,8 @@ void op_list(int fd, const JVal *h) {
   closedir(d);
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
-  if (b.oom || b.len > MAX_HEADER) send_error(fd, "payload_too_large", "%.900s has too many entries to list in one answer", path);
+  if (nomem) send_error(fd, "io_error", "out of memory listing %.900s", path);
+  else if (too_many || b.oom || b.len > MAX_HEADER) send_error(fd, "payload_too_large", "%.900s has too many entries to list in one answer", path);
   else send_frame(fd, b.p, b.len, NULL, 0);
   buf_free(&b);
 }

@@ -296,6 +296,15 @@ describe('firecracker guest agent (the built sbx-agent --unix) with the host cli
     expect((await failure(client.listFiles(join(d, 'b.txt')))).code).toBe('not_found');
     expect((await failure(client.stat('relative'))).code).toBe('bad_request');
     expect(await client.glob(join(d, '*.txt'))).toEqual([join(d, 'a "q".txt'), join(d, 'b.txt')]);
+    // A listing is one header (at most 1 MiB): a few thousand entries fit, ten thousand do not.
+    const many = join(dir, 'many');
+    mkdirSync(many);
+    for (let i = 0; i < 3000; i++) writeFileSync(join(many, `f${String(i).padStart(5, '0')}`), '');
+    const listed = await client.listFiles(many);
+    expect(listed.length).toBe(3000);
+    expect(listed[2999]!.name).toBe('f02999');
+    for (let i = 3000; i < 10_001; i++) writeFileSync(join(many, `f${String(i).padStart(5, '0')}`), '');
+    expect((await failure(client.listFiles(many))).code).toBe('payload_too_large');
   });
 
   it('files: chmod, move (parents made), delete (recursive or refused)', async () => {

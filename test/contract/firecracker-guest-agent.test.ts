@@ -362,6 +362,35 @@ describe('firecracker guest agent (the built sbx-agent --unix) with the host cli
     await expect(client.ping()).resolves.toBeUndefined();
   });
 
+  it('garbage headers (random bytes, deep nesting, broken escapes) get a close or an error, never a hang', async () => {
+    const headers: Buffer[] = [
+      Buffer.from(`${'['.repeat(100_000)}${']'.repeat(100_000)}`),
+      Buffer.from('{"op":"stat","path":"\\ud800\\u"}'),
+      Buffer.from('{"op":"stat","path":"/\\ud83d\\ude00"}'),
+      Buffer.from('{"op":"exec","argv":["true"],"env":{"A":"b"},"uid":1e400}'),
+      Buffer.from('{"op":"read","path":"/","max_bytes":-1}'),
+      Buffer.from('{"op":"write","path":"/x","mode":"0644"}'),
+    ];
+    for (let i = 0; i < 40; i++) headers.push(randomBytes(1 + ((i * 37) % 300)));
+    for (let i = 0; i < 40; i++) {
+      const j = Buffer.from(JSON.stringify({ op: ['ping', 'stat', 'list', 'exec', 'read'][i % 5], path: '/', argv: ['true'] }));
+      headers.push(Buffer.concat([j.subarray(0, (i * 7) % j.length), randomBytes(3), j.subarray((i * 7) % j.length)]));
+    }
+    for (const h of headers) {
+      const sock = await agent.raw();
+      const reader = new FrameReader(sock, 'the agent');
+      const prefix = Buffer.alloc(8);
+      prefix.writeUInt32BE(h.length, 0);
+      sock.write(Buffer.concat([prefix, h]));
+      // Either an answer (error, or ok for what happens to parse) or a closed connection: within the deadline.
+      const f = await reader.next(5_000).catch(() => null);
+      if (f) expect(['error', 'ok', 'file', 'stdout', 'stderr', 'exit']).toContain(f.header.type);
+      sock.destroy();
+    }
+    await expect(client.ping()).resolves.toBeUndefined();
+    expect(agent.proc.exitCode).toBeNull();
+  });
+
   it('unknown ops and missing fields are bad_request answers', async () => {
     const ask = async (header: Record<string, unknown>) => {
       const sock = await agent.raw();

@@ -266,6 +266,7 @@ int guest_main(int argc, char **argv) {
   int lfd = vsock ? listen_vsock((unsigned)port) : listen_unix(unix_path);
   if (lfd < 0) {
     fprintf(stderr, "sbx-agent: cannot listen on %s: %s\n", vsock ? "vsock" : unix_path, strerror(errno));
+    if (vsock) sleep(2); /* init respawns it: not in a hot loop on a kernel without vsock */
     return 1;
   }
   pid_t handlers[MAX_HANDLERS];

@@ -84,7 +84,7 @@ void op_list(int fd, const JVal *h) {
     if (!(names[n] = strdup(e->d_name))) { nomem = 1; break; }
     n++;
   }
-  if (!too_many) qsort(names, n, sizeof *names, by_name);
+  if (!too_many && n > 1) qsort(names, n, sizeof *names, by_name);
   size_t plen = strlen(path);
   while (plen > 1 && path[plen - 1] == '/') plen--;
   Buf b = {0};

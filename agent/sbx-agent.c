@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
+
 extern char **environ;
 
 #define VERSION 1
@@ -39,7 +41,6 @@ extern char **environ;
 
 enum { T_EXEC = 1, T_STDIN = 2, T_EOF = 3, T_SIGNAL = 4, T_CREDIT = 5, T_READ = 16, T_WRITE = 17, T_WDATA = 18, T_WEND = 19, T_STAT = 20, T_CANCEL = 21 };
 enum { R_HELLO = 128, R_STARTED = 129, R_STDOUT = 130, R_STDERR = 131, R_EXIT = 132, R_ERROR = 133, R_SIZE = 134, R_DATA = 135, R_END = 136, R_STAT = 137, R_STDIN_ACK = 138 };
-enum { S_CHDIR = 1, S_EXEC = 2, S_FILE = 3, S_PROTO = 4 };
 
 typedef struct {
   int fd;
@@ -192,33 +193,6 @@ static const char *next_str(const unsigned char **p, const unsigned char *end) {
   return s;
 }
 
-/*
- * execvp without its /bin/sh retry on ENOEXEC (runc has none): every PATH entry is tried (empty =
- * "."), a match that cannot be executed is remembered (EACCES) while the search goes on. Returns errno.
- */
-static int search_exec(char **argv) {
-  const char *name = argv[0];
-  if (strchr(name, '/')) { execv(name, argv); return errno; }
-  const char *path = getenv("PATH");
-  if (!path) path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  int seen = ENOENT;
-  char buf[4096];
-  for (const char *p = path;; p++) {
-    const char *q = strchr(p, ':');
-    size_t l = q ? (size_t)(q - p) : strlen(p);
-    if (l + strlen(name) + 2 < sizeof buf) {
-      if (l == 0) snprintf(buf, sizeof buf, "./%s", name);
-      else snprintf(buf, sizeof buf, "%.*s/%s", (int)l, p, name);
-      execv(buf, argv);
-      if (errno == EACCES || errno == EISDIR) seen = EACCES;
-      else if (errno != ENOENT && errno != ENOTDIR) return errno;
-    }
-    if (!q) break;
-    p = q;
-  }
-  return seen;
-}
-
 static void do_exec(int ci, uint32_t id, const unsigned char *p, const unsigned char *end) {
   if (end - p < 12) return send_error(ci, id, S_PROTO, EINVAL, 0);
   uint32_t flags = get32(p), argc = get32(p + 4), envc = get32(p + 8);
@@ -251,62 +225,27 @@ static void do_exec(int ci, uint32_t id, const unsigned char *p, const unsigned 
   }
   for (size_t j = 0; j < ne; j++)
     if (strncmp(envp[j], "SBX_EXEC_ID=", 12) == 0 && strlen(envp[j]) < sizeof s->marker) strcpy(s->marker, envp[j]);
-  int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, rep[2] = {-1, -1};
-  int failed = pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(rep, O_CLOEXEC);
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
+  int failed = pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC);
   if (!failed) failed = (flags & 1) ? pipe2(in, O_CLOEXEC) : ((in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0);
-  pid_t pid = failed ? -1 : fork();
-  if (pid == 0) {
-    /* Child: own process group, default signals, pipes as 0/1/2, then chdir and exec. */
-    setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int sig = 1; sig < 65; sig++) signal(sig, SIG_DFL); /* a background start ignores SIGINT/SIGQUIT */
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    uint32_t why[2];
-    if (chdir(cwd) != 0) {
-      why[0] = S_CHDIR;
-      why[1] = (uint32_t)errno;
-      (void)!write(rep[1], why, sizeof why);
-      _exit(126);
-    }
-    environ = envp;
-    why[0] = S_EXEC;
-    why[1] = (uint32_t)search_exec(argv);
-    (void)!write(rep[1], why, sizeof why);
-    _exit(127);
-  }
+  uint32_t why[2] = {0, 0};
+  ProcSpec ps = {argv, envp, cwd, in[0], out[1], err[1], -1, -1};
+  pid_t pid = failed ? -1 : start_process(&ps, why);
+  int e = errno;
   free(argv);
   free(envp);
   closefd(&out[1]);
   closefd(&err[1]);
   closefd(&in[0]);
-  closefd(&rep[1]);
-  if (pid < 0) {
+  if (pid < 0 || why[0]) {
+    /* Nothing ran: report why; a child that exited is reaped by the SIGCHLD loop. */
     closefd(&out[0]);
     closefd(&err[0]);
     closefd(&in[1]);
-    closefd(&rep[0]);
     free_stream(s);
-    return send_error(ci, id, S_PROTO, (uint32_t)errno, 0);
+    return pid < 0 ? send_error(ci, id, S_PROTO, (uint32_t)e, 0) : send_error(ci, id, why[0], why[1], 0);
   }
-  setpgid(pid, pid);
   s->pid = pid;
-  uint32_t why[2];
-  ssize_t n;
-  do n = read(rep[0], why, sizeof why); while (n < 0 && errno == EINTR);
-  closefd(&rep[0]);
-  if (n == (ssize_t)sizeof why) {
-    /* Nothing ran: report why; the child is reaped by the SIGCHLD loop (pid cleared here). */
-    closefd(&out[0]);
-    closefd(&err[0]);
-    closefd(&in[1]);
-    s->pid = 0;
-    free_stream(s);
-    return send_error(ci, id, why[0], why[1], 0);
-  }
   s->fds[0] = out[0];
   s->fds[1] = err[0];
   s->in_fd = in[1];
@@ -335,33 +274,6 @@ static void flush_stdin(Stream *s) {
   if (s->eof_wanted && s->pend_len == 0) closefd(&s->in_fd);
 }
 
-static int split_path(const char *path, char *dir, size_t dsz, char *base, size_t bsz) {
-  const char *slash = strrchr(path, '/');
-  if (path[0] != '/' || !slash || !slash[1] || strlen(slash + 1) >= bsz || strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0) return -1;
-  size_t dl = (size_t)(slash - path);
-  if (dl >= dsz) return -1;
-  if (dl == 0) strcpy(dir, "/");
-  else { memcpy(dir, path, dl); dir[dl] = 0; }
-  strcpy(base, slash + 1);
-  return 0;
-}
-
-/* mkdir -p; components resolve inside the container (its own root). */
-static int mkdirs(char *dir) {
-  struct stat st;
-  if (stat(dir, &st) == 0) return S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, -1);
-  for (char *p = dir + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    int r = mkdir(dir, 0755);
-    *p = '/';
-    if (r != 0 && errno != EEXIST) return -1;
-  }
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -1;
-  if (stat(dir, &st) != 0) return -1;
-  return S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, -1);
-}
-
 static void do_write(int ci, uint32_t id, const unsigned char *p, const unsigned char *end) {
   char dir[4096], base[256];
   if (end - p < 5 || end[-1] != 0) return send_error(ci, id, S_PROTO, EINVAL, 0);
@@ -370,22 +282,12 @@ static void do_write(int ci, uint32_t id, const unsigned char *p, const unsigned
   if (split_path(path, dir, sizeof dir, base, sizeof base)) return send_error(ci, id, S_FILE, EINVAL, 0);
   Stream *s = alloc_stream(ci, id, 3);
   if (!s) return send_error(ci, id, S_PROTO, EBUSY, 0);
-  struct stat st;
+  int is_dir;
   if (mkdirs(dir) != 0 || (s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) goto fail;
-  /* The final component is never followed: the temp file is renamed over whatever is there. */
-  if (fstatat(s->dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISDIR(st.st_mode)) { errno = EISDIR; goto fail; }
-    if (mode == 0xffffffffu) mode = S_ISREG(st.st_mode) ? (st.st_mode & 07777) : 0644;
-  } else if (mode == 0xffffffffu) mode = 0644;
-  s->mode = mode & 07777;
+  s->mode = write_mode(s->dirfd, base, mode, &is_dir);
+  if (is_dir) { errno = EISDIR; goto fail; }
   strcpy(s->base, base);
-  for (int i = 0; i < 100; i++) {
-    unsigned r = (unsigned)rand() ^ (unsigned)getpid() << 16;
-    snprintf(s->tmp, sizeof s->tmp, ".sbx-write-%08x", r);
-    s->fd = openat(s->dirfd, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (s->fd >= 0 || errno != EEXIST) break;
-  }
-  if (s->fd < 0) { s->tmp[0] = 0; goto fail; }
+  if ((s->fd = open_temp(s->dirfd, s->tmp, sizeof s->tmp)) < 0) goto fail;
   return;
 fail:;
   int e = errno;
@@ -557,8 +459,10 @@ static void on_chld(int sig) {
 }
 
 int main(int argc, char **argv) {
+  /* The firecracker guest agent: a second mode of the same program (guest.c). */
+  if (argc >= 2 && strncmp(argv[1], "--", 2) == 0) return guest_main(argc, argv);
   if (argc != 2) {
-    fprintf(stderr, "usage: sbx-agent SOCKET (token in SBX_AGENT_TOKEN)\n");
+    fprintf(stderr, "usage: sbx-agent SOCKET (token in SBX_AGENT_TOKEN)\n       sbx-agent --vsock-guest [--port N] | --unix PATH\n");
     return 2;
   }
   const char *t = getenv("SBX_AGENT_TOKEN");

@@ -1,15 +1,21 @@
 #!/usr/bin/env node
-// Builds the in-sandbox agent (agent/sbx-agent.c, docs/agent.md) into dist/agent/sbx-agent-linux-<arch>
-// with the machine's C compiler, static. Without a compiler (or off Linux) it says so and leaves any
+// Builds the in-sandbox agent (agent/*.c: sbx-agent.c and the firecracker guest mode, docs/agent.md)
+// into dist/agent/sbx-agent-linux-<arch> with the machine's C compiler, static. Without a compiler (or off Linux) it says so and leaves any
 // binary already there (the npm package ships one for linux x64): the docker provider then runs
 // exec through the engine, as with providers.docker.agent: off.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const source = join(root, 'agent', 'sbx-agent.c');
+const sources = existsSync(source)
+  ? readdirSync(join(root, 'agent'))
+      .filter((f) => f.endsWith('.c'))
+      .sort()
+      .map((f) => join(root, 'agent', f))
+  : [];
 const arch = process.arch === 'x64' ? 'x64' : process.arch;
 const out = join(root, 'dist', 'agent', `sbx-agent-linux-${arch}`);
 
@@ -26,7 +32,7 @@ else {
   else {
     mkdirSync(dirname(out), { recursive: true });
     const tmp = `${out}.tmp`;
-    const r = spawnSync(cc, ['-std=c99', '-static', '-O2', '-s', '-o', tmp, source], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const r = spawnSync(cc, ['-std=c99', '-static', '-O2', '-s', '-o', tmp, ...sources], { stdio: ['ignore', 'inherit', 'inherit'] });
     if (r.status !== 0) {
       rmSync(tmp, { force: true });
       note(`${cc} failed (a static build needs the C library's static archive, e.g. Debian's libc6-dev)`);

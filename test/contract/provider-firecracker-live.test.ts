@@ -1,8 +1,9 @@
 /**
  * The provider contract against a real Firecracker: only with SBX_TEST_FIRECRACKER=1 on a host
  * that can boot guests (KVM), with the binary, an uncompressed guest kernel and a root drive image
- * whose init starts the guest agent on vsock port 1024 (docs/providers/firecracker.md). Not run on
- * the project's CI machines: they cannot boot guests and have no Firecracker binary.
+ * whose init starts the guest agent on vsock port 1024 (docs/providers/firecracker.md; build one with
+ * `scripts/make-firecracker-rootfs.sh`). Not run on the project's CI machines: they cannot boot
+ * guests and have no Firecracker binary.
  *
  *   SBX_TEST_FIRECRACKER=1 SBX_FC_BINARY=/usr/local/bin/firecracker \
  *   SBX_FC_KERNEL=/var/lib/sbx/vmlinux SBX_FC_ROOTFS=/var/lib/sbx/rootfs.ext4 npx vitest run test/contract/provider-firecracker-live.test.ts

@@ -47,7 +47,7 @@ describe.skipIf(!enabled)('npm pack → npx / install → sbx (set SBX_TEST_PACK
     if (install.status !== 0) throw new Error(`npm install of the tarball failed:\n${installLog}`);
   }, 600_000);
 
-  it('the tarball holds bin, dist, completions and the man page, and no sources or tests', () => {
+  it('the tarball holds bin, dist (with the agent), completions, the man page and the rootfs scripts, and no sources or tests', () => {
     const list = execFileSync('tar', ['-tzf', tgz], { encoding: 'utf8' }).split('\n');
     for (const f of [
       'package/bin/sbx.js',
@@ -55,6 +55,10 @@ describe.skipIf(!enabled)('npm pack → npx / install → sbx (set SBX_TEST_PACK
       'package/dist/index.js',
       'package/completions/sbx.bash',
       'package/man/sbx.1',
+      // The prebuilt agent (docker mode and the firecracker guest mode) and the scripts that put it in a root drive.
+      `package/dist/agent/sbx-agent-linux-${process.arch}`,
+      'package/scripts/make-rootfs.sh',
+      'package/scripts/make-firecracker-rootfs.sh',
     ])
       expect(list).toContain(f);
     expect(list.some((f) => f.startsWith('package/src/') || f.startsWith('package/test/'))).toBe(false);

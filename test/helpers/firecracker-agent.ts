@@ -3,7 +3,9 @@
  * vsock socket path, answers `CONNECT <port>\n` with `OK <hostport>\n` as Firecracker does (a
  * wrong port: the connection is closed), then speaks the agent protocol
  * (docs/providers/firecracker.md) honestly: commands really run (on this host, in `root`), files
- * really live under `root`, which stands for the guest's `/`.
+ * really live under `root`, which stands for the guest's `/`. It needs no root and no build, so the
+ * fake-VM suites run anywhere; the real guest agent (`sbx-agent --vsock-guest`) is held to the same
+ * contract in provider-firecracker-guest.test.ts and firecracker-guest-agent.test.ts.
  */
 import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';

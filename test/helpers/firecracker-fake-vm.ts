@@ -1,7 +1,8 @@
 /**
  * A launcher for the firecracker provider's tests: instead of the Firecracker binary it starts the
  * validating API server (firecracker-api.ts) on the API socket and, when the "guest" starts or is
- * restored, the fake agent (firecracker-agent.ts) on the vsock socket the configuration names.
+ * restored, the fake agent (firecracker-agent.ts) on the vsock socket the configuration names, or
+ * another guest (the real agent chrooted into the drive, guest-agent.ts).
  * The guest's root drive must be a directory here: the fake agent serves it as the guest's `/`.
  */
 import { readFile, stat, writeFile } from 'node:fs/promises';
@@ -23,7 +24,10 @@ interface SavedState {
   machine_config: Record<string, unknown>;
 }
 
-export function fakeLauncher(): { launch: SpawnProcess; vms: FakeVm[] } {
+/** What serves a booted guest's vsock socket, given its root drive (a directory here). */
+export type GuestStarter = (udsPath: string, rootDrive: string) => Promise<FakeAgent>;
+
+export function fakeLauncher(startGuest: GuestStarter = startFakeAgent): { launch: SpawnProcess; vms: FakeVm[] } {
   const vms: FakeVm[] = [];
   const launch: SpawnProcess = async (req) => {
     let alive = true;
@@ -32,7 +36,7 @@ export function fakeLauncher(): { launch: SpawnProcess; vms: FakeVm[] } {
     const vm = { cwd: req.cwd } as FakeVm;
     const rootDrive = (cfg: FakeApiState) => [...cfg.drives.values()].find((d) => d.is_root_device === true)!;
     const boot = async (drivePath: string, udsPath: string) => {
-      vm.agent = await startFakeAgent(resolve(req.cwd, udsPath), resolve(req.cwd, drivePath));
+      vm.agent = await startGuest(resolve(req.cwd, udsPath), resolve(req.cwd, drivePath));
     };
     const stop = () => {
       if (!alive) return;

@@ -50,9 +50,12 @@ export function snapshotNameOf(image: string): string | null {
   return image.startsWith(SNAPSHOT_IMAGE_PREFIX) ? image.slice(SNAPSHOT_IMAGE_PREFIX.length) : null;
 }
 
-/** Copy-on-write where the filesystem can (reflink), a plain copy where it cannot. */
+/**
+ * Copy-on-write where the filesystem can (reflink), a plain copy where it cannot. A drive that is a
+ * directory (the test launchers' stand-in) keeps its symlinks as they are: a guest resolves them.
+ */
 export async function copyDisk(from: string, to: string): Promise<void> {
-  await cp(from, to, { recursive: true, mode: constants.COPYFILE_FICLONE, errorOnExist: true, force: false });
+  await cp(from, to, { recursive: true, mode: constants.COPYFILE_FICLONE, errorOnExist: true, force: false, verbatimSymlinks: true });
 }
 
 /** Bytes under `path` (a file, or a directory tree), not following links. */

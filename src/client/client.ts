@@ -13,7 +13,7 @@ import { FilesApi } from './files.js';
 import { Http, spawnHeaders, type ClientOptions } from './http.js';
 import { parseNdjson } from './ndjson.js';
 import { type ExecBytesChunk, ndjsonToBytes, parseExecFrames } from './exec-frames.js';
-import { EXEC_BINARY_MEDIA_TYPE } from '../contracts/exec.js';
+import { EXEC_BINARY_MEDIA_TYPE } from '../contracts/exec-frames.js';
 import { ProcessesApi } from './processes.js';
 import { ProvidersApi, QuotasApi, TemplatesApi, WorkerFacingApi, WorkersApi } from './resources.js';
 import { VolumesApi } from './volumes.js';

@@ -5,7 +5,7 @@
  * handed on as views, without a copy.
  */
 import { SbxError } from '../contracts/errors.js';
-import { EXEC_FRAME, EXEC_FRAME_HEADER } from '../contracts/exec.js';
+import { EXEC_FRAME, EXEC_FRAME_HEADER } from '../contracts/exec-frames.js';
 import { base64ToBytes } from './base64.js';
 
 /** One item of a byte-exact exec stream. */

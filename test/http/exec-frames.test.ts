@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../../src/client/index.js';
 import { type ExecBytesChunk, parseExecFrames } from '../../src/client/exec-frames.js';
-import { EXEC_FRAME } from '../../src/contracts/exec.js';
+import { EXEC_FRAME } from '../../src/contracts/exec-frames.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Every byte value, twice, then text. */

@@ -3,7 +3,7 @@
  * they came (no UTF-8 decoding, no base64, no JSON), then one exit or error frame. A client asks for
  * it with `Accept: application/octet-stream`; the frame layout is in contracts/exec.ts.
  */
-import { EXEC_FRAME, EXEC_FRAME_HEADER } from '../../contracts/exec.js';
+import { EXEC_FRAME, EXEC_FRAME_HEADER } from '../../contracts/exec-frames.js';
 import { formatDuration } from '../../core/duration.js';
 import { isSbxError } from '../../core/errors.js';
 import type { ExecItem } from '../../core/sandboxes/exec.js';

@@ -21,7 +21,7 @@ export interface EgressDeps {
   logger: Logger;
   /** Each verdict (metrics, events, console lines). */
   onVerdict?(v: VerdictRecord): void;
-  /** Name → addresses for the gateway (tests inject one; default: its own node:dns Resolver). */
+  /** Name → addresses for the gateway (tests inject one; default: the hosts file, then its own node:dns Resolver). */
   resolve?(name: string): Promise<string[]>;
 }
 

@@ -1,9 +1,8 @@
 /**
  * The gateway's wire helpers (DESIGN.md §10): refusals, hop-by-hop headers, request authorities,
- * source addresses, a buffered TLS ClientHello and its own resolver. Pure or socket-local; the
+ * source addresses and a buffered TLS ClientHello (names are resolved in resolver.ts). Pure or socket-local; the
  * verdicts live in gateway.ts.
  */
-import { Resolver } from 'node:dns';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { MAX_HELLO_BYTES, parseClientHello } from './client-hello.js';
@@ -86,14 +85,4 @@ export function readHello(sock: Socket, initial: Buffer, timeoutMs: number): Pro
     sock.once('close', onClose);
     sock.resume();
   });
-}
-
-/** node:dns Resolver of its own (not the system's getaddrinfo), A then AAAA, 5 s. */
-export async function defaultResolve(name: string): Promise<string[]> {
-  const r = new Resolver({ timeout: 5_000, tries: 1 });
-  const [a, aaaa] = await Promise.allSettled([
-    new Promise<string[]>((res, rej) => r.resolve4(name, (e, xs) => (e ? rej(e) : res(xs)))),
-    new Promise<string[]>((res, rej) => r.resolve6(name, (e, xs) => (e ? rej(e) : res(xs)))),
-  ]);
-  return [...(a.status === 'fulfilled' ? a.value : []), ...(aaaa.status === 'fulfilled' ? aaaa.value : [])];
 }

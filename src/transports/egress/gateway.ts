@@ -15,14 +15,15 @@ import {
   type Rule,
   type Target,
 } from '../../core/network/index.js';
-import { defaultResolve, deny, normalizeSource, readHello, splitAuthority, stripHop } from './gateway-wire.js';
+import { deny, normalizeSource, readHello, splitAuthority, stripHop } from './gateway-wire.js';
+import { hostResolver } from './resolver.js';
 
 /**
  * The egress gateway (DESIGN.md §10): what filtered sandboxes reach instead of the network. An
  * HTTP proxy for absolute-form requests (each judged; `Host` rewritten from the URI) and CONNECT
  * (judged; unless the matching rule names the port, the first bytes must be a TLS ClientHello
  * whose SNI equals the CONNECT host). It knows the sandbox by the source address, reads its rules
- * from the store per connection (cached ≤ 1 s), resolves names itself and connects only to the
+ * from the store per connection (cached ≤ 1 s), resolves names itself (resolver.ts) and connects only to the
  * resolved addresses that pass, in order, with no second lookup. Malformed input gets 400 and the
  * gateway stays up; more than 256 connections from one sandbox get 503; idle tunnels close after
  * 10 minutes.
@@ -44,7 +45,7 @@ export interface GatewayOptions {
   rules(sandboxId: string): Promise<EgressLists | null>;
   /** This node's own addresses (special: refused unless an allow CIDR names them). */
   ownAddresses?(): string[];
-  /** Name → addresses, in order (tests inject one); default: node:dns Resolver, A then AAAA, 5 s. */
+  /** Name → addresses, in order (tests inject one); default: the hosts file, then a node:dns Resolver (A then AAAA, 5 s). */
   resolve?(name: string): Promise<string[]>;
   onVerdict?(v: VerdictRecord): void;
   maxConnectionsPerSandbox?: number;
@@ -80,7 +81,7 @@ export class EgressGateway {
   private readonly connectTimeoutMs: number;
 
   constructor(private readonly opts: GatewayOptions) {
-    this.resolver = opts.resolve ?? defaultResolve;
+    this.resolver = opts.resolve ?? hostResolver();
     this.max = opts.maxConnectionsPerSandbox ?? 256;
     this.idleMs = opts.idleMs ?? 10 * 60_000;
     this.maxLookups = opts.maxLookups ?? 8;

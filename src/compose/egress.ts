@@ -119,6 +119,7 @@ export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null
     reason: null,
     async close() {
       egress.disable('the egress gateway stopped');
+      await egress.settled();
       await running?.gateway.close().catch(() => undefined);
       await running?.dns.close().catch(() => undefined);
       // Filtered containers outlive the server: while any is attached, the host rules stay (fail

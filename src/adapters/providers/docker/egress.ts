@@ -204,6 +204,11 @@ export class DockerEgress implements ProviderEgress {
     }
   }
 
+  /** Resolves once no bring-up is in flight (shutdown waits for one, so nothing it starts outlives the stop). */
+  async settled(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+  }
+
   disable(reason: string): void {
     this.reason = reason;
     this.onChanged = () => {};

@@ -24,6 +24,8 @@ import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE
 const NETNS_SKIP = process.env.SBX_TEST_NETNS === '1' ? undefined : 'SBX_TEST_NETNS is not 1 (needs root and the host firewall)';
 const SKIP = DOCKER_SKIP ?? NETNS_SKIP;
 const DOMAIN = 'preview.test';
+/** Host INPUT rules per filtered network: established replies, related ICMP, gateway, DNS udp and tcp, the reject. */
+const RULES = 6;
 
 /** INPUT rules carrying the tag (or its install guard's), as `iptables -S` prints them. */
 async function taggedLines(tag: string): Promise<string[]> {
@@ -157,11 +159,11 @@ describe.skipIf(SKIP !== undefined)(
       firstNetwork = await networkId(docker, names.network);
       expect(firstNetwork).not.toBeNull();
       const lines = await taggedLines(names.ruleTag);
-      expect(lines).toHaveLength(5);
+      expect(lines).toHaveLength(RULES);
       expect(lines[0]).toContain('ESTABLISHED');
-      expect(lines[4]).toContain('REJECT');
+      expect(lines[RULES - 1]).toContain('REJECT');
       await s.kill9();
-      expect(await taggedLines(names.ruleTag)).toHaveLength(5);
+      expect(await taggedLines(names.ruleTag)).toHaveLength(RULES);
     }, 120_000);
 
     it('after kill -9 with the filtered sandbox alive, the next start re-uses network and rules: no duplicates, the gateway answers', async () => {
@@ -173,13 +175,13 @@ describe.skipIf(SKIP !== undefined)(
         .replace(/"/g, '')
         .split(/\s+/);
       expect((await sh('iptables', ['-w', '5', '-I', 'INPUT', '1', ...words])).code).toBe(0);
-      expect(await taggedLines(names.ruleTag)).toHaveLength(6);
+      expect(await taggedLines(names.ruleTag)).toHaveLength(RULES + 1);
       const s = await start();
       expect(await networkId(docker, names.network)).toBe(firstNetwork);
       const lines = await taggedLines(names.ruleTag);
-      expect(lines).toHaveLength(5);
+      expect(lines).toHaveLength(RULES);
       expect(lines[0]).toContain('ESTABLISHED');
-      expect(lines[4]).toContain('REJECT');
+      expect(lines[RULES - 1]).toContain('REJECT');
       const { pid, gw } = await where(docker, sandbox);
       expect((await curlFrom(pid, `http://${gw}:3128/`)).stdout).toContain('absolute-form');
       const ran = await api(s.url, 'POST', `/api/v1/sandboxes/${sandbox}/exec`, { command: 'echo alive', timeout: '30s' });
@@ -189,7 +191,7 @@ describe.skipIf(SKIP !== undefined)(
 
     it('after kill -9 with no filtered container left, the next start removes the network and its rules', async () => {
       await removeInstallation(docker, installation);
-      expect(await taggedLines(names.ruleTag)).toHaveLength(5);
+      expect(await taggedLines(names.ruleTag)).toHaveLength(RULES);
       const s = await start();
       expect(await networkId(docker, names.network)).toBeNull();
       expect(await taggedLines(names.ruleTag)).toEqual([]);

@@ -353,7 +353,7 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
       sh('iptables', ['-S', 'INPUT']).then(
         (r) => r.stdout.split('\n').filter((l) => l.includes(filteredNames({ installationId: installation }).ruleTag)).length,
       );
-    expect(await rules()).toBe(5);
+    expect(await rules()).toBe(6);
     // Cleaned up by hand here (the shutdown with none left is the suite's own afterAll).
     await removeInstallation(docker, installation);
     const { Firewall } = await import('../../src/transports/egress/firewall.js');
@@ -373,6 +373,6 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     const rules = (await sh('iptables', ['-S', 'INPUT'])).stdout
       .split('\n')
       .filter((l) => l.includes(filteredNames({ installationId: srv.plane.installationId }).ruleTag));
-    expect(rules).toHaveLength(5);
+    expect(rules).toHaveLength(6);
   });
 });

@@ -152,7 +152,7 @@ describe('host firewall rules', () => {
       '-m',
       'conntrack',
       '--ctstate',
-      'ESTABLISHED,RELATED',
+      'ESTABLISHED',
       '-m',
       'comment',
       '--comment',
@@ -161,6 +161,8 @@ describe('host firewall rules', () => {
       'ACCEPT',
     ]);
     expect(rules.at(-1)).toEqual(['-s', '172.30.0.0/16', '-m', 'comment', '--comment', 'sbx-egress:sbx-filtered-x', '-j', 'REJECT']);
+    expect(rules[1]).toEqual(expect.arrayContaining(['-p', 'icmp', '--ctstate', 'RELATED']));
+    expect(rules.filter((r) => r.includes('RELATED'))).toHaveLength(1);
     expect(rules.filter((r) => r.includes('REJECT'))).toHaveLength(1);
   });
 

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 /**
  * Host INPUT rules for the filtered network (DESIGN.md §10): from its subnet only the gateway port
  * (and the refusing DNS server on 53) reach this host, and replies to connections the host opened
- * (conntrack ESTABLISHED,RELATED: a preview's proxy reaching a sandbox's server); everything else
+ * (conntrack ESTABLISHED, and RELATED ICMP errors: a preview's proxy reaching a sandbox's server); everything else
  * to any host address is rejected. Without them an internal docker network still routes to the
  * bridge address, so a sandbox would reach every host service listening on all addresses. Every
  * rule carries the network's tag as its comment, which is how a start finds and removes what a
@@ -40,7 +40,9 @@ const guardTag = (tag: string) => `${tag}:guard`;
 export function firewallRules(s: FirewallSpec): string[][] {
   const c = ['-m', 'comment', '--comment', s.tag];
   return [
-    ['-s', s.subnet, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', ...c, '-j', 'ACCEPT'],
+    ['-s', s.subnet, '-m', 'conntrack', '--ctstate', 'ESTABLISHED', ...c, '-j', 'ACCEPT'],
+    // RELATED for ICMP only (unreachable, fragmentation needed): never a connection a conntrack helper expects.
+    ['-s', s.subnet, '-p', 'icmp', '-m', 'conntrack', '--ctstate', 'RELATED', ...c, '-j', 'ACCEPT'],
     ['-s', s.subnet, '-d', s.gateway, '-p', 'tcp', '--dport', String(s.port), ...c, '-j', 'ACCEPT'],
     ['-s', s.subnet, '-d', s.gateway, '-p', 'udp', '--dport', '53', ...c, '-j', 'ACCEPT'],
     ['-s', s.subnet, '-d', s.gateway, '-p', 'tcp', '--dport', '53', ...c, '-j', 'ACCEPT'],

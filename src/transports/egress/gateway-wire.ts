@@ -1,10 +1,11 @@
 /**
  * The gateway's wire helpers (DESIGN.md §10): refusals, hop-by-hop headers, request authorities,
- * source addresses and a buffered TLS ClientHello (names are resolved in resolver.ts). Pure or socket-local; the
+ * source addresses, a buffered TLS ClientHello and the upstream connect (names are resolved in resolver.ts). Pure or socket-local; the
  * verdicts live in gateway.ts.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
+import { formatIp, type Ip } from '../../core/network/index.js';
 import { MAX_HELLO_BYTES, parseClientHello } from './client-hello.js';
 
 export function deny(res: ServerResponse, status: number, text: string): void {
@@ -84,5 +85,28 @@ export function readHello(sock: Socket, initial: Buffer, timeoutMs: number): Pro
     sock.on('data', onData);
     sock.once('close', onClose);
     sock.resume();
+  });
+}
+
+/** Connects to the first address that answers, in order. */
+export function connectFirst(addresses: Ip[], port: number, timeoutMs: number): Promise<{ sock: Socket; address: Ip }> {
+  return new Promise((resolve, reject) => {
+    const attempt = (i: number) => {
+      if (i >= addresses.length) return reject(new Error('no address answered'));
+      const address = addresses[i]!;
+      const sock = connect({ host: formatIp(address), port, family: address.family });
+      const timer = setTimeout(() => sock.destroy(new Error('connect timeout')), timeoutMs);
+      sock.once('connect', () => {
+        clearTimeout(timer);
+        sock.removeAllListeners('error');
+        resolve({ sock, address });
+      });
+      sock.once('error', () => {
+        clearTimeout(timer);
+        sock.destroy();
+        attempt(i + 1);
+      });
+    };
+    attempt(0);
   });
 }

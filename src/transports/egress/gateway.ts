@@ -1,8 +1,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import {
   compileLists,
-  formatIp,
   judgeAddress,
   judgeName,
   ownAddresses,
@@ -15,7 +14,7 @@ import {
   type Rule,
   type Target,
 } from '../../core/network/index.js';
-import { deny, normalizeSource, readHello, splitAuthority, stripHop } from './gateway-wire.js';
+import { connectFirst, deny, normalizeSource, readHello, splitAuthority, stripHop } from './gateway-wire.js';
 import { hostResolver } from './resolver.js';
 
 /**
@@ -242,29 +241,6 @@ export class EgressGateway {
     };
   }
 
-  /** Connects to the first address that answers, in order. */
-  private connectFirst(addresses: Ip[], port: number): Promise<{ sock: Socket; address: Ip }> {
-    return new Promise((resolve, reject) => {
-      const attempt = (i: number) => {
-        if (i >= addresses.length) return reject(new Error('no address answered'));
-        const address = addresses[i]!;
-        const sock = connect({ host: formatIp(address), port, family: address.family });
-        const timer = setTimeout(() => sock.destroy(new Error('connect timeout')), this.connectTimeoutMs);
-        sock.once('connect', () => {
-          clearTimeout(timer);
-          sock.removeAllListeners('error');
-          resolve({ sock, address });
-        });
-        sock.once('error', () => {
-          clearTimeout(timer);
-          sock.destroy();
-          attempt(i + 1);
-        });
-      };
-      attempt(0);
-    });
-  }
-
   /** Absolute-form HTTP proxy request. */
   private async proxy(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const source = normalizeSource(req.socket.remoteAddress ?? '');
@@ -291,7 +267,7 @@ export class EgressGateway {
     }
     let up: { sock: Socket; address: Ip };
     try {
-      up = await this.connectFirst(j.addresses, hp.port);
+      up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs);
     } catch {
       this.record(sandboxId, shown, hp.port);
       return deny(res, 502, `sbx egress: ${shown}:${hp.port} did not answer`);
@@ -384,7 +360,7 @@ export class EgressGateway {
     }
     let up: { sock: Socket; address: Ip };
     try {
-      up = await this.connectFirst(j.addresses, hp.port);
+      up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs);
     } catch {
       this.record(sandboxId, shown, hp.port);
       return void sock.destroy();

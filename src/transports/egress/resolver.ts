@@ -56,7 +56,7 @@ export class HostsFile {
         this.checking = null;
       });
     }
-    if (this.checking) await this.checking;
+    await this.checking;
     return this.names.get(name) ?? null;
   }
 

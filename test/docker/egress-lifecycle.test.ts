@@ -76,7 +76,12 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`previews of filtered sandboxes$
     const installation = srv?.plane.installationId;
     if (docker && installation) await removeInstallation(docker, installation);
     await srv?.close();
-    if (installation) expect(await taggedLines(filteredNames({ installationId: installation }).ruleTag)).toEqual([]);
+    if (installation) {
+      const tag = filteredNames({ installationId: installation }).ruleTag;
+      const left = await taggedLines(tag);
+      await removeTaggedRules(tag);
+      expect(left).toEqual([]);
+    }
   }, 60_000);
 
   it("a filtered sandbox's httpd answers its preview with 200; the sandbox still cannot open a connection to the host", async () => {

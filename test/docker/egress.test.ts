@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filteredNames, filteredNetworkName } from '../../src/adapters/providers/docker/egress.js';
+import { removeTaggedRules } from '../../src/transports/egress/firewall.js';
 import { call } from '../helpers/http.js';
 import { sh, startNetnsUpstream, type NetnsUpstream } from '../helpers/netns-upstream.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -123,25 +124,32 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     const installation = srv?.plane.installationId;
     // Sandboxes first: a shutdown with filtered containers still attached keeps the network and
     // its host rules (fail closed); with none left it takes both away.
-    if (docker && installation) await removeInstallation(docker, installation);
-    await srv?.close();
-    if (installation) {
-      expect((await sh('iptables', ['-S', 'INPUT'])).stdout).not.toContain(filteredNames({ installationId: installation }).ruleTag);
-      const left = await docker
-        .getNetwork(filteredNetworkName(installation))
-        .inspect()
-        .then(
-          () => true,
-          () => false,
-        );
-      await docker
-        .getNetwork(filteredNetworkName(installation))
-        .remove()
-        .catch(() => undefined);
-      expect(left).toBe(false);
+    try {
+      if (docker && installation) await removeInstallation(docker, installation);
+      await srv?.close();
+      if (installation) {
+        const tag = filteredNames({ installationId: installation }).ruleTag;
+        const rules = (await sh('iptables', ['-S', 'INPUT'])).stdout;
+        await removeTaggedRules(tag);
+        expect(rules).not.toContain(tag);
+        const left = await docker
+          .getNetwork(filteredNetworkName(installation))
+          .inspect()
+          .then(
+            () => true,
+            () => false,
+          );
+        await docker
+          .getNetwork(filteredNetworkName(installation))
+          .remove()
+          .catch(() => undefined);
+        expect(left).toBe(false);
+      }
+    } finally {
+      // The upstream namespace and its server go even when an expectation above fails.
+      await upstream?.close();
+      if (dir) rmSync(dir, { recursive: true, force: true });
     }
-    await upstream?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 
   it('shows the network and the rules; the sandbox has the proxy variables', async () => {

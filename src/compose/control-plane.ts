@@ -59,7 +59,7 @@ export interface ControlPlaneOptions {
   home?: string;
   /** Run startup reconciliation (default true). */
   reconcile?: boolean;
-  /** Name → addresses for the egress gateway (tests; default: its own node:dns Resolver). */
+  /** Name → addresses for the egress gateway (tests; default: the hosts file, then its own node:dns Resolver). */
   egressResolve?(name: string): Promise<string[]>;
   /** How long `close` lets requests in flight finish before cutting their connections (default 30 s). */
   closeDeadlineMs?: number;

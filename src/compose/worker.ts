@@ -32,7 +32,7 @@ export interface WorkerOptions {
   logger?: Logger;
   clock?: Clock;
   home?: string;
-  /** Name → addresses for the egress gateway (tests); default: its own resolver. */
+  /** Name → addresses for the egress gateway (tests); default: the hosts file, then its own node:dns Resolver. */
   egressResolve?(name: string): Promise<string[]>;
 }
 

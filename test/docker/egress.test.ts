@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { filteredNetworkName } from '../../src/adapters/providers/docker/egress.js';
+import { filteredNames, filteredNetworkName } from '../../src/adapters/providers/docker/egress.js';
+import { removeTaggedRules } from '../../src/transports/egress/firewall.js';
 import { call } from '../helpers/http.js';
 import { sh, startNetnsUpstream, type NetnsUpstream } from '../helpers/netns-upstream.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -107,9 +108,10 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
       { server: { host: '0.0.0.0' }, providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } },
       { egressResolve: async (name) => NAMES[name] ?? [] },
     );
+    // The filtered network is made at the first filtered spawn (DESIGN §10).
+    a = await sandbox({ egress: { allow: ['up.test', 'local.test', 'zero.test', 'other.test:443'] } });
     const net = await docker.getNetwork(filteredNetworkName(srv.plane.installationId)).inspect();
     gw = net.IPAM!.Config![0]!.Gateway!;
-    a = await sandbox({ egress: { allow: ['up.test', 'local.test', 'zero.test', 'other.test:443'] } });
     b = await sandbox({ network: 'filtered', egress: { allow: ['up.test'] } });
     const br = await sandbox({ network: 'bridge' });
     bridge = br.id;
@@ -122,25 +124,32 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     const installation = srv?.plane.installationId;
     // Sandboxes first: a shutdown with filtered containers still attached keeps the network and
     // its host rules (fail closed); with none left it takes both away.
-    if (docker && installation) await removeInstallation(docker, installation);
-    await srv?.close();
-    if (installation) {
-      expect((await sh('iptables', ['-S', 'INPUT'])).stdout).not.toContain(`sbx-egress:${filteredNetworkName(installation)}`);
-      const left = await docker
-        .getNetwork(filteredNetworkName(installation))
-        .inspect()
-        .then(
-          () => true,
-          () => false,
-        );
-      await docker
-        .getNetwork(filteredNetworkName(installation))
-        .remove()
-        .catch(() => undefined);
-      expect(left).toBe(false);
+    try {
+      if (docker && installation) await removeInstallation(docker, installation);
+      await srv?.close();
+      if (installation) {
+        const tag = filteredNames({ installationId: installation }).ruleTag;
+        const rules = (await sh('iptables', ['-S', 'INPUT'])).stdout;
+        await removeTaggedRules(tag);
+        expect(rules).not.toContain(tag);
+        const left = await docker
+          .getNetwork(filteredNetworkName(installation))
+          .inspect()
+          .then(
+            () => true,
+            () => false,
+          );
+        await docker
+          .getNetwork(filteredNetworkName(installation))
+          .remove()
+          .catch(() => undefined);
+        expect(left).toBe(false);
+      }
+    } finally {
+      // The upstream namespace and its server go even when an expectation above fails.
+      await upstream?.close();
+      if (dir) rmSync(dir, { recursive: true, force: true });
     }
-    await upstream?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 
   it('shows the network and the rules; the sandbox has the proxy variables', async () => {
@@ -349,14 +358,21 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
       await other.close();
     }
     const rules = () =>
-      sh('iptables', ['-S', 'INPUT']).then((r) => r.stdout.split('\n').filter((l) => l.includes(`sbx-egress:${name}`)).length);
-    expect(await rules()).toBe(4);
+      sh('iptables', ['-S', 'INPUT']).then(
+        (r) => r.stdout.split('\n').filter((l) => l.includes(filteredNames({ installationId: installation }).ruleTag)).length,
+      );
+    expect(await rules()).toBe(6);
     // Cleaned up by hand here (the shutdown with none left is the suite's own afterAll).
     await removeInstallation(docker, installation);
     const { Firewall } = await import('../../src/transports/egress/firewall.js');
     const net = await docker.getNetwork(name).inspect();
     const cfg = net.IPAM!.Config![0]!;
-    await new Firewall({ subnet: cfg.Subnet!, gateway: cfg.Gateway!, port: 3128, tag: `sbx-egress:${name}` }).remove();
+    await new Firewall({
+      subnet: cfg.Subnet!,
+      gateway: cfg.Gateway!,
+      port: 3128,
+      tag: filteredNames({ installationId: installation }).ruleTag,
+    }).remove();
     await docker.getNetwork(name).remove();
     expect(await rules()).toBe(0);
   });
@@ -364,7 +380,7 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
   it('the firewall rules are tagged, present while serving', async () => {
     const rules = (await sh('iptables', ['-S', 'INPUT'])).stdout
       .split('\n')
-      .filter((l) => l.includes(`sbx-egress:${filteredNetworkName(srv.plane.installationId)}`));
-    expect(rules).toHaveLength(4);
+      .filter((l) => l.includes(filteredNames({ installationId: srv.plane.installationId }).ruleTag));
+    expect(rules).toHaveLength(6);
   });
 });

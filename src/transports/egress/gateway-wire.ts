@@ -1,11 +1,11 @@
 /**
  * The gateway's wire helpers (DESIGN.md §10): refusals, hop-by-hop headers, request authorities,
- * source addresses, a buffered TLS ClientHello and its own resolver. Pure or socket-local; the
+ * source addresses, a buffered TLS ClientHello and the upstream connect (names are resolved in resolver.ts). Pure or socket-local; the
  * verdicts live in gateway.ts.
  */
-import { Resolver } from 'node:dns';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
+import { formatIp, type Ip } from '../../core/network/index.js';
 import { MAX_HELLO_BYTES, parseClientHello } from './client-hello.js';
 
 export function deny(res: ServerResponse, status: number, text: string): void {
@@ -88,12 +88,25 @@ export function readHello(sock: Socket, initial: Buffer, timeoutMs: number): Pro
   });
 }
 
-/** node:dns Resolver of its own (not the system's getaddrinfo), A then AAAA, 5 s. */
-export async function defaultResolve(name: string): Promise<string[]> {
-  const r = new Resolver({ timeout: 5_000, tries: 1 });
-  const [a, aaaa] = await Promise.allSettled([
-    new Promise<string[]>((res, rej) => r.resolve4(name, (e, xs) => (e ? rej(e) : res(xs)))),
-    new Promise<string[]>((res, rej) => r.resolve6(name, (e, xs) => (e ? rej(e) : res(xs)))),
-  ]);
-  return [...(a.status === 'fulfilled' ? a.value : []), ...(aaaa.status === 'fulfilled' ? aaaa.value : [])];
+/** Connects to the first address that answers, in order. */
+export function connectFirst(addresses: Ip[], port: number, timeoutMs: number): Promise<{ sock: Socket; address: Ip }> {
+  return new Promise((resolve, reject) => {
+    const attempt = (i: number) => {
+      if (i >= addresses.length) return reject(new Error('no address answered'));
+      const address = addresses[i]!;
+      const sock = connect({ host: formatIp(address), port, family: address.family });
+      const timer = setTimeout(() => sock.destroy(new Error('connect timeout')), timeoutMs);
+      sock.once('connect', () => {
+        clearTimeout(timer);
+        sock.removeAllListeners('error');
+        resolve({ sock, address });
+      });
+      sock.once('error', () => {
+        clearTimeout(timer);
+        sock.destroy();
+        attempt(i + 1);
+      });
+    };
+    attempt(0);
+  });
 }

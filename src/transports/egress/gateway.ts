@@ -1,8 +1,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import {
   compileLists,
-  formatIp,
   judgeAddress,
   judgeName,
   ownAddresses,
@@ -15,14 +14,15 @@ import {
   type Rule,
   type Target,
 } from '../../core/network/index.js';
-import { defaultResolve, deny, normalizeSource, readHello, splitAuthority, stripHop } from './gateway-wire.js';
+import { connectFirst, deny, normalizeSource, readHello, splitAuthority, stripHop } from './gateway-wire.js';
+import { hostResolver } from './resolver.js';
 
 /**
  * The egress gateway (DESIGN.md §10): what filtered sandboxes reach instead of the network. An
  * HTTP proxy for absolute-form requests (each judged; `Host` rewritten from the URI) and CONNECT
  * (judged; unless the matching rule names the port, the first bytes must be a TLS ClientHello
  * whose SNI equals the CONNECT host). It knows the sandbox by the source address, reads its rules
- * from the store per connection (cached ≤ 1 s), resolves names itself and connects only to the
+ * from the store per connection (cached ≤ 1 s), resolves names itself (resolver.ts) and connects only to the
  * resolved addresses that pass, in order, with no second lookup. Malformed input gets 400 and the
  * gateway stays up; more than 256 connections from one sandbox get 503; idle tunnels close after
  * 10 minutes.
@@ -44,7 +44,7 @@ export interface GatewayOptions {
   rules(sandboxId: string): Promise<EgressLists | null>;
   /** This node's own addresses (special: refused unless an allow CIDR names them). */
   ownAddresses?(): string[];
-  /** Name → addresses, in order (tests inject one); default: node:dns Resolver, A then AAAA, 5 s. */
+  /** Name → addresses, in order (tests inject one); default: the hosts file, then a node:dns Resolver (A then AAAA, 5 s). */
   resolve?(name: string): Promise<string[]>;
   onVerdict?(v: VerdictRecord): void;
   maxConnectionsPerSandbox?: number;
@@ -80,7 +80,7 @@ export class EgressGateway {
   private readonly connectTimeoutMs: number;
 
   constructor(private readonly opts: GatewayOptions) {
-    this.resolver = opts.resolve ?? defaultResolve;
+    this.resolver = opts.resolve ?? hostResolver();
     this.max = opts.maxConnectionsPerSandbox ?? 256;
     this.idleMs = opts.idleMs ?? 10 * 60_000;
     this.maxLookups = opts.maxLookups ?? 8;
@@ -241,29 +241,6 @@ export class EgressGateway {
     };
   }
 
-  /** Connects to the first address that answers, in order. */
-  private connectFirst(addresses: Ip[], port: number): Promise<{ sock: Socket; address: Ip }> {
-    return new Promise((resolve, reject) => {
-      const attempt = (i: number) => {
-        if (i >= addresses.length) return reject(new Error('no address answered'));
-        const address = addresses[i]!;
-        const sock = connect({ host: formatIp(address), port, family: address.family });
-        const timer = setTimeout(() => sock.destroy(new Error('connect timeout')), this.connectTimeoutMs);
-        sock.once('connect', () => {
-          clearTimeout(timer);
-          sock.removeAllListeners('error');
-          resolve({ sock, address });
-        });
-        sock.once('error', () => {
-          clearTimeout(timer);
-          sock.destroy();
-          attempt(i + 1);
-        });
-      };
-      attempt(0);
-    });
-  }
-
   /** Absolute-form HTTP proxy request. */
   private async proxy(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const source = normalizeSource(req.socket.remoteAddress ?? '');
@@ -290,7 +267,7 @@ export class EgressGateway {
     }
     let up: { sock: Socket; address: Ip };
     try {
-      up = await this.connectFirst(j.addresses, hp.port);
+      up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs);
     } catch {
       this.record(sandboxId, shown, hp.port);
       return deny(res, 502, `sbx egress: ${shown}:${hp.port} did not answer`);
@@ -383,7 +360,7 @@ export class EgressGateway {
     }
     let up: { sock: Socket; address: Ip };
     try {
-      up = await this.connectFirst(j.addresses, hp.port);
+      up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs);
     } catch {
       this.record(sandboxId, shown, hp.port);
       return void sock.destroy();

@@ -26,21 +26,47 @@ export interface FilteredCreate {
   env: string[];
 }
 
-export function filteredNetworkName(installationId: string): string {
-  return `sbx-filtered-${installationId.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 24)}`;
+/** What sbx names on this host for filtered sandboxes: the docker network and the comment on its host firewall rules. */
+export interface FilteredNames {
+  network: string;
+  /** The comment every host INPUT rule of that network carries (`iptables -m comment`): how a start finds a killed run's rules. */
+  ruleTag: string;
 }
 
+/** Whose filtered network it is. The one place for the naming, so a narrower scope (e.g. a worker id) extends network and rules alike. */
+export interface FilteredScope {
+  installationId: string;
+}
+
+export function filteredNames(scope: FilteredScope): FilteredNames {
+  const network = `sbx-filtered-${scope.installationId.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 24)}`;
+  return { network, ruleTag: `sbx-egress:${network}` };
+}
+
+export function filteredNetworkName(installationId: string): string {
+  return filteredNames({ installationId }).network;
+}
+
+/** Brings enforcement up on the network (compose: host firewall, refusing DNS, gateway); throws with the reason. */
+export type EgressStarter = (net: FilteredNetwork) => Promise<void>;
+
+/** What a start finds of an earlier run (DESIGN.md §10): nothing, a network still in use, or an unused one it removed. */
+export type Leftovers = 'none' | 'in_use' | 'removed';
+
 /**
- * Egress enforcement on docker (DESIGN.md §10). `prepare` checks the conditions — sbx runs as
- * root, the engine is local (unix socket) and rootful with its bridge in sbx's network namespace,
- * no NET_RAW/NET_ADMIN added — and finds or creates the internal network with inter-container
- * traffic off. Compose then installs the host firewall and starts the gateway, and `enable`s it;
- * until then, and whenever a condition fails, `unavailable()` says why and filtered spawns get 501.
+ * Egress enforcement on docker (DESIGN.md §10). `check` tests the conditions — sbx runs as root,
+ * the engine is local (unix socket) and rootful with its bridge in sbx's network namespace, no
+ * NET_RAW/NET_ADMIN added. Compose then clears what a killed earlier run left and `arm`s it with a
+ * starter; the first filtered spawn makes the internal network (inter-container traffic off) and
+ * runs the starter (host firewall, gateway), once. Until armed, and whenever a condition fails,
+ * `unavailable()` says why and filtered spawns get 501.
  */
 export class DockerEgress implements ProviderEgress {
   private reason: string | null = 'the egress gateway is not running (it starts with `sbx serve`)';
   private net: FilteredNetwork | null = null;
   private port = 3128;
+  private starter: EgressStarter | null = null;
+  private starting: Promise<FilteredNetwork> | null = null;
   private onChanged: (sandboxId: string) => void = () => {};
   /** Source address → sandbox id, from the network's containers; refreshed on a miss. */
   private sources = new Map<string, string>();
@@ -50,11 +76,14 @@ export class DockerEgress implements ProviderEgress {
   onConsole: (runtimeId: string, line: string) => void = () => {};
   private sourcesAt = 0;
   private refreshing: Promise<void> | null = null;
+  readonly names: FilteredNames;
 
   constructor(
     private readonly docker: Docker,
     private readonly opts: ResolvedOptions,
-  ) {}
+  ) {
+    this.names = filteredNames({ installationId: opts.installationId });
+  }
 
   unavailable(): string | null {
     return this.reason;
@@ -64,12 +93,13 @@ export class DockerEgress implements ProviderEgress {
     this.onChanged(sandboxId);
   }
 
+  /** The network once enforcement is up (from the first filtered spawn on), else null. */
   get network(): FilteredNetwork | null {
     return this.net;
   }
 
-  /** Why filtered cannot be enforced here (a string), or the network to enforce it on. */
-  async prepare(signal?: AbortSignal): Promise<FilteredNetwork | string> {
+  /** Why filtered cannot be enforced here, or null when it can (nothing is created). */
+  async check(signal?: AbortSignal): Promise<string | null> {
     if (typeof process.getuid === 'function' && process.getuid() !== 0)
       return 'sbx does not run as root (it installs host firewall rules for the filtered network)';
     if (this.opts.endpoint.kind !== 'unix')
@@ -85,7 +115,35 @@ export class DockerEgress implements ProviderEgress {
     }
     if ((info.SecurityOptions ?? []).some((o) => /name=rootless/.test(o)))
       return "the docker engine is rootless: its bridge is not in sbx's network namespace";
-    const name = filteredNetworkName(this.opts.installationId);
+    return null;
+  }
+
+  /**
+   * What an earlier run of this installation left: its network with containers still attached
+   * (`in_use`: they are live, enforcement must come up now), or an unused one, which goes
+   * (`removed`; compose removes its host rules by their tag whenever the network is not in use).
+   */
+  async clearLeftovers(): Promise<Leftovers> {
+    const network = this.docker.getNetwork(this.names.network);
+    let inspect: Docker.NetworkInspectInfo;
+    try {
+      inspect = (await network.inspect()) as Docker.NetworkInspectInfo;
+    } catch (err) {
+      if (isNotFound(err)) return 'none';
+      throw err;
+    }
+    if (Object.keys(inspect.Containers ?? {}).length > 0) return 'in_use';
+    try {
+      await network.remove();
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    return 'removed';
+  }
+
+  /** Finds or creates the internal network with inter-container traffic off; a string says why not. */
+  private async makeNetwork(): Promise<FilteredNetwork | string> {
+    const name = this.names.network;
     let inspect: Docker.NetworkInspectInfo;
     try {
       inspect = (await this.docker.getNetwork(name).inspect()) as Docker.NetworkInspectInfo;
@@ -114,12 +172,41 @@ export class DockerEgress implements ProviderEgress {
     return { name, gateway, subnet: cfg.Subnet };
   }
 
-  /** Filtered spawns are accepted from now on; `onChanged` hears of PUTs. */
-  enable(net: FilteredNetwork, port: number, onChanged: (sandboxId: string) => void): void {
-    this.net = net;
+  /** Filtered spawns are accepted from now on: the first brings enforcement up with `starter`; `onChanged` hears of PUTs. */
+  arm(port: number, starter: EgressStarter, onChanged: (sandboxId: string) => void): void {
     this.port = port;
+    this.starter = starter;
     this.onChanged = onChanged;
     this.reason = null;
+  }
+
+  /**
+   * The network with its firewall and gateway up: made once (concurrent callers share the
+   * attempt); a failure is 501 with the reason, and the next filtered spawn tries again.
+   */
+  async up(): Promise<FilteredNetwork> {
+    const starter = this.starter;
+    if (this.reason !== null || !starter) throw new SbxError('not_implemented', `network "filtered" is not available here: ${this.reason}`);
+    if (this.net) return this.net;
+    this.starting ??= (async () => {
+      const net = await this.makeNetwork();
+      if (typeof net === 'string') throw new Error(net);
+      await starter(net);
+      this.net = net;
+      return net;
+    })().finally(() => {
+      this.starting = null;
+    });
+    try {
+      return await this.starting;
+    } catch (err) {
+      throw new SbxError('not_implemented', `network "filtered" is not available here: ${(err as Error).message}`);
+    }
+  }
+
+  /** Resolves once no bring-up is in flight (shutdown waits for one, so nothing it starts outlives the stop). */
+  async settled(): Promise<void> {
+    await this.starting?.catch(() => undefined);
   }
 
   disable(reason: string): void {
@@ -127,11 +214,10 @@ export class DockerEgress implements ProviderEgress {
     this.onChanged = () => {};
   }
 
-  /** Create options of a filtered container; 501 when enforcement is not on. */
-  createOptions(): FilteredCreate {
-    if (this.reason !== null || !this.net)
-      throw new SbxError('not_implemented', `network "filtered" is not available here: ${this.reason ?? 'no filtered network'}`);
-    const proxy = `http://${this.net.gateway}:${this.port}`;
+  /** Create options of a filtered container, enforcement brought up first; 501 when it cannot be. */
+  async createOptions(): Promise<FilteredCreate> {
+    const net = await this.up();
+    const proxy = `http://${net.gateway}:${this.port}`;
     const env = [
       `HTTP_PROXY=${proxy}`,
       `HTTPS_PROXY=${proxy}`,
@@ -140,7 +226,7 @@ export class DockerEgress implements ProviderEgress {
       'NO_PROXY=localhost,127.0.0.1',
       'no_proxy=localhost,127.0.0.1',
     ];
-    return { networkMode: this.net.name, dns: [this.net.gateway], env };
+    return { networkMode: net.name, dns: [net.gateway], env };
   }
 
   /** Spawns and destroys change who holds which address: the next lookup reads the network again. */
@@ -197,8 +283,7 @@ export class DockerEgress implements ProviderEgress {
    * it is gone (then its host rules may go too; while filtered containers live they must stay).
    */
   async removeNetworkIfUnused(): Promise<boolean> {
-    if (!this.net) return true;
-    const network = this.docker.getNetwork(this.net.name);
+    const network = this.docker.getNetwork(this.names.network);
     try {
       const inspect = (await network.inspect()) as Docker.NetworkInspectInfo;
       if (Object.keys(inspect.Containers ?? {}).length > 0) return false;

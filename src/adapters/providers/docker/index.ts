@@ -33,7 +33,7 @@ import { DockerEgress } from './egress.js';
 
 export type { DockerProviderOptions, PullEvent } from './options.js';
 export { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX, containerName } from './containers.js';
-export { DockerEgress, filteredNetworkName, type FilteredNetwork } from './egress.js';
+export { DockerEgress, filteredNames, filteredNetworkName, type FilteredNetwork, type FilteredNames } from './egress.js';
 
 export const DOCKER_CAPABILITIES = [
   'spawn',
@@ -127,8 +127,8 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     },
     spawn: async (spec, signal) => {
       if (spec.snapshot !== undefined) await snapshots.require(spec.snapshot, spec.image, signal);
-      // Filtered (DESIGN §10): 501 with the reason unless the network, firewall and gateway are up.
-      const filtered = spec.network === 'filtered' ? egress.createOptions() : undefined;
+      // Filtered (DESIGN §10): the first one brings the network, firewall and gateway up; 501 with the reason when they cannot be.
+      const filtered = spec.network === 'filtered' ? await egress.createOptions() : undefined;
       const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
       let part: ReturnType<DockerAgents['prepare']>;
       const agentFor = agents

@@ -17,6 +17,7 @@ import { bytesOnce } from '../sandboxes/files.js';
 import type {
   ConsoleLog,
   ExecEvent,
+  PreviewUpstream,
   Provider,
   RuntimeInfo,
   RuntimeStatus,
@@ -368,12 +369,20 @@ export class PoolProvider implements Provider {
     );
   }
 
-  /** Tenants of one runtime share its network: a port is the runtime's. */
-  async previewUpstream(runtimeId: string, port: number, signal?: AbortSignal) {
+  /**
+   * Tenants of one runtime share its network, so a port is the runtime's: a tenant's preview is
+   * served only while the listener on that port is its own (`listenerOwned`, judged on every
+   * request), else 502 exactly as when nothing listens — another tenant's server is never reached.
+   */
+  async previewUpstream(runtimeId: string, port: number, signal?: AbortSignal): Promise<PreviewUpstream> {
     if (!this.base.previewUpstream) throw new SbxError('not_implemented', `provider ${this.name} cannot serve previews`);
     const p = parsePoolId(runtimeId);
-    if (p) await this.live(runtimeId);
-    return this.base.previewUpstream(p ? p.runtime : runtimeId, port, signal);
+    if (!p) return this.base.previewUpstream(runtimeId, port, signal);
+    const ws = await this.live(runtimeId);
+    const upstream = await this.base.previewUpstream(p.runtime, port, signal);
+    if (!ws.listenerOwned || !(await ws.listenerOwned(port, upstream.host, signal)))
+      throw new SbxError('bad_gateway', `nothing is listening on port ${port} of sandbox ${p.sandbox_id}`);
+    return { ...upstream, shared: true };
   }
 
   close(): Promise<void> {

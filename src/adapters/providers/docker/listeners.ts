@@ -4,8 +4,6 @@
  * an exec as the container's user (never the tenant's, never a file a tenant can write). A pool
  * preview is served only when every socket that could take the connection belongs to the tenant.
  */
-import type Docker from 'dockerode';
-import { runArgv } from './run.js';
 
 /** A listening socket: its local address (dotted IPv4, or 32 hex digits of IPv6), port and owner uid. */
 export interface Listener {
@@ -60,20 +58,20 @@ export function listenerOwnedBy(listeners: readonly Listener[], host: string, po
   return taking.length > 0 && taking.every((l) => l.uid === uid);
 }
 
-/** Reads the container's tables (an exec as the container's user) and judges `host:port` for `uid`. */
+/** The command that prints the tables (cat exits 1 where IPv6 is off: what it printed is still the whole IPv4 table). */
+export const LISTENER_TABLES = ['/bin/cat', '/proc/net/tcp', '/proc/net/tcp6'];
+
+/** A command run to completion as the container's own user, its stdout answered (the agent when up, else the engine). */
+export type ContainerRun = (runtimeId: string, argv: string[], signal?: AbortSignal) => Promise<Buffer>;
+
+/** Reads the container's tables and judges `host:port` for `uid`. */
 export async function containerListenerOwned(
-  docker: Docker,
+  run: ContainerRun,
   runtimeId: string,
   host: string,
   port: number,
   uid: number,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  // cat exits 1 where IPv6 is off (no tcp6): what it printed is still the whole IPv4 table.
-  const r = await runArgv(docker, runtimeId, ['/bin/cat', '/proc/net/tcp', '/proc/net/tcp6'], {
-    signal,
-    timeoutMs: 10_000,
-    maxBytes: 16 * 1024 * 1024,
-  });
-  return listenerOwnedBy(parseListeners(r.stdout.toString('latin1')), host, port, uid);
+  return listenerOwnedBy(parseListeners((await run(runtimeId, LISTENER_TABLES, signal)).toString('latin1')), host, port, uid);
 }

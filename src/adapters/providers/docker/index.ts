@@ -15,7 +15,6 @@ import { agentOpen, agentStat, agentWrite } from './agent-files.js';
 import { LABEL_SANDBOX } from './containers.js';
 import type { OpenedFile } from '../../../core/ports.js';
 import { readAll } from '../../../core/sandboxes/files.js';
-import { runArgv } from './run.js';
 
 /** The uid (and gid) of an image's `User`: undefined for root, null when only a name is known. */
 function imageUid(imageUser: string): ContainerUser | undefined | null {
@@ -27,9 +26,6 @@ function imageUid(imageUser: string): ContainerUser | undefined | null {
     return null;
   }
 }
-
-/** Bound on what a short command of the provider's own may print. */
-const MAX_RUN_BYTES = 16 * 1024 * 1024;
 
 /** Kernel filesystems: reads there stay with the engine paths (sizes of 0, endless files). */
 const KERNEL_FS = /^\/(proc|sys|dev)(\/|$)/;
@@ -96,28 +92,6 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
           (c) => agentOpen(c, path, maxBytes),
           () => files.open(runtimeId, path, maxBytes, signal),
         );
-  /** A short command as the container's user, no console capture: through the agent (a few ms) when up, else the engine. */
-  const runAsContainer = async (runtimeId: string, argv: string[], signal?: AbortSignal): Promise<Buffer> => {
-    const bound = AbortSignal.any([AbortSignal.timeout(10_000), ...(signal ? [signal] : [])]);
-    const conn = agents ? await agents.get(runtimeId) : undefined;
-    if (conn && !bound.aborted) {
-      const out: Buffer[] = [];
-      let bytes = 0;
-      const spec: ExecSpec = { command: argv[0]!, args: argv.slice(1), mode: 'argv', env: { LC_ALL: 'C' }, workdir: '/' };
-      try {
-        for await (const ev of agentExec(conn, spec, bound, undefined, (m) => killMarkedViaEngine(docker, runtimeId, m)))
-          if (ev.stream === 'stdout') {
-            if ((bytes += ev.data.byteLength) > MAX_RUN_BYTES) throw new SbxError('payload_too_large', `${argv[0]} printed too much`);
-            out.push(Buffer.from(ev.data));
-          }
-        if (bound.aborted) throw new SbxError('timeout', `${argv[0]} did not finish in time`);
-        return Buffer.concat(out);
-      } catch (err) {
-        if (!(err instanceof AgentUnavailable)) throw err;
-      }
-    }
-    return (await runArgv(docker, runtimeId, argv, { signal: bound, maxBytes: MAX_RUN_BYTES })).stdout;
-  };
   const egress = new DockerEgress(docker, opts);
   egress.onConsole = (runtimeId, line) => {
     const cap = console_.capture(runtimeId);
@@ -248,8 +222,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       ),
     glob: (runtimeId, pattern, signal) => files.glob(runtimeId, pattern, signal),
     logs: (runtimeId, query, signal) => console_.logs(runtimeId, query, signal),
-    workspace: (runtimeId, ws) =>
-      dockerWorkspace(docker, runtimeId, ws, (id, spec, signal) => provider.exec(id, spec, signal), runAsContainer),
+    workspace: (runtimeId, ws) => dockerWorkspace(docker, agents, runtimeId, ws, (id, spec, signal) => provider.exec(id, spec, signal)),
     close: async () => {
       // dockerode keeps no pooled connections or timers of its own; the agents' connections close.
       agents?.close();

@@ -13,8 +13,9 @@ import { workspacePath } from '../../../core/pool/workspace.js';
 import type { FileInfo, Provider, WorkspaceOps, WorkspaceSpec } from '../../../core/ports.js';
 import { putDirectory } from './archive.js';
 import { DockerFiles } from './files.js';
-import { type ContainerRun, containerListenerOwned } from './listeners.js';
-import { runArgv } from './run.js';
+import type { DockerAgents } from './agent.js';
+import { containerListenerOwned } from './listeners.js';
+import { runArgv, runAsContainer } from './run.js';
 
 /**
  * As the tenant, on release: every process of its uid killed — `kill -9 -1` as that uid reaches
@@ -41,13 +42,13 @@ find /tmp /var/tmp /dev/shm -xdev -user "$u" ! -type d -exec rm -f -- {} + 2>/de
 /** As the container's user (root owns /workspace): the empty directory goes. */
 const RMDIR = '[ -d "$1" ] || exit 0; exec rmdir -- "$1"';
 
-/** `exec` is the provider's own (console capture, kill on abort); `runAsContainer` runs quietly as the container's user. */
+/** `exec` is the provider's own (console capture, kill on abort); `agents` the provider's, for quiet reads as the container's user. */
 export function dockerWorkspace(
   docker: Docker,
+  agents: DockerAgents | undefined,
   runtimeId: string,
   ws: WorkspaceSpec,
   exec: Provider['exec'],
-  runAsContainer: ContainerRun,
 ): WorkspaceOps {
   const root = workspacePath(ws);
   const user = { uid: ws.uid, gid: ws.gid };
@@ -75,7 +76,8 @@ export function dockerWorkspace(
     },
     exec: (spec, signal) =>
       exec(runtimeId, { ...spec, user, workdir: inside(spec.workdir ?? '/'), env: { HOME: root, ...spec.env } }, signal),
-    listenerOwned: (port, host, signal) => containerListenerOwned(runAsContainer, runtimeId, host, port, ws.uid, signal),
+    listenerOwned: (port, host, signal) =>
+      containerListenerOwned((id, argv, s) => runAsContainer(docker, agents, id, argv, s), runtimeId, host, port, ws.uid, signal),
     writeFile: (p, content, mode, signal) => files.write(runtimeId, inside(p), content, mode, signal),
     readFile: (p, signal, maxBytes) => files.read(runtimeId, inside(p), maxBytes, signal),
     openFile: (p, signal, maxBytes) => files.open(runtimeId, inside(p), maxBytes, signal),

@@ -20,8 +20,9 @@ import { runArgv, runAsContainer } from './run.js';
 /**
  * As the tenant, on release: every process of its uid killed — `kill -9 -1` as that uid reaches
  * exactly those (the container's root has no CAP_KILL), repeated until /proc shows none but
- * zombies, as a loop that forks meanwhile is caught by the next pass (bounded: exit 3) — then its
- * files in the shared temporary directories and everything in the workspace removed.
+ * zombies, as a loop that forks meanwhile is caught by the next pass (bounded, about 5 s: exit 3,
+ * and the destroy is retried) — then its files in the shared temporary directories and
+ * everything in the workspace removed.
  */
 const RELEASE = `u=$2; n=0
 while :; do
@@ -35,7 +36,7 @@ while :; do
     [ $mine = 1 ] && [ $z = 0 ] && left=1 && break
   done
   [ $left = 0 ] && break
-  n=$((n + 1)); [ $n -ge 100 ] && exit 3
+  n=$((n + 1)); [ $n -ge 100 ] && exit 3; [ $n -gt 5 ] && sleep 0.05
 done
 find /tmp /var/tmp /dev/shm -xdev -user "$u" ! -type d -exec rm -f -- {} + 2>/dev/null
 [ -d "$1" ] || exit 0; chmod -R u+rwX -- "$1" 2>/dev/null; find "$1" -mindepth 1 -maxdepth 1 -exec rm -rf -- {} + ; exit 0`;

@@ -6,6 +6,7 @@
 
 import type { ProcessStore } from './process-port.js';
 import type { WarmStore } from './warm-port.js';
+import type { PoolUidStore } from './pool-port.js';
 import type { SharedState } from './replica-port.js';
 import type { EgressLists } from './network/rules.js';
 
@@ -389,6 +390,7 @@ export type Store = StoreLifecycle &
   IdempotencyStore &
   ProcessStore &
   WarmStore &
+  PoolUidStore &
   SnapshotStore &
   VolumeStore;
 
@@ -398,3 +400,4 @@ export * from './provider-port.js';
 export * from './replica-port.js';
 export * from './process-port.js';
 export * from './warm-port.js';
+export * from './pool-port.js';

@@ -105,6 +105,12 @@ export interface WorkspaceOps {
   chmod(path: string, mode: number, signal?: AbortSignal): Promise<void>;
   stat(path: string, signal?: AbortSignal): Promise<FileInfo>;
   glob(pattern: string, signal?: AbortSignal): Promise<string[]>;
+  /**
+   * Whether a preview connection to `host:port` (the address the runtime's preview upstream
+   * names) reaches only this workspace's own listener (DESIGN.md §8): docker by the listening
+   * socket's uid, mock and proot by its process's PID namespace. Absent: no pool preview at all.
+   */
+  listenerOwned?(port: number, host: string, signal?: AbortSignal): Promise<boolean>;
 }
 
 /** Signals a caller may send to a running command. */
@@ -174,6 +180,11 @@ export interface PreviewUpstream {
   path_prefix?: string;
   /** Added to the forwarded request (worker credentials); never shown to the sandbox's visitors. */
   headers?: Record<string, string>;
+  /**
+   * The address is shared by the tenants of a pool runtime, and who may reach it was judged for
+   * this request alone (DESIGN.md §8): never reused for another request.
+   */
+  shared?: boolean;
   /** TLS to the upstream (mTLS to a worker); absent = plain TCP. */
   tls?: { ca?: Uint8Array; cert?: Uint8Array; key?: Uint8Array; servername?: string; rejectUnauthorized: boolean };
 }

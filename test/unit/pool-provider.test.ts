@@ -1,14 +1,15 @@
 /**
  * The pool provider (DESIGN.md §8) over the real mock provider: slot choice under concurrency,
- * the queue, and no runtime left behind when a workspace cannot be made.
+ * the queue, no runtime left behind when a workspace cannot be made, and uids never given twice
+ * in a runtime's life.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
-import { parsePoolId, PoolProvider, type PoolOptions } from '../../src/core/pool/pool-provider.js';
-import type { Provider, SandboxRecord } from '../../src/core/ports.js';
+import { parsePoolId, POOL_UID_SPAN, PoolProvider, type PoolOptions } from '../../src/core/pool/pool-provider.js';
+import type { PoolUidStore, Provider, SandboxRecord } from '../../src/core/ports.js';
 
 let dir: string;
 let n = 0;
@@ -19,10 +20,24 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const runtimes = () => readdirSync(join(dir, 'mock')).filter((f) => f.startsWith('pool-'));
 
-function pool(base: Provider, extra: Partial<PoolOptions> = {}, rows: SandboxRecord[] = []): PoolProvider {
+/** The store's uid counters (the SQL ones pass the store contract), each runtime's starting at `start`. */
+function counters(start = 0): PoolUidStore & { given: Map<string, number> } {
+  const given = new Map<string, number>();
+  return {
+    given,
+    takePoolUid: async (rt) => {
+      const v = given.get(rt) ?? start;
+      given.set(rt, v + 1);
+      return v;
+    },
+    forgetPoolRuntime: async (rt) => void given.delete(rt),
+  };
+}
+
+function pool(base: Provider, extra: Partial<PoolOptions> = {}, rows: SandboxRecord[] = [], uids = counters()): PoolProvider {
   return new PoolProvider(base, {
     settings: { enabled: true, max_vms: 2, max_users_per_vm: 2, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
-    store: { listSandboxes: async () => rows },
+    store: { listSandboxes: async () => rows, ...uids },
     overflow: 'reject',
     queueTimeoutMs: 0,
     runtimeName: () => `pool-${++n}`,
@@ -87,5 +102,58 @@ describe('PoolProvider', () => {
     expect(await p2.status(a.runtime_id)).toBe('missing');
     await expect(p2.readFile(a.runtime_id, '/x.txt')).rejects.toMatchObject({ code: 'not_found' });
     expect(runtimes()).toHaveLength(0);
+  });
+
+  it('a freed slot never gives its uid again in that runtime: the next tenant gets the next one', async () => {
+    const uids = counters();
+    const p = pool(createMockProvider({ rootDir: join(dir, 'mock') }), {}, [], uids);
+    const a = parsePoolId((await p.spawn(spec('sb-u1'))).runtime_id)!;
+    const b = parsePoolId((await p.spawn(spec('sb-u2'))).runtime_id)!;
+    expect([a.slot, b.slot]).toEqual([0, 1]);
+    await p.destroy(`pool:0:sb-u1:${a.runtime}`);
+    const c = parsePoolId((await p.spawn(spec('sb-u3'))).runtime_id)!;
+    expect(c).toMatchObject({ runtime: a.runtime, slot: 2 });
+    // The last tenant's destroy removes the runtime and forgets its counter.
+    await p.destroy(`pool:1:sb-u2:${a.runtime}`);
+    await p.destroy(`pool:2:sb-u3:${a.runtime}`);
+    expect(runtimes()).toHaveLength(0);
+    expect(uids.given.size).toBe(0);
+  });
+
+  it('a runtime whose counter is used up takes no one new, and goes with its last tenant', async () => {
+    const p = pool(
+      createMockProvider({ rootDir: join(dir, 'mock') }),
+      { settings: { enabled: true, max_vms: 2, max_users_per_vm: 3, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' } },
+      [],
+      counters(POOL_UID_SPAN - 1),
+    );
+    const a = parsePoolId((await p.spawn(spec('sb-x1'))).runtime_id)!;
+    expect(a.slot).toBe(POOL_UID_SPAN - 1);
+    // The first runtime is used up: a second one starts, then it is used up too and max_vms is reached.
+    const b = parsePoolId((await p.spawn(spec('sb-x2'))).runtime_id)!;
+    expect(b.runtime).not.toBe(a.runtime);
+    await expect(p.spawn(spec('sb-x3'))).rejects.toMatchObject({ code: 'unavailable' });
+    expect(runtimes()).toHaveLength(2);
+    await p.destroy(`pool:${a.slot}:sb-x1:${a.runtime}`);
+    expect(runtimes()).toHaveLength(1);
+    const c = parsePoolId((await p.spawn(spec('sb-x4'))).runtime_id)!;
+    expect([a.runtime, b.runtime]).not.toContain(c.runtime);
+  });
+
+  it('slots stored before the counter existed are never given again', async () => {
+    const base = createMockProvider({ rootDir: join(dir, 'mock') });
+    const p1 = pool(base, {
+      settings: { enabled: true, max_vms: 1, max_users_per_vm: 3, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
+    });
+    const a = await p1.spawn(spec('sb-o1'));
+    const b = await p1.spawn(spec('sb-o2'));
+    const rows = [a, b].map((r, i) => ({ id: `sb-o${i + 1}`, state: 'running', runtime_id: r.runtime_id }) as SandboxRecord);
+    // A fresh counter (the store before the migration): slots 0 and 1 are taken by the stored rows.
+    const p2 = pool(
+      base,
+      { settings: { enabled: true, max_vms: 1, max_users_per_vm: 3, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' } },
+      rows,
+    );
+    expect(parsePoolId((await p2.spawn(spec('sb-o3'))).runtime_id)).toMatchObject({ slot: 2, runtime: parsePoolId(a.runtime_id)!.runtime });
   });
 });

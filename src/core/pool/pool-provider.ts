@@ -6,18 +6,25 @@
  * assignment. spawn takes the oldest runtime with a free slot, else starts one while fewer than
  * `max_vms` run, else refuses (503) or waits for a slot (queue mode); destroy removes the
  * workspace and, with the last one, the runtime.
+ *
+ * A slot's number is its uid offset (uid 10000 + slot), taken from a counter the store keeps per
+ * runtime: no uid is given to a second tenant in a runtime's life, so nothing one tenant leaves
+ * behind (a process, a file in /tmp or /dev/shm, an IPC object) ever belongs to the next. A runtime
+ * whose counter is used up takes no one new and goes with its last tenant.
  */
-import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
+import { notFound, SbxError, unavailable } from '../errors.js';
 import { bytesOnce } from '../sandboxes/files.js';
 import type {
   ConsoleLog,
   ExecEvent,
+  PreviewUpstream,
   Provider,
   RuntimeInfo,
   RuntimeStatus,
   SandboxStore,
   SpawnResult,
   SpawnSpec,
+  PoolUidStore,
   WorkspaceOps,
 } from '../ports.js';
 
@@ -34,7 +41,7 @@ export interface PoolSettings {
 
 export interface PoolOptions {
   settings: PoolSettings;
-  store: Pick<SandboxStore, 'listSandboxes'>;
+  store: Pick<SandboxStore, 'listSandboxes'> & PoolUidStore;
   /** `queue` waits up to `queueTimeoutMs` for a slot when the pool is full; `reject` answers 503. */
   overflow: 'reject' | 'queue';
   queueTimeoutMs: number;
@@ -44,14 +51,18 @@ export interface PoolOptions {
 
 /** First uid of pool tenants: slot n runs as 10000 + n. */
 export const POOL_UID_BASE = 10_000;
+/** Uid offsets a runtime may give (10000 … 59999): one whose counter reaches this takes no new tenant. */
+export const POOL_UID_SPAN = 50_000;
 const PREFIX = 'pool:';
 const LIVE = ['running', 'unhealthy', 'error'] as const;
 
 interface Shared {
   /** The base provider's runtime id. */
   runtime: string;
-  /** slot → sandbox id. */
+  /** slot (uid offset) → sandbox id. */
   slots: Map<number, string>;
+  /** Its uid counter is used up: no new tenant; destroyed with its last one. */
+  retired?: boolean;
 }
 
 /** A logical sandbox's runtime id, parsed; null for a runtime of its own (not a pool one). */
@@ -141,29 +152,22 @@ export class PoolProvider implements Provider {
     const deadline = performance.now() + (this.opts.overflow === 'queue' ? this.opts.queueTimeoutMs : 0);
     for (;;) {
       const claimed = await this.locked(async () => {
-        for (const s of this.shared) {
-          if (s.slots.size >= perVm) continue;
-          const slot = freeSlot(s.slots, perVm);
+        for (const s of [...this.shared]) {
+          if (s.retired || s.slots.size >= perVm) continue;
+          const slot = await this.nextSlot(s);
+          if (slot === null) continue;
           s.slots.set(slot, spec.sandbox_id);
           return { shared: s, slot };
         }
+        // Retired runtimes still count: they run until their last tenant leaves.
         if (this.shared.length + this.creating >= this.opts.settings.max_vms) return null;
         this.creating++;
         try {
-          const { runtime_id } = await this.base.spawn(
-            {
-              sandbox_id: this.opts.runtimeName(),
-              image: this.opts.settings.image,
-              memory_mb: this.opts.settings.memory_mb,
-              vcpus: this.opts.settings.vcpus,
-              metadata: { 'sbx.pool': 'shared' },
-              owner_id: null,
-            },
-            signal,
-          );
-          const s: Shared = { runtime: runtime_id, slots: new Map([[0, spec.sandbox_id]]) };
-          this.shared.push(s);
-          return { shared: s, slot: 0 };
+          const s = await this.newRuntime(signal);
+          const slot = await this.nextSlot(s);
+          if (slot === null) throw new SbxError('provider_error', 'a new pool runtime got no uid for its first workspace');
+          s.slots.set(slot, spec.sandbox_id);
+          return { shared: s, slot };
         } finally {
           this.creating--;
         }
@@ -187,6 +191,48 @@ export class PoolProvider implements Provider {
     }
   }
 
+  /** A new shared runtime (its uid counter starts at its first workspace). */
+  private async newRuntime(signal?: AbortSignal): Promise<Shared> {
+    const { runtime_id } = await this.base.spawn(
+      {
+        sandbox_id: this.opts.runtimeName(),
+        image: this.opts.settings.image,
+        memory_mb: this.opts.settings.memory_mb,
+        vcpus: this.opts.settings.vcpus,
+        metadata: { 'sbx.pool': 'shared' },
+        owner_id: null,
+      },
+      signal,
+    );
+    const s: Shared = { runtime: runtime_id, slots: new Map() };
+    this.shared.push(s);
+    return s;
+  }
+
+  /**
+   * The runtime's next uid offset from the store's counter, or null once the counter is used up
+   * (the runtime retires). Offsets at or below one in use (slots stored before the counter existed)
+   * are skipped, so two tenants never share one. A runtime left with no tenant by a failure goes.
+   */
+  private async nextSlot(s: Shared): Promise<number | null> {
+    const floor = Math.max(-1, ...s.slots.keys());
+    for (;;) {
+      let slot: number;
+      try {
+        slot = await this.opts.store.takePoolUid(s.runtime);
+      } catch (err) {
+        if (s.slots.size === 0) await this.release(null, s).catch(() => undefined);
+        throw err;
+      }
+      if (slot >= POOL_UID_SPAN) {
+        s.retired = true;
+        if (s.slots.size === 0) await this.release(null, s).catch(() => undefined);
+        return null;
+      }
+      if (slot > floor) return slot;
+    }
+  }
+
   /** Resolves when a slot may have been freed, after `ms`, or on abort. */
   private slotFreed(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
@@ -202,11 +248,14 @@ export class PoolProvider implements Provider {
     });
   }
 
-  /** Frees a slot; a runtime left without workspaces is destroyed. */
-  private async release(id: string, signal?: AbortSignal): Promise<void> {
-    const p = parsePoolId(id)!;
-    const s = this.shared.find((x) => x.runtime === p.runtime);
-    if (s && s.slots.get(p.slot) === p.sandbox_id) s.slots.delete(p.slot);
+  /**
+   * Frees a slot (`id` null: none, `shared` names the runtime); a runtime left without workspaces
+   * is destroyed and its uid counter forgotten.
+   */
+  private async release(id: string | null, shared?: Shared, signal?: AbortSignal): Promise<void> {
+    const p = id ? parsePoolId(id)! : null;
+    const s = shared ?? this.shared.find((x) => x.runtime === p?.runtime);
+    if (s && p && s.slots.get(p.slot) === p.sandbox_id) s.slots.delete(p.slot);
     if (s && s.slots.size === 0) {
       this.shared.splice(this.shared.indexOf(s), 1);
       try {
@@ -216,6 +265,7 @@ export class PoolProvider implements Provider {
         if (!this.shared.includes(s)) this.shared.push(s);
         throw err;
       }
+      await this.opts.store.forgetPoolRuntime(s.runtime).catch(() => undefined);
     }
     for (const wake of [...this.waiters]) wake();
   }
@@ -227,7 +277,7 @@ export class PoolProvider implements Provider {
     const s = this.shared.find((x) => x.runtime === p.runtime);
     if (!s || s.slots.get(p.slot) !== p.sandbox_id) return; // already gone: idempotent
     if ((await this.base.status(p.runtime, signal)) === 'running') await this.ws(runtimeId).remove(signal);
-    await this.locked(() => this.release(runtimeId, signal));
+    await this.locked(() => this.release(runtimeId, undefined, signal));
   }
 
   async status(runtimeId: string, signal?: AbortSignal): Promise<RuntimeStatus> {
@@ -319,20 +369,23 @@ export class PoolProvider implements Provider {
     );
   }
 
-  /** Tenants of one runtime share its network: a port is the runtime's. */
-  async previewUpstream(runtimeId: string, port: number, signal?: AbortSignal) {
+  /**
+   * Tenants of one runtime share its network, so a port is the runtime's: a tenant's preview is
+   * served only while the listener on that port is its own (`listenerOwned`, judged on every
+   * request), else 502 exactly as when nothing listens — another tenant's server is never reached.
+   */
+  async previewUpstream(runtimeId: string, port: number, signal?: AbortSignal): Promise<PreviewUpstream> {
     if (!this.base.previewUpstream) throw new SbxError('not_implemented', `provider ${this.name} cannot serve previews`);
     const p = parsePoolId(runtimeId);
-    if (p) await this.live(runtimeId);
-    return this.base.previewUpstream(p ? p.runtime : runtimeId, port, signal);
+    if (!p) return this.base.previewUpstream(runtimeId, port, signal);
+    const ws = await this.live(runtimeId);
+    const upstream = await this.base.previewUpstream(p.runtime, port, signal);
+    if (!ws.listenerOwned || !(await ws.listenerOwned(port, upstream.host, signal)))
+      throw new SbxError('bad_gateway', `nothing is listening on port ${port} of sandbox ${p.sandbox_id}`);
+    return { ...upstream, shared: true };
   }
 
   close(): Promise<void> {
     return this.base.close?.() ?? Promise.resolve();
   }
-}
-
-function freeSlot(slots: Map<number, string>, perVm: number): number {
-  for (let i = 0; i < perVm; i++) if (!slots.has(i)) return i;
-  throw badRequest('no free slot');
 }

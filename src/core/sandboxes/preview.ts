@@ -74,8 +74,8 @@ export class PreviewService {
     const provider = await locator.provider(rec);
     if (!provider.previewUpstream) throw new SbxError('not_implemented', `provider ${rec.provider} cannot serve previews`);
     const upstream = await provider.previewUpstream(rec.runtime_id, port, signal);
-    // Remote upstreams carry per-call credentials and request ids: never reused.
-    if (upstream.path_prefix === undefined) {
+    // Remote upstreams carry per-call credentials and request ids, a pool tenant's a verdict on its listener: never reused.
+    if (upstream.path_prefix === undefined && !upstream.shared) {
       if (this.addresses.size >= ADDRESS_CACHE_MAX) this.addresses.clear();
       this.addresses.set(key, { upstream, at: now });
     }

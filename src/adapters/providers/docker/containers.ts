@@ -6,6 +6,7 @@ import { bounded, call, engineMessage, isNotFound, statusOf, toSbxError } from '
 import type { ImageCache } from './images.js';
 import { type ContainerUser, type ResolvedOptions, WORKDIR } from './options.js';
 import type { FilteredCreate } from './egress.js';
+import { refuseSnapshotImage } from './snapshots.js';
 
 /** tmpfs options that give a mount to the configured user (the mount is root's otherwise). */
 function tmpfsOwner(user: ContainerUser | undefined): string {
@@ -66,8 +67,12 @@ export class Containers {
     filtered?: FilteredCreate,
   ): Promise<SpawnResult> {
     await this.validateSize(spec, signal);
-    const imageUser = await this.images.ensure(spec.image, signal);
-    const agent = agentFor?.(imageUser);
+    // A snapshot's image only through `snapshot` (checked by the caller); every other image is judged by name, then by labels.
+    const viaSnapshot = spec.snapshot !== undefined;
+    if (!viaSnapshot) refuseSnapshotImage(spec.image, null);
+    const image = await this.images.ensure(spec.image, signal);
+    if (!viaSnapshot) refuseSnapshotImage(spec.image, image.labels);
+    const agent = agentFor?.(image.user);
     const mounts = agent ? [...volumeMounts, ...agent.mounts] : volumeMounts;
     const { opts } = this;
     const labels: Record<string, string> = { [LABEL_SANDBOX]: spec.sandbox_id, [LABEL_INSTALLATION]: opts.installationId };
@@ -100,7 +105,8 @@ export class Containers {
     try {
       container = await this.docker.createContainer({
         name: containerName(spec.sandbox_id),
-        Image: spec.image,
+        // The image judged above, by its id: a tag moved meanwhile cannot swap another one in.
+        Image: image.id ?? spec.image,
         // Entrypoint too: an image's own entrypoint must not swallow the keep-alive.
         Entrypoint: ['/bin/sh', '-c'],
         Cmd: [keepalive(agent?.start)],

@@ -3,6 +3,19 @@ import { badRequest, isAbortError, SbxError } from '../../../core/errors.js';
 import { bounded, isNotFound, statusOf, toSbxError } from './errors.js';
 import type { ResolvedOptions } from './options.js';
 
+/** What a spawn needs to know of its image: its configured user (`Config.User`, '' for none), id and labels (null: unknown). */
+export interface ImageFacts {
+  user: string;
+  id: string | null;
+  labels: Record<string, string> | null;
+}
+
+const facts = (info: Docker.ImageInspectInfo): ImageFacts => ({
+  user: info.Config?.User ?? '',
+  id: info.Id ?? null,
+  labels: info.Config?.Labels ?? {},
+});
+
 interface PullProgress {
   status?: string;
   progress?: string;
@@ -23,13 +36,12 @@ export class ImageCache {
     private readonly opts: ResolvedOptions,
   ) {}
 
-  /** Makes sure the image is here; answers its configured user (`Config.User`, '' for none). */
-  async ensure(image: string, signal?: AbortSignal): Promise<string> {
+  /** Makes sure the image is here; answers what it is (user, id, labels). */
+  async ensure(image: string, signal?: AbortSignal): Promise<ImageFacts> {
     // Only the characters a reference can hold; the engine checks the grammar itself (a 400 below).
     if (!REFERENCE_CHARS.test(image)) throw invalidReference(image);
     try {
-      const info = await this.docker.getImage(image).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions);
-      return info.Config?.User ?? '';
+      return facts(await this.docker.getImage(image).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions));
     } catch (err) {
       if (!isNotFound(err)) {
         if (signal?.aborted && isAbortError(err)) throw err;
@@ -46,10 +58,9 @@ export class ImageCache {
     // The shared pull is not cancelled by one caller going away; the caller just stops waiting.
     await abortable(p, signal);
     try {
-      const info = await this.docker.getImage(image).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions);
-      return info.Config?.User ?? '';
+      return facts(await this.docker.getImage(image).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions));
     } catch {
-      return '?'; // unknown: no agent for this spawn (agent.ts)
+      return { user: '?', id: null, labels: null }; // unknown: no agent for this spawn (agent.ts); the name was judged
     }
   }
 

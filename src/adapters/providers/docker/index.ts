@@ -222,7 +222,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       ),
     glob: (runtimeId, pattern, signal) => files.glob(runtimeId, pattern, signal),
     logs: (runtimeId, query, signal) => console_.logs(runtimeId, query, signal),
-    workspace: (runtimeId, ws) => dockerWorkspace(docker, runtimeId, ws, (id, spec, signal) => provider.exec(id, spec, signal)),
+    workspace: (runtimeId, ws) => dockerWorkspace(docker, agents, runtimeId, ws, (id, spec, signal) => provider.exec(id, spec, signal)),
     close: async () => {
       // dockerode keeps no pooled connections or timers of its own; the agents' connections close.
       agents?.close();

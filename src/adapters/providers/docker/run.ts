@@ -1,6 +1,8 @@
 import type Docker from 'dockerode';
 import { SbxError } from '../../../core/errors.js';
-import { streamExec } from './exec.js';
+import type { ExecSpec } from '../../../core/ports.js';
+import { AgentUnavailable, type DockerAgents, agentExec } from './agent.js';
+import { killMarkedViaEngine, streamExec } from './exec.js';
 
 export interface RunResult {
   exitCode: number;
@@ -68,4 +70,36 @@ export async function runArgv(docker: Docker, runtimeId: string, argv: string[],
     throw new SbxError('timeout', 'file operation did not finish in time');
   }
   return { exitCode, stdout: Buffer.concat(out), stderr: err };
+}
+
+/** Bound on what a short command of the provider's own may print. */
+const MAX_RUN_BYTES = 16 * 1024 * 1024;
+
+/** A short command as the container's user, no console capture: through the agent (a few ms) when up, else the engine. */
+export async function runAsContainer(
+  docker: Docker,
+  agents: DockerAgents | undefined,
+  runtimeId: string,
+  argv: string[],
+  signal?: AbortSignal,
+): Promise<Buffer> {
+  const bound = AbortSignal.any([AbortSignal.timeout(10_000), ...(signal ? [signal] : [])]);
+  const conn = agents ? await agents.get(runtimeId) : undefined;
+  if (conn && !bound.aborted) {
+    const out: Buffer[] = [];
+    let bytes = 0;
+    const spec: ExecSpec = { command: argv[0]!, args: argv.slice(1), mode: 'argv', env: { LC_ALL: 'C' }, workdir: '/' };
+    try {
+      for await (const ev of agentExec(conn, spec, bound, undefined, (m) => killMarkedViaEngine(docker, runtimeId, m)))
+        if (ev.stream === 'stdout') {
+          if ((bytes += ev.data.byteLength) > MAX_RUN_BYTES) throw new SbxError('payload_too_large', `${argv[0]} printed too much`);
+          out.push(Buffer.from(ev.data));
+        }
+      if (bound.aborted) throw new SbxError('timeout', `${argv[0]} did not finish in time`);
+      return Buffer.concat(out);
+    } catch (err) {
+      if (!(err instanceof AgentUnavailable)) throw err;
+    }
+  }
+  return (await runArgv(docker, runtimeId, argv, { signal: bound, maxBytes: MAX_RUN_BYTES })).stdout;
 }

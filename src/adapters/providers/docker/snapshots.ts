@@ -1,11 +1,30 @@
 import type Docker from 'dockerode';
-import { conflict, isAbortError, SbxError } from '../../../core/errors.js';
+import { badRequest, conflict, isAbortError, SbxError } from '../../../core/errors.js';
 import type { SnapshotResult } from '../../../core/ports.js';
 import { LABEL_INSTALLATION } from './containers.js';
 import { bounded, call, isNotFound, toSbxError } from './errors.js';
 
 /** Label naming the snapshot an image holds. */
 export const LABEL_SNAPSHOT = 'sbx.snapshot';
+/** Label of an image committed for a fork (DESIGN.md §16): reachable only by that fork, like a snapshot's. */
+export const LABEL_FORK = 'sbx.fork';
+/** The snapshot namespace, also spelled with Docker Hub's own registry names. */
+const SNAPSHOT_REPO = /^(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io)\/)?sbx-snapshot\//;
+
+/**
+ * Snapshot and fork images are reached only through `snapshot` (DESIGN.md §10), whose ownership
+ * check is the sandbox's. The one rule for every other way an image comes in — a spawn's or a
+ * template's `image`, a warm shape — by name, tag, id prefix or digest: a name in the
+ * `sbx-snapshot/` namespace, or an image labelled as a snapshot or fork image (this installation's
+ * or another's on the same engine), is refused with 400. `labels` null: only the name is judged
+ * (before the image is looked up, so such a name is never pulled either).
+ */
+export function refuseSnapshotImage(ref: string, labels: Record<string, string> | null): void {
+  const byLabel = labels !== null && (LABEL_SNAPSHOT in labels || LABEL_FORK in labels);
+  if (!byLabel && !SNAPSHOT_REPO.test(ref.toLowerCase())) return;
+  const shown = ref.length > 100 ? `${JSON.stringify(ref.slice(0, 100))}…` : JSON.stringify(ref);
+  throw badRequest(`image ${shown} is a snapshot image: start from a snapshot with "snapshot": "<name>" instead of "image"`);
+}
 /** Committing a large container takes a while. */
 const COMMIT_TIMEOUT_MS = 10 * 60_000;
 
@@ -83,9 +102,10 @@ export class DockerSnapshots {
     });
   }
 
-  /** Before a spawn from snapshot `name`: its image must be here (never pulled from a registry). */
+  /** Before a spawn from snapshot `name`: its image must be here, this installation's image of that snapshot (never pulled). */
   async require(name: string, image: string, signal?: AbortSignal): Promise<void> {
-    if (image !== snapshotImage(name) || !(await this.labels(image, signal)))
+    const labels = image === snapshotImage(name) ? await this.labels(image, signal) : null;
+    if (!labels || labels[LABEL_SNAPSHOT] !== name || labels[LABEL_INSTALLATION] !== this.installationId)
       throw new SbxError('provider_error', `snapshot ${name}: its image is missing on the docker engine`);
   }
 

@@ -275,3 +275,14 @@ export const EGRESS_COLUMNS = `
 export const VOLUME_WORKER = `
   ALTER TABLE volumes ADD COLUMN worker_id TEXT;
 `;
+
+/**
+ * Version 12 (DESIGN.md §8): per shared pool runtime, how many workspace uids it has given; a uid
+ * is never given to a second tenant in a runtime's life. Version 11 is volume workers.
+ */
+export const POOL_UIDS = `
+  CREATE TABLE pool_uids (
+    runtime_id TEXT PRIMARY KEY,
+    uids_given INTEGER NOT NULL
+  );
+`;

@@ -357,4 +357,18 @@ export class SqlStore implements Store {
   deleteWarm(sandboxId: string): Promise<boolean> {
     return this.warm.delete(sandboxId);
   }
+
+  async takePoolUid(runtimeId: string): Promise<number> {
+    // One statement: the row is made or advanced and read back under the same lock (both dialects).
+    const rows = await this.sql.rows(
+      `INSERT INTO pool_uids (runtime_id, uids_given) VALUES (?, 1)
+        ON CONFLICT (runtime_id) DO UPDATE SET uids_given = pool_uids.uids_given + 1 RETURNING uids_given`,
+      [runtimeId],
+    );
+    return Number(rows[0]!.uids_given) - 1;
+  }
+
+  async forgetPoolRuntime(runtimeId: string): Promise<void> {
+    await this.sql.count('DELETE FROM pool_uids WHERE runtime_id = ?', [runtimeId]);
+  }
 }

@@ -7,7 +7,7 @@ import { LatencyWindow } from './latency.js';
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import type { ProviderRegistry, ProviderStatus } from '../providers/registry.js';
 import type { Clock, LeaseRecord, LeaseStore, Provider, SandboxRecord, SandboxStore, WorkerRecord, WorkerStore } from '../ports.js';
-import { place, PLACEMENT_STALE_AFTER_MS, remoteDefaultProvider, type PlacementRequest } from './placement.js';
+import { place, PLACEMENT_STALE_AFTER_MS, providerCapabilities, remoteDefaultProvider, type PlacementRequest } from './placement.js';
 import type { RemoteTarget, RemoteWorkers } from './remote-port.js';
 
 /** A lease outlives its sandbox's expiry by this much (DESIGN.md §3 "Timers"). */
@@ -145,6 +145,8 @@ export class RuntimeLocator {
         const cur = remote.get(name) ?? { at: w.last_heartbeat, capabilities: new Set<string>() };
         if (w.last_heartbeat > cur.at) cur.at = w.last_heartbeat;
         for (const c of w.capabilities) cur.capabilities.add(c);
+        // Per provider (`tty:docker`): what this provider really has on that worker.
+        for (const c of providerCapabilities(w, name)) cur.capabilities.add(c);
         remote.set(name, cur);
       }
     }

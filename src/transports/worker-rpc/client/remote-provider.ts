@@ -23,6 +23,7 @@ import type {
   RuntimeStatus,
   WorkerRecord,
 } from '../../../core/ports.js';
+import { providerCapabilities } from '../../../core/scheduler/placement.js';
 import type { RemoteTarget, RemoteWorkers } from '../../../core/scheduler/remote-port.js';
 import { execSocket, execStream, needsSocket } from './remote-exec.js';
 import { RpcClient, type RpcClientOptions } from './rpc-client.js';
@@ -55,6 +56,8 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     if (!l) throw new SbxError('conflict', `sandbox ${target.sandbox_id} holds no lease`);
     return l;
   };
+  /** The lease every other call that changes something carries (DESIGN §7 "Fencing"), when there is one. */
+  const fencing = async (): Promise<RpcLease | null> => target.lease();
 
   const readWindow = (runtimeId: string, path: string, offset: number, signal?: AbortSignal, maxBytes?: number) =>
     call<FileReadResult>(
@@ -87,7 +90,8 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
 
   return {
     name: target.provider,
-    capabilities: ['spawn', 'exec', 'exec_stream', 'files', 'console', 'tty'],
+    // A terminal only where the worker's provider has one (its heartbeat says `tty:<provider>`).
+    capabilities: ['spawn', 'exec', 'exec_stream', 'files', 'console', ...providerCapabilities(w, target.provider)],
     config: () => ({ runtime: 'remote', worker_id: w.id }),
     health: () => Promise.reject(new SbxError('not_implemented', 'the health of a remote provider is its worker heartbeat')),
 
@@ -120,7 +124,7 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     },
     // Snapshots and volumes (DESIGN §10) are kept by the worker's own provider.
     async snapshot(runtimeId, name, signal) {
-      const r = await call<SnapshotResultRpc>('worker.snapshot', { ...at(runtimeId), name }, signal);
+      const r = await call<SnapshotResultRpc>('worker.snapshot', { ...at(runtimeId), name }, signal, await fencing());
       if (!r || typeof r.image !== 'string' || typeof r.size_bytes !== 'number') throw rpc.invalid(w);
       return { image: r.image, kernel: r.kernel ?? null, size_bytes: r.size_bytes };
     },
@@ -156,12 +160,15 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
       return s;
     },
     exec(runtimeId, spec, signal) {
-      return needsSocket(spec) ? execSocket(rpc, w, at(runtimeId), spec, signal) : execStream(rpc, w, at(runtimeId), spec, signal);
+      return needsSocket(spec)
+        ? execSocket(rpc, w, at(runtimeId), spec, signal, fencing)
+        : execStream(rpc, w, at(runtimeId), spec, signal, fencing);
     },
     async writeFile(runtimeId, path, content, mode, signal) {
       const base = { ...at(runtimeId), path, ...(mode !== undefined ? { mode } : {}) };
+      const l = await fencing();
       if (content.byteLength <= RPC_FILE_WINDOW_BYTES) {
-        await call('worker.file_write', { ...base, content: Buffer.from(content).toString('base64') }, signal);
+        await call('worker.file_write', { ...base, content: Buffer.from(content).toString('base64') }, signal, l);
         return;
       }
       const upload_id = randomBytes(12).toString('hex');
@@ -172,6 +179,7 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
           'worker.file_write',
           { ...base, content: window, upload_id, offset, truncate: offset === 0, final: end === content.byteLength },
           signal,
+          l,
         );
       }
     },
@@ -183,16 +191,16 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     },
     openFile,
     async deleteFile(runtimeId, path, recursive, signal) {
-      await call('worker.file_delete', { ...at(runtimeId), path, recursive }, signal);
+      await call('worker.file_delete', { ...at(runtimeId), path, recursive }, signal, await fencing());
     },
     async listFiles(runtimeId, path, signal) {
       return (await call<{ files: FileInfo[] }>('worker.file_list', { ...at(runtimeId), path }, signal)).files;
     },
     async moveFile(runtimeId, oldPath, newPath, signal) {
-      await call('worker.file_move', { ...at(runtimeId), old_path: oldPath, new_path: newPath }, signal);
+      await call('worker.file_move', { ...at(runtimeId), old_path: oldPath, new_path: newPath }, signal, await fencing());
     },
     async chmod(runtimeId, path, mode, signal) {
-      await call('worker.file_chmod', { ...at(runtimeId), path, mode }, signal);
+      await call('worker.file_chmod', { ...at(runtimeId), path, mode }, signal, await fencing());
     },
     async stat(runtimeId, path, signal) {
       return (await call<{ file: FileInfo }>('worker.file_stat', { ...at(runtimeId), path }, signal)).file;

@@ -275,3 +275,8 @@ export const EGRESS_COLUMNS = `
 export const VOLUME_WORKER = `
   ALTER TABLE volumes ADD COLUMN worker_id TEXT;
 `;
+
+/** Version 12 (DESIGN.md §13): a provider's sandboxes counted by index (`GET /providers/{name}`'s `sandbox_count`). */
+export const PROVIDER_COUNT_INDEX = `
+  CREATE INDEX IF NOT EXISTS sandboxes_provider_live_idx ON sandboxes (provider, state, expires_at);
+`;

@@ -288,6 +288,47 @@ describe('a newer generation: served and recorded', () => {
   });
 });
 
+describe('a renewal of the same control plane racing its call', () => {
+  it('the refused call goes once more with the store’s newer lease (exec, streamed exec, file write, destroy)', async () => {
+    const { target: t, lease } = await sandbox();
+    const api = `/api/v1/sandboxes/${t.sandbox_id}`;
+    // An extend renews the lease in the store and at the worker: generation + 1 on both sides.
+    expect((await call(cp.url, 'POST', `${api}/extend`, { ttl: '20m' })).status).toBe(200);
+    const store = cp.plane.deps.store;
+    const getLease = store.getLease.bind(store);
+    let reads = 0;
+    // Each call first reads the lease as it was before the extend (the race), then as it is.
+    const racing = async (run: () => Promise<{ status: number; body: any }>) => {
+      let first = true;
+      reads = 0;
+      store.getLease = async (id: string) => {
+        reads++;
+        if (first && id === t.sandbox_id) {
+          first = false;
+          return { ...lease };
+        }
+        return getLease(id);
+      };
+      try {
+        return await run();
+      } finally {
+        store.getLease = getLease;
+      }
+    };
+    const ran = await racing(() => call(cp.url, 'POST', `${api}/exec`, { command: 'echo raced' }));
+    expect([ran.status, ran.body.stdout]).toEqual([200, 'raced\n']);
+    expect(reads).toBeGreaterThanOrEqual(2);
+    const streamed = await racing(() => call(cp.url, 'POST', `${api}/exec`, { command: 'echo s', stream: true }));
+    expect(streamed.status).toBe(200);
+    const wrote = await racing(() => call(cp.url, 'POST', `${api}/files`, { path: '/workspace/raced.txt', content: 'r' }));
+    expect(wrote.status).toBe(200);
+    expect((await stat(t, '/workspace/raced.txt')).status).toBe(200);
+    const destroyed = await racing(() => call(cp.url, 'DELETE', api));
+    expect(destroyed.status).toBe(200);
+    expect((await rpcCall('worker.status', t)).body.result.state).toBe('destroyed');
+  });
+});
+
 describe('a control plane with a stale view', () => {
   it('its exec, file writes, deletes, moves, chmods and process starts are refused; the sandbox is unchanged', async () => {
     const { target: t, lease } = await sandbox();

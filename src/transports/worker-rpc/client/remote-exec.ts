@@ -18,9 +18,6 @@ export interface ExecTarget {
   runtime_id: string;
 }
 
-/** The sandbox's lease at call time (DESIGN §7 "Fencing": an exec changes the sandbox), or null. */
-export type LeaseSource = () => Promise<RpcLease | null>;
-
 /** Ping period of the interactive exec socket; two missed answers end it. */
 const PING_EVERY_MS = 5_000;
 
@@ -48,11 +45,11 @@ export async function* execStream(
   t: ExecTarget,
   spec: ExecSpec,
   signal: AbortSignal,
-  lease: LeaseSource = async () => null,
+  lease: RpcLease | null = null,
 ): AsyncGenerator<ExecEvent> {
   const params = baseParams(t, spec);
   if (spec.stdin instanceof Uint8Array && spec.stdin.byteLength > 0) params.stdin = Buffer.from(spec.stdin).toString('base64');
-  const { id, body } = await rpc.stream(w, params, signal, await lease());
+  const { id, body } = await rpc.stream(w, params, signal, lease);
   let buf = '';
   let exited = false;
   try {
@@ -113,16 +110,16 @@ export async function* execSocket(
   t: ExecTarget,
   spec: ExecSpec,
   signal: AbortSignal,
-  lease: LeaseSource = async () => null,
+  lease: RpcLease | null = null,
 ): AsyncGenerator<ExecEvent> {
-  const fenced = await lease();
   const base = rpc
     .rpcUrl(w)
     .replace(/\/rpc$/, '')
     .replace(/^http/, 'ws');
   const url = `${base}${RPC_EXEC_WS_PATH}?${new URLSearchParams({ ...t }).toString()}`;
   const tls = rpc.tls;
-  const headers = { ...rpc.headers(w), ...(fenced ? { [RPC_LEASE_HEADER]: JSON.stringify(fenced) } : {}) };
+  // The sandbox's lease (DESIGN §7 "Fencing"): the upgrade has no envelope to carry it.
+  const headers = { ...rpc.headers(w), ...(lease ? { [RPC_LEASE_HEADER]: JSON.stringify(lease) } : {}) };
   const socket = new WebSocket(url, { headers, handshakeTimeout: 10_000, maxPayload: 64 * 1024 * 1024, ...(tls ?? {}) });
   const items = new AsyncQueue<Item>();
   let done = false;

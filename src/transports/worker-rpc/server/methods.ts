@@ -33,8 +33,8 @@ export interface ServerLocal {
   slots: SpawnSlots;
 }
 
-/** A buffered exec kept at most `maxExecOutputBytes` per stream, cut with a note like a local buffered one. */
-const UNCAPPED = 10 * 1024 * 1024;
+/** What a buffered `worker.exec` keeps per stream when the worker names no cap (`defaults.max_exec_output_mb`'s default). */
+const DEFAULT_EXEC_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 /** The provider by name, or 404. */
 export function providerNamed(deps: RpcServerDeps, name: string): Provider {
@@ -128,7 +128,7 @@ export async function dispatch(deps: RpcServerDeps, local: ServerLocal, call: Ca
     }
     case 'worker.exec': {
       const e = p as Static<typeof C.ExecParams>;
-      const output = new CappedOutput(deps.maxExecOutputBytes ?? UNCAPPED);
+      const output = new CappedOutput(deps.maxExecOutputBytes ?? DEFAULT_EXEC_OUTPUT_BYTES);
       for await (const item of execItems(deps, e, signal)) {
         if (item.stream === 'exit') {
           const body = {

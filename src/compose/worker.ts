@@ -55,6 +55,13 @@ export interface Worker {
 }
 
 const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'logs'];
+/** Capabilities a provider may have or not, advertised per provider as `<capability>:<provider>`. */
+const PER_PROVIDER = ['tty'];
+
+/** `tty:docker` and the like: what each provider of this worker really has (DESIGN §7 heartbeat). */
+function providerCapabilities(providers: readonly Provider[]): string[] {
+  return providers.flatMap((p) => PER_PROVIDER.filter((c) => p.capabilities.includes(c)).map((c) => `${c}:${p.name}`));
+}
 const MIN_INTERVAL_MS = 1000;
 const DRAIN_WAIT_MS = 30_000;
 
@@ -169,6 +176,8 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
           drain: () => void (draining = true),
           log: logger,
           previewDomain: w.preview_domain ?? '',
+          maxSandboxes: config.defaults.max_sandboxes,
+          maxExecOutputBytes: Math.floor(config.defaults.max_exec_output_mb * 1024 * 1024),
         },
         https ? { https } : {},
       );
@@ -221,7 +230,7 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
       };
       if (rpcUrl) capacity.rpc_url = rpcUrl;
       if (w.preview_domain) capacity.preview_domain = w.preview_domain;
-      const capabilities = egress?.capability ? [...CAPABILITIES, egress.capability] : CAPABILITIES;
+      const capabilities = [...CAPABILITIES, ...providerCapabilities(providers), ...(egress?.capability ? [egress.capability] : [])];
       const body = {
         hostname: hostname(),
         status: status ?? (draining ? 'draining' : 'online'),

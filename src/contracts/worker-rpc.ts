@@ -50,8 +50,46 @@ export const RPC_METHODS = [
 ] as const;
 export type RpcMethod = (typeof RPC_METHODS)[number];
 
-/** Methods that carry a lease (spec 4.11 table). */
-export const RPC_LEASED: ReadonlySet<RpcMethod> = new Set(['worker.spawn', 'worker.destroy', 'worker.renew_lease', 'worker.egress_update']);
+/**
+ * The lease each method carries (DESIGN.md §7 "Fencing"): `required` (spec 4.11: spawn, destroy,
+ * renew_lease, and egress_update like a spawn), `optional` for the other sandbox-scoped calls that
+ * change something (the spec marks them "lease: no", so a call without one is served; a stale one
+ * never), `none` for reads and for calls that name no sandbox (volumes, snapshot_delete, shutdown).
+ * The worker's RPC server applies it to every method in one place (core/worker/fencing.ts).
+ */
+export const RPC_LEASE_POLICY: Record<RpcMethod, 'required' | 'optional' | 'none'> = {
+  'worker.spawn': 'required',
+  'worker.destroy': 'required',
+  'worker.renew_lease': 'required',
+  'worker.egress_update': 'required',
+  'worker.exec': 'optional',
+  'worker.exec_stream': 'optional',
+  'worker.file_write': 'optional',
+  'worker.file_delete': 'optional',
+  'worker.file_move': 'optional',
+  'worker.file_chmod': 'optional',
+  'worker.snapshot': 'optional',
+  'worker.status': 'none',
+  'worker.file_read': 'none',
+  'worker.file_list': 'none',
+  'worker.file_stat': 'none',
+  'worker.file_glob': 'none',
+  'worker.logs': 'none',
+  'worker.shutdown': 'none',
+  'worker.snapshot_delete': 'none',
+  'worker.volume_create': 'none',
+  'worker.volume_delete': 'none',
+  'worker.volume_sizes': 'none',
+};
+
+/** The resource a call's lease must name: `resource_id` of renew_lease, else the params' `sandbox_id`. */
+export function rpcLeaseResource(method: RpcMethod, params: Record<string, unknown>): string | null {
+  const id = method === 'worker.renew_lease' ? params.resource_id : params.sandbox_id;
+  return typeof id === 'string' ? id : null;
+}
+
+/** The interactive exec's lease (JSON of RpcLease): its WebSocket upgrade has no envelope. */
+export const RPC_LEASE_HEADER = 'x-worker-lease';
 
 /** The worker scope each method needs (DESIGN.md §7). */
 export const RPC_SCOPE: Record<RpcMethod, string> = {
@@ -197,6 +235,8 @@ export const ExecResultRpc = Type.Object({
   stderr: Type.String(),
   duration: Type.String(),
   encoding: Type.Literal('base64'),
+  /** Output past the worker's `max_exec_output_mb` per stream was dropped (a note says how much). */
+  truncated: Type.Optional(Type.Boolean()),
 });
 export type ExecResultRpc = Static<typeof ExecResultRpc>;
 /** One NDJSON `result` of `worker.exec_stream`: output (base64) or the final exit. */

@@ -240,6 +240,8 @@ export interface SandboxStore {
     now: string,
     owner: string | null,
   ): Promise<{ by_worker: Record<string, number>; by_worker_for_owner: Record<string, number> }>;
+  /** Sandboxes of `provider` a list shows at `now` (running, unhealthy, error; expiry after `now`), counted by index. */
+  countOfProvider(now: string, provider: string): Promise<number>;
   /** Applies the patch and returns the new record, or null if the id is unknown. */
   updateSandbox(id: string, patch: Partial<Omit<SandboxRecord, 'id'>>): Promise<SandboxRecord | null>;
   getSandbox(id: string): Promise<SandboxRecord | null>;

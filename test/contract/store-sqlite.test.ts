@@ -103,3 +103,31 @@ describe('sqlite store file handling', () => {
     }
   });
 });
+
+describe('sqlite: a provider count is an index range, not a listing (DESIGN.md §13)', () => {
+  it('GET /providers/{name} counts with a covering index on (provider, state, expires_at)', async () => {
+    const { COUNT_OF_PROVIDER } = await import('../../src/adapters/stores/shared/queries.js');
+    const dir = mkdtempSync(join(tmpdir(), 'sbx-store-plan-'));
+    try {
+      const path = join(dir, 'sbx.db');
+      const store = await createSqliteStore({ path });
+      await store.migrate();
+      for (let i = 0; i < 50; i++) await store.insertSandbox(sandbox(`sb-plan-${i}`, { provider: i % 2 ? 'docker' : 'proot' }));
+      expect(await store.countOfProvider(at(0), 'docker')).toBe(25);
+      await store.close();
+      const db = new Database(path, { readonly: true });
+      try {
+        const plan = db
+          .prepare(`EXPLAIN QUERY PLAN ${COUNT_OF_PROVIDER}`)
+          .all('docker', at(0))
+          .map((r) => (r as { detail: string }).detail);
+        expect(plan.join('\n')).toMatch(/USING COVERING INDEX sandboxes_provider_live_idx/);
+        expect(plan.join('\n')).not.toMatch(/SCAN sandboxes\b/);
+      } finally {
+        db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -317,6 +317,22 @@ function sandboxContract(ctx: ContractContext): void {
       ]);
     });
 
+    it('counts the sandboxes a list shows per provider (running, unhealthy, error; expiry ahead) without listing them', async () => {
+      const s = ctx.store;
+      await s.insertSandbox(sandbox('sb-p1', { provider: 'docker', expires_at: at(50) }));
+      await s.insertSandbox(sandbox('sb-p2', { provider: 'docker', state: 'unhealthy', expires_at: at(50), worker_id: 'w1' }));
+      await s.insertSandbox(sandbox('sb-p3', { provider: 'docker', state: 'error', expires_at: at(20) }));
+      await s.insertSandbox(sandbox('sb-p4', { provider: 'docker', state: 'destroyed', expires_at: at(90) }));
+      await s.insertSandbox(sandbox('sb-p5', { provider: 'docker', state: 'expired', expires_at: at(90) }));
+      await s.insertSandbox(sandbox('sb-p6', { provider: 'proot', expires_at: at(90) }));
+      await s.insertSandbox(sandbox('sb-p7', { provider: 'docker', expires_at: at(5) }));
+      expect(await s.countOfProvider(at(10), 'docker')).toBe(3);
+      expect(await s.countOfProvider(at(30), 'docker')).toBe(2);
+      expect(await s.countOfProvider(at(10), 'proot')).toBe(1);
+      expect(await s.countOfProvider(at(10), 'mock')).toBe(0);
+      expect(await s.countOfProvider(at(60), 'docker')).toBe(0);
+    });
+
     it('stores idempotency keys: first claim wins, completion, conditional drops, pruning', async () => {
       const s = ctx.store;
       const rec = { owner_key: 'alice', key: 'k', request_hash: 'h1', created_at: at(0) };

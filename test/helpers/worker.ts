@@ -12,6 +12,8 @@ export interface TestWorkerOptions {
   auth: Record<string, unknown>;
   /** More `worker.*` keys (rpc_tls, preview_domain, …). */
   worker?: Record<string, unknown>;
+  /** `defaults.*` of the worker (max_sandboxes, max_exec_output_mb, …). */
+  defaults?: Record<string, unknown>;
 }
 
 /** Starts a worker whose files live under `dir` (mock root, state database); stop it with `stop()`. */
@@ -32,6 +34,7 @@ export async function startTestWorker(dir: string, o: TestWorkerOptions): Promis
         ...(o.worker ?? {}),
       },
       logging: { level: 'silent' },
+      ...(o.defaults ? { defaults: o.defaults } : {}),
     } as never,
   });
   const w = await createWorker(config, { home: dir, logger: pino({ level: 'silent' }) });

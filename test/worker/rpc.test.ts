@@ -424,6 +424,8 @@ describe('the worker RPC refuses what DESIGN §7 says', () => {
   });
 
   it('drain: spawns answer 503 on the worker and through the control plane; running sandboxes still answer', async () => {
+    // The tests above fenced `target` at generations past the store's: its own control plane is a stale owner now.
+    const fresh = (await call(cp.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
     const drained = await call(cp.url, 'POST', '/api/v1/admin/workers/w1/drain');
     expect(drained.body).toMatchObject({ id: 'w1', status: 'draining' });
     const spawn = await rpcCall({
@@ -435,7 +437,7 @@ describe('the worker RPC refuses what DESIGN §7 says', () => {
     });
     expect(spawn.status).toBe(503);
     expect((await call(cp.url, 'POST', '/api/v1/sandboxes', {})).status).toBe(503);
-    const ex = await call(cp.url, 'POST', `/api/v1/sandboxes/${target.sandbox_id}/exec`, { command: 'echo alive' });
+    const ex = await call(cp.url, 'POST', `/api/v1/sandboxes/${fresh}/exec`, { command: 'echo alive' });
     expect(ex.body.stdout).toBe('alive\n');
     expect((await call(cp.url, 'POST', '/api/v1/admin/workers/local/drain')).status).toBe(404);
     expect((await call(cp.url, 'POST', '/api/v1/admin/workers/nope/drain')).status).toBe(404);

@@ -1,9 +1,9 @@
 import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, isAbortError, isSbxError, SbxError } from '../errors.js';
 import { reportExecFailure } from '../events/failures.js';
-import { completePrefix } from '../utf8.js';
 import type { ExecControl, ExecSpec, Provider, SandboxRecord } from '../ports.js';
 import type { Caller } from './caller.js';
+import { CappedOutput } from './exec-output.js';
 import { sandboxPath } from './paths.js';
 import { isSandboxGone } from './runtime-guard.js';
 import { asProviderError, type SandboxService } from './service.js';
@@ -193,35 +193,23 @@ export class ExecService {
   }
 
   private async collect(items: AsyncIterable<ExecItem>, hold: (n: number) => Promise<void>): Promise<BufferedExecResult> {
-    const max = this.sandboxes.deps.settings.limits.max_exec_output_bytes;
-    const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
-    const held = { stdout: 0, stderr: 0 };
-    const size = { stdout: 0, stderr: 0 };
-    const collected = (s: 'stdout' | 'stderr') => {
-      const all = concat(out[s]);
-      if (size[s] <= max) return all;
-      // The cut never splits a character, so text output stays text.
-      const kept = all.subarray(0, completePrefix(all.subarray(0, max)));
-      return concat([kept, encoder.encode(`\n[sbx: output truncated, ${size[s] - kept.byteLength} bytes dropped]\n`)]);
-    };
+    const output = new CappedOutput(this.sandboxes.deps.settings.limits.max_exec_output_bytes);
     for await (const item of items) {
       if (item.stream === 'exit') {
         const result: BufferedExecResult = {
           exit_code: item.exit_code,
-          stdout: collected('stdout'),
-          stderr: collected('stderr'),
+          stdout: output.result('stdout'),
+          stderr: output.result('stderr'),
           duration: formatDuration(item.duration_ms),
           timed_out: item.timed_out,
         };
-        if (size.stdout > max || size.stderr > max) result.truncated = true;
+        if (output.truncated) result.truncated = true;
         return result;
       }
-      size[item.stream] += item.data.byteLength;
-      // Whole chunks up to the first past the limit; `collected` cuts there.
-      if (held[item.stream] < max) {
+      // Whole chunks up to the first past the limit; `result` cuts there.
+      if (output.wants(item.stream, item.data)) {
         await hold(item.data.byteLength);
-        out[item.stream].push(item.data);
-        held[item.stream] += item.data.byteLength;
+        output.keep(item.stream, item.data);
       }
     }
     throw new SbxError('provider_error', 'exec ended without an exit status');
@@ -271,17 +259,8 @@ export async function checkWorkdir(provider: Provider, runtimeId: string, workdi
   if (!isDir) throw badRequest(`workdir ${workdir} is not an existing directory in the sandbox`);
 }
 
-/** The parts as one array (the part itself when there is one). */
-export function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const all = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    all.set(p, at);
-    at += p.byteLength;
-  }
-  return all;
-}
+/** Kept here too: other modules read it from exec.ts. */
+export { concat } from './exec-output.js';
 
 /** A terminal size: whole numbers of 1 to 65535 (what the kernel's winsize holds). */
 export function terminalSize(cols: number, rows: number): { cols: number; rows: number } {

@@ -241,6 +241,11 @@ export class SandboxService {
     throw notFound(`sandbox ${id} not found`);
   }
 
+  /** How many sandboxes a list shows on `provider` (every owner's): a count by index, never a listing (DESIGN.md §13). */
+  async countOfProvider(provider: string): Promise<number> {
+    return this.deps.store.countOfProvider(this.deps.clock.now().toISOString(), provider);
+  }
+
   /**
    * Live sandboxes visible to the caller, oldest first (by created_at, then id). Visibility and the
    * TTL apply in the store query, so `limit` gives full pages; `id_prefix` keeps ids starting with it.

@@ -10,6 +10,7 @@ import { badRequest, isSbxError, SbxError } from '../errors.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { AdmissionTicket } from '../admission/admission.js';
 import type { Provider, SandboxRecord } from '../ports.js';
+import type { Target } from '../scheduler/locator.js';
 import type { SandboxDeps, ResolvedSpawn } from './service.js';
 import { asProviderError } from './service.js';
 
@@ -37,11 +38,11 @@ export async function createSandbox(
 }
 
 async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSignal, ticket?: AdmissionTicket): Promise<SandboxRecord> {
-  const { store, bus, clock, ids, locator } = deps;
+  const { clock, locator } = deps;
   // Checked before a runtime exists; the stored expiry is taken again once it runs.
   expiryFrom(clock.now(), req.ttl_ms);
   // Pool sandboxes live in this node's shared runtimes (spec 4.2: workspace scoping is local only).
-  const target: Awaited<ReturnType<typeof locator.place>> = deps.settings.pool.enabled
+  const target: Target = deps.settings.pool.enabled
     ? { local: true, worker_id: deps.settings.worker_id }
     : await locator.place({
         provider: req.provider,
@@ -50,6 +51,26 @@ async function createOn(deps: SandboxDeps, req: ResolvedSpawn, signal?: AbortSig
         // Filtered sandboxes go where a gateway enforces their rules: this node or a worker that says it can.
         ...(req.network === 'filtered' ? { capability: `egress:${req.provider}` } : {}),
       });
+  // A remote placement holds a slot on its worker until the row is stored or the spawn failed.
+  const slot = target.local ? undefined : target.slot;
+  try {
+    const rec = await createPlaced(deps, req, target, signal, ticket);
+    slot?.stored();
+    return rec;
+  } catch (err) {
+    slot?.failed();
+    throw err;
+  }
+}
+
+async function createPlaced(
+  deps: SandboxDeps,
+  req: ResolvedSpawn,
+  target: Target,
+  signal?: AbortSignal,
+  ticket?: AdmissionTicket,
+): Promise<SandboxRecord> {
+  const { store, bus, clock, ids, locator } = deps;
   // Egress rules (DESIGN.md §10) are enforced only by a provider of this node that says it can, now.
   if (req.network === 'filtered' && target.local) refuseUnfiltered(deps, req);
   // A warm runtime of this shape (DESIGN.md §11) answers without a provider start; else room is made for a cold one.

@@ -46,7 +46,8 @@ export class VolumeService {
     if (providers.has(chosen)) {
       provider = providers.get(chosen);
     } else {
-      const target = await locator.place({ provider: chosen, owner_id: caller.owner_id });
+      // A volume takes no sandbox slot on its worker.
+      const target = await locator.place({ provider: chosen, owner_id: caller.owner_id }, { reserve: false });
       if (target.local) throw unavailable(`provider "${chosen}" runs nowhere that can hold volumes`);
       workerId = target.worker.id;
       provider = locator.remoteProvider(target.worker, { id: `volume-${name}`, provider: chosen, runtime_id: null });

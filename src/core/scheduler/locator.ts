@@ -7,8 +7,9 @@ import { LatencyWindow } from './latency.js';
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import type { ProviderRegistry, ProviderStatus } from '../providers/registry.js';
 import type { Clock, LeaseRecord, LeaseStore, Provider, SandboxRecord, SandboxStore, WorkerRecord, WorkerStore } from '../ports.js';
-import { place, PLACEMENT_STALE_AFTER_MS, remoteDefaultProvider, type PlacementRequest } from './placement.js';
+import { place, PLACEMENT_STALE_AFTER_MS, providerCapabilities, remoteDefaultProvider, type PlacementRequest } from './placement.js';
 import type { RemoteTarget, RemoteWorkers } from './remote-port.js';
+import { PlacementReservations, type PlacementRead, type PlacementSlot } from './reservations.js';
 
 /** A lease outlives its sandbox's expiry by this much (DESIGN.md §3 "Timers"). */
 export const LEASE_GRACE_MS = 5 * 60_000;
@@ -31,8 +32,8 @@ export interface LocatorDeps {
   warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
-/** Where a spawn goes. */
-export type Target = { local: true; worker_id: string } | { local: false; worker: WorkerRecord };
+/** Where a spawn goes; a remote one holds a slot on its worker until the spawn is stored or failed. */
+export type Target = { local: true; worker_id: string } | { local: false; worker: WorkerRecord; slot?: PlacementSlot };
 
 export class RuntimeLocator {
   /** The last placement (diagnostics `scheduler.selected_worker_id` / `eligible_workers`). */
@@ -48,6 +49,8 @@ export class RuntimeLocator {
   private readonly silentSince = new Map<string, number>();
 
   private workersRead: { at: number; list: Promise<WorkerRecord[]> } | null = null;
+  /** Spawns placed on remote workers and not yet stored (counted by placement). */
+  readonly reservations = new PlacementReservations();
 
   constructor(readonly deps: LocatorDeps) {}
 
@@ -145,6 +148,8 @@ export class RuntimeLocator {
         const cur = remote.get(name) ?? { at: w.last_heartbeat, capabilities: new Set<string>() };
         if (w.last_heartbeat > cur.at) cur.at = w.last_heartbeat;
         for (const c of w.capabilities) cur.capabilities.add(c);
+        // Per provider (`tty:docker`): what this provider really has on that worker.
+        for (const c of providerCapabilities(w, name)) cur.capabilities.add(c);
         remote.set(name, cur);
       }
     }
@@ -159,8 +164,20 @@ export class RuntimeLocator {
     return [...local, ...items].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  /** Chooses the worker for a spawn (DESIGN.md §7 "Placement"); 503 when none can take it. */
-  async place(req: PlacementRequest): Promise<Target> {
+  /**
+   * Chooses the worker for a spawn (DESIGN.md §7 "Placement"); 503 when none can take it. A remote
+   * choice holds a slot there (`reserve`, the default) that the spawn hands over to its stored row.
+   */
+  async place(req: PlacementRequest, opts: { reserve?: boolean } = {}): Promise<Target> {
+    const read = this.reservations.begin();
+    try {
+      return await this.placeWith(req, read, opts.reserve !== false);
+    } finally {
+      read.end();
+    }
+  }
+
+  private async placeWith(req: PlacementRequest, read: PlacementRead, reserve: boolean): Promise<Target> {
     const { store, clock } = this.deps;
     const started = performance.now();
     const now = clock.now();
@@ -170,8 +187,10 @@ export class RuntimeLocator {
     // candidate: its limits are the global ones admission has just applied.
     const counts =
       remote.length > 0 ? await store.countLiveByWorker(now.toISOString(), req.owner_id) : { by_worker: {}, by_worker_for_owner: {} };
-    const active = new Map(Object.entries(counts.by_worker));
-    const mine = new Map(Object.entries(counts.by_worker_for_owner));
+    // Plus the spawns placed and not yet stored; from here to the slot's hold nothing awaits.
+    const pending = read.pending(req.owner_id);
+    const active = addCounts(counts.by_worker, pending.by_worker);
+    const mine = addCounts(counts.by_worker_for_owner, pending.by_worker_for_owner);
     // This node takes part by configuration, not by its registry row (heartbeats may lag a start).
     let candidates = remote;
     if (this.deps.localWorker && !this.localRemoved) candidates.push(this.localRow(now));
@@ -198,7 +217,7 @@ export class RuntimeLocator {
     const worker = candidates.find((w) => w.id === choice.worker_id)!;
     const why = this.deps.remote ? this.deps.remote.unreachableReason(worker) : 'this server has no worker RPC client';
     if (why !== null) throw new SbxError('remote_worker_rpc_unavailable', why);
-    return { local: false, worker };
+    return reserve ? { local: false, worker, slot: this.reservations.hold(worker.id, req.owner_id) } : { local: false, worker };
   }
 
   /**
@@ -349,4 +368,11 @@ export class RuntimeLocator {
     }
     return result.lease;
   }
+}
+
+/** Stored counts plus pending slots, per worker. */
+function addCounts(stored: Record<string, number>, pending: ReadonlyMap<string, number>): Map<string, number> {
+  const out = new Map(Object.entries(stored));
+  for (const [w, n] of pending) out.set(w, (out.get(w) ?? 0) + n);
+  return out;
 }

@@ -92,3 +92,12 @@ export function remoteDefaultProvider(configured: string, workers: readonly Work
   // then says why none of them can take it (draining, stale, full).
   return pick((w) => w.status === 'online' && now.getTime() - Date.parse(w.last_heartbeat) <= PLACEMENT_STALE_AFTER_MS) ?? pick(() => true);
 }
+
+/**
+ * The capabilities a worker advertises for one of its providers (`<capability>:<provider>` in its
+ * heartbeat, e.g. `tty:docker`), without the provider suffix.
+ */
+export function providerCapabilities(w: Pick<WorkerRecord, 'capabilities'>, provider: string): string[] {
+  const suffix = `:${provider}`;
+  return w.capabilities.filter((c) => c.endsWith(suffix) && !c.startsWith('egress:')).map((c) => c.slice(0, -suffix.length));
+}

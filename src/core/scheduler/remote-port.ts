@@ -14,7 +14,7 @@ export interface RemoteTarget {
   provider: string;
   /** The sandbox's TTL as a duration string, sent in `worker.spawn`. */
   ttl?: string;
-  /** The lease presented by spawn and destroy (current value read at call time). */
+  /** The lease every call that changes the sandbox presents (current value read at call time; DESIGN §7 "Fencing"). */
   lease(): Promise<LeaseRecord | null>;
   /** The worker's answer to spawn; set once known so later calls name the runtime. */
   runtime_id?: string | null;

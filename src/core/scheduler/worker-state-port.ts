@@ -33,5 +33,7 @@ export interface WorkerState {
   /** Replaces a runtime's egress lists (a PUT …/egress); false when this worker has no such runtime. */
   setEgress(sandboxId: string, lists: EgressLists): boolean;
   listRuntimes(): WorkerRuntime[];
+  /** How many runtimes this worker keeps (its capacity counts them). */
+  countRuntimes(): number;
   close(): void;
 }

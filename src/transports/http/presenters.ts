@@ -1,3 +1,4 @@
+import { withoutCredentials } from '../../core/url-credentials.js';
 import type { SandboxRecord, TemplateRecord, WorkerRecord } from '../../core/ports.js';
 import type { Sandbox } from '../../contracts/sandboxes.js';
 import type { Template } from '../../contracts/templates.js';
@@ -77,20 +78,4 @@ export function presentWorker(rec: WorkerRecord, staleAfterMs: number, now: Date
   const url = rec.capacity.rpc_url;
   if (url !== undefined) out.capacity = { ...rec.capacity, rpc_url: withoutCredentials(url) };
   return out;
-}
-
-function withoutCredentials(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    // Unparseable: no telling which part is a secret.
-    return '[redacted]';
-  }
-  if (!u.username && !u.password && !u.search && !u.hash) return url;
-  u.username = '';
-  u.password = '';
-  u.search = '';
-  u.hash = '';
-  return u.toString();
 }

@@ -1,4 +1,5 @@
 import { createConnection, type Socket } from 'node:net';
+import { safeEqual } from '../../../core/auth/worker-credentials.js';
 
 /*
  * One connection to a container's sbx-agent (docs/agent.md): frames
@@ -92,7 +93,8 @@ export class AgentConnection {
         if (buf.length < 4 + len) return;
         const type = buf[8];
         const payload = buf.subarray(9, 4 + len);
-        if (type !== R.HELLO || payload.length < 12 || payload.subarray(12).toString('utf8') !== token)
+        // Constant time: the token is what keeps a swapped socket from standing in for the agent.
+        if (type !== R.HELLO || payload.length < 12 || !safeEqual(payload.subarray(12).toString('utf8'), token))
           return fail(new Error('agent: hello refused'));
         clearTimeout(timer);
         socket.off('data', onData);

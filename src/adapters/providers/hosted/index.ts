@@ -1,3 +1,4 @@
+import { withoutCredentials } from '../../../core/url-credentials.js';
 import { isSbxError, SbxError } from '../../../core/errors.js';
 import type {
   ConsoleLog,
@@ -58,11 +59,13 @@ export function createHostedProvider(options: HostedProviderOptions): Provider {
     }
   };
 
+  // `base_url` as shown (details, health): never its user-info, query or fragment.
+  const shownUrl = withoutCredentials(o.baseUrl);
   return {
     name: o.name,
     capabilities: HOSTED_CAPABILITIES,
     // No key, no token: provider details are shown to API callers.
-    config: () => ({ runtime: 'e2b', network_mode: 'hosted', base_url: o.baseUrl, template: o.template, user: o.user }),
+    config: () => ({ runtime: 'e2b', network_mode: 'hosted', base_url: shownUrl, template: o.template, user: o.user }),
 
     async health(signal?: AbortSignal): Promise<ProviderHealth> {
       const started = performance.now();
@@ -72,7 +75,7 @@ export function createHostedProvider(options: HostedProviderOptions): Provider {
         return { healthy: true, latency_ms: latency(), runtime_count: own.length };
       } catch (err) {
         const msg = isSbxError(err) ? err.message.replace(/^health: /, '') : 'hosted provider failed';
-        return { healthy: false, latency_ms: latency(), error: `${o.baseUrl}: ${msg}` };
+        return { healthy: false, latency_ms: latency(), error: `${shownUrl}: ${msg}` };
       }
     },
 

@@ -9,6 +9,7 @@ import {
   snapshotsAndVolumes,
   warmRuntimes,
   VOLUME_WORKER,
+  PROVIDER_COUNT_INDEX,
   EGRESS_COLUMNS,
   POOL_UIDS,
 } from '../shared/schema.js';
@@ -58,6 +59,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, name: 'egress rules', sql: EGRESS_COLUMNS },
   { version: 11, name: 'volume workers', sql: VOLUME_WORKER },
   { version: 12, name: 'pool uid counters', sql: POOL_UIDS },
+  { version: 13, name: 'provider count index', sql: PROVIDER_COUNT_INDEX },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

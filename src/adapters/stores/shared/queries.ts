@@ -134,6 +134,14 @@ export const COUNT_LIVE_BY_WORKER_FOR_OWNER = `SELECT c.worker_id, c.n - COALESC
   LEFT JOIN (SELECT worker_id, COUNT(*) AS n FROM sandboxes WHERE ${PAST} AND owner_id = ? GROUP BY worker_id) p ON p.worker_id = c.worker_id
   WHERE c.kind = 3 AND c.owner_id = ?`;
 
+/**
+ * Sandboxes of one provider a list shows (running, unhealthy or error, expiry after `now`): one
+ * range of `sandboxes_provider_live_idx` per state, never a row read (DESIGN.md §13). Params:
+ * provider, now. The states are literals so a planner matches them to the index.
+ */
+export const COUNT_OF_PROVIDER = `SELECT COUNT(*) AS n FROM sandboxes
+  WHERE provider = ? AND state IN ('running', 'unhealthy', 'error') AND expires_at > ?`;
+
 /** UPDATE for a sandbox patch given as [column, value] pairs (columns come from SANDBOX_COLUMNS only). */
 export function updateSandboxQuery(id: string, pairs: Array<[string, unknown]>): SqlQuery {
   return {

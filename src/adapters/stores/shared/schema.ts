@@ -286,3 +286,8 @@ export const POOL_UIDS = `
     uids_given INTEGER NOT NULL
   );
 `;
+
+/** Version 13 (DESIGN.md §13): a provider's sandboxes counted by index (`GET /providers/{name}`'s `sandbox_count`). */
+export const PROVIDER_COUNT_INDEX = `
+  CREATE INDEX IF NOT EXISTS sandboxes_provider_live_idx ON sandboxes (provider, state, expires_at);
+`;

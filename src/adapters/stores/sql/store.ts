@@ -26,6 +26,7 @@ import {
   countLiveParams,
   COUNT_LIVE_BY_WORKER,
   COUNT_LIVE_BY_WORKER_FOR_OWNER,
+  COUNT_OF_PROVIDER,
   countLiveByOwnerQuery,
   SQL,
   listAuditQuery,
@@ -132,6 +133,10 @@ export class SqlStore implements Store {
     const by_worker = tally(await this.sql.rows(COUNT_LIVE_BY_WORKER, [now]));
     const by_worker_for_owner = owner === null ? {} : tally(await this.sql.rows(COUNT_LIVE_BY_WORKER_FOR_OWNER, [now, owner, owner]));
     return { by_worker, by_worker_for_owner };
+  }
+
+  async countOfProvider(now: string, provider: string): Promise<number> {
+    return Number((await this.one(COUNT_OF_PROVIDER, [provider, now]))?.n ?? 0);
   }
 
   async insertSandbox(rec: SandboxRecord): Promise<void> {

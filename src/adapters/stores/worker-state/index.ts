@@ -50,6 +50,7 @@ export function openWorkerState(path: string): WorkerState {
     setEgress: db.prepare('UPDATE runtimes SET egress = ? WHERE sandbox_id = ?'),
     del: db.prepare('DELETE FROM runtimes WHERE sandbox_id = ?'),
     list: db.prepare<[], WorkerRuntime>('SELECT sandbox_id, provider, runtime_id FROM runtimes ORDER BY sandbox_id'),
+    count: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM runtimes'),
   };
   return {
     getMeta: (key) => q.getMeta.get(key)?.value ?? null,
@@ -72,6 +73,7 @@ export function openWorkerState(path: string): WorkerState {
     setEgress: (id, lists) => q.setEgress.run(JSON.stringify(lists), id).changes > 0,
     deleteRuntime: (id) => void q.del.run(id),
     listRuntimes: () => q.list.all(),
+    countRuntimes: () => q.count.get()?.n ?? 0,
     close: () => db.close(),
   };
 }

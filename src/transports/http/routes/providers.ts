@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ErrorBody } from '../../../contracts/common.js';
 import { ProviderDetail, ProviderListItem, ProviderTestResult } from '../../../contracts/system.js';
+import { urlsWithoutCredentials } from '../../../core/url-credentials.js';
 import type { HttpDeps } from '../deps.js';
 
 /** Provider list, detail and test (spec 4.5); `prefix` is '' or '/admin' for the aliases. */
@@ -25,8 +26,7 @@ export function providerRoutes(app: FastifyInstance, deps: HttpDeps, prefix = ''
     },
     async (request) => {
       const name = request.params.name;
-      const live = await deps.sandboxes.list({ owner_id: null, admin: true });
-      const sandbox_count = live.filter((s) => s.provider === name).length;
+      const sandbox_count = await deps.sandboxes.countOfProvider(name);
       if (!deps.providers.has(name) || !deps.locator.deps.localWorker) {
         // Offered by workers only: its health is theirs, its settings live on them.
         const health = (await deps.locator.providerStatuses()).find((p) => p.name === name);
@@ -35,7 +35,9 @@ export function providerRoutes(app: FastifyInstance, deps: HttpDeps, prefix = ''
       }
       const provider = deps.providers.get(name);
       const health = await deps.providers.status(provider.name);
-      return { name: provider.name, healthy: health.healthy, default: health.default, sandbox_count, health, config: provider.config() };
+      // A URL a provider is configured with (hosted `base_url`, …) never shows its credentials.
+      const config = urlsWithoutCredentials(provider.config());
+      return { name: provider.name, healthy: health.healthy, default: health.default, sandbox_count, health, config };
     },
   );
 

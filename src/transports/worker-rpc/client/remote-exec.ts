@@ -6,7 +6,7 @@
  * once; aborting the signal closes the call, which kills the command on the worker.
  */
 import WebSocket from 'ws';
-import { RPC_EXEC_WS_PATH } from '../../../contracts/worker-rpc.js';
+import { RPC_EXEC_WS_PATH, RPC_LEASE_HEADER, type RpcLease } from '../../../contracts/worker-rpc.js';
 import { AsyncQueue } from '../../../core/async-queue.js';
 import { SbxError } from '../../../core/errors.js';
 import type { ExecEvent, ExecSpec, WorkerRecord } from '../../../core/ports.js';
@@ -45,10 +45,11 @@ export async function* execStream(
   t: ExecTarget,
   spec: ExecSpec,
   signal: AbortSignal,
+  lease: RpcLease | null = null,
 ): AsyncGenerator<ExecEvent> {
   const params = baseParams(t, spec);
   if (spec.stdin instanceof Uint8Array && spec.stdin.byteLength > 0) params.stdin = Buffer.from(spec.stdin).toString('base64');
-  const { id, body } = await rpc.stream(w, params, signal);
+  const { id, body } = await rpc.stream(w, params, signal, lease);
   let buf = '';
   let exited = false;
   try {
@@ -109,6 +110,7 @@ export async function* execSocket(
   t: ExecTarget,
   spec: ExecSpec,
   signal: AbortSignal,
+  lease: RpcLease | null = null,
 ): AsyncGenerator<ExecEvent> {
   const base = rpc
     .rpcUrl(w)
@@ -116,7 +118,9 @@ export async function* execSocket(
     .replace(/^http/, 'ws');
   const url = `${base}${RPC_EXEC_WS_PATH}?${new URLSearchParams({ ...t }).toString()}`;
   const tls = rpc.tls;
-  const socket = new WebSocket(url, { headers: rpc.headers(w), handshakeTimeout: 10_000, maxPayload: 64 * 1024 * 1024, ...(tls ?? {}) });
+  // The sandbox's lease (DESIGN §7 "Fencing"): the upgrade has no envelope to carry it.
+  const headers = { ...rpc.headers(w), ...(lease ? { [RPC_LEASE_HEADER]: JSON.stringify(lease) } : {}) };
+  const socket = new WebSocket(url, { headers, handshakeTimeout: 10_000, maxPayload: 64 * 1024 * 1024, ...(tls ?? {}) });
   const items = new AsyncQueue<Item>();
   let done = false;
   const fail = (err: unknown) => {

@@ -23,7 +23,9 @@ import type {
   RuntimeStatus,
   WorkerRecord,
 } from '../../../core/ports.js';
+import { providerCapabilities } from '../../../core/scheduler/placement.js';
 import type { RemoteTarget, RemoteWorkers } from '../../../core/scheduler/remote-port.js';
+import { fencedCalls } from './fenced.js';
 import { execSocket, execStream, needsSocket } from './remote-exec.js';
 import { RpcClient, type RpcClientOptions } from './rpc-client.js';
 
@@ -50,11 +52,9 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
   const at = (runtimeId: string) => ({ sandbox_id: target.sandbox_id, provider: target.provider, runtime_id: runtimeId });
   const call = <T>(method: string, params: Record<string, unknown>, signal?: AbortSignal, lease?: RpcLease | null) =>
     rpc.call<T>(w, method, params, { signal, lease });
-  const lease = async (): Promise<RpcLease> => {
-    const l = await target.lease();
-    if (!l) throw new SbxError('conflict', `sandbox ${target.sandbox_id} holds no lease`);
-    return l;
-  };
+  // Calls that change the sandbox carry its lease (DESIGN §7 "Fencing"): required by spawn, destroy
+  // and egress, sent when there is one by exec, file writes, moves, chmods, deletes and snapshots.
+  const fenced = fencedCalls(rpc, w, target);
 
   const readWindow = (runtimeId: string, path: string, offset: number, signal?: AbortSignal, maxBytes?: number) =>
     call<FileReadResult>(
@@ -87,14 +87,15 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
 
   return {
     name: target.provider,
-    capabilities: ['spawn', 'exec', 'exec_stream', 'files', 'console', 'tty'],
+    // A terminal only where the worker's provider has one (its heartbeat says `tty:<provider>`).
+    capabilities: ['spawn', 'exec', 'exec_stream', 'files', 'console', ...providerCapabilities(w, target.provider)],
     config: () => ({ runtime: 'remote', worker_id: w.id }),
     health: () => Promise.reject(new SbxError('not_implemented', 'the health of a remote provider is its worker heartbeat')),
 
     // DESIGN.md §10: a filtered sandbox's new lists go to the worker whose gateway enforces them.
     remoteEgress: {
       async update(runtimeId, lists, signal) {
-        await call('worker.egress_update', { ...at(runtimeId), egress: { allow: lists.allow, deny: lists.deny } }, signal, await lease());
+        await fenced.call('worker.egress_update', { ...at(runtimeId), egress: { allow: lists.allow, deny: lists.deny } }, signal, true);
       },
     },
 
@@ -114,13 +115,13 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
         ...(spec.snapshot ? { snapshot: spec.snapshot } : {}),
         ...(spec.volumes?.length ? { volumes: spec.volumes } : {}),
       };
-      const r = await call<SpawnResult>('worker.spawn', params, signal, await lease());
+      const r = await fenced.call<SpawnResult>('worker.spawn', params, signal, true);
       if (!r || typeof r.runtime_id !== 'string' || r.runtime_id === '') throw rpc.invalid(w);
       return { runtime_id: r.runtime_id, ...(typeof r.network === 'string' && r.network !== '' ? { network: r.network } : {}) };
     },
     // Snapshots and volumes (DESIGN §10) are kept by the worker's own provider.
     async snapshot(runtimeId, name, signal) {
-      const r = await call<SnapshotResultRpc>('worker.snapshot', { ...at(runtimeId), name }, signal);
+      const r = await fenced.call<SnapshotResultRpc>('worker.snapshot', { ...at(runtimeId), name }, signal, false);
       if (!r || typeof r.image !== 'string' || typeof r.size_bytes !== 'number') throw rpc.invalid(w);
       return { image: r.image, kernel: r.kernel ?? null, size_bytes: r.size_bytes };
     },
@@ -143,7 +144,7 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     },
     async destroy(runtimeId, signal) {
       try {
-        await call('worker.destroy', at(runtimeId), signal, await lease());
+        await fenced.call('worker.destroy', at(runtimeId), signal, true);
       } catch (err) {
         if (err instanceof SbxError && err.code === 'not_found') return;
         throw err;
@@ -156,22 +157,26 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
       return s;
     },
     exec(runtimeId, spec, signal) {
-      return needsSocket(spec) ? execSocket(rpc, w, at(runtimeId), spec, signal) : execStream(rpc, w, at(runtimeId), spec, signal);
+      return needsSocket(spec)
+        ? fenced.exec((lease) => execSocket(rpc, w, at(runtimeId), spec, signal, lease))
+        : fenced.exec((lease) => execStream(rpc, w, at(runtimeId), spec, signal, lease));
     },
     async writeFile(runtimeId, path, content, mode, signal) {
       const base = { ...at(runtimeId), path, ...(mode !== undefined ? { mode } : {}) };
       if (content.byteLength <= RPC_FILE_WINDOW_BYTES) {
-        await call('worker.file_write', { ...base, content: Buffer.from(content).toString('base64') }, signal);
+        await fenced.call('worker.file_write', { ...base, content: Buffer.from(content).toString('base64') }, signal, false);
         return;
       }
       const upload_id = randomBytes(12).toString('hex');
       for (let offset = 0; offset < content.byteLength; offset += RPC_FILE_WINDOW_BYTES) {
         const end = Math.min(content.byteLength, offset + RPC_FILE_WINDOW_BYTES);
         const window = Buffer.from(content.buffer, content.byteOffset + offset, end - offset).toString('base64');
-        await call(
+        // Each window is fenced: a refused one changed nothing, so it can be sent again.
+        await fenced.call(
           'worker.file_write',
           { ...base, content: window, upload_id, offset, truncate: offset === 0, final: end === content.byteLength },
           signal,
+          false,
         );
       }
     },
@@ -183,16 +188,16 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     },
     openFile,
     async deleteFile(runtimeId, path, recursive, signal) {
-      await call('worker.file_delete', { ...at(runtimeId), path, recursive }, signal);
+      await fenced.call('worker.file_delete', { ...at(runtimeId), path, recursive }, signal, false);
     },
     async listFiles(runtimeId, path, signal) {
       return (await call<{ files: FileInfo[] }>('worker.file_list', { ...at(runtimeId), path }, signal)).files;
     },
     async moveFile(runtimeId, oldPath, newPath, signal) {
-      await call('worker.file_move', { ...at(runtimeId), old_path: oldPath, new_path: newPath }, signal);
+      await fenced.call('worker.file_move', { ...at(runtimeId), old_path: oldPath, new_path: newPath }, signal, false);
     },
     async chmod(runtimeId, path, mode, signal) {
-      await call('worker.file_chmod', { ...at(runtimeId), path, mode }, signal);
+      await fenced.call('worker.file_chmod', { ...at(runtimeId), path, mode }, signal, false);
     },
     async stat(runtimeId, path, signal) {
       return (await call<{ file: FileInfo }>('worker.file_stat', { ...at(runtimeId), path }, signal)).file;

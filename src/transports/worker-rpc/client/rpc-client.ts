@@ -127,8 +127,13 @@ export class RpcClient {
    * `worker.exec_stream` with `X-Worker-Stream: ndjson`: the body as it arrives (one envelope per
    * line) and the call id. The caller parses and ends it; aborting `signal` closes the request.
    */
-  async stream(w: WorkerRecord, params: Record<string, unknown>, signal: AbortSignal): Promise<{ id: string; body: Readable }> {
-    const res = await this.post(w, 'worker.exec_stream', params, { signal }, true);
+  async stream(
+    w: WorkerRecord,
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+    lease: RpcLease | null = null,
+  ): Promise<{ id: string; body: Readable }> {
+    const res = await this.post(w, 'worker.exec_stream', params, { signal, lease }, true);
     if (res.status !== 200) {
       await this.envelope(w, res.id, res.body, res.status);
       throw this.invalid(w);

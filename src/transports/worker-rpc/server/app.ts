@@ -21,9 +21,11 @@ import { serveExecSocket } from '../../exec-socket.js';
 import { newPreviewStats } from '../../preview/proxy.js';
 import { PreviewRouter } from '../../preview/router.js';
 import { safeEqual } from '../../../core/auth/worker-credentials.js';
+import { SpawnSlots } from '../../../core/worker/capacity.js';
 import { authenticateRpc, requireScope } from './auth.js';
 import type { RpcServerDeps } from './deps.js';
 import { runOnRuntime } from './exec.js';
+import { fenceCall, leaseHeader } from './fencing.js';
 import { UploadStaging } from './files.js';
 import { dispatch, execItems, runtimeOf } from './methods.js';
 
@@ -65,6 +67,11 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
     ? Fastify({ https, bodyLimit: BODY_LIMIT, logger: false })
     : Fastify({ bodyLimit: BODY_LIMIT, logger: false })) as unknown as FastifyInstance;
   const staging = new UploadStaging(deps.stagingDir);
+  const slots = new SpawnSlots(
+    deps.workerId,
+    () => deps.maxSandboxes ?? 0,
+    () => deps.state.countRuntimes(),
+  );
   // Calls in flight, for the drain: each counts until its response finished or its connection closed.
   const calls = { count: 0 };
   inflight.set(app, calls);
@@ -118,10 +125,12 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
       requireScope(identity, C.RPC_SCOPE[method]);
       const params = env.params ?? {};
       if (!paramChecks[method].Check(params)) throw firstError(paramChecks[method], params, `${method} params`);
+      // Fencing (DESIGN §7): a stale lease is refused here, before any method changes anything.
+      const lease = fenceCall(deps, method, params, env.lease);
       const signal = abortOnClose(reply);
       if (method === 'worker.exec_stream')
         return streamExec(reply, deps, env.id, params as C.ExecParams, request.headers[C.RPC_STREAM_HEADER] === 'ndjson', signal);
-      const result = await dispatch(deps, staging, { method, params, lease: env.lease, signal });
+      const result = await dispatch(deps, { staging, slots }, { method, params, lease, signal });
       return reply.code(200).send({ id: env.id, worker_id: deps.workerId, result });
     } catch (err) {
       return answer(reply, id, err);
@@ -143,7 +152,9 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
       try {
         requireScope(authenticateRpc(request.headers, deps), 'worker:exec');
         const q = request.query;
-        runtimeOf(deps, { sandbox_id: q.sandbox_id ?? '', provider: q.provider ?? '', runtime_id: q.runtime_id ?? '' });
+        const target = { sandbox_id: q.sandbox_id ?? '', provider: q.provider ?? '', runtime_id: q.runtime_id ?? '' };
+        fenceCall(deps, 'worker.exec', target, leaseHeader(request.headers[C.RPC_LEASE_HEADER]));
+        runtimeOf(deps, target);
       } catch (err) {
         return answer(reply, '', err);
       }

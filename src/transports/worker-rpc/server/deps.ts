@@ -23,6 +23,10 @@ export interface RpcServerDeps {
   /** Enters draining (the `worker.shutdown` method). */
   drain(): void;
   log: Logger;
+  /** `capacity.max_sandboxes` (its `defaults.max_sandboxes`): runtimes kept plus spawns in flight; 0 = no limit. */
+  maxSandboxes?: number;
+  /** `defaults.max_exec_output_mb` in bytes: what a buffered `worker.exec` keeps per stream (as a local buffered exec). */
+  maxExecOutputBytes?: number;
   /** `worker.preview_domain`: host-routed previews this worker serves itself ('' = none). */
   previewDomain?: string;
   /** Preview traffic counters. */

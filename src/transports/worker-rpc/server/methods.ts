@@ -9,9 +9,10 @@ import { formatDuration } from '../../../core/duration.js';
 import { badRequest, notFound, SbxError, unavailable } from '../../../core/errors.js';
 import { parseEgress } from '../../../core/network/rules.js';
 import type { ExecSpec, Provider } from '../../../core/ports.js';
-import { sandboxPath } from '../../../core/sandboxes/paths.js';
+import { CappedOutput } from '../../../core/sandboxes/exec-output.js';
+import { sandboxGlob, sandboxPath } from '../../../core/sandboxes/paths.js';
 import type { ExecItem } from '../../../core/sandboxes/exec.js';
-import { checkLease } from './auth.js';
+import type { SpawnSlots } from '../../../core/worker/capacity.js';
 import type { RpcServerDeps } from './deps.js';
 import { runOnRuntime, timeoutMs } from './exec.js';
 import { readWindow, type UploadStaging } from './files.js';
@@ -21,9 +22,19 @@ type Target = Static<typeof C.RpcTarget>;
 export interface Call {
   method: C.RpcMethod;
   params: Record<string, unknown>;
-  lease?: C.RpcLease;
+  /** The call's lease, already fenced (fencing.ts); null when served without one. */
+  lease: C.RpcLease | null;
   signal: AbortSignal;
 }
+
+/** What the server keeps across calls: staged uploads, spawns in flight. */
+export interface ServerLocal {
+  staging: UploadStaging;
+  slots: SpawnSlots;
+}
+
+/** What a buffered `worker.exec` keeps per stream when the worker names no cap (`defaults.max_exec_output_mb`'s default). */
+const DEFAULT_EXEC_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 /** The provider by name, or 404. */
 export function providerNamed(deps: RpcServerDeps, name: string): Provider {
@@ -66,13 +77,13 @@ export function execItems(deps: RpcServerDeps, p: Static<typeof C.ExecParams>, s
   return runOnRuntime(provider, p.runtime_id, execSpec(p), timeoutMs(p.timeout), signal);
 }
 
-export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call: Call): Promise<unknown> {
+export async function dispatch(deps: RpcServerDeps, local: ServerLocal, call: Call): Promise<unknown> {
   const p = call.params as never;
   const { signal } = call;
+  const { staging } = local;
   switch (call.method) {
     case 'worker.spawn': {
       const s = p as Static<typeof C.SpawnParams>;
-      checkLease(call.lease, s.sandbox_id, deps);
       if (deps.draining()) throw unavailable(`worker ${deps.workerId} is draining and takes no new sandboxes`);
       const provider = providerNamed(deps, s.provider);
       // Egress rules (DESIGN §10) are parsed again here: the worker enforces only what it understood.
@@ -83,42 +94,16 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       // A retried spawn of the same sandbox answers the runtime it already has.
       if (known && known.provider === s.provider)
         return { sandbox_id: s.sandbox_id, runtime_id: known.runtime_id, state: 'running', provider: s.provider, worker_id: deps.workerId };
-      const { runtime_id, network } = await provider.spawn(
-        {
-          sandbox_id: s.sandbox_id,
-          image: s.image,
-          memory_mb: s.memory_mb,
-          vcpus: s.vcpus,
-          metadata: s.metadata,
-          owner_id: s.owner_id,
-          ...(s.network ? { network: s.network } : {}),
-          ...(s.snapshot ? { snapshot: s.snapshot } : {}),
-          ...(s.volumes?.length
-            ? { volumes: s.volumes.map((v) => ({ name: v.name, mount_path: sandboxPath(v.mount_path, 'volumes.mount_path') })) }
-            : {}),
-        },
-        signal,
-      );
-      deps.state.putRuntime({
-        sandbox_id: s.sandbox_id,
-        provider: s.provider,
-        runtime_id,
-        preview_token: s.preview_token ?? null,
-        network: s.network === 'filtered' ? 'filtered' : null,
-        egress,
-      });
-      return {
-        sandbox_id: s.sandbox_id,
-        runtime_id,
-        state: 'running',
-        provider: s.provider,
-        worker_id: deps.workerId,
-        ...(network ? { network } : {}),
-      };
+      // Its capacity (DESIGN §7): runtimes kept plus spawns in flight, whatever control planes placed.
+      const slot = local.slots.take();
+      try {
+        return await spawnRuntime(deps, provider, s, egress, signal);
+      } finally {
+        slot.done();
+      }
     }
     case 'worker.destroy': {
       const t = p as Target;
-      checkLease(call.lease, t.sandbox_id, deps);
       const provider = providerNamed(deps, t.provider);
       const rt = deps.state.getRuntime(t.sandbox_id);
       // An unknown runtime counts as destroyed.
@@ -143,22 +128,22 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
     }
     case 'worker.exec': {
       const e = p as Static<typeof C.ExecParams>;
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
+      const output = new CappedOutput(deps.maxExecOutputBytes ?? DEFAULT_EXEC_OUTPUT_BYTES);
       for await (const item of execItems(deps, e, signal)) {
         if (item.stream === 'exit') {
           const body = {
             sandbox_id: e.sandbox_id,
             exit_code: item.exit_code,
-            stdout: Buffer.concat(out).toString('base64'),
-            stderr: Buffer.concat(err).toString('base64'),
+            stdout: Buffer.from(output.result('stdout')).toString('base64'),
+            stderr: Buffer.from(output.result('stderr')).toString('base64'),
             duration: formatDuration(item.duration_ms),
             encoding: 'base64',
+            ...(output.truncated ? { truncated: true } : {}),
           };
           if (item.timed_out) throw new SbxError('timeout', `command timed out after ${e.timeout}`, body);
           return body;
         }
-        (item.stream === 'stdout' ? out : err).push(Buffer.from(item.data));
+        output.add(item.stream, item.data);
       }
       throw new SbxError('provider_error', 'exec ended without an exit status');
     }
@@ -195,7 +180,6 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
     }
     case 'worker.egress_update': {
       const e = p as Target & { egress: unknown };
-      checkLease(call.lease, e.sandbox_id, deps);
       const provider = runtimeOf(deps, e);
       const lists = parseEgress(e.egress);
       if (deps.state.getRuntime(e.sandbox_id)?.network !== 'filtered')
@@ -239,7 +223,7 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
     }
     case 'worker.file_glob': {
       const f = p as Target & { pattern: string };
-      return { matches: await runtimeOf(deps, f).glob(f.runtime_id, f.pattern, signal) };
+      return { matches: await runtimeOf(deps, f).glob(f.runtime_id, sandboxGlob(f.pattern), signal) };
     }
     case 'worker.logs': {
       const l = p as Target & { lines: number; after?: number };
@@ -251,8 +235,8 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       return log.cursor !== undefined ? { lines: log.lines, cursor: log.cursor } : { lines: log.lines };
     }
     case 'worker.renew_lease': {
-      const r = p as { resource_id: string };
-      return { lease: checkLease(call.lease, r.resource_id, deps) };
+      // Fenced and recorded before dispatch: the renewed lease is now the newest this worker has seen.
+      return { lease: call.lease };
     }
     case 'worker.shutdown': {
       deps.drain();
@@ -262,4 +246,46 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
       // Served by the transport (streamed, or buffered chunks): never reaches here.
       throw notFound('worker.exec_stream is served as a stream');
   }
+}
+
+/** A new runtime on `provider`, recorded in the worker's state (the spawn's slot is held meanwhile). */
+async function spawnRuntime(
+  deps: RpcServerDeps,
+  provider: Provider,
+  s: Static<typeof C.SpawnParams>,
+  egress: ReturnType<typeof parseEgress> | null,
+  signal: AbortSignal,
+): Promise<Static<typeof C.SpawnResult>> {
+  const { runtime_id, network } = await provider.spawn(
+    {
+      sandbox_id: s.sandbox_id,
+      image: s.image,
+      memory_mb: s.memory_mb,
+      vcpus: s.vcpus,
+      metadata: s.metadata,
+      owner_id: s.owner_id,
+      ...(s.network ? { network: s.network } : {}),
+      ...(s.snapshot ? { snapshot: s.snapshot } : {}),
+      ...(s.volumes?.length
+        ? { volumes: s.volumes.map((v) => ({ name: v.name, mount_path: sandboxPath(v.mount_path, 'volumes.mount_path') })) }
+        : {}),
+    },
+    signal,
+  );
+  deps.state.putRuntime({
+    sandbox_id: s.sandbox_id,
+    provider: s.provider,
+    runtime_id,
+    preview_token: s.preview_token ?? null,
+    network: s.network === 'filtered' ? 'filtered' : null,
+    egress,
+  });
+  return {
+    sandbox_id: s.sandbox_id,
+    runtime_id,
+    state: 'running',
+    provider: s.provider,
+    worker_id: deps.workerId,
+    ...(network ? { network } : {}),
+  };
 }

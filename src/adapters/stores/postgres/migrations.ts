@@ -9,6 +9,7 @@ import {
   snapshotsAndVolumes,
   warmRuntimes,
   VOLUME_WORKER,
+  SANDBOX_ENV,
   EGRESS_COLUMNS,
 } from '../shared/schema.js';
 
@@ -56,6 +57,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, name: 'warm runtimes', sql: warmRuntimes(C) },
   { version: 10, name: 'egress rules', sql: EGRESS_COLUMNS },
   { version: 11, name: 'volume workers', sql: VOLUME_WORKER },
+  { version: 12, name: 'sandbox env', sql: SANDBOX_ENV },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

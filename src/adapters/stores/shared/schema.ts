@@ -275,3 +275,12 @@ export const EGRESS_COLUMNS = `
 export const VOLUME_WORKER = `
   ALTER TABLE volumes ADD COLUMN worker_id TEXT;
 `;
+
+/**
+ * Version 12 (DESIGN.md §14): the environment every command of a sandbox gets (JSON, null for none)
+ * and the seed its envd access token is derived from (null: no token).
+ */
+export const SANDBOX_ENV = `
+  ALTER TABLE sandboxes ADD COLUMN env TEXT;
+  ALTER TABLE sandboxes ADD COLUMN access_token_seed TEXT;
+`;

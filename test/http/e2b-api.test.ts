@@ -88,14 +88,21 @@ describe('E2B SDK against /e2b (auth off)', () => {
     expect(JSON.stringify(got.body)).not.toContain('hi there');
     const kinds = srv.plane.deps.bus.recent({ sandbox_id: sbx.sandboxId }).map((e) => e.type);
     expect(kinds).toEqual(expect.arrayContaining(['sandbox.created', 'sandbox.running']));
-    // No envd token with auth, ownership and pool off and secure unset.
+    // No envd token with auth, ownership and pool off and secure unset; secure: true gets one.
     expect(rec?.access_token_seed ?? null).toBeNull();
+    const secured = await native(srv, '/e2b/v2/sandboxes', { method: 'POST', body: '{"secure": true}' });
+    expect(secured.status).toBe(201);
+    expect(secured.body!.envdAccessToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 
   it('lists with a metadata query and pages as the SDK paginator reads it', async () => {
     const a = await Sandbox.create({ ...sdk, metadata: { list: 'x', n: '1' } });
     const b = await Sandbox.create({ ...sdk, metadata: { list: 'x', n: '2' } });
     await Sandbox.create({ ...sdk, metadata: { list: 'y' } });
+    const odd = await Sandbox.create({ ...sdk, metadata: { 'a key&=': 'v a/l%ue+&x=1', list: 'z' } });
+    const found = await Sandbox.list({ ...sdk, query: { metadata: { 'a key&=': 'v a/l%ue+&x=1' } } }).nextItems();
+    expect(found.map((s) => s.sandboxId)).toEqual([odd.sandboxId]);
+    expect(found[0]!.metadata).toEqual({ 'a key&=': 'v a/l%ue+&x=1', list: 'z' });
     const all = await Sandbox.list({ ...sdk, query: { metadata: { list: 'x' } } }).nextItems();
     expect(all.map((s) => s.sandboxId).sort()).toEqual([a.sandboxId, b.sandboxId].sort());
     expect(all[0]).toMatchObject({ state: 'running', templateId: 'base', envdVersion: '0.5.7' });
@@ -238,6 +245,29 @@ describe('E2B SDK against /e2b (auth on, quotas)', () => {
     await expect(Sandbox.create(sdk)).rejects.toBeInstanceOf(RateLimitError);
     expect(srv.plane.deps.bus.recent({ types: ['resource.limit'] }).length).toBeGreaterThan(0);
     await sbx.kill();
+  });
+});
+
+describe('E2B SDK against /e2b in pool mode', () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer({ pool: { enabled: true, max_vms: 1, max_users_per_vm: 2 } });
+  });
+  afterAll(async () => srv.close());
+
+  it('needs X-User-ID (400 without, as native); with it the owner is that user and an envd token is issued', async () => {
+    const sdk = sdkFor(srv);
+    const err = await Sandbox.create(sdk).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SandboxError);
+    expect((err as SandboxError & { statusCode?: number }).statusCode).toBe(400);
+    const sbx = await Sandbox.create({ ...sdk, headers: { 'X-User-ID': 'alice' } });
+    const got = await native(srv, `/api/v1/sandboxes/${sbx.sandboxId}`, { headers: { 'x-user-id': 'alice' } });
+    expect(got.body).toMatchObject({ id: sbx.sandboxId, owner_id: 'alice' });
+    // Another tenant does not see it through /e2b either.
+    await expect(Sandbox.getInfo(sbx.sandboxId, { ...sdk, headers: { 'X-User-ID': 'bob' } })).rejects.toBeInstanceOf(NotFoundError);
+    expect(await Sandbox.list({ ...sdk, headers: { 'X-User-ID': 'bob' } }).nextItems()).toEqual([]);
+    expect((await srv.plane.deps.store.getSandbox(sbx.sandboxId))?.access_token_seed).toMatch(/^[0-9a-f]{32}$/);
+    expect(await Sandbox.kill(sbx.sandboxId, { ...sdk, headers: { 'X-User-ID': 'alice' } })).toBe(true);
   });
 });
 

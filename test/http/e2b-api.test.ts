@@ -171,6 +171,19 @@ describe('E2B SDK against /e2b (auth off)', () => {
     expect((err as SandboxError & { statusCode?: number }).statusCode).toBe(404);
   });
 
+  it('creates from an sbx template named as templateID; its TTL and metadata apply under the request', async () => {
+    const t = await native(srv, '/api/v1/templates', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'py', ttl: '7m', metadata: { from: 'template' } }),
+    });
+    expect(t.status).toBe(201);
+    const sbx = await Sandbox.create('py', { ...sdk, metadata: { mine: 'yes' } });
+    const info = await sbx.getInfo();
+    expect(info).toMatchObject({ templateId: 'py', name: 'py', metadata: { from: 'template', mine: 'yes' } });
+    const rec = await srv.plane.deps.store.getSandbox(sbx.sandboxId);
+    expect(rec?.template).toBe('py');
+  });
+
   it('pause is not built: 501 for a live sandbox; resume of a running one is 409', async () => {
     const sbx = await Sandbox.create(sdk);
     const err = await sbx.pause().catch((e: unknown) => e);
@@ -268,6 +281,24 @@ describe('E2B SDK against /e2b in pool mode', () => {
     expect(await Sandbox.list({ ...sdk, headers: { 'X-User-ID': 'bob' } }).nextItems()).toEqual([]);
     expect((await srv.plane.deps.store.getSandbox(sbx.sandboxId))?.access_token_seed).toMatch(/^[0-9a-f]{32}$/);
     expect(await Sandbox.kill(sbx.sandboxId, { ...sdk, headers: { 'X-User-ID': 'alice' } })).toBe(true);
+  });
+});
+
+describe('E2B SDK against /e2b with the rate limit on', () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer({ rate_limit: { enabled: true, requests_per_minute: 60, burst: 2, key_by: 'api_key' } });
+  });
+  afterAll(async () => srv.close());
+
+  it('counts /e2b requests in the same bucket as /api/v1: past the burst the SDK raises RateLimitError', async () => {
+    const sdk = sdkFor(srv);
+    expect((await native(srv, '/api/v1/sandboxes')).status).toBe(200);
+    expect(await Sandbox.list(sdk).nextItems()).toEqual([]);
+    const err = await Sandbox.list(sdk)
+      .nextItems()
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RateLimitError);
   });
 });
 

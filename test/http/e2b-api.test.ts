@@ -222,6 +222,20 @@ describe('E2B SDK against /e2b (auth off)', () => {
     expect(ok.body!.domain).toBe(`localhost:${new URL(srv.url).port}`);
   });
 
+  it('refreshes keep a sandbox alive at least that long, never shorter; bad durations are 400', async () => {
+    const sbx = await Sandbox.create({ ...sdk, timeoutMs: 60_000 });
+    const path = `/e2b/sandboxes/${sbx.sandboxId}/refreshes`;
+    expect((await native(srv, path, { method: 'POST', body: '{"duration": 3000}' })).status).toBe(204);
+    expect((await sbx.getInfo()).endAt.getTime() - Date.now()).toBeGreaterThan(2_900_000);
+    expect((await native(srv, path, { method: 'POST', body: '{"duration": 10}' })).status).toBe(204);
+    expect((await sbx.getInfo()).endAt.getTime() - Date.now()).toBeGreaterThan(2_900_000);
+    expect(await native(srv, path, { method: 'POST', body: '{"duration": 3601}' })).toMatchObject({ status: 400, body: { code: 400 } });
+    expect(await native(srv, '/e2b/sandboxes/missing/refreshes', { method: 'POST', body: '{}' })).toMatchObject({
+      status: 404,
+      body: { code: 404 },
+    });
+  });
+
   it('keeps the dev-box guard: a foreign Origin is refused', async () => {
     const res = await native(srv, '/e2b/v2/sandboxes', { headers: { origin: 'https://evil.example' } });
     expect(res.status).toBe(403);

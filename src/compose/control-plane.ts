@@ -237,6 +237,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       allowedHosts: config.server.allowed_hosts,
       ui: config.server.ui,
       mcp: config.server.mcp,
+      e2b: config.server.e2b,
       operations,
       secrets: secretValues(config),
       pool,

@@ -18,6 +18,7 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     leader_ttl: '15s',
     ui: true,
     mcp: true,
+    e2b: true,
   },
   defaults: {
     ttl: '30m',

@@ -66,6 +66,14 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       'turn auth on (auth.api_key_file), or set server.mcp: false',
     );
   }
+  if (opts.production && server.e2b && !auth.enabled) {
+    add(
+      'fail',
+      'server.e2b',
+      "server.e2b is on while auth is off: anyone who reaches the server can drive sandboxes through E2B's API at /e2b",
+      'turn auth on (auth.api_key_file), or set server.e2b: false',
+    );
+  }
 
   const keys: [string, string | undefined][] = [
     ['auth.api_key', auth.api_key],

@@ -65,6 +65,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     leader_ttl: dur(true),
     ui: bool(),
     mcp: bool(),
+    e2b: bool(),
   }),
   defaults: g({
     ttl: dur(true),

@@ -35,6 +35,8 @@ export interface ServerConfig {
   ui: boolean;
   /** Serve MCP over streamable HTTP at /mcp, behind the API key (the tools of `sbx mcp`, acting as the caller). */
   mcp: boolean;
+  /** Serve E2B's control-plane REST API under /e2b (DESIGN.md §14), behind the same API keys; false → 404 there. */
+  e2b: boolean;
 }
 
 export interface DefaultsConfig {

@@ -61,6 +61,17 @@ export interface SandboxRecord {
   snapshot?: string | null;
   /** Egress allow and deny lists of a filtered sandbox (DESIGN.md §10), canonical; absent otherwise. */
   egress?: EgressLists | null;
+  /**
+   * Environment variables every command in the sandbox gets (DESIGN.md §14: E2B's `envVars`), for
+   * the command planes to apply; never shown in an API answer, an event or a log (values may be secrets).
+   */
+  env?: Record<string, string> | null;
+  /**
+   * Random seed of the sandbox's envd access token (DESIGN.md §14), hex: the token is derived from it
+   * and the installation secret (`core/auth/access-token.ts`), so the row alone does not give it.
+   * Absent: no token (its envd plane needs none).
+   */
+  access_token_seed?: string | null;
 }
 
 /** A volume mounted into a sandbox: its name and the absolute, normalized path it appears at. */

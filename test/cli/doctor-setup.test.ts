@@ -67,6 +67,24 @@ describe('sbx doctor: isolation, Docker endpoint, auth', () => {
     expect(configured.by['local Docker engine']!.detail).toBe('unix:///nonexistent/configured.sock (providers.docker.socket_path): ENOENT');
   });
 
+  it("says whether the configured key has the shape E2B's SDKs send, never the key", async () => {
+    const off = await doctor(server.url);
+    expect(off.by['E2B API']).toMatchObject({ status: 'ok', detail: expect.stringContaining('auth is off') });
+    const dir = tempDir();
+    const plain = 'plain-key-not-e2b-0123456789';
+    writeFileSync(join(dir, 'plain.yaml'), `auth:\n  enabled: true\n  api_key: ${plain}\n`);
+    const wrong = await doctor(server.url, {}, ['--config', join(dir, 'plain.yaml')]);
+    expect(wrong.by['E2B API']).toMatchObject({ status: 'warn', detail: expect.stringContaining('not shaped e2b_<hex>') });
+    expect(wrong.r.stdout).not.toContain(plain);
+    const shaped = 'e2b_0123456789abcdef0123456789abcdef01234567';
+    writeFileSync(join(dir, 'e2b.yaml'), `auth:\n  enabled: true\n  api_key: ${shaped}\n`);
+    const right = await doctor(server.url, {}, ['--config', join(dir, 'e2b.yaml')]);
+    expect(right.by['E2B API']).toMatchObject({ status: 'ok', detail: expect.stringContaining('has the e2b_<hex> shape') });
+    expect(right.r.stdout).not.toContain(shaped);
+    writeFileSync(join(dir, 'none.yaml'), 'server:\n  e2b: false\n');
+    expect((await doctor(server.url, {}, ['--config', join(dir, 'none.yaml')])).by['E2B API']!.status).toBe('skip');
+  });
+
   it('explains in one line what is served while auth is off', async () => {
     const { by } = await doctor(server.url);
     expect(by['auth']).toMatchObject({

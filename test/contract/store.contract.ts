@@ -140,6 +140,8 @@ function sandboxContract(ctx: ContractContext): void {
         worker_id: 'worker-7',
         runtime_id: 'c0ffee',
         template: 'python',
+        env: { FOO: 'bar', MULTI: 'line\none ✓' },
+        access_token_seed: '00112233445566778899aabbccddeeff',
       });
       await ctx.store.insertSandbox(full);
       await ctx.store.insertSandbox(sandbox('sb-bare'));

@@ -27,11 +27,13 @@ describe('lintConfig', () => {
       'fail auth.enabled',
       'fail server.ui',
       'fail server.mcp',
+      'fail server.e2b',
       'fail server.cors_allowed_origins',
     ]);
     const noUi = defaultConfig();
     noUi.server.ui = false;
     noUi.server.mcp = false;
+    noUi.server.e2b = false;
     expect(keysOf(lintConfig(noUi, { production: true }))).toEqual(['fail auth.enabled', 'fail server.cors_allowed_origins']);
     const dev = lintConfig(defaultConfig(), { production: false });
     expect(keysOf(dev)).toEqual(['warn auth.enabled', 'warn server.cors_allowed_origins']);
@@ -189,7 +191,12 @@ describe('lintConfig', () => {
         'auth.enabled is false although auth.api_key is set: the key is ignored and anyone who can reach the API can create sandboxes and run commands',
       fix: 'remove auth.enabled: false (a configured key turns auth on), or remove the key',
     });
-    expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail auth.enabled', 'fail server.ui', 'fail server.mcp']);
+    expect(keysOf(lintConfig(c, { production: true }))).toEqual([
+      'fail auth.enabled',
+      'fail server.ui',
+      'fail server.mcp',
+      'fail server.e2b',
+    ]);
     expect(JSON.stringify(f)).not.toContain(STRONG);
   });
 

@@ -32,6 +32,7 @@ describe('loadConfig defaults', () => {
         leader_ttl: '15s',
         ui: true,
         mcp: true,
+        e2b: true,
       },
       defaults: {
         ttl: '30m',

@@ -45,6 +45,10 @@ export interface SpawnInput {
   /** Start from this snapshot (DESIGN.md §10): it fixes provider and image. */
   snapshot?: string;
   volumes?: ReadonlyArray<{ name: string; mount_path: string }>;
+  /** Environment of every command (DESIGN.md §14); names are checked. */
+  env?: Record<string, string>;
+  /** Seed of the envd access token (DESIGN.md §14), hex; made by the caller that hands the token out. */
+  access_token_seed?: string;
 }
 
 /** A spawn request with every default applied. */
@@ -67,6 +71,10 @@ export interface ResolvedSpawn {
   volumes: VolumeMount[];
   /** The worker that must run it (where its snapshot or volumes are kept); null: placement chooses. */
   worker: string | null;
+  /** Checked environment of every command; empty for none. */
+  env: Record<string, string>;
+  /** Seed of the envd access token, or null for none. */
+  access_token_seed: string | null;
 }
 
 export interface SandboxDeps {
@@ -181,6 +189,8 @@ export class SandboxService {
       snapshot,
       volumes,
       worker,
+      env: checkEnv(input.env),
+      access_token_seed: checkSeed(input.access_token_seed),
     };
   }
 
@@ -424,6 +434,28 @@ function providerNotConfigured(rec: SandboxRecord): SbxError {
 }
 
 /** Keeps typed SbxErrors; anything else becomes a generic provider_error (no backend text leaks). */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,255}$/;
+const MAX_ENV = 256;
+
+/** Environment of a spawn: POSIX-style names, string values without NUL; at most 256 entries. */
+function checkEnv(env: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  const entries = Object.entries(env ?? {});
+  if (entries.length > MAX_ENV) throw badRequest(`at most ${MAX_ENV} environment variables`);
+  for (const [k, v] of entries) {
+    if (!ENV_NAME.test(k)) throw badRequest(`environment variable name ${JSON.stringify(k.slice(0, 64))} is not valid`);
+    if (typeof v !== 'string' || v.includes('\0')) throw badRequest(`environment variable ${k} must be a string without NUL`);
+    out[k] = v;
+  }
+  return out;
+}
+
+function checkSeed(seed: string | undefined): string | null {
+  if (seed === undefined) return null;
+  if (!/^[0-9a-f]{32,128}$/.test(seed)) throw badRequest('access token seed must be 32 to 128 hex digits');
+  return seed;
+}
+
 export function asProviderError(err: unknown, message: string): SbxError {
   if (isSbxError(err)) return err;
   return new SbxError('provider_error', message);

@@ -155,6 +155,8 @@ async function createPlaced(
       ...(req.volumes.length > 0 ? { volumes: req.volumes } : {}),
       ...(req.snapshot !== null ? { snapshot: req.snapshot } : {}),
       ...(req.egress ? { egress: req.egress } : {}),
+      ...(Object.keys(req.env).length > 0 ? { env: req.env } : {}),
+      ...(req.access_token_seed !== null ? { access_token_seed: req.access_token_seed } : {}),
     };
     // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.commit).
     const stored = rec;

@@ -28,6 +28,9 @@ export interface TemplateSpawnOverrides {
   owner_id?: string | null;
   network?: string;
   egress?: unknown;
+  /** Environment of every command and the envd token seed (DESIGN.md §14): the spawner's, never the template's. */
+  env?: Record<string, string>;
+  access_token_seed?: string;
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -91,6 +94,8 @@ export class TemplateService {
             : {}),
         ...(t.snapshot ? { snapshot: t.snapshot } : {}),
         ...(t.volumes?.length ? { volumes: t.volumes } : {}),
+        ...(overrides.env ? { env: overrides.env } : {}),
+        ...(overrides.access_token_seed ? { access_token_seed: overrides.access_token_seed } : {}),
       },
       signal,
     );

@@ -79,6 +79,8 @@ export interface HttpDeps {
   ui?: boolean;
   /** `server.mcp`: serve MCP over streamable HTTP at /mcp (behind the API key). */
   mcp?: boolean;
+  /** `server.e2b` (default on): E2B's control-plane API under /e2b (DESIGN.md §14); false → 404 there. */
+  e2b?: boolean;
   /** `server.allowed_hosts`: extra `Host` names the dev-box guard accepts while auth is off (DESIGN §3). */
   allowedHosts?: string[];
   /** Per operation and provider counts and latency (diagnostics `operations`). */

@@ -5,7 +5,7 @@ import type { SandboxRecord } from '../../core/ports.js';
 import type { Caller } from '../../core/sandboxes/caller.js';
 import type { HttpDeps } from './deps.js';
 import { presentOne } from './presenters.js';
-import { abortOnClose } from './request-signal.js';
+import { abortOnClose } from '../shared/request-signal.js';
 
 /** `Idempotency-Key` on the spawn routes (DESIGN.md §10). */
 export const IdempotencyHeaders = Type.Object({

@@ -15,5 +15,7 @@ export function realmOf(path: string): Realm {
   if (path === '/api/v1' || path.startsWith('/api/v1/')) return 'user';
   // MCP over HTTP (issue 19) acts as the caller: the same key as the API.
   if (path === '/mcp') return 'user';
+  // E2B's control plane (DESIGN.md §14) takes the same API keys.
+  if (path === '/e2b' || path.startsWith('/e2b/')) return 'user';
   return 'outside';
 }

@@ -10,6 +10,7 @@ import {
   warmRuntimes,
   VOLUME_WORKER,
   PROVIDER_COUNT_INDEX,
+  SANDBOX_ENV,
   EGRESS_COLUMNS,
   POOL_UIDS,
 } from '../shared/schema.js';
@@ -60,6 +61,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: 'volume workers', sql: VOLUME_WORKER },
   { version: 12, name: 'pool uid counters', sql: POOL_UIDS },
   { version: 13, name: 'provider count index', sql: PROVIDER_COUNT_INDEX },
+  { version: 14, name: 'sandbox env', sql: SANDBOX_ENV },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

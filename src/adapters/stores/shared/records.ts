@@ -42,6 +42,8 @@ export const SANDBOX_COLUMNS = [
   'volumes',
   'snapshot',
   'egress',
+  'env',
+  'access_token_seed',
 ] as const;
 
 export const TEMPLATE_COLUMNS = [
@@ -110,6 +112,7 @@ export function sandboxColumnValue(column: (typeof SANDBOX_COLUMNS)[number], val
   if (column === 'metadata') return JSON.stringify(value ?? {});
   if (column === 'volumes') return volumesText(value as VolumeMount[] | null | undefined);
   if (column === 'egress') return egressText(value as EgressLists | null | undefined);
+  if (column === 'env') return value && Object.keys(value as object).length > 0 ? JSON.stringify(value) : null;
   return value ?? null;
 }
 
@@ -145,6 +148,8 @@ export function sandboxFromRow(r: Row): SandboxRecord {
     ...(r.volumes != null ? { volumes: json<VolumeMount[]>(r.volumes, []) } : {}),
     ...(r.snapshot != null ? { snapshot: str(r.snapshot) } : {}),
     ...(r.egress != null ? { egress: json<EgressLists>(r.egress, { allow: [], deny: [] }) } : {}),
+    ...(r.env != null ? { env: json<Record<string, string>>(r.env, {}) } : {}),
+    ...(r.access_token_seed != null ? { access_token_seed: str(r.access_token_seed) } : {}),
   };
 }
 

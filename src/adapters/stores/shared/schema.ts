@@ -291,3 +291,12 @@ export const POOL_UIDS = `
 export const PROVIDER_COUNT_INDEX = `
   CREATE INDEX IF NOT EXISTS sandboxes_provider_live_idx ON sandboxes (provider, state, expires_at);
 `;
+
+/**
+ * Version 14 (DESIGN.md §14): the environment every command of a sandbox gets (JSON, null for none)
+ * and the seed its envd access token is derived from (null: no token).
+ */
+export const SANDBOX_ENV = `
+  ALTER TABLE sandboxes ADD COLUMN env TEXT;
+  ALTER TABLE sandboxes ADD COLUMN access_token_seed TEXT;
+`;

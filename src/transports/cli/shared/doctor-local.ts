@@ -272,6 +272,20 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
       },
     },
     {
+      title: 'E2B API',
+      fix: "E2B's SDKs send keys shaped e2b_<hex>: set auth.api_key to such a value (e.g. e2b_ followed by 40 hex digits), or set server.e2b: false",
+      async check() {
+        const config = await load();
+        if (!config) return { status: 'skip', detail: 'configuration does not load' };
+        if (!config.server.e2b) return { status: 'skip', detail: 'server.e2b is off' };
+        if (!config.auth.enabled) return { status: 'ok', detail: 'served under /e2b; auth is off, so any key the SDK sends passes' };
+        // The key itself is never printed: only whether it has the shape the SDKs send.
+        if (/^e2b_[0-9a-f]+$/.test(config.auth.api_key ?? ''))
+          return { status: 'ok', detail: 'served under /e2b; auth.api_key has the e2b_<hex> shape the SDKs send' };
+        return { status: 'warn', detail: "served under /e2b, but auth.api_key is not shaped e2b_<hex>, which E2B's SDKs expect" };
+      },
+    },
+    {
       title: 'store path writable',
       fix: 'set database.path to a writable location, or fix the directory permissions',
       async check() {

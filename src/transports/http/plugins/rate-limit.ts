@@ -32,7 +32,7 @@ export function rateLimitExempt(request: FastifyRequest): boolean {
   if (request.method === 'OPTIONS') return true;
   const path = request.url.split('?')[0] ?? '/';
   const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-  if (!trimmed.startsWith('/api/')) return true;
+  if (!trimmed.startsWith('/api/') && !trimmed.startsWith('/e2b/')) return true;
   return EXEMPT.has(trimmed) || trimmed.startsWith(EXEMPT_PREFIX);
 }
 

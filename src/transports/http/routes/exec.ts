@@ -12,7 +12,7 @@ import { callerOf } from '../caller.js';
 import { encodeOutput } from '../encoding.js';
 import { execCommand, execFrames } from '../../exec-framing.js';
 import type { HttpDeps } from '../deps.js';
-import { abortOnClose } from '../request-signal.js';
+import { abortOnClose } from '../../shared/request-signal.js';
 import { binaryExecFrames, wantsBinaryStream } from '../exec-binary.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });

@@ -5,7 +5,7 @@ import { CreateVolumeRequest, Volume } from '../../../contracts/volumes.js';
 import type { VolumeView } from '../../../core/sandboxes/volumes.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
-import { abortOnClose } from '../request-signal.js';
+import { abortOnClose } from '../../shared/request-signal.js';
 
 const errors = { 400: ErrorBody, 404: ErrorBody, 409: ErrorBody, 500: ErrorBody, 501: ErrorBody, 503: ErrorBody };
 const NameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 256 }) });

@@ -16,9 +16,23 @@ import { createControlPlane, type ControlPlane } from '../../src/compose/control
 import { loadConfig } from '../../src/config/index.js';
 import type { Provider } from '../../src/core/ports.js';
 
-/** Fakes the timers and Date (not nextTick, setImmediate or queueMicrotask, which fastify's inject needs). */
+/**
+ * Fakes the timers, Date and performance.now (the stopwatch of periodic tasks), not nextTick,
+ * setImmediate or queueMicrotask, which fastify's inject needs.
+ */
 export function fakeClock(start = Date.UTC(2030, 0, 1)): void {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'], now: start });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'], now: start });
+}
+
+/**
+ * Moves the fake clock in steps until `pending` settles (a request whose deadline timer is set
+ * only once it has got that far), at most `maxMs` of fake time; then returns its result.
+ */
+export async function advanceUntil<T>(pending: Promise<T>, maxMs: number, stepMs = 100): Promise<T> {
+  let settled = false;
+  const watched = pending.finally(() => (settled = true));
+  for (let spent = 0; !settled && spent < maxMs; spent += stepMs) await vi.advanceTimersByTimeAsync(stepMs);
+  return watched;
 }
 
 export interface UnitRes<T = any> {

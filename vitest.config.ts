@@ -73,6 +73,8 @@ export default defineConfig({
           include: UNIT,
           exclude: [...NOT_UNIT, ...ALWAYS_EXCLUDED],
           globalSetup: ['test/helpers/global-setup.ts'],
+          // A child process or a listening socket fails the test that asks for one.
+          setupFiles: ['test/helpers/unit-guard.ts'],
           // Nothing here waits on the world: a slow test is a bug, not a slow machine.
           testTimeout: 10_000,
         },

@@ -350,6 +350,8 @@ for (const sc of scenarios) {
     for (const [route, attack] of Object.entries(ATTACKS)) {
       it(`${route} as the other tenant`, async () => {
         sc.totals.routes++;
+        // Judged against an intact victim: a refusal must not come from an earlier attack's damage.
+        expect(await ownerView(), 'the victim as its owner saw it before any attack').toEqual(before);
         for (const a of attack.tries(v)) {
           sc.totals.attempts++;
           const res =
@@ -368,6 +370,10 @@ for (const sc of scenarios) {
             throw new Error(`${a.method} ${a.url} answered ${res.status} ${res.text.slice(0, 200)}: ${(err as Error).message}`);
           }
         }
+        // Nothing changed for the owner: not the sandbox, its files, its console, its processes.
+        const after = await ownerView();
+        if (JSON.stringify(after) !== JSON.stringify(before)) sc.totals.successes++;
+        expect(after, `${route} changed the victim`).toEqual(before);
       });
     }
 

@@ -4,6 +4,9 @@
  * volume and process. The routes come from fastify's own table, so a new route fails this file
  * until it is attacked here or named in NOT_SANDBOX_SCOPED with a reason. Every attempt must be
  * refused as if the resource did not exist (404), and the owner then finds everything as it was.
+ * Previews are not here: they are routed below fastify (the raw server's request listener, by
+ * Host), which `inject` does not reach, and guarded by preview tokens, not owners
+ * (test/http/preview.test.ts, integration tier).
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { routeTable } from '../../../src/transports/http/route-table.js';

@@ -11,7 +11,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * - system: docker, PostgreSQL, browsers, network namespaces; each suite skips unless its flag is set.
  * A new test file is integration unless it is listed for unit or system here.
  */
-const UNIT = ['test/unit/**/*.test.ts', 'test/contract/provider-memory.test.ts'];
+const UNIT = ['test/unit/**/*.test.ts', 'test/contract/provider-memory.test.ts', 'test/contract/store-sqlite-contract.test.ts'];
 
 /** Files under test/unit that start processes, open ports or sleep: integration until they are rewritten. */
 const NOT_UNIT = [
@@ -36,7 +36,7 @@ const NOT_UNIT = [
 const UNIT_FILES = readdirSync('test/unit', { recursive: true })
   .map((f) => `test/unit/${String(f)}`)
   .filter((f) => f.endsWith('.test.ts') && !NOT_UNIT.includes(f))
-  .concat('test/contract/provider-memory.test.ts');
+  .concat('test/contract/provider-memory.test.ts', 'test/contract/store-sqlite-contract.test.ts');
 
 const SYSTEM = [
   'test/docker/**/*.test.ts',

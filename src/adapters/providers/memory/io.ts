@@ -160,29 +160,3 @@ export function liveInput(source: AsyncIterable<Uint8Array>, kill: Kill): Input 
     },
   };
 }
-
-/** Reads a line (without its newline) from an Input, keeping what follows for the next read. */
-export class LineReader {
-  private buf = Buffer.alloc(0);
-  private eof = false;
-  constructor(private readonly input: Input) {}
-  async line(): Promise<string | null> {
-    for (;;) {
-      const nl = this.buf.indexOf(0x0a);
-      if (nl !== -1) {
-        const line = this.buf.subarray(0, nl).toString('utf8');
-        this.buf = this.buf.subarray(nl + 1);
-        return line;
-      }
-      if (this.eof) {
-        if (this.buf.length === 0) return null;
-        const rest = this.buf.toString('utf8');
-        this.buf = Buffer.alloc(0);
-        return rest;
-      }
-      const c = await this.input.read();
-      if (c === null) this.eof = true;
-      else this.buf = Buffer.concat([this.buf, c]);
-    }
-  }
-}

@@ -64,10 +64,14 @@ describe('in-memory provider', () => {
     expect(await p.listCatalog!()).toEqual({ snapshots: [], volumes: [] });
   });
 
-  it('refuses a network it cannot give and a runtime id twice', async () => {
+  it('refuses a network it cannot give, a runtime id twice and a write through a dangling link', async () => {
     const p = createMemoryProvider();
     await expect(p.spawn({ ...spec('sb-net'), network: 'bridge' })).rejects.toMatchObject({ code: 'not_implemented' });
-    await p.spawn(spec('sb-twice'));
+    const rid = (await p.spawn(spec('sb-twice'))).runtime_id;
     await expect(p.spawn(spec('sb-twice'))).rejects.toMatchObject({ code: 'conflict' });
+    // As on the host-backed providers, a write never creates a dangling link's target.
+    expect((await collect(p.exec(rid, sh('ln -s /workspace/nowhere dangling'), never))).exitCode).toBe(0);
+    await expect(p.writeFile(rid, '/workspace/dangling', Buffer.from('x'), undefined)).rejects.toMatchObject({ code: 'bad_request' });
+    await expect(p.stat(rid, '/workspace/nowhere')).rejects.toMatchObject({ code: 'not_found' });
   });
 });

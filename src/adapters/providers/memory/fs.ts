@@ -60,6 +60,8 @@ interface Located {
   node: Node | undefined;
   /** The path with every link before the last name resolved. */
   path: string;
+  /** The last name was a link that was followed (to `node`, or to nothing: a dangling link). */
+  viaLink?: boolean;
 }
 
 export class MemoryFs {
@@ -101,7 +103,8 @@ export class MemoryFs {
         if (depth >= MAX_LINKS) throw badRequest(`${p}: too many levels of symbolic links`);
         const target = resolvePath(at || '/', node.target);
         const rest = segs.slice(i + 1).join('/');
-        return this.locate(rest ? resolvePath(target, rest) : target, opts, depth + 1);
+        const loc = this.locate(rest ? resolvePath(target, rest) : target, opts, depth + 1);
+        return last ? { ...loc, viaLink: true } : loc;
       }
       if (node === undefined && opts.create) {
         node = this.dir(0o755);
@@ -141,7 +144,8 @@ export class MemoryFs {
     if (loc.name === null) throw badRequest('cannot write the sandbox root');
     const node = loc.node;
     if (node?.kind === 'dir') throw badRequest(`${p} is a directory`);
-    if (node?.kind === 'link') throw badRequest(`${p} is a dangling symbolic link`);
+    // As on the host-backed providers: a write never creates the target of a dangling link.
+    if (node?.kind === 'link' || (node === undefined && loc.viaLink)) throw badRequest(`${p} is a dangling symbolic link`);
     const data = opts.append && node ? concat(node.data, content) : Uint8Array.from(content);
     if (node) {
       node.data = data;

@@ -27,8 +27,14 @@ function builtAt(): number {
   return Math.min(...outputs.map((p) => statSync(p).mtimeMs));
 }
 
+/** Set once this process built or found dist/ current: the integration and system projects share one check. */
+const CHECKED = Symbol.for('sbx.test.build-checked');
+
 export default function setup(): void {
   if (process.env.SBX_TEST_SKIP_BUILD === '1') return;
+  const g = globalThis as { [CHECKED]?: boolean };
+  if (g[CHECKED]) return;
+  g[CHECKED] = true;
   const sources = Math.max(
     newest(join(ROOT, 'src')),
     newest(join(ROOT, 'agent')),

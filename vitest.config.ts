@@ -1,4 +1,5 @@
 import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
@@ -33,7 +34,7 @@ const NOT_UNIT = [
 ];
 
 /** The unit tier's files by name (the integration tier excludes exactly these). */
-const UNIT_FILES = readdirSync('test/unit', { recursive: true })
+const UNIT_FILES = readdirSync(join(import.meta.dirname, 'test', 'unit'), { recursive: true })
   .map((f) => `test/unit/${String(f)}`)
   .filter((f) => f.endsWith('.test.ts') && !NOT_UNIT.includes(f))
   .concat('test/contract/provider-memory.test.ts', 'test/contract/store-sqlite-contract.test.ts');

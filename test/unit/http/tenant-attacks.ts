@@ -9,7 +9,11 @@ export const API_KEY = 'matrix-user-key-1f3e5d7c9b1a3f5e7d9c';
 export const ADMIN_KEY = 'matrix-admin-key-2a4c6e8f0b2d4f6a8c0e';
 export const SECRET = 'alice-secret-7d41c0';
 
-/** Routes that hold nothing of one tenant that another could reach, and why. */
+/**
+ * Routes that hold nothing of one tenant that another could reach, and why. The quota routes are
+ * the spec's (4.4) user-realm administration: any holder of the API key may read and set any
+ * owner's quota, in pool mode too — a decision for the spec, not a sandbox-scoped leak.
+ */
 export const NOT_SANDBOX_SCOPED: Record<string, string> = {
   'GET /api/v1/live': 'probe',
   'GET /api/v1/health': 'probe',
@@ -22,12 +26,12 @@ export const NOT_SANDBOX_SCOPED: Record<string, string> = {
   'PUT /api/v1/templates/:name': 'templates are server-wide definitions',
   'DELETE /api/v1/templates/:name': 'templates are server-wide definitions',
   'POST /api/v1/templates/:name/spawn': "spawns a sandbox of the caller's own",
-  'GET /api/v1/quotas': 'quota administration (spec 8)',
-  'GET /api/v1/quotas/summary': 'quota administration (spec 8)',
-  'GET /api/v1/quotas/:ownerID': 'quota administration (spec 8)',
-  'PUT /api/v1/quotas/:ownerID': 'quota administration (spec 8)',
-  'GET /api/v1/quotas/:ownerID/usage': 'quota administration (spec 8)',
-  'DELETE /api/v1/quotas/:ownerID': 'quota administration (spec 8)',
+  'GET /api/v1/quotas': 'quota administration (spec 4.4, user realm)',
+  'GET /api/v1/quotas/summary': 'quota administration (spec 4.4, user realm)',
+  'GET /api/v1/quotas/:ownerID': 'quota administration (spec 4.4, user realm)',
+  'PUT /api/v1/quotas/:ownerID': 'quota administration (spec 4.4, user realm)',
+  'GET /api/v1/quotas/:ownerID/usage': 'quota administration (spec 4.4, user realm)',
+  'DELETE /api/v1/quotas/:ownerID': 'quota administration (spec 4.4, user realm)',
   'GET /api/v1/providers': 'server configuration',
   'GET /api/v1/providers/:name': 'server configuration',
   'POST /api/v1/providers/test': 'server configuration',

@@ -41,7 +41,7 @@ import { PreviewService } from '../core/sandboxes/preview.js';
 import { PoolProvider } from '../core/pool/pool-provider.js';
 import { previewOnlyServer } from '../transports/http/preview.js';
 import { newPreviewStats } from '../transports/preview/proxy.js';
-import { buildProviders } from './providers.js';
+import { type BuiltProviders, buildProviders } from './providers.js';
 import { startEgress, storeRules, type EgressHandle } from './egress.js';
 import type { VerdictRecord } from '../transports/egress/gateway.js';
 import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from './settings.js';
@@ -63,6 +63,11 @@ export interface ControlPlaneOptions {
   egressResolve?(name: string): Promise<string[]>;
   /** How long `close` lets requests in flight finish before cutting their connections (default 30 s). */
   closeDeadlineMs?: number;
+  /**
+   * The providers to run instead of those `providers.*` asks for, and the default among them. Tests
+   * pass the in-memory provider (adapters/providers/memory) this way; no config names it.
+   */
+  providers?: BuiltProviders;
 }
 
 export interface ControlPlane {
@@ -113,7 +118,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const built =
       config.server.local_worker === false
         ? { providers: [], defaultName: config.providers.default }
-        : await buildProviders(config, installationId, bus, logger);
+        : (opts.providers ?? (await buildProviders(config, installationId, bus, logger)));
     const providers = new ProviderRegistry(clock, built.defaultName);
     const operations = new OperationStats(() => clock.now());
     const settings = coreSettings(config, built.defaultName);

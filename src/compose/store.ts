@@ -2,8 +2,9 @@ import { isAbsolute, join, resolve } from 'node:path';
 import type { SbxConfig } from '../config/index.js';
 import type { Store } from '../core/ports.js';
 
-/** Expands a leading `~` against the given home directory. */
+/** Expands a leading `~` against the given home directory; `:memory:` (a private in-memory SQLite store) stays as it is. */
 export function expandHome(path: string, home: string): string {
+  if (path === ':memory:') return path;
   if (path === '~') return home;
   if (path.startsWith('~/')) return join(home, path.slice(2));
   return isAbsolute(path) ? path : resolve(path);

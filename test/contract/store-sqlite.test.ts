@@ -5,29 +5,10 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
 import { MIGRATIONS } from '../../src/adapters/stores/sqlite/migrations.js';
-import type { Store } from '../../src/core/ports.js';
-import { runStoreContract } from './store.contract.js';
 import { at, sandbox, when } from './store-fixtures.js';
 import { buildChild, runChild } from './store-sqlite-child.js';
 
-runStoreContract('sqlite', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sbx-store-'));
-  // A missing parent directory: the adapter must create it.
-  const path = join(dir, 'nested', 'sbx.db');
-  const opened: Store[] = [await createSqliteStore({ path })];
-  return {
-    store: opened[0]!,
-    async reopen() {
-      const s = await createSqliteStore({ path });
-      opened.push(s);
-      return s;
-    },
-    async cleanup() {
-      for (const s of opened) await s.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-});
+// The Store contract against SQLite runs in the unit tier: store-sqlite-contract.test.ts.
 
 describe('sqlite store file handling', () => {
   let dir: string;

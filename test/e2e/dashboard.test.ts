@@ -8,7 +8,6 @@
  * 404 with `server.ui: false`, carries a strict CSP, and the key never appears in a URL the page
  * requests.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +22,6 @@ const SKIP = existsSync(CHROMIUM) || REQUIRED ? undefined : `no Chromium at ${CH
 const DOCKER = process.env.SBX_TEST_DOCKER === '1';
 const KEY = `dash-${randomBytes(18).toString('hex')}`;
 const SHOTS = join(import.meta.dirname, 'screenshots');
-const ROOT = join(import.meta.dirname, '..', '..');
 
 describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker' : 'mock'}${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
   let srv: TestServer;
@@ -46,8 +44,7 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
   const shot = (name: string) => mark(name) || page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 
   beforeAll(async () => {
-    // The route serves dist/ui; build it from the sources under test.
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-ui.mjs')], { stdio: 'inherit' });
+    // The route serves dist/ui, built from the sources under test once per run (test/helpers/build-setup.ts).
     mkdirSync(SHOTS, { recursive: true });
     const provider = DOCKER ? { providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } } : {};
     srv = await startTestServer({

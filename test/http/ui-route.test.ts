@@ -4,8 +4,6 @@
  * subprotocol, which the server never echoes and never accepts outside an upgrade.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import WebSocket from 'ws';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -33,7 +31,7 @@ describe('dashboard route and WebSocket key subprotocol', () => {
   let srv: TestServer;
   let id: string;
   beforeAll(async () => {
-    execFileSync(process.execPath, [join(import.meta.dirname, '..', '..', 'scripts', 'build-ui.mjs')], { stdio: 'inherit' });
+    // dist/ui is built from the sources under test once per run (test/helpers/build-setup.ts).
     srv = await startTestServer({ auth: { api_key: KEY } });
     const r = await fetch(`${srv.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'x-api-key': KEY } });
     id = ((await r.json()) as { id: string }).id;

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
 import { systemClock } from '../../src/adapters/system/clock-ids.js';
 import { Admission, type AdmissionTicket } from '../../src/core/admission/admission.js';
@@ -8,6 +8,16 @@ import { EventBus } from '../../src/core/events/bus.js';
 import type { SbxEvent } from '../../src/core/events/kinds.js';
 import type { SandboxRecord, Store } from '../../src/core/ports.js';
 import type { CoreSettings } from '../../src/core/settings.js';
+
+// Unit tier: the waits below run on fake timers that jump to the next timer when nothing else is
+// pending, so a 200 ms queue timeout or a 20 ms settle costs no wall time.
+beforeAll(() => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  vi.setTimerTickMode('nextTimerAsync');
+});
+afterAll(() => {
+  vi.useRealTimers();
+});
 
 /** A last placement as the locator reports it (the scheduler member echoes it). */
 const PLACED = {

@@ -1,14 +1,14 @@
 /**
  * Core with a fake clock and fake ids (the Clock and IdSource ports): admission decisions, the
  * sandbox lifecycle (spawn, get, extend, expiry, prune, destroy) and exec, on the in-memory SQLite
- * store and the mock provider. Time moves only when the test moves it.
+ * store and the in-memory provider. Time moves only when the test moves it.
  */
 import { RuntimeLocator } from '../../src/core/scheduler/locator.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
+import { createMemoryProvider } from '../../src/adapters/providers/memory/index.js';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
 import { Admission } from '../../src/core/admission/admission.js';
 import { SbxError } from '../../src/core/errors.js';
@@ -49,7 +49,7 @@ function settingsWith(d: Partial<CoreSettings['defaults']> = {}): CoreSettings {
     worker_id: 'local',
     hostname: 'h',
     preview_domain: '',
-    default_provider: 'mock',
+    default_provider: 'memory',
     defaults: {
       image: 'img',
       memory_mb: 256,
@@ -67,7 +67,7 @@ function settingsWith(d: Partial<CoreSettings['defaults']> = {}): CoreSettings {
     },
     limits: { max_file_bytes: 1 << 20, max_exec_output_bytes: 1 << 20 },
     enforce_ownership: false,
-    pool: { enabled: false, max_vms: 4, max_users_per_vm: 8, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
+    pool: { enabled: false, max_vms: 4, max_users_per_vm: 8, image: 'img', memory_mb: 64, vcpus: 1, provider: 'memory' },
   };
 }
 
@@ -96,9 +96,8 @@ function core(d: Partial<CoreSettings['defaults']> = {}) {
   const settings = settingsWith(d);
   const bus = new EventBus(clock);
   bus.subscribe((e) => events.push(e));
-  const providers = new ProviderRegistry(clock, 'mock');
-  // The provider keeps markers beside its root directory, so the root is one level down.
-  providers.register(createMockProvider({ rootDir: join(root, 'mock') }));
+  const providers = new ProviderRegistry(clock, 'memory');
+  providers.register(createMemoryProvider());
   admission = new Admission(store, settings, clock, bus);
   const locator = new RuntimeLocator({ store, providers, clock, workerId: settings.worker_id, localWorker: true });
   const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids: new FakeIds(), settings });
@@ -120,7 +119,7 @@ describe('sandbox lifecycle on a fake clock', () => {
     const rec = await sandboxes.spawn({ ttl: '10m', metadata: { team: 'a' } });
     expect(rec.id).toBe('sb-test0001');
     expect(rec.state).toBe('running');
-    expect(rec.provider).toBe('mock');
+    expect(rec.provider).toBe('memory');
     expect(rec.created_at).toBe('2030-01-01T00:00:00.000Z');
     expect(rec.expires_at).toBe('2030-01-01T00:10:00.000Z');
     expect((await sandboxes.get(rec.id, ANONYMOUS)).metadata).toEqual({ team: 'a' });

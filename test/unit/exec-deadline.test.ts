@@ -1,7 +1,14 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MAX_TIMER_MS, startDeadline } from '../../src/core/sandboxes/exec.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+// Unit tier: the steps run on fake timers, moved by hand; only the overflow check uses real ones.
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+const sleep = (ms: number) => vi.advanceTimersByTimeAsync(ms);
 
 describe('startDeadline', () => {
   it('re-arms in steps: a deadline longer than one timer fires once, after the whole delay', async () => {
@@ -33,12 +40,14 @@ describe('startDeadline', () => {
   });
 
   it('holds a delay past 2^31-1 ms without firing or a TimeoutOverflowWarning', async () => {
+    // Node's own timers: the warning is theirs. It is emitted on the next tick; a few turns of the loop suffice.
+    vi.useRealTimers();
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.name);
     process.on('warning', onWarning);
     let fired = false;
     const cancel = startDeadline(MAX_TIMER_MS * 3, () => (fired = true));
-    await sleep(50);
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     cancel();
     process.off('warning', onWarning);
     expect(fired).toBe(false);

@@ -3,13 +3,13 @@
  * holds a lease, an RPC failure releases it and creates nothing, extend renews it, destroy releases
  * it, and reconciliation marks sandboxes of a stale worker `unhealthy` then `running` again. The
  * RemoteWorkers port is a recording fake here (the real RPC is proven by test/worker and the
- * multi-host suite); everything else is real: SQLite store, mock provider for the local node.
+ * multi-host suite); everything else is real: SQLite store, the in-memory provider for the local node.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
+import { createMemoryProvider } from '../../src/adapters/providers/memory/index.js';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
 import { Admission } from '../../src/core/admission/admission.js';
 import { SbxError } from '../../src/core/errors.js';
@@ -224,7 +224,8 @@ describe('remote lifecycle in core', () => {
       pool: { enabled: false, max_vms: 4, max_users_per_vm: 8, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
     } as CoreSettings;
     const providers = new ProviderRegistry(clock, 'mock');
-    providers.register(createMockProvider({ rootDir: join(root, 'mock') }));
+    // Registered under the name the workers advertise; this node never spawns (a pure control plane).
+    providers.register(createMemoryProvider({ name: 'mock' }));
     // A pure control plane: every spawn goes to a worker. The tests write the registry directly
     // (as another replica would), so placement reads it every time.
     locator = new RuntimeLocator({ store, providers, remote, clock, workerId: 'local', localWorker: false, workersTtlMs: 0 });

@@ -1,24 +1,25 @@
 /**
- * The pool provider (DESIGN.md §8) over the real mock provider: slot choice under concurrency,
+ * The pool provider (DESIGN.md §8) over the in-memory provider: slot choice under concurrency,
  * the queue, no runtime left behind when a workspace cannot be made, and uids never given twice
  * in a runtime's life.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createMemoryProvider } from '../../src/adapters/providers/memory/index.js';
 import { parsePoolId, POOL_UID_SPAN, PoolProvider, type PoolOptions } from '../../src/core/pool/pool-provider.js';
 import type { PoolUidStore, Provider, SandboxRecord } from '../../src/core/ports.js';
 
-let dir: string;
 let n = 0;
+let base: Provider;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'sbx-pool-unit-'));
+  base = createMemoryProvider({ name: 'mock' });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  vi.setTimerTickMode('nextTimerAsync');
 });
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(() => {
+  vi.useRealTimers();
+});
 
-const runtimes = () => readdirSync(join(dir, 'mock')).filter((f) => f.startsWith('pool-'));
+const runtimes = async () => (await base.listRuntimes!()).filter((r) => r.runtime_id.startsWith('pool-'));
 
 /** The store's uid counters (the SQL ones pass the store contract), each runtime's starting at `start`. */
 function counters(start = 0): PoolUidStore & { given: Map<string, number> } {
@@ -49,12 +50,12 @@ const spec = (id: string) => ({ sandbox_id: id, image: 'img', memory_mb: 64, vcp
 
 describe('PoolProvider', () => {
   it('ten concurrent spawns into 2 runtimes of 2: exactly four workspaces, two runtimes, six refusals', async () => {
-    const p = pool(createMockProvider({ rootDir: join(dir, 'mock') }));
+    const p = pool(base);
     const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => p.spawn(spec(`sb-c${i}`))));
     const ok = results.filter((r) => r.status === 'fulfilled');
     expect(ok).toHaveLength(4);
     for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'unavailable' });
-    expect(runtimes()).toHaveLength(2);
+    expect(await runtimes()).toHaveLength(2);
     expect(await p.view()).toMatchObject({ vms: 2, total_users: 4 });
     // Every slot is distinct within its runtime.
     const ids = ok.map((r) => parsePoolId((r as PromiseFulfilledResult<{ runtime_id: string }>).value.runtime_id)!);
@@ -62,7 +63,7 @@ describe('PoolProvider', () => {
   });
 
   it('queue mode: a spawn waits for a freed slot and takes it', async () => {
-    const p = pool(createMockProvider({ rootDir: join(dir, 'mock') }), {
+    const p = pool(base, {
       overflow: 'queue',
       queueTimeoutMs: 5_000,
       settings: { enabled: true, max_vms: 1, max_users_per_vm: 1, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
@@ -73,23 +74,21 @@ describe('PoolProvider', () => {
     await p.destroy(first.runtime_id);
     const second = await waiting;
     expect(parsePoolId(second.runtime_id)).toMatchObject({ sandbox_id: 'sb-q2', slot: 0 });
-    expect(runtimes()).toHaveLength(1);
+    expect(await runtimes()).toHaveLength(1);
   });
 
   it('a workspace that cannot be made leaves no runtime behind', async () => {
-    const base = createMockProvider({ rootDir: join(dir, 'mock') });
     const broken: Provider = {
       ...base,
       workspace: (id, ws) => ({ ...base.workspace!(id, ws), prepare: async () => Promise.reject(new Error('disk full')) }),
     };
     const p = pool(broken);
     await expect(p.spawn(spec('sb-b1'))).rejects.toThrow('disk full');
-    expect(runtimes()).toHaveLength(0);
+    expect(await runtimes()).toHaveLength(0);
     expect(await p.view()).toMatchObject({ vms: 0, total_users: 0 });
   });
 
   it('slot assignments come back from the stored rows; a destroyed workspace no longer answers', async () => {
-    const base = createMockProvider({ rootDir: join(dir, 'mock') });
     const p1 = pool(base);
     const a = await p1.spawn(spec('sb-r1'));
     await p1.writeFile(a.runtime_id, '/x.txt', Buffer.from('kept'), undefined);
@@ -101,12 +100,12 @@ describe('PoolProvider', () => {
     await p2.destroy(a.runtime_id);
     expect(await p2.status(a.runtime_id)).toBe('missing');
     await expect(p2.readFile(a.runtime_id, '/x.txt')).rejects.toMatchObject({ code: 'not_found' });
-    expect(runtimes()).toHaveLength(0);
+    expect(await runtimes()).toHaveLength(0);
   });
 
   it('a freed slot never gives its uid again in that runtime: the next tenant gets the next one', async () => {
     const uids = counters();
-    const p = pool(createMockProvider({ rootDir: join(dir, 'mock') }), {}, [], uids);
+    const p = pool(base, {}, [], uids);
     const a = parsePoolId((await p.spawn(spec('sb-u1'))).runtime_id)!;
     const b = parsePoolId((await p.spawn(spec('sb-u2'))).runtime_id)!;
     expect([a.slot, b.slot]).toEqual([0, 1]);
@@ -116,13 +115,13 @@ describe('PoolProvider', () => {
     // The last tenant's destroy removes the runtime and forgets its counter.
     await p.destroy(`pool:1:sb-u2:${a.runtime}`);
     await p.destroy(`pool:2:sb-u3:${a.runtime}`);
-    expect(runtimes()).toHaveLength(0);
+    expect(await runtimes()).toHaveLength(0);
     expect(uids.given.size).toBe(0);
   });
 
   it('a runtime whose counter is used up takes no one new, and goes with its last tenant', async () => {
     const p = pool(
-      createMockProvider({ rootDir: join(dir, 'mock') }),
+      base,
       { settings: { enabled: true, max_vms: 2, max_users_per_vm: 3, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' } },
       [],
       counters(POOL_UID_SPAN - 1),
@@ -133,15 +132,14 @@ describe('PoolProvider', () => {
     const b = parsePoolId((await p.spawn(spec('sb-x2'))).runtime_id)!;
     expect(b.runtime).not.toBe(a.runtime);
     await expect(p.spawn(spec('sb-x3'))).rejects.toMatchObject({ code: 'unavailable' });
-    expect(runtimes()).toHaveLength(2);
+    expect(await runtimes()).toHaveLength(2);
     await p.destroy(`pool:${a.slot}:sb-x1:${a.runtime}`);
-    expect(runtimes()).toHaveLength(1);
+    expect(await runtimes()).toHaveLength(1);
     const c = parsePoolId((await p.spawn(spec('sb-x4'))).runtime_id)!;
     expect([a.runtime, b.runtime]).not.toContain(c.runtime);
   });
 
   it('slots stored before the counter existed are never given again', async () => {
-    const base = createMockProvider({ rootDir: join(dir, 'mock') });
     const p1 = pool(base, {
       settings: { enabled: true, max_vms: 1, max_users_per_vm: 3, image: 'img', memory_mb: 64, vcpus: 1, provider: 'mock' },
     });

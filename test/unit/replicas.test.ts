@@ -2,10 +2,20 @@
  * Leader leases (DESIGN §7 "Replicas") on a real store: one holder per task, takeover once the
  * holder stops renewing, and fencing: a replica that finds its lease taken aborts its running pass.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
 import type { Store } from '../../src/core/ports.js';
 import { Replicas } from '../../src/core/replicas/replicas.js';
+
+// Unit tier: the waits below run on fake timers that jump to the next timer when nothing else is
+// pending, so a 200 ms queue timeout or a 20 ms settle costs no wall time.
+beforeAll(() => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  vi.setTimerTickMode('nextTimerAsync');
+});
+afterAll(() => {
+  vi.useRealTimers();
+});
 
 let store: Store;
 let now = Date.parse('2026-11-25T00:00:00Z');

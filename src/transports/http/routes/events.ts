@@ -116,9 +116,10 @@ function startStream(request: FastifyRequest, reply: FastifyReply, deps: HttpDep
 
   reply.hijack();
   // Long-lived by design: no idle or write timeout on this socket.
-  const socket = request.raw.socket;
-  socket.setTimeout(0);
-  socket.setNoDelay(true);
+  // (fastify's inject hands a socket without these: the unit tier streams events through it.)
+  const socket = request.raw.socket as Partial<typeof request.raw.socket>;
+  socket.setTimeout?.(0);
+  socket.setNoDelay?.(true);
   const headers: Record<string, string | number | string[]> = {};
   for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) headers[k] = v as string | number | string[];
   raw.writeHead(200, {
@@ -178,14 +179,14 @@ function startStream(request: FastifyRequest, reply: FastifyReply, deps: HttpDep
       cleanup();
       raw.end(comment);
       // A client that does not read never lets the end flush: cut the socket after a grace period.
-      setTimeout(() => socket.destroy(), LINGER_MS).unref();
+      setTimeout(() => socket.destroy?.(), LINGER_MS).unref();
     },
   };
   setup.open.add(stream);
   raw.on('close', () => {
     cleanup();
     // The client hung up (possibly half-closed): release our side of the socket too.
-    socket.destroy();
+    socket.destroy?.();
   });
   raw.on('error', () => cleanup());
 

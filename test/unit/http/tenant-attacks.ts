@@ -1,0 +1,228 @@
+/**
+ * The attacks of the tenant matrix (tenant-matrix.test.ts): for each route of the app, what the
+ * other tenant tries and what it may answer; and the routes that hold nothing of a tenant.
+ */
+import { expect } from 'vitest';
+import type { UnitRes } from '../../helpers/unit-plane.js';
+
+export const API_KEY = 'matrix-user-key-1f3e5d7c9b1a3f5e7d9c';
+export const ADMIN_KEY = 'matrix-admin-key-2a4c6e8f0b2d4f6a8c0e';
+export const SECRET = 'alice-secret-7d41c0';
+
+/**
+ * Routes that hold nothing of one tenant that another could reach, and why. The quota routes are
+ * the spec's (4.4) user-realm administration: any holder of the API key may read and set any
+ * owner's quota, in pool mode too — a decision for the spec, not a sandbox-scoped leak.
+ */
+export const NOT_SANDBOX_SCOPED: Record<string, string> = {
+  'GET /api/v1/live': 'probe',
+  'GET /api/v1/health': 'probe',
+  'GET /api/v1/ready': 'probe',
+  'GET /api/v1/pool/status': 'counts only, no ids',
+  'POST /api/v1/sandboxes/admission': 'asks whether a spawn would be admitted, for the caller only',
+  'POST /api/v1/templates': 'templates are server-wide definitions, not tenant data',
+  'GET /api/v1/templates': 'templates are server-wide definitions',
+  'GET /api/v1/templates/:name': 'templates are server-wide definitions',
+  'PUT /api/v1/templates/:name': 'templates are server-wide definitions',
+  'DELETE /api/v1/templates/:name': 'templates are server-wide definitions',
+  'POST /api/v1/templates/:name/spawn': "spawns a sandbox of the caller's own",
+  'GET /api/v1/quotas': 'quota administration (spec 4.4, user realm)',
+  'GET /api/v1/quotas/summary': 'quota administration (spec 4.4, user realm)',
+  'GET /api/v1/quotas/:ownerID': 'quota administration (spec 4.4, user realm)',
+  'PUT /api/v1/quotas/:ownerID': 'quota administration (spec 4.4, user realm)',
+  'GET /api/v1/quotas/:ownerID/usage': 'quota administration (spec 4.4, user realm)',
+  'DELETE /api/v1/quotas/:ownerID': 'quota administration (spec 4.4, user realm)',
+  'GET /api/v1/providers': 'server configuration',
+  'GET /api/v1/providers/:name': 'server configuration',
+  'POST /api/v1/providers/test': 'server configuration',
+  'GET /api/v1/workers': 'server topology',
+  'GET /api/v1/workers/:workerID': 'server topology',
+  'GET /api/v1/diagnostics': 'server health',
+  'GET /api/v1/metrics': 'aggregate counters',
+  'GET /api/v1/metrics/prometheus': 'aggregate counters',
+  'GET /api/v1/openapi.json': 'the API description',
+  'POST /api/v1/worker/:workerID/heartbeat': 'worker credentials only',
+  'POST /api/v1/worker/events': 'worker credentials only',
+  'POST /api/v1/worker/:workerID/leases/:resourceID/renew': 'worker credentials only',
+  'GET /ui': 'static dashboard assets',
+  'GET /ui/*': 'static dashboard assets',
+  'GET /mcp': 'MCP session stream (no tenant data without a session)',
+  'DELETE /mcp': 'ends an MCP session of the caller',
+};
+export const ADMIN_PREFIX = '/api/v1/admin/';
+
+export interface Victim {
+  sandbox: string;
+  /** The attacker's own sandbox (for cross-sandbox ids). */
+  own: string;
+  pid: string;
+  snapshot: string;
+  volume: string;
+  /** The path of the secret file as the API shows it to its owner. */
+  file: string;
+}
+export interface Attempt {
+  /** `ws`: a WebSocket upgrade through `injectWS`, then an exec start message. */
+  kind?: 'ws' | 'sse';
+  method: string;
+  url: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+/** What an attempt may answer: 404 `not_found` unless a route says otherwise. */
+export type Verdict = (res: UnitRes, v: Victim) => void;
+
+export const refused: Verdict = (res) => {
+  expect(res.status).toBe(404);
+  expect(res.body.code).toBe('not_found');
+  expect(res.text).not.toContain(SECRET);
+};
+/** A list answers 200 but holds nothing of the victim. */
+const listsNothing =
+  (pick: (v: Victim) => string): Verdict =>
+  (res, v) => {
+    expect(res.status).toBe(200);
+    expect(res.text).not.toContain(pick(v));
+  };
+
+export const sb = (v: Victim) => `/api/v1/sandboxes/${v.sandbox}`;
+export const ATTACKS: Record<string, { tries: (v: Victim) => Attempt[]; verdict?: Verdict }> = {
+  'GET /api/v1/sandboxes': { tries: () => [{ method: 'GET', url: '/api/v1/sandboxes' }], verdict: listsNothing((v) => v.sandbox) },
+  'POST /api/v1/sandboxes': {
+    // Spawning from the victim's snapshot or with the victim's volume is reaching them.
+    tries: (v) => [
+      { method: 'POST', url: '/api/v1/sandboxes', body: { snapshot: v.snapshot } },
+      { method: 'POST', url: '/api/v1/sandboxes', body: { volumes: [{ name: v.volume, mount_path: '/data' }] } },
+    ],
+  },
+  'DELETE /api/v1/sandboxes': {
+    // The bulk prune removes the caller's own sandboxes only; the victim's survives (checked after).
+    tries: () => [{ method: 'DELETE', url: '/api/v1/sandboxes' }],
+    verdict: (res) => expect(res.status).toBe(200),
+  },
+  'GET /api/v1/sandboxes/:id': { tries: (v) => [{ method: 'GET', url: sb(v) }] },
+  'DELETE /api/v1/sandboxes/:id': { tries: (v) => [{ method: 'DELETE', url: sb(v) }] },
+  'POST /api/v1/sandboxes/:id/extend': { tries: (v) => [{ method: 'POST', url: `${sb(v)}/extend`, body: { ttl: '2h' } }] },
+  'PUT /api/v1/sandboxes/:id/egress': { tries: (v) => [{ method: 'PUT', url: `${sb(v)}/egress`, body: { allow: ['example.com'] } }] },
+  'GET /api/v1/sandboxes/:id/logs': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/logs` }] },
+  'POST /api/v1/sandboxes/:id/exec': {
+    tries: (v) => [
+      { method: 'POST', url: `${sb(v)}/exec`, body: { command: 'echo pwned > /workspace/pwned' } },
+      { method: 'POST', url: `${sb(v)}/exec`, body: { command: 'cat', args: [v.file], mode: 'argv', stream: true } },
+    ],
+  },
+  'GET /api/v1/sandboxes/:id/exec/ws': {
+    tries: (v) => [
+      { kind: 'ws', method: 'GET', url: `${sb(v)}/exec/ws`, body: { type: 'start', command: 'cat', args: [v.file], mode: 'argv' } },
+      { kind: 'ws', method: 'GET', url: `${sb(v)}/exec/ws`, body: { type: 'start', command: 'echo pwned > /workspace/pwned' } },
+    ],
+    verdict: (res) => {
+      // Refused before the upgrade (404), or an error message and no output after it.
+      expect(res.status === 404 || /"code":"not_found"/.test(res.text), res.text).toBe(true);
+      expect(res.text).not.toMatch(/"type":"(stdout|exit)"/);
+      expect(res.text).not.toContain(SECRET);
+    },
+  },
+  'POST /api/v1/sandboxes/:id/processes': {
+    tries: (v) => [{ method: 'POST', url: `${sb(v)}/processes`, body: { command: 'echo pwned > /workspace/pwned' } }],
+  },
+  'GET /api/v1/sandboxes/:id/processes': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/processes` }] },
+  'GET /api/v1/sandboxes/:id/processes/:pid': {
+    tries: (v) => [
+      { method: 'GET', url: `${sb(v)}/processes/${v.pid}` },
+      { method: 'GET', url: `/api/v1/sandboxes/${v.own}/processes/${v.pid}` },
+    ],
+  },
+  'GET /api/v1/sandboxes/:id/processes/:pid/output': {
+    tries: (v) => [
+      { method: 'GET', url: `${sb(v)}/processes/${v.pid}/output` },
+      { method: 'GET', url: `/api/v1/sandboxes/${v.own}/processes/${v.pid}/output` },
+    ],
+  },
+  'POST /api/v1/sandboxes/:id/processes/:pid/signal': {
+    tries: (v) => [
+      { method: 'POST', url: `${sb(v)}/processes/${v.pid}/signal`, body: { signal: 'SIGKILL' } },
+      { method: 'POST', url: `/api/v1/sandboxes/${v.own}/processes/${v.pid}/signal`, body: { signal: 'SIGKILL' } },
+    ],
+  },
+  'DELETE /api/v1/sandboxes/:id/processes/:pid': {
+    tries: (v) => [
+      { method: 'DELETE', url: `${sb(v)}/processes/${v.pid}` },
+      { method: 'DELETE', url: `/api/v1/sandboxes/${v.own}/processes/${v.pid}` },
+    ],
+  },
+  'GET /api/v1/sandboxes/:id/files': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/files?path=${v.file}` }] },
+  'POST /api/v1/sandboxes/:id/files': {
+    tries: (v) => [
+      { method: 'POST', url: `${sb(v)}/files`, body: { path: v.file, content: 'overwritten' } },
+      { method: 'POST', url: `${sb(v)}/files?path=${v.file}`, body: 'raw', headers: { 'content-type': 'application/octet-stream' } },
+    ],
+  },
+  'DELETE /api/v1/sandboxes/:id/files': { tries: (v) => [{ method: 'DELETE', url: `${sb(v)}/files?path=${v.file}` }] },
+  'GET /api/v1/sandboxes/:id/files/list': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/files/list?path=/` }] },
+  'POST /api/v1/sandboxes/:id/files/move': {
+    tries: (v) => [{ method: 'POST', url: `${sb(v)}/files/move`, body: { old_path: v.file, new_path: `${v.file}.moved` } }],
+  },
+  'POST /api/v1/sandboxes/:id/files/chmod': {
+    tries: (v) => [{ method: 'POST', url: `${sb(v)}/files/chmod`, body: { path: v.file, mode: '0777' } }],
+  },
+  'GET /api/v1/sandboxes/:id/files/stat': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/files/stat?path=${v.file}` }] },
+  'GET /api/v1/sandboxes/:id/files/glob': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/files/glob?pattern=/**` }] },
+  'POST /api/v1/sandboxes/:id/snapshot': { tries: (v) => [{ method: 'POST', url: `${sb(v)}/snapshot`, body: { name: 'stolen' } }] },
+  'GET /api/v1/snapshots': { tries: () => [{ method: 'GET', url: '/api/v1/snapshots' }], verdict: listsNothing((v) => v.snapshot) },
+  'GET /api/v1/snapshots/:name': { tries: (v) => [{ method: 'GET', url: `/api/v1/snapshots/${v.snapshot}` }] },
+  'DELETE /api/v1/snapshots/:name': { tries: (v) => [{ method: 'DELETE', url: `/api/v1/snapshots/${v.snapshot}` }] },
+  'POST /api/v1/volumes': {
+    // Creating a volume of the victim's name must not hand it over (nor answer that it exists).
+    tries: (v) => [{ method: 'POST', url: '/api/v1/volumes', body: { name: v.volume } }],
+    verdict: (res) => expect([201, 404, 409]).toContain(res.status),
+  },
+  'GET /api/v1/volumes': { tries: () => [{ method: 'GET', url: '/api/v1/volumes' }], verdict: listsNothing((v) => v.volume) },
+  'DELETE /api/v1/volumes/:name': { tries: (v) => [{ method: 'DELETE', url: `/api/v1/volumes/${v.volume}` }] },
+  'GET /api/v1/events': {
+    tries: (v) => [
+      { kind: 'sse', method: 'GET', url: `/api/v1/events?sandbox_id=${v.sandbox}`, headers: { 'last-event-id': '0' } },
+      { kind: 'sse', method: 'GET', url: '/api/v1/events', headers: { 'last-event-id': '0' } },
+    ],
+    verdict: (res, v) => {
+      expect([200, 404]).toContain(res.status);
+      expect(res.text).not.toContain(v.sandbox);
+    },
+  },
+  'POST /mcp': {
+    // Every MCP tool that takes a sandbox or process, called as the other tenant.
+    tries: (v) =>
+      (
+        [
+          ['read_file', { sandbox_id: v.sandbox, path: v.file }],
+          ['write_file', { sandbox_id: v.sandbox, path: v.file, content: 'overwritten' }],
+          ['list_files', { sandbox_id: v.sandbox, path: '/' }],
+          ['exec', { sandbox_id: v.sandbox, command: 'echo pwned > /workspace/pwned' }],
+          ['logs', { sandbox_id: v.sandbox }],
+          ['destroy', { sandbox_id: v.sandbox }],
+          ['preview_url', { sandbox_id: v.sandbox, port: 8080 }],
+          ['start_process', { sandbox_id: v.sandbox, command: 'echo pwned > /workspace/pwned' }],
+          ['process_output', { sandbox_id: v.sandbox, process_id: v.pid }],
+          ['stop_process', { sandbox_id: v.sandbox, process_id: v.pid }],
+          ['list_sandboxes', {}],
+        ] as const
+      ).map(([name, args], i) => ({
+        method: 'POST',
+        url: '/mcp',
+        headers: { accept: 'application/json, text/event-stream' },
+        body: { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name, arguments: args } },
+      })),
+    verdict: (res, v) => {
+      expect(res.status).toBe(200);
+      const result = res.body.result as { isError?: boolean; content: Array<{ text: string }> };
+      expect(res.body.error).toBeUndefined();
+      const text = result.content.map((c) => c.text).join('');
+      expect(text).not.toContain(SECRET);
+      if (text.startsWith('[') || text.includes('"sandboxes"')) expect(text).not.toContain(v.sandbox);
+      else {
+        expect(result.isError, text).toBe(true);
+        expect(text).toContain('not_found');
+      }
+    },
+  },
+};

@@ -48,6 +48,8 @@ export const NOT_SANDBOX_SCOPED: Record<string, string> = {
   'GET /ui/*': 'static dashboard assets',
   'GET /mcp': 'MCP session stream (no tenant data without a session)',
   'DELETE /mcp': 'ends an MCP session of the caller',
+  'POST /e2b/sandboxes': "E2B create: spawns a sandbox of the caller's own",
+  'POST /e2b/v2/sandboxes': "E2B create: spawns a sandbox of the caller's own",
 };
 export const ADMIN_PREFIX = '/api/v1/admin/';
 
@@ -75,6 +77,12 @@ export type Verdict = (res: UnitRes, v: Victim) => void;
 export const refused: Verdict = (res) => {
   expect(res.status).toBe(404);
   expect(res.body.code).toBe('not_found');
+  expect(res.text).not.toContain(SECRET);
+};
+/** E2B's not-found, as its SDK reads it: 404 with `{code: 404, message}`. */
+const e2bRefused: Verdict = (res) => {
+  expect(res.status).toBe(404);
+  expect(res.body.code).toBe(404);
   expect(res.text).not.toContain(SECRET);
 };
 /** A list answers 200 but holds nothing of the victim. */
@@ -188,6 +196,30 @@ export const ATTACKS: Record<string, { tries: (v: Victim) => Attempt[]; verdict?
       expect([200, 404]).toContain(res.status);
       expect(res.text).not.toContain(v.sandbox);
     },
+  },
+  // The E2B-compatible API (DESIGN §14): the same owners, answered in E2B's shape {code: 404, message}.
+  'GET /e2b/sandboxes': { tries: () => [{ method: 'GET', url: '/e2b/sandboxes' }], verdict: listsNothing((v) => v.sandbox) },
+  'GET /e2b/v2/sandboxes': { tries: () => [{ method: 'GET', url: '/e2b/v2/sandboxes' }], verdict: listsNothing((v) => v.sandbox) },
+  ...Object.fromEntries(
+    (
+      [
+        ['GET', ''],
+        ['DELETE', ''],
+        ['GET', '/metrics'],
+        ['POST', '/timeout', { timeout: 7200 }],
+        ['POST', '/refreshes', { duration: 3600 }],
+        ['POST', '/connect', { timeout: 7200 }],
+        ['POST', '/pause'],
+        ['POST', '/resume', { timeout: 7200 }],
+      ] as const
+    ).map(([method, suffix, body]) => [
+      `${method} /e2b/sandboxes/:sandboxID${suffix}`,
+      { tries: (v: Victim) => [{ method, url: `/e2b/sandboxes/${v.sandbox}${suffix}`, body }], verdict: e2bRefused },
+    ]),
+  ),
+  'POST /e2b/v2/sandboxes/:sandboxID/connect': {
+    tries: (v) => [{ method: 'POST', url: `/e2b/v2/sandboxes/${v.sandbox}/connect`, body: { timeout: 7200 } }],
+    verdict: e2bRefused,
   },
   'POST /mcp': {
     // Every MCP tool that takes a sandbox or process, called as the other tenant.

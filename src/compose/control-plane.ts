@@ -282,7 +282,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         status,
         providers: providers.names(),
         capabilities: replicaWorker ? [...LOCAL_WORKER_CAPABILITIES, REPLICA_CAPABILITY] : LOCAL_WORKER_CAPABILITIES,
-        capacity: replicaWorker ? { ...capacity, rpc_url: rpcUrl } : capacity,
+        // A port the system picks is known only once listening: until then the row keeps the last URL.
+        capacity: replicaWorker && !rpcUrl.endsWith(':0') ? { ...capacity, rpc_url: rpcUrl } : capacity,
       });
     };
     await heartbeat();

@@ -39,6 +39,8 @@ export function peerLiveness(replicas: Replicas): (w: WorkerRecord) => Promise<b
   const seen = new Map<string, { at: number; live: Promise<boolean> }>();
   return (w) => {
     if (!isReplicaWorker(w)) return Promise.resolve(true);
+    // Not listening yet (its port is picked by the system): nothing to call.
+    if (!w.capacity.rpc_url) return Promise.resolve(false);
     const now = performance.now();
     const hit = seen.get(w.id);
     if (hit && now - hit.at < LIVE_CACHE_MS) return hit.live;

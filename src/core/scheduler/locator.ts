@@ -291,7 +291,8 @@ export class RuntimeLocator {
       sandbox_id: rec.id,
       provider: rec.provider,
       runtime_id: rec.runtime_id,
-      lease: () => this.deps.store.getLease(rec.id),
+      lease: () =>
+        worker.capabilities.includes(REPLICA_CAPABILITY) ? this.replicaLease(rec.id, worker.id) : this.deps.store.getLease(rec.id),
     };
     if (ttl !== undefined) target.ttl = ttl;
     return remote.provider(worker, target);
@@ -306,7 +307,6 @@ export class RuntimeLocator {
     if (this.isLocal(rec)) return this.deps.providers.get(rec.provider);
     const worker = await this.workerOf(rec);
     if (!worker) throw unavailable(`sandbox ${rec.id} is on worker ${rec.worker_id}, which is no longer registered`);
-    if (worker.capabilities.includes(REPLICA_CAPABILITY)) await this.leaseForReplica(rec);
     await this.renewBefore(rec, worker, callMs);
     return this.remoteProvider(worker, rec);
   }
@@ -316,12 +316,13 @@ export class RuntimeLocator {
    * and one whose TTL was extended there may have outlived its lease: forwarded calls carry one
    * like any remote call (DESIGN §7 fencing), so a live one is taken for the owning replica.
    */
-  private async leaseForReplica(rec: SandboxRecord): Promise<void> {
+  private async replicaLease(sandboxId: string, workerId: string): Promise<LeaseRecord | null> {
     const now = this.deps.clock.now();
-    const lease = await this.deps.store.getLease(rec.id);
-    if (lease && lease.holder_id === rec.worker_id && Date.parse(lease.expires_at) > now.getTime() + RENEW_HORIZON_MS) return;
-    const ttlMs = Math.max(0, Date.parse(rec.expires_at) - now.getTime()) + LEASE_GRACE_MS;
-    await this.deps.store.acquireLease(rec.id, rec.worker_id, ttlMs, now);
+    const lease = await this.deps.store.getLease(sandboxId);
+    if (lease && lease.holder_id === workerId && Date.parse(lease.expires_at) > now.getTime() + RENEW_HORIZON_MS) return lease;
+    const rec = await this.deps.store.getSandbox(sandboxId);
+    const ttlMs = Math.max(0, rec ? Date.parse(rec.expires_at) - now.getTime() : 0) + LEASE_GRACE_MS;
+    return this.deps.store.acquireLease(sandboxId, workerId, ttlMs, now);
   }
 
   /** Gives back the lease of a sandbox this replica ran (taken when another replica forwarded a call to it). */

@@ -97,7 +97,11 @@ export async function startReplication(deps: {
  */
 export function runtimeLabel(installationId: string, workerId: string): string {
   if (workerId === 'local') return installationId;
+  // Docker names keep 24 characters of it (the filtered network): the worker part fits in what is left.
+  const room = Math.max(6, LABEL_MAX - installationId.length - 1);
   const plain = workerId.replace(/[^A-Za-z0-9_.-]/g, '');
-  const id = plain === workerId && plain.length <= 15 ? plain : createHash('sha256').update(workerId).digest('hex').slice(0, 12);
+  const id = plain === workerId && plain.length <= room ? plain : createHash('sha256').update(workerId).digest('hex').slice(0, room);
   return `${installationId}.${id}`;
 }
+
+const LABEL_MAX = 24;

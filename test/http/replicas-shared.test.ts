@@ -256,6 +256,40 @@ describe.skipIf(!POSTGRES_DSN)('replicas that run sandboxes themselves, in one p
     expect(claim.status).toBe(403);
   });
 
+  it('pool mode is refused at start while a live replica on another host runs sandboxes on the database', async () => {
+    const store = la.plane.deps.store;
+    const now = new Date().toISOString();
+    // A replica "far" on another machine: its worker row and its live replica lease.
+    await store.upsertWorker({
+      id: 'far',
+      hostname: 'another-host.example',
+      status: 'online',
+      providers: ['mock'],
+      capabilities: ['replica'],
+      capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0, rpc_url: 'http://192.0.2.1:7423' },
+      last_heartbeat: now,
+      updated_at: now,
+    });
+    await store.acquireLease('replica:far', 'far', 60_000, new Date());
+    const pooled = () =>
+      startTestServer({
+        server: { replica_id: 'lp', leader_ttl: '2s' },
+        database: { driver: 'postgres', dsn: ldsn },
+        providers: { mock: { root_dir: root } },
+        pool: { enabled: true },
+        auth: { api_key: API_KEY },
+      });
+    await expect(pooled()).rejects.toThrow(
+      /pool mode across replicas on several hosts is not supported: replica far runs on another-host\.example/,
+    );
+    // Once that replica is gone (its lease lapsed or given back), the pool may start on this host.
+    await store.releaseLease('replica:far', 'far');
+    const ok = await pooled();
+    await ok.close();
+    await store.deleteWorker('far');
+    await store.deleteWorker('lp');
+  });
+
   it('the replica route table: /rpc is in its realm, nothing but the dashboard files is outside one', async () => {
     const { routeTable } = await import('../../src/transports/http/route-table.js');
     const routes = routeTable(la.plane.app);

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from 'node:net';
 import { call } from '../helpers/http.js';
 import { pgClusterUnavailable, startPgCluster, type PgCluster } from '../helpers/pg-cluster.js';
-import { hostRequest, httpdInSandbox } from '../helpers/preview.js';
+import { hostRequest } from '../helpers/preview.js';
 import { startSbx, type Proc } from '../helpers/procs.js';
 import { openSse } from '../helpers/sse.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -56,6 +56,18 @@ describe.each(DOCKER ? ['mock', 'docker'] : ['mock'])('replicas with local %s pr
       },
       /listening on (http:\/\/127\.0\.0\.1:\d+)/,
     );
+  }
+
+  /** busybox httpd serving /workspace/www of a sandbox through a streamed exec, until aborted. */
+  function httpdIn(base: string, id: string, listen: string): AbortController {
+    const stop = new AbortController();
+    void fetch(`${base}/api/v1/sandboxes/${id}/exec`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ command: `exec busybox httpd -f -p ${listen} -h .`, workdir: '/workspace/www', stream: true }),
+      signal: stop.signal,
+    }).catch(() => undefined);
+    return stop;
   }
 
   /** A TCP port nobody listens on now. */
@@ -124,6 +136,13 @@ describe.each(DOCKER ? ['mock', 'docker'] : ['mock'])('replicas with local %s pr
     }, 120_000);
 
     afterAll(async () => {
+      // Runtimes outlive the replicas (containers on the engine): destroy what the tests left running.
+      const live = names();
+      if (live.length > 0) {
+        const left = await call(url(live[0]!), 'GET', '/api/v1/sandboxes').catch(() => null);
+        for (const s of (left?.body ?? []) as Array<{ id: string }>)
+          await call(url(live[0]!), 'DELETE', `/api/v1/sandboxes/${s.id}`).catch(() => undefined);
+      }
       await worker?.stop();
       for (const p of Object.values(replicas)) await p.stop();
       cluster?.destroy();
@@ -188,8 +207,14 @@ describe.each(DOCKER ? ['mock', 'docker'] : ['mock'])('replicas with local %s pr
       await call(url('rb'), 'DELETE', `/api/v1/sandboxes/${onB}`);
       await call(url('rc'), 'DELETE', `/api/v1/sandboxes/${onC}`);
       const onA = (await spawn('ra')).body.id as string;
-      const expected = (await journal(lastSeen)).filter((e) => e.type.startsWith('sandbox.'));
-      expect(expected.map((e) => e.sandbox_id)).toEqual(expect.arrayContaining([onB, onC, onA]));
+      // Events reach the journal through each replica's outbox: wait (bounded) until all three are in.
+      const expected = await until('the journal has all three', async () => {
+        const got = (await journal(lastSeen)).filter((e) => e.type.startsWith('sandbox.'));
+        const ids = new Set(got.map((e) => e.sandbox_id));
+        return [onB, onC, onA].every((id) => ids.has(id)) && got.some((e) => e.type === 'sandbox.running' && e.sandbox_id === onA)
+          ? got
+          : undefined;
+      });
       // Reconnect to C with the last id seen on A.
       const c = await openSse(`${url('rc')}/api/v1/events?types=sandbox.*`, { 'last-event-id': String(lastSeen) });
       const maxId = expected[expected.length - 1]!.id;
@@ -223,7 +248,8 @@ describe.each(DOCKER ? ['mock', 'docker'] : ['mock'])('replicas with local %s pr
       // A preview through ra, by Host, of a server inside the sandbox that rb runs.
       const port = await freePort();
       await call(url('rc'), 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/www/index.html', content: 'hello from rb\n' });
-      const stop = httpdInSandbox(url('rc'), id, port);
+      // Docker previews reach the container's address; mock ones this host's loopback.
+      const stop = httpdIn(url('rc'), id, provider === 'docker' ? String(port) : `127.0.0.1:${port}`);
       try {
         const page = await until('the preview answers through ra', async () => {
           const res = await hostRequest(url('ra'), `${port}-${id}.${PREVIEW_DOMAIN}`, '/index.html');

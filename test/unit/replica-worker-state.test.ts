@@ -76,8 +76,11 @@ describe('replica worker state', () => {
     expect(runtimeLabel('abcd1234', 'local')).toBe('abcd1234');
     expect(runtimeLabel('abcd1234', 'ra')).toBe('abcd1234.ra');
     const long = runtimeLabel('abcd1234', 'host-with-a-long-name.example.com:7423');
-    expect(long).toMatch(/^abcd1234\.[0-9a-f]{12}$/);
+    expect(long).toMatch(/^abcd1234\.[0-9a-f]{15}$/);
     expect(long).not.toBe(runtimeLabel('abcd1234', 'host-with-a-long-name.example.com:7424'));
+    // Two replicas whose ids differ only at the end still get two networks (24 characters kept).
+    const [a, b] = ['hostname-one:7423', 'hostname-one:7424'].map((id) => runtimeLabel('8c7c939f6adfce1b', id).slice(0, 24));
+    expect(a).not.toBe(b);
     expect(runtimeLabel('abcd1234', 'ra')).not.toBe(runtimeLabel('abcd1234', 'rb'));
   });
 });

@@ -44,6 +44,7 @@ import type { VerdictRecord } from '../transports/egress/gateway.js';
 import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from './settings.js';
 import { runtimeLabel, startReplication, type Replication } from './replicas.js';
 import { createRemote } from './remote.js';
+import { listenOn } from './listen.js';
 import { reconcileAtStart, startLeaderTasks } from './background.js';
 import { isReplicaWorker, peerLiveness, refusePoolAcrossHosts, replicaRpcKey, replicaRpcRoutes } from './replica-rpc.js';
 import { advertiseUrl } from '../config/advertise.js';
@@ -404,18 +405,4 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     await store.close().catch(() => undefined);
     throw err;
   }
-}
-
-/** Listens on `host:port` (`[v6]:port`, or `:port` for every address). */
-function listenOn(server: import('node:http').Server, addr: string): Promise<void> {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(addr.trim());
-  if (!m) return Promise.reject(new Error(`server.preview_addr must be host:port, got ${JSON.stringify(addr)}`));
-  const host = m[1] ?? (m[2] || '0.0.0.0');
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(Number(m[3]), host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }

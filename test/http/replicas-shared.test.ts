@@ -14,6 +14,7 @@ import { call } from '../helpers/http.js';
 import { POSTGRES_DSN, dsnInSchema, sql } from '../helpers/postgres.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { openSse } from '../helpers/sse.js';
+import { openWs, stdoutOf } from '../helpers/ws.js';
 import { startTestWorker } from '../helpers/worker.js';
 
 const SCHEMA = 'sbx_replicas_shared';
@@ -202,6 +203,14 @@ describe.skipIf(!POSTGRES_DSN)('replicas that run sandboxes themselves, in one p
       expect(got.status).toBe(200);
       expect(got.text).toBe(body.toString('utf8'));
     }
+    // Interactive exec (live stdin) through A: A's socket is bridged to B's /rpc/exec/ws.
+    const ws = await openWs(la.url, `/api/v1/sandboxes/${id}/exec/ws`, key);
+    ws.send({ command: 'cat', mode: 'argv' });
+    ws.send({ type: 'stdin', data: 'live through la\n' });
+    ws.send({ type: 'stdin_eof' });
+    const msgs = await ws.rest();
+    expect(stdoutOf(msgs)).toBe('live through la\n');
+    expect(msgs.at(-1)).toMatchObject({ type: 'exit', exit_code: 0 });
     expect((await call(la.url, 'DELETE', `/api/v1/sandboxes/${id}`, undefined, key)).status).toBe(200);
     expect((await call(lb.url, 'GET', `/api/v1/sandboxes/${id}`, undefined, key)).status).toBe(404);
   });

@@ -238,6 +238,13 @@ describe.skipIf(!POSTGRES_DSN)('replicas that run sandboxes themselves, in one p
     }
     expect((await rpc(key)).status).toBe(401);
     expect((await rpc({})).status).toBe(401);
+    // Path-routed previews on /rpc/preview (before the API's router) take the same replica token only.
+    for (const headers of [{ 'x-worker-id': 'la', 'x-worker-token': TOKEN }, key, {}]) {
+      const p = await call(la.url, 'GET', '/rpc/preview/sb-x/8080/', undefined, headers);
+      expect(p.status).toBe(401);
+    }
+    const viaToken = await call(la.url, 'GET', '/rpc/preview/sb-x/8080/', undefined, { 'x-worker-id': 'la', 'x-worker-token': good });
+    expect(viaToken.status).toBe(404);
     // A token for the other replica is not this one's.
     expect((await rpc({ 'x-worker-id': 'lb', 'x-worker-token': replicaToken(installationKey, 'lb', new Date()) })).status).toBe(403);
     // A replica token is no API key and no worker credential.

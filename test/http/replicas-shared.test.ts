@@ -239,7 +239,8 @@ describe.skipIf(!POSTGRES_DSN)('replicas that run sandboxes themselves, in one p
     expect((await rpc(key)).status).toBe(401);
     expect((await rpc({})).status).toBe(401);
     // Path-routed previews on /rpc/preview (before the API's router) take the same replica token only.
-    for (const headers of [{ 'x-worker-id': 'la', 'x-worker-token': TOKEN }, key, {}]) {
+    const refused: Array<Record<string, string>> = [{ 'x-worker-id': 'la', 'x-worker-token': TOKEN }, key, {}];
+    for (const headers of refused) {
       const p = await call(la.url, 'GET', '/rpc/preview/sb-x/8080/', undefined, headers);
       expect(p.status).toBe(401);
     }

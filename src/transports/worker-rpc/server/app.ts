@@ -89,7 +89,10 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
  * The app must have @fastify/websocket registered.
  */
 export async function mountRpc(app: FastifyInstance, deps: RpcServerDeps): Promise<void> {
-  await app.register(async (child) => registerRpcRoutes(child, deps));
+  await app.register((child, _opts, done) => {
+    registerRpcRoutes(child, deps);
+    done();
+  });
   previewRouter(deps).attach(app.server);
 }
 

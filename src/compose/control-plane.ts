@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { randomIds, systemClock } from '../adapters/system/clock-ids.js';
 import type { SbxConfig } from '../config/index.js';
+import { tryParseDuration } from '../core/duration.js';
 import { secretValues } from '../config/index.js';
 import { Admission } from '../core/admission/admission.js';
 import { QuotaService } from '../core/admission/quotas.js';
@@ -16,17 +17,13 @@ import { EventBus } from '../core/events/bus.js';
 import { instrumentProvider } from '../core/observability/instrument.js';
 import { OperationStats } from '../core/observability/operations.js';
 import type { Clock, IdSource, Store } from '../core/ports.js';
-import type { RemoteWorkers } from '../core/scheduler/remote-port.js';
 import { ProviderRegistry } from '../core/providers/registry.js';
 import { ExecService } from '../core/sandboxes/exec.js';
 import { FileService } from '../core/sandboxes/files.js';
-import { findOrphans, reconcileRecords, removeOrphans } from '../core/sandboxes/reconcile.js';
-import { reconcileCatalog } from '../core/sandboxes/reconcile-catalog.js';
 import { SandboxService } from '../core/sandboxes/service.js';
 import { TemplateService } from '../core/sandboxes/templates.js';
 import { LeaseService } from '../core/scheduler/leases.js';
 import { RuntimeLocator } from '../core/scheduler/locator.js';
-import { reconcileRemote } from '../core/sandboxes/reconcile-remote.js';
 import { WorkerService } from '../core/scheduler/workers.js';
 import { AuditService } from '../core/audit/audit.js';
 import { StoreProbe } from '../core/observability/store-health.js';
@@ -45,7 +42,13 @@ import { type BuiltProviders, buildProviders } from './providers.js';
 import { startEgress, storeRules, type EgressHandle } from './egress.js';
 import type { VerdictRecord } from '../transports/egress/gateway.js';
 import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from './settings.js';
-import { startReplication, type Replication } from './replicas.js';
+import { runtimeLabel, startReplication, type Replication } from './replicas.js';
+import { createRemote } from './remote.js';
+import { listenOn } from './listen.js';
+import { reconcileAtStart, startLeaderTasks } from './background.js';
+import { isReplicaWorker, peerLiveness, refusePoolAcrossHosts, replicaRpcKey, replicaRpcRoutes } from './replica-rpc.js';
+import { advertiseUrl } from '../config/advertise.js';
+import { REPLICA_CAPABILITY } from '../core/scheduler/workers.js';
 import { openStore } from './store.js';
 
 /** How long `close` lets requests in flight finish before it cuts their connections. */
@@ -114,17 +117,23 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     // Before anything publishes: with replicas, every event goes through the shared journal.
     replication = await startReplication({ config, store, bus, clock, ids, logger });
     const { replicas } = replication;
+    // Replicas label what their providers make with their own worker id (DESIGN §7).
+    const label = runtimeLabel(installationId, replication.workerId);
     // A pure control plane runs no provider itself: its sandboxes all live on workers.
     const built =
       config.server.local_worker === false
         ? { providers: [], defaultName: config.providers.default }
-        : (opts.providers ?? (await buildProviders(config, installationId, bus, logger)));
+        : (opts.providers ?? (await buildProviders(config, label, bus, logger)));
     const providers = new ProviderRegistry(clock, built.defaultName);
     const operations = new OperationStats(() => clock.now());
-    const settings = coreSettings(config, built.defaultName);
+    const settings = coreSettings(config, built.defaultName, replication.workerId);
+    // Replicas that run sandboxes reach each other at their advertised URL (its port once listening).
+    const replicaWorker = replicas.shared && config.server.local_worker !== false;
+    let rpcUrl = replicaWorker ? advertiseUrl(config) : '';
     // Pool mode (DESIGN §8): the pool's provider is wrapped so its sandboxes are workspaces of shared runtimes.
     let pool: PoolProvider | undefined;
     if (settings.pool.enabled) {
+      if (replicaWorker) await refusePoolAcrossHosts(store, replicas, settings.hostname);
       const base = built.providers.find((p) => p.name === settings.pool.provider);
       if (!base) throw new Error(`pool.provider "${settings.pool.provider}" is not a provider this server runs`);
       if (!base.workspace) throw new Error(`pool.provider "${settings.pool.provider}" cannot hold pool workspaces`);
@@ -173,9 +182,19 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const admission = new Admission(store, settings, clock, bus, replication.admission);
     const warn = (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg);
     const auth = authSettings(config);
-    const remote = await createRemote(config, auth, logger);
+    const installationKey = replicas.shared ? await replicaRpcKey(store) : '';
+    const remote = await createRemote(config, auth, logger, replicas.shared ? { isReplica: isReplicaWorker, installationKey } : undefined);
     const localWorker = config.server.local_worker !== false;
-    const locator = new RuntimeLocator({ store, providers, remote, clock, workerId: settings.worker_id, localWorker, warn });
+    const locator = new RuntimeLocator({
+      store,
+      providers,
+      remote,
+      clock,
+      workerId: settings.worker_id,
+      localWorker,
+      warn,
+      ...(replicas.shared ? { peerLive: peerLiveness(replicas) } : {}),
+    });
     // Bound once the preview service exists (it needs the sandbox service).
     let preview: PreviewService | undefined;
     const previewToken = (id: string) => (preview?.settings.auth ? preview.token(id) : undefined);
@@ -258,97 +277,67 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     };
 
     // A pure control plane (`server.local_worker: false`) is no worker; a deleted `local` stays deleted.
-    const heartbeat = async () => {
+    // A replica's local worker carries its RPC URL and the replica capability (DESIGN §7).
+    const heartbeat = async (status = 'online') => {
       if (!localWorker || locator.localRemoved) return;
+      const capacity = {
+        max_sandboxes: settings.defaults.max_sandboxes,
+        max_sandboxes_per_owner: settings.defaults.max_sandboxes_per_owner,
+      };
       await workers.heartbeat(settings.worker_id, {
         hostname: settings.hostname,
-        status: 'online',
+        status,
         providers: providers.names(),
-        capabilities: LOCAL_WORKER_CAPABILITIES,
-        capacity: { max_sandboxes: settings.defaults.max_sandboxes, max_sandboxes_per_owner: settings.defaults.max_sandboxes_per_owner },
+        capabilities: replicaWorker ? [...LOCAL_WORKER_CAPABILITIES, REPLICA_CAPABILITY] : LOCAL_WORKER_CAPABILITIES,
+        // A port the system picks is known only once listening: until then the row keeps the last URL.
+        capacity: replicaWorker && !rpcUrl.endsWith(':0') ? { ...capacity, rpc_url: rpcUrl } : capacity,
       });
     };
     await heartbeat();
 
-    // Startup reconciliation: the records are judged before the server answers; the orphans (listed
-    // now, so no later spawn's runtime is among them) and the snapshot and volume catalogue are
-    // cleaned in the background, so a crash that left many runtimes behind does not hold the start.
-    let cleanup: Promise<void> = Promise.resolve();
-    if (opts.reconcile !== false) {
-      const rdeps = {
-        store,
-        providers: new Map(providers.all().map((p) => [p.name, p])),
-        bus,
-        clock,
-        installationId,
-        workerId: settings.worker_id,
-        warm: store,
-      };
-      for (const a of await reconcileRecords(rdeps)) logger.info({ ...a }, 'reconcile');
-      const orphans = await findOrphans(rdeps);
-      cleanup = (async () => {
-        for (const a of await removeOrphans(rdeps, orphans)) logger.info({ ...a }, 'reconcile');
-        const catalog = await reconcileCatalog(rdeps).catch((err: unknown) => {
-          logger.warn({ err: String(err) }, 'reconciling snapshots and volumes failed');
-          return [];
-        });
-        for (const a of catalog) logger.info({ ...a }, 'reconcile');
-      })().catch((err: unknown) => logger.warn({ err: String(err) }, 'startup cleanup failed'));
-    }
-    // Detached background processes ran on while this process was away: follow them again.
-    await processes.resume().catch((err: unknown) => logger.warn({ err: String(err) }, 'resuming background processes failed'));
-    await warm?.start().catch((err: unknown) => logger.warn({ err: String(err) }, 'starting the warm pools failed'));
-    let reconciling = false;
-    const reconcileWorkers = async () => {
-      if (reconciling) return;
-      reconciling = true;
-      try {
-        for (const a of await reconcileRemote({ store, locator, bus, clock })) logger.info({ ...a }, 'reconcile');
-      } catch (err) {
-        logger.warn({ err: String(err) }, 'remote reconciliation pass failed');
-      } finally {
-        reconciling = false;
-      }
-    };
-    // One process alone reconciles before it answers; replicas leave it to the reconcile leader.
-    if (opts.reconcile !== false && !replicas.shared) await reconcileWorkers();
+    // Startup reconciliation (records judged before serving, leftovers cleaned in the background).
+    const { cleanup, reconcileWorkers } = await reconcileAtStart({
+      run: opts.reconcile !== false,
+      store,
+      providers,
+      bus,
+      clock,
+      locator,
+      label,
+      workerId: settings.worker_id,
+      shared: replicas.shared,
+      logger,
+      // Detached background processes ran on while this process was away: follow them again.
+      resume: async () => {
+        await processes.resume().catch((err: unknown) => logger.warn({ err: String(err) }, 'resuming background processes failed'));
+        await warm?.start().catch((err: unknown) => logger.warn({ err: String(err) }, 'starting the warm pools failed'));
+      },
+    });
 
     // Fastify's own info lines ("Server listening at …") would repeat what `serve` logs once; what
     // the HTTP layer itself logs is warn and above.
     const values = logger.levels.values;
     const httpLevel = (values[logger.level] ?? 0) > (values.warn ?? 40) ? logger.level : 'warn';
-    const app = await buildApp(deps, { logger: logger.child({}, { level: httpLevel }), derivedOwnerKey: Buffer.from(ownerKey, 'hex') });
-
-    // Leader tasks (DESIGN §7): on one replica at a time; alone, this process leads them all.
-    const reaperEveryMs = replication.reaperEveryMs;
-    replicas.addTask({
-      name: 'reaper',
-      everyMs: reaperEveryMs,
-      run: async (signal) => {
-        // This node's own sandboxes are reaped below when replicas share the store.
-        await sandboxes.reap({ local: !replicas.shared, remote: true, signal });
-        await replication?.pruneJournal();
-        await idempotency.prune();
-      },
+    const rpc = replicaWorker
+      ? [replicaRpcRoutes({ store, providers, workerId: settings.worker_id, installationKey, clock, logger, home: opts.home ?? homedir() })]
+      : [];
+    const app = await buildApp(deps, {
+      logger: logger.child({}, { level: httpLevel }),
+      derivedOwnerKey: Buffer.from(ownerKey, 'hex'),
+      routes: rpc,
     });
-    // Each replica forgets the processes (records and output) of its sandboxes that are gone.
-    timers.push(
-      setInterval(
-        () => void processes.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'sweeping background processes failed')),
-        reaperEveryMs,
-      ),
-    );
-    if (opts.reconcile !== false) replicas.addTask({ name: 'reconcile', everyMs: RECONCILE_EVERY_MS, run: () => reconcileWorkers() });
-    let reaping = false;
-    const reapLocal = () => {
-      if (reaping) return;
-      reaping = true;
-      sandboxes
-        .reap({ local: true, remote: false })
-        .catch((err: unknown) => logger.warn({ err: String(err) }, 'reaper pass failed'))
-        .finally(() => (reaping = false));
-    };
-    if (replicas.shared && localWorker) timers.push(setInterval(reapLocal, reaperEveryMs));
+
+    startLeaderTasks({
+      replication,
+      sandboxes,
+      processes,
+      idempotency,
+      reconcileWorkers: opts.reconcile !== false ? reconcileWorkers : null,
+      reconcileEveryMs: tryParseDuration(config.server.reconcile_interval) ?? RECONCILE_EVERY_MS,
+      reapLocal: replicas.shared && localWorker,
+      timers,
+      logger,
+    });
     timers.push(setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS));
     for (const t of timers) t.unref();
     const auditPruner = startAuditPruner(store, clock, deps.auth.audit_retention_ms, (err) =>
@@ -371,6 +360,11 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         await app.listen({ host, port });
         const addr = app.server.address();
         const actualPort = typeof addr === 'object' && addr ? addr.port : port;
+        // The other replicas learn this one's RPC URL (with the port the system chose) at once.
+        if (replicaWorker) {
+          rpcUrl = advertiseUrl(config, actualPort);
+          await heartbeat();
+        }
         if (previewServer && !previewServer.listening) await listenOn(previewServer, config.server.preview_addr);
         const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
         return `http://${shownHost}:${actualPort}`;
@@ -401,6 +395,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
           clearInterval(sweeper);
           clearTimeout(deadline);
         }
+        // Stopped: the other replicas mark its sandboxes unhealthy until it returns (DESIGN §7).
+        if (replicaWorker) await heartbeat('offline').catch(() => undefined);
         await egress?.close().catch(() => undefined);
         await providers.close();
         await remote?.close?.();
@@ -415,39 +411,4 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     await store.close().catch(() => undefined);
     throw err;
   }
-}
-
-/**
- * The worker RPC client (DESIGN.md §7), when this server can place on remote workers: credentials
- * from `auth.worker_*`, mTLS from `worker.rpc_tls.*`. Loaded only when configured.
- */
-async function createRemote(config: SbxConfig, auth: ReturnType<typeof authSettings>, logger: Logger): Promise<RemoteWorkers> {
-  const { createRemoteWorkers } = await import('../transports/worker-rpc/client/remote-provider.js');
-  const tls = config.worker.rpc_tls;
-  return createRemoteWorkers({
-    credentials: auth.worker,
-    tls: {
-      enabled: tls.enabled,
-      ca_file: tls.ca_file,
-      client_cert_file: tls.client_cert_file,
-      client_key_file: tls.client_key_file,
-      server_name: tls.server_name,
-      insecure_skip_verify: tls.insecure_skip_verify,
-    },
-    log: (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg),
-  });
-}
-
-/** Listens on `host:port` (`[v6]:port`, or `:port` for every address). */
-function listenOn(server: import('node:http').Server, addr: string): Promise<void> {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(addr.trim());
-  if (!m) return Promise.reject(new Error(`server.preview_addr must be host:port, got ${JSON.stringify(addr)}`));
-  const host = m[1] ?? (m[2] || '0.0.0.0');
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(Number(m[3]), host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }

@@ -3,6 +3,7 @@
  * event journal feed, admission's shared ledger, and the leader tasks. On a store of one
  * process's own (SQLite) the same calls give a replica that leads everything and a local bus.
  */
+import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { SbxConfig } from '../config/index.js';
@@ -19,6 +20,11 @@ const REPLICA_ID = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
 
 export interface Replication {
   replicas: Replicas;
+  /**
+   * This node's worker id (DESIGN §7): its replica id on a shared store, so every replica's local
+   * worker is one of its own; `local` for a lone node (SQLite).
+   */
+  workerId: string;
   feed: JournalFeed | null;
   admission: SharedAdmission | undefined;
   reaperEveryMs: number;
@@ -55,8 +61,8 @@ export async function startReplication(deps: {
   });
   let feed: JournalFeed | null = null;
   try {
-    // A refused start (another replica runs the local worker) gives back the leases it took.
-    await replicas.start({ localWorker: config.server.local_worker !== false });
+    // A start that fails later gives back the lease it took.
+    await replicas.start();
     if (shared) {
       // This replica starts afresh: none of the slots it held before is still being spawned.
       await shared.slots.dropHeldBy(replicaId);
@@ -69,6 +75,7 @@ export async function startReplication(deps: {
   }
   return {
     replicas,
+    workerId: shared ? replicaId : 'local',
     feed,
     admission: shared ? { slots: shared.slots, replicaId, slotId: () => ids.randomId(12) } : undefined,
     reaperEveryMs: tryParseDuration(config.server.reaper_interval) ?? 10_000,
@@ -81,3 +88,20 @@ export async function startReplication(deps: {
     },
   };
 }
+
+/**
+ * The label on what this node's providers make — runtimes, mock/proot directories, the filtered
+ * network and its firewall rules (DESIGN §7): the installation id alone for the worker `local`; for
+ * a replica, the installation id and its worker id, so replicas on one engine or one mock root
+ * each have their own network and clean up only their own leftovers. Kept short (docker names).
+ */
+export function runtimeLabel(installationId: string, workerId: string): string {
+  if (workerId === 'local') return installationId;
+  // Docker names keep 24 characters of it (the filtered network): the worker part fits in what is left.
+  const room = Math.max(6, LABEL_MAX - installationId.length - 1);
+  const plain = workerId.replace(/[^A-Za-z0-9_.-]/g, '');
+  const id = plain === workerId && plain.length <= room ? plain : createHash('sha256').update(workerId).digest('hex').slice(0, room);
+  return `${installationId}.${id}`;
+}
+
+const LABEL_MAX = 24;

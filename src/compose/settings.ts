@@ -11,11 +11,11 @@ const ms = (s: string | undefined, fallback = 0) => (s ? (tryParseDuration(s) ??
 const MiB = 1024 * 1024;
 
 /** Derives what core needs from the validated config (durations → ms, sizes → bytes). */
-export function coreSettings(config: SbxConfig, defaultProvider: string): CoreSettings {
+export function coreSettings(config: SbxConfig, defaultProvider: string, workerId = 'local'): CoreSettings {
   const d = config.defaults;
   return {
     version: VERSION,
-    worker_id: 'local',
+    worker_id: workerId,
     hostname: hostname(),
     preview_domain: config.server.preview_domain ?? '',
     default_provider: defaultProvider,

@@ -16,6 +16,8 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     replica_id: '',
     reaper_interval: '10s',
     leader_ttl: '15s',
+    advertise_url: '',
+    reconcile_interval: '30s',
     ui: true,
     mcp: true,
     e2b: true,

@@ -4,6 +4,7 @@
  */
 import { hostname as osHostname } from 'node:os';
 import { tryParseDuration } from '../core/duration.js';
+import { advertiseUrl, dsnHost, isLoopbackHost } from './advertise.js';
 import type { SbxConfig } from './types.js';
 
 export interface LintFinding {
@@ -217,7 +218,41 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
     }
   }
 
+  lintReplicas(config, add);
   return out;
+}
+
+/**
+ * Replicas that run sandboxes (DESIGN §7): the others reach this one's `/rpc` at the advertised
+ * URL, so a loopback one with the database on another host can only be a mistake, and plain http
+ * between hosts carries sandbox traffic in the clear.
+ */
+function lintReplicas(config: SbxConfig, add: (level: LintFinding['level'], key: string, message: string, fix: string) => void): void {
+  if (config.database.driver !== 'postgres' || config.server.local_worker === false) return;
+  const db = dsnHost(config.database.dsn);
+  if (db === null || isLoopbackHost(db) || db.startsWith('/')) return;
+  let url: URL;
+  try {
+    url = new URL(advertiseUrl(config));
+  } catch {
+    add('fail', 'server.advertise_url', 'server.advertise_url is not a URL', 'set server.advertise_url to http(s)://HOST:PORT');
+    return;
+  }
+  if (isLoopbackHost(url.hostname)) {
+    add(
+      'fail',
+      'server.advertise_url',
+      'this replica advertises a loopback address while the database is on another host: replicas on other machines cannot reach its sandboxes',
+      'set server.advertise_url (or server.host) to an address the other replicas reach',
+    );
+  } else if (url.protocol === 'http:') {
+    add(
+      'warn',
+      'server.advertise_url',
+      'replicas reach each other over plain http: forwarded sandbox traffic (exec, files) crosses the network unencrypted',
+      'put the replicas on a private network, or behind TLS and set server.advertise_url to https://…',
+    );
+  }
 }
 
 /** An http(s) origin as browsers send it: scheme://host[:port], nothing after. */

@@ -63,6 +63,8 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     replica_id: str(),
     reaper_interval: dur(true),
     leader_ttl: dur(true),
+    advertise_url: str(),
+    reconcile_interval: dur(true),
     ui: bool(),
     mcp: bool(),
     e2b: bool(),

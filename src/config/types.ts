@@ -31,6 +31,13 @@ export interface ServerConfig {
   reaper_interval: string;
   /** TTL of the replica and leader leases: a dead leader's tasks move within about this long. */
   leader_ttl: string;
+  /**
+   * The URL other replicas reach this one's worker RPC at (`/rpc` on the API listener, DESIGN §7);
+   * '' = `http://<server.host>:<port>`, or the machine's hostname when the host is a wildcard.
+   */
+  advertise_url: string;
+  /** How often remote-owned sandboxes are reconciled against their workers (default 30s). */
+  reconcile_interval: string;
   /** Serve the web dashboard at /ui (it holds no data; every API call it makes carries the user's key). */
   ui: boolean;
   /** Serve MCP over streamable HTTP at /mcp, behind the API key (the tools of `sbx mcp`, acting as the caller). */

@@ -46,6 +46,9 @@ export const Sandbox = Type.Object(
     expires_at: Timestamp,
     metadata: StringMap,
     preview_domain: Type.String(),
+    worker_id: Type.String({
+      description: 'the worker that runs the sandbox: local (a lone node), a replica id, or a remote worker id (DESIGN §7)',
+    }),
     owner_id: Type.Optional(Type.String()),
     template: Type.Optional(Type.String()),
     network: Type.Optional(

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routeTable, type RouteEntry } from '../../src/transports/http/plugins/auth.js';
+import { REALM_PREFIXES, realmOf } from '../../src/transports/http/realm.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { openWs, UpgradeRefused } from '../helpers/ws.js';
 
@@ -36,6 +37,8 @@ const EXPECTED: Record<RouteEntry['realm'], Record<Cred, Expect>> = {
   user: { none: 401, wrong: 401, user: 'ok', admin: 'ok', worker: 401 },
   admin: { none: 401, wrong: 401, user: 403, admin: 'ok', worker: 401 },
   worker: { none: 401, wrong: 401, user: 401, admin: 401, worker: 'ok' },
+  // A replica's worker RPC (DESIGN §7): replica tokens only, never a user, admin or worker credential.
+  rpc: { none: 401, wrong: 401, user: 401, admin: 401, worker: 401 },
   outside: { none: 'ok', wrong: 'ok', user: 'ok', admin: 'ok', worker: 'ok' },
 };
 
@@ -84,6 +87,24 @@ beforeAll(async () => {
   routes = routeTable(srv.plane.app);
 });
 afterAll(async () => srv?.close());
+
+describe('realms', () => {
+  // List-driven: each authenticated prefix (a realm added later, such as /e2b, is one more entry)
+  // holds its own path and everything under it, and nothing else leaks out of a realm.
+  it.each(REALM_PREFIXES.map((r) => [r.prefix, r.realm]))('%s and every path under it are in the %s realm', (prefix, realm) => {
+    for (const path of [prefix, `${prefix}/x`, `${prefix}/x/y/z`]) expect(realmOf(path)).toBe(realm);
+    // A longer name is not under the prefix (`/rpcx`, `/api/v1/adminx`).
+    expect(realmOf(`${prefix}x`)).not.toBe(realm);
+  });
+
+  it('only the probes are open inside /api/v1, and only what no prefix names is outside', () => {
+    expect(realmOf('/api/v1/live')).toBe('probe');
+    expect(realmOf('/api/v1/ready')).toBe('probe');
+    expect(realmOf('/ui')).toBe('outside');
+    expect(realmOf('/rpc')).toBe('rpc');
+    expect(realmOf('/rpc/exec/ws')).toBe('rpc');
+  });
+});
 
 describe('auth matrix over the route table', () => {
   it('sees every route group, and nothing outside /api/v1 escapes', () => {

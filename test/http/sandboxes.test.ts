@@ -19,7 +19,10 @@ describe('sandbox lifecycle (spec 4.1)', () => {
     const ttl = Date.parse(res.body.expires_at) - Date.parse(res.body.created_at);
     expect(ttl).toBe(30 * 60_000);
     expect(res.body).not.toHaveProperty('runtime_id');
-    expect(res.body).not.toHaveProperty('worker_id');
+    // DESIGN §7: the worker that runs it; a lone node is the worker `local`.
+    expect(res.body.worker_id).toBe('local');
+    const got = await call(srv.url, 'GET', `/api/v1/sandboxes/${res.body.id}`);
+    expect(got.body.worker_id).toBe('local');
   });
 
   it('spawns with explicit fields and lists, gets, extends, destroys', async () => {

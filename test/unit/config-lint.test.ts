@@ -18,6 +18,32 @@ function hardened(): SbxConfig {
 const keysOf = (f: LintFinding[]) => f.map((x) => `${x.level} ${x.key}`);
 
 describe('lintConfig', () => {
+  it('replicas with local workers (DESIGN §7): a loopback advertise URL with a remote database fails, plain http between hosts warns', () => {
+    const c = hardened();
+    c.database.driver = 'postgres';
+    c.database.dsn = 'postgres://sbx:pw@db.internal:5432/sbx';
+    // The default host 127.0.0.1 advertises http://127.0.0.1:7423: the other replicas cannot reach it.
+    const loop = lintConfig(c, { production: true }).filter((f) => f.key === 'server.advertise_url');
+    expect(loop.map((f) => f.level)).toEqual(['fail']);
+    expect(loop[0]!.message).toMatch(/loopback/);
+    c.server.advertise_url = 'http://localhost:7423';
+    expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail server.advertise_url']);
+    c.server.advertise_url = '';
+    c.server.host = '10.0.0.5';
+    expect(keysOf(lintConfig(c, { production: true }))).toEqual(['warn server.advertise_url']);
+    c.server.advertise_url = 'https://cp1.internal:7423';
+    expect(lintConfig(c, { production: true })).toEqual([]);
+    // The database on this host, a pure control plane, or SQLite: nothing to say.
+    c.server.advertise_url = '';
+    c.server.host = '127.0.0.1';
+    c.database.dsn = 'postgres://sbx:pw@127.0.0.1:5432/sbx';
+    expect(lintConfig(c, { production: true })).toEqual([]);
+    c.database.dsn = 'host=db.internal dbname=sbx';
+    expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail server.advertise_url']);
+    c.server.local_worker = false;
+    expect(lintConfig(c, { production: true })).toEqual([]);
+  });
+
   it('passes a hardened config in production', () => {
     expect(lintConfig(hardened(), { production: true })).toEqual([]);
   });

@@ -30,6 +30,8 @@ describe('loadConfig defaults', () => {
         replica_id: '',
         reaper_interval: '10s',
         leader_ttl: '15s',
+        advertise_url: '',
+        reconcile_interval: '30s',
         ui: true,
         mcp: true,
         e2b: true,

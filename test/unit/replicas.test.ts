@@ -65,8 +65,8 @@ describe('leader tasks', () => {
   it('one replica leads; another takes over when the leader stops renewing; the old leader aborts its pass', async () => {
     const a = replica('ra');
     const b = replica('rb');
-    await a.start({ localWorker: false });
-    await b.start({ localWorker: false });
+    await a.start();
+    await b.start();
     const ta = longTask();
     const tb = longTask();
     a.addTask(ta.task);
@@ -96,8 +96,8 @@ describe('leader tasks', () => {
   it('a clean stop gives the lease back at once', async () => {
     const a = replica('ra');
     const b = replica('rb');
-    await a.start({ localWorker: false });
-    await b.start({ localWorker: false });
+    await a.start();
+    await b.start();
     a.addTask(longTask().task);
     await settle();
     b.addTask(longTask().task);
@@ -109,14 +109,21 @@ describe('leader tasks', () => {
     expect(await b.live()).toEqual(['rb']);
   });
 
-  it('only one replica takes the local worker; the second is told who has it', async () => {
-    await replica('ra').start({ localWorker: true });
-    await expect(replica('rb').start({ localWorker: true })).rejects.toThrow(/replica ra already runs the local worker/);
+  it('every replica starts with its own local worker; each is live while its lease is', async () => {
+    const ra = replica('ra');
+    const rb = replica('rb');
+    await ra.start();
+    await rb.start();
+    expect(await ra.isLive('rb')).toBe(true);
+    expect(await rb.isLive('ra')).toBe(true);
+    expect(await ra.isLive('nobody')).toBe(false);
+    await rb.close();
+    expect(await ra.isLive('rb')).toBe(false);
   });
 
   it('a store of its own: the replica leads every task it has, without leases', async () => {
     const solo = replica('solo', false);
-    await solo.start({ localWorker: true });
+    await solo.start();
     const t = longTask();
     solo.addTask(t.task);
     await settle();

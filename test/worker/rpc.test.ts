@@ -74,6 +74,9 @@ describe('a sandbox on a remote worker, through the control plane', () => {
     const sb = await call(cp.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
     expect(sb.status).toBe(201);
     const id = sb.body.id as string;
+    // DESIGN §7 (the anchor's remote-worker smoke test): the spawn answer and GET name the worker.
+    expect(sb.body.worker_id).toBe('w1');
+    expect((await call(cp.url, 'GET', `/api/v1/sandboxes/${id}`)).body.worker_id).toBe('w1');
     const diag = await call(cp.url, 'GET', '/api/v1/admin/diagnostics');
     expect(diag.body.scheduler).toMatchObject({ selected_worker_id: 'w1', eligible_workers: 1 });
     expect(diag.body.leases).toMatchObject({ total: 1, active: 1, by_holder: { w1: 1 } });

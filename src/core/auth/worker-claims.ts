@@ -6,6 +6,11 @@ export const WORKER_TOKEN_PREFIX = 'svc-worker-v1';
 export const AUD_CONTROL_PLANE = 'worker:control-plane';
 /** Audience of control plane → worker RPC calls. */
 export const AUD_RPC = 'worker:rpc';
+/**
+ * Audience of replica → replica RPC calls (DESIGN.md §7): signed with the installation's own key
+ * from the store, accepted by a replica's `/rpc` and nowhere else.
+ */
+export const AUD_REPLICA_RPC = 'replica:rpc';
 /** Longest accepted lifetime (exp - iat) of a signed token. */
 export const MAX_TOKEN_LIFETIME_S = 15 * 60;
 /** Clock skew tolerated on exp, nbf, iat and the lifetime cap. */

@@ -1,7 +1,8 @@
 /**
  * Replicas on one database (DESIGN.md §7 "Replicas"): each replica keeps a `replica:<id>` lease
- * live (its admission slots count only while it does), at most one runs the `local` worker (the
- * `local-worker` lease), and each leader task runs on one replica at a time under `leader:<task>`.
+ * live (its admission slots count only while it does; its local worker, registered under its id,
+ * is reachable only while it does), and each leader task runs on one replica at a time under
+ * `leader:<task>`.
  * A task's pass gets a signal that aborts as soon as the replica may have lost the lease, which is
  * before any other replica can take it over (a lease not renewed within its TTL is treated as lost).
  * On a store of one process's own (SQLite) the replica is simply the leader of everything.
@@ -27,7 +28,6 @@ export interface ReplicaOptions {
 
 /** Lease names outside the worker lease namespace: workers may never renew these. */
 export const CONTROL_PLANE_LEASE = /^(leader:|replica:|local-worker$)/;
-export const LOCAL_WORKER_LEASE = 'local-worker';
 /** Leader tasks, in the order diagnostics shows them (warm pools run with the local worker, not as a leader task). */
 export const LEADER_TASKS = ['reaper', 'reconcile'] as const;
 
@@ -45,7 +45,6 @@ export class Replicas {
   /** The tick in flight, if any (close waits for it). */
   private ticking: Promise<void> | null = null;
   private lastRenewOk = 0;
-  private holdsLocalWorker = false;
   private closed = false;
 
   constructor(private readonly o: ReplicaOptions) {}
@@ -67,21 +66,18 @@ export class Replicas {
     return Math.max(200, Math.floor(this.o.ttlMs / 10));
   }
 
-  /** Registers this replica. With `localWorker`, claims the local worker or fails naming its holder. */
-  async start(opts: { localWorker: boolean }): Promise<void> {
+  /** Registers this replica (every replica may run its own local worker, under its own id). */
+  async start(): Promise<void> {
     if (!this.o.shared) return;
     await this.o.leases.acquireLease(`replica:${this.id}`, this.id, this.o.ttlMs, this.o.clock.now());
     this.lastRenewOk = performance.now();
-    if (opts.localWorker) {
-      const lease = await this.o.leases.acquireLease(LOCAL_WORKER_LEASE, this.id, this.o.ttlMs, this.o.clock.now());
-      if (!lease) {
-        const holder = (await this.o.leases.getLease(LOCAL_WORKER_LEASE))?.holder_id ?? 'another replica';
-        throw new Error(
-          `replica ${holder} already runs the local worker on this database; set server.local_worker: false on every replica but one (sandboxes then run on \`sbx worker\` hosts)`,
-        );
-      }
-      this.holdsLocalWorker = true;
-    }
+  }
+
+  /** True while `replicaId`'s lease is live (a replica killed with -9 stops being live within one TTL). */
+  async isLive(replicaId: string): Promise<boolean> {
+    if (!this.o.shared) return replicaId === this.id;
+    const lease = await this.o.leases.getLease(`replica:${replicaId}`);
+    return lease !== null && Date.parse(lease.expires_at) > this.now();
   }
 
   /** Adds a leader task and begins ticking (the first tick runs at once). */
@@ -143,9 +139,6 @@ export class Replicas {
     const at = this.o.clock.now();
     try {
       await this.o.leases.acquireLease(`replica:${this.id}`, this.id, this.o.ttlMs, at);
-      if (this.holdsLocalWorker && !(await this.o.leases.acquireLease(LOCAL_WORKER_LEASE, this.id, this.o.ttlMs, at))) {
-        this.o.warn({ replica: this.id }, 'another replica took the local-worker lease while this one could not renew it');
-      }
       for (const st of this.tasks.values()) {
         const lease = await this.o.leases.acquireLease(`leader:${st.task.name}`, this.id, this.o.ttlMs, at);
         // Fencing: a generation that jumped means someone else held the lease in between.
@@ -196,11 +189,7 @@ export class Replicas {
     if (!this.o.shared) return;
     // A renewal in flight would take the leases again after they are given back.
     await this.ticking?.catch(() => undefined);
-    const names = [
-      ...[...this.tasks.keys()].map((n) => `leader:${n}`),
-      `replica:${this.id}`,
-      ...(this.holdsLocalWorker ? [LOCAL_WORKER_LEASE] : []),
-    ];
+    const names = [...[...this.tasks.keys()].map((n) => `leader:${n}`), `replica:${this.id}`];
     for (const name of names) await this.o.leases.releaseLease(name, this.id).catch(() => undefined);
   }
 }

@@ -30,7 +30,8 @@ const CALL_TIMEOUT_MS = 30_000;
  * line. A live record whose runtime is gone becomes `destroyed` (`expired` past its TTL); a live
  * record past its TTL has its runtime torn down and becomes `expired`; a live record whose runtime
  * stopped (killed from outside, host restart) has it torn down and becomes `destroyed`, since
- * nothing here restarts it (`unhealthy` is for remote-owned sandboxes whose worker went stale);
+ * nothing here restarts it (`unhealthy` is for sandboxes whose worker went stale or whose replica
+ * stopped: one of this worker's whose runtime still runs is `running` again);
  * a runtime labelled with THIS installation id that no live record owns is removed. Runtimes of
  * other installations, and unlabelled ones, are never touched. A provider that cannot answer is
  * skipped and none of its sandboxes is judged: reconciliation never blocks startup.
@@ -103,6 +104,10 @@ export async function reconcileRecords(deps: ReconcileDeps): Promise<ReconcileAc
       }
       await setState(rec, 'destroyed');
       record({ action: 'destroy_stopped', ...base });
+    } else if (status === 'running' && rec.state === 'unhealthy') {
+      // A replica back after a stop (DESIGN §7): the others marked its sandboxes unhealthy; they run.
+      await setState(rec, 'running');
+      record({ action: 'restore', ...base });
     }
   });
 

@@ -93,6 +93,7 @@ export class Teardowns {
     this.leftToReaper.delete(rec.id);
     const wasLive = rec.state !== 'destroyed';
     await store.updateSandbox(rec.id, { state: 'destroyed', updated_at: clock.now().toISOString() });
+    await this.deps.locator.releaseLocal(rec);
     if (wasLive) {
       bus.publish({ type: 'sandbox.destroyed', sandbox_id: rec.id, owner_id: owner, worker_id: rec.worker_id, data: { reason } });
     }

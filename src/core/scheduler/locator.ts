@@ -10,7 +10,10 @@ import type { Clock, LeaseRecord, LeaseStore, Provider, SandboxRecord, SandboxSt
 import { place, PLACEMENT_STALE_AFTER_MS, providerCapabilities, remoteDefaultProvider, type PlacementRequest } from './placement.js';
 import type { RemoteTarget, RemoteWorkers } from './remote-port.js';
 import { PlacementReservations, type PlacementRead, type PlacementSlot } from './reservations.js';
+import { REPLICA_CAPABILITY } from './workers.js';
 
+/** The worker id of a lone node (DESIGN §7); a replica's local worker has its replica id. */
+export const LOCAL_WORKER_ID = 'local';
 /** A lease outlives its sandbox's expiry by this much (DESIGN.md §3 "Timers"). */
 export const LEASE_GRACE_MS = 5 * 60_000;
 /** A remote call renews the lease first when it would expire within this long of the call's start. */
@@ -27,6 +30,11 @@ export interface LocatorDeps {
   workerId: string;
   /** `server.local_worker`. */
   localWorker: boolean;
+  /**
+   * Whether a registered worker can take spawns beyond its heartbeat (DESIGN §7: a peer replica's
+   * local worker only while its replica lease is live). Default: every worker can.
+   */
+  peerLive?: (w: WorkerRecord) => Promise<boolean>;
   /** How long one read of the worker registry serves placement (default 1 s; 0 = every time). */
   workersTtlMs?: number;
   warn?: (fields: Record<string, unknown>, message: string) => void;
@@ -182,7 +190,12 @@ export class RuntimeLocator {
     const started = performance.now();
     const now = clock.now();
     const workers = await this.workers();
-    const remote = workers.filter((w) => w.id !== this.deps.workerId && this.answering(w));
+    let remote = workers.filter((w) => w.id !== this.deps.workerId && this.answering(w));
+    const peerLive = this.deps.peerLive;
+    if (peerLive) {
+      const live = await Promise.all(remote.map((w) => peerLive(w)));
+      remote = remote.filter((_w, i) => live[i]);
+    }
     // Counts by index (DESIGN.md §13), never a listing; and none at all when this node is the only
     // candidate: its limits are the global ones admission has just applied.
     const counts =
@@ -297,7 +310,8 @@ export class RuntimeLocator {
       sandbox_id: rec.id,
       provider: rec.provider,
       runtime_id: rec.runtime_id,
-      lease: () => this.deps.store.getLease(rec.id),
+      lease: () =>
+        worker.capabilities.includes(REPLICA_CAPABILITY) ? this.replicaLease(rec.id, worker.id) : this.deps.store.getLease(rec.id),
     };
     if (ttl !== undefined) target.ttl = ttl;
     return remote.provider(worker, target);
@@ -314,6 +328,25 @@ export class RuntimeLocator {
     if (!worker) throw unavailable(`sandbox ${rec.id} is on worker ${rec.worker_id}, which is no longer registered`);
     await this.renewBefore(rec, worker, callMs);
     return this.remoteProvider(worker, rec);
+  }
+
+  /**
+   * A sandbox another replica spawned through its own API has no lease (a local spawn takes none),
+   * and one whose TTL was extended there may have outlived its lease: forwarded calls carry one
+   * like any remote call (DESIGN §7 fencing), so a live one is taken for the owning replica.
+   */
+  private async replicaLease(sandboxId: string, workerId: string): Promise<LeaseRecord | null> {
+    const now = this.deps.clock.now();
+    const lease = await this.deps.store.getLease(sandboxId);
+    if (lease && lease.holder_id === workerId && Date.parse(lease.expires_at) > now.getTime() + RENEW_HORIZON_MS) return lease;
+    const rec = await this.deps.store.getSandbox(sandboxId);
+    const ttlMs = Math.max(0, rec ? Date.parse(rec.expires_at) - now.getTime() : 0) + LEASE_GRACE_MS;
+    return this.deps.store.acquireLease(sandboxId, workerId, ttlMs, now);
+  }
+
+  /** Gives back the lease of a sandbox this replica ran (taken when another replica forwarded a call to it). */
+  async releaseLocal(rec: Pick<SandboxRecord, 'id' | 'worker_id'>): Promise<void> {
+    if (this.deps.workerId !== LOCAL_WORKER_ID) await this.deps.store.releaseLease(rec.id, rec.worker_id).catch(() => false);
   }
 
   /**

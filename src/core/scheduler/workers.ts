@@ -6,6 +6,11 @@ import type { RemoteWorkers } from './remote-port.js';
 import { publishWorkerEvents, type WorkerDenial } from './worker-events.js';
 
 export const STALE_AFTER_MS = 2 * 60_000;
+/**
+ * The capability a replica's local worker row carries (DESIGN §7): other replicas call it with
+ * replica tokens, and no `sbx worker` may heartbeat, renew or report under such an id or claim it.
+ */
+export const REPLICA_CAPABILITY = 'replica';
 
 export interface HeartbeatInput {
   hostname: string;
@@ -68,6 +73,18 @@ export class WorkerService {
     // Placement reads the registry at most once a second; a worker that joined or changed shows at once.
     if (!prev || placementView(prev) !== placementView(saved)) this.opts.locator?.forgetWorkers();
     return saved;
+  }
+
+  /**
+   * Refuses an `sbx worker` that speaks for a replica's local worker (its id's row is a replica's)
+   * or announces itself as one: its credentials can never drive or impersonate a replica (DESIGN §7).
+   */
+  async refuseReplicaId(id: string, input?: Pick<HeartbeatInput, 'capabilities'>): Promise<void> {
+    if (input?.capabilities?.includes(REPLICA_CAPABILITY))
+      throw new SbxError('forbidden', `the ${REPLICA_CAPABILITY} capability is reserved for control-plane replicas`);
+    const row = await this.store.getWorker(id);
+    if (row?.capabilities.includes(REPLICA_CAPABILITY))
+      throw new SbxError('forbidden', `worker id ${id} is a control-plane replica's; an sbx worker cannot act for it`);
   }
 
   /** A worker's batch of events about its own sandboxes (DESIGN §10); others' are dropped and counted. */

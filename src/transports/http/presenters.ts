@@ -35,6 +35,7 @@ export function presentSandbox(rec: SandboxRecord, previewDomain: string, previe
     expires_at: rec.expires_at,
     metadata: rec.metadata,
     preview_domain: previewDomain,
+    worker_id: rec.worker_id,
   };
   if (rec.owner_id) out.owner_id = rec.owner_id;
   if (rec.template) out.template = rec.template;

@@ -1,21 +1,34 @@
 /**
- * Which credential a path needs (DESIGN.md §3 "Auth"): the probes are open, `/api/v1/worker/…`
+ * Which credential a path needs (DESIGN.md §3 "Auth", §7): the probes are open, `/api/v1/worker/…`
  * takes worker credentials only, `/api/v1/admin/…` an admin credential, every other `/api/v1`
- * path and `/mcp` an API key (when auth is enabled). Other paths outside `/api/v1` are not the API's.
+ * path, `/mcp` and `/e2b` an API key (when auth is enabled), and a replica's `/rpc` a `replica:rpc` token
+ * (checked by the RPC routes themselves, before anything is read). Other paths are not the API's:
+ * only the dashboard's static files live there.
  */
-export type Realm = 'probe' | 'user' | 'admin' | 'worker' | 'outside';
+export type Realm = 'probe' | 'user' | 'admin' | 'worker' | 'rpc' | 'outside';
 
 const PROBES = new Set(['/api/v1/live', '/api/v1/ready']);
+
+/**
+ * The authenticated realms by path prefix, most specific first: a path is in the first realm whose
+ * prefix it equals or continues with `/`. The realm test walks this list, so a new realm (`/e2b`)
+ * is one line here.
+ */
+export const REALM_PREFIXES: ReadonlyArray<{ prefix: string; realm: Exclude<Realm, 'probe' | 'outside'> }> = [
+  { prefix: '/api/v1/worker', realm: 'worker' },
+  { prefix: '/api/v1/admin', realm: 'admin' },
+  { prefix: '/api/v1', realm: 'user' },
+  // MCP over HTTP (issue 19) acts as the caller: the same key as the API.
+  { prefix: '/mcp', realm: 'user' },
+  // E2B's control plane (DESIGN.md §14) takes the same API keys.
+  { prefix: '/e2b', realm: 'user' },
+  // Replicas' worker RPC (DESIGN §7): replica tokens only.
+  { prefix: '/rpc', realm: 'rpc' },
+];
 
 /** Realm of a route pattern or a request path (query string already removed). */
 export function realmOf(path: string): Realm {
   if (PROBES.has(path)) return 'probe';
-  if (path === '/api/v1/worker' || path.startsWith('/api/v1/worker/')) return 'worker';
-  if (path === '/api/v1/admin' || path.startsWith('/api/v1/admin/')) return 'admin';
-  if (path === '/api/v1' || path.startsWith('/api/v1/')) return 'user';
-  // MCP over HTTP (issue 19) acts as the caller: the same key as the API.
-  if (path === '/mcp') return 'user';
-  // E2B's control plane (DESIGN.md §14) takes the same API keys.
-  if (path === '/e2b' || path.startsWith('/e2b/')) return 'user';
+  for (const { prefix, realm } of REALM_PREFIXES) if (path === prefix || path.startsWith(`${prefix}/`)) return realm;
   return 'outside';
 }

@@ -32,6 +32,7 @@ export function printSandbox(out: Output, s: Sandbox): void {
     ['memory', `${s.memory_mb} MB`],
     ['vcpus', String(s.vcpus)],
     ['owner', dash(s.owner_id)],
+    ['worker', dash(s.worker_id)],
     ['created', s.created_at],
     ['expires', `${s.expires_at} (${relativeTime(s.expires_at)})`],
     ['metadata', labels(s.metadata)],

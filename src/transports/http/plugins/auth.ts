@@ -56,7 +56,8 @@ export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
   app.addHook('onRequest', async (request) => {
     const path = request.routeOptions.url ?? request.url.split('?')[0] ?? '/';
     const realm = realmOf(path);
-    if (realm === 'outside') return;
+    // The replica RPC checks its own `replica:rpc` token before it reads anything (DESIGN §7).
+    if (realm === 'outside' || realm === 'rpc') return;
     request.sbxUserId = validateOwnerId(headerText(request.headers['x-user-id']), 'X-User-ID');
     if (realm === 'probe') return;
 

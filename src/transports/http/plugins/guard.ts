@@ -95,7 +95,8 @@ export function guardPlugin(app: FastifyInstance, deps: HttpDeps): void {
   app.addHook('onRequest', async (request) => {
     const route = request.routeOptions.url;
     // A matched route outside /api/v1 is not API traffic (the dashboard's assets, later previews).
-    if (route !== undefined && realmOf(route) === 'outside') return;
+    // The replica RPC is machine-to-machine with a signed token no browser holds (DESIGN §7).
+    if (route !== undefined && (realmOf(route) === 'outside' || realmOf(route) === 'rpc')) return;
 
     const rawHost = request.headers.host;
     // HTTP/1.0 clients may omit Host; browsers (the only ones a rebinding attack can use) never do.

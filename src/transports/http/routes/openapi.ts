@@ -7,7 +7,8 @@ type Json = Record<string, unknown>;
 
 /** The routes the document describes: HEAD twins and hidden routes are left out. */
 export function documentedRoutes(table: readonly RouteEntry[]): RouteEntry[] {
-  return table.filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS' && !r.schema?.hide);
+  // The replica RPC (DESIGN §7) is between replicas, not part of the API.
+  return table.filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS' && !r.schema?.hide && r.realm !== 'rpc');
 }
 
 /** `/sandboxes/:id/files/*` → `/sandboxes/{id}/files/{wildcard}`. */
@@ -52,7 +53,7 @@ type SecurityRequirement = Partial<Record<keyof typeof SECURITY_SCHEMES, []>>;
  * open, worker routes take worker credentials only, admin routes the admin key, every other route
  * the API key or an admin key. Alternatives are OR'ed; schemes in one requirement are AND'ed.
  */
-const SECURITY: Record<Exclude<Realm, 'outside'>, SecurityRequirement[]> = {
+const SECURITY: Record<Exclude<Realm, 'outside' | 'rpc'>, SecurityRequirement[]> = {
   probe: [],
   user: [{ ApiKey: [] }, { AdminApiKey: [] }],
   admin: [{ AdminApiKey: [] }],
@@ -110,7 +111,7 @@ export function buildOpenApi(table: readonly RouteEntry[], version: string): Jso
     if (s.body) op.requestBody = { content: requestContent(s.body, conv) };
     op.responses = responses(s.response, conv);
     const realm = r.realm;
-    if (realm !== 'outside') op.security = SECURITY[realm];
+    if (realm !== 'outside' && realm !== 'rpc') op.security = SECURITY[realm];
     (paths[path] ??= {})[r.method.toLowerCase()] = op;
   }
   return {

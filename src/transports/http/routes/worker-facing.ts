@@ -53,6 +53,7 @@ export function workerFacingRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
     async (request) => {
       const id = workerWith(request, 'worker:heartbeat');
+      await deps.workers.refuseReplicaId(id, request.body);
       return presentWorker(await deps.workers.heartbeat(id, request.body), STALE_AFTER_MS, deps.clock.now());
     },
   );
@@ -68,7 +69,11 @@ export function workerFacingRoutes(app: FastifyInstance, deps: HttpDeps): void {
         response: { 200: WorkerEventsResponse, ...errors },
       },
     },
-    async (request) => deps.workers.reportEvents(workerWith(request, 'worker:heartbeat'), request.body.events),
+    async (request) => {
+      const id = workerWith(request, 'worker:heartbeat');
+      await deps.workers.refuseReplicaId(id);
+      return deps.workers.reportEvents(id, request.body.events);
+    },
   );
 
   app.post<{ Params: { workerID: string; resourceID: string }; Body: RenewBody }>(
@@ -84,6 +89,7 @@ export function workerFacingRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
     async (request) => {
       const id = workerWith(request, 'worker:lease');
+      await deps.workers.refuseReplicaId(id);
       const ttlMs = parseDuration(request.body.ttl, 'ttl');
       if (ttlMs <= 0) throw badRequest('ttl must be positive');
       const { resourceID } = request.params;

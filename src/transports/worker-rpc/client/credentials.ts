@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { WorkerCredentials } from '../../../core/auth/settings.js';
-import { AUD_RPC, WORKER_SCOPES } from '../../../core/auth/worker-claims.js';
+import { AUD_REPLICA_RPC, AUD_RPC, WORKER_SCOPES } from '../../../core/auth/worker-claims.js';
 import { signWorkerClaims } from '../../../core/auth/worker-credentials.js';
 
 /** Lifetime of a minted RPC token. */
@@ -33,4 +33,21 @@ export function rpcToken(creds: WorkerCredentials, workerId: string, now: Date):
 /** True when rpcToken would give a credential for this worker. */
 export function hasRpcCredential(creds: WorkerCredentials, workerId: string): boolean {
   return Boolean((Object.hasOwn(creds.tokens, workerId) && creds.tokens[workerId]) || creds.signing_keys[0] || creds.shared_token);
+}
+
+/**
+ * A replica → replica token (DESIGN.md §7): audience `replica:rpc`, the target replica's id, every
+ * worker scope, 5 minutes, signed with the installation key from the store. Only a replica's `/rpc`
+ * accepts one; an `sbx worker`, the worker routes and the user API refuse it.
+ */
+export function replicaToken(installationKey: string, replicaId: string, now: Date): string {
+  const iat = Math.floor(now.getTime() / 1000);
+  return signWorkerClaims(installationKey, {
+    worker_id: replicaId,
+    jti: randomBytes(12).toString('hex'),
+    aud: AUD_REPLICA_RPC,
+    scopes: [...WORKER_SCOPES],
+    iat,
+    exp: iat + MINTED_TTL_S,
+  });
 }

@@ -13,7 +13,7 @@ import type { WorkerCredentials } from '../../../core/auth/settings.js';
 import { ERROR_CODES, isAbortError, SbxError, type ErrorCode } from '../../../core/errors.js';
 import type { WorkerRecord } from '../../../core/ports.js';
 import { currentRequestId } from '../../request-context.js';
-import { hasRpcCredential, rpcToken } from './credentials.js';
+import { hasRpcCredential, replicaToken, rpcToken } from './credentials.js';
 
 export interface RpcTls {
   enabled: boolean;
@@ -31,6 +31,11 @@ export interface RpcClientOptions {
   log?: (fields: Record<string, unknown>, message: string) => void;
   /** Deadline of a control call (default 30 s). */
   callTimeoutMs?: number;
+  /**
+   * Replicas on one database (DESIGN §7): a worker row that is another replica's local worker is
+   * called with a `replica:rpc` token signed by the installation key, never a worker credential.
+   */
+  replicas?: { isReplica(w: WorkerRecord): boolean; installationKey: string };
 }
 
 /** TLS material for the Agent and the WebSocket client, read once. */
@@ -93,9 +98,15 @@ export class RpcClient {
   unreachableReason(w: WorkerRecord): string | null {
     if (!w.capacity.rpc_url) return `worker ${w.id} advertises no rpc_url`;
     if (!/^https?:\/\/[^/?#\s]+/.test(w.capacity.rpc_url)) return `worker ${w.id} advertises an rpc_url that is not an http(s) URL`;
+    if (this.isReplica(w)) return null;
     if (!hasRpcCredential(this.opts.credentials, w.id))
       return `no credential for worker ${w.id} (set auth.worker_token or auth.worker_signing_key)`;
     return null;
+  }
+
+  /** True when `w` is another replica's local worker (it takes replica tokens only). */
+  private isReplica(w: WorkerRecord): boolean {
+    return this.opts.replicas?.isReplica(w) ?? false;
   }
 
   /** `{rpc_url}/rpc` (as is when it already ends in /rpc). */
@@ -108,7 +119,9 @@ export class RpcClient {
   headers(w: WorkerRecord): Record<string, string> {
     const why = this.unreachableReason(w);
     if (why !== null) throw new SbxError('remote_worker_rpc_unavailable', why);
-    const token = rpcToken(this.opts.credentials, w.id, this.now())!;
+    const r = this.opts.replicas;
+    const token =
+      r && this.isReplica(w) ? replicaToken(r.installationKey, w.id, this.now()) : rpcToken(this.opts.credentials, w.id, this.now())!;
     return { 'x-worker-id': w.id, 'x-worker-token': token, 'x-request-id': currentRequestId() ?? randomUUID() };
   }
 

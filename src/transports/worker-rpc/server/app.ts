@@ -66,12 +66,6 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
   const app = (https
     ? Fastify({ https, bodyLimit: BODY_LIMIT, logger: false })
     : Fastify({ bodyLimit: BODY_LIMIT, logger: false })) as unknown as FastifyInstance;
-  const staging = new UploadStaging(deps.stagingDir);
-  const slots = new SpawnSlots(
-    deps.workerId,
-    () => deps.maxSandboxes ?? 0,
-    () => deps.state.countRuntimes(),
-  );
   // Calls in flight, for the drain: each counts until its response finished or its connection closed.
   const calls = { count: 0 };
   inflight.set(app, calls);
@@ -80,34 +74,67 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
     reply.raw.once('close', () => calls.count--);
     done();
   });
-  app.addHook('onClose', async () => staging.close());
   await app.register(websocket, { options: { maxPayload: BODY_LIMIT } });
   // Previews of this worker's sandboxes (DESIGN §9): by Host under its own preview domain, and
   // forwarded by its control plane at /rpc/preview/<sandbox_id>/<port>/… with worker credentials.
   previewRouter(deps).attach(app.server);
+  app.setNotFoundHandler((request, reply) =>
+    rpcAnswer(deps, reply, '', new SbxError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+  registerRpcRoutes(app, deps);
+  return app;
+}
 
-  const answer = (reply: FastifyReply, id: string, err: unknown) => {
-    const e = isSbxError(err) ? err : new SbxError('provider_error', 'the provider failed');
-    if (!isSbxError(err)) deps.log.warn({ err: String((err as Error)?.name ?? 'error') }, 'worker RPC failed');
-    const status = C.RPC_STATUS_BY_CODE[e.code] ?? 500;
-    return reply
-      .code(status)
-      .type('application/json; charset=utf-8')
-      .send({ id, worker_id: deps.workerId, error: { code: e.code, message: e.message } });
-  };
+/**
+ * The RPC on another app's listener (a replica's API, DESIGN §7): the same routes in a context of
+ * their own, so their errors are envelopes; path-routed previews are attached to its server.
+ * The app must have @fastify/websocket registered.
+ */
+export async function mountRpc(app: FastifyInstance, deps: RpcServerDeps): Promise<void> {
+  await app.register((child, _opts, done) => {
+    registerRpcRoutes(child, deps);
+    done();
+  });
+  previewRouter(deps).attach(app.server);
+}
 
-  // Body parse errors, oversized bodies, unknown routes: still the envelope.
+/** The answer envelope of a failed call; backend text never leaves. */
+function rpcAnswer(deps: RpcServerDeps, reply: FastifyReply, id: string, err: unknown) {
+  const e = isSbxError(err) ? err : new SbxError('provider_error', 'the provider failed');
+  if (!isSbxError(err)) deps.log.warn({ err: String((err as Error)?.name ?? 'error') }, 'worker RPC failed');
+  const status = C.RPC_STATUS_BY_CODE[e.code] ?? 500;
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send({ id, worker_id: deps.workerId, error: { code: e.code, message: e.message } });
+}
+
+/** A call's sandbox, when its params name one. */
+function sandboxOf(params: unknown): string | null {
+  const id = (params as { sandbox_id?: unknown } | null)?.sandbox_id;
+  return typeof id === 'string' && id !== '' ? id : null;
+}
+
+/** `POST /rpc`, its 405 twins and `GET /rpc/exec/ws` on `app` (its error handler answers envelopes). */
+function registerRpcRoutes(app: FastifyInstance, deps: RpcServerDeps): void {
+  const staging = new UploadStaging(deps.stagingDir);
+  const slots = new SpawnSlots(
+    deps.workerId,
+    () => deps.maxSandboxes ?? 0,
+    () => deps.state.countRuntimes(),
+  );
+  app.addHook('onClose', async () => staging.close());
+  const answer = (reply: FastifyReply, id: string, err: unknown) => rpcAnswer(deps, reply, id, err);
+
+  // Body parse errors, oversized bodies: still the envelope.
   app.setErrorHandler((err: Error & { statusCode?: number }, _request, reply) => {
     if (isSbxError(err)) return answer(reply, '', err);
     if (err.statusCode === 413) return answer(reply, '', new SbxError('payload_too_large', 'the RPC body is too large'));
     if (err.statusCode && err.statusCode < 500) return answer(reply, '', badRequest('malformed RPC request'));
     return answer(reply, '', err);
   });
-  app.setNotFoundHandler((request, reply) =>
-    answer(reply, '', new SbxError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
-  );
 
-  app.post(C.RPC_PATH, async (request, reply) => {
+  app.post(C.RPC_PATH, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const body = request.body as Record<string, unknown> | undefined;
     const id = typeof body?.id === 'string' ? body.id : '';
     let identity;
@@ -125,6 +152,8 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
       requireScope(identity, C.RPC_SCOPE[method]);
       const params = env.params ?? {};
       if (!paramChecks[method].Check(params)) throw firstError(paramChecks[method], params, `${method} params`);
+      const sandboxId = sandboxOf(params) ?? (method === 'worker.renew_lease' ? sandboxOf({ sandbox_id: params.resource_id }) : null);
+      if (deps.prepare && sandboxId !== null) await deps.prepare(sandboxId);
       // Fencing (DESIGN §7): a stale lease is refused here, before any method changes anything.
       const lease = fenceCall(deps, method, params, env.lease);
       const signal = abortOnClose(reply);
@@ -152,6 +181,7 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
       try {
         requireScope(authenticateRpc(request.headers, deps), 'worker:exec');
         const q = request.query;
+        if (deps.prepare && q.sandbox_id) await deps.prepare(q.sandbox_id);
         const target = { sandbox_id: q.sandbox_id ?? '', provider: q.provider ?? '', runtime_id: q.runtime_id ?? '' };
         fenceCall(deps, 'worker.exec', target, leaseHeader(request.headers[C.RPC_LEASE_HEADER]));
         runtimeOf(deps, target);
@@ -179,13 +209,13 @@ export async function buildRpcApp(deps: RpcServerDeps, opts: RpcAppOptions = {})
       );
     },
   });
-  return app;
 }
 
 function previewRouter(deps: RpcServerDeps): PreviewRouter {
   return new PreviewRouter({
     domain: deps.previewDomain ?? '',
     resolve: async (sandboxId, port) => {
+      await deps.prepare?.(sandboxId);
       const rt = deps.state.getRuntime(sandboxId);
       if (!rt) throw new SbxError('not_found', `sandbox ${sandboxId} not found`);
       const provider = deps.providers.get(rt.provider);

@@ -12,7 +12,9 @@ import type { RpcServerDeps } from './deps.js';
 type Headers = Record<string, string | string[] | undefined>;
 
 export function authenticateRpc(headers: Headers, deps: RpcServerDeps): WorkerIdentity {
-  const identity = authenticateWorker(headers, deps.credentials(), AUD_RPC, deps.clock.now());
+  const identity = deps.authenticate
+    ? deps.authenticate(headers)
+    : authenticateWorker(headers, deps.credentials(), AUD_RPC, deps.clock.now());
   if (identity.worker_id !== deps.workerId) throw new SbxError('forbidden', `this is worker ${deps.workerId}, not ${identity.worker_id}`);
   return identity;
 }

@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { WorkerCredentials } from '../../../core/auth/settings.js';
+import type { WorkerIdentity } from '../../../core/auth/worker-claims.js';
 import type { Clock, Provider } from '../../../core/ports.js';
 import type { PreviewStats } from '../../preview/proxy.js';
 import type { WorkerState } from '../../../core/scheduler/worker-state-port.js';
@@ -31,4 +32,11 @@ export interface RpcServerDeps {
   previewDomain?: string;
   /** Preview traffic counters. */
   previewStats?: PreviewStats;
+  /**
+   * Who may call, when not this worker's own credentials: a replica's `/rpc` accepts only
+   * `replica:rpc` tokens signed with the installation key (DESIGN §7). Throws `unauthorized`.
+   */
+  authenticate?(headers: Record<string, string | string[] | undefined>): WorkerIdentity;
+  /** Runs before a call about a sandbox is served (a replica reads the sandbox's record and lease). */
+  prepare?(sandboxId: string): Promise<void>;
 }

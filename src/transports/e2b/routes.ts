@@ -36,12 +36,13 @@ const hide = true;
  */
 export function e2bRoutes(app: FastifyInstance, deps: E2bDeps): void {
   void app.register(
-    async (scope) => {
+    (scope, _opts, done) => {
       e2bErrorShape(scope);
       e2bListRoutes(scope, deps);
       lifecycleRoutes(scope, deps);
       timeRoutes(scope, deps);
       pauseRoutes(scope, deps);
+      done();
     },
     { prefix: E2B_PREFIX },
   );

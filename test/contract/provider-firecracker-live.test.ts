@@ -6,7 +6,7 @@
  * guests and have no Firecracker binary.
  *
  *   SBX_TEST_FIRECRACKER=1 SBX_FC_BINARY=/usr/local/bin/firecracker \
- *   SBX_FC_KERNEL=/var/lib/sbx/vmlinux SBX_FC_ROOTFS=/var/lib/sbx/rootfs.ext4 npx vitest run test/contract/provider-firecracker-live.test.ts
+ * SBX_FC_KERNEL=/var/lib/sbx/vmlinux SBX_FC_ROOTFS=/var/lib/sbx/rootfs.ext4 npx vitest run test/contract/provider-firecracker-live.test.ts
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

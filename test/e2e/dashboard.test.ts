@@ -3,7 +3,8 @@
  * against a real `sbx serve` with auth on — docker when SBX_TEST_DOCKER=1, else the mock provider.
  * Load, sign in with the key, spawn from the UI, run a command and watch its output stream, type
  * into the terminal (on docker a real TTY: keys, line editing, Ctrl+C; on mock line mode), get a
- * preview link for a port (with the sandbox's preview token), upload a file (picker and drag-and-drop) and see it listed, download it byte-exact, see an event arrive
+ * preview link for a port (with the sandbox's preview token), upload a file (picker and drag-and-drop) and see it listed, download it
+ * byte-exact, see an event arrive
  * live, destroy. Screenshots of each view go to test/e2e/screenshots/ (gitignored). Also: /ui is
  * 404 with `server.ui: false`, carries a strict CSP, and the key never appears in a URL the page
  * requests.

@@ -52,6 +52,20 @@ function refuseUnfiltered(deps: RpcServerDeps, provider: Provider): void {
   if (why !== null) throw new SbxError('not_implemented', `network "filtered" is not available on worker ${deps.workerId}: ${why}`);
 }
 
+/** A spawn's params with every field it left out taken from this worker's defaults (DESIGN §7). */
+function withSpawnDefaults(deps: RpcServerDeps, s: Static<typeof C.SpawnParams>) {
+  const d = deps.spawnDefaults;
+  return {
+    ...s,
+    provider: s.provider ?? d.provider,
+    image: s.image ?? d.image,
+    memory_mb: s.memory_mb ?? d.memory_mb,
+    vcpus: s.vcpus ?? d.vcpus,
+    metadata: s.metadata ?? {},
+    owner_id: s.owner_id ?? null,
+  };
+}
+
 /** The exec spec of `worker.exec`/`exec_stream` params. */
 export function execSpec(p: Static<typeof C.ExecParams>): ExecSpec {
   const spec: ExecSpec = { command: p.command, args: p.args, mode: p.mode, env: p.env };
@@ -71,7 +85,7 @@ export async function dispatch(deps: RpcServerDeps, staging: UploadStaging, call
   const { signal } = call;
   switch (call.method) {
     case 'worker.spawn': {
-      const s = p as Static<typeof C.SpawnParams>;
+      const s = withSpawnDefaults(deps, p as Static<typeof C.SpawnParams>);
       checkLease(call.lease, s.sandbox_id, deps);
       if (deps.draining()) throw unavailable(`worker ${deps.workerId} is draining and takes no new sandboxes`);
       const provider = providerNamed(deps, s.provider);

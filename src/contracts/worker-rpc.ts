@@ -211,7 +211,7 @@ export const ExecStreamItem = Type.Union([
     data: Type.String(),
     encoding: Type.Literal('base64'),
   }),
-  Type.Object({ stream: Type.Literal('exit'), exit_code: Type.Integer(), duration: Type.String() }),
+  Type.Object({ stream: Type.Literal('exit'), exit_code: Type.Union([Type.Integer(), Type.Null()]), duration: Type.String() }),
 ]);
 export type ExecStreamItem = Static<typeof ExecStreamItem>;
 

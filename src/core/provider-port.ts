@@ -72,6 +72,11 @@ export interface ExecSpec {
   controls?: AsyncIterable<ExecControl>;
   /** Run as this uid/gid (pool workspaces, DESIGN §8); absent = the runtime's own user. */
   user?: { uid: number; gid: number };
+  /**
+   * The caller collects the whole output before it answers (a buffered exec): a backend with a
+   * one-shot call for that (custom HTTP's `POST /exec` without `stream`) may use it. Others ignore it.
+   */
+  buffered?: true;
 }
 
 /** One tenant's workspace in a shared runtime (pool mode, DESIGN §8). */
@@ -119,7 +124,9 @@ export type ExecSignal = (typeof EXEC_SIGNALS)[number];
 export type ExecControl = { type: 'resize'; cols: number; rows: number } | { type: 'signal'; signal: ExecSignal };
 
 /**
- * What an exec yields: output chunks in order, then exactly one `exit` as the last item. The
+ * What an exec yields: output chunks in order, then exactly one `exit` as the last item — except a
+ * backend that reports no exit status (a custom HTTP backend written for the anchor streams output
+ * only, DESIGN §12): its iteration just ends, and the exit code is null all the way out. The
  * discriminator is `stream` all the way out — core's ExecItem and the API's NDJSON lines use it too.
  * When the signal aborts, the provider kills the command's whole process tree and ends the
  * iteration promptly (an `exit` with a non-zero code, or by returning); core decides whether it

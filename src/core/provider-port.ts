@@ -102,6 +102,8 @@ export interface WorkspaceOps {
   remove(signal?: AbortSignal): Promise<void>;
   exec(spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent>;
   writeFile(path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal): Promise<void>;
+  /** As Provider.writeFileStream. */
+  writeFileStream?(path: string, body: AsyncIterable<Uint8Array>, mode: () => number | undefined, signal?: AbortSignal): Promise<void>;
   readFile(path: string, signal?: AbortSignal, maxBytes?: number): Promise<Uint8Array>;
   openFile?(path: string, signal?: AbortSignal, maxBytes?: number): Promise<OpenedFile>;
   deleteFile(path: string, recursive: boolean, signal?: AbortSignal): Promise<void>;
@@ -243,6 +245,19 @@ export interface Provider {
   exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent>;
 
   writeFile(runtimeId: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal): Promise<void>;
+  /**
+   * Optional streamed write: the file's bytes as they arrive (memory stays flat however large).
+   * The file appears whole only when `body` ends normally; when it throws (a bad or cut upload)
+   * nothing is left, not even a partial file, and the old file stays. `mode` is read once the body
+   * has ended (a JSON upload may name it after the content): as in `writeFile`.
+   */
+  writeFileStream?(
+    runtimeId: string,
+    path: string,
+    body: AsyncIterable<Uint8Array>,
+    mode: () => number | undefined,
+    signal?: AbortSignal,
+  ): Promise<void>;
   /**
    * A directory is `bad_request`. A file over `maxBytes` is `payload_too_large`, refused before
    * its bytes are transferred where the backend can tell its size first.

@@ -13,6 +13,14 @@ export { decodeBase64InPlace } from './content-sink.js';
  * in any order: the encoding is settled once the body is complete.
  */
 
+/** Where the (unescaped) bytes of the `content` string go as they arrive. */
+export interface ContentTarget {
+  /** Plain bytes of the string, as they are. */
+  add(chunk: Buffer, start: number, end: number): void;
+  /** One code point from an escape (U+FFFD for a lone surrogate). */
+  codePoint(cp: number): void;
+}
+
 const MAX_MEMBER_BYTES = 1024 * 1024;
 const MAX_KEY_BYTES = 1024;
 const contents = new WeakMap<object, ContentSink>();
@@ -64,7 +72,7 @@ export class FileWriteScanner {
   private key = '';
   private keyBytes: number[] = [];
   private keyEscaped = false;
-  private content: ContentSink | undefined;
+  private content: ContentTarget | undefined;
   private hex = 0;
   private hexDigits = 0;
   private high = -1;
@@ -75,9 +83,11 @@ export class FileWriteScanner {
   private memberEscaped = false;
   private memberScalar = false;
 
+  /** `open` gives the target of the content when it starts (the members read so far in hand); default a ContentSink. */
   constructor(
     private readonly sizeHint: number,
     private readonly limit: number,
+    private readonly open?: (fields: Readonly<Record<string, unknown>>) => ContentTarget,
   ) {}
 
   write(chunk: Buffer): void {
@@ -127,7 +137,7 @@ export class FileWriteScanner {
           if (this.key === 'content') {
             if (this.content) throw badRequest('invalid body: content is given twice');
             if (c !== 0x22) throw badRequest('invalid body: content: must be string');
-            this.content = new ContentSink(this.sizeHint, this.limit, this.fields.encoding);
+            this.content = this.open ? this.open(this.fields) : new ContentSink(this.sizeHint, this.limit, this.fields.encoding);
             this.state = S.Content;
             break;
           }
@@ -211,7 +221,7 @@ export class FileWriteScanner {
     const body = { ...this.fields };
     if (this.content) {
       body.content = '';
-      contents.set(body, this.content);
+      if (this.content instanceof ContentSink) contents.set(body, this.content);
     }
     return body;
   }

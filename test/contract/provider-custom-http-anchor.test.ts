@@ -109,7 +109,7 @@ describe('through the API of a control plane whose custom_http backend is an anc
     srv = await startTestServer({
       providers: { custom_http: { enabled: true, base_url: frontUrl, api_key: KEY, timeout: '5s' } },
     });
-    const sb = await call(srv.url, 'POST', '/api/v1/sandboxes', { provider: 'custom-http' });
+    const sb = await call(srv.url, 'POST', '/api/v1/sandboxes', { provider: 'custom_http' });
     expect(sb.status, sb.text).toBe(201);
     id = sb.body.id;
   });

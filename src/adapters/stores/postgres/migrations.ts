@@ -10,6 +10,7 @@ import {
   warmRuntimes,
   VOLUME_WORKER,
   EGRESS_COLUMNS,
+  PROVIDER_NAMES,
 } from '../shared/schema.js';
 
 export interface Migration {
@@ -56,6 +57,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, name: 'warm runtimes', sql: warmRuntimes(C) },
   { version: 10, name: 'egress rules', sql: EGRESS_COLUMNS },
   { version: 11, name: 'volume workers', sql: VOLUME_WORKER },
+  { version: 12, name: 'canonical provider names', sql: PROVIDER_NAMES },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ErrorBody } from '../../../contracts/common.js';
 import { ProviderDetail, ProviderListItem, ProviderTestResult } from '../../../contracts/system.js';
+import { canonicalProviderName } from '../../../core/providers/registry.js';
 import type { HttpDeps } from '../deps.js';
 
 /** Provider list, detail and test (spec 4.5); `prefix` is '' or '/admin' for the aliases. */
@@ -24,7 +25,8 @@ export function providerRoutes(app: FastifyInstance, deps: HttpDeps, prefix = ''
       },
     },
     async (request) => {
-      const name = request.params.name;
+      // Either spelling of a provider's name, answered with the canonical one (DESIGN §12).
+      const name = canonicalProviderName(request.params.name);
       const live = await deps.sandboxes.list({ owner_id: null, admin: true });
       const sandbox_count = live.filter((s) => s.provider === name).length;
       if (!deps.providers.has(name) || !deps.locator.deps.localWorker) {

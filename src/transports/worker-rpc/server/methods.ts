@@ -8,6 +8,7 @@ import type * as C from '../../../contracts/worker-rpc.js';
 import { formatDuration } from '../../../core/duration.js';
 import { badRequest, notFound, SbxError, unavailable } from '../../../core/errors.js';
 import { parseEgress } from '../../../core/network/rules.js';
+import { canonicalProviderName } from '../../../core/providers/registry.js';
 import type { ExecSpec, Provider } from '../../../core/ports.js';
 import { sandboxPath } from '../../../core/sandboxes/paths.js';
 import type { ExecItem } from '../../../core/sandboxes/exec.js';
@@ -27,7 +28,7 @@ export interface Call {
 
 /** The provider by name, or 404. */
 export function providerNamed(deps: RpcServerDeps, name: string): Provider {
-  const p = deps.providers.get(name);
+  const p = deps.providers.get(canonicalProviderName(name));
   if (!p) throw notFound(`provider "${name}" is not run by worker ${deps.workerId}`);
   return p;
 }

@@ -311,6 +311,12 @@ export interface Provider {
   /** Pool mode (DESIGN §8): one tenant's workspace of this runtime. Optional: without it a provider cannot back a pool. */
   workspace?(runtimeId: string, ws: WorkspaceSpec): WorkspaceOps;
 
+  /**
+   * Whether `image` is already where spawns take it from (docker: the engine has it, no pull
+   * needed). Optional: providers without images lack it. For `GET /providers/{name}` (doctor).
+   */
+  imagePresent?(image: string, signal?: AbortSignal): Promise<boolean>;
+
   /** Releases clients, timers. */
   close?(): Promise<void>;
 }

@@ -5,6 +5,9 @@ import { ProviderDetail, ProviderListItem, ProviderTestResult } from '../../../c
 import { canonicalProviderName } from '../../../core/providers/registry.js';
 import type { HttpDeps } from '../deps.js';
 
+/** How long the detail waits for the engine to say whether the default image is there. */
+const IMAGE_CHECK_MS = 5_000;
+
 /** Provider list, detail and test (spec 4.5); `prefix` is '' or '/admin' for the aliases. */
 export function providerRoutes(app: FastifyInstance, deps: HttpDeps, prefix = ''): void {
   const tags = ['providers'];
@@ -37,7 +40,15 @@ export function providerRoutes(app: FastifyInstance, deps: HttpDeps, prefix = ''
       }
       const provider = deps.providers.get(name);
       const health = await deps.providers.status(provider.name);
-      return { name: provider.name, healthy: health.healthy, default: health.default, sandbox_count, health, config: provider.config() };
+      const config: Record<string, unknown> = provider.config();
+      // A provider with images (docker): the server's default image and whether it is there, so
+      // `sbx doctor` reports this server's setting, not its own config's.
+      if (provider.imagePresent) {
+        const image = deps.settings.defaults.image;
+        config.default_image = image;
+        config.image_present = await provider.imagePresent(image, AbortSignal.timeout(IMAGE_CHECK_MS)).catch(() => null);
+      }
+      return { name: provider.name, healthy: health.healthy, default: health.default, sandbox_count, health, config };
     },
   );
 

@@ -23,8 +23,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { FastifyRequest } from 'fastify';
 import { WriteFileRequest } from '../../contracts/files.js';
 import { badRequest, SbxError } from '../../core/errors.js';
-import { tooLarge } from './content-sink.js';
-import { declaredLength, FileWriteScanner } from './file-write-body.js';
+import { declaredLength, FileWriteScanner, tooLarge } from './file-write-body.js';
 import { Base64Stream, type ByteSink, decodeChunks, rawText, tee, Utf8Stream } from './upload-decoders.js';
 
 /** Bytes queued for the sandbox before the body is paused, and the level at which it resumes. */
@@ -269,7 +268,7 @@ export function uploadOf(body: unknown): Upload | undefined {
  * The content-type parser of the write route's JSON bodies: hands the route its body as soon as
  * the path is known and streams the rest (see the module comment). Bound by the body limit.
  */
-export function streamedUploadParser(bodyLimit: number, maxFileBytes: number) {
+export function streamedUploadParser(bodyLimit: number) {
   return (request: FastifyRequest, payload: NodeJS.ReadableStream, done: (err: Error | null, body?: unknown) => void) => {
     const declared = declaredLength(request);
     if (declared > bodyLimit) return done(tooLarge());
@@ -284,10 +283,7 @@ export function streamedUploadParser(bodyLimit: number, maxFileBytes: number) {
       () => payload.resume(),
       (body) => answer(null, body),
     );
-    // base64 text of a file at the limit, plus room for the other members.
-    const scanner = new FileWriteScanner(declared, Math.min(bodyLimit, Math.ceil(maxFileBytes / 3) * 4 + 4 * 1024 * 1024), (f) =>
-      upload.open(f),
-    );
+    const scanner = new FileWriteScanner((f) => upload.open(f));
     let received = 0;
     const fail = (err: unknown) => {
       if (finished) return;

@@ -39,7 +39,7 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
   // The write route in its own scope, where application/json bodies go to the streaming parser.
   void app.register(async (scope) => {
     scope.removeContentTypeParser(JSON_TYPE);
-    scope.addContentTypeParser(JSON_TYPE, streamedUploadParser(deps.bodyLimit, deps.settings.limits.max_file_bytes));
+    scope.addContentTypeParser(JSON_TYPE, streamedUploadParser(deps.bodyLimit));
     // Whatever happened (a refused credential, a failed validation), an upload's spool goes with its request.
     scope.addHook('onResponse', async (request) => void (await uploadOf(request.body)?.dispose()));
     // Two forms on one route: the spec's JSON body, and (sbx extension) the raw bytes as an

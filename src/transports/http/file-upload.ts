@@ -29,6 +29,11 @@ import { Base64Stream, type ByteSink, decodeChunks, rawText, tee, Utf8Stream } f
 /** Bytes queued for the sandbox before the body is paused, and the level at which it resumes. */
 const HIGH_WATER = 1024 * 1024;
 const LOW_WATER = 256 * 1024;
+/**
+ * A guessed direct write starts once this much decoded without a miss (or the body has ended and
+ * the guess is settled): a small or text body never opens a write it would then abandon.
+ */
+const GUESS_START = 256 * 1024;
 const uploads = new WeakMap<object, Upload>();
 const checkBody = TypeCompiler.Compile(WriteFileRequest);
 
@@ -47,9 +52,30 @@ class UploadPipe implements AsyncIterable<Uint8Array> {
   private ended = false;
   private error: unknown;
   private waiter: (() => void) | null = null;
+  private started!: () => void;
+  /** Resolves when the provider's write may start (see GUESS_START). */
+  readonly ready = new Promise<void>((r) => (this.started = r));
   closed = false;
 
-  constructor(private readonly onRoom: () => void) {}
+  constructor(
+    private readonly onRoom: () => void,
+    guessing: boolean,
+  ) {
+    if (!guessing) this.started();
+  }
+
+  /** Ended for the spool: the direct write never starts (or is abandoned). */
+  get redirected(): boolean {
+    return this.ended && redirects.has(this.error as object);
+  }
+
+  /** Nothing of it will be read: what is queued goes, the body flows on. */
+  discard(): void {
+    this.closed = true;
+    this.chunks.length = 0;
+    this.bytes = 0;
+    this.onRoom();
+  }
 
   get full(): boolean {
     return this.bytes >= HIGH_WATER;
@@ -59,6 +85,7 @@ class UploadPipe implements AsyncIterable<Uint8Array> {
     if (this.closed || this.ended) return;
     this.chunks.push(b);
     this.bytes += b.length;
+    if (this.bytes >= GUESS_START) this.started();
     this.wake();
   }
 
@@ -66,6 +93,7 @@ class UploadPipe implements AsyncIterable<Uint8Array> {
     if (this.ended) return;
     this.ended = true;
     this.error = err;
+    this.started();
     this.wake();
   }
 
@@ -177,7 +205,7 @@ export class Upload {
     const sinks: ByteSink[] = [];
     if (typeof fields.path !== 'string' || fields.encoding === undefined) sinks.push((this.spool = new Spool(this.onRoom)));
     if (typeof fields.path === 'string') {
-      this.pipe = new UploadPipe(this.onRoom);
+      this.pipe = new UploadPipe(this.onRoom, fields.encoding === undefined);
       this.stage = fields.encoding === 'utf8' ? new Utf8Stream(this.pipe) : new Base64Stream(this.pipe, fields.encoding === undefined);
       sinks.push(this.stage);
       this.early({ ...fields, content: '' });
@@ -223,10 +251,14 @@ export class Upload {
     const mode = () => this.final?.mode as string | undefined;
     try {
       if (this.pipe) {
-        try {
-          return await write(this.pipe, mode);
-        } catch (err) {
-          if (!redirects.has(err as object)) throw err;
+        await this.pipe.ready;
+        if (this.pipe.redirected) this.pipe.discard();
+        else {
+          try {
+            return await write(this.pipe, mode);
+          } catch (err) {
+            if (!redirects.has(err as object)) throw err;
+          }
         }
       }
       await this.settled;

@@ -81,7 +81,7 @@ _sbx_opts() {
     'worker token mint') echo '--worker-id --audience --scopes --ttl --signing-key-file -c --config --url --api-key --admin-key --user --json --no-color' ;;
     'worker token inspect') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'worker token verify') echo '--worker-id --audience --signing-key-file -c --config --url --api-key --admin-key --user --json --no-color' ;;
-    'provider-server') echo '--provider --listen --api-key-file --rootfs -c --config --url --api-key --admin-key --user --json --no-color' ;;
+    'provider-server') echo '--provider --listen --api-key-file --rootfs -c --config --anchor --url --api-key --admin-key --user --json --no-color' ;;
     'config') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'config lint') echo '--production -c --config --url --api-key --admin-key --user --json --no-color' ;;
     'completion') echo '--url --api-key --admin-key --user --json --no-color' ;;

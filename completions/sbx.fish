@@ -208,6 +208,7 @@ complete -c sbx -n '__sbx_path_is \'provider-server\'' -l listen -x -d 'listen a
 complete -c sbx -n '__sbx_path_is \'provider-server\'' -l api-key-file -r -F -d 'file holding the key every request must send in X-API-Key (required)'
 complete -c sbx -n '__sbx_path_is \'provider-server\'' -l rootfs -r -F -d 'proot\'s root filesystem (else providers.proot.rootfs)'
 complete -c sbx -n '__sbx_path_is \'provider-server\'' -l config -s c -r -F -d 'config file for the provider settings (env SBX_CONFIG)'
+complete -c sbx -n '__sbx_path_is \'provider-server\'' -l anchor -d 'answer exactly as the anchor\'s contract documents (no exit lines, no sbx additions), to test a client against it'
 complete -c sbx -n '__sbx_path_is \'config\'' -f -a 'lint' -d 'check the server configuration for security and consistency problems'
 complete -c sbx -n '__sbx_path_is \'config lint\'' -l production -d 'production rules: auth off, open CORS, weak keys, unverified TLS fail'
 complete -c sbx -n '__sbx_path_is \'config lint\'' -l config -s c -r -F -d 'config file (env SBX_CONFIG)'

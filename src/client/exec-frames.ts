@@ -11,7 +11,8 @@ import { base64ToBytes } from './base64.js';
 /** One item of a byte-exact exec stream. */
 export type ExecBytesChunk =
   | { stream: 'stdout' | 'stderr'; data: Uint8Array }
-  | { stream: 'exit'; exit_code: number; duration?: string; timed_out?: boolean; error?: { code: string; message: string } };
+  // exit_code null: the provider reported no exit status (a custom HTTP backend without an exit line).
+  | { stream: 'exit'; exit_code: number | null; duration?: string; timed_out?: boolean; error?: { code: string; message: string } };
 
 const utf8 = new TextDecoder();
 /** Frames longer than this are refused as corrupt (the server never sends output chunks near it). */
@@ -32,7 +33,7 @@ export async function* parseExecFrames(body: AsyncIterable<Uint8Array>): AsyncGe
       if (id === EXEC_FRAME.stdout || id === EXEC_FRAME.stderr) {
         yield { stream: id === EXEC_FRAME.stdout ? 'stdout' : 'stderr', data: payload };
       } else if (id === EXEC_FRAME.exit) {
-        yield { stream: 'exit', ...(parseJson(payload) as { exit_code: number; duration?: string; timed_out?: boolean }) };
+        yield { stream: 'exit', ...(parseJson(payload) as { exit_code: number | null; duration?: string; timed_out?: boolean }) };
         return;
       } else if (id === EXEC_FRAME.error) {
         const error = parseJson(payload) as { code: string; message: string };
@@ -69,13 +70,13 @@ export function ndjsonToBytes(chunk: {
   stream: 'stdout' | 'stderr' | 'exit';
   data: string;
   encoding?: 'base64';
-  exit_code?: number;
+  exit_code?: number | null;
   duration?: string;
   timed_out?: boolean;
   error?: { code: string; message: string };
 }): ExecBytesChunk {
   if (chunk.stream === 'exit') {
-    const exit: ExecBytesChunk = { stream: 'exit', exit_code: chunk.exit_code ?? 125 };
+    const exit: ExecBytesChunk = { stream: 'exit', exit_code: chunk.exit_code ?? null };
     if (chunk.duration !== undefined) exit.duration = chunk.duration;
     if (chunk.timed_out) exit.timed_out = true;
     if (chunk.error) exit.error = chunk.error;

@@ -319,7 +319,23 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const values = logger.levels.values;
     const httpLevel = (values[logger.level] ?? 0) > (values.warn ?? 40) ? logger.level : 'warn';
     const rpc = replicaWorker
-      ? [replicaRpcRoutes({ store, providers, workerId: settings.worker_id, installationKey, clock, logger, home: opts.home ?? homedir() })]
+      ? [
+          replicaRpcRoutes({
+            store,
+            providers,
+            workerId: settings.worker_id,
+            installationKey,
+            clock,
+            logger,
+            home: opts.home ?? homedir(),
+            spawnDefaults: {
+              provider: built.defaultName,
+              image: config.defaults.image,
+              memory_mb: config.defaults.memory_mb,
+              vcpus: config.defaults.vcpus,
+            },
+          }),
+        ]
       : [];
     const app = await buildApp(deps, {
       logger: logger.child({}, { level: httpLevel }),

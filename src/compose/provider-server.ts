@@ -25,6 +25,8 @@ export interface ProviderServerStart {
   config?: string;
   /** proot's root filesystem (else providers.proot.rootfs). */
   rootfs?: string;
+  /** Answer exactly as the anchor's contract documents (see ProviderServerOptions.anchor). */
+  anchor?: boolean;
   env?: Record<string, string | undefined>;
   cwd?: string;
   home?: string;
@@ -71,6 +73,7 @@ export async function startProviderServer(opts: ProviderServerStart): Promise<Pr
   const app = await buildProviderServer({
     provider,
     apiKey: opts.apiKey,
+    anchor: opts.anchor === true,
     onError: (err) => log.warn({ err: String((err as Error)?.name ?? 'error') }, 'provider call failed'),
   });
   let url: string;

@@ -72,6 +72,8 @@ export interface ReplicaRpcOptions {
   clock: Clock;
   logger: Logger;
   home: string;
+  /** What a `worker.spawn` that names only `sandbox_id` gets (DESIGN §7): this node's defaults. */
+  spawnDefaults: { provider: string; image: string; memory_mb: number; vcpus: number };
 }
 
 /** The route group that mounts this replica's worker RPC on its API app. */
@@ -85,6 +87,7 @@ export function replicaRpcRoutes(o: ReplicaRpcOptions): (app: FastifyInstance) =
         authenticateWorker(headers, { ...NO_WORKER_CREDENTIALS, signing_keys: [o.installationKey] }, AUD_REPLICA_RPC, o.clock.now()),
       prepare: (sandboxId) => state.load(sandboxId),
       providers: new Map(o.providers.all().map((p) => [p.name, p])),
+      spawnDefaults: o.spawnDefaults,
       state,
       clock: o.clock,
       stagingDir: join(o.home, '.sbx', 'replica-staging', o.workerId.replace(/[^A-Za-z0-9_.-]/g, '_')),

@@ -169,6 +169,12 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
           workerId: id,
           credentials,
           providers: byName,
+          spawnDefaults: {
+            provider: built.defaultName,
+            image: config.defaults.image,
+            memory_mb: config.defaults.memory_mb,
+            vcpus: config.defaults.vcpus,
+          },
           state,
           clock,
           stagingDir: join(statePath + '.staging'),

@@ -200,7 +200,10 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
     );
   }
   const ch = config.providers.custom_http;
-  if (ch.enabled === true || (ch.enabled !== false && config.providers.default === 'custom-http')) {
+  if (
+    ch.enabled === true ||
+    (ch.enabled !== false && (config.providers.default === 'custom_http' || config.providers.default === 'custom-http'))
+  ) {
     if (!set(ch.base_url)) {
       add(
         'fail',

@@ -96,6 +96,8 @@ export async function loadConfig(opts: LoadConfigOptions = {}): Promise<LoadedCo
   }
 
   expandPaths(config, home, cwd);
+  // A provider's name is its config group's (DESIGN §12): `custom-http` is read as `custom_http`.
+  if (config.providers.default === 'custom-http') config.providers.default = 'custom_http';
   resolveSecretFiles(config, origin, problems);
   checkBlankSecrets(config, origin, problems);
   const notes = deriveAuthEnabled(config, origin);

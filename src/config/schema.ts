@@ -44,7 +44,8 @@ const bool = (): Leaf => ({ kind: 'bool' });
 const oneOf = (...values: string[]): Leaf => ({ kind: 'enum', values });
 const list = (isSecret = false): Leaf => ({ kind: 'list', secret: isSecret });
 
-export const PROVIDER_CHOICES = ['auto', 'docker', 'proot', 'mock', 'firecracker', 'hosted', 'custom-http'] as const;
+/** `custom-http` is the other spelling of `custom_http`, accepted and read as it (DESIGN §12). */
+export const PROVIDER_CHOICES = ['auto', 'docker', 'proot', 'mock', 'firecracker', 'hosted', 'custom_http', 'custom-http'] as const;
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 
 /** The schema of SbxConfig. */

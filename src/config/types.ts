@@ -3,7 +3,7 @@
  * compose/ turns them into milliseconds. Optional keys have no meaningful default.
  */
 
-export type ProviderChoice = 'auto' | 'docker' | 'proot' | 'mock' | 'firecracker' | 'hosted' | 'custom-http';
+export type ProviderChoice = 'auto' | 'docker' | 'proot' | 'mock' | 'firecracker' | 'hosted' | 'custom_http' | 'custom-http';
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 /** Docker registry credentials: an encoded X-Registry-Auth string or an auth object. */
 export type RegistryAuth = string | Record<string, string>;

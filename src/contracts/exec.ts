@@ -52,7 +52,8 @@ export const ExecChunk = Type.Object({
   stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr'), Type.Literal('exit')]),
   data: Type.String(),
   encoding: Type.Optional(OutputEncoding('data')),
-  exit_code: Type.Optional(Type.Integer()),
+  /** null when the provider's backend does not report one (a custom HTTP backend written for the anchor, DESIGN §12). */
+  exit_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
   duration: Type.Optional(Duration),
   timed_out: Type.Optional(Type.Boolean()),
 });
@@ -122,7 +123,8 @@ export const ExecWsOutput = Type.Object({
 /** Server → client: the last message of a run; `timed_out` (with 124) when the deadline killed it. */
 export const ExecWsExit = Type.Object({
   type: Type.Literal('exit'),
-  exit_code: Type.Integer(),
+  /** null when the provider's backend does not report one (DESIGN §12). */
+  exit_code: Type.Union([Type.Integer(), Type.Null()]),
   duration: Type.Optional(Duration),
   timed_out: Type.Optional(Type.Boolean()),
 });

@@ -25,7 +25,18 @@ export const ProviderDetail = Type.Object(
     default: Type.Boolean(),
     sandbox_count: Type.Integer(),
     health: ProviderListItem,
-    config: Type.Record(Type.String(), Type.Unknown()),
+    /** The provider's settings (no secrets); providers with images add the server's default image. */
+    config: Type.Object(
+      {
+        default_image: Type.Optional(Type.String({ description: "sbx: the server's defaults.image (providers with images: docker)" })),
+        image_present: Type.Optional(
+          Type.Union([Type.Boolean(), Type.Null()], {
+            description: 'sbx: whether the engine has the default image now (no pull needed); null when it cannot be asked',
+          }),
+        ),
+      },
+      { additionalProperties: true },
+    ),
   },
   { $id: 'ProviderDetail' },
 );

@@ -164,15 +164,20 @@ export const RpcEgressLists = Type.Object(
 );
 export type RpcEgressLists = Static<typeof RpcEgressLists>;
 
+/**
+ * The spec's params: `sandbox_id` plus the spawn fields. Everything beyond `sandbox_id` is optional
+ * (DESIGN §7) and takes the worker's own defaults: its default provider, `defaults.image`,
+ * `memory_mb`, `vcpus` and `ttl`, no metadata, `owner_id` null, the provider's network.
+ */
 export const SpawnParams = Type.Object({
   sandbox_id: Type.String({ minLength: 1, maxLength: 128 }),
-  provider: Type.String({ minLength: 1, maxLength: 64 }),
-  image: Type.String({ minLength: 1 }),
-  memory_mb: Type.Integer({ minimum: 1 }),
-  vcpus: Type.Integer({ minimum: 1 }),
-  ttl: Type.String(),
-  metadata: Type.Record(Type.String(), Type.String()),
-  owner_id: Type.Union([Type.String(), Type.Null()]),
+  provider: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  image: Type.Optional(Type.String({ minLength: 1 })),
+  memory_mb: Type.Optional(Type.Integer({ minimum: 1 })),
+  vcpus: Type.Optional(Type.Integer({ minimum: 1 })),
+  ttl: Type.Optional(Type.String()),
+  metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+  owner_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   /** With the control plane's `server.preview_auth`: the token the worker's own preview host requires. */
   preview_token: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
   /** DESIGN §10: `none`, `bridge` or `filtered` (with `egress`); absent: the worker provider's default. */
@@ -246,7 +251,7 @@ export const ExecStreamItem = Type.Union([
     data: Type.String(),
     encoding: Type.Literal('base64'),
   }),
-  Type.Object({ stream: Type.Literal('exit'), exit_code: Type.Integer(), duration: Type.String() }),
+  Type.Object({ stream: Type.Literal('exit'), exit_code: Type.Union([Type.Integer(), Type.Null()]), duration: Type.String() }),
 ]);
 export type ExecStreamItem = Static<typeof ExecStreamItem>;
 

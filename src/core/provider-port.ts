@@ -72,6 +72,11 @@ export interface ExecSpec {
   controls?: AsyncIterable<ExecControl>;
   /** Run as this uid/gid (pool workspaces, DESIGN §8); absent = the runtime's own user. */
   user?: { uid: number; gid: number };
+  /**
+   * The caller collects the whole output before it answers (a buffered exec): a backend with a
+   * one-shot call for that (custom HTTP's `POST /exec` without `stream`) may use it. Others ignore it.
+   */
+  buffered?: true;
 }
 
 /** One tenant's workspace in a shared runtime (pool mode, DESIGN §8). */
@@ -97,6 +102,8 @@ export interface WorkspaceOps {
   remove(signal?: AbortSignal): Promise<void>;
   exec(spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent>;
   writeFile(path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal): Promise<void>;
+  /** As Provider.writeFileStream. */
+  writeFileStream?(path: string, body: AsyncIterable<Uint8Array>, mode: () => number | undefined, signal?: AbortSignal): Promise<void>;
   readFile(path: string, signal?: AbortSignal, maxBytes?: number): Promise<Uint8Array>;
   openFile?(path: string, signal?: AbortSignal, maxBytes?: number): Promise<OpenedFile>;
   deleteFile(path: string, recursive: boolean, signal?: AbortSignal): Promise<void>;
@@ -125,7 +132,9 @@ export type ExecSignal = (typeof EXEC_SIGNALS)[number];
 export type ExecControl = { type: 'resize'; cols: number; rows: number } | { type: 'signal'; signal: ExecSignal };
 
 /**
- * What an exec yields: output chunks in order, then exactly one `exit` as the last item. The
+ * What an exec yields: output chunks in order, then exactly one `exit` as the last item — except a
+ * backend that reports no exit status (a custom HTTP backend written for the anchor streams output
+ * only, DESIGN §12): its iteration just ends, and the exit code is null all the way out. The
  * discriminator is `stream` all the way out — core's ExecItem and the API's NDJSON lines use it too.
  * When the signal aborts, the provider kills the command's whole process tree and ends the
  * iteration promptly (an `exit` with a non-zero code, or by returning); core decides whether it
@@ -248,6 +257,19 @@ export interface Provider {
 
   writeFile(runtimeId: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal): Promise<void>;
   /**
+   * Optional streamed write: the file's bytes as they arrive (memory stays flat however large).
+   * The file appears whole only when `body` ends normally; when it throws (a bad or cut upload)
+   * nothing is left, not even a partial file, and the old file stays. `mode` is read once the body
+   * has ended (a JSON upload may name it after the content): as in `writeFile`.
+   */
+  writeFileStream?(
+    runtimeId: string,
+    path: string,
+    body: AsyncIterable<Uint8Array>,
+    mode: () => number | undefined,
+    signal?: AbortSignal,
+  ): Promise<void>;
+  /**
    * A directory is `bad_request`. A file over `maxBytes` is `payload_too_large`, refused before
    * its bytes are transferred where the backend can tell its size first.
    */
@@ -299,6 +321,12 @@ export interface Provider {
 
   /** Pool mode (DESIGN §8): one tenant's workspace of this runtime. Optional: without it a provider cannot back a pool. */
   workspace?(runtimeId: string, ws: WorkspaceSpec): WorkspaceOps;
+
+  /**
+   * Whether `image` is already where spawns take it from (docker: the engine has it, no pull
+   * needed). Optional: providers without images lack it. For `GET /providers/{name}` (doctor).
+   */
+  imagePresent?(image: string, signal?: AbortSignal): Promise<boolean>;
 
   /** Releases clients, timers. */
   close?(): Promise<void>;

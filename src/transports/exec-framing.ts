@@ -29,7 +29,7 @@ export type FrameMode = 'text' | 'binary' | 'base64';
 /** One wire-neutral frame: each wire (NDJSON, WebSocket, RPC envelope) writes it its own way. */
 export type ExecFrame =
   | { kind: 'output'; stream: 'stdout' | 'stderr'; data: string; encoding?: 'base64' }
-  | { kind: 'exit'; exit_code: number; duration: string; timed_out?: true }
+  | { kind: 'exit'; exit_code: number | null; duration: string; timed_out?: true }
   | { kind: 'error'; code: string; message: string };
 
 type Exit = Extract<ExecItem, { stream: 'exit' }>;

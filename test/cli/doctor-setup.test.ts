@@ -131,7 +131,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx doctor and spawn: th
     await server?.close();
   });
 
-  it('doctor: a present default image is ok; a missing one is "pull not verified" with local images', async () => {
+  it('doctor: a present default image is ok; a missing one is "pull not verified" with local images (the server\'s own when it answers)', async () => {
     const dir = tempDir();
     writeFileSync(
       join(dir, 'present.yaml'),
@@ -146,8 +146,14 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx doctor and spawn: th
       status: 'ok',
       detail: `unix://${SOCKET} (providers.docker.socket_path) answers OK`,
     });
-    expect(present.by['default image']).toMatchObject({ status: 'ok', detail: `${TEST_IMAGE} is present` });
-    const missing = await doctor(server.url, {}, ['--config', join(dir, 'missing.yaml')]);
+    // A server that answers names its own default image (issue 31 item 6): the local config's is not checked.
+    expect(present.by['server default image']).toMatchObject({ status: 'ok', detail: `${TEST_IMAGE} is present on the server's engine` });
+    expect(present.by['default image']).toBeUndefined();
+    expect((await doctor(server.url, {}, ['--config', join(dir, 'missing.yaml')])).by['default image']).toBeUndefined();
+    // Without a server, the local config's image is checked on the local engine.
+    const alone = await doctor('http://127.0.0.1:1', {}, ['--config', join(dir, 'present.yaml')]);
+    expect(alone.by['default image']).toMatchObject({ status: 'ok', detail: `${TEST_IMAGE} is present` });
+    const missing = await doctor('http://127.0.0.1:1', {}, ['--config', join(dir, 'missing.yaml')]);
     const row = missing.by['default image']!;
     expect(row.status).toBe('warn');
     expect(row.detail).toMatch(new RegExp(`^${UNPULLABLE} is not present: pull not verified .*; images the engine has: \\S+`));

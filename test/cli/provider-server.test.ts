@@ -85,11 +85,11 @@ describe('sbx provider-server', () => {
       const checks = (JSON.parse(r.stdout) as { checks: Array<{ title: string; status: string; detail: string }> }).checks;
       return checks.find((c) => c.title === 'other providers')!;
     };
-    expect(await doctorRow(url)).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^custom-http healthy/) });
+    expect(await doctorRow(url)).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^custom_http healthy/) });
     const down = await doctorRow('http://127.0.0.1:1');
     expect(down).toMatchObject({
       status: 'fail',
-      detail: expect.stringMatching(/^custom-http unhealthy: custom-http health: cannot reach the backend/),
+      detail: expect.stringMatching(/^custom_http unhealthy: custom-http health: cannot reach the backend/),
     });
     expect(down.detail).not.toContain('ps-test-key');
     stop.abort();

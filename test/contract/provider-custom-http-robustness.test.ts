@@ -141,13 +141,17 @@ describe('custom HTTP client against a misbehaving backend', () => {
     expect(h.error).not.toContain(LEAK);
   });
 
-  it('exec streams: a garbage line, a stream without an exit line and a dropped connection are typed errors', async () => {
+  it('exec streams: a garbage line and a dropped connection are typed errors; a stream without an exit line ends with none', async () => {
     const ndjson = (body: string) => (_req: IncomingMessage, res: ServerResponse) =>
       res.writeHead(200, { 'content-type': 'application/x-ndjson' }).end(body);
     const garbage = (await backend(ndjson(`{"stream":"stdout","data":"ok"}\n${LEAK}\n`))).provider;
     expect((await failure(collect(garbage.exec('rt', sh('x'), never)))).code).toBe('provider_error');
     const noExit = (await backend(ndjson('{"stream":"stdout","data":"ok"}\n'))).provider;
-    expect((await failure(collect(noExit.exec('rt', sh('x'), never)))).message).toMatch(/without an exit line/);
+    // The anchor's contract sends output lines only (DESIGN §12): no exit event, no error.
+    const ended = await collect(noExit.exec('rt', sh('x'), never));
+    expect(ended.stdout).toBe('ok');
+    expect(ended.exitCode).toBeNull();
+    expect(ended.events).toHaveLength(1);
     const dropped = (
       await backend((req, res) => {
         res.writeHead(200, { 'content-type': 'application/x-ndjson' });

@@ -46,26 +46,55 @@ describe('custom-http beside mock on a serve-style control plane', () => {
       capabilities: string[];
     }>;
     expect(list.map((p) => [p.name, p.default])).toEqual([
-      ['custom-http', false],
+      ['custom_http', false],
       ['mock', true],
     ]);
-    const ch = list.find((p) => p.name === 'custom-http')!;
+    const ch = list.find((p) => p.name === 'custom_http')!;
     expect(ch.healthy).toBe(true);
     expect(ch.capabilities).toEqual(expect.arrayContaining(['spawn', 'exec', 'exec_stream', 'files', 'health', 'console', 'exec_stdin']));
     const detail = await (await json('/api/v1/providers/custom-http')).text();
     expect(detail).not.toContain(KEY);
+    // Either spelling names it; the answer gives the canonical name, its config group's (DESIGN §12).
+    expect(((await (await json('/api/v1/providers/custom_http')).json()) as { name: string }).name).toBe('custom_http');
     expect(JSON.parse(detail)).toMatchObject({
-      name: 'custom-http',
+      name: 'custom_http',
       healthy: true,
       config: { runtime: 'custom-http', base_url: backendUrl, api_key: 'set' },
     });
   });
 
-  it('a sandbox on custom-http runs commands and keeps files through the API', async () => {
-    const res = await json('/api/v1/sandboxes', { provider: 'custom-http' });
+  it('both spellings spawn on it and are answered with custom_http; templates and worker heartbeats too', async () => {
+    for (const spelling of ['custom_http', 'custom-http']) {
+      const res = await json('/api/v1/sandboxes', { provider: spelling });
+      expect(res.status, spelling).toBe(201);
+      const sb = (await res.json()) as { id: string; provider: string };
+      expect(sb.provider, spelling).toBe('custom_http');
+      expect(((await (await json(`/api/v1/sandboxes/${sb.id}`)).json()) as { provider: string }).provider).toBe('custom_http');
+      expect((await fetch(`${srv.url}/api/v1/sandboxes/${sb.id}`, { method: 'DELETE' })).status).toBeLessThan(300);
+    }
+    const tpl = await json('/api/v1/templates', { name: 'chttp-tpl', provider: 'custom-http' });
+    expect(tpl.status).toBe(201);
+    expect(((await tpl.json()) as { provider: string }).provider).toBe('custom_http');
+    const fromTpl = await json('/api/v1/templates/chttp-tpl/spawn', {});
+    expect(fromTpl.status).toBe(201);
+    const t = (await fromTpl.json()) as { id: string; provider: string };
+    expect(t.provider).toBe('custom_http');
+    await fetch(`${srv.url}/api/v1/sandboxes/${t.id}`, { method: 'DELETE' });
+    // An older worker advertising the other spelling is listed under the canonical one.
+    const hb = await json('/api/v1/admin/workers/w-old/heartbeat', {
+      hostname: 'old',
+      status: 'online',
+      providers: ['custom-http', 'mock'],
+    });
+    expect(hb.status).toBe(200);
+    expect(((await hb.json()) as { providers: string[] }).providers).toEqual(['custom_http', 'mock']);
+  });
+
+  it('a sandbox on custom_http runs commands and keeps files through the API', async () => {
+    const res = await json('/api/v1/sandboxes', { provider: 'custom_http' });
     expect(res.status).toBe(201);
     const sb = (await res.json()) as { id: string; provider: string };
-    expect(sb.provider).toBe('custom-http');
+    expect(sb.provider).toBe('custom_http');
     const ex = (await (await json(`/api/v1/sandboxes/${sb.id}/exec`, { command: 'echo hello; echo oops >&2; exit 3' })).json()) as {
       exit_code: number;
       stdout: string;
@@ -86,7 +115,7 @@ describe('custom-http beside mock on a serve-style control plane', () => {
         healthy: boolean;
         error?: string;
       }>;
-      const ch = list.find((p) => p.name === 'custom-http')!;
+      const ch = list.find((p) => p.name === 'custom_http')!;
       expect(ch.healthy).toBe(false);
       expect(ch.error).toMatch(/cannot reach the backend/);
       expect(JSON.stringify(list)).not.toContain(KEY);

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contentBytes, decodeBase64InPlace, FileWriteScanner, takeContent } from '../../src/transports/http/file-write-body.js';
+import { FileWriteScanner } from '../../src/transports/http/file-write-body.js';
+import { Base64Stream, type ByteSink, decodeChunks, rawText, tee, Utf8Stream } from '../../src/transports/http/upload-decoders.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -79,12 +80,39 @@ function split(text: string | Buffer, at: number[]): Buffer[] {
 }
 
 /** The scanner's result for `body` fed in the given pieces: the fields and the file's bytes. */
-function scan(pieces: Buffer[], hint = 0): { fields: Record<string, unknown> | undefined; bytes: Buffer | undefined } {
-  const s = new FileWriteScanner(hint, 1 << 20);
+/**
+ * The content of a body scanned in `pieces`, both ways an upload takes it (file-upload.ts): the
+ * raw text decoded once the body is complete (the spool's way), and — when the encoding was known
+ * when the content began, or guessed right — decoded as it streamed (the direct way).
+ */
+async function scan(pieces: Buffer[]): Promise<{ fields: Record<string, unknown> | undefined; bytes: Buffer; direct?: Buffer }> {
+  const raw: Buffer[] = [];
+  const direct: Buffer[] = [];
+  let stage: Base64Stream | Utf8Stream | undefined;
+  let before: unknown;
+  const s = new FileWriteScanner((f) => {
+    before = f.encoding;
+    const out: ByteSink = { write: (b) => direct.push(Buffer.from(b)) };
+    stage = before === 'utf8' ? new Utf8Stream(out) : new Base64Stream(out, before === undefined);
+    return rawText(tee({ write: (b) => raw.push(Buffer.from(b)) }, stage));
+  });
   for (const p of pieces) s.write(p);
   const fields = s.end();
-  const sink = takeContent(fields);
-  return { fields, bytes: sink && contentBytes(sink, fields?.encoding as 'utf8' | 'base64' | undefined) };
+  const chunks: Uint8Array[] = [];
+  for await (const c of decodeChunks(
+    (async function* () {
+      yield* raw;
+    })(),
+    fields?.encoding,
+  ))
+    chunks.push(c);
+  const bytes = Buffer.concat(chunks);
+  const guessed = before === undefined && fields?.encoding === 'base64' && !(stage as Base64Stream).failed;
+  if (stage && (before !== undefined || guessed)) {
+    stage.end();
+    return { fields, bytes, direct: Buffer.concat(direct) };
+  }
+  return { fields, bytes };
 }
 /** What the old whole-body parser made of `content`: JSON.parse, then decodeText's rules. */
 function expectedBytes(parsed: Record<string, unknown>): Buffer {
@@ -130,7 +158,7 @@ describe('streamed JSON file writes (issue 12.5)', () => {
     }
   });
 
-  it('matches JSON.parse at every split point, encoding before or after content, wrapped base64 too', () => {
+  it('matches JSON.parse at every split point, encoding before or after content, wrapped base64 too', async () => {
     const bodies = [
       JSON.stringify({ path: '/p', content: 'a"b\\c/d\né😀\ud800x', mode: '644' }),
       // Text that looks like base64 until it does not, with encoding last (the decoder guesses, then backs out).
@@ -149,17 +177,30 @@ describe('streamed JSON file writes (issue 12.5)', () => {
       const want = expectedBytes(expected);
       const b = Buffer.from(body, 'utf8');
       for (let cut = 1; cut < b.length; cut++) {
-        const { fields, bytes } = scan([b.subarray(0, cut), b.subarray(cut)], cut % 2 ? b.length : 0);
+        const { fields, bytes, direct } = await scan([b.subarray(0, cut), b.subarray(cut)]);
         const { content: _content, ...rest } = expected;
         expect(fields).toEqual({ ...rest, content: '' });
-        expect(bytes!.equals(want), `${body} cut at ${cut}`).toBe(true);
+        expect(bytes.equals(want), `${body} cut at ${cut}`).toBe(true);
+        if (direct) expect(direct.equals(want), `${body} cut at ${cut}, streamed`).toBe(true);
       }
       // One byte at a time.
-      const bytewise = scan([...b].map((x) => Buffer.from([x])));
-      expect(bytewise.bytes!.equals(want), body).toBe(true);
+      const bytewise = await scan([...b].map((x) => Buffer.from([x])));
+      expect(bytewise.bytes.equals(want), body).toBe(true);
+      if (bytewise.direct) expect(bytewise.direct.equals(want), body).toBe(true);
     }
-    expect(decodeBase64InPlace(Buffer.from('aGVs\nbG8g\r\nd29y bGQ=')).toString()).toBe('hello world');
-    expect(decodeBase64InPlace(Buffer.from('aGk')).toString()).toBe('hi');
+    const decoded = async (text: string) => {
+      const out: Uint8Array[] = [];
+      for await (const c of decodeChunks(
+        (async function* () {
+          yield Buffer.from(text);
+        })(),
+        'base64',
+      ))
+        out.push(c);
+      return Buffer.concat(out).toString();
+    };
+    expect(await decoded('aGVs\nbG8g\r\nd29y bGQ=')).toBe('hello world');
+    expect(await decoded('aGk')).toBe('hi');
   });
 
   it('over-size uploads are 413 payload_too_large (file limit and body limit)', async () => {

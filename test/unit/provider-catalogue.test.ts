@@ -35,7 +35,7 @@ const cfg = (p: Over): SbxConfig => {
 };
 
 const wantedProviders = (c: SbxConfig) => wantedOf(c.providers);
-const rest = { 'custom-http': 'off', hosted: 'off', firecracker: 'off' } as const;
+const rest = { custom_http: 'off', hosted: 'off', firecracker: 'off' } as const;
 
 describe('wantedProviders', () => {
   it('auto detects docker and proot, never mock; a named default is required and the others run only on request', () => {
@@ -60,17 +60,19 @@ describe('wantedProviders', () => {
   });
 
   it('custom-http runs only when enabled or named, never by auto; each kind names its config group', () => {
-    expect(wantedProviders(cfg({ default: 'auto', custom_http: { base_url: 'http://x' } }))['custom-http']).toBe('off');
-    expect(wantedProviders(cfg({ default: 'auto', custom_http: { enabled: true } }))['custom-http']).toBe('required');
-    expect(wantedProviders(cfg({ default: 'custom-http' }))['custom-http']).toBe('required');
-    expect(() => wantedProviders(cfg({ default: 'custom-http', custom_http: { enabled: false } }))).toThrow(
-      'providers.default is "custom-http" but providers.custom_http.enabled is false',
+    expect(wantedProviders(cfg({ default: 'auto', custom_http: { base_url: 'http://x' } })).custom_http).toBe('off');
+    expect(wantedProviders(cfg({ default: 'auto', custom_http: { enabled: true } })).custom_http).toBe('required');
+    expect(wantedProviders(cfg({ default: 'custom_http' })).custom_http).toBe('required');
+    // The other spelling is the same provider (DESIGN §12).
+    expect(wantedProviders(cfg({ default: 'custom-http' as never })).custom_http).toBe('required');
+    expect(() => wantedProviders(cfg({ default: 'custom_http', custom_http: { enabled: false } }))).toThrow(
+      'providers.default is "custom_http" but providers.custom_http.enabled is false',
     );
     expect(PROVIDER_CATALOGUE.map((e) => [e.name, e.group])).toEqual([
       ['docker', 'docker'],
       ['proot', 'proot'],
       ['mock', 'mock'],
-      ['custom-http', 'custom_http'],
+      ['custom_http', 'custom_http'],
       ['hosted', 'hosted'],
       ['firecracker', 'firecracker'],
     ]);
@@ -95,12 +97,12 @@ describe('wantedProviders', () => {
       healthy: false,
       error: expect.stringContaining('api_key is not set'),
     });
-    expect(await probeEntry(catalogueEntry('custom-http')!, defaultConfig().providers, ctx, signal)).toMatchObject({
+    expect(await probeEntry(catalogueEntry('custom_http')!, defaultConfig().providers, ctx, signal)).toMatchObject({
       healthy: false,
       error: expect.stringContaining('base_url is not set'),
     });
     const down = await probeEntry(
-      catalogueEntry('custom-http')!,
+      catalogueEntry('custom_http')!,
       cfg({ custom_http: { base_url: 'http://127.0.0.1:1' } }).providers,
       ctx,
       signal,
@@ -110,14 +112,14 @@ describe('wantedProviders', () => {
 
   it('the custom-http factory needs a base_url and builds a provider whose config hides the key', async () => {
     const ctx = { installationId: 'i', durationMs: () => 1000, scratchDir: (n: string) => n };
-    const entry = catalogueEntry('custom-http')!;
+    const entry = catalogueEntry('custom_http')!;
     await expect(entry.create!(cfg({}).providers, ctx)).rejects.toThrow('providers.custom_http.base_url is not set');
     const p = await entry.create!(
       cfg({ custom_http: { base_url: 'http://user:pw@127.0.0.1:1/base', api_key: 'secret-key-123' } }).providers,
       ctx,
     );
     try {
-      expect(p.name).toBe('custom-http');
+      expect(p.name).toBe('custom_http');
       expect(JSON.stringify(p.config())).not.toMatch(/secret-key-123|pw/);
       expect(p.config()).toMatchObject({ base_url: 'http://127.0.0.1:1/base', api_key: 'set' });
     } finally {
@@ -131,7 +133,7 @@ describe('config lint of custom_http', () => {
   it('fails without base_url, fails in production without a key, says nothing when it is off', () => {
     expect(findings(cfg({}))).toEqual([]);
     expect(findings(cfg({ custom_http: { enabled: true } }))).toMatchObject([{ level: 'fail', key: 'providers.custom_http.base_url' }]);
-    expect(findings(cfg({ default: 'custom-http', custom_http: { base_url: 'http://b' } }))).toMatchObject([
+    expect(findings(cfg({ default: 'custom_http', custom_http: { base_url: 'http://b' } }))).toMatchObject([
       { level: 'fail', key: 'providers.custom_http.api_key' },
     ]);
     expect(

@@ -11,6 +11,7 @@
  * `providers` group fits that shape.
  */
 import type { Provider, ProviderHealth } from '../../core/ports.js';
+import { canonicalProviderName as canonical } from '../../core/providers/registry.js';
 
 /** `required`: run it (unhealthy when unusable); `auto`: run it when usable; `off`: never. */
 export type ProviderWant = 'required' | 'auto' | 'off';
@@ -35,7 +36,8 @@ export interface FactoryContext {
   scratchDir(name: string): string;
 }
 
-export type ProviderName = 'docker' | 'proot' | 'mock' | 'custom-http' | 'hosted' | 'firecracker';
+/** A provider's name is its config group's (DESIGN §12). */
+export type ProviderName = 'docker' | 'proot' | 'mock' | 'custom_http' | 'hosted' | 'firecracker';
 export type ConfigGroup = Exclude<keyof CatalogueSettings, 'default'>;
 
 export interface CatalogueEntry {
@@ -64,11 +66,11 @@ export interface CatalogueEntry {
  * only under `providers.default: auto` (a node that names its default runs others only on request).
  */
 const detected = (s: CatalogueSettings, enabled: boolean | undefined, name: string): ProviderWant =>
-  enabled === false ? 'off' : enabled === true || s.default === name ? 'required' : s.default === 'auto' ? 'auto' : 'off';
+  enabled === false ? 'off' : enabled === true || canonical(s.default) === name ? 'required' : s.default === 'auto' ? 'auto' : 'off';
 
 /** Never detected: runs only when named or `enabled: true`. */
 const onRequest = (s: CatalogueSettings, enabled: boolean | undefined, name: string): ProviderWant =>
-  enabled === false ? 'off' : enabled === true || s.default === name ? 'required' : 'off';
+  enabled === false ? 'off' : enabled === true || canonical(s.default) === name ? 'required' : 'off';
 
 function notAvailable(name: string): never {
   throw new Error(
@@ -109,11 +111,11 @@ export const PROVIDER_CATALOGUE: readonly CatalogueEntry[] = [
     },
   },
   {
-    name: 'custom-http',
+    name: 'custom_http',
     group: 'custom_http',
     autoRank: null,
     available: true,
-    want: (s) => onRequest(s, s.custom_http.enabled, 'custom-http'),
+    want: (s) => onRequest(s, s.custom_http.enabled, 'custom_http'),
     enable: 'providers.custom_http.enabled: true with providers.custom_http.base_url (and api_key_file)',
     async create(s, ctx) {
       const c = s.custom_http;

@@ -119,6 +119,7 @@ const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 /** Provider methods that act on one running sandbox (files, logs), with the operation name they are reported under. */
 export const RUNTIME_OPERATIONS: Readonly<Record<string, string>> = {
   writeFile: 'write_file',
+  writeFileStream: 'write_file',
   readFile: 'read_file',
   openFile: 'read_file',
   deleteFile: 'delete_file',

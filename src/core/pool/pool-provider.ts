@@ -13,7 +13,7 @@
  * whose counter is used up takes no one new and goes with its last tenant.
  */
 import { notFound, SbxError, unavailable } from '../errors.js';
-import { bytesOnce } from '../sandboxes/files.js';
+import { bytesOnce, collectBytes } from '../sandboxes/files.js';
 import type {
   ConsoleLog,
   ExecEvent,
@@ -334,6 +334,24 @@ export class PoolProvider implements Provider {
 
   writeFile = async (id: string, path: string, content: Uint8Array, mode: number | undefined, signal?: AbortSignal) =>
     parsePoolId(id) ? (await this.live(id)).writeFile(path, content, mode, signal) : this.base.writeFile(id, path, content, mode, signal);
+  /** Streamed where the workspace or the base provider streams, else collected (bounded by the caller) and written whole. */
+  writeFileStream = async (
+    id: string,
+    path: string,
+    body: AsyncIterable<Uint8Array>,
+    mode: () => number | undefined,
+    signal?: AbortSignal,
+  ): Promise<void> => {
+    if (!parsePoolId(id)) {
+      if (this.base.writeFileStream) return this.base.writeFileStream(id, path, body, mode, signal);
+      const bytes = await collectBytes(body);
+      return this.base.writeFile(id, path, bytes, mode(), signal);
+    }
+    const ws = await this.live(id);
+    if (ws.writeFileStream) return ws.writeFileStream(path, body, mode, signal);
+    const bytes = await collectBytes(body);
+    return ws.writeFile(path, bytes, mode(), signal);
+  };
   readFile = async (id: string, path: string, signal?: AbortSignal, maxBytes?: number) =>
     parsePoolId(id) ? (await this.live(id)).readFile(path, signal, maxBytes) : this.base.readFile(id, path, signal, maxBytes);
   openFile = async (id: string, path: string, signal?: AbortSignal, maxBytes?: number) => {

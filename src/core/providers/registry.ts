@@ -8,6 +8,15 @@ export interface ProviderStatus extends ProviderHealth {
   capabilities: string[];
 }
 
+/**
+ * A provider's canonical name (DESIGN §12): the name of its config group (`custom_http`). The other
+ * spelling (`custom-http`) is accepted wherever a name comes in — spawns, templates, volumes,
+ * provider routes, worker heartbeats — and answered with this one.
+ */
+export function canonicalProviderName(name: string): string {
+  return name.replace(/-/g, '_');
+}
+
 /** The default name when no provider may be the default (`auto` found nothing that isolates). */
 export const NO_PROVIDER = 'none';
 
@@ -29,10 +38,12 @@ export class ProviderRegistry {
     private readonly clock: Clock,
     private defaultName: string,
     private readonly cacheMs = 2000,
-  ) {}
+  ) {
+    this.defaultName = canonicalProviderName(defaultName);
+  }
 
   register(provider: Provider): void {
-    this.providers.set(provider.name, provider);
+    this.providers.set(canonicalProviderName(provider.name), provider);
   }
 
   /**
@@ -61,12 +72,12 @@ export class ProviderRegistry {
   }
 
   has(name: string): boolean {
-    return this.providers.has(name);
+    return this.providers.has(canonicalProviderName(name));
   }
 
   /** The provider, or `not_found` naming the known ones. */
   get(name: string): Provider {
-    const p = this.providers.get(name);
+    const p = this.providers.get(canonicalProviderName(name));
     if (!p) throw notFound(`provider "${name}" is not configured (available: ${this.names().join(', ') || 'none'})`);
     return p;
   }
@@ -76,8 +87,9 @@ export class ProviderRegistry {
   }
 
   /** Health of one provider; cached for a short time unless `fresh`. Never throws. */
-  async status(name: string, fresh = false): Promise<ProviderStatus> {
-    const provider = this.get(name);
+  async status(asked: string, fresh = false): Promise<ProviderStatus> {
+    const provider = this.get(asked);
+    const name = provider.name;
     const now = this.clock.now().getTime();
     const hit = this.cache.get(name);
     if (!fresh && hit && now - hit.at < this.cacheMs) return hit.status;

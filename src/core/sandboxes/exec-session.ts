@@ -23,7 +23,7 @@ export type SessionMessage =
 /** What the session tells its transport. Each returns once the message is taken (flow control). */
 export interface SessionSink {
   output(stream: 'stdout' | 'stderr', data: Uint8Array): Promise<void>;
-  exit(exit: { exit_code: number; duration_ms: number; timed_out: boolean }): Promise<void>;
+  exit(exit: { exit_code: number | null; duration_ms: number; timed_out: boolean }): Promise<void>;
   error(code: string, message: string): Promise<void>;
   /** The session is over: close the connection (after what was sent). */
   close(): void;

@@ -33,7 +33,7 @@ export interface ExecCommand {
  */
 export type ExecItem =
   | { stream: 'stdout' | 'stderr'; data: Uint8Array }
-  | { stream: 'exit'; exit_code: number; duration_ms: number; timed_out: boolean };
+  | { stream: 'exit'; exit_code: number | null; duration_ms: number; timed_out: boolean };
 
 /** A finished buffered exec. A deadline is `timed_out` (exit 124) with the output until then. */
 export interface BufferedExecResult {
@@ -84,7 +84,7 @@ export class ExecService {
   constructor(private readonly sandboxes: SandboxService) {}
 
   /** Validates and resolves everything; the returned iterable runs the command when iterated. */
-  async start(id: string, input: ExecCommand, caller: Caller, signal?: AbortSignal): Promise<AsyncIterable<ExecItem>> {
+  async start(id: string, input: ExecCommand, caller: Caller, signal?: AbortSignal, buffered = false): Promise<AsyncIterable<ExecItem>> {
     if (typeof input.command !== 'string' || input.command.length === 0) throw badRequest('command is required');
     const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
     const timeoutMs = await this.timeoutFor(rec, input.timeout);
@@ -98,6 +98,8 @@ export class ExecService {
     };
     if (input.tty !== undefined) spec.tty = terminalSize(input.tty.cols, input.tty.rows);
     if (input.controls !== undefined) spec.controls = input.controls;
+    // `run` collects everything before answering: a backend with a one-shot call may use it (DESIGN §12).
+    if (buffered) spec.buffered = true;
     if (spec.workdir !== undefined) await checkWorkdir(provider, runtimeId, spec.workdir, signal);
     const { bus } = this.sandboxes.deps;
     const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
@@ -155,7 +157,7 @@ export class ExecService {
             return;
           }
           if (ac.signal.aborted) throw new SbxError('unavailable', 'exec cancelled');
-          const code = exitCode ?? -1;
+          const code = exitCode;
           bus.publish({ type: 'exec.completed', ...common, data: { program, exit_code: code, duration_ms } });
           finished = true;
           yield { stream: 'exit', exit_code: code, duration_ms, timed_out: false };
@@ -174,7 +176,7 @@ export class ExecService {
    * character boundary, with a note of what was dropped).
    */
   async run(id: string, input: ExecCommand, caller: Caller, signal?: AbortSignal, budget?: ByteBudget): Promise<BufferedExecResult> {
-    const items = await this.start(id, input, caller, signal);
+    const items = await this.start(id, input, caller, signal, true);
     let taken = 0;
     try {
       return await this.collect(items, async (n) => {
@@ -197,7 +199,7 @@ export class ExecService {
     for await (const item of items) {
       if (item.stream === 'exit') {
         const result: BufferedExecResult = {
-          exit_code: item.exit_code,
+          exit_code: item.exit_code ?? -1,
           stdout: output.result('stdout'),
           stderr: output.result('stderr'),
           duration: formatDuration(item.duration_ms),

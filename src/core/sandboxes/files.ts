@@ -1,6 +1,7 @@
 import { SbxError } from '../errors.js';
 import type { ConsoleLog, ConsoleQuery, FileInfo, OpenedFile } from '../ports.js';
 import type { Caller } from './caller.js';
+import type { ByteBudget } from './exec.js';
 import { parseOctalMode, sandboxGlob, sandboxPath } from './paths.js';
 import type { SandboxService } from './service.js';
 
@@ -26,6 +27,57 @@ export class FileService {
     const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
     await provider.writeFile(runtimeId, p, content, m);
     this.publish('file.written', rec.id, rec.owner_id, { path: p, size: content.byteLength });
+  }
+
+  /**
+   * A write whose bytes arrive as a stream (a large upload). A provider that streams writes gets
+   * them as they come, so memory stays flat; others get them collected first, each byte held
+   * against `budget` (the server's in-flight bytes: over it → 503 and nothing written). More than
+   * `max_file_bytes` → 413 and nothing written. `mode` is read once the body has ended (a JSON
+   * upload may name it after the content); a body that fails leaves no file, not even a partial one.
+   */
+  async writeStream(
+    id: string,
+    path: string,
+    body: AsyncIterable<Uint8Array>,
+    mode: () => string | undefined,
+    caller: Caller,
+    budget?: ByteBudget,
+  ): Promise<void> {
+    const p = sandboxPath(path);
+    const max = this.sandboxes.deps.settings.limits.max_file_bytes;
+    const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(id, caller);
+    let size = 0;
+    const counted = (async function* () {
+      for await (const chunk of body) {
+        size += chunk.byteLength;
+        if (size > max) throw new SbxError('payload_too_large', `file content is more than ${max} bytes; the limit is ${max}`);
+        yield chunk;
+      }
+    })();
+    const octal = () => {
+      const m = mode();
+      return m !== undefined ? parseOctalMode(m) : undefined;
+    };
+    if (provider.writeFileStream) {
+      await provider.writeFileStream(runtimeId, p, counted, octal);
+    } else {
+      let held = 0;
+      try {
+        const bytes = await collectBytes(counted, async (n) => {
+          const ok = budget ? await budget.take(n) : true;
+          if (!ok)
+            throw new SbxError('unavailable', 'the server holds too much in-flight data right now; retry later (server.max_inflight_mb)', {
+              retry_after_s: 1,
+            });
+          held += n;
+        });
+        await provider.writeFile(runtimeId, p, bytes, octal());
+      } finally {
+        budget?.give(held);
+      }
+    }
+    this.publish('file.written', rec.id, rec.owner_id, { path: p, size });
   }
 
   /**
@@ -129,6 +181,25 @@ function whenDelivered(body: AsyncIterable<Uint8Array>, delivered: () => void): 
       };
     },
   };
+}
+
+/** A streamed body's bytes in one array, for a provider without streamed writes; `hold` sees each chunk's size first. */
+export async function collectBytes(body: AsyncIterable<Uint8Array>, hold?: (n: number) => Promise<void>): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    await hold?.(chunk.byteLength);
+    chunks.push(chunk);
+    size += chunk.byteLength;
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
 }
 
 /** A body of bytes already read whole, for a provider without streaming reads. */

@@ -3,7 +3,7 @@ import { isPrivateOwner, ownerForQuota } from '../admission/owner.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { badRequest, conflict, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { ProviderRegistry } from '../providers/registry.js';
+import { canonicalProviderName, type ProviderRegistry } from '../providers/registry.js';
 import type {
   Clock,
   IdSource,
@@ -133,6 +133,8 @@ export class SandboxService {
    * worker runs). Does not check limits.
    */
   async resolveSpawn(input: SpawnInput): Promise<ResolvedSpawn> {
+    // Either spelling of a provider's name; the sandbox records the canonical one (DESIGN §12).
+    if (input.provider !== undefined) input = { ...input, provider: canonicalProviderName(input.provider) };
     const pool = this.deps.settings.pool;
     if (pool.enabled && (input.snapshot !== undefined || (input.volumes?.length ?? 0) > 0)) {
       throw new SbxError('not_implemented', 'pool sandboxes share one runtime with other users: snapshots and volumes need pool mode off');

@@ -1,5 +1,6 @@
 import { parseDuration } from '../duration.js';
 import { badRequest, notFound, SbxError } from '../errors.js';
+import { canonicalProviderName } from '../providers/registry.js';
 import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports.js';
 import { networkWithEgress } from './network-choice.js';
 import type { SandboxService } from './service.js';
@@ -120,6 +121,8 @@ export class TemplateService {
   }
 
   private async validate(f: TemplateFields): Promise<Omit<TemplateRecord, 'name' | 'created_at' | 'updated_at'>> {
+    // Either spelling of a provider's name; the template keeps the canonical one (DESIGN §12).
+    if (f.provider !== undefined) f = { ...f, provider: canonicalProviderName(f.provider) };
     if (f.ttl !== undefined && parseDuration(f.ttl, 'ttl') <= 0) throw badRequest('ttl must be positive');
     if (f.memory_mb !== undefined && (!Number.isInteger(f.memory_mb) || f.memory_mb <= 0))
       throw badRequest('memory_mb must be a positive integer');

@@ -4,6 +4,7 @@
  * every sandbox and goes only with the volume's delete, which waits until no live sandbox mounts it.
  */
 import { badRequest, conflict, isSbxError, notFound, unavailable } from '../errors.js';
+import { canonicalProviderName } from '../providers/registry.js';
 import type { Provider, VolumeMount, VolumeRecord, VolumeStore } from '../ports.js';
 import { ownerVisible, type Caller } from './caller.js';
 import { sandboxPath } from './paths.js';
@@ -37,7 +38,7 @@ export class VolumeService {
   async create(rawName: unknown, providerName: string | undefined, caller: Caller, signal?: AbortSignal): Promise<VolumeView> {
     const name = checkCatalogName('volume', rawName);
     const { providers, settings, clock, locator } = this.sandboxes.deps;
-    const chosen = providerName ?? (await locator.spawnProvider(undefined));
+    const chosen = providerName !== undefined ? canonicalProviderName(providerName) : await locator.spawnProvider(undefined);
     if (!providers.has(chosen) && !(await locator.knownProvider(chosen)))
       throw badRequest(`unknown provider "${chosen}" (available here: ${providers.names().join(', ') || 'none'})`);
     if (settings.pool.enabled) throw cannot(chosen, 'mount volumes into pool sandboxes', 'they share one runtime with other users');

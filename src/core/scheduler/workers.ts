@@ -1,4 +1,5 @@
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
+import { canonicalProviderName } from '../providers/registry.js';
 import type { EventBus } from '../events/bus.js';
 import type { Clock, EgressCounts, SandboxStore, WorkerCapacity, WorkerRecord, WorkerStore } from '../ports.js';
 import type { RuntimeLocator } from './locator.js';
@@ -56,7 +57,8 @@ export class WorkerService {
       id,
       hostname: input.hostname,
       status: input.status ?? prev?.status ?? 'online',
-      providers: input.providers ?? prev?.providers ?? [],
+      // Older workers send `custom-http`: kept under the canonical name (DESIGN §12).
+      providers: input.providers ? [...new Set(input.providers.map(canonicalProviderName))] : (prev?.providers ?? []),
       capabilities: input.capabilities ?? prev?.capabilities ?? [],
       capacity,
       ...(egress ? { egress } : {}),

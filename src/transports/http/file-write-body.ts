@@ -1,34 +1,26 @@
 import type { FastifyRequest } from 'fastify';
-import { badRequest } from '../../core/errors.js';
-import { ContentSink, tooLarge } from './content-sink.js';
-
-export { decodeBase64InPlace } from './content-sink.js';
+import { badRequest, SbxError } from '../../core/errors.js';
 
 /**
  * The JSON file-write body `{path, content, mode?, encoding?}` read as a stream: a small incremental
- * scanner for that one object shape hands the (unescaped) `content` string to a ContentSink as it
- * arrives, which base64-decodes it on the fly (or keeps the text), and keeps the other members as
- * ordinary JSON values. No whole-body string is ever built, so a 63 MB base64 upload costs about
- * its decoded size once, not four times its size (string, parse, decoded copy). Members may come
- * in any order: the encoding is settled once the body is complete.
+ * scanner for that one object shape hands the (unescaped) bytes of the `content` string to a
+ * target as they arrive (file-upload.ts decodes them on the fly into the sandbox or a spool) and
+ * keeps the other members as ordinary JSON values. No whole-body string is ever built. Members may
+ * come in any order.
  */
+
+export const tooLarge = () => new SbxError('payload_too_large', 'request body is larger than the server accepts');
+
+/** Where the (unescaped) bytes of the `content` string go as they arrive. */
+export interface ContentTarget {
+  /** Plain bytes of the string, as they are. */
+  add(chunk: Buffer, start: number, end: number): void;
+  /** One code point from an escape (U+FFFD for a lone surrogate). */
+  codePoint(cp: number): void;
+}
 
 const MAX_MEMBER_BYTES = 1024 * 1024;
 const MAX_KEY_BYTES = 1024;
-const contents = new WeakMap<object, ContentSink>();
-
-/** The `content` of a body this parser produced (the body's own `content` is ""), once. */
-export function takeContent(body: unknown): ContentSink | undefined {
-  if (typeof body !== 'object' || body === null) return undefined;
-  const sink = contents.get(body);
-  contents.delete(body);
-  return sink;
-}
-
-/** The file's bytes for the body's `encoding`: utf8 text as is, or base64 decoded (bad base64 → 400). */
-export function contentBytes(sink: ContentSink, encoding: 'utf8' | 'base64' | undefined): Buffer {
-  return sink.finish(encoding);
-}
 
 const malformed = (what: string) => badRequest(`malformed JSON body: ${what}`);
 
@@ -64,7 +56,7 @@ export class FileWriteScanner {
   private key = '';
   private keyBytes: number[] = [];
   private keyEscaped = false;
-  private content: ContentSink | undefined;
+  private content: ContentTarget | undefined;
   private hex = 0;
   private hexDigits = 0;
   private high = -1;
@@ -75,10 +67,8 @@ export class FileWriteScanner {
   private memberEscaped = false;
   private memberScalar = false;
 
-  constructor(
-    private readonly sizeHint: number,
-    private readonly limit: number,
-  ) {}
+  /** `open` gives the target of the content when it starts (the members read so far in hand). */
+  constructor(private readonly open: (fields: Readonly<Record<string, unknown>>) => ContentTarget) {}
 
   write(chunk: Buffer): void {
     let i = 0;
@@ -127,7 +117,7 @@ export class FileWriteScanner {
           if (this.key === 'content') {
             if (this.content) throw badRequest('invalid body: content is given twice');
             if (c !== 0x22) throw badRequest('invalid body: content: must be string');
-            this.content = new ContentSink(this.sizeHint, this.limit, this.fields.encoding);
+            this.content = this.open(this.fields);
             this.state = S.Content;
             break;
           }
@@ -209,10 +199,7 @@ export class FileWriteScanner {
     if (this.state === S.Member && this.memberScalar && !this.memberInString) this.endMember();
     if (this.state !== S.End) throw malformed('unexpected end of JSON input');
     const body = { ...this.fields };
-    if (this.content) {
-      body.content = '';
-      contents.set(body, this.content);
-    }
+    if (this.content) body.content = '';
     return body;
   }
 

@@ -8,6 +8,12 @@ import { MemoryRelief } from './memory-relief.js';
 export const DEFAULT_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024;
 /** Seconds a client refused for memory is asked to wait. */
 export const INFLIGHT_RETRY_AFTER_S = 1;
+/**
+ * Route config key: the route's JSON body streams where it goes (the file write, file-upload.ts),
+ * so it holds STREAMED_UPLOAD_BYTES of the budget — its queue and slices — not its whole length.
+ */
+export const STREAMED_UPLOAD = 'sbxStreamedUpload';
+export const STREAMED_UPLOAD_BYTES = 2 * 1024 * 1024;
 
 /**
  * One byte budget for what the server holds for requests in flight: request bodies being received
@@ -71,17 +77,22 @@ class Holding {
   }
 }
 
-/** Counts a body without Content-Length as it streams in; over the budget it fails with 503. */
+/** Counts a body without Content-Length as it streams in (up to `cap` bytes); over the budget it fails with 503. */
 class Counted extends Transform {
+  private counted = 0;
+
   constructor(
     private readonly holding: Holding,
     private readonly reply: FastifyReply,
+    private readonly cap = Number.POSITIVE_INFINITY,
   ) {
     super();
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    if (!this.holding.take(chunk.byteLength)) {
+    const n = Math.min(chunk.byteLength, this.cap - this.counted);
+    this.counted += n;
+    if (!this.holding.take(n)) {
       this.reply.header('Retry-After', String(INFLIGHT_RETRY_AFTER_S));
       cb(overBudget());
       return;
@@ -105,8 +116,13 @@ export function inflightPlugin(app: FastifyInstance, deps: HttpDeps): void {
     const holding = new Holding(budget);
     reply.raw.once('close', () => holding.release());
     request.raw.once('error', () => holding.release());
+    // A streamed upload holds what it queues (at most STREAMED_UPLOAD_BYTES), not its whole length.
+    const streamed =
+      (request.routeOptions.config as unknown as Record<string, unknown> | undefined)?.[STREAMED_UPLOAD] === true &&
+      request.headers['content-type']?.toLowerCase().startsWith('application/json') === true;
+    const cap = streamed ? STREAMED_UPLOAD_BYTES : Number.POSITIVE_INFINITY;
     if (!chunked && Number.isFinite(length)) {
-      if (!holding.take(length)) {
+      if (!holding.take(Math.min(length, cap))) {
         reply.header('Retry-After', String(INFLIGHT_RETRY_AFTER_S));
         // The body is never read: the connection closes after the answer.
         reply.header('Connection', 'close');
@@ -114,6 +130,6 @@ export function inflightPlugin(app: FastifyInstance, deps: HttpDeps): void {
       }
       return payload;
     }
-    return payload.pipe(new Counted(holding, reply));
+    return payload.pipe(new Counted(holding, reply, cap));
   });
 }

@@ -21,6 +21,12 @@ export interface ProviderServerOptions {
   apiKey: string;
   /** Told about failures that are not SbxErrors (never sent to the caller). */
   onError?: (err: unknown) => void;
+  /**
+   * Behave exactly as the anchor's contract documents (`sbx provider-server --anchor`): no sbx
+   * additions — a streamed exec sends `{stream, data}` text lines and no exit line, a buffered one
+   * `{exit_code, stdout, stderr}` as text, `/health` announces no capabilities.
+   */
+  anchor?: boolean;
 }
 
 /** A file of 64 MiB in base64 plus the envelope. */
@@ -78,7 +84,7 @@ export async function buildProviderServer(opts: ProviderServerOptions): Promise<
 
   app.get('/health', async (_request, reply) => {
     const h = await p.health();
-    const body: C.HealthResponse = { ok: h.healthy, capabilities: [...p.capabilities, 'exec_stdin'] };
+    const body: C.HealthResponse = opts.anchor ? { ok: h.healthy } : { ok: h.healthy, capabilities: [...p.capabilities, 'exec_stdin'] };
     if (h.runtime_count !== undefined) body.runtime_count = h.runtime_count;
     return reply.code(h.healthy ? 200 : 503).send(body);
   });
@@ -111,7 +117,7 @@ export async function buildProviderServer(opts: ProviderServerOptions): Promise<
   });
 
   app.post('/exec', async (request, reply) =>
-    handleExec(p, live, valid(C.ExecRequest, request.body, 'exec request'), reply, (err) => opts.onError?.(err)),
+    handleExec(p, live, valid(C.ExecRequest, request.body, 'exec request'), reply, (err) => opts.onError?.(err), opts.anchor === true),
   );
 
   app.post('/exec/:execId/stdin', async (request, reply) => {

@@ -3,7 +3,8 @@
  * true`, NDJSON written line by line with backpressure, headers first so a silent command never
  * looks like a hung backend. With `exec_id`, live stdin (`stdin_live`) and controls arrive at
  * `/exec/{exec_id}/stdin|control` while it runs. A closed connection aborts the command (the
- * provider kills its process tree).
+ * provider kills its process tree). In anchor mode (`anchor`) only what the anchor's contract
+ * documents: text output, no exit line, no error line (the stream just ends).
  */
 import type { FastifyReply } from 'fastify';
 import { NDJSON, type ExecLine, type ExecRequest } from '../../contracts/custom-http.js';
@@ -61,6 +62,7 @@ export async function handleExec(
   body: ExecRequest,
   reply: FastifyReply,
   sendError: (err: unknown) => unknown,
+  anchor = false,
 ): Promise<unknown> {
   const spec: ExecSpec = { command: body.command, args: body.args ?? [], mode: body.mode ?? 'shell', env: body.env ?? {} };
   if (body.workdir !== undefined) spec.workdir = body.workdir;
@@ -96,6 +98,7 @@ export async function handleExec(
       const stdout = Buffer.concat(out.stdout);
       const stderr = Buffer.concat(out.stderr);
       const [so, se] = [text(stdout), text(stderr)];
+      if (anchor) return reply.send({ exit_code: exitCode, stdout: stdout.toString('utf8'), stderr: stderr.toString('utf8') });
       if (so !== undefined && se !== undefined) return reply.send({ exit_code: exitCode, stdout: so, stderr: se });
       return reply.send({ exit_code: exitCode, stdout: stdout.toString('base64'), stderr: stderr.toString('base64'), encoding: 'base64' });
     } finally {
@@ -125,11 +128,11 @@ export async function handleExec(
     for await (const ev of provider.exec(body.sandbox_id, spec, ac.signal)) {
       if (ac.signal.aborted) break;
       if (ev.stream === 'exit') exit = ev;
-      else await write(line(ev));
+      else await write(anchor ? { stream: ev.stream, data: Buffer.from(ev.data).toString('utf8') } : line(ev));
     }
-    if (exit && !ac.signal.aborted) await write(line(exit));
+    if (exit && !ac.signal.aborted && !anchor) await write(line(exit));
   } catch (err) {
-    if (!ac.signal.aborted) {
+    if (!ac.signal.aborted && !anchor) {
       const code = isSbxError(err) ? err.code : 'provider_error';
       if (!isSbxError(err)) sendError(err);
       await write({ stream: 'error', code, message: isSbxError(err) ? err.message : 'the provider failed' });

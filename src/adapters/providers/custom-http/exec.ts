@@ -1,18 +1,25 @@
 /**
- * Exec over the custom HTTP contract: `POST /exec` with `stream: true`, its NDJSON answer parsed
+ * Exec over the custom HTTP contract (DESIGN §12). Buffered (core collects the whole output): one
+ * `POST /exec` without `stream`, answered `{exit_code, stdout, stderr}`. Streamed: `POST /exec`
+ * with `stream: true`, its NDJSON answer parsed
  * line by line as bytes arrive (never the whole body). Live stdin and controls go to
  * `/exec/{exec_id}/stdin` and `/exec/{exec_id}/control` once the answer's headers are in (the
  * backend has registered the exec by then). Ending the iteration early or aborting the signal
  * closes the call, which tells the backend to kill the command; the iteration then ends quietly.
+ * The exit code comes from a final `{stream: "exit", exit_code}` line when the backend sends one
+ * (sbx's reference server does); a backend written for the anchor sends none, and the iteration
+ * then ends without an exit (the exit code is null all the way out).
  */
 import { randomBytes } from 'node:crypto';
-import { ExecLine, NDJSON, STATUS_CODES, type ExecRequest } from '../../../contracts/custom-http.js';
+import { ExecLine, ExecResponse, NDJSON, STATUS_CODES, type ExecRequest } from '../../../contracts/custom-http.js';
 import { SbxError, type ErrorCode } from '../../../core/errors.js';
 import type { ExecControl, ExecEvent, ExecSpec } from '../../../core/ports.js';
 import type { HttpCaller } from './http.js';
 
 /** Longest NDJSON line accepted (one chunk of output, maybe base64). */
 const MAX_LINE = 16 * 1024 * 1024;
+/** Largest buffered exec answer accepted. */
+const MAX_BUFFERED = 256 * 1024 * 1024;
 
 function requestBody(runtimeId: string, spec: ExecSpec): ExecRequest {
   const body: ExecRequest = { sandbox_id: runtimeId, command: spec.command, args: spec.args, mode: spec.mode, env: spec.env, stream: true };
@@ -51,6 +58,11 @@ export async function* execOverHttp(
   live: boolean,
 ): AsyncGenerator<ExecEvent> {
   if (signal.aborted) return;
+  const liveStdin0 = spec.stdin !== undefined && !(spec.stdin instanceof Uint8Array);
+  if (spec.buffered && !liveStdin0 && !spec.controls) {
+    yield* execBuffered(http, runtimeId, spec, signal);
+    return;
+  }
   const body = requestBody(runtimeId, spec);
   const liveStdin = spec.stdin !== undefined && !(spec.stdin instanceof Uint8Array) ? spec.stdin : undefined;
   if ((liveStdin || spec.controls) && !live)
@@ -153,7 +165,8 @@ export async function* execOverHttp(
       }
       if (ev) yield ev;
     }
-    throw http.error('provider_error', 'exec', 'the backend ended the exec stream without an exit line');
+    // The anchor's contract sends output lines only: the stream's end is the command's end.
+    finished = true;
   } finally {
     signal.removeEventListener('abort', onAbort);
     // Not ended by its exit line: close the call, so the backend kills the command.
@@ -161,6 +174,31 @@ export async function* execOverHttp(
     else ac.abort(new Error('exec finished'));
     for (const it of iters) void it.return?.(undefined)?.catch?.(() => undefined);
   }
+}
+
+/** One `POST /exec` without `stream`: `{exit_code, stdout, stderr}` (base64 with sbx's `encoding`). */
+async function* execBuffered(http: HttpCaller, runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncGenerator<ExecEvent> {
+  const body = requestBody(runtimeId, spec);
+  delete body.stream;
+  if (spec.stdin instanceof Uint8Array && spec.stdin.byteLength > 0) body.stdin = Buffer.from(spec.stdin).toString('base64');
+  let answer: ExecResponse;
+  try {
+    // Up to two outputs at sbx's largest output limit, base64 (the server cuts them to its own limit).
+    answer = await http.json(
+      { method: 'POST', path: '/exec', json: body, signal, what: 'exec', untimed: true },
+      ExecResponse,
+      MAX_BUFFERED,
+    );
+  } catch (err) {
+    if (signal.aborted) return;
+    throw err;
+  }
+  const bytes = (s: string) => (answer.encoding === 'base64' ? Buffer.from(s, 'base64') : Buffer.from(s, 'utf8'));
+  const stdout = bytes(answer.stdout);
+  const stderr = bytes(answer.stderr);
+  if (stdout.length > 0) yield { stream: 'stdout', data: stdout };
+  if (stderr.length > 0) yield { stream: 'stderr', data: stderr };
+  yield { stream: 'exit', exit_code: answer.exit_code };
 }
 
 function parseLine(http: HttpCaller, line: Buffer): ExecEvent | undefined {

@@ -38,6 +38,11 @@ export interface CallOptions {
   bodyTimeoutMs?: number;
   /** Keep the deadline after the headers arrive (small JSON answers); false for streamed bodies. */
   wholeDeadline?: boolean;
+  /**
+   * No deadline of the call's own, for headers or body: it lasts as long as the caller's signal
+   * allows (a buffered exec answers when its command ends; core's exec deadline bounds it).
+   */
+  untimed?: boolean;
   accept?: string;
 }
 
@@ -128,7 +133,7 @@ export class HttpCaller {
     const timeout = new AbortController();
     const ac = new AbortController();
     const signal = ac.signal;
-    const timer = setTimeout(() => (timeout.abort(DEADLINE), ac.abort(DEADLINE)), this.opts.timeoutMs);
+    const timer = c.untimed ? undefined : setTimeout(() => (timeout.abort(DEADLINE), ac.abort(DEADLINE)), this.opts.timeoutMs);
     const onCaller = () => ac.abort(c.signal!.reason);
     if (c.signal?.aborted) onCaller();
     else c.signal?.addEventListener('abort', onCaller, { once: true });
@@ -146,8 +151,8 @@ export class HttpCaller {
             headers: this.headers(c),
             body: c.json !== undefined ? JSON.stringify(c.json) : c.body,
             signal,
-            bodyTimeout: c.bodyTimeoutMs ?? this.opts.timeoutMs,
-            headersTimeout: this.opts.timeoutMs,
+            bodyTimeout: c.bodyTimeoutMs ?? (c.untimed ? 0 : this.opts.timeoutMs),
+            headersTimeout: c.untimed ? 0 : this.opts.timeoutMs,
           });
         } catch (err) {
           const mapped = this.failure(err, c, timeout.signal);
@@ -191,10 +196,10 @@ export class HttpCaller {
   }
 
   /** A call whose 2xx body is JSON of `schema`, read within the deadline; anything else is provider_error. */
-  async json<S extends TSchema>(c: CallOptions, schema: S): Promise<Static<S>> {
+  async json<S extends TSchema>(c: CallOptions, schema: S, limit?: number): Promise<Static<S>> {
     const a = await this.call(c);
     try {
-      return this.parse(await this.readText(a, c), schema, c.what);
+      return this.parse(await this.readText(a, c, limit), schema, c.what);
     } finally {
       a.done();
     }

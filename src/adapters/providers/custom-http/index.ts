@@ -65,7 +65,7 @@ function isText(bytes: Uint8Array): boolean {
 const octal = (mode: number) => `0${(mode & 0o7777).toString(8).padStart(3, '0')}`;
 
 class CustomHttpProvider implements Provider {
-  readonly name = 'custom-http';
+  readonly name = 'custom_http';
   private caps: string[] = [...BASE_CAPABILITIES];
   /** True once a health answer set `caps`. */
   private asked = false;

@@ -36,6 +36,18 @@ export class ImageCache {
     private readonly opts: ResolvedOptions,
   ) {}
 
+  /** Whether the engine has the image now (no pull); an engine that cannot be asked throws. */
+  async present(image: string, signal?: AbortSignal): Promise<boolean> {
+    if (!REFERENCE_CHARS.test(image)) return false;
+    try {
+      await this.docker.getImage(image).inspect({ abortSignal: bounded(signal) } as Docker.ImageInspectOptions);
+      return true;
+    } catch (err) {
+      if (isNotFound(err) || statusOf(err) === 400) return false;
+      throw toSbxError(err, `image ${image}`);
+    }
+  }
+
   /** Makes sure the image is here; answers what it is (user, id, labels). */
   async ensure(image: string, signal?: AbortSignal): Promise<ImageFacts> {
     // Only the characters a reference can hold; the engine checks the grammar itself (a 400 below).

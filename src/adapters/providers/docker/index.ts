@@ -121,6 +121,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       // DESIGN §10: whether network "filtered" is enforced here, and if not why (doctor shows it).
       filtered: egress.unavailable() ?? 'available',
     }),
+    imagePresent: (image, signal) => images.present(image, signal),
     health: async (signal) => {
       const h = await containers.health(signal);
       return h.healthy ? h : { ...h, error: `${h.error ?? 'docker engine unreachable'} at ${opts.endpoint.description}` };

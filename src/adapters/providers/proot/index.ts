@@ -191,6 +191,8 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
     },
 
     writeFile: (id: string, path: string, content: Uint8Array, mode: number | undefined) => rt.fs(id).writeFile(path, content, mode),
+    writeFileStream: (id: string, path: string, body: AsyncIterable<Uint8Array>, mode: () => number | undefined) =>
+      rt.fs(id).writeFileStream(path, body, mode),
     readFile: (id: string, path: string, _signal?: AbortSignal, maxBytes?: number) => rt.fs(id).readFile(path, maxBytes),
     deleteFile: (id: string, path: string, recursive: boolean) => rt.fs(id).deleteFile(path, recursive),
     listFiles: (id: string, path: string): Promise<FileInfo[]> => rt.fs(id).listFiles(path),

@@ -37,16 +37,25 @@ function toInfo(p: string, st: Stats): FileInfo {
   };
 }
 
-/** Writes `content` under a temporary name in `dir`, then renames it over `name`: a failed write leaves the old file. */
-async function writeReplacing(dir: FileHandle, name: string, content: Uint8Array, mode: number): Promise<void> {
+/**
+ * Writes `content` (bytes, or chunks as they arrive) under a temporary name in `dir`, then renames
+ * it over `name`: a failed or abandoned write leaves the old file and no temporary one.
+ */
+async function writeReplacing(
+  dir: FileHandle,
+  name: string,
+  content: Uint8Array | AsyncIterable<Uint8Array>,
+  mode: () => number,
+): Promise<void> {
   const tmp = `.sbx-write-${randomBytes(8).toString('hex')}.tmp`;
   const fh = await open(at(dir, tmp), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   let renamed = false;
   try {
     try {
-      await fh.writeFile(content);
+      if (content instanceof Uint8Array) await fh.writeFile(content);
+      else for await (const chunk of content) await fh.write(chunk);
       // Explicit modes, not umask-dependent ones.
-      await fh.chmod(mode);
+      await fh.chmod(mode());
     } finally {
       await fh.close();
     }
@@ -73,6 +82,11 @@ export class HostFs {
   }
 
   async writeFile(p: string, content: Uint8Array, mode: number | undefined): Promise<void> {
+    return this.writeFileStream(p, content, () => mode);
+  }
+
+  /** A write whose bytes may arrive as a stream (Provider.writeFileStream); `mode` is read once they all have. */
+  async writeFileStream(p: string, content: Uint8Array | AsyncIterable<Uint8Array>, mode: () => number | undefined): Promise<void> {
     const segs = segmentsOf(p);
     if (segs.length === 0) throw badRequest('cannot write the sandbox root');
     await this.withEntry(p, segs, { followLast: true, create: true }, async (loc) => {
@@ -80,8 +94,11 @@ export class HostFs {
       if (loc.dangling) throw badRequest(`${p} is a dangling symbolic link`);
       if (loc.st?.isDirectory()) throw badRequest(`${p} is a directory`);
       // An overwrite without a mode keeps the old one; a new file gets 0644 whatever the umask.
-      const m = mode !== undefined ? mode & 0o7777 : loc.st ? loc.st.mode & 0o7777 : 0o644;
-      await writeReplacing(loc.dir, loc.name, content, m);
+      const old = loc.st ? loc.st.mode & 0o7777 : 0o644;
+      await writeReplacing(loc.dir, loc.name, content, () => {
+        const m = mode();
+        return m !== undefined ? m & 0o7777 : old;
+      });
     });
   }
 

@@ -42,6 +42,7 @@ export function hostWorkspace(rt: HostRuntimes, runtimeId: string, ws: Workspace
     },
     exec: (spec, signal) => exec(runtimeId, { ...spec, workdir: inside(spec.workdir ?? '/') }, signal),
     writeFile: async (p, content, mode) => (await fs()).writeFile(p, content, mode),
+    writeFileStream: async (p, body, mode) => (await fs()).writeFileStream(p, body, mode),
     readFile: async (p, _signal, maxBytes) => (await fs()).readFile(p, maxBytes),
     deleteFile: async (p, recursive) => (await fs()).deleteFile(p, recursive),
     listFiles: async (p) => (await fs()).listFiles(p),

@@ -13,6 +13,7 @@ import {
   SANDBOX_ENV,
   EGRESS_COLUMNS,
   POOL_UIDS,
+  PROVIDER_NAMES,
 } from '../shared/schema.js';
 
 export interface Migration {
@@ -62,6 +63,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, name: 'pool uid counters', sql: POOL_UIDS },
   { version: 13, name: 'provider count index', sql: PROVIDER_COUNT_INDEX },
   { version: 14, name: 'sandbox env', sql: SANDBOX_ENV },
+  { version: 15, name: 'canonical provider names', sql: PROVIDER_NAMES },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

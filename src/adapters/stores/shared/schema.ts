@@ -300,3 +300,17 @@ export const SANDBOX_ENV = `
   ALTER TABLE sandboxes ADD COLUMN env TEXT;
   ALTER TABLE sandboxes ADD COLUMN access_token_seed TEXT;
 `;
+
+/**
+ * Version 15 (DESIGN.md §12): a provider's name is its config group's (`custom_http`); rows stored
+ * under the other spelling (`custom-http`) — sandboxes, templates, snapshots, volumes, warm
+ * runtimes and their shapes, and the providers workers advertised — take the canonical one.
+ */
+export const PROVIDER_NAMES = `
+  UPDATE sandboxes SET provider = 'custom_http' WHERE provider = 'custom-http';
+  UPDATE templates SET provider = 'custom_http' WHERE provider = 'custom-http';
+  UPDATE snapshots SET provider = 'custom_http' WHERE provider = 'custom-http';
+  UPDATE volumes SET provider = 'custom_http' WHERE provider = 'custom-http';
+  UPDATE warm_runtimes SET provider = 'custom_http', shape = REPLACE(shape, '"custom-http"', '"custom_http"') WHERE provider = 'custom-http';
+  UPDATE workers SET providers = REPLACE(providers, '"custom-http"', '"custom_http"') WHERE providers LIKE '%"custom-http"%';
+`;

@@ -18,7 +18,39 @@ const unlessKeyRefused = (err: unknown): string | undefined =>
     ? undefined
     : 'see the detail; run the request again, or check the server log';
 
-function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: ProviderRow[] }): Check[] {
+interface DoctorState {
+  reachable: boolean;
+  providers: ProviderRow[];
+  /** The server said which default image it uses: the local config's is not checked then. */
+  serverImage: boolean;
+}
+
+/** The server's default image on its docker engine (`GET /providers/docker` → config). */
+function serverImageCheck(ctx: CliContext, state: DoctorState): Check {
+  return {
+    title: 'server default image',
+    fix: "let the server's engine pull it once (registry access), or spawn with --image NAME / set the server's defaults.image to an image its engine has",
+    async check() {
+      if (!state.reachable) return { status: 'skip', detail: 'server not reachable' };
+      if (!state.providers.some((p) => p.name === 'docker')) return { status: 'skip', detail: 'no docker provider runs on this server' };
+      const config = (await ctx.client.providers.get('docker', { signal: ctx.signal })).config as {
+        default_image?: string;
+        image_present?: boolean | null;
+      };
+      if (config.default_image === undefined) return { status: 'skip', detail: 'this server does not say (an older sbx)' };
+      state.serverImage = true;
+      const image = config.default_image;
+      if (config.image_present === true) return { status: 'ok', detail: `${image} is present on the server's engine` };
+      if (config.image_present === null) return { status: 'warn', detail: `${image}: the server cannot ask its engine; pull not verified` };
+      return {
+        status: 'warn',
+        detail: `${image} is not present on the server's engine: pull not verified (the first docker spawn pulls it)`,
+      };
+    },
+  };
+}
+
+function serverChecks(ctx: CliContext, state: DoctorState): Check[] {
   const { client, config } = ctx;
   const keys = { apiKey: Boolean(config.apiKey), adminKey: Boolean(config.adminKey) };
   const needServer = async <T>(fn: () => Promise<T>) => (state.reachable ? fn() : undefined);
@@ -88,6 +120,7 @@ function serverChecks(ctx: CliContext, state: { reachable: boolean; providers: P
       return { status: stale.length > 0 ? 'warn' : 'ok', detail: parts.join('; ') };
     },
   });
+  checks.push(serverImageCheck(ctx, state));
   checks.push({
     title: 'network filtered',
     fix: 'filtered (egress rules) needs the docker provider with a local rootful engine and sbx serve running as root; see the detail',
@@ -188,7 +221,7 @@ export const doctorCommand: CommandSpec = {
   summary: 'check the server, keys, providers and the local setup; exit 1 when a check fails',
   options: [{ flags: '-c, --config <file>', description: 'server config file for the local checks (env SBX_CONFIG)', complete: 'file' }],
   async run(ctx, opts: { config?: string }) {
-    const state = { reachable: false, providers: [] as ProviderRow[] };
+    const state: DoctorState = { reachable: false, providers: [], serverImage: false };
     const results: CheckResult[] = [];
     const runOne = async (c: Check) => {
       try {
@@ -205,7 +238,11 @@ export const doctorCommand: CommandSpec = {
     await ctx.out.spin('running checks', async () => {
       for (const c of serverChecks(ctx, state)) await runOne(c);
       results.push(...providerRows(state.providers));
-      for (const c of localChecks(ctx, opts.config)) await runOne(c);
+      for (const c of localChecks(ctx, opts.config)) {
+        // The server named its own default image: the local config's would be beside the point.
+        if (c.title === 'default image' && state.serverImage) continue;
+        await runOne(c);
+      }
     });
     const failed = results.some((r) => r.status === 'fail');
     const { out } = ctx;

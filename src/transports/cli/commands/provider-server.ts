@@ -48,12 +48,19 @@ export const providerServerCommand: CommandSpec = {
     },
     { flags: '--rootfs <dir>', description: "proot's root filesystem (else providers.proot.rootfs)", complete: 'file' },
     { flags: '-c, --config <file>', description: 'config file for the provider settings (env SBX_CONFIG)', complete: 'file' },
+    {
+      flags: '--anchor',
+      description: "answer exactly as the anchor's contract documents (no exit lines, no sbx additions), to test a client against it",
+    },
   ],
   examples: [
     'sbx provider-server --provider mock --api-key-file key.txt',
     'sbx provider-server --provider proot --rootfs ./rootfs --listen 0.0.0.0:7424 --api-key-file key.txt',
   ],
-  async run(ctx, opts: { provider: (typeof PROVIDERS)[number]; listen: string; apiKeyFile?: string; rootfs?: string; config?: string }) {
+  async run(
+    ctx,
+    opts: { provider: (typeof PROVIDERS)[number]; listen: string; apiKeyFile?: string; rootfs?: string; config?: string; anchor?: boolean },
+  ) {
     if (!opts.apiKeyFile) throw new UsageError('--api-key-file is required: the server refuses every request without the key');
     const { host, port } = parseListen(opts.listen);
     const apiKey = readKey(opts.apiKeyFile);
@@ -65,6 +72,7 @@ export const providerServerCommand: CommandSpec = {
       apiKey,
       config: opts.config,
       rootfs: opts.rootfs,
+      anchor: opts.anchor === true,
       env: ctx.env,
       cwd: ctx.cwd,
       home: ctx.home,

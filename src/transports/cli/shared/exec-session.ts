@@ -17,7 +17,11 @@ function keys(ctx: CliContext) {
 }
 
 /** The exit status for a sandbox command's code (125 when the code is not a usable status). */
-export function exitStatus(ctx: CliContext, code: number | undefined): number {
+export function exitStatus(ctx: CliContext, code: number | null | undefined): number {
+  if (code === null) {
+    ctx.out.error("the sandbox's provider reported no exit status");
+    return EXIT.execFailed;
+  }
   if (typeof code !== 'number' || !Number.isInteger(code) || code < 0 || code > 255) {
     ctx.out.error(`the sandbox reported an unusable exit code ${JSON.stringify(code)}`);
     return EXIT.execFailed;

@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { badRequest, SbxError } from '../../../core/errors.js';
+import type { FastifyInstance } from 'fastify';
 import { ErrorBody, StatusBody } from '../../../contracts/common.js';
 import {
   ChmodRequest,
@@ -20,57 +19,13 @@ import { readAll } from '../../../core/sandboxes/files.js';
 import { callerOf } from '../caller.js';
 import { decodeText } from '../encoding.js';
 import type { HttpDeps } from '../deps.js';
-import { releaseBuffer } from '../content-sink.js';
-import { contentBytes, declaredLength, FileWriteScanner, takeContent } from '../file-write-body.js';
+import { streamedUploadParser, takeUpload, uploadOf } from '../file-upload.js';
+import { STREAMED_UPLOAD } from '../inflight.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
 const errors = { 400: ErrorBody, 404: ErrorBody, 413: ErrorBody, 500: ErrorBody, 503: ErrorBody };
 const BASE = '/api/v1/sandboxes/:id/files';
 type P = { Params: { id: string } };
-
-/**
- * The JSON write body read as a stream (file-write-body.ts): never one string of the whole body.
- * Bound by the body limit like any body; the upload's bytes are on the in-flight budget (inflight.ts).
- */
-function streamedJsonParser(bodyLimit: number, maxFileBytes: number) {
-  return (request: FastifyRequest, payload: NodeJS.ReadableStream, done: (err: Error | null, body?: unknown) => void) => {
-    const declared = declaredLength(request);
-    if (declared > bodyLimit) return done(new SbxError('payload_too_large', 'request body is larger than the server accepts'));
-    // base64 text of a file at the limit, plus room for the other members.
-    const scanner = new FileWriteScanner(declared, Math.min(bodyLimit, Math.ceil(maxFileBytes / 3) * 4 + 4 * 1024 * 1024));
-    let received = 0;
-    let finished = false;
-    const finish = (err: Error | null, body?: unknown) => {
-      if (finished) return;
-      finished = true;
-      payload.removeListener('data', onData);
-      if (err) payload.resume(); // the rest of the body is dropped
-      done(err, body);
-    };
-    const onData = (chunk: Buffer) => {
-      received += chunk.length;
-      if (received > bodyLimit) return finish(new SbxError('payload_too_large', 'request body is larger than the server accepts'));
-      try {
-        scanner.write(chunk);
-      } catch (err) {
-        finish(err as Error);
-      }
-    };
-    payload.on('data', onData);
-    payload.on('end', () => {
-      try {
-        finish(null, scanner.end());
-      } catch (err) {
-        finish(err as Error);
-      }
-    });
-    payload.on('error', (err: Error) => finish(err));
-    // The client went away mid-body: nothing is written (the handler never runs).
-    request.raw.once('close', () => {
-      if (!request.raw.complete) finish(badRequest('the request body was cut short'));
-    });
-  };
-}
 
 const JSON_TYPE = 'application/json';
 const RAW_TYPE = 'application/octet-stream';
@@ -84,13 +39,17 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
   // The write route in its own scope, where application/json bodies go to the streaming parser.
   void app.register((scope, _opts, done) => {
     scope.removeContentTypeParser(JSON_TYPE);
-    scope.addContentTypeParser(JSON_TYPE, streamedJsonParser(deps.bodyLimit, deps.settings.limits.max_file_bytes));
+    scope.addContentTypeParser(JSON_TYPE, streamedUploadParser(deps.bodyLimit));
+    // Whatever happened (a refused credential, a failed validation), an upload's spool goes with its request.
+    scope.addHook('onResponse', async (request) => void (await uploadOf(request.body)?.dispose()));
     // Two forms on one route: the spec's JSON body, and (sbx extension) the raw bytes as an
     // application/octet-stream body with path and mode in the query string. Fastify validates the
     // body by media type; a body of any other type (or none) gets the JSON form's check, as before.
     scope.post<P & { Body: WriteBody | Buffer; Querystring: WriteFileQuery }>(
       BASE,
       {
+        // JSON bodies stream into the sandbox: the in-flight budget holds a slice for them, not their length.
+        config: { [STREAMED_UPLOAD]: true },
         schema: {
           tags,
           summary: 'Write a file (JSON, encoding base64 for binary; or raw application/octet-stream bytes with path and mode in the query)',
@@ -117,14 +76,16 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
           await deps.files.write(request.params.id, request.query.path ?? '', body, request.query.mode, callerOf(request));
           return { status: 'written' as const };
         }
-        const streamed = takeContent(body);
-        const bytes = streamed ? contentBytes(streamed, body.encoding) : decodeText(body.content, body.encoding, 'content');
-        try {
-          await deps.files.write(request.params.id, body.path, bytes, body.mode, callerOf(request));
-        } finally {
-          // The upload's memory goes back now, not at the next garbage collection.
-          if (streamed) releaseBuffer(bytes);
+        // A JSON body: its content streams into the sandbox as it arrives (file-upload.ts).
+        const upload = takeUpload(body);
+        if (upload) {
+          await upload.run((content, mode) =>
+            deps.files.writeStream(request.params.id, body.path, content, mode, callerOf(request), deps.inflight),
+          );
+          return { status: 'written' as const };
         }
+        const bytes = decodeText(body.content, body.encoding, 'content');
+        await deps.files.write(request.params.id, body.path, bytes, body.mode, callerOf(request));
         return { status: 'written' as const };
       },
     );

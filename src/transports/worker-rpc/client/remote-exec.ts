@@ -62,6 +62,11 @@ export async function* execStream(
         buf = buf.slice(nl + 1);
         if (line === '') continue;
         const ev = parseLine(rpc, w, id, line);
+        // The worker's provider reported no exit status (DESIGN §12): the stream ends without one.
+        if (ev === null) {
+          exited = true;
+          return;
+        }
         if (ev.stream === 'exit') {
           exited = true;
           yield ev;
@@ -81,7 +86,7 @@ export async function* execStream(
   throw lost(w);
 }
 
-function parseLine(rpc: RpcClient, w: WorkerRecord, id: string, line: string): ExecEvent {
+function parseLine(rpc: RpcClient, w: WorkerRecord, id: string, line: string): ExecEvent | null {
   let env: {
     id?: unknown;
     result?: { stream?: unknown; data?: unknown; exit_code?: unknown };
@@ -98,6 +103,7 @@ function parseLine(rpc: RpcClient, w: WorkerRecord, id: string, line: string): E
   if (r && (r.stream === 'stdout' || r.stream === 'stderr') && typeof r.data === 'string')
     return { stream: r.stream, data: Buffer.from(r.data, 'base64') };
   if (r && r.stream === 'exit' && typeof r.exit_code === 'number') return { stream: 'exit', exit_code: r.exit_code };
+  if (r && r.stream === 'exit' && r.exit_code === null) return null;
   throw rpc.invalid(w);
 }
 
@@ -180,8 +186,9 @@ export async function* execSocket(
       items.push({
         ev: { stream: msg.type, data: msg.encoding === 'base64' ? Buffer.from(msg.data, 'base64') : Buffer.from(msg.data, 'utf8') },
       });
-    } else if (msg.type === 'exit' && typeof msg.exit_code === 'number') {
-      items.push({ ev: { stream: 'exit', exit_code: msg.exit_code } });
+    } else if (msg.type === 'exit' && (typeof msg.exit_code === 'number' || msg.exit_code === null)) {
+      // null: the worker's provider reported no exit status (DESIGN §12); the iteration just ends.
+      if (msg.exit_code !== null) items.push({ ev: { stream: 'exit', exit_code: msg.exit_code } });
       done = true;
       items.end();
     } else if (msg.type === 'error') {

@@ -15,6 +15,8 @@ export interface RpcServerDeps {
   credentials: () => WorkerCredentials;
   /** Healthy-or-not providers this worker runs, by name. */
   providers: ReadonlyMap<string, Provider>;
+  /** What a `worker.spawn` that leaves them out gets (DESIGN §7): the default provider and this worker's `defaults.*`. */
+  spawnDefaults: { provider: string; image: string; memory_mb: number; vcpus: number };
   state: WorkerState;
   clock: Clock;
   /** A private directory for staged uploads (never inside a sandbox). */

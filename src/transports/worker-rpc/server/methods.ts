@@ -8,6 +8,7 @@ import type * as C from '../../../contracts/worker-rpc.js';
 import { formatDuration } from '../../../core/duration.js';
 import { badRequest, notFound, SbxError, unavailable } from '../../../core/errors.js';
 import { parseEgress } from '../../../core/network/rules.js';
+import { canonicalProviderName } from '../../../core/providers/registry.js';
 import type { ExecSpec, Provider } from '../../../core/ports.js';
 import { CappedOutput } from '../../../core/sandboxes/exec-output.js';
 import { sandboxGlob, sandboxPath } from '../../../core/sandboxes/paths.js';
@@ -38,7 +39,7 @@ const DEFAULT_EXEC_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 /** The provider by name, or 404. */
 export function providerNamed(deps: RpcServerDeps, name: string): Provider {
-  const p = deps.providers.get(name);
+  const p = deps.providers.get(canonicalProviderName(name));
   if (!p) throw notFound(`provider "${name}" is not run by worker ${deps.workerId}`);
   return p;
 }
@@ -63,6 +64,22 @@ function refuseUnfiltered(deps: RpcServerDeps, provider: Provider): void {
   if (why !== null) throw new SbxError('not_implemented', `network "filtered" is not available on worker ${deps.workerId}: ${why}`);
 }
 
+/** A spawn's params with every field it left out taken from this worker's defaults (DESIGN §7). */
+export type SpawnRequest = ReturnType<typeof withSpawnDefaults>;
+
+function withSpawnDefaults(deps: RpcServerDeps, s: Static<typeof C.SpawnParams>) {
+  const d = deps.spawnDefaults;
+  return {
+    ...s,
+    provider: s.provider ?? d.provider,
+    image: s.image ?? d.image,
+    memory_mb: s.memory_mb ?? d.memory_mb,
+    vcpus: s.vcpus ?? d.vcpus,
+    metadata: s.metadata ?? {},
+    owner_id: s.owner_id ?? null,
+  };
+}
+
 /** The exec spec of `worker.exec`/`exec_stream` params. */
 export function execSpec(p: Static<typeof C.ExecParams>): ExecSpec {
   const spec: ExecSpec = { command: p.command, args: p.args, mode: p.mode, env: p.env };
@@ -83,7 +100,7 @@ export async function dispatch(deps: RpcServerDeps, local: ServerLocal, call: Ca
   const { staging } = local;
   switch (call.method) {
     case 'worker.spawn': {
-      const s = p as Static<typeof C.SpawnParams>;
+      const s = withSpawnDefaults(deps, p as Static<typeof C.SpawnParams>);
       if (deps.draining()) throw unavailable(`worker ${deps.workerId} is draining and takes no new sandboxes`);
       const provider = providerNamed(deps, s.provider);
       // Egress rules (DESIGN §10) are parsed again here: the worker enforces only what it understood.
@@ -252,7 +269,7 @@ export async function dispatch(deps: RpcServerDeps, local: ServerLocal, call: Ca
 async function spawnRuntime(
   deps: RpcServerDeps,
   provider: Provider,
-  s: Static<typeof C.SpawnParams>,
+  s: SpawnRequest,
   egress: ReturnType<typeof parseEgress> | null,
   signal: AbortSignal,
 ): Promise<Static<typeof C.SpawnResult>> {

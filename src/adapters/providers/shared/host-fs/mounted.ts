@@ -42,6 +42,12 @@ export class MountedFs {
     return r.fs.writeFile(r.path, content, mode);
   }
 
+  async writeFileStream(p: string, body: AsyncIterable<Uint8Array>, mode: () => number | undefined): Promise<void> {
+    const r = await this.route(p);
+    if (r.mount && r.path === '/') throw badRequest(`${p} is a volume's mount point`);
+    return r.fs.writeFileStream(r.path, body, mode);
+  }
+
   async readFile(p: string, maxBytes?: number): Promise<Uint8Array> {
     const r = await this.route(p);
     return r.fs.readFile(r.path, maxBytes);

@@ -105,6 +105,12 @@ export interface WorkspaceOps {
   chmod(path: string, mode: number, signal?: AbortSignal): Promise<void>;
   stat(path: string, signal?: AbortSignal): Promise<FileInfo>;
   glob(pattern: string, signal?: AbortSignal): Promise<string[]>;
+  /**
+   * Whether the sockets listening on TCP `port` of the runtime belong to this workspace's tenant
+   * (at least one listens, none is another's). A pool preview is served only then, else 502 as if
+   * nothing listened. Absent: the provider cannot tell one tenant's listeners from another's.
+   */
+  listenerOwned?(port: number, signal?: AbortSignal): Promise<boolean>;
 }
 
 /** Signals a caller may send to a running command. */

@@ -319,11 +319,19 @@ export class PoolProvider implements Provider {
     );
   }
 
-  /** Tenants of one runtime share its network: a port is the runtime's. */
+  /**
+   * Tenants of one runtime share its network: a port is the runtime's, and a tenant's preview is
+   * served only when what listens on it is the tenant's own (WorkspaceOps.listenerOwned), else 502
+   * as if nothing listened.
+   */
   async previewUpstream(runtimeId: string, port: number, signal?: AbortSignal) {
     if (!this.base.previewUpstream) throw new SbxError('not_implemented', `provider ${this.name} cannot serve previews`);
     const p = parsePoolId(runtimeId);
-    if (p) await this.live(runtimeId);
+    if (p) {
+      const ws = await this.live(runtimeId);
+      if (ws.listenerOwned && !(await ws.listenerOwned(port, signal)))
+        throw new SbxError('bad_gateway', `nothing of sandbox ${p.sandbox_id} is listening on port ${port}`);
+    }
     return this.base.previewUpstream(p ? p.runtime : runtimeId, port, signal);
   }
 

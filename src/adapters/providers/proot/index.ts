@@ -51,10 +51,11 @@ const HEALTH_TIMEOUT_MS = 5_000;
 
 /**
  * Sandboxes as proot guests: each runtime is a copy of the rootfs directory, commands run under
- * `proot -r <copy>`, files go straight to the copy. Each command runs in its own PID namespace
- * where the host allows one (isolation.ts), so it neither sees nor signals host processes or other
- * sandboxes; proot confines paths, not the network: it is a convenience without Docker, not a
- * security boundary.
+ * `proot -r <copy>`, files go straight to the copy. Each sandbox has its own PID namespace where
+ * the host allows one (keeper.ts), which every exec enters, so it neither sees nor signals host
+ * processes or other sandboxes, and what it starts in the background lives on until it ends or the
+ * sandbox is destroyed; proot confines paths, not the network: it is a convenience without Docker,
+ * not a security boundary.
  */
 export function createProotProvider(opts: ProotProviderOptions): Provider {
   const binary = opts.binary || 'proot';
@@ -152,43 +153,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
       return { host: '127.0.0.1', port };
     },
 
-    exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
-      return rt.exec(
-        runtimeId,
-        async (fs, dir) => {
-          if (spec.mode === 'argv' && spec.command.length === 0) throw badRequest('command is empty');
-          const workdir = spec.workdir ?? '/workspace';
-          await fs.hostDir(workdir);
-          checkEnv(spec.env);
-          const env = { PATH: GUEST_PATH, HOME: '/root', ...spec.env };
-          const iso = await probeIsolation();
-          const script = spec.mode === 'shell' ? buildShellCommand(spec.command, spec.args) : undefined;
-          // The guest wrapper outlives the signals sent to the command and reports its 128 + signo
-          // (proot alone exits 255 for a guest killed by a signal); signals spare proot itself
-          // (and the namespace launcher).
-          const argv = prootArgv(
-            iso.prefix,
-            dir,
-            workdir,
-            wrapperArgv(spec.mode, spec.command, spec.args, script),
-            await rt.mounts(runtimeId),
-          );
-          // No terminal here (no pty library): a `tty` request runs with pipes.
-          return {
-            file: argv[0]!,
-            args: argv.slice(1),
-            // The host side starts in the sandbox copy: gone (destroyed meanwhile) = no start.
-            cwd: dir,
-            env: launcherEnv(env),
-            stdin: spec.stdin,
-            controls: spec.controls,
-            launcher: true,
-            signalSpares: iso.isolated ? ('init' as const) : ('leader' as const),
-          };
-        },
-        signal,
-      );
-    },
+    exec: (runtimeId: string, spec: ExecSpec, signal: AbortSignal) => execIn(runtimeId, '', spec, signal),
 
     writeFile: (id: string, path: string, content: Uint8Array, mode: number | undefined) => rt.fs(id).writeFile(path, content, mode),
     readFile: (id: string, path: string, _signal?: AbortSignal, maxBytes?: number) => rt.fs(id).readFile(path, maxBytes),
@@ -199,7 +164,53 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
     stat: (id: string, path: string) => rt.fs(id).stat(path),
     glob: (id: string, pattern: string) => rt.fs(id).glob(pattern),
     logs: (id: string, query: ConsoleQuery) => rt.logs(id, query),
-    workspace: (id: string, ws: WorkspaceSpec) => hostWorkspace(rt, id, ws, (rid, spec, signal) => provider.exec(rid, spec, signal)),
+    workspace: (id: string, ws: WorkspaceSpec) => hostWorkspace(rt, id, ws, execIn),
   };
+
+  /**
+   * An exec in the sandbox's PID namespace (`ns` '': the sandbox's own; a pool workspace's name:
+   * its own), under a tracer of its own there. What the command leaves running stays under that
+   * tracer and its path translation, never detached onto host paths: the tracer lives until its
+   * last tracee ends and is never killed before them (a kill spares it); the namespace, with every
+   * tracer and tracee at once, ends with the sandbox. The exec ends with its command: the wrapper
+   * reports the status on fd 3 while the tracer stays for what was left running.
+   */
+  function execIn(runtimeId: string, ns: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
+    return rt.exec(
+      runtimeId,
+      async (fs, dir) => {
+        if (spec.mode === 'argv' && spec.command.length === 0) throw badRequest('command is empty');
+        const workdir = spec.workdir ?? '/workspace';
+        await fs.hostDir(workdir);
+        checkEnv(spec.env);
+        const env = { PATH: GUEST_PATH, HOME: '/root', ...spec.env };
+        const iso = await probeIsolation();
+        const script = spec.mode === 'shell' ? buildShellCommand(spec.command, spec.args) : undefined;
+        // The host side starts in the sandbox copy: gone (destroyed meanwhile) = no start.
+        const entry = iso.isolated ? await rt.keepers.enter(iso, runtimeId, ns, dir) : null;
+        // The guest wrapper outlives the signals sent to the command and reports its 128 + signo
+        // (proot alone exits 255 for a guest killed by a signal); signals and kills spare proot
+        // itself (and the namespace's entry).
+        const guest = wrapperArgv(spec.mode, spec.command, spec.args, script, { status: entry !== null });
+        const argv = prootArgv(entry?.argv ?? [], dir, workdir, guest, await rt.mounts(runtimeId));
+        const spares = entry ? ('init' as const) : ('leader' as const);
+        // No terminal here (no pty library): a `tty` request runs with pipes.
+        return {
+          file: argv[0]!,
+          args: argv.slice(1),
+          cwd: dir,
+          env: launcherEnv(env),
+          stdin: spec.stdin,
+          controls: spec.controls,
+          launcher: true,
+          signalSpares: spares,
+          killSpares: spares,
+          ...(entry ? { fds: entry.fds, statusFd: true } : {}),
+        };
+      },
+      signal,
+      ns,
+    );
+  }
   return provider;
 }

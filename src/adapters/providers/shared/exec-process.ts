@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { badRequest, providerError } from '../../../core/errors.js';
@@ -27,6 +27,20 @@ export interface ProcessSpec {
   launcher?: boolean;
   /** Called with the group leader's pid once the process started. */
   onSpawn?: (pid: number) => void;
+  /** Descriptors passed to the child from fd 5 on (a keeper's namespaces for nsenter). */
+  fds?: readonly number[];
+  /**
+   * The command's status comes as a line on the child's fd 3 (the guest wrapper as `sbx+status`):
+   * the exec ends with it even while the child (a tracer) lives on for what the command left running.
+   */
+  statusFd?: boolean;
+  /**
+   * A kill (abort, early stop) spares these too, like signals do: a tracer must never die before
+   * its tracees, which would then run on untraced.
+   */
+  killSpares?: 'leader' | 'init';
+  /** Output that arrives after the exec ended (what the command left running still writes). */
+  onLeftover?: (stream: 'stdout' | 'stderr', data: Buffer) => void;
 }
 
 /** Exit code reported for a command killed by SIGKILL (abort, early stop). */
@@ -134,12 +148,14 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     yield { stream: 'exit', exit_code: KILLED_EXIT_CODE };
     return;
   }
+  const extra: Array<'pipe' | 'ignore' | number> = spec.fds?.length ? ['ignore', 'ignore', ...spec.fds] : [];
+  if (spec.statusFd) extra[0] = 'pipe';
   const child = spawn(spec.file, [...spec.args], {
     cwd: spec.cwd,
     env: spec.env,
     detached: true,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+    stdio: ['pipe', 'pipe', 'pipe', ...extra],
+  }) as ChildProcessWithoutNullStreams;
   if (child.pid !== undefined) spec.onSpawn?.(child.pid);
 
   const queue: ExecEvent[] = [];
@@ -160,6 +176,10 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
   const killGroup = () => {
     if (killedAt === null) killedAt = Date.now();
     if (child.pid === undefined) return;
+    if (spec.killSpares) {
+      void killMembers(child.pid, spec.killSpares === 'init');
+      return;
+    }
     try {
       process.kill(-child.pid, 'SIGKILL');
     } catch {
@@ -184,7 +204,9 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     wake();
   });
   child.on('exit', (code, sig) => {
-    exitCode = code ?? signalExitCode(sig);
+    // A status the wrapper reported stands (the tracer's own code says nothing more); after a kill
+    // that spared the tracer, the tracer's clean exit is still a killed command.
+    if (exitCode === null) exitCode = killedAt !== null && spec.killSpares ? KILLED_EXIT_CODE : (code ?? signalExitCode(sig));
     lastOutputAt = Date.now();
     wake();
   });
@@ -192,6 +214,18 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     closed = true;
     wake();
   });
+  let statusText = '';
+  const status = spec.statusFd ? (child.stdio[3] as NodeJS.ReadableStream | null) : null;
+  status?.on('data', (buf: Buffer) => {
+    statusText += buf.toString('latin1');
+    const line = /^(\d{1,3})\n/.exec(statusText);
+    if (line && exitCode === null) {
+      exitCode = Number(line[1]);
+      lastOutputAt = Date.now();
+      wake();
+    }
+  });
+  status?.on('error', () => undefined);
   // EPIPE when the command exits without reading its stdin is expected.
   child.stdin.on('error', () => undefined);
   const pumps: Pump[] = [];
@@ -288,8 +322,40 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     for (const p of pumps) p.stop();
     signal.removeEventListener('abort', onAbort);
     if (exitCode === null) killGroup();
-    child.stdout.destroy();
-    child.stderr.destroy();
+    (status as { destroy?: () => void } | null)?.destroy?.();
     child.stdin.destroy();
+    if (exitCode !== null && !closed && spec.onLeftover) {
+      // What the command left running may still hold its output: read on (never blocking it
+      // on a full pipe or killing it with SIGPIPE), without keeping the server up.
+      const leftover = spec.onLeftover;
+      for (const [name, stream] of [
+        ['stdout', child.stdout],
+        ['stderr', child.stderr],
+      ] as const) {
+        stream.removeAllListeners('data');
+        stream.on('data', (buf: Buffer) => leftover(name, buf));
+        stream.on('error', () => undefined);
+        stream.resume();
+        (stream as unknown as { unref?: () => void }).unref?.();
+      }
+      child.unref();
+    } else {
+      child.stdout.destroy();
+      child.stderr.destroy();
+    }
+  }
+}
+
+/** SIGKILLs the members of group `pgid` but its leader (and with `spareChildren` the leader's children). */
+async function killMembers(pgid: number, spareChildren: boolean): Promise<void> {
+  // Twice: a process forked while the first pass ran is caught by the second.
+  for (let pass = 0; pass < 2; pass++) {
+    for (const m of await groupMembers(pgid, spareChildren)) {
+      try {
+        process.kill(m.pid, 'SIGKILL');
+      } catch {
+        // Gone meanwhile.
+      }
+    }
   }
 }

@@ -1,0 +1,190 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, fstatSync, openSync, readlinkSync, statSync } from 'node:fs';
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import { providerError } from '../../../core/errors.js';
+import type { HostMarkers } from './host-markers.js';
+import type { Isolation } from './isolation.js';
+
+/**
+ * One PID namespace per sandbox (DESIGN.md §10): a keeper is its init, and every exec of the
+ * sandbox enters it (nsenter), so what an exec leaves running (`server &`, `setsid … &`, `nohup`)
+ * lives on after it, visible to the next exec, until it ends or the sandbox is destroyed; the host,
+ * `sbx serve` and other sandboxes stay invisible. A pool workspace has a namespace of its own.
+ *
+ * The keeper is tied to `sbx serve`: its launcher dies with the server (PR_SET_PDEATHSIG), the init
+ * dies with its launcher (`unshare --kill-child`) and also ends when its stdin — a pipe only the
+ * server holds — reaches EOF; with the init the kernel kills the whole namespace. Each keeper is
+ * also recorded (host-markers.ts), so a start kills what a killed server left before serving.
+ */
+
+/** The init: reaps what is reparented to it, ends when the server's end of its stdin closes. */
+const KEEPER_SCRIPT = 'exec 3<&0; cat <&3 >/dev/null 3<&- & exec 3<&- </dev/null; echo ready; wait $!';
+const START_TIMEOUT_MS = 5_000;
+const STOP_WAIT_MS = 3_000;
+/** Descriptors that carry the namespaces to nsenter (the guest wrapper closes them). */
+export const NS_FD_BASE = 5;
+
+interface Keeper {
+  child: ChildProcess;
+  pid: number;
+  /** Open namespace files: pid (for children), mount, and the user namespace when there is one. */
+  fds: number[];
+  /** `pid:[inode]` of the namespace, as /proc/<pid>/ns/pid reads for its processes. */
+  pidNs: string;
+  exited: Promise<void>;
+}
+
+/** How an exec enters a keeper's namespaces: the argv before its command, the fds to pass from NS_FD_BASE on. */
+export interface Entry {
+  argv: string[];
+  fds: number[];
+}
+
+export class Keepers {
+  private readonly live = new Map<string, Promise<Keeper>>();
+
+  constructor(private readonly markers: HostMarkers) {}
+
+  private static key(runtimeId: string, ns: string): string {
+    return `${runtimeId}\0${ns}`;
+  }
+
+  /** argv prefix (and fds) that runs a command in the namespace of runtime `runtimeId` (`ns`: a pool workspace). */
+  async enter(iso: Isolation, runtimeId: string, ns: string, cwd: string): Promise<Entry> {
+    const k = await this.ensure(iso, runtimeId, ns);
+    const fd = (i: number) => `/proc/self/fd/${NS_FD_BASE + i}`;
+    const user = iso.userns ? [`--user=${fd(2)}`, '--preserve-credentials'] : [];
+    return { argv: [iso.nsenter, ...user, `--pid=${fd(0)}`, `--mount=${fd(1)}`, `--wd=${cwd}`, '--', ...iso.enter], fds: k.fds };
+  }
+
+  private ensure(iso: Isolation, runtimeId: string, ns: string): Promise<Keeper> {
+    const key = Keepers.key(runtimeId, ns);
+    let p = this.live.get(key);
+    if (!p) {
+      p = this.start(iso, runtimeId);
+      this.live.set(key, p);
+      p.then(
+        (k) =>
+          void k.exited.then(() => {
+            if (this.live.get(key) === p) this.live.delete(key);
+          }),
+        () => {
+          if (this.live.get(key) === p) this.live.delete(key);
+        },
+      );
+    }
+    return p;
+  }
+
+  private async start(iso: Isolation, runtimeId: string): Promise<Keeper> {
+    const argv = [...iso.prefix, '/bin/sh', '-c', KEEPER_SCRIPT];
+    // Its own process group (a marker kills it by group); nothing of the server's environment.
+    const child = spawn(argv[0]!, argv.slice(1), {
+      detached: true,
+      cwd: '/',
+      env: { PATH: '/usr/bin:/bin' },
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
+    child.stdin!.on('error', () => undefined);
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const fail = (why: string) => {
+      killGroup(child);
+      return providerError(`the sandbox's process namespace could not be started (${why})`);
+    };
+    const ready = await new Promise<string | null>((resolve) => {
+      const timer = setTimeout(() => resolve('timeout'), START_TIMEOUT_MS);
+      child.once('error', () => resolve('spawn failed'));
+      child.once('exit', () => resolve('it exited'));
+      child.stdout!.once('data', () => resolve(null));
+      void exited.then(() => clearTimeout(timer));
+      child.stdout!.once('data', () => clearTimeout(timer));
+    });
+    if (ready !== null || child.pid === undefined) throw fail(ready ?? 'no pid');
+    child.stdout!.resume();
+    const pid = child.pid;
+    // Opened while the launcher is our unreaped child (reaping happens on the event loop, not
+    // within this synchronous block), so the pid cannot name another process.
+    const fds: number[] = [];
+    let pidNs = '';
+    try {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error('exited');
+      for (const n of ['pid_for_children', 'mnt', ...(iso.userns ? ['user'] : [])]) fds.push(openSync(`/proc/${pid}/ns/${n}`, 'r'));
+      pidNs = readlinkSync(`/proc/${pid}/ns/pid_for_children`);
+      // Never the server's own namespace (the launcher must already have made its own).
+      if (fstatSync(fds[0]!).ino === statSync('/proc/self/ns/pid').ino) throw new Error('not unshared yet');
+    } catch (err) {
+      for (const fd of fds) closeSync(fd);
+      throw fail((err as Error).message);
+    }
+    void exited.then(() => {
+      for (const fd of fds) closeSync(fd);
+      void this.markers.removeProc(runtimeId, `keeper.${pid}`);
+    });
+    // Not a reason for the server to stay up: it dies with the server anyway.
+    child.unref();
+    (child.stdout as unknown as { unref?: () => void }).unref?.();
+    (child.stdin as unknown as { unref?: () => void }).unref?.();
+    await this.markers.addProc(runtimeId, `keeper.${pid}`, pid);
+    return { child, pid, fds, pidNs, exited };
+  }
+
+  /** Ends the namespace (and everything in it) of `ns`, or of every namespace of the runtime; waits (bounded). */
+  async stop(runtimeId: string, ns?: string): Promise<void> {
+    const prefix = Keepers.key(runtimeId, '');
+    const keys = [...this.live.keys()].filter((k) => (ns === undefined ? k.startsWith(prefix) : k === Keepers.key(runtimeId, ns)));
+    await Promise.all(
+      keys.map(async (key) => {
+        const k = await this.live.get(key)!.catch(() => null);
+        this.live.delete(key);
+        if (!k) return;
+        killGroup(k.child);
+        await Promise.race([k.exited, new Promise((r) => setTimeout(r, STOP_WAIT_MS).unref())]);
+      }),
+    );
+  }
+
+  /**
+   * Whether the TCP sockets listening on `port` (this host's network, which mock and proot share)
+   * all belong to processes of the namespace: at least one listens, and none of another's.
+   */
+  async listenerOwned(runtimeId: string, ns: string, port: number): Promise<boolean> {
+    const k = await this.live.get(Keepers.key(runtimeId, ns))?.catch(() => null);
+    if (!k) return false;
+    const wanted = await listeningInodes(port);
+    if (wanted.size === 0) return false;
+    for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+      if (!/^\d+$/.test(pid)) continue;
+      if ((await readlink(`/proc/${pid}/ns/pid`).catch(() => '')) !== k.pidNs) continue;
+      for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [] as string[])) {
+        const m = /^socket:\[(\d+)\]$/.exec(await readlink(`/proc/${pid}/fd/${fd}`).catch(() => ''));
+        if (m) wanted.delete(m[1]!);
+      }
+      if (wanted.size === 0) return true;
+    }
+    return false;
+  }
+}
+
+/** Inodes of the TCP sockets in LISTEN state on `port`, IPv4 and IPv6 (Linux /proc/net). */
+async function listeningInodes(port: number): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const text = await readFile(file, 'utf8').catch(() => '');
+    for (const line of text.split('\n').slice(1)) {
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10 || f[3] !== '0A') continue;
+      if (Number.parseInt(f[1]!.split(':')[1] ?? '', 16) === port) out.add(f[9]!);
+    }
+  }
+  return out;
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // Gone already.
+  }
+}

@@ -4,7 +4,6 @@
  * once the restarted server listens — before it serves a first request, with no grace period. The
  * sandboxes keep their records and files, not their processes; a new exec works.
  */
-import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { api, ensureBuilt, PROOT, providerConfig, serve, skipWhy, sleep, tempDir, until, type Served } from '../reliability/harness.js';

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,7 +25,16 @@ import { copyTree, HostCatalog } from '../shared/host-catalog.js';
 import type { HostMount } from '../shared/host-fs/mounted.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
 import { hostWorkspace } from '../shared/host-workspace.js';
-import { findOnPath, launcherEnv, probeIsolation, refuseNetwork, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
+import {
+  findOnPath,
+  guestScript,
+  launcherEnv,
+  probeIsolation,
+  refuseNetwork,
+  unisolatedWarning,
+  wrapperArgv,
+} from '../shared/isolation.js';
+import { CTL_GUEST, GUEST_EXEC_STUB, type GuestLaunch, hostPidIn } from '../shared/keeper.js';
 import { sweepProotLoaders } from './loaders.js';
 import { buildShellCommand } from '../shared/shell.js';
 
@@ -169,11 +179,10 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
 
   /**
    * An exec in the sandbox's PID namespace (`ns` '': the sandbox's own; a pool workspace's name:
-   * its own), under a tracer of its own there. What the command leaves running stays under that
-   * tracer and its path translation, never detached onto host paths: the tracer lives until its
-   * last tracee ends and is never killed before them (a kill spares it); the namespace, with every
-   * tracer and tracee at once, ends with the sandbox. The exec ends with its command: the wrapper
-   * reports the status on fd 3 while the tracer stays for what was left running.
+   * its own). The namespace's init is one long-lived proot, so nothing in the sandbox can kill the
+   * tracer and leave a tracee running untraced; the keeper under it starts every exec, so what an
+   * exec leaves running stays under the same tracer and path translation, never detached onto
+   * host paths. The exec ends with its command (the wrapper reports the status), whatever it left.
    */
   function execIn(runtimeId: string, ns: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
     return rt.exec(
@@ -186,26 +195,47 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
         const env = { PATH: GUEST_PATH, HOME: '/root', ...spec.env };
         const iso = await probeIsolation();
         const script = spec.mode === 'shell' ? buildShellCommand(spec.command, spec.args) : undefined;
-        // The host side starts in the sandbox copy: gone (destroyed meanwhile) = no start.
-        const entry = iso.isolated ? await rt.keepers.enter(iso, runtimeId, ns, dir) : null;
-        // The guest wrapper outlives the signals sent to the command and reports its 128 + signo
-        // (proot alone exits 255 for a guest killed by a signal); signals and kills spare proot
-        // itself (and the namespace's entry).
-        const guest = wrapperArgv(spec.mode, spec.command, spec.args, script, { status: entry !== null });
-        const argv = prootArgv(entry?.argv ?? [], dir, workdir, guest, await rt.mounts(runtimeId));
-        const spares = entry ? ('init' as const) : ('leader' as const);
+        const mounts = await rt.mounts(runtimeId);
+        if (iso.isolated) {
+          // Started by the sandbox's keeper, under its tracer (keeper.ts); the guest env travels
+          // in the script, never in argv nor in a host process's environment.
+          const launch: GuestLaunch = {
+            argv: async (ctl, guest) => prootArgv([], dir, '/', guest, [...mounts, { host: ctl, guest: CTL_GUEST }]),
+            env: launcherEnv({ PATH: GUEST_PATH }),
+            cwd: dir,
+          };
+          const entry = await rt.keepers.enter(iso, runtimeId, ns, null, launch);
+          const tag = randomBytes(8).toString('hex');
+          const wrapped = wrapperArgv(spec.mode, spec.command, spec.args, script, { status: true });
+          return {
+            file: entry.argv[0]!,
+            args: [...entry.argv.slice(1), '/bin/sh', '-c', GUEST_EXEC_STUB, 'sbx-exec', tag],
+            cwd: dir,
+            env: { PATH: '/usr/bin:/bin' },
+            stdin: spec.stdin,
+            controls: spec.controls,
+            launcher: true,
+            fds: entry.fds,
+            guest: { script: guestScript(workdir, env, wrapped), hostPid: (n: number) => hostPidIn(entry.pidNs, n) },
+            onEnd: () => void rm(join(entry.ctl!, tag), { recursive: true, force: true }).catch(() => undefined),
+          };
+        }
+        // No namespace on this host: a tracer per exec, which spares itself from signals (the
+        // wrapper reports the command's 128 + signo; proot alone exits 255 for a guest killed by one).
+        const argv = prootArgv([], dir, workdir, wrapperArgv(spec.mode, spec.command, spec.args, script), mounts);
         // No terminal here (no pty library): a `tty` request runs with pipes.
         return {
           file: argv[0]!,
           args: argv.slice(1),
+          // The host side starts in the sandbox copy: gone (destroyed meanwhile) = no start.
           cwd: dir,
           env: launcherEnv(env),
           stdin: spec.stdin,
           controls: spec.controls,
           launcher: true,
-          signalSpares: spares,
-          killSpares: spares,
-          ...(entry ? { fds: entry.fds, statusFd: true } : {}),
+          signalSpares: 'leader' as const,
+          // Nor does a kill reach it: a tracer killed first would leave its tracees running untraced.
+          killSpares: 'leader' as const,
         };
       },
       signal,

@@ -41,6 +41,14 @@ export interface ProcessSpec {
   killSpares?: 'leader' | 'init';
   /** Output that arrives after the exec ended (what the command left running still writes). */
   onLeftover?: (stream: 'stdout' | 'stderr', data: Buffer) => void;
+  /**
+   * The child is a stub that has a keeper's guest start the command (keeper.ts GUEST_EXEC_STUB):
+   * `script` goes to its fd 4; fd 3 carries `p <pid in the namespace>`, then the status (its end
+   * without one: killed). Signals and kills go to the command's process tree, found by `hostPid`.
+   */
+  guest?: { script: string; hostPid(nsPid: number): Promise<number | null> };
+  /** Called once the exec is over. */
+  onEnd?: () => void;
 }
 
 /** Exit code reported for a command killed by SIGKILL (abort, early stop). */
@@ -149,7 +157,8 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     return;
   }
   const extra: Array<'pipe' | 'ignore' | number> = spec.fds?.length ? ['ignore', 'ignore', ...spec.fds] : [];
-  if (spec.statusFd) extra[0] = 'pipe';
+  if (spec.statusFd || spec.guest) extra[0] = 'pipe';
+  if (spec.guest) extra[1] = 'pipe';
   const child = spawn(spec.file, [...spec.args], {
     cwd: spec.cwd,
     env: spec.env,
@@ -173,9 +182,20 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     n?.();
   };
 
+  // The command's host pid under a guest keeper (`p` on fd 3), resolved on first need.
+  let guestPid: number | null = null;
+  let guestRoot: Promise<number | null> | null = null;
+  const commandRoot = (): Promise<number | null> => {
+    if (!spec.guest || guestPid === null) return Promise.resolve(null);
+    guestRoot ??= spec.guest.hostPid(guestPid);
+    return guestRoot;
+  };
   const killGroup = () => {
     if (killedAt === null) killedAt = Date.now();
     if (child.pid === undefined) return;
+    if (spec.guest) {
+      void commandRoot().then((root) => (root === null ? undefined : killTree(root)));
+    }
     if (spec.killSpares) {
       void killMembers(child.pid, spec.killSpares === 'init');
       return;
@@ -206,7 +226,9 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
   child.on('exit', (code, sig) => {
     // A status the wrapper reported stands (the tracer's own code says nothing more); after a kill
     // that spared the tracer, the tracer's clean exit is still a killed command.
-    if (exitCode === null) exitCode = killedAt !== null && spec.killSpares ? KILLED_EXIT_CODE : (code ?? signalExitCode(sig));
+    // Under a guest keeper the stub's exit says nothing of the command's (fd 3 does).
+    if (exitCode === null && !spec.guest)
+      exitCode = killedAt !== null && spec.killSpares ? KILLED_EXIT_CODE : (code ?? signalExitCode(sig));
     lastOutputAt = Date.now();
     wake();
   });
@@ -215,17 +237,34 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     wake();
   });
   let statusText = '';
-  const status = spec.statusFd ? (child.stdio[3] as NodeJS.ReadableStream | null) : null;
+  const status = spec.statusFd || spec.guest ? (child.stdio[3] as NodeJS.ReadableStream | null) : null;
   status?.on('data', (buf: Buffer) => {
     statusText += buf.toString('latin1');
-    const line = /^(\d{1,3})\n/.exec(statusText);
-    if (line && exitCode === null) {
-      exitCode = Number(line[1]);
-      lastOutputAt = Date.now();
-      wake();
+    for (let nl = statusText.indexOf('\n'); nl >= 0 && statusText.length < 256; nl = statusText.indexOf('\n')) {
+      const line = statusText.slice(0, nl);
+      statusText = statusText.slice(nl + 1);
+      const started = /^p (\d{1,9})$/.exec(line);
+      if (started && spec.guest && guestPid === null) guestPid = Number(started[1]);
+      else if (/^\d{1,3}$/.test(line) && exitCode === null) {
+        exitCode = Number(line);
+        lastOutputAt = Date.now();
+        wake();
+      }
     }
   });
   status?.on('error', () => undefined);
+  // Under a guest keeper, the status channel's end without a status: the command was killed.
+  status?.on('end', () => {
+    if (!spec.guest || exitCode !== null) return;
+    exitCode = KILLED_EXIT_CODE;
+    lastOutputAt = Date.now();
+    wake();
+  });
+  if (spec.guest) {
+    const script = child.stdio[4] as NodeJS.WritableStream;
+    script.on('error', () => undefined);
+    script.end(spec.guest.script);
+  }
   // EPIPE when the command exits without reading its stdin is expected.
   child.stdin.on('error', () => undefined);
   const pumps: Pump[] = [];
@@ -238,6 +277,10 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     pumps.push(
       consumeControls(spec.controls, async (c) => {
         if (c.type !== 'signal' || child.pid === undefined || exitCode !== null) return;
+        if (spec.guest) {
+          await signalGuest(c.signal);
+          return;
+        }
         if (spec.signalSpares && c.signal !== 'SIGKILL') {
           // A signal right after the start may come before the wrapper started the command: it
           // waits for the command (briefly) instead of being lost.
@@ -265,6 +308,24 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     );
   }
 
+  /** A signal to the command's process tree under a guest keeper, once the command started. */
+  const signalGuest = async (sig: NodeJS.Signals) => {
+    const until = performance.now() + SIGNAL_WAIT_MS;
+    let root = await commandRoot();
+    let members = root === null ? [] : await treeMembers(root);
+    while (!readyFor(members, sig) && exitCode === null && performance.now() < until) {
+      await new Promise((r) => setTimeout(r, 20));
+      root = await commandRoot();
+      members = root === null ? [] : await treeMembers(root);
+    }
+    for (const m of members) {
+      try {
+        process.kill(m.pid, sig);
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  };
   const onAbort = () => {
     killGroup();
     wake();
@@ -320,6 +381,7 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     yield { stream: 'exit', exit_code: exitCode ?? KILLED_EXIT_CODE };
   } finally {
     for (const p of pumps) p.stop();
+    spec.onEnd?.();
     signal.removeEventListener('abort', onAbort);
     if (exitCode === null) killGroup();
     (status as { destroy?: () => void } | null)?.destroy?.();
@@ -342,6 +404,47 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     } else {
       child.stdout.destroy();
       child.stderr.destroy();
+    }
+  }
+}
+
+/** The process tree rooted at `root` (root included), from /proc. */
+async function treeMembers(root: number): Promise<Member[]> {
+  const parent = new Map<number, number>();
+  for (const name of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    if (!stat) continue;
+    parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+  }
+  if (!parent.has(root)) return [];
+  const inTree = (pid: number): boolean => {
+    for (let p: number | undefined = pid, depth = 0; p !== undefined && p > 1 && depth < 512; p = parent.get(p), depth++)
+      if (p === root) return true;
+    return false;
+  };
+  const members: Member[] = [];
+  for (const pid of parent.keys()) {
+    if (!inTree(pid)) continue;
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    const cgt = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+    const ppid = parent.get(pid)!;
+    const wrapper = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).startsWith(WRAPPER_CMDLINE);
+    const forked = wrapper && (await readFile(`/proc/${ppid}/cmdline`, 'utf8').catch(() => '')).startsWith(WRAPPER_CMDLINE);
+    members.push({ pid, ppid, caught: cgt ? BigInt(`0x${cgt}`) : 0n, wrapper, forked });
+  }
+  return members;
+}
+
+/** SIGKILLs the process tree rooted at `root`, twice (a process forked meanwhile is caught by the second pass). */
+async function killTree(root: number): Promise<void> {
+  for (let pass = 0; pass < 2; pass++) {
+    for (const m of await treeMembers(root)) {
+      try {
+        process.kill(m.pid, 'SIGKILL');
+      } catch {
+        // Gone meanwhile.
+      }
     }
   }
 }

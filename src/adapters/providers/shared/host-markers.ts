@@ -7,6 +7,7 @@ import { basename, dirname, join } from 'node:path';
  * which runtimes and which exec process trees belong to its installation:
  *   runtimes/<runtime_id>.json       {installation_id, sandbox_id}
  *   procs/<runtime_id>/<tag>.json    {pid, start}  (an exec's or a keeper's process-group leader)
+ *   ctl/<runtime_id>/<ns>/           a proot keeper's request FIFO and each exec's pipes (keeper.ts)
  * A marker is only a hint: a process is killed only when its pid still has the recorded start time
  * and leads its own process group, so an edited marker can never make sbx kill something else.
  */
@@ -149,7 +150,16 @@ export class HostMarkers {
   }
 
   /** Forgets a runtime: its marker and its exec markers. */
+  /**
+   * Where the keeper of namespace `ns` of the runtime exchanges each exec's request and pipes with
+   * the guest (keeper.ts, proot): outside every sandbox root, bound into that keeper's guest only.
+   */
+  ctlDir(id: string, ns: string): string {
+    return join(this.base, 'ctl', id, ns === '' ? '_' : ns);
+  }
+
   async removeRuntime(id: string): Promise<void> {
+    await rm(join(this.base, 'ctl', id), { recursive: true, force: true }).catch(() => undefined);
     await rm(this.procsDir(id), { recursive: true, force: true }).catch(() => undefined);
     await rm(this.runtimeFile(id), { force: true }).catch(() => undefined);
   }

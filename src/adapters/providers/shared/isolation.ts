@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { SbxError } from '../../../core/errors.js';
+import { shellQuote } from './shell.js';
 
 /**
  * Process isolation for host-backed providers (mock, proot): each sandbox has one PID namespace
@@ -136,6 +137,18 @@ export function launcherEnv(guest: Record<string, string>): Record<string, strin
   // Shorter first: N is restored from SBX_GUEST_N before a guest name SBX_GUEST_N overwrites it.
   env.SBX_GUEST_RENAMED = renamed.sort((a, b) => a.length - b.length).join(' ');
   return env;
+}
+
+/**
+ * A script that runs `argv` in `workdir` with the guest env, for a guest keeper to source
+ * (keeper.ts): it first says its pid on fd 3, then sets the env by `export` (never argv; names a
+ * shell cannot set are dropped) and replaces itself with `argv` (the wrapper).
+ */
+export function guestScript(workdir: string, guest: Record<string, string>, argv: readonly string[]): string {
+  const lines = ['echo "p $$" >&3', `cd ${shellQuote(workdir)} || { echo 1 >&3; exit 1; }`];
+  for (const [k, v] of Object.entries(launcherEnv(guest))) if (SHELL_NAME.test(k)) lines.push(`export ${k}=${shellQuote(v)}`);
+  lines.push(`exec ${argv.map(shellQuote).join(' ')}`);
+  return `${lines.join('\n')}\n`;
 }
 
 /**

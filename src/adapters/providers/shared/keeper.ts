@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, fstatSync, openSync, readlinkSync, statSync } from 'node:fs';
-import { readdir, readFile, readlink } from 'node:fs/promises';
+import { mkdir, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { providerError } from '../../../core/errors.js';
 import type { HostMarkers } from './host-markers.js';
 import type { Isolation } from './isolation.js';
@@ -17,12 +17,58 @@ import type { Isolation } from './isolation.js';
  * also recorded (host-markers.ts), so a start kills what a killed server left before serving.
  */
 
-/** The init: reaps what is reparented to it, ends when the server's end of its stdin closes. */
+/** The init (mock): reaps what is reparented to it, ends when the server's end of its stdin closes. */
 const KEEPER_SCRIPT = 'exec 3<&0; cat <&3 >/dev/null 3<&- & exec 3<&- </dev/null; echo ready; wait $!';
 const START_TIMEOUT_MS = 5_000;
 const STOP_WAIT_MS = 3_000;
 /** Descriptors that carry the namespaces to nsenter (the guest wrapper closes them). */
 export const NS_FD_BASE = 5;
+
+/** Where a guest keeper sees its control directory (HostMarkers.ctlDir). */
+export const CTL_GUEST = '/.sbx';
+
+/**
+ * The keeper of a tracer's sandbox (proot): the tracer is the namespace's init, so nothing in the
+ * sandbox can kill it and leave its tracees running untraced; this guest sh under it starts every
+ * exec, so what an exec leaves running stays traced and path-translated. It reads exec names from
+ * the request FIFO; each names a directory of FIFOs (stdin, stdout, stderr, status) and the
+ * script to source (GuestExec). When the server's end of its stdin closes, it kills everything.
+ */
+const GUEST_KEEPER = [
+  `exec 9<&0 </dev/null 7<>${CTL_GUEST}/req`,
+  '{ cat <&9 >/dev/null; kill -9 -1; } &',
+  'exec 9<&-',
+  'echo ready',
+  'exec >/dev/null 2>&1',
+  'while IFS= read -r d <&7; do',
+  "  case $d in ''|*[!A-Za-z0-9._-]*) continue ;; esac",
+  `  ( cd "${CTL_GUEST}/$d" && exec /bin/sh -c '. ./cmd' sbx <in >out 2>err 3>st 7<&- ) &`,
+  'done',
+].join('\n');
+
+/**
+ * The host side of one exec through a guest keeper, run in the namespace in the control
+ * directory: makes the exec's FIFOs, takes the script from fd 4, relays the FIFOs to its own
+ * stdio and the status FIFO to fd 3, asks the keeper to start it, and ends when all are closed.
+ */
+export const GUEST_EXEC_STUB = [
+  'd=$1; mkdir -m 700 "$d" && cd "$d" && mkfifo -m 600 in out err st || exit 1',
+  'cat <&4 >cmd; exec 4<&-',
+  'cat out & cat err >&2 & cat st >&3 &',
+  'exec 3>&-',
+  'echo "$d" >../req',
+  'cat >in 2>/dev/null',
+  'exec 0<&-',
+  'wait',
+].join('\n');
+
+/** How a keeper whose init is a tracer starts (proot). */
+export interface GuestLaunch {
+  /** argv that runs `guest` in the sandbox under the tracer, with `ctl` bound at CTL_GUEST. */
+  argv(ctl: string, guest: string[]): Promise<string[]>;
+  env: Record<string, string>;
+  cwd: string;
+}
 
 interface Keeper {
   child: ChildProcess;
@@ -31,6 +77,8 @@ interface Keeper {
   fds: number[];
   /** `pid:[inode]` of the namespace, as /proc/<pid>/ns/pid reads for its processes. */
   pidNs: string;
+  /** A guest keeper's control directory (GuestLaunch). */
+  ctl?: string;
   exited: Promise<void>;
 }
 
@@ -38,6 +86,8 @@ interface Keeper {
 export interface Entry {
   argv: string[];
   fds: number[];
+  pidNs: string;
+  ctl?: string;
 }
 
 export class Keepers {
@@ -50,18 +100,20 @@ export class Keepers {
   }
 
   /** argv prefix (and fds) that runs a command in the namespace of runtime `runtimeId` (`ns`: a pool workspace). */
-  async enter(iso: Isolation, runtimeId: string, ns: string, cwd: string): Promise<Entry> {
-    const k = await this.ensure(iso, runtimeId, ns);
+  async enter(iso: Isolation, runtimeId: string, ns: string, cwd: string | null, guest?: GuestLaunch): Promise<Entry> {
+    const k = await this.ensure(iso, runtimeId, ns, guest);
     const fd = (i: number) => `/proc/self/fd/${NS_FD_BASE + i}`;
     const user = iso.userns ? [`--user=${fd(2)}`, '--preserve-credentials'] : [];
-    return { argv: [iso.nsenter, ...user, `--pid=${fd(0)}`, `--mount=${fd(1)}`, `--wd=${cwd}`, '--', ...iso.enter], fds: k.fds };
+    const wd = cwd ?? k.ctl ?? '/';
+    const argv = [iso.nsenter, ...user, `--pid=${fd(0)}`, `--mount=${fd(1)}`, `--wd=${wd}`, '--', ...iso.enter];
+    return { argv, fds: k.fds, pidNs: k.pidNs, ...(k.ctl ? { ctl: k.ctl } : {}) };
   }
 
-  private ensure(iso: Isolation, runtimeId: string, ns: string): Promise<Keeper> {
+  private ensure(iso: Isolation, runtimeId: string, ns: string, guest?: GuestLaunch): Promise<Keeper> {
     const key = Keepers.key(runtimeId, ns);
     let p = this.live.get(key);
     if (!p) {
-      p = this.start(iso, runtimeId);
+      p = this.start(iso, runtimeId, ns, guest);
       this.live.set(key, p);
       p.then(
         (k) =>
@@ -76,13 +128,21 @@ export class Keepers {
     return p;
   }
 
-  private async start(iso: Isolation, runtimeId: string): Promise<Keeper> {
-    const argv = [...iso.prefix, '/bin/sh', '-c', KEEPER_SCRIPT];
+  private async start(iso: Isolation, runtimeId: string, ns: string, guest?: GuestLaunch): Promise<Keeper> {
+    let argv = [...iso.prefix, '/bin/sh', '-c', KEEPER_SCRIPT];
+    let ctl: string | undefined;
+    if (guest) {
+      ctl = this.markers.ctlDir(runtimeId, ns);
+      await rm(ctl, { recursive: true, force: true });
+      await mkdir(ctl, { recursive: true, mode: 0o700 });
+      const inner = await guest.argv(ctl, ['/bin/sh', '-c', GUEST_KEEPER]);
+      argv = [...iso.prefix, '/bin/sh', '-c', 'mkfifo -m 600 "$0/req" && exec "$@"', ctl, ...inner];
+    }
     // Its own process group (a marker kills it by group); nothing of the server's environment.
     const child = spawn(argv[0]!, argv.slice(1), {
       detached: true,
-      cwd: '/',
-      env: { PATH: '/usr/bin:/bin' },
+      cwd: guest?.cwd ?? '/',
+      env: guest?.env ?? { PATH: '/usr/bin:/bin' },
       stdio: ['pipe', 'pipe', 'ignore'],
     });
     child.stdin!.on('error', () => undefined);
@@ -119,13 +179,14 @@ export class Keepers {
     void exited.then(() => {
       for (const fd of fds) closeSync(fd);
       void this.markers.removeProc(runtimeId, `keeper.${pid}`);
+      if (ctl) void rm(ctl, { recursive: true, force: true }).catch(() => undefined);
     });
     // Not a reason for the server to stay up: it dies with the server anyway.
     child.unref();
     (child.stdout as unknown as { unref?: () => void }).unref?.();
     (child.stdin as unknown as { unref?: () => void }).unref?.();
     await this.markers.addProc(runtimeId, `keeper.${pid}`, pid);
-    return { child, pid, fds, pidNs, exited };
+    return { child, pid, fds, pidNs, exited, ...(ctl ? { ctl } : {}) };
   }
 
   /** Ends the namespace (and everything in it) of `ns`, or of every namespace of the runtime; waits (bounded). */
@@ -163,6 +224,18 @@ export class Keepers {
     }
     return false;
   }
+}
+
+/** The host pid of the process that is `nsPid` in the namespace `pidNs` (`pid:[inode]`), or null. */
+export async function hostPidIn(pidNs: string, nsPid: number): Promise<number | null> {
+  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid)) continue;
+    if ((await readlink(`/proc/${pid}/ns/pid`).catch(() => '')) !== pidNs) continue;
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    const ids = /^NSpid:\s*(.*)$/m.exec(status)?.[1]?.trim().split(/\s+/);
+    if (ids && Number(ids[ids.length - 1]) === nsPid) return Number(pid);
+  }
+  return null;
 }
 
 /** Inodes of the TCP sockets in LISTEN state on `port`, IPv4 and IPv6 (Linux /proc/net). */

@@ -1,9 +1,9 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { badRequest, providerError } from '../../../core/errors.js';
 import type { ExecControl, ExecEvent } from '../../../core/ports.js';
 import { consumeControls, isLiveStdin, type Pump, pumpStdin } from './live-input.js';
+import { groupMembers, killMembers, killTree, signalWhenReady, treeMembers } from './process-tree.js';
 
 export interface ProcessSpec {
   file: string;
@@ -69,66 +69,43 @@ function signalExitCode(signal: NodeJS.Signals | null): number {
   return n !== undefined ? 128 + n : KILLED_EXIT_CODE;
 }
 
-interface Member {
-  pid: number;
-  ppid: number;
-  /** Signals with a handler installed (bit n-1 for signal n). */
-  caught: bigint;
-  /** It is the guest wrapper of isolation.ts (still starting, or waiting for the command). */
-  wrapper: boolean;
-  /** Its parent is the wrapper: with `wrapper`, a copy forked to run the command, not yet replaced by it. */
-  forked: boolean;
-}
-
-/** How the guest wrapper's command line begins (isolation.ts GUEST_WRAPPER). */
-const WRAPPER_CMDLINE = '/bin/sh\0-c\0unset __sbx_s;';
-
 /**
- * The processes of group `pgid` but its leader (and with `spareChildren` the leader's children)
- * (Linux /proc).
+ * The status channel (fd 3): `p <pid in the namespace>` when a guest keeper started the command,
+ * then its status as a line of digits; its end.
  */
-async function groupMembers(pgid: number, spareChildren: boolean): Promise<Member[]> {
-  const members: Member[] = [];
-  for (const name of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(name) || Number(name) === pgid) continue;
-    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
-    // Fields after the command name `(…)`: state, ppid, pgrp, …
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[2]) !== pgid) continue;
-    if (spareChildren && Number(fields[1]) === pgid) continue;
-    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
-    const cgt = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
-    const wrapper = (await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')).startsWith(WRAPPER_CMDLINE);
-    const forked = wrapper && (await readFile(`/proc/${fields[1]}/cmdline`, 'utf8').catch(() => '')).startsWith(WRAPPER_CMDLINE);
-    members.push({ pid: Number(name), ppid: Number(fields[1]), caught: cgt ? BigInt(`0x${cgt}`) : 0n, wrapper, forked });
-  }
-  return members;
-}
-
-/**
- * Whether the command can take `sig` now: someone is there to get it, and a guest wrapper among
- * them has its traps installed (before that, a signal can be lost in its start-up: proot's
- * loader drops them), so it either passes to the command or is remembered by the wrapper.
- */
-function readyFor(members: Member[], sig: NodeJS.Signals): boolean {
-  const n = constants.signals[sig];
-  if (members.length === 0) return false;
-  if (n === undefined) return true;
-  return members.every((m) => {
-    if (!m.wrapper) return true;
-    // A copy of the wrapper forked to run the command but not yet replaced by it still carries the
-    // wrapper's traps: a signal now would be swallowed. Wait until it is the command.
-    if (m.forked) return false;
-    return ((m.caught >> BigInt(n - 1)) & 1n) === 1n;
+function readStatus(stream: NodeJS.ReadableStream, on: { started(nsPid: number): void; status(code: number): void; end(): void }): void {
+  let text = '';
+  stream.on('data', (buf: Buffer) => {
+    text += buf.toString('latin1');
+    for (let nl = text.indexOf('\n'); nl >= 0 && text.length < 256; nl = text.indexOf('\n')) {
+      const line = text.slice(0, nl);
+      text = text.slice(nl + 1);
+      const started = /^p (\d{1,9})$/.exec(line);
+      if (started) on.started(Number(started[1]));
+      else if (/^\d{1,3}$/.test(line)) on.status(Number(line));
+    }
   });
+  stream.on('error', () => undefined);
+  stream.on('end', () => on.end());
 }
 
 /**
- * How long a signal sent before the wrapper started the command waits for it (then it is sent
- * anyway). A window of a few instructions remains between the wrapper's last look at a remembered
- * signal and its fork of the command; a signal landing exactly there still reaches only the wrapper.
+ * After the exec: what the command left running may still hold its output. Read on (never
+ * blocking it on a full pipe or killing it with SIGPIPE), without keeping the server up.
  */
-const SIGNAL_WAIT_MS = 10_000;
+function keepReading(child: ChildProcessWithoutNullStreams, leftover: NonNullable<ProcessSpec['onLeftover']>): void {
+  for (const [name, stream] of [
+    ['stdout', child.stdout],
+    ['stderr', child.stderr],
+  ] as const) {
+    stream.removeAllListeners('data');
+    stream.on('data', (buf: Buffer) => leftover(name, buf));
+    stream.on('error', () => undefined);
+    stream.resume();
+    (stream as unknown as { unref?: () => void }).unref?.();
+  }
+  child.unref();
+}
 
 /** Rejects what the OS cannot pass to a process, as the caller's mistake rather than a crash. */
 function checkSpec(spec: ProcessSpec): void {
@@ -236,30 +213,26 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     closed = true;
     wake();
   });
-  let statusText = '';
   const status = spec.statusFd || spec.guest ? (child.stdio[3] as NodeJS.ReadableStream | null) : null;
-  status?.on('data', (buf: Buffer) => {
-    statusText += buf.toString('latin1');
-    for (let nl = statusText.indexOf('\n'); nl >= 0 && statusText.length < 256; nl = statusText.indexOf('\n')) {
-      const line = statusText.slice(0, nl);
-      statusText = statusText.slice(nl + 1);
-      const started = /^p (\d{1,9})$/.exec(line);
-      if (started && spec.guest && guestPid === null) guestPid = Number(started[1]);
-      else if (/^\d{1,3}$/.test(line) && exitCode === null) {
-        exitCode = Number(line);
+  if (status)
+    readStatus(status, {
+      started: (nsPid) => {
+        if (spec.guest && guestPid === null) guestPid = nsPid;
+      },
+      status: (code) => {
+        if (exitCode !== null) return;
+        exitCode = code;
         lastOutputAt = Date.now();
         wake();
-      }
-    }
-  });
-  status?.on('error', () => undefined);
-  // Under a guest keeper, the status channel's end without a status: the command was killed.
-  status?.on('end', () => {
-    if (!spec.guest || exitCode !== null) return;
-    exitCode = KILLED_EXIT_CODE;
-    lastOutputAt = Date.now();
-    wake();
-  });
+      },
+      // Under a guest keeper, the channel's end without a status: the command was killed.
+      end: () => {
+        if (!spec.guest || exitCode !== null) return;
+        exitCode = KILLED_EXIT_CODE;
+        lastOutputAt = Date.now();
+        wake();
+      },
+    });
   if (spec.guest) {
     const script = child.stdio[4] as NodeJS.WritableStream;
     script.on('error', () => undefined);
@@ -277,26 +250,19 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     pumps.push(
       consumeControls(spec.controls, async (c) => {
         if (c.type !== 'signal' || child.pid === undefined || exitCode !== null) return;
+        // A signal right after the start may come before the wrapper started the command: it waits
+        // for the command (briefly) instead of being lost.
+        const pgid = child.pid;
         if (spec.guest) {
-          await signalGuest(c.signal);
+          const tree = async () => {
+            const root = await commandRoot();
+            return root === null ? [] : treeMembers(root);
+          };
+          await (c.signal === 'SIGKILL' ? killTree((await commandRoot()) ?? -1) : signalWhenReady(tree, c.signal, running));
           return;
         }
         if (spec.signalSpares && c.signal !== 'SIGKILL') {
-          // A signal right after the start may come before the wrapper started the command: it
-          // waits for the command (briefly) instead of being lost.
-          const until = performance.now() + SIGNAL_WAIT_MS;
-          let members = await groupMembers(child.pid, spec.signalSpares === 'init');
-          while (!readyFor(members, c.signal) && exitCode === null && performance.now() < until) {
-            await new Promise((r) => setTimeout(r, 20));
-            members = await groupMembers(child.pid, spec.signalSpares === 'init');
-          }
-          for (const m of members) {
-            try {
-              process.kill(m.pid, c.signal);
-            } catch {
-              // Gone meanwhile.
-            }
-          }
+          await signalWhenReady(() => groupMembers(pgid, spec.signalSpares === 'init'), c.signal, running);
           return;
         }
         try {
@@ -308,24 +274,7 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     );
   }
 
-  /** A signal to the command's process tree under a guest keeper, once the command started. */
-  const signalGuest = async (sig: NodeJS.Signals) => {
-    const until = performance.now() + SIGNAL_WAIT_MS;
-    let root = await commandRoot();
-    let members = root === null ? [] : await treeMembers(root);
-    while (!readyFor(members, sig) && exitCode === null && performance.now() < until) {
-      await new Promise((r) => setTimeout(r, 20));
-      root = await commandRoot();
-      members = root === null ? [] : await treeMembers(root);
-    }
-    for (const m of members) {
-      try {
-        process.kill(m.pid, sig);
-      } catch {
-        // Gone meanwhile.
-      }
-    }
-  };
+  const running = () => exitCode === null;
   const onAbort = () => {
     killGroup();
     wake();
@@ -386,79 +335,10 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     if (exitCode === null) killGroup();
     (status as { destroy?: () => void } | null)?.destroy?.();
     child.stdin.destroy();
-    if (exitCode !== null && !closed && spec.onLeftover) {
-      // What the command left running may still hold its output: read on (never blocking it
-      // on a full pipe or killing it with SIGPIPE), without keeping the server up.
-      const leftover = spec.onLeftover;
-      for (const [name, stream] of [
-        ['stdout', child.stdout],
-        ['stderr', child.stderr],
-      ] as const) {
-        stream.removeAllListeners('data');
-        stream.on('data', (buf: Buffer) => leftover(name, buf));
-        stream.on('error', () => undefined);
-        stream.resume();
-        (stream as unknown as { unref?: () => void }).unref?.();
-      }
-      child.unref();
-    } else {
+    if (exitCode !== null && !closed && spec.onLeftover) keepReading(child, spec.onLeftover);
+    else {
       child.stdout.destroy();
       child.stderr.destroy();
-    }
-  }
-}
-
-/** The process tree rooted at `root` (root included), from /proc. */
-async function treeMembers(root: number): Promise<Member[]> {
-  const parent = new Map<number, number>();
-  for (const name of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(name)) continue;
-    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
-    if (!stat) continue;
-    parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-  }
-  if (!parent.has(root)) return [];
-  const inTree = (pid: number): boolean => {
-    for (let p: number | undefined = pid, depth = 0; p !== undefined && p > 1 && depth < 512; p = parent.get(p), depth++)
-      if (p === root) return true;
-    return false;
-  };
-  const members: Member[] = [];
-  for (const pid of parent.keys()) {
-    if (!inTree(pid)) continue;
-    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    const cgt = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
-    const ppid = parent.get(pid)!;
-    const wrapper = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).startsWith(WRAPPER_CMDLINE);
-    const forked = wrapper && (await readFile(`/proc/${ppid}/cmdline`, 'utf8').catch(() => '')).startsWith(WRAPPER_CMDLINE);
-    members.push({ pid, ppid, caught: cgt ? BigInt(`0x${cgt}`) : 0n, wrapper, forked });
-  }
-  return members;
-}
-
-/** SIGKILLs the process tree rooted at `root`, twice (a process forked meanwhile is caught by the second pass). */
-async function killTree(root: number): Promise<void> {
-  for (let pass = 0; pass < 2; pass++) {
-    for (const m of await treeMembers(root)) {
-      try {
-        process.kill(m.pid, 'SIGKILL');
-      } catch {
-        // Gone meanwhile.
-      }
-    }
-  }
-}
-
-/** SIGKILLs the members of group `pgid` but its leader (and with `spareChildren` the leader's children). */
-async function killMembers(pgid: number, spareChildren: boolean): Promise<void> {
-  // Twice: a process forked while the first pass ran is caught by the second.
-  for (let pass = 0; pass < 2; pass++) {
-    for (const m of await groupMembers(pgid, spareChildren)) {
-      try {
-        process.kill(m.pid, 'SIGKILL');
-      } catch {
-        // Gone meanwhile.
-      }
     }
   }
 }

@@ -117,6 +117,26 @@ function suite(name: string, start: () => Promise<TestServer>, opts: SuiteOption
         await until('the sandbox processes gone after destroy', () => [...hostPids(detached), ...hostPids(plain)].length === 0, 5_000);
     });
 
+    it.skipIf(name !== 'proot')('a sandbox that kills its own keeper gets one error, then a new keeper', async () => {
+      const box = await client.spawn({});
+      try {
+        // Something left running keeps the tracer up; then the keeper alone is killed.
+        expect((await client.exec(box.id, { command: 'sleep 600 >/dev/null 2>&1 & echo ok' })).stdout).toBe('ok\n');
+        const kill = 'for p in /proc/[0-9]*; do grep -q "exec 9<&""0" $p/cmdline 2>/dev/null && kill -9 ${p#/proc/}; done; echo done';
+        expect((await client.exec(box.id, { command: kill, timeout: '30s' })).stdout).toBe('done\n');
+        const started = Date.now();
+        const err = await client.exec(box.id, { command: 'echo hi', timeout: '60s' }).then(
+          () => null,
+          (e: { code?: string }) => e.code,
+        );
+        expect(err).toBe('provider_error');
+        expect(Date.now() - started).toBeLessThan(10_000);
+        expect(await client.exec(box.id, { command: 'echo again' })).toMatchObject({ exit_code: 0, stdout: 'again\n' });
+      } finally {
+        await client.destroy(box.id);
+      }
+    });
+
     it("a server started in the background answers its preview; the server's environment and pid stay invisible", async () => {
       const box = await client.spawn({});
       try {

@@ -216,7 +216,12 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
             controls: spec.controls,
             launcher: true,
             fds: entry.fds,
-            guest: { script: guestScript(workdir, env, wrapped), hostPid: (n: number) => hostPidIn(entry.pidNs, n) },
+            guest: {
+              script: guestScript(workdir, env, wrapped),
+              hostPid: (n: number) => hostPidIn(entry.pidNs, n),
+              alive: () => rt.keepers.guestAlive(runtimeId, ns),
+              lost: () => rt.keepers.stop(runtimeId, ns),
+            },
             onEnd: () => void rm(join(entry.ctl!, tag), { recursive: true, force: true }).catch(() => undefined),
           };
         }

@@ -46,7 +46,14 @@ export interface ProcessSpec {
    * `script` goes to its fd 4; fd 3 carries `p <pid in the namespace>`, then the status (its end
    * without one: killed). Signals and kills go to the command's process tree, found by `hostPid`.
    */
-  guest?: { script: string; hostPid(nsPid: number): Promise<number | null> };
+  guest?: {
+    script: string;
+    hostPid(nsPid: number): Promise<number | null>;
+    /** Whether the keeper that should start the command still runs (checked until it started). */
+    alive(): Promise<boolean>;
+    /** The keeper is gone: the exec fails (provider_error) after this. */
+    lost(): Promise<void>;
+  };
   /** Called once the exec is over. */
   onEnd?: () => void;
 }
@@ -61,6 +68,8 @@ const LOW_WATER = 256 * 1024;
  * a background process (`server &`) may hold them open for good and must not hold the exec.
  */
 const QUIET_AFTER_EXIT_MS = 200;
+/** How often a guest keeper is looked at while an exec waits for it to start the command. */
+const KEEPER_CHECK_MS = 1_000;
 /** After a kill, end even if the exit is never observed (e.g. an unkillable process). */
 const KILL_GRACE_MS = 2_000;
 
@@ -275,6 +284,20 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
   }
 
   const running = () => exitCode === null;
+  // Until the command started, a guest keeper is watched: one killed from inside starts nothing.
+  let keeperLost = false;
+  const guest = spec.guest;
+  const watch = guest
+    ? setInterval(() => {
+        if (guestPid !== null || exitCode !== null) return clearInterval(watch);
+        void guest.alive().then((up) => {
+          if (up || guestPid !== null) return;
+          keeperLost = true;
+          clearInterval(watch);
+          wake();
+        });
+      }, KEEPER_CHECK_MS)
+    : undefined;
   const onAbort = () => {
     killGroup();
     wake();
@@ -294,7 +317,7 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
         yield ev;
         continue;
       }
-      if (spawnError) break;
+      if (spawnError || keeperLost) break;
       if (exitCode !== null && closed) break;
       let waitMs: number | undefined;
       if (killedAt !== null) {
@@ -314,6 +337,11 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
       });
       clearTimeout(timer);
     }
+    if (keeperLost && guest) {
+      killGroup();
+      await guest.lost();
+      throw providerError("the sandbox's keeper is gone (ended from inside): its processes were ended; the next exec starts a new one");
+    }
     if (spawnError && exitCode === null) {
       const err: NodeJS.ErrnoException = spawnError;
       // Like a shell: a missing program is 127, one that cannot be executed is 126.
@@ -329,6 +357,7 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     }
     yield { stream: 'exit', exit_code: exitCode ?? KILLED_EXIT_CODE };
   } finally {
+    clearInterval(watch);
     for (const p of pumps) p.stop();
     spec.onEnd?.();
     signal.removeEventListener('abort', onAbort);

@@ -35,9 +35,9 @@ export const CTL_GUEST = '/.sbx';
  * script to source (GuestExec). When the server's end of its stdin closes, it kills everything.
  */
 const GUEST_KEEPER = [
-  `exec 9<&0 </dev/null 7<>${CTL_GUEST}/req`,
+  'exec 9<&0 </dev/null',
   '{ cat <&9 >/dev/null; kill -9 -1; } &',
-  'exec 9<&-',
+  `exec 9<&- 7<>${CTL_GUEST}/req`,
   'echo ready',
   'exec >/dev/null 2>&1',
   'while IFS= read -r d <&7; do',
@@ -79,6 +79,8 @@ interface Keeper {
   pidNs: string;
   /** A guest keeper's control directory (GuestLaunch). */
   ctl?: string;
+  /** The guest keeper's host pid and start time. */
+  guestKeeper?: { pid: number; start: string };
   exited: Promise<void>;
 }
 
@@ -186,7 +188,18 @@ export class Keepers {
     (child.stdout as unknown as { unref?: () => void }).unref?.();
     (child.stdin as unknown as { unref?: () => void }).unref?.();
     await this.markers.addProc(runtimeId, `keeper.${pid}`, pid);
-    return { child, pid, fds, pidNs, exited, ...(ctl ? { ctl } : {}) };
+    const guestKeeper = guest ? await findGuestKeeper(pidNs) : null;
+    return { child, pid, fds, pidNs, exited, ...(ctl ? { ctl } : {}), ...(guestKeeper ? { guestKeeper } : {}) };
+  }
+
+  /**
+   * Whether the guest keeper of the namespace still runs: the sandbox can kill it (only itself
+   * suffers: its execs could not start). No keeper known: true.
+   */
+  async guestAlive(runtimeId: string, ns: string): Promise<boolean> {
+    const k = await this.live.get(Keepers.key(runtimeId, ns))?.catch(() => null);
+    if (!k?.guestKeeper) return true;
+    return (await procStart(k.guestKeeper.pid)) === k.guestKeeper.start;
   }
 
   /** Ends the namespace (and everything in it) of `ns`, or of every namespace of the runtime; waits (bounded). */
@@ -224,6 +237,32 @@ export class Keepers {
     }
     return false;
   }
+}
+
+/** Start time (ticks after boot) of a host process, or null. */
+async function procStart(pid: number): Promise<string | null> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return stat && f.length > 19 ? f[19]! : null;
+}
+
+/** The guest keeper (GUEST_KEEPER) in namespace `pidNs`: host pid and start time (not its forked helper). */
+async function findGuestKeeper(pidNs: string): Promise<{ pid: number; start: string } | null> {
+  const head = `/bin/sh\0-c\0${GUEST_KEEPER.slice(0, 18)}`;
+  const found = new Map<number, number>();
+  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid)) continue;
+    if ((await readlink(`/proc/${pid}/ns/pid`).catch(() => '')) !== pidNs) continue;
+    if (!(await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).startsWith(head)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    found.set(Number(pid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+  }
+  for (const [pid, ppid] of found) {
+    if (found.has(ppid)) continue;
+    const start = await procStart(pid);
+    if (start) return { pid, start };
+  }
+  return null;
 }
 
 /** The host pid of the process that is `nsPid` in the namespace `pidNs` (`pid:[inode]`), or null. */

@@ -37,9 +37,10 @@ const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'healt
 
 /**
  * A provider without file or network isolation, for development and tests: each sandbox is a host
- * directory with `/workspace` and `/tmp`, and commands run on the host inside it. Each command
- * runs in its own PID namespace where the host allows one (isolation.ts): it cannot see or signal
- * the server, other sandboxes or their environments.
+ * directory with `/workspace` and `/tmp`, and commands run on the host inside it. Each sandbox has
+ * its own PID namespace where the host allows one (keeper.ts), which every exec enters: it cannot
+ * see or signal the server, other sandboxes or their environments, and what it starts in the
+ * background lives on until it ends or the sandbox is destroyed.
  */
 export function createMockProvider(opts: MockProviderOptions = {}): Provider {
   const rootDir = opts.rootDir ?? join(tmpdir(), 'sbx-mock');
@@ -99,34 +100,7 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
       return { host: '127.0.0.1', port };
     },
 
-    exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
-      return rt.exec(
-        runtimeId,
-        async (fs, dir) => {
-          if (spec.mode === 'argv' && spec.command.length === 0) throw badRequest('command is empty');
-          const cwd = await fs.hostDir(spec.workdir ?? '/workspace');
-          checkEnv(spec.env);
-          const env = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: join(dir, 'workspace'), ...spec.env };
-          const iso = await probeIsolation();
-          // The wrapper is the namespace's init: it resolves argv commands (127/126), survives the
-          // signals sent to the command and reports its status.
-          const script = spec.mode === 'shell' ? buildShellCommand(spec.command, spec.args) : undefined;
-          const argv = [...iso.prefix, ...wrapperArgv(spec.mode, spec.command, spec.args, script)];
-          // No terminal here (no pty library): a `tty` request runs with pipes.
-          return {
-            file: argv[0]!,
-            args: argv.slice(1),
-            cwd,
-            env: launcherEnv(env),
-            stdin: spec.stdin,
-            controls: spec.controls,
-            launcher: true,
-            signalSpares: iso.isolated ? ('init' as const) : undefined,
-          };
-        },
-        signal,
-      );
-    },
+    exec: (runtimeId: string, spec: ExecSpec, signal: AbortSignal) => execIn(runtimeId, '', spec, signal),
 
     writeFile: (id: string, path: string, content: Uint8Array, mode: number | undefined) => rt.fs(id).writeFile(path, content, mode),
     writeFileStream: (id: string, path: string, body: AsyncIterable<Uint8Array>, mode: () => number | undefined) =>
@@ -139,7 +113,39 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
     stat: (id: string, path: string) => rt.fs(id).stat(path),
     glob: (id: string, pattern: string) => rt.fs(id).glob(pattern),
     logs: (id: string, query: ConsoleQuery) => rt.logs(id, query),
-    workspace: (id: string, ws: WorkspaceSpec) => hostWorkspace(rt, id, ws, (rid, spec, signal) => provider.exec(rid, spec, signal)),
+    workspace: (id: string, ws: WorkspaceSpec) => hostWorkspace(rt, id, ws, execIn),
   };
+
+  /** An exec in the sandbox's PID namespace (`ns` '': the sandbox's own; a pool workspace's name: its own). */
+  function execIn(runtimeId: string, ns: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
+    return rt.exec(
+      runtimeId,
+      async (fs, dir) => {
+        if (spec.mode === 'argv' && spec.command.length === 0) throw badRequest('command is empty');
+        const cwd = await fs.hostDir(spec.workdir ?? '/workspace');
+        checkEnv(spec.env);
+        const env = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: join(dir, 'workspace'), ...spec.env };
+        const iso = await probeIsolation();
+        // The wrapper resolves argv commands (127/126), survives the signals sent to the command
+        // and reports its status; it runs in the sandbox's namespace, entered through its keeper.
+        const script = spec.mode === 'shell' ? buildShellCommand(spec.command, spec.args) : undefined;
+        const entry = iso.isolated ? await rt.keepers.enter(iso, runtimeId, ns, cwd) : null;
+        const argv = [...(entry?.argv ?? []), ...wrapperArgv(spec.mode, spec.command, spec.args, script)];
+        // No terminal here (no pty library): a `tty` request runs with pipes.
+        return {
+          file: argv[0]!,
+          args: argv.slice(1),
+          cwd,
+          env: launcherEnv(env),
+          stdin: spec.stdin,
+          controls: spec.controls,
+          launcher: true,
+          ...(entry ? { fds: entry.fds, signalSpares: 'init' as const } : {}),
+        };
+      },
+      signal,
+      ns,
+    );
+  }
   return provider;
 }

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,7 +25,16 @@ import { copyTree, HostCatalog } from '../shared/host-catalog.js';
 import type { HostMount } from '../shared/host-fs/mounted.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
 import { hostWorkspace } from '../shared/host-workspace.js';
-import { findOnPath, launcherEnv, probeIsolation, refuseNetwork, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
+import {
+  findOnPath,
+  guestScript,
+  launcherEnv,
+  probeIsolation,
+  refuseNetwork,
+  unisolatedWarning,
+  wrapperArgv,
+} from '../shared/isolation.js';
+import { CTL_GUEST, GUEST_EXEC_STUB, type GuestLaunch, hostPidIn } from '../shared/keeper.js';
 import { sweepProotLoaders } from './loaders.js';
 import { buildShellCommand } from '../shared/shell.js';
 
@@ -51,10 +61,11 @@ const HEALTH_TIMEOUT_MS = 5_000;
 
 /**
  * Sandboxes as proot guests: each runtime is a copy of the rootfs directory, commands run under
- * `proot -r <copy>`, files go straight to the copy. Each command runs in its own PID namespace
- * where the host allows one (isolation.ts), so it neither sees nor signals host processes or other
- * sandboxes; proot confines paths, not the network: it is a convenience without Docker, not a
- * security boundary.
+ * `proot -r <copy>`, files go straight to the copy. Each sandbox has its own PID namespace where
+ * the host allows one (keeper.ts), which every exec enters, so it neither sees nor signals host
+ * processes or other sandboxes, and what it starts in the background lives on until it ends or the
+ * sandbox is destroyed; proot confines paths, not the network: it is a convenience without Docker,
+ * not a security boundary.
  */
 export function createProotProvider(opts: ProotProviderOptions): Provider {
   const binary = opts.binary || 'proot';
@@ -152,43 +163,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
       return { host: '127.0.0.1', port };
     },
 
-    exec(runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
-      return rt.exec(
-        runtimeId,
-        async (fs, dir) => {
-          if (spec.mode === 'argv' && spec.command.length === 0) throw badRequest('command is empty');
-          const workdir = spec.workdir ?? '/workspace';
-          await fs.hostDir(workdir);
-          checkEnv(spec.env);
-          const env = { PATH: GUEST_PATH, HOME: '/root', ...spec.env };
-          const iso = await probeIsolation();
-          const script = spec.mode === 'shell' ? buildShellCommand(spec.command, spec.args) : undefined;
-          // The guest wrapper outlives the signals sent to the command and reports its 128 + signo
-          // (proot alone exits 255 for a guest killed by a signal); signals spare proot itself
-          // (and the namespace launcher).
-          const argv = prootArgv(
-            iso.prefix,
-            dir,
-            workdir,
-            wrapperArgv(spec.mode, spec.command, spec.args, script),
-            await rt.mounts(runtimeId),
-          );
-          // No terminal here (no pty library): a `tty` request runs with pipes.
-          return {
-            file: argv[0]!,
-            args: argv.slice(1),
-            // The host side starts in the sandbox copy: gone (destroyed meanwhile) = no start.
-            cwd: dir,
-            env: launcherEnv(env),
-            stdin: spec.stdin,
-            controls: spec.controls,
-            launcher: true,
-            signalSpares: iso.isolated ? ('init' as const) : ('leader' as const),
-          };
-        },
-        signal,
-      );
-    },
+    exec: (runtimeId: string, spec: ExecSpec, signal: AbortSignal) => execIn(runtimeId, '', spec, signal),
 
     writeFile: (id: string, path: string, content: Uint8Array, mode: number | undefined) => rt.fs(id).writeFile(path, content, mode),
     writeFileStream: (id: string, path: string, body: AsyncIterable<Uint8Array>, mode: () => number | undefined) =>
@@ -201,7 +176,78 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
     stat: (id: string, path: string) => rt.fs(id).stat(path),
     glob: (id: string, pattern: string) => rt.fs(id).glob(pattern),
     logs: (id: string, query: ConsoleQuery) => rt.logs(id, query),
-    workspace: (id: string, ws: WorkspaceSpec) => hostWorkspace(rt, id, ws, (rid, spec, signal) => provider.exec(rid, spec, signal)),
+    workspace: (id: string, ws: WorkspaceSpec) => hostWorkspace(rt, id, ws, execIn),
   };
+
+  /**
+   * An exec in the sandbox's PID namespace (`ns` '': the sandbox's own; a pool workspace's name:
+   * its own). The namespace's init is one long-lived proot, so nothing in the sandbox can kill the
+   * tracer and leave a tracee running untraced; the keeper under it starts every exec, so what an
+   * exec leaves running stays under the same tracer and path translation, never detached onto
+   * host paths. The exec ends with its command (the wrapper reports the status), whatever it left.
+   */
+  function execIn(runtimeId: string, ns: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> {
+    return rt.exec(
+      runtimeId,
+      async (fs, dir) => {
+        if (spec.mode === 'argv' && spec.command.length === 0) throw badRequest('command is empty');
+        const workdir = spec.workdir ?? '/workspace';
+        await fs.hostDir(workdir);
+        checkEnv(spec.env);
+        const env = { PATH: GUEST_PATH, HOME: '/root', ...spec.env };
+        const iso = await probeIsolation();
+        const script = spec.mode === 'shell' ? buildShellCommand(spec.command, spec.args) : undefined;
+        const mounts = await rt.mounts(runtimeId);
+        if (iso.isolated) {
+          // Started by the sandbox's keeper, under its tracer (keeper.ts); the guest env travels
+          // in the script, never in argv nor in a host process's environment.
+          const launch: GuestLaunch = {
+            argv: async (ctl, guest) => prootArgv([], dir, '/', guest, [...mounts, { host: ctl, guest: CTL_GUEST }]),
+            env: launcherEnv({ PATH: GUEST_PATH }),
+            cwd: dir,
+          };
+          const entry = await rt.keepers.enter(iso, runtimeId, ns, null, launch);
+          const tag = randomBytes(8).toString('hex');
+          const wrapped = wrapperArgv(spec.mode, spec.command, spec.args, script, { status: true });
+          return {
+            file: entry.argv[0]!,
+            args: [...entry.argv.slice(1), '/bin/sh', '-c', GUEST_EXEC_STUB, 'sbx-exec', tag],
+            cwd: dir,
+            env: { PATH: '/usr/bin:/bin' },
+            stdin: spec.stdin,
+            controls: spec.controls,
+            launcher: true,
+            fds: entry.fds,
+            guest: {
+              script: guestScript(workdir, env, wrapped),
+              hostPid: (n: number) => hostPidIn(entry.pidNs, n),
+              alive: () => rt.keepers.guestAlive(runtimeId, ns),
+              lost: () => rt.keepers.stop(runtimeId, ns),
+            },
+            onEnd: () => void rm(join(entry.ctl!, tag), { recursive: true, force: true }).catch(() => undefined),
+          };
+        }
+        // No namespace on this host: a tracer per exec, which spares itself from signals (the
+        // wrapper reports the command's 128 + signo; proot alone exits 255 for a guest killed by one).
+        const argv = prootArgv([], dir, workdir, wrapperArgv(spec.mode, spec.command, spec.args, script), mounts);
+        // No terminal here (no pty library): a `tty` request runs with pipes.
+        return {
+          file: argv[0]!,
+          args: argv.slice(1),
+          // The host side starts in the sandbox copy: gone (destroyed meanwhile) = no start.
+          cwd: dir,
+          env: launcherEnv(env),
+          stdin: spec.stdin,
+          controls: spec.controls,
+          launcher: true,
+          signalSpares: 'leader' as const,
+          // Nor does a kill reach it: a tracer killed first would leave its tracees running untraced.
+          killSpares: 'leader' as const,
+        };
+      },
+      signal,
+      ns,
+    );
+  }
   return provider;
 }

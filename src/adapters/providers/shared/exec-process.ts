@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { badRequest, providerError } from '../../../core/errors.js';
 import type { ExecControl, ExecEvent } from '../../../core/ports.js';
 import { consumeControls, isLiveStdin, type Pump, pumpStdin } from './live-input.js';
+import { groupMembers, killMembers, killTree, signalWhenReady, treeMembers } from './process-tree.js';
 
 export interface ProcessSpec {
   file: string;
@@ -27,6 +27,35 @@ export interface ProcessSpec {
   launcher?: boolean;
   /** Called with the group leader's pid once the process started. */
   onSpawn?: (pid: number) => void;
+  /** Descriptors passed to the child from fd 5 on (a keeper's namespaces for nsenter). */
+  fds?: readonly number[];
+  /**
+   * The command's status comes as a line on the child's fd 3 (the guest wrapper as `sbx+status`):
+   * the exec ends with it even while the child (a tracer) lives on for what the command left running.
+   */
+  statusFd?: boolean;
+  /**
+   * A kill (abort, early stop) spares these too, like signals do: a tracer must never die before
+   * its tracees, which would then run on untraced.
+   */
+  killSpares?: 'leader' | 'init';
+  /** Output that arrives after the exec ended (what the command left running still writes). */
+  onLeftover?: (stream: 'stdout' | 'stderr', data: Buffer) => void;
+  /**
+   * The child is a stub that has a keeper's guest start the command (keeper.ts GUEST_EXEC_STUB):
+   * `script` goes to its fd 4; fd 3 carries `p <pid in the namespace>`, then the status (its end
+   * without one: killed). Signals and kills go to the command's process tree, found by `hostPid`.
+   */
+  guest?: {
+    script: string;
+    hostPid(nsPid: number): Promise<number | null>;
+    /** Whether the keeper that should start the command still runs (checked until it started). */
+    alive(): Promise<boolean>;
+    /** The keeper is gone: the exec fails (provider_error) after this. */
+    lost(): Promise<void>;
+  };
+  /** Called once the exec is over. */
+  onEnd?: () => void;
 }
 
 /** Exit code reported for a command killed by SIGKILL (abort, early stop). */
@@ -39,6 +68,8 @@ const LOW_WATER = 256 * 1024;
  * a background process (`server &`) may hold them open for good and must not hold the exec.
  */
 const QUIET_AFTER_EXIT_MS = 200;
+/** How often a guest keeper is looked at while an exec waits for it to start the command. */
+const KEEPER_CHECK_MS = 1_000;
 /** After a kill, end even if the exit is never observed (e.g. an unkillable process). */
 const KILL_GRACE_MS = 2_000;
 
@@ -47,66 +78,43 @@ function signalExitCode(signal: NodeJS.Signals | null): number {
   return n !== undefined ? 128 + n : KILLED_EXIT_CODE;
 }
 
-interface Member {
-  pid: number;
-  ppid: number;
-  /** Signals with a handler installed (bit n-1 for signal n). */
-  caught: bigint;
-  /** It is the guest wrapper of isolation.ts (still starting, or waiting for the command). */
-  wrapper: boolean;
-  /** Its parent is the wrapper: with `wrapper`, a copy forked to run the command, not yet replaced by it. */
-  forked: boolean;
-}
-
-/** How the guest wrapper's command line begins (isolation.ts GUEST_WRAPPER). */
-const WRAPPER_CMDLINE = '/bin/sh\0-c\0unset __sbx_s;';
-
 /**
- * The processes of group `pgid` but its leader (and with `spareChildren` the leader's children)
- * (Linux /proc).
+ * The status channel (fd 3): `p <pid in the namespace>` when a guest keeper started the command,
+ * then its status as a line of digits; its end.
  */
-async function groupMembers(pgid: number, spareChildren: boolean): Promise<Member[]> {
-  const members: Member[] = [];
-  for (const name of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(name) || Number(name) === pgid) continue;
-    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
-    // Fields after the command name `(…)`: state, ppid, pgrp, …
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[2]) !== pgid) continue;
-    if (spareChildren && Number(fields[1]) === pgid) continue;
-    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
-    const cgt = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
-    const wrapper = (await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')).startsWith(WRAPPER_CMDLINE);
-    const forked = wrapper && (await readFile(`/proc/${fields[1]}/cmdline`, 'utf8').catch(() => '')).startsWith(WRAPPER_CMDLINE);
-    members.push({ pid: Number(name), ppid: Number(fields[1]), caught: cgt ? BigInt(`0x${cgt}`) : 0n, wrapper, forked });
-  }
-  return members;
-}
-
-/**
- * Whether the command can take `sig` now: someone is there to get it, and a guest wrapper among
- * them has its traps installed (before that, a signal can be lost in its start-up: proot's
- * loader drops them), so it either passes to the command or is remembered by the wrapper.
- */
-function readyFor(members: Member[], sig: NodeJS.Signals): boolean {
-  const n = constants.signals[sig];
-  if (members.length === 0) return false;
-  if (n === undefined) return true;
-  return members.every((m) => {
-    if (!m.wrapper) return true;
-    // A copy of the wrapper forked to run the command but not yet replaced by it still carries the
-    // wrapper's traps: a signal now would be swallowed. Wait until it is the command.
-    if (m.forked) return false;
-    return ((m.caught >> BigInt(n - 1)) & 1n) === 1n;
+function readStatus(stream: NodeJS.ReadableStream, on: { started(nsPid: number): void; status(code: number): void; end(): void }): void {
+  let text = '';
+  stream.on('data', (buf: Buffer) => {
+    text += buf.toString('latin1');
+    for (let nl = text.indexOf('\n'); nl >= 0 && text.length < 256; nl = text.indexOf('\n')) {
+      const line = text.slice(0, nl);
+      text = text.slice(nl + 1);
+      const started = /^p (\d{1,9})$/.exec(line);
+      if (started) on.started(Number(started[1]));
+      else if (/^\d{1,3}$/.test(line)) on.status(Number(line));
+    }
   });
+  stream.on('error', () => undefined);
+  stream.on('end', () => on.end());
 }
 
 /**
- * How long a signal sent before the wrapper started the command waits for it (then it is sent
- * anyway). A window of a few instructions remains between the wrapper's last look at a remembered
- * signal and its fork of the command; a signal landing exactly there still reaches only the wrapper.
+ * After the exec: what the command left running may still hold its output. Read on (never
+ * blocking it on a full pipe or killing it with SIGPIPE), without keeping the server up.
  */
-const SIGNAL_WAIT_MS = 10_000;
+function keepReading(child: ChildProcessWithoutNullStreams, leftover: NonNullable<ProcessSpec['onLeftover']>): void {
+  for (const [name, stream] of [
+    ['stdout', child.stdout],
+    ['stderr', child.stderr],
+  ] as const) {
+    stream.removeAllListeners('data');
+    stream.on('data', (buf: Buffer) => leftover(name, buf));
+    stream.on('error', () => undefined);
+    stream.resume();
+    (stream as unknown as { unref?: () => void }).unref?.();
+  }
+  child.unref();
+}
 
 /** Rejects what the OS cannot pass to a process, as the caller's mistake rather than a crash. */
 function checkSpec(spec: ProcessSpec): void {
@@ -134,12 +142,15 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     yield { stream: 'exit', exit_code: KILLED_EXIT_CODE };
     return;
   }
+  const extra: Array<'pipe' | 'ignore' | number> = spec.fds?.length ? ['ignore', 'ignore', ...spec.fds] : [];
+  if (spec.statusFd || spec.guest) extra[0] = 'pipe';
+  if (spec.guest) extra[1] = 'pipe';
   const child = spawn(spec.file, [...spec.args], {
     cwd: spec.cwd,
     env: spec.env,
     detached: true,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+    stdio: ['pipe', 'pipe', 'pipe', ...extra],
+  }) as ChildProcessWithoutNullStreams;
   if (child.pid !== undefined) spec.onSpawn?.(child.pid);
 
   const queue: ExecEvent[] = [];
@@ -157,9 +168,24 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     n?.();
   };
 
+  // The command's host pid under a guest keeper (`p` on fd 3), resolved on first need.
+  let guestPid: number | null = null;
+  let guestRoot: Promise<number | null> | null = null;
+  const commandRoot = (): Promise<number | null> => {
+    if (!spec.guest || guestPid === null) return Promise.resolve(null);
+    guestRoot ??= spec.guest.hostPid(guestPid);
+    return guestRoot;
+  };
   const killGroup = () => {
     if (killedAt === null) killedAt = Date.now();
     if (child.pid === undefined) return;
+    if (spec.guest) {
+      void commandRoot().then((root) => (root === null ? undefined : killTree(root)));
+    }
+    if (spec.killSpares) {
+      void killMembers(child.pid, spec.killSpares === 'init');
+      return;
+    }
     try {
       process.kill(-child.pid, 'SIGKILL');
     } catch {
@@ -184,7 +210,11 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     wake();
   });
   child.on('exit', (code, sig) => {
-    exitCode = code ?? signalExitCode(sig);
+    // A status the wrapper reported stands (the tracer's own code says nothing more); after a kill
+    // that spared the tracer, the tracer's clean exit is still a killed command.
+    // Under a guest keeper the stub's exit says nothing of the command's (fd 3 does).
+    if (exitCode === null && !spec.guest)
+      exitCode = killedAt !== null && spec.killSpares ? KILLED_EXIT_CODE : (code ?? signalExitCode(sig));
     lastOutputAt = Date.now();
     wake();
   });
@@ -192,6 +222,31 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     closed = true;
     wake();
   });
+  const status = spec.statusFd || spec.guest ? (child.stdio[3] as NodeJS.ReadableStream | null) : null;
+  if (status)
+    readStatus(status, {
+      started: (nsPid) => {
+        if (spec.guest && guestPid === null) guestPid = nsPid;
+      },
+      status: (code) => {
+        if (exitCode !== null) return;
+        exitCode = code;
+        lastOutputAt = Date.now();
+        wake();
+      },
+      // Under a guest keeper, the channel's end without a status: the command was killed.
+      end: () => {
+        if (!spec.guest || exitCode !== null) return;
+        exitCode = KILLED_EXIT_CODE;
+        lastOutputAt = Date.now();
+        wake();
+      },
+    });
+  if (spec.guest) {
+    const script = child.stdio[4] as NodeJS.WritableStream;
+    script.on('error', () => undefined);
+    script.end(spec.guest.script);
+  }
   // EPIPE when the command exits without reading its stdin is expected.
   child.stdin.on('error', () => undefined);
   const pumps: Pump[] = [];
@@ -204,22 +259,19 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     pumps.push(
       consumeControls(spec.controls, async (c) => {
         if (c.type !== 'signal' || child.pid === undefined || exitCode !== null) return;
+        // A signal right after the start may come before the wrapper started the command: it waits
+        // for the command (briefly) instead of being lost.
+        const pgid = child.pid;
+        if (spec.guest) {
+          const tree = async () => {
+            const root = await commandRoot();
+            return root === null ? [] : treeMembers(root);
+          };
+          await (c.signal === 'SIGKILL' ? killTree((await commandRoot()) ?? -1) : signalWhenReady(tree, c.signal, running));
+          return;
+        }
         if (spec.signalSpares && c.signal !== 'SIGKILL') {
-          // A signal right after the start may come before the wrapper started the command: it
-          // waits for the command (briefly) instead of being lost.
-          const until = performance.now() + SIGNAL_WAIT_MS;
-          let members = await groupMembers(child.pid, spec.signalSpares === 'init');
-          while (!readyFor(members, c.signal) && exitCode === null && performance.now() < until) {
-            await new Promise((r) => setTimeout(r, 20));
-            members = await groupMembers(child.pid, spec.signalSpares === 'init');
-          }
-          for (const m of members) {
-            try {
-              process.kill(m.pid, c.signal);
-            } catch {
-              // Gone meanwhile.
-            }
-          }
+          await signalWhenReady(() => groupMembers(pgid, spec.signalSpares === 'init'), c.signal, running);
           return;
         }
         try {
@@ -231,6 +283,21 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     );
   }
 
+  const running = () => exitCode === null;
+  // Until the command started, a guest keeper is watched: one killed from inside starts nothing.
+  let keeperLost = false;
+  const guest = spec.guest;
+  const watch = guest
+    ? setInterval(() => {
+        if (guestPid !== null || exitCode !== null) return clearInterval(watch);
+        void guest.alive().then((up) => {
+          if (up || guestPid !== null) return;
+          keeperLost = true;
+          clearInterval(watch);
+          wake();
+        });
+      }, KEEPER_CHECK_MS)
+    : undefined;
   const onAbort = () => {
     killGroup();
     wake();
@@ -250,7 +317,7 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
         yield ev;
         continue;
       }
-      if (spawnError) break;
+      if (spawnError || keeperLost) break;
       if (exitCode !== null && closed) break;
       let waitMs: number | undefined;
       if (killedAt !== null) {
@@ -270,6 +337,11 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
       });
       clearTimeout(timer);
     }
+    if (keeperLost && guest) {
+      killGroup();
+      await guest.lost();
+      throw providerError("the sandbox's keeper is gone (ended from inside): its processes were ended; the next exec starts a new one");
+    }
     if (spawnError && exitCode === null) {
       const err: NodeJS.ErrnoException = spawnError;
       // Like a shell: a missing program is 127, one that cannot be executed is 126.
@@ -285,11 +357,17 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     }
     yield { stream: 'exit', exit_code: exitCode ?? KILLED_EXIT_CODE };
   } finally {
+    clearInterval(watch);
     for (const p of pumps) p.stop();
+    spec.onEnd?.();
     signal.removeEventListener('abort', onAbort);
     if (exitCode === null) killGroup();
-    child.stdout.destroy();
-    child.stderr.destroy();
+    (status as { destroy?: () => void } | null)?.destroy?.();
     child.stdin.destroy();
+    if (exitCode !== null && !closed && spec.onLeftover) keepReading(child, spec.onLeftover);
+    else {
+      child.stdout.destroy();
+      child.stderr.destroy();
+    }
   }
 }

@@ -6,7 +6,8 @@ import { basename, dirname, join } from 'node:path';
  * holds them (in `.<workDir name>.sbx` beside it), so that a server started after a crash can tell
  * which runtimes and which exec process trees belong to its installation:
  *   runtimes/<runtime_id>.json       {installation_id, sandbox_id}
- *   procs/<runtime_id>/<tag>.json    {pid, start}  (the exec's process-group leader)
+ *   procs/<runtime_id>/<tag>.json    {pid, start}  (an exec's or a keeper's process-group leader)
+ *   ctl/<runtime_id>/<ns>/           a proot keeper's request FIFO and each exec's pipes (keeper.ts)
  * A marker is only a hint: a process is killed only when its pid still has the recorded start time
  * and leads its own process group, so an edited marker can never make sbx kill something else.
  */
@@ -20,6 +21,15 @@ export interface RuntimeMarker {
 interface ProcMarker {
   pid: number;
   start: string;
+  /** The server process that started it (pid and start time): a start sweeps only what a dead one left. */
+  owner?: { pid: number; start: string };
+}
+
+let ownStart: Promise<string | null> | null = null;
+/** This process's start time (ticks after boot). */
+function ownProcessStart(): Promise<string | null> {
+  ownStart ??= processStart(process.pid);
+  return ownStart;
 }
 
 const KILL_WAIT_MS = 3_000;
@@ -61,6 +71,12 @@ export class HostMarkers {
     }
   }
 
+  /** Ids of the runtimes that have a marker. */
+  async runtimeIds(): Promise<string[]> {
+    const names = await readdir(join(this.base, 'runtimes')).catch(() => [] as string[]);
+    return names.filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -'.json'.length));
+  }
+
   async removeRuntimeMarker(id: string): Promise<void> {
     await rm(this.runtimeFile(id), { force: true }).catch(() => undefined);
   }
@@ -82,7 +98,11 @@ export class HostMarkers {
   async addProc(id: string, tag: string, pid: number): Promise<void> {
     const start = await processStart(pid);
     if (start === null) return;
-    await writeAtomic(join(this.procsDir(id), `${tag}.json`), JSON.stringify({ pid, start } satisfies ProcMarker)).catch(() => undefined);
+    const self = await ownProcessStart();
+    const owner = self === null ? {} : { owner: { pid: process.pid, start: self } };
+    await writeAtomic(join(this.procsDir(id), `${tag}.json`), JSON.stringify({ pid, start, ...owner } satisfies ProcMarker)).catch(
+      () => undefined,
+    );
   }
 
   async removeProc(id: string, tag: string): Promise<void> {
@@ -92,8 +112,10 @@ export class HostMarkers {
   /**
    * Kills every exec process tree recorded for the runtime whose leader is still the recorded
    * process (same pid, same start time, leader of its group), and waits (bounded) until they are gone.
+   * With `leftOnly`, only those whose server is gone (another live server — a replica on this host —
+   * keeps its own).
    */
-  async killProcs(id: string): Promise<void> {
+  async killProcs(id: string, leftOnly = false): Promise<void> {
     const dir = this.procsDir(id);
     const names = await readdir(dir).catch(() => [] as string[]);
     const killed: ProcMarker[] = [];
@@ -105,6 +127,7 @@ export class HostMarkers {
         continue;
       }
       if (!Number.isSafeInteger(m.pid) || m.pid <= 1 || m.pid === process.pid || typeof m.start !== 'string') continue;
+      if (leftOnly && m.owner && Number.isSafeInteger(m.owner.pid) && (await procStat(m.owner.pid))?.start === m.owner.start) continue;
       const st = await procStat(m.pid);
       if (!st || st.start !== m.start || st.pgrp !== m.pid) continue;
       try {
@@ -127,7 +150,16 @@ export class HostMarkers {
   }
 
   /** Forgets a runtime: its marker and its exec markers. */
+  /**
+   * Where the keeper of namespace `ns` of the runtime exchanges each exec's request and pipes with
+   * the guest (keeper.ts, proot): outside every sandbox root, bound into that keeper's guest only.
+   */
+  ctlDir(id: string, ns: string): string {
+    return join(this.base, 'ctl', id, ns === '' ? '_' : ns);
+  }
+
   async removeRuntime(id: string): Promise<void> {
+    await rm(join(this.base, 'ctl', id), { recursive: true, force: true }).catch(() => undefined);
     await rm(this.procsDir(id), { recursive: true, force: true }).catch(() => undefined);
     await rm(this.runtimeFile(id), { force: true }).catch(() => undefined);
   }

@@ -8,6 +8,7 @@ import { execProcess, type ProcessSpec } from './exec-process.js';
 import { HostFs } from './host-fs.js';
 import { MountedFs, type HostMount } from './host-fs/mounted.js';
 import { HostMarkers } from './host-markers.js';
+import { Keepers } from './keeper.js';
 
 /** Runtime ids name directories, so they must be plain names: no `/`, no `..`. */
 const RUNTIME_ID_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -21,7 +22,8 @@ export function isRuntimeId(id: string): boolean {
  * Bookkeeping shared by providers whose runtimes are host directories (`<workDir>/<runtime_id>`):
  * file access, console rings, running commands (killed on destroy) and the inventory. Markers
  * outside the sandbox roots (host-markers.ts) carry the installation id of each runtime and the
- * process group of each running exec, so a server restarted after a crash reconciles them.
+ * process group of each running exec and keeper (keeper.ts), so a server restarted after a crash
+ * kills what the killed one left running before it serves (`swept`), and reconciles the rest.
  */
 export class HostRuntimes {
   private readonly rings = new Map<string, ConsoleRing>();
@@ -31,12 +33,33 @@ export class HostRuntimes {
   private readonly markers: HostMarkers;
   /** Volumes of each runtime, from its marker (read once). */
   private readonly mountCache = new Map<string, Promise<readonly HostMount[]>>();
+  /** The PID namespace of each sandbox (and pool workspace) and its keeper. */
+  readonly keepers: Keepers;
+  /** Done once the processes a previous server of this installation left are killed. */
+  private readonly swept: Promise<void>;
 
   constructor(
     readonly workDir: string,
     private readonly installationId: string | null = null,
   ) {
     this.markers = new HostMarkers(workDir);
+    this.keepers = new Keepers(this.markers);
+    this.swept = this.sweep();
+  }
+
+  /**
+   * Kills every keeper and exec a previous server of this installation left (a keeper dies with
+   * its server, but a launcher killed mid-start or a host that ignores the parent-death signal
+   * must not leave a sandbox's processes running): mock and proot sandboxes keep their files
+   * across a restart, not their processes. Only what a server that is gone started (a replica on
+   * this host keeps its own); without an installation id nothing is claimed.
+   */
+  private async sweep(): Promise<void> {
+    if (this.installationId === null) return;
+    for (const id of await this.markers.runtimeIds()) {
+      const m = await this.markers.readRuntime(id);
+      if (m?.installation_id === this.installationId) await this.markers.killProcs(id, true);
+    }
   }
 
   /**
@@ -88,6 +111,7 @@ export class HostRuntimes {
   }
 
   async status(runtimeId: string): Promise<RuntimeStatus> {
+    await this.swept;
     if (!isRuntimeId(runtimeId)) return 'missing';
     const st = await stat(join(this.workDir, runtimeId)).catch(() => null);
     return st?.isDirectory() ? 'running' : 'missing';
@@ -101,6 +125,7 @@ export class HostRuntimes {
 
   /** Runtime directories, sorted by id, with the installation id of their marker (null without one). */
   async list(): Promise<RuntimeInfo[]> {
+    await this.swept;
     const entries = await readdir(this.workDir, { withFileTypes: true }).catch(() => []);
     const ids = entries
       .filter((d) => d.isDirectory() && isRuntimeId(d.name))
@@ -131,6 +156,8 @@ export class HostRuntimes {
       this.running.delete(runtimeId);
       this.rings.delete(runtimeId);
       this.mountCache.delete(runtimeId);
+      // The namespaces first: everything in them dies at once (a tracer with its tracees).
+      await this.keepers.stop(runtimeId);
       await this.markers.killProcs(runtimeId);
       // By directory handle, never following a link: a process that outlived the kill cannot
       // steer the removal outside the runtime by swapping a directory for a symlink.
@@ -151,13 +178,15 @@ export class HostRuntimes {
   }
 
   /**
-   * Runs the process `build` describes for a live runtime; its output also goes to the console
-   * ring. Errors (unknown runtime, bad workdir) surface on iteration.
+   * Runs the process `build` describes for a live runtime (in namespace `ns`, keeper.ts: '' for
+   * the sandbox, a workspace name in a pool); its output also goes to the console ring, and so does
+   * what it left running writes later. Errors (unknown runtime, bad workdir) surface on iteration.
    */
   async *exec(
     runtimeId: string,
     build: (fs: MountedFs, dir: string) => Promise<ProcessSpec>,
     signal: AbortSignal,
+    ns = '',
   ): AsyncGenerator<ExecEvent, void, undefined> {
     const dir = await this.requireRunning(runtimeId);
     if (this.destroying.has(runtimeId)) throw notFound(`runtime ${runtimeId} not found`);
@@ -184,10 +213,17 @@ export class HostRuntimes {
     };
     let started = false;
     try {
-      // A destroy that ran while the command was being prepared did not see it: not_found.
-      if (this.destroying.has(runtimeId) || (await this.status(runtimeId)) !== 'running') throw notFound(`runtime ${runtimeId} not found`);
+      // A destroy that ran while the command was being prepared did not see it (nor a keeper it
+      // may have started): not_found.
+      if (this.destroying.has(runtimeId) || (await this.status(runtimeId)) !== 'running') {
+        await this.keepers.stop(runtimeId, ns);
+        throw notFound(`runtime ${runtimeId} not found`);
+      }
+      const onLeftover = (stream: 'stdout' | 'stderr', data: Buffer) => {
+        ring.append(data, `${tag}:${stream}`);
+      };
       try {
-        for await (const ev of execProcess({ ...spec, onSpawn }, ac.signal)) {
+        for await (const ev of execProcess({ ...spec, onSpawn, onLeftover }, ac.signal)) {
           started = true;
           if (ev.stream !== 'exit') ring.append(ev.data, `${tag}:${ev.stream}`);
           yield ev;

@@ -2,19 +2,26 @@
  * A pool workspace in a host-directory runtime (mock, proot; DESIGN.md §8): `/workspace/<name>`
  * of the runtime, mode 0700. The API's file operations are confined to it by handle (a path or a
  * symlink can never reach another workspace through the API); exec starts there but runs as the
- * runtime's user, like every mock and proot command: these providers confine paths, not users
- * (isolation `paths`, stated in SECURITY.md).
+ * runtime's user, like every mock and proot command: these providers confine paths and PID
+ * namespaces, not users (isolation `paths`, stated in SECURITY.md).
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isSbxError, SbxError } from '../../../core/errors.js';
 import { workspacePath } from '../../../core/pool/workspace.js';
-import type { Provider, WorkspaceOps, WorkspaceSpec } from '../../../core/ports.js';
+import type { ExecEvent, ExecSpec, WorkspaceOps, WorkspaceSpec } from '../../../core/ports.js';
 import { HostFs } from './host-fs.js';
 import type { HostRuntimes } from './host-runtimes.js';
 
-/** `exec` is the provider's own (its launcher, namespace and console). */
-export function hostWorkspace(rt: HostRuntimes, runtimeId: string, ws: WorkspaceSpec, exec: Provider['exec']): WorkspaceOps {
+/** An exec of the provider (its launcher and console) in the PID namespace `ns` of the runtime. */
+export type ExecIn = (runtimeId: string, ns: string, spec: ExecSpec, signal: AbortSignal) => AsyncIterable<ExecEvent>;
+
+/**
+ * The workspace has a PID namespace of its own (keeper.ts, named by the workspace): its execs see
+ * and signal only each other, what it leaves running ends with it, and its previews reach only the
+ * listeners of its own processes.
+ */
+export function hostWorkspace(rt: HostRuntimes, runtimeId: string, ws: WorkspaceSpec, execIn: ExecIn): WorkspaceOps {
   const inRuntime = workspacePath(ws);
   const inside = (p: string) => (p === '/' ? inRuntime : `${inRuntime}${p}`);
   /** The workspace's own confined tree, resolved inside the runtime's root. */
@@ -34,13 +41,15 @@ export function hostWorkspace(rt: HostRuntimes, runtimeId: string, ws: Workspace
       });
     },
     async remove() {
+      await rt.keepers.stop(runtimeId, ws.name);
       try {
         await rt.fs(runtimeId).deleteFile(inRuntime, true);
       } catch (err) {
         if (!(isSbxError(err) && err.code === 'not_found')) throw err;
       }
     },
-    exec: (spec, signal) => exec(runtimeId, { ...spec, workdir: inside(spec.workdir ?? '/') }, signal),
+    exec: (spec, signal) => execIn(runtimeId, ws.name, { ...spec, workdir: inside(spec.workdir ?? '/') }, signal),
+    listenerOwned: (port) => rt.keepers.listenerOwned(runtimeId, ws.name, port),
     writeFile: async (p, content, mode) => (await fs()).writeFile(p, content, mode),
     writeFileStream: async (p, body, mode) => (await fs()).writeFileStream(p, body, mode),
     readFile: async (p, _signal, maxBytes) => (await fs()).readFile(p, maxBytes),

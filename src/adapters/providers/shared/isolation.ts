@@ -2,11 +2,13 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { SbxError } from '../../../core/errors.js';
+import { shellQuote } from './shell.js';
 
 /**
- * Process isolation for host-backed providers (mock, proot): every exec runs in its own PID
- * namespace with its own /proc, so it neither sees nor signals `sbx serve`, other sandboxes or any
- * other host process, and cannot read their environments. Built from util-linux `unshare` (and
+ * Process isolation for host-backed providers (mock, proot): each sandbox has one PID namespace
+ * with its own /proc (a keeper process is its init, keeper.ts) that every exec of the sandbox
+ * enters, so it neither sees nor signals `sbx serve`, other sandboxes or any other host process,
+ * and cannot read their environments. Built from util-linux `unshare` and `nsenter` (and
  * `setpriv`); where the host allows no namespace, commands run unisolated and health says so.
  */
 export interface Isolation {
@@ -14,6 +16,12 @@ export interface Isolation {
   isolated: boolean;
   /** argv prefix that runs the argv after it as the init of a new PID namespace; empty when unisolated. */
   prefix: string[];
+  /** nsenter's path (a process entering a keeper's namespaces); empty when unisolated. */
+  nsenter: string;
+  /** The namespace is owned by a user namespace of its own, which an entering process joins too. */
+  userns: boolean;
+  /** argv prefix an entering process runs its command under (drops what the init dropped). */
+  enter: string[];
   /** How it is isolated, or why not (for health and logs; no secrets, no host paths of data). */
   note: string;
 }
@@ -35,24 +43,29 @@ export function findOnPath(name: string): string | null {
   return null;
 }
 
-function candidates(): Array<{ prefix: string[]; note: string }> {
+type Candidate = Omit<Isolation, 'isolated'>;
+
+function candidates(): Candidate[] {
   const unshare = findOnPath('unshare');
-  if (!unshare) return [];
+  const nsenter = findOnPath('nsenter');
+  if (!unshare || !nsenter) return [];
   const setpriv = findOnPath('setpriv');
   // The leader dies with the server (no exec tree outlives a crash unseen); its child, the
   // namespace init, dies with the leader (--kill-child), and with the init the whole namespace.
   const deathSig = setpriv ? [setpriv, '--pdeathsig', 'KILL'] : [];
   const base = ['--pid', '--fork', '--mount-proc', '--kill-child'];
-  const out: Array<{ prefix: string[]; note: string }> = [];
+  const out: Candidate[] = [];
   if (process.getuid?.() === 0 && setpriv) {
     // Root: no user namespace (every uid stays mapped), but without CAP_SYS_ADMIN, so a command
-    // cannot unmount the namespace's /proc to uncover the host's.
-    out.push({ prefix: [...deathSig, unshare, ...base, setpriv, '--bounding-set', '-sys_admin'], note: 'own PID namespace' });
+    // cannot unmount the namespace's /proc to uncover the host's (nor enter another namespace).
+    const drop = [setpriv, '--bounding-set', '-sys_admin'];
+    out.push({ prefix: [...deathSig, unshare, ...base, ...drop], nsenter, userns: false, enter: drop, note: 'own PID namespace' });
   }
   // Unprivileged: a user namespace owns the PID namespace; commands keep the server's uid and
   // have no capabilities outside it.
-  out.push({ prefix: [...deathSig, unshare, '--user', '--map-current-user', ...base], note: 'own user and PID namespace' });
-  out.push({ prefix: [...deathSig, unshare, '--user', '--map-root-user', ...base], note: 'own user and PID namespace' });
+  const user = { nsenter, userns: true, enter: [], note: 'own user and PID namespace' };
+  out.push({ prefix: [...deathSig, unshare, '--user', '--map-current-user', ...base], ...user });
+  out.push({ prefix: [...deathSig, unshare, '--user', '--map-root-user', ...base], ...user });
   return out;
 }
 
@@ -77,13 +90,14 @@ let probed: Promise<Isolation> | null = null;
 /** Finds, once per process, how this host can isolate commands. Never rejects. */
 export function probeIsolation(): Promise<Isolation> {
   probed ??= (async () => {
-    if (process.platform !== 'linux') return { isolated: false, prefix: [], note: 'PID namespaces need Linux' };
+    const none = { isolated: false, prefix: [], nsenter: '', userns: false, enter: [] };
+    if (process.platform !== 'linux') return { ...none, note: 'PID namespaces need Linux' };
     const list = candidates();
-    if (list.length === 0) return { isolated: false, prefix: [], note: 'util-linux unshare is not installed' };
+    if (list.length === 0) return { ...none, note: 'util-linux unshare and nsenter are not installed' };
     for (const c of list) {
-      if (await runsAsInit(c.prefix)) return { isolated: true, prefix: c.prefix, note: c.note };
+      if (await runsAsInit(c.prefix)) return { isolated: true, ...c };
     }
-    return { isolated: false, prefix: [], note: 'this host allows no PID namespace (unshare failed)' };
+    return { ...none, note: 'this host allows no PID namespace (unshare failed)' };
   })();
   return probed;
 }
@@ -126,6 +140,18 @@ export function launcherEnv(guest: Record<string, string>): Record<string, strin
 }
 
 /**
+ * A script that runs `argv` in `workdir` with the guest env, for a guest keeper to source
+ * (keeper.ts): it first says its pid on fd 3, then sets the env by `export` (never argv; names a
+ * shell cannot set are dropped) and replaces itself with `argv` (the wrapper).
+ */
+export function guestScript(workdir: string, guest: Record<string, string>, argv: readonly string[]): string {
+  const lines = ['echo "p $$" >&3', `cd ${shellQuote(workdir)} || { echo 1 >&3; exit 1; }`];
+  for (const [k, v] of Object.entries(launcherEnv(guest))) if (SHELL_NAME.test(k)) lines.push(`export ${k}=${shellQuote(v)}`);
+  lines.push(`exec ${argv.map(shellQuote).join(' ')}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/**
  * POSIX sh run as `sh -c WRAPPER sbx MODE COMMAND ARGS…` where the command runs (on the host for
  * mock, inside the guest for proot). It restores renamed variables, survives the signals sent to
  * the command (so it reports the command's 128 + signo), and in argv mode resolves COMMAND on
@@ -136,7 +162,11 @@ export const GUEST_WRAPPER = [
   // The wrapper survives the signals meant for the command; one that comes before the command
   // started is remembered and ends the command as it would have (128 + its number).
   "unset __sbx_s; trap '__sbx_s=130' INT; trap '__sbx_s=143' TERM; trap '__sbx_s=129' HUP; trap '__sbx_s=131' QUIT; trap '__sbx_s=138' USR1; trap '__sbx_s=140' USR2",
-  'exec 4>&2 2>/dev/null',
+  // Descriptors 5-7 carried the keeper's namespaces to nsenter (keeper.ts): never the command's.
+  'exec 5<&- 6<&- 7<&- 4>&2 2>/dev/null',
+  // As `sbx+status` the wrapper also writes its status on fd 3 (the tracer outlives the command
+  // while what it left running lives; the exec ends with the command, not with the tracer).
+  '__sbx_exit() { if [ "$0" = sbx+status ]; then echo "$1" >&3; fi; exit "$1"; }',
   '__sbx_l=$SBX_GUEST_RENAMED; unset SBX_GUEST_RENAMED',
   'for __sbx_n in $__sbx_l; do eval "$__sbx_n=\\$SBX_GUEST_$__sbx_n; export $__sbx_n; unset SBX_GUEST_$__sbx_n"; done',
   'unset __sbx_l __sbx_n',
@@ -154,8 +184,8 @@ export const GUEST_WRAPPER = [
   '    unset IFS; set +f ;;',
   '  esac',
   '  if [ -z "$__sbx_p" ]; then',
-  '    if [ -n "$__sbx_d" ]; then printf "sbx: permission denied: %s\\n" "$__sbx_c" >&4; exit 126; fi',
-  '    printf "sbx: command not found: %s\\n" "$__sbx_c" >&4; exit 127',
+  '    if [ -n "$__sbx_d" ]; then printf "sbx: permission denied: %s\\n" "$__sbx_c" >&4; __sbx_exit 126; fi',
+  '    printf "sbx: command not found: %s\\n" "$__sbx_c" >&4; __sbx_exit 127',
   '  fi',
   '}',
   '__sbx_m=$1; shift',
@@ -169,9 +199,9 @@ export const GUEST_WRAPPER = [
   '  case $(command -v "$__sbx_c" 2>/dev/null) in */*|"") __sbx_find ;; esac',
   'fi',
   'unset __sbx_m __sbx_c __sbx_p __sbx_d __sbx_x',
-  'if [ -n "$__sbx_s" ]; then exit "$__sbx_s"; fi; unset __sbx_s',
-  '( exec "$@" 2>&4 4>&- )',
-  'exit $?',
+  'if [ -n "$__sbx_s" ]; then __sbx_exit "$__sbx_s"; fi; unset __sbx_s',
+  '( exec "$@" 2>&4 4>&- 3>&- )',
+  '__sbx_exit $?',
 ].join('\n');
 
 /** A shell-mode command that is one plain word (no quoting, expansion, assignment or operator). */
@@ -182,8 +212,14 @@ const PLAIN_WORD = /^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$/;
  * shell mode as `/bin/sh -c SCRIPT`. A shell-mode command that is one plain word gets the argv
  * mode's exact not-found and permission messages too; other shell scripts get the shell's own.
  */
-export function wrapperArgv(mode: 'shell' | 'argv', command: string, args: readonly string[], script?: string): string[] {
-  const head = ['/bin/sh', '-c', GUEST_WRAPPER, 'sbx'];
+export function wrapperArgv(
+  mode: 'shell' | 'argv',
+  command: string,
+  args: readonly string[],
+  script?: string,
+  opts: { status?: boolean } = {},
+): string[] {
+  const head = ['/bin/sh', '-c', GUEST_WRAPPER, opts.status ? 'sbx+status' : 'sbx'];
   if (mode === 'argv') return [...head, 'argv', command, ...args];
   const sh = ['/bin/sh', '-c', script ?? command];
   return PLAIN_WORD.test(command) ? [...head, 'shell1', command, ...sh] : [...head, 'shell', ...sh];

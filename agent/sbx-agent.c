@@ -35,6 +35,12 @@ extern char **environ;
 #define MAX_FRAME (1u << 20) + 4096u /* payload bound host -> agent */
 #define WINDOW (2u << 20)            /* unacknowledged output bytes per stream */
 #define BACKLOG (4u << 20)           /* queued bytes per connection before streams pause */
+/* After the command itself exited, its output is read until it has been quiet this long (or for
+   at most QUIET_CAP_MS): then the exec is answered, whatever a process it left running (`server &`)
+   still holds open. Those pipes are drained and discarded, never closed, so no SIGPIPE kills it. */
+#define QUIET_MS 200
+#define QUIET_CAP_MS 2000
+#define MAX_DRAINS 256
 #define CHUNK 65536
 #define MAX_CONNS 8
 #define MAX_STREAMS 256
@@ -61,6 +67,7 @@ typedef struct {
   unsigned char *pend; /* stdin bytes not yet written */
   size_t pend_len, pend_off;
   int eof_wanted, exited, status;
+  long long exit_ms, quiet_since; /* monotonic ms: when the command exited, when output last came */
   char marker[96];
   /* read / write */
   int fd, dirfd;
@@ -73,6 +80,14 @@ typedef struct {
 static Conn conns[MAX_CONNS];
 static Stream streams[MAX_STREAMS];
 static int listen_fd = -1, chld_pipe[2];
+/* Output pipes of commands already answered, still held by what they left running. */
+static int drains[MAX_DRAINS];
+
+static long long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 static char **base_env;
 static char token[128];
 
@@ -433,6 +448,40 @@ static void maybe_finish(Stream *s) {
   free_stream(s);
 }
 
+/* Hands an exited command's still-open output pipes to the drains and answers its exit. */
+static void detach_output(Stream *s) {
+  for (int k = 0; k < 2; k++) {
+    if (s->fds[k] < 0) continue;
+    int slot = -1;
+    for (int j = 0; j < MAX_DRAINS; j++)
+      if (drains[j] < 0) { slot = j; break; }
+    if (slot >= 0) { drains[slot] = s->fds[k]; s->fds[k] = -1; }
+    else closefd(&s->fds[k]);
+  }
+  maybe_finish(s);
+}
+
+/* Detaches exited commands whose output went quiet; answers how long until the next one is due (-1: none). */
+static int quiet_pass(void) {
+  long long now = now_ms();
+  int wait = -1;
+  for (int i = 0; i < MAX_STREAMS; i++) {
+    Stream *s = &streams[i];
+    if (!s->used || s->kind != 1 || !s->exited || s->conn < 0 || (s->fds[0] < 0 && s->fds[1] < 0)) continue;
+    /* No room to read (the client is behind): the pipes are not quiet, they are waiting. */
+    if (s->unacked >= WINDOW || conns[s->conn].out_len - conns[s->conn].out_off >= BACKLOG) {
+      s->quiet_since = now;
+      continue;
+    }
+    long long due = s->quiet_since + QUIET_MS, cap = s->exit_ms + QUIET_CAP_MS;
+    if (cap < due) due = cap;
+    if (now >= due) { detach_output(s); continue; }
+    int left = (int)(due - now);
+    if (wait < 0 || left < wait) wait = left;
+  }
+  return wait;
+}
+
 static void reap(void) {
   char junk[64];
   while (read(chld_pipe[0], junk, sizeof junk) > 0) {}
@@ -444,6 +493,7 @@ static void reap(void) {
       if (s->used && s->kind == 1 && s->pid == pid) {
         s->exited = 1;
         s->status = st;
+        s->exit_ms = s->quiet_since = now_ms();
         if (s->conn < 0) free_stream(s);
         else maybe_finish(s);
       }
@@ -502,8 +552,10 @@ int main(int argc, char **argv) {
   /* Bound under a temp name, then renamed: the host never sees a socket nobody listens on. */
   if (r || listen(listen_fd, 16) || rename(tmp, argv[1])) return 1;
   for (int i = 0; i < MAX_CONNS; i++) conns[i].fd = -1;
+  for (int i = 0; i < MAX_DRAINS; i++) drains[i] = -1;
 
   for (;;) {
+    int quiet_wait = quiet_pass();
     /* Regular files are always readable: queue the next chunk of every read with room first. */
     for (int i = 0; i < MAX_STREAMS; i++) {
       Stream *s = &streams[i];
@@ -526,8 +578,8 @@ int main(int argc, char **argv) {
           free_stream(s);
         }
     }
-    struct pollfd pf[2 + MAX_CONNS + MAX_STREAMS * 3];
-    void *who[2 + MAX_CONNS + MAX_STREAMS * 3];
+    struct pollfd pf[2 + MAX_CONNS + MAX_STREAMS * 3 + MAX_DRAINS];
+    void *who[2 + MAX_CONNS + MAX_STREAMS * 3 + MAX_DRAINS];
     int np = 0;
     pf[np] = (struct pollfd){listen_fd, POLLIN, 0}; who[np++] = NULL;
     pf[np] = (struct pollfd){chld_pipe[0], POLLIN, 0}; who[np++] = NULL;
@@ -549,7 +601,9 @@ int main(int argc, char **argv) {
       }
     }
     (void)backlog;
-    int timeout = -1;
+    for (int j = 0; j < MAX_DRAINS; j++)
+      if (drains[j] >= 0) { pf[np] = (struct pollfd){drains[j], POLLIN, 0}; who[np++] = &drains[j]; }
+    int timeout = quiet_wait;
     for (int i = 0; i < MAX_STREAMS; i++) {
       Stream *s = &streams[i];
       if (s->used && s->kind == 2 && s->conn >= 0 && s->unacked < WINDOW && conns[s->conn].out_len - conns[s->conn].out_off < BACKLOG) timeout = 0;
@@ -572,6 +626,11 @@ int main(int argc, char **argv) {
         send_frame(slot, 0, R_HELLO, b, 12, token, strlen(token));
       } else if (pf[i].fd == chld_pipe[0]) {
         reap();
+      } else if ((int *)who[i] >= drains && (int *)who[i] < drains + MAX_DRAINS) {
+        int *d = who[i];
+        static unsigned char sink[CHUNK];
+        ssize_t got = read(*d, sink, sizeof sink);
+        if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) closefd(d);
       } else if (who[i] && (Conn *)who[i] >= conns && (Conn *)who[i] < conns + MAX_CONNS) {
         Conn *c = who[i];
         int ci = (int)(c - conns);
@@ -593,6 +652,7 @@ int main(int argc, char **argv) {
         if (got > 0) {
           send_frame(s->conn, s->id, k ? R_STDERR : R_STDOUT, buf, (size_t)got, NULL, 0);
           s->unacked += (uint32_t)got;
+          if (s->exited) s->quiet_since = now_ms();
         } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
           closefd(&s->fds[k]);
           maybe_finish(s);

@@ -203,18 +203,20 @@ describe.skipIf(!prootOn)(`proot${prootOn ? '' : ' (skipped: SBX_TEST_PROOT is n
 });
 
 describe.skipIf(DOCKER_SKIP !== undefined)(`docker${DOCKER_SKIP ? ` (skipped: ${DOCKER_SKIP})` : ''}`, () => {
-  suite(
-    'docker',
-    async () => {
-      await requireEngine();
-      return startTestServer({
-        server: { preview_domain: DOMAIN },
-        // The engine's exec path: through sbx-agent an exec still waits for what it left holding its
-        // output (found here, reported; the agent is not this suite's subject).
-        providers: { default: 'docker', docker: { agent: 'off' } },
-        defaults: { image: TEST_IMAGE, memory_mb: 64 },
-      });
-    },
-    { hostPids: false, bindAll: true, translated: true },
-  );
+  // Both exec paths: sbx-agent (the default) answers once the command exited and its output went
+  // quiet, whatever it left holding the pipes; the engine's exec path without it.
+  for (const agent of ['auto', 'off'] as const) {
+    suite(
+      `docker (agent ${agent})`,
+      async () => {
+        await requireEngine();
+        return startTestServer({
+          server: { preview_domain: DOMAIN },
+          providers: { default: 'docker', docker: { agent } },
+          defaults: { image: TEST_IMAGE, memory_mb: 64 },
+        });
+      },
+      { hostPids: false, bindAll: true, translated: true },
+    );
+  }
 });

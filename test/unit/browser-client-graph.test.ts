@@ -16,6 +16,7 @@ const UI = join(ROOT, 'dist', 'ui');
 /** `import()` calls allowed, by module: the Node-only transport, event and WebSocket paths. */
 const DYNAMIC_OK: Record<string, string[]> = {
   'js/client/undici-transport.js': ['undici'],
+  'js/client/node-transport.js': ['node:http', 'node:https'],
   'js/client/events.js': ['eventsource'],
   'js/client/exec-ws.js': ['ws'],
 };

@@ -167,7 +167,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('worker.spawn with only {
     );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const info = await docker.getContainer(r.body.result.runtime_id).inspect();
-    expect(info.Config.Image).toBe(TEST_IMAGE);
+    // Containers are created from the image id that was checked (the snapshot-image rule, DESIGN §10).
+    expect(info.Image).toBe((await docker.getImage(TEST_IMAGE).inspect()).Id);
     expect(info.HostConfig.Memory).toBe(96 * 1024 * 1024);
     expect(info.State.Running).toBe(true);
   }, 60_000);

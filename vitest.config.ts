@@ -24,6 +24,7 @@ const NOT_UNIT = [
   'test/unit/firecracker-client.test.ts',
   'test/unit/firecracker-launcher.test.ts',
   'test/unit/firecracker-provider.test.ts',
+  'test/unit/firecracker-rootfs.test.ts',
   'test/unit/host-fs-paths.test.ts',
   'test/unit/host-fs-race.test.ts',
   'test/unit/host-isolation.test.ts',

@@ -92,12 +92,15 @@ export class DockerAgents {
     };
   }
 
-  /** After the start: wait briefly for the socket, so the first exec finds the agent up. */
+  /**
+   * After the start: wait for the socket (it is there within milliseconds on an idle host; up to
+   * 2 s on a loaded one), so the first exec finds the agent up instead of falling back to the engine.
+   */
   async started(runtimeId: string, sandboxId: string, token: string): Promise<void> {
     const dir = this.dirOf(sandboxId, token);
     this.runtimes.set(runtimeId, { where: { dir, token } });
     const sock = join(dir, SOCKET_NAME);
-    for (let i = 0; i < 60 && !existsSync(sock); i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 400 && !existsSync(sock); i++) await new Promise((r) => setTimeout(r, 5));
   }
 
   /** The runtime's connection, or undefined (no agent, not up, gone): then the engine paths serve. */

@@ -34,7 +34,7 @@ import {
   unisolatedWarning,
   wrapperArgv,
 } from '../shared/isolation.js';
-import { CTL_GUEST, GUEST_EXEC_STUB, type GuestLaunch, hostPidIn } from '../shared/keeper.js';
+import { CTL_GUEST, GUEST_EXEC_LAUNCHER, type GuestLaunch, hostPidIn } from '../shared/keeper.js';
 import { sweepProotLoaders } from './loaders.js';
 import { buildShellCommand } from '../shared/shell.js';
 
@@ -211,7 +211,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
           const wrapped = wrapperArgv(spec.mode, spec.command, spec.args, script, { status: true });
           return {
             file: entry.argv[0]!,
-            args: [...entry.argv.slice(1), '/bin/sh', '-c', GUEST_EXEC_STUB, 'sbx-exec', tag],
+            args: [...entry.argv.slice(1), '/bin/sh', '-c', GUEST_EXEC_LAUNCHER, 'sbx-exec', tag],
             cwd: dir,
             env: { PATH: '/usr/bin:/bin' },
             stdin: spec.stdin,

@@ -42,7 +42,7 @@ export interface ProcessSpec {
   /** Output that arrives after the exec ended (what the command left running still writes). */
   onLeftover?: (stream: 'stdout' | 'stderr', data: Buffer) => void;
   /**
-   * The child is a stub that has a keeper's guest start the command (keeper.ts GUEST_EXEC_STUB):
+   * The child is a launcher that has a keeper's guest start the command (keeper.ts GUEST_EXEC_LAUNCHER):
    * `script` goes to its fd 4; fd 3 carries `p <pid in the namespace>`, then the status (its end
    * without one: killed). Signals and kills go to the command's process tree, found by `hostPid`.
    */
@@ -212,7 +212,7 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
   child.on('exit', (code, sig) => {
     // A status the wrapper reported stands (the tracer's own code says nothing more); after a kill
     // that spared the tracer, the tracer's clean exit is still a killed command.
-    // Under a guest keeper the stub's exit says nothing of the command's (fd 3 does).
+    // Under a guest keeper the launcher's exit says nothing of the command's (fd 3 does).
     if (exitCode === null && !spec.guest)
       exitCode = killedAt !== null && spec.killSpares ? KILLED_EXIT_CODE : (code ?? signalExitCode(sig));
     lastOutputAt = Date.now();

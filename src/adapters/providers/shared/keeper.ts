@@ -51,7 +51,7 @@ const GUEST_KEEPER = [
  * directory: makes the exec's FIFOs, takes the script from fd 4, relays the FIFOs to its own
  * stdio and the status FIFO to fd 3, asks the keeper to start it, and ends when all are closed.
  */
-export const GUEST_EXEC_STUB = [
+export const GUEST_EXEC_LAUNCHER = [
   'd=$1; mkdir -m 700 "$d" && cd "$d" && mkfifo -m 600 in out err st || exit 1',
   'cat <&4 >cmd; exec 4<&-',
   'cat out & cat err >&2 & cat st >&3 &',

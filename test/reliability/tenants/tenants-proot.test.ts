@@ -1,17 +1,13 @@
 /** The tenant attack suite (issue 30) on proot, ownership enforced. */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
-import { tenantAttacks } from './tenants.contract.js';
+import { OWNERS_AUTH, ownersAt, tenantAttacks } from './tenants.contract.js';
 
 const prootOn = process.env.SBX_TEST_PROOT === '1';
-const KEY = 'tenant-attack-key-0123456789abcdef';
-const ADMIN = 'tenant-attack-admin-0123456789abcdef';
-const as = (user: string) => ({ 'x-api-key': KEY, 'x-user-id': user });
 
 describe.skipIf(!prootOn)(`tenants on proot${prootOn ? '' : ' (skipped: SBX_TEST_PROOT is not 1)'}`, () => {
   let srv: TestServer;
@@ -22,7 +18,7 @@ describe.skipIf(!prootOn)(`tenants on proot${prootOn ? '' : ' (skipped: SBX_TEST
     execFileSync('sh', [join(import.meta.dirname, '..', '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
     srv = await startTestServer({
       providers: { default: 'proot', proot: { rootfs } },
-      auth: { api_key: KEY, admin_api_key: ADMIN, enforce_ownership: true },
+      auth: OWNERS_AUTH,
     });
   }, 60_000);
   afterAll(async () => {
@@ -33,13 +29,5 @@ describe.skipIf(!prootOn)(`tenants on proot${prootOn ? '' : ' (skipped: SBX_TEST
         rmSync(join(tmpdir(), n), { recursive: true, force: true });
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
-  tenantAttacks('proot (owners)', () => ({
-    url: srv.url,
-    victim: as('victim'),
-    attacker: as('attacker'),
-    admin: { 'x-api-key': KEY, 'x-admin-api-key': ADMIN },
-    snapshots: true,
-    volumes: true,
-    tag: randomBytes(3).toString('hex'),
-  }));
+  tenantAttacks('proot (owners)', () => ownersAt(srv.url));
 });

@@ -6,6 +6,7 @@
  * files, processes, snapshot, volume and sandbox are as they were. The counts are printed in one
  * line (`tenant attacks on <setup>: N attempts, 0 succeeded`) for RELIABILITY.md.
  */
+import { randomBytes } from 'node:crypto';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -43,6 +44,25 @@ const RPC_METHODS = [
 ];
 
 const SECRET = 'the victim wrote this';
+
+const KEY = 'tenant-attack-key-0123456789abcdef';
+const ADMIN = 'tenant-attack-admin-0123456789abcdef';
+const as = (user: string) => ({ 'x-api-key': KEY, 'x-user-id': user });
+const tag = () => randomBytes(3).toString('hex');
+
+/** The `auth` config of a server whose owners are kept apart (auth.enforce_ownership). */
+export const OWNERS_AUTH = { api_key: KEY, admin_api_key: ADMIN, enforce_ownership: true };
+
+/** Two owners of a server started with OWNERS_AUTH (snapshots and volumes attacked too). */
+export function ownersAt(url: string, extra: Partial<TenantSetup> = {}): TenantSetup {
+  const admin = { 'x-api-key': KEY, 'x-admin-api-key': ADMIN };
+  return { url, victim: as('victim'), attacker: as('attacker'), admin, snapshots: true, volumes: true, tag: tag(), ...extra };
+}
+
+/** Two pool tenants: pool sandboxes answer 501 to snapshots and volumes (DESIGN.md §8), so those are left out. */
+export function poolTenantsAt(url: string): TenantSetup {
+  return { url, victim: { 'x-user-id': 'victim' }, attacker: { 'x-user-id': 'attacker' }, snapshots: false, volumes: false, tag: tag() };
+}
 
 interface Attempt {
   what: string;

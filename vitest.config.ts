@@ -17,7 +17,6 @@ const UNIT = ['test/unit/**/*.test.ts', 'test/contract/provider-memory.test.ts',
 /** Files under test/unit that start processes, open ports or sleep: integration until they are rewritten. */
 const NOT_UNIT = [
   'test/unit/browser-client-graph.test.ts',
-  'test/unit/check-deps.test.ts',
   'test/unit/docker-agent-conn.test.ts',
   'test/unit/egress-gateway.test.ts',
   'test/unit/egress-hosts.test.ts',

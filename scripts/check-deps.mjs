@@ -71,8 +71,9 @@ export function extractImports(source) {
 /** Layer of a source file path relative to src/ (posix separators). */
 export function layerOf(rel) {
   const parts = rel.split('/');
-  if (parts.length === 1) return parts[0].replace(/\.ts$/, ''); // cli, index, version
-  if (parts[0] === 'transports') return `transports/${parts[1]}`;
+  // The entry points (cli.ts, index.ts) may import anything, like compose: they wire the package.
+  if (parts.length === 1) return ['cli.ts', 'index.ts'].includes(parts[0]) ? 'compose' : 'shared';
+  if (parts[0] === 'transports') return parts.length === 2 ? 'transports/shared' : `transports/${parts[1]}`;
   return parts[0];
 }
 
@@ -89,41 +90,60 @@ function packageName(spec) {
   return spec.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
 }
 
-/** The rule a (static or type) import breaks, or undefined. `to` is a layer or `pkg:<name>`. */
-function breaks(fromLayer, fromRel, to) {
+/** Layers each layer may import (DESIGN.md §2), besides itself, `shared` and the packages allowed below. */
+const MAY_IMPORT = {
+  core: ['core'],
+  contracts: ['contracts'],
+  shared: [],
+  client: ['contracts'],
+  log: [],
+  config: ['contracts', 'log'],
+  adapters: ['core', 'contracts', 'log'],
+  // A transport: core, contracts, client, config, log and transports/shared, never a sibling.
+  transport: ['core', 'contracts', 'client', 'config', 'log', 'transports/shared'],
+  'transports/shared': ['core', 'contracts', 'client', 'config', 'log'],
+};
+
+/** The rule a (static, dynamic or type) import breaks, or undefined. `to` is a layer or `pkg:<name>`. */
+function breaks(fromLayer, fromRel, to, kind) {
   const pkg = to.startsWith('pkg:') ? to.slice(4) : undefined;
   const builtin = pkg !== undefined && (pkg.startsWith('node:') || BUILTINS.has(pkg));
+  if (to === 'outside') return 'imports reach only into src/';
   if (fromLayer === 'core') {
     // node:crypto only, for hashing and HMAC (worker credentials); time and ids come through ports.
     if (pkg !== undefined) return pkg === 'node:crypto' ? undefined : 'core imports only core (and node:crypto for hashing)';
-    return to === 'core' ? undefined : 'core imports only core';
+    return to === 'core' || to === 'shared' ? undefined : 'core imports only core (and the pure helpers of shared)';
   }
   if (fromLayer === 'contracts') {
     if (pkg !== undefined) return pkg === '@sinclair/typebox' ? undefined : 'contracts import only the schema library';
-    return to === 'contracts' ? undefined : 'contracts import only contracts';
+    return to === 'contracts' || to === 'shared' ? undefined : 'contracts import only contracts (and the pure helpers of shared)';
+  }
+  if (fromLayer === 'shared') {
+    if (pkg !== undefined) return builtin ? undefined : 'shared helpers import only node builtins';
+    return to === 'shared' ? undefined : 'shared helpers import nothing of the project';
   }
   if (fromLayer === 'client') {
     if (pkg !== undefined)
       return builtin || CLIENT_PACKAGES.includes(pkg) ? undefined : 'client imports only node builtins, undici, eventsource, ws';
-    return to === 'client' || to === 'contracts' ? undefined : 'client imports only contracts';
+    return to === 'client' || to === 'contracts' || to === 'shared' ? undefined : 'client imports only contracts and shared';
   }
-  if (fromLayer === 'adapters') {
-    if (to.startsWith('transports/') || to === 'compose' || to === 'config') return 'adapters never import transports, compose or config';
-    return undefined;
+  if (pkg !== undefined) return undefined;
+  if (fromLayer === 'compose') return undefined;
+  if (to === 'compose') {
+    return /^transports\/cli\/(commands\/(serve|worker|provider-server|mcp)|shared\/doctor-local)\.ts$/.test(fromRel)
+      ? undefined
+      : "nothing imports compose except the commands that start a process (serve, worker, provider-server, mcp) and doctor's local checks";
   }
-  if (fromLayer.startsWith('transports/')) {
-    if (to === 'adapters') return 'transports never import adapters';
-    if (to === 'config' && fromLayer === 'transports/cli')
-      return 'the CLI reaches config only through compose or an import() inside a command';
-  }
-  if (
-    to === 'compose' &&
-    !fromLayer.startsWith('compose') &&
-    !/^transports\/cli\/commands\/(serve|worker|provider-server)\.ts$/.test(fromRel)
-  ) {
-    return 'nothing imports compose except the serve, worker and provider-server commands';
-  }
-  return undefined;
+  if (fromLayer === to || to === 'shared') return undefined;
+  if (fromLayer === 'transports/cli' && to === 'config' && kind !== 'dynamic' && kind !== 'type')
+    return 'the CLI reaches config only through compose or an import() inside a command';
+  const key = fromLayer.startsWith('transports/') && fromLayer !== 'transports/shared' ? 'transport' : fromLayer;
+  const allowed = MAY_IMPORT[key];
+  if (!allowed) return `${fromLayer} is not a layer of DESIGN.md §2`;
+  if (allowed.includes(to)) return undefined;
+  if (key === 'transport' && to.startsWith('transports/'))
+    return 'sibling transports never import each other (what two share lives in transports/shared)';
+  return `${fromLayer} imports only ${[...allowed, 'shared'].join(', ')}`;
 }
 
 export function checkTree(root) {
@@ -147,8 +167,8 @@ export function checkTree(root) {
         to = `pkg:${packageName(imp.spec)}`;
         edges.push({ target: to, kind: imp.kind });
       }
-      // compose may only be loaded by the serve/worker commands, dynamically or not.
-      const rule = imp.kind === 'dynamic' ? (to === 'compose' ? breaks(fromLayer, rel, to) : undefined) : breaks(fromLayer, rel, to);
+      // Static, dynamic and type-only imports alike obey the rules.
+      const rule = breaks(fromLayer, rel, to, imp.kind);
       if (rule) violations.push(`src/${rel}:${imp.line} imports ${imp.spec} (${rule})`);
     }
     graph.set(file, edges);

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { randomIds, systemClock } from '../adapters/system/clock-ids.js';
 import type { SbxConfig } from '../config/index.js';
-import { tryParseDuration } from '../core/duration.js';
+import { tryParseDuration } from '../shared/duration.js';
 import { secretValues } from '../config/index.js';
 import { Admission } from '../core/admission/admission.js';
 import { QuotaService } from '../core/admission/quotas.js';
@@ -29,6 +29,7 @@ import { AuditService } from '../core/audit/audit.js';
 import { StoreProbe } from '../core/observability/store-health.js';
 import type { CoreSettings } from '../core/settings.js';
 import { createLogger } from '../log/logger.js';
+import { mountedTransports } from './http-mounts.js';
 import { buildApp } from '../transports/http/app.js';
 import type { HttpDeps } from '../transports/http/deps.js';
 import { InflightBudget } from '../transports/http/inflight.js';
@@ -37,7 +38,7 @@ import { Idempotency } from '../core/sandboxes/idempotency.js';
 import { PreviewService } from '../core/sandboxes/preview.js';
 import { PoolProvider } from '../core/pool/pool-provider.js';
 import { previewOnlyServer } from '../transports/http/preview.js';
-import { newPreviewStats } from '../transports/preview/proxy.js';
+import { newPreviewStats } from '../transports/shared/preview/proxy.js';
 import { type BuiltProviders, buildProviders } from './providers.js';
 import { startEgress, storeRules, type EgressHandle } from './egress.js';
 import type { VerdictRecord } from '../transports/egress/gateway.js';
@@ -340,7 +341,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const app = await buildApp(deps, {
       logger: logger.child({}, { level: httpLevel }),
       derivedOwnerKey: Buffer.from(ownerKey, 'hex'),
-      routes: rpc,
+      routes: [...mountedTransports(deps), ...rpc],
     });
 
     startLeaderTasks({

@@ -15,7 +15,7 @@ import type { Clock, Store, WorkerRecord } from '../core/ports.js';
 import type { ProviderRegistry } from '../core/providers/registry.js';
 import type { Replicas } from '../core/replicas/replicas.js';
 import { REPLICA_CAPABILITY } from '../core/scheduler/workers.js';
-import { authenticateWorker } from '../transports/http/worker-auth.js';
+import { authenticateWorker } from '../transports/shared/worker-auth.js';
 import { mountRpc } from '../transports/worker-rpc/server/app.js';
 
 const NO_WORKER_CREDENTIALS = { shared_token: '', tokens: {}, signing_keys: [], revoked_token_ids: [] };

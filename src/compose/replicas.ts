@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { SbxConfig } from '../config/index.js';
 import type { SharedAdmission } from '../core/admission/admission.js';
-import { tryParseDuration } from '../core/duration.js';
+import { tryParseDuration } from '../shared/duration.js';
 import type { EventBus } from '../core/events/bus.js';
 import { JournalFeed } from '../core/events/journal-feed.js';
 import type { Clock, IdSource, Store } from '../core/ports.js';

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { SbxConfig } from '../config/index.js';
 import type { RateLimitSettings } from '../core/admission/rate-limiter.js';
 import type { AuthSettings } from '../core/auth/settings.js';
-import { tryParseDuration } from '../core/duration.js';
+import { tryParseDuration } from '../shared/duration.js';
 import type { CoreSettings } from '../core/settings.js';
 import { VERSION } from '../version.js';
 

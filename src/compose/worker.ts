@@ -22,7 +22,7 @@ import { EventBus } from '../core/events/bus.js';
 import type { Clock, Provider } from '../core/ports.js';
 import type { WorkerState } from '../core/scheduler/worker-state-port.js';
 import { createLogger } from '../log/logger.js';
-import { mintWorkerToken } from '../transports/http/worker-auth.js';
+import { mintWorkerToken } from '../transports/shared/worker-auth.js';
 import { buildRpcApp, callsInFlight } from '../transports/worker-rpc/server/app.js';
 import { buildProviders } from './providers.js';
 import { authSettings } from './settings.js';

@@ -3,7 +3,7 @@
  * checking each value against the schema. Bad values are reported and skipped, so a load
  * can list every problem at once.
  */
-import { tryParseDuration } from '../core/duration.js';
+import { tryParseDuration } from '../shared/duration.js';
 import type { Problems } from './errors.js';
 import type { Group, Leaf } from './schema.js';
 import { suggestKey } from './suggest.js';

@@ -1,5 +1,5 @@
 /** sbx configuration: one typed, validated tree from defaults, files, SVC_* env and flags. */
-import { tryParseDuration } from '../core/duration.js';
+import { tryParseDuration } from '../shared/duration.js';
 
 export type * from './types.js';
 export { DEFAULTS, defaultConfig } from './defaults.js';

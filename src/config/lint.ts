@@ -3,7 +3,7 @@
  * Findings name keys, never values, so they are safe to print.
  */
 import { hostname as osHostname } from 'node:os';
-import { tryParseDuration } from '../core/duration.js';
+import { tryParseDuration } from '../shared/duration.js';
 import { advertiseUrl, dsnHost, isLoopbackHost } from './advertise.js';
 import type { SbxConfig } from './types.js';
 

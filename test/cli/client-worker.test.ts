@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUD_CONTROL_PLANE } from '../../src/core/auth/worker-claims.js';
 import { Client, SbxError } from '../../src/index.js';
-import { mintWorkerToken } from '../../src/transports/http/worker-auth.js';
+import { mintWorkerToken } from '../../src/transports/shared/worker-auth.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const API_KEY = 'client-worker-suite-user-key-4b6d8f0a2c4e';

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isUnderDomain, normalizeHost } from '../../src/transports/http/host.js';
+import { isUnderDomain, normalizeHost } from '../../src/transports/shared/host.js';
 import { openWs, UpgradeRefused } from '../helpers/ws.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 

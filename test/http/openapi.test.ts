@@ -5,6 +5,7 @@ import type { Ajv, Options as AjvOptions } from 'ajv';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/transports/http/app.js';
+import { mountedTransports } from '../../src/compose/http-mounts.js';
 import { openapiPath } from '../../src/transports/http/routes/openapi.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -43,6 +44,7 @@ describe('GET /api/v1/openapi.json', () => {
     // A second app over the same deps, with our own route recorder registered before any route.
     const seen: Array<{ method: string; url: string; hide?: boolean }> = [];
     const app: FastifyInstance = await buildApp(srv.plane.deps, {
+      routes: mountedTransports(srv.plane.deps),
       plugins: [
         (a) => {
           a.addHook('onRoute', (r) => {

@@ -217,7 +217,7 @@ describe.skipIf(!POSTGRES_DSN)('replicas that run sandboxes themselves, in one p
 
   it("a replica's /rpc takes replica tokens only; a replica token is refused by the API and the worker routes", async () => {
     const { replicaToken } = await import('../../src/transports/worker-rpc/client/credentials.js');
-    const { mintWorkerToken } = await import('../../src/transports/http/worker-auth.js');
+    const { mintWorkerToken } = await import('../../src/transports/shared/worker-auth.js');
     const installationKey = (await la.plane.deps.store.getMeta('replica_rpc_key'))!;
     expect(installationKey).toMatch(/^[0-9a-f]{64}$/);
     const status = { id: 's', method: 'worker.status', worker_id: 'la', params: { sandbox_id: 'sb-x', provider: 'mock', runtime_id: 'r' } };

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUD_CONTROL_PLANE, AUD_RPC } from '../../src/core/auth/worker-claims.js';
-import { mintWorkerToken } from '../../src/transports/http/worker-auth.js';
+import { mintWorkerToken } from '../../src/transports/shared/worker-auth.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, isWholeSeconds, MAX_DURATION_MS, parseDuration, tryParseDuration } from '../../src/core/duration.js';
+import { parseDuration } from '../../src/core/duration.js';
+import { formatDuration, isWholeSeconds, MAX_DURATION_MS, tryParseDuration } from '../../src/shared/duration.js';
 import { EventBus, matches } from '../../src/core/events/bus.js';
 import { SbxError } from '../../src/core/errors.js';
 import { parseOctalMode, sandboxGlob, sandboxPath } from '../../src/core/sandboxes/paths.js';

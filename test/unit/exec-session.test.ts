@@ -8,7 +8,7 @@ import { badRequest } from '../../src/core/errors.js';
 import type { ExecControl } from '../../src/core/ports.js';
 import type { ExecCommand, ExecItem } from '../../src/core/sandboxes/exec.js';
 import { InteractiveExec, type SessionSink } from '../../src/core/sandboxes/exec-session.js';
-import { execCommand, ExecFramer, execFrames } from '../../src/transports/exec-framing.js';
+import { execCommand, ExecFramer, execFrames } from '../../src/transports/shared/exec-framing.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseNdjson } from '../../src/client/ndjson.js';
 import { Utf8Decoder, Utf8Splitter } from '../../src/core/utf8.js';
-import { OutputEncoder, type EncodedOutput } from '../../src/transports/http/encoding.js';
+import { OutputEncoder, type EncodedOutput } from '../../src/transports/shared/encoding.js';
 import { ConsoleRing } from '../../src/adapters/providers/shared/console-ring.js';
 
 // One, two, three and four bytes per character, and a line break between them.

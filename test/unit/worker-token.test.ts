@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { WorkerCredentials } from '../../src/core/auth/settings.js';
 import { AUD_CONTROL_PLANE, AUD_RPC, WORKER_SCOPES } from '../../src/core/auth/worker-claims.js';
 import { isSbxError } from '../../src/core/errors.js';
-import { authenticateWorker, mintWorkerToken, safeEqual, verifyWorkerToken } from '../../src/transports/http/worker-auth.js';
+import { authenticateWorker, mintWorkerToken, safeEqual, verifyWorkerToken } from '../../src/transports/shared/worker-auth.js';
 
 const KEY = 'signing-key-0123456789abcdef0123456789';
 const OLD_KEY = 'previous-key-abcdef0123456789abcdef01';

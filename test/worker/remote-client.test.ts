@@ -14,7 +14,7 @@ import type { Worker } from '../../src/compose/worker.js';
 import type { WorkerRecord } from '../../src/core/ports.js';
 import { rpcToken } from '../../src/transports/worker-rpc/client/credentials.js';
 import { createRemoteWorkers } from '../../src/transports/worker-rpc/client/remote-provider.js';
-import { runWithRequestId } from '../../src/transports/request-context.js';
+import { runWithRequestId } from '../../src/transports/shared/request-context.js';
 import { verifyWorkerToken } from '../../src/core/auth/worker-credentials.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startTestWorker } from '../helpers/worker.js';

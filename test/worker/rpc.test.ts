@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Worker } from '../../src/compose/worker.js';
 import { AUD_CONTROL_PLANE, AUD_RPC } from '../../src/core/auth/worker-claims.js';
-import { mintWorkerToken } from '../../src/transports/http/worker-auth.js';
+import { mintWorkerToken } from '../../src/transports/shared/worker-auth.js';
 import { call } from '../helpers/http.js';
 import { freePort, hostRequest, httpdInSandbox } from '../helpers/preview.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

@@ -1,4 +1,4 @@
-import { formatDuration } from '../duration.js';
+import { formatDuration } from '../../shared/duration.js';
 import { SbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { Clock, QuotaStore, SandboxStore, SlotLedgerPort } from '../ports.js';

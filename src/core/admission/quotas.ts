@@ -1,4 +1,5 @@
-import { formatDuration, isWholeSeconds, parseDuration } from '../duration.js';
+import { parseDuration } from '../duration.js';
+import { formatDuration, isWholeSeconds } from '../../shared/duration.js';
 import { badRequest, notFound } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { Clock, QuotaRecord, QuotaStore } from '../ports.js';

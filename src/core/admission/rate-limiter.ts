@@ -1,4 +1,4 @@
-import { formatDuration } from '../duration.js';
+import { formatDuration } from '../../shared/duration.js';
 import type { Clock } from '../ports.js';
 
 export type RateLimitKeyBy = 'owner' | 'api_key' | 'ip';

@@ -1,4 +1,4 @@
-import { formatDuration } from '../duration.js';
+import { formatDuration } from '../../shared/duration.js';
 import type { CoreSettings } from '../settings.js';
 
 /** Diagnostics `limits` member (spec 2.15, 8): global limits with durations as strings. */

@@ -1,4 +1,5 @@
-import { formatDuration, parseDuration } from '../duration.js';
+import { parseDuration } from '../duration.js';
+import { formatDuration } from '../../shared/duration.js';
 import { badRequest, isAbortError, isSbxError, SbxError } from '../errors.js';
 import { reportExecFailure } from '../events/failures.js';
 import type { ExecControl, ExecSpec, Provider, SandboxRecord } from '../ports.js';

@@ -1,7 +1,7 @@
 /**
  * Live preview (spec 1, DESIGN.md §9): which sandbox port a preview host reaches, the per-sandbox
  * preview token, and the preview domain a sandbox object shows. The proxying itself is the
- * transport's (transports/preview); this decides only what may be reached and where it is.
+ * transport's (transports/shared/preview); this decides only what may be reached and where it is.
  */
 import { createHmac } from 'node:crypto';
 import { safeEqual } from '../auth/worker-credentials.js';

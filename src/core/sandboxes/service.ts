@@ -1,6 +1,7 @@
 import type { Admission } from '../admission/admission.js';
 import { isPrivateOwner, ownerForQuota } from '../admission/owner.js';
-import { formatDuration, parseDuration } from '../duration.js';
+import { parseDuration } from '../duration.js';
+import { formatDuration } from '../../shared/duration.js';
 import { badRequest, conflict, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import { canonicalProviderName, type ProviderRegistry } from '../providers/registry.js';

@@ -5,7 +5,7 @@
  * only once a runtime exists; a store failure tears the runtime down again. Never a half-created
  * sandbox, never a leaked lease.
  */
-import { formatDuration } from '../duration.js';
+import { formatDuration } from '../../shared/duration.js';
 import { badRequest, isSbxError, SbxError } from '../errors.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { AdmissionTicket } from '../admission/admission.js';

@@ -1,5 +1,5 @@
 import { processRoutes } from './routes/processes.js';
-import { runWithRequestId } from '../request-context.js';
+import { runWithRequestId } from '../shared/request-context.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -43,10 +43,6 @@ import { observabilityRoutes } from './routes/observability.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { installRouteTable } from './route-table.js';
 import { previewRouter } from './preview.js';
-import { mcpRoutes } from '../mcp/http.js';
-import { uiRoutes } from '../ui/route.js';
-import { e2bRoutes } from '../e2b/routes.js';
-import { callerOf } from './caller.js';
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['loggerInstance'] | boolean;
@@ -190,10 +186,6 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   openapiRoutes(app, deps, routeTable);
   workerFacingRoutes(app, deps);
   adminRoutes(app, deps);
-  if (deps.ui) uiRoutes(app);
-  if (deps.mcp) mcpRoutes(app, deps);
-  // E2B's control plane (DESIGN.md §14) on the same services; the caller's owner by this app's rule.
-  if (deps.e2b !== false) e2bRoutes(app, { ...deps, installationSecret: deps.listCursorSecret, callerOf: (request) => callerOf(request) });
   for (const group of opts.routes ?? []) await group(app, deps);
 
   return app;

@@ -23,7 +23,7 @@ import type { WorkerService } from '../../core/scheduler/workers.js';
 import type { CoreSettings } from '../../core/settings.js';
 import type { PoolStatusView } from '../../core/pool/pool-provider.js';
 import type { PreviewService } from '../../core/sandboxes/preview.js';
-import type { PreviewStats } from '../preview/proxy.js';
+import type { PreviewStats } from '../shared/preview/proxy.js';
 import type { InflightBudget } from './inflight.js';
 
 /** Event stream tuning; tests shorten the keep-alive and the slow-subscriber limits. */

@@ -4,7 +4,7 @@
  * it with `Accept: application/octet-stream`; the frame layout is in contracts/exec.ts.
  */
 import { EXEC_FRAME, EXEC_FRAME_HEADER } from '../../contracts/exec-frames.js';
-import { formatDuration } from '../../core/duration.js';
+import { formatDuration } from '../../shared/duration.js';
 import { isSbxError } from '../../core/errors.js';
 import type { ExecItem } from '../../core/sandboxes/exec.js';
 

@@ -5,8 +5,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { PreviewRouter } from '../preview/router.js';
-import { sendPreviewError, writeRawError } from '../preview/proxy.js';
+import { PreviewRouter } from '../shared/preview/router.js';
+import { sendPreviewError, writeRawError } from '../shared/preview/proxy.js';
 import type { HttpDeps } from './deps.js';
 
 const routers = new WeakMap<HttpDeps, PreviewRouter>();

@@ -11,7 +11,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Client } from '../../client/client.js';
 import type { ResponseBody, Transport, TransportRequest, TransportResponse } from '../../client/transport.js';
 import { VERSION } from '../../version.js';
-import type { HttpDeps } from '../http/deps.js';
 
 export const MCP_PATH = '/mcp';
 /** Origin the injected requests claim: a loopback name the dev-box guard accepts. */
@@ -75,7 +74,7 @@ const header = (request: FastifyRequest, name: string): string | undefined => {
 };
 
 /** `POST /mcp` (JSON-RPC in, JSON or SSE out); GET and DELETE answer 405 (no sessions, no server-initiated stream). */
-export function mcpRoutes(app: FastifyInstance, deps: HttpDeps): void {
+export function mcpRoutes(app: FastifyInstance, deps: { secrets?: readonly string[] }): void {
   app.post(MCP_PATH, { schema: { hide: true } as never, bodyLimit: 16 * 1024 * 1024 }, async (request, reply) => {
     const [{ createSbxMcpServer }, { StreamableHTTPServerTransport }] = await Promise.all([
       import('./server.js'),

@@ -33,7 +33,7 @@ export const mcpCommand: CommandSpec = {
   examples: ['sbx mcp', 'SBX_URL=http://10.0.0.5:7423 SBX_API_KEY=... sbx mcp', 'npx -y @modelcontextprotocol/inspector sbx mcp'],
   stopsOnSignal: true,
   async run(ctx) {
-    const [{ serveStdio }, { VERSION }] = await Promise.all([import('../../mcp/stdio.js'), import('../../../version.js')]);
+    const [{ serveStdio }, { VERSION }] = await Promise.all([import('../../../compose/mcp.js'), import('../../../version.js')]);
     const stdout = new Writable({
       write(chunk: Buffer, _enc, cb) {
         ctx.out.raw('stdout', chunk).then(() => cb(), cb);

@@ -56,7 +56,7 @@ const errText = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as
  * is built by the catalogue's factory and asked for its health (bounded), as `serve` would.
  */
 async function otherProviders(config: LoadedConfig): Promise<{ status: Status; detail: string; fix?: string }> {
-  const { PROVIDER_CATALOGUE, probeEntry, wantedProviders } = await import('../../../adapters/providers/catalog.js');
+  const { PROVIDER_CATALOGUE, probeEntry, wantedProviders } = await import('../../../compose/doctor.js');
   const { parseDuration } = await import('../../../core/duration.js');
   const { tmpdir } = await import('node:os');
   let want: ReturnType<typeof wantedProviders>;
@@ -144,7 +144,7 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
   const wants = async (name: 'docker' | 'proot') => {
     const config = await load();
     if (!config) return 'auto';
-    const { wantedProviders } = await import('../../../adapters/providers/catalog.js');
+    const { wantedProviders } = await import('../../../compose/doctor.js');
     try {
       return wantedProviders(config.providers)[name];
     } catch {

@@ -1,5 +1,5 @@
 /** Parsers for command-line values; each throws UsageError (exit 2) with a precise message. */
-import { tryParseDuration } from '../../../core/duration.js';
+import { tryParseDuration } from '../../../shared/duration.js';
 import { UsageError } from '../errors.js';
 
 /** `K=V` → [K, V]; the key must be non-empty, the value may contain `=`. */

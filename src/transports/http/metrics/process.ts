@@ -1,5 +1,5 @@
 import { PerformanceObserver } from 'node:perf_hooks';
-import { formatDuration } from '../../../core/duration.js';
+import { formatDuration } from '../../../shared/duration.js';
 
 let gcCycles = 0;
 let observer: PerformanceObserver | undefined;

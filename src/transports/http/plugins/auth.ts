@@ -6,7 +6,7 @@ import { effectiveAdminKey } from '../../../core/auth/settings.js';
 import { AUD_CONTROL_PLANE, type WorkerIdentity } from '../../../core/auth/worker-claims.js';
 import { SbxError } from '../../../core/errors.js';
 import type { HttpDeps } from '../deps.js';
-import { authenticateWorker, safeEqual } from '../worker-auth.js';
+import { authenticateWorker, safeEqual } from '../../shared/worker-auth.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

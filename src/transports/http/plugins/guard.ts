@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { realmOf } from '../realm.js';
 import { SbxError } from '../../../core/errors.js';
 import type { HttpDeps } from '../deps.js';
-import { isIpLiteralHost, isUnderDomain, normalizeHost } from '../host.js';
+import { isIpLiteralHost, isUnderDomain, normalizeHost } from '../../shared/host.js';
 
 export const ORIGIN_REFUSED =
   "origin is not allowed: while auth is off the dev-box guard admits only localhost origins, this server's own origin and the origins listed in server.cors_allowed_origins";

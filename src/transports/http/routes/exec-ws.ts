@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { ErrorBody } from '../../../contracts/common.js';
-import { serveExecSocket } from '../../exec-socket.js';
+import { serveExecSocket } from '../../shared/exec-socket.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
 import { sendError } from '../errors.js';

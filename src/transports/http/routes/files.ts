@@ -17,7 +17,7 @@ import {
 } from '../../../contracts/files.js';
 import { readAll } from '../../../core/sandboxes/files.js';
 import { callerOf } from '../caller.js';
-import { decodeText } from '../encoding.js';
+import { decodeText } from '../../shared/encoding.js';
 import type { HttpDeps } from '../deps.js';
 import { streamedUploadParser, takeUpload, uploadOf } from '../file-upload.js';
 import { STREAMED_UPLOAD } from '../inflight.js';

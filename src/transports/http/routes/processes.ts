@@ -6,10 +6,10 @@ import { ProcessInfo, ProcessOutputChunk, ProcessOutputQuery, ProcessSignal, Pro
 import { SbxError } from '../../../core/errors.js';
 import type { ProcessRecord } from '../../../core/ports.js';
 import type { ProcessOutputItem } from '../../../core/sandboxes/processes.js';
-import { execSignal } from '../../exec-socket.js';
+import { execSignal } from '../../shared/exec-socket.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
-import { encodeOutput } from '../encoding.js';
+import { encodeOutput } from '../../shared/encoding.js';
 
 const SandboxParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
 const ProcessParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }), pid: Type.String({ minLength: 1, maxLength: 64 }) });

@@ -1,7 +1,7 @@
 import { type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Health, PoolStatus, Readiness } from '../../../contracts/system.js';
-import { formatDuration } from '../../../core/duration.js';
+import { formatDuration } from '../../../shared/duration.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
 

@@ -12,7 +12,7 @@ import { RPC_PATH, RPC_STREAM_HEADER, type RpcLease } from '../../../contracts/w
 import type { WorkerCredentials } from '../../../core/auth/settings.js';
 import { ERROR_CODES, isAbortError, SbxError, type ErrorCode } from '../../../core/errors.js';
 import type { WorkerRecord } from '../../../core/ports.js';
-import { currentRequestId } from '../../request-context.js';
+import { currentRequestId } from '../../shared/request-context.js';
 import { hasRpcCredential, replicaToken, rpcToken } from './credentials.js';
 
 export interface RpcTls {

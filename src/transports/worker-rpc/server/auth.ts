@@ -6,7 +6,7 @@
  */
 import { AUD_RPC, hasWorkerScope, type WorkerIdentity, type WorkerScope } from '../../../core/auth/worker-claims.js';
 import { SbxError } from '../../../core/errors.js';
-import { authenticateWorker } from '../../http/worker-auth.js';
+import { authenticateWorker } from '../../shared/worker-auth.js';
 import type { RpcServerDeps } from './deps.js';
 
 type Headers = Record<string, string | string[] | undefined>;

@@ -4,7 +4,8 @@
  * control plane went away, or its own deadline) kills it too. The control plane's core does the
  * limits, events and console capture: the worker only runs.
  */
-import { formatDuration, parseDuration } from '../../../core/duration.js';
+import { parseDuration } from '../../../core/duration.js';
+import { formatDuration } from '../../../shared/duration.js';
 import { isAbortError, isSbxError, SbxError } from '../../../core/errors.js';
 import type { ExecSpec, Provider } from '../../../core/ports.js';
 import type { ExecItem } from '../../../core/sandboxes/exec.js';

@@ -5,7 +5,7 @@
  */
 import type { Static } from '@sinclair/typebox';
 import type * as C from '../../../contracts/worker-rpc.js';
-import { formatDuration } from '../../../core/duration.js';
+import { formatDuration } from '../../../shared/duration.js';
 import { badRequest, notFound, SbxError, unavailable } from '../../../core/errors.js';
 import { parseEgress } from '../../../core/network/rules.js';
 import { canonicalProviderName } from '../../../core/providers/registry.js';

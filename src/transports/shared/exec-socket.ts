@@ -16,13 +16,13 @@ import {
   ExecWsStdinEof,
   type ExecWsServerMessage,
   type ExecWsStart as StartMessage,
-} from '../contracts/exec.js';
-import { badRequest } from '../core/errors.js';
-import { EXEC_SIGNALS, type ExecSignal } from '../core/ports.js';
-import type { ExecCommand } from '../core/sandboxes/exec.js';
-import { InteractiveExec, type ExecStarter, type SessionMessage } from '../core/sandboxes/exec-session.js';
+} from '../../contracts/exec.js';
+import { badRequest } from '../../core/errors.js';
+import { EXEC_SIGNALS, type ExecSignal } from '../../core/ports.js';
+import type { ExecCommand } from '../../core/sandboxes/exec.js';
+import { InteractiveExec, type ExecStarter, type SessionMessage } from '../../core/sandboxes/exec-session.js';
 import { execCommand, ExecFramer, type ExecFrame } from './exec-framing.js';
-import { decodeText } from './http/encoding.js';
+import { decodeText } from './encoding.js';
 
 /** Pause reading the socket above this many stdin bytes waiting for the command; resume below the low mark. */
 const STDIN_HIGH_WATER = 1024 * 1024;
@@ -61,7 +61,7 @@ export function execSignal(name: string): ExecSignal {
   return full as ExecSignal;
 }
 
-export type { ExecStarter } from '../core/sandboxes/exec-session.js';
+export type { ExecStarter } from '../../core/sandboxes/exec-session.js';
 
 /** Options of one socket session. */
 export interface ExecSocketOptions {

@@ -6,11 +6,11 @@
  * where valid, base64 where not: the sbx `binary` extension) and `base64` (always base64: the RPC).
  * The way in is here too: an exec request body (HTTP, or a WebSocket start) → core's ExecCommand.
  */
-import type { ExecRequest } from '../contracts/exec.js';
-import { formatDuration } from '../core/duration.js';
-import { isSbxError } from '../core/errors.js';
-import type { ExecCommand, ExecItem } from '../core/sandboxes/exec.js';
-import { decodeText, OutputEncoder, type EncodedOutput } from './http/encoding.js';
+import type { ExecRequest } from '../../contracts/exec.js';
+import { formatDuration } from '../../shared/duration.js';
+import { isSbxError } from '../../core/errors.js';
+import type { ExecCommand, ExecItem } from '../../core/sandboxes/exec.js';
+import { decodeText, OutputEncoder, type EncodedOutput } from './encoding.js';
 
 /**
  * The command an exec request body asks for, with the sbx `stdin` extension decoded: shared by the

@@ -28,10 +28,29 @@ const ms = (d: string) => tryParseDuration(d) ?? 0;
 /** Lints a loaded config; production mode fails what is only a warning on a dev box. */
 export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] {
   const out: LintFinding[] = [];
-  const serious: LintFinding['level'] = opts.production ? 'fail' : 'warn';
-  const add = (level: LintFinding['level'], key: string, message: string, fix: string) => out.push({ level, key, message, fix });
-  const { auth, server, defaults } = config;
+  const lint: Lint = {
+    config,
+    production: opts.production === true,
+    serious: opts.production ? 'fail' : 'warn',
+    add: (level, key, message, fix) => out.push({ level, key, message, fix }),
+  };
+  for (const rules of [lintAuth, lintKeys, lintCors, lintWorkerAuth, lintDurations, lintCustomHttp]) rules(lint);
+  lintReplicas(config, lint.add);
+  return out;
+}
 
+/** What each group of rules gets: the config, the mode, and where findings go. */
+interface Lint {
+  config: SbxConfig;
+  production: boolean;
+  serious: LintFinding['level'];
+  add(level: LintFinding['level'], key: string, message: string, fix: string): void;
+}
+
+/** Auth off, and the surfaces an open server exposes. */
+function lintAuth(l: Lint): void {
+  const { config, add, serious } = l;
+  const { auth, server } = config;
   if (!auth.enabled && set(auth.api_key)) {
     // Loading turns auth on when a key is set and auth.enabled is not, so this false is explicit.
     add(
@@ -49,7 +68,7 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
     );
   }
 
-  if (opts.production && server.ui && !auth.enabled) {
+  if (l.production && server.ui && !auth.enabled) {
     // The dashboard holds no data, but on an open server it is a ready-made console for anyone who
     // reaches it; on a dev box (loopback, dev-box guard) it is the point, so only production fails it.
     add(
@@ -59,7 +78,7 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       'turn auth on (auth.api_key_file), or set server.ui: false',
     );
   }
-  if (opts.production && server.mcp && !auth.enabled) {
+  if (l.production && server.mcp && !auth.enabled) {
     add(
       'fail',
       'server.mcp',
@@ -67,7 +86,7 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       'turn auth on (auth.api_key_file), or set server.mcp: false',
     );
   }
-  if (opts.production && server.e2b && !auth.enabled) {
+  if (l.production && server.e2b && !auth.enabled) {
     add(
       'fail',
       'server.e2b',
@@ -75,7 +94,12 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       'turn auth on (auth.api_key_file), or set server.e2b: false',
     );
   }
+}
 
+/** Key lengths and an admin key that is the API key. */
+function lintKeys(l: Lint): void {
+  const { config, add, serious } = l;
+  const { auth } = config;
   const keys: [string, string | undefined][] = [
     ['auth.api_key', auth.api_key],
     ['auth.admin_api_key', auth.admin_api_key],
@@ -100,7 +124,12 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       'set a different, separately distributed admin key',
     );
   }
+}
 
+/** Browser origins (spec 5.1 rule 5). */
+function lintCors(l: Lint): void {
+  const { config, add, serious } = l;
+  const { auth, server } = config;
   // Spec 5.1 rule 5 fails both in production, for opposite reasons: "*" opens the API to every web
   // page, while an empty list makes the server refuse every origin (no deliberate browser access).
   const origins = server.cors_allowed_origins;
@@ -135,7 +164,12 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       `${listOrigins}; production requires an explicit list`,
     );
   }
+}
 
+/** Worker credentials: TLS verification, shared tokens beside signed ones, rotation keys. */
+function lintWorkerAuth(l: Lint): void {
+  const { config, add, serious } = l;
+  const { auth } = config;
   if (config.worker.rpc_tls.insecure_skip_verify) {
     add(
       serious,
@@ -173,7 +207,12 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       );
     seen.add(k);
   });
+}
 
+/** Retention and default durations that contradict their limits. */
+function lintDurations(l: Lint): void {
+  const { config, add } = l;
+  const { auth, defaults } = config;
   if (!set(auth.admin_audit_retention) || ms(auth.admin_audit_retention) === 0) {
     add(
       'warn',
@@ -199,6 +238,11 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       'lower defaults.default_exec_timeout or raise defaults.max_exec_timeout',
     );
   }
+}
+
+/** The custom HTTP provider: a backend and its key. */
+function lintCustomHttp(l: Lint): void {
+  const { config, add, serious } = l;
   const ch = config.providers.custom_http;
   if (
     ch.enabled === true ||
@@ -220,9 +264,6 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       );
     }
   }
-
-  lintReplicas(config, add);
-  return out;
 }
 
 /**

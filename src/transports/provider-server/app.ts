@@ -144,6 +144,29 @@ export async function buildProviderServer(opts: ProviderServerOptions): Promise<
     return reply.code(204).send();
   });
 
+  fileRoutes(app, p);
+
+  app.get('/logs', async (request, reply) => {
+    const query = request.query as Record<string, string | undefined>;
+    const lines = Number(query.lines ?? '100');
+    const after = query.after !== undefined ? Number(query.after) : undefined;
+    if (!Number.isInteger(lines) || lines < 0 || (after !== undefined && (!Number.isInteger(after) || after < 0)))
+      throw badRequest('lines and after are non-negative integers');
+    const log = await p.logs(q(request.query, 'sandbox_id'), after === undefined ? { lines } : { lines, after });
+    return reply.send(log);
+  });
+
+  app.addHook('onClose', async () => {
+    for (const entry of live.values()) {
+      entry.stdin?.end();
+      entry.controls.end();
+    }
+  });
+  return app;
+}
+
+/** The anchor's `/files…` routes over the provider's file methods. */
+function fileRoutes(app: FastifyInstance, p: Provider): void {
   app.post('/files', async (request, reply) => {
     const b = valid(C.WriteFileRequest, request.body, 'write request');
     const content = Buffer.from(b.content, b.encoding === 'base64' ? 'base64' : 'utf8');
@@ -189,22 +212,4 @@ export async function buildProviderServer(opts: ProviderServerOptions): Promise<
     await p.chmod(b.sandbox_id, b.path, modeBits(b.mode));
     return reply.code(204).send();
   });
-
-  app.get('/logs', async (request, reply) => {
-    const query = request.query as Record<string, string | undefined>;
-    const lines = Number(query.lines ?? '100');
-    const after = query.after !== undefined ? Number(query.after) : undefined;
-    if (!Number.isInteger(lines) || lines < 0 || (after !== undefined && (!Number.isInteger(after) || after < 0)))
-      throw badRequest('lines and after are non-negative integers');
-    const log = await p.logs(q(request.query, 'sandbox_id'), after === undefined ? { lines } : { lines, after });
-    return reply.send(log);
-  });
-
-  app.addHook('onClose', async () => {
-    for (const entry of live.values()) {
-      entry.stdin?.end();
-      entry.controls.end();
-    }
-  });
-  return app;
 }

@@ -92,7 +92,12 @@ async function otherProviders(config: LoadedConfig): Promise<{ status: Status; d
   return { status, detail: rows.join('; ') };
 }
 
-export function localChecks(ctx: CliContext, configFile: string | undefined): Check[] {
+/**
+ * What the local checks share, each found once and only when a check asks: the config as the
+ * server would load it, the Docker engine as the server would find it, and what the provider
+ * catalogue makes of them.
+ */
+function localProbes(ctx: CliContext, configFile: string | undefined) {
   let loaded: LoadedConfig | undefined;
   let loadError: string | undefined;
   const load = async () => {
@@ -152,6 +157,11 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
     }
   };
   const dockerIsDefault = async () => (await wants('docker')) === 'required';
+  return { load, loadError: () => loadError, docker, configAndEngine, wants, dockerIsDefault };
+}
+
+export function localChecks(ctx: CliContext, configFile: string | undefined): Check[] {
+  const { load, loadError, docker, configAndEngine, wants, dockerIsDefault } = localProbes(ctx, configFile);
   return [
     {
       title: 'configuration',
@@ -159,7 +169,7 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
       async check() {
         const config = await load();
         if (!config)
-          return { status: 'fail', detail: `does not load: ${loadError}`, fix: 'fix the keys named above (see `sbx config lint`)' };
+          return { status: 'fail', detail: `does not load: ${loadError()}`, fix: 'fix the keys named above (see `sbx config lint`)' };
         const { lintConfig } = await import('../../../config/index.js');
         const findings = lintConfig(config, { production: false });
         const fails = findings.filter((f) => f.level === 'fail');

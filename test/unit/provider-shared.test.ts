@@ -10,7 +10,7 @@ import { execProcess } from '../../src/adapters/providers/shared/exec-process.js
 import { formatMode, parseMode } from '../../src/adapters/providers/shared/file-mode.js';
 import { globMatch, globToRegExp, planGlob } from '../../src/adapters/providers/shared/glob.js';
 import { HostFs } from '../../src/adapters/providers/shared/host-fs.js';
-import { buildShellCommand, shellQuote } from '../../src/adapters/providers/shared/shell.js';
+import { buildShellCommand, shellQuote } from '../../src/shared/shell.js';
 
 const never = new AbortController().signal;
 

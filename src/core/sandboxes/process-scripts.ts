@@ -9,21 +9,12 @@
  */
 import type { ExecSpec, Provider } from '../ports.js';
 import { concat } from './exec.js';
+import { shellQuote as quote } from '../../shared/shell.js';
 
 /** Bound on the short helper execs (launch, drain, status, signal) in a detached process's sandbox. */
 const SCRIPT_TIMEOUT_MS = 30_000;
 
 const ROOT = '/tmp/.sbx-processes';
-
-/** POSIX single-quote quoting: one word the shell never expands. */
-export function quote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
-/** The `sh -c` script of a shell-mode command: the command as written, then each arg quoted. */
-export function buildShell(command: string, args: readonly string[]): string {
-  return [command, ...args.map(quote)].join(' ');
-}
 
 export function processDir(id: string): string {
   if (!/^p-[a-z0-9]+$/.test(id)) throw new Error(`not a process id: ${id}`);

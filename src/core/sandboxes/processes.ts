@@ -19,8 +19,8 @@ import type {
 import type { Caller } from './caller.js';
 import { checkWorkdir, startDeadline, type ExecCommand, type ExecService } from './exec.js';
 import { sandboxPath } from './paths.js';
+import { buildShellCommand } from '../../shared/shell.js';
 import {
-  buildShell,
   cleanupScript,
   drainScript,
   followScript,
@@ -321,7 +321,7 @@ export class ProcessService {
   }
 
   private async launch(provider: Provider, runtimeId: string, rec: ProcessRecord, spec: ExecSpec): Promise<void> {
-    const argv = spec.mode === 'argv' ? [spec.command, ...spec.args] : ['sh', '-c', buildShell(spec.command, spec.args)];
+    const argv = spec.mode === 'argv' ? [spec.command, ...spec.args] : ['sh', '-c', buildShellCommand(spec.command, spec.args)];
     const script = launchScript(rec.id, argv);
     const r = await runScript(provider, runtimeId, script, { env: spec.env, workdir: spec.workdir });
     if (r.code === 0) return;

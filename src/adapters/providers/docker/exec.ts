@@ -3,7 +3,7 @@ import type { Duplex, Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { ExecControl, ExecEvent, ExecSignal, ExecSpec } from '../../../core/ports.js';
 import { consumeControls, isLiveStdin, type Pump, pumpStdin } from '../shared/live-input.js';
-import { buildShellCommand } from '../shared/shell.js';
+import { buildShellCommand } from '../../../shared/shell.js';
 import { badRequest, isAbortError, isSbxError, SbxError } from '../../../core/errors.js';
 import { API_TIMEOUT_MS, bounded, call, toSbxError } from './errors.js';
 import { demux, type Frame } from './frames.js';

@@ -4,19 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sbxPackage } from '../../../package-root.js';
 
-/**
- * Where the engine is, as config/docker-endpoint.ts resolves it (compose passes it in; the adapter
- * states the shape it needs and does not import config). `ca`, `cert`, `key` are PEM contents.
- */
-export interface DockerTls {
-  ca?: string;
-  cert?: string;
-  key?: string;
-  verify: boolean;
-}
-export type DockerEndpoint =
-  | { kind: 'unix'; socketPath: string; source: string; description: string }
-  | { kind: 'tcp'; host: string; port: number; tls: DockerTls | null; source: string; description: string };
+export type { DockerEndpoint, DockerTls } from '../../../shared/docker-endpoint.js';
+import type { DockerEndpoint } from '../../../shared/docker-endpoint.js';
 
 /** Progress of an image pull, as reported to `onPull`. */
 export interface PullEvent {

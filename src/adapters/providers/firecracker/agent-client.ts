@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import { ERROR_CODES, SbxError, type ErrorCode } from '../../../core/errors.js';
 import type { ExecEvent, ExecSpec, FileInfo, OpenedFile } from '../../../core/ports.js';
 import { planGlob } from '../shared/glob.js';
-import { buildShellCommand } from '../shared/shell.js';
+import { buildShellCommand } from '../../../shared/shell.js';
 import { chunks, encodeFrame, type Frame, FrameReader } from './agent-protocol.js';
 
 /** Codes a guest may report; anything else becomes provider_error. */

@@ -3,7 +3,7 @@ import type { ExecControl, ExecEvent, ExecSpec } from '../../../core/ports.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { launcherEnv, wrapperArgv } from '../shared/isolation.js';
 import { isLiveStdin } from '../shared/live-input.js';
-import { buildShellCommand } from '../shared/shell.js';
+import { buildShellCommand } from '../../../shared/shell.js';
 import type { Envd } from './envd.js';
 import { toSbxError } from './errors.js';
 

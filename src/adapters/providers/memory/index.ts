@@ -22,7 +22,7 @@ import {
   type WorkspaceSpec,
 } from '../../../core/ports.js';
 import { ConsoleRing } from '../shared/console-ring.js';
-import { buildShellCommand } from '../shared/shell.js';
+import { buildShellCommand } from '../../../shared/shell.js';
 import { type DirNode, MemoryFs, type Node } from './fs.js';
 import { BrokenPipe, bytesInput, EMPTY_INPUT, ExitShell, Kill, Killed, liveInput, type Output, type Streams } from './io.js';
 import { type Proc, runArgv, runScript } from './shell.js';

@@ -21,7 +21,7 @@ import { copyTree, HostCatalog } from '../shared/host-catalog.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';
 import { hostWorkspace } from '../shared/host-workspace.js';
 import { launcherEnv, probeIsolation, refuseNetwork, unisolatedWarning, wrapperArgv } from '../shared/isolation.js';
-import { buildShellCommand } from '../shared/shell.js';
+import { buildShellCommand } from '../../../shared/shell.js';
 
 export interface MockProviderOptions {
   /** Where sandbox directories live; default `<os tmpdir>/sbx-mock`. */

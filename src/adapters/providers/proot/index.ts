@@ -36,7 +36,7 @@ import {
 } from '../shared/isolation.js';
 import { CTL_GUEST, GUEST_EXEC_LAUNCHER, type GuestLaunch, hostPidIn } from '../shared/keeper.js';
 import { sweepProotLoaders } from './loaders.js';
-import { buildShellCommand } from '../shared/shell.js';
+import { buildShellCommand } from '../../../shared/shell.js';
 
 const run = promisify(execFile);
 

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { SbxError } from '../../../core/errors.js';
-import { shellQuote } from './shell.js';
+import { shellQuote } from '../../../shared/shell.js';
 
 /**
  * Process isolation for host-backed providers (mock, proot): each sandbox has one PID namespace

@@ -1,3 +1,4 @@
+import { shellWord } from '../../../shared/shell.js';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, posix, relative, resolve, sep } from 'node:path';
 import type { FileInfo } from '../../../client/types.js';
@@ -286,7 +287,7 @@ const glob: CommandSpec = {
     if (opts.pattern !== undefined && opts.target.includes(':')) {
       const id = opts.target.slice(0, opts.target.indexOf(':'));
       throw new UsageError(
-        `glob takes the pattern once: sbx files glob ${id || 'SANDBOX_ID'} ${quote(opts.pattern)} (or sbx files glob ${quote(`${id || 'SANDBOX_ID'}:${opts.pattern}`)})`,
+        `glob takes the pattern once: sbx files glob ${id || 'SANDBOX_ID'} ${shellWord(opts.pattern)} (or sbx files glob ${shellWord(`${id || 'SANDBOX_ID'}:${opts.pattern}`)})`,
       );
     }
     const { id, path: pattern } = opts.pattern !== undefined ? { id: opts.target, path: opts.pattern } : remoteArg(opts.target, form);
@@ -296,11 +297,6 @@ const glob: CommandSpec = {
     return 0;
   },
 };
-
-/** A shell word for a hint: single-quoted when it holds anything but plain characters. */
-function quote(s: string): string {
-  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
-}
 
 export const filesCommand: CommandSpec = {
   name: 'files',

@@ -1,4 +1,5 @@
 /** `sbx ps`: the background processes of a sandbox (DESIGN.md §10); `exec -d` starts them. */
+import { shellWord } from '../../../shared/shell.js';
 import type { ProcessInfo } from '../../../client/processes.js';
 import { relativeTime } from '../output/format.js';
 import { withSandboxId } from '../shared/sandbox-id.js';
@@ -11,8 +12,7 @@ function exitText(p: ProcessInfo): string {
 
 /** The command as one could type it: argv words with spaces or quotes are single-quoted. */
 function commandText(p: ProcessInfo): string {
-  const word = (w: string) => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
-  return p.mode === 'argv' ? [p.command, ...p.args].map(word).join(' ') : [p.command, ...p.args.map(word)].join(' ');
+  return p.mode === 'argv' ? [p.command, ...p.args].map(shellWord).join(' ') : [p.command, ...p.args.map(shellWord)].join(' ');
 }
 
 export const psCommand: CommandSpec = {

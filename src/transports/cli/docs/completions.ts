@@ -3,6 +3,7 @@
  * checked-in files under completions/). Completion follows the command path, offers subcommands,
  * options (global ones everywhere), option value choices, argument choices and local files.
  */
+import { shellQuote } from '../../../shared/shell.js';
 import { takesValue, type CommandSpec, type OptionSpec } from '../spec.js';
 
 export type Shell = 'bash' | 'zsh' | 'fish';
@@ -45,7 +46,7 @@ function argFiles(spec: CommandSpec | undefined): boolean {
   return (spec?.args ?? []).some((a) => a.complete === 'file');
 }
 
-const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+const sq = shellQuote;
 
 function caseArms(list: Node[], value: (n: Node) => string, indent = '    '): string {
   return list

@@ -5,16 +5,8 @@
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 
-/** The engine address `sbx doctor` asks (what config/docker-endpoint.ts resolves; structural, no import). */
-export type DockerEndpoint =
-  | { kind: 'unix'; socketPath: string; description: string }
-  | {
-      kind: 'tcp';
-      host: string;
-      port: number;
-      tls: { ca?: string; cert?: string; key?: string; verify: boolean } | null;
-      description: string;
-    };
+export type { DockerEndpoint } from '../../../shared/docker-endpoint.js';
+import type { DockerEndpoint } from '../../../shared/docker-endpoint.js';
 
 /** GET `path` on the engine; resolves with the status and body text. */
 export function engineGet(endpoint: DockerEndpoint, path: string, timeoutMs = 2000): Promise<{ status: number; body: string }> {

@@ -4,13 +4,12 @@
  * control plane went away, or its own deadline) kills it too. The control plane's core does the
  * limits, events and console capture: the worker only runs.
  */
+import { TIMEOUT_EXIT_CODE } from '../../../core/sandboxes/exec.js';
 import { parseDuration } from '../../../core/duration.js';
 import { formatDuration } from '../../../shared/duration.js';
 import { isAbortError, isSbxError, SbxError } from '../../../core/errors.js';
 import type { ExecSpec, Provider } from '../../../core/ports.js';
 import type { ExecItem } from '../../../core/sandboxes/exec.js';
-
-const TIMEOUT_EXIT_CODE = 124;
 
 /** A timeout string as milliseconds; '' or absent = none. */
 export function timeoutMs(timeout: string | undefined): number {

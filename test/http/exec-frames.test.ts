@@ -150,7 +150,7 @@ describe('the frame reader', () => {
         yield { stream: 'stdout' as const, data: small };
         yield { stream: 'stderr' as const, data: big };
         yield { stream: 'stdout' as const, data: Buffer.alloc(0) };
-        yield { stream: 'exit' as const, exit_code: 3, duration_ms: 1500 };
+        yield { stream: 'exit' as const, exit_code: 3, duration_ms: 1500, timed_out: false };
       })(),
     ))
       writes.push(w);

@@ -28,10 +28,23 @@ if (major < 20 || (major === 20 && (minor < 18 || (minor === 18 && patch < 1))))
   process.stdout.write(`${require('../package.json').version}\n`);
   finish(0);
 } else {
-  import('../dist/cli.js')
-    .then(({ main }) => main(argv))
-    .then(finish, (err) => {
-      process.stderr.write(`sbx: unexpected error: ${err && err.stack ? err.stack : String(err)}\n`);
-      finish(1);
-    });
+  // `sbx exec ID CMD…` (the plain streamed form) runs from one CommonJS bundle without commander or
+  // the command tree (issue 33); any other argv, or one it does not take, runs the full CLI.
+  // SBX_CLI_FAST_PATH=0 turns it off (the tests compare both paths byte for byte).
+  const fast = argv.includes('exec') && process.env.SBX_CLI_FAST_PATH !== '0' ? fastExec() : undefined;
+  const run = (fast && fast(argv)) || import('../dist/cli.js').then(({ main }) => main(argv));
+  run.then(finish, (err) => {
+    process.stderr.write(`sbx: unexpected error: ${err && err.stack ? err.stack : String(err)}\n`);
+    finish(1);
+  });
+}
+
+/** The fast path's entry (dist/cli-exec.cjs), or undefined in a tree built without it (tsc alone). */
+function fastExec() {
+  try {
+    return require('../dist/cli-exec.cjs').fastExec;
+  } catch (err) {
+    if (err && err.code === 'MODULE_NOT_FOUND' && String(err.message).includes('cli-exec.cjs')) return undefined;
+    throw err;
+  }
 }

@@ -6,6 +6,8 @@
 // of the sources stays a boundary (code splitting), so `sbx serve` still loads the server stack only
 // when it runs. Shared modules are one chunk each, so a class is one class on both sides of an
 // import(). The rest of dist/ (tsc's tree) stays for the package's library entry points.
+// A second bundle, dist/cli-exec.cjs, is the fast path of `sbx exec` (src/transports/cli/fast-exec.ts):
+// one CommonJS file with no chunks, so bin/sbx.js require()s it without starting the ES module loader.
 import { mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,9 +33,25 @@ try {
     legalComments: 'none',
     logLevel: 'warning',
   });
+  await build({
+    entryPoints: [join(root, 'src', 'transports', 'cli', 'fast-exec.ts')],
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    outfile: join(stage, 'cli-exec.cjs'),
+    // import() of node:http, yaml… becomes require(): an import() would start the ES module loader
+    // after all (every package the client loads lazily has a CommonJS entry).
+    supported: { 'dynamic-import': false },
+    sourcemap: false,
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
   mkdirSync(join(dist, 'chunks'), { recursive: true });
   // Chunks first (content-hashed names: an old entry keeps finding its own), then the entry.
   for (const name of readdirSync(join(stage, 'chunks'))) renameSync(join(stage, 'chunks', name), join(dist, 'chunks', name));
+  renameSync(join(stage, 'cli-exec.cjs'), join(dist, 'cli-exec.cjs'));
   renameSync(join(stage, 'cli.js'), join(dist, 'cli.js'));
 } finally {
   rmSync(stage, { recursive: true, force: true });

@@ -50,46 +50,23 @@ export async function main(argv: string[], io: CliIo = {}): Promise<number> {
   if (!selected) return 0;
   const { spec, opts, globals } = selected;
 
-  const [{ Output }, { createContext }, errors, os, signals, runner] = await Promise.all([
+  const [{ Output }, { runInvocation }] = await Promise.all([
     import('./transports/cli/output/output.js'),
-    import('./transports/cli/context.js'),
-    import('./transports/cli/errors.js'),
-    import('node:os'),
-    import('./transports/cli/signals.js'),
     import('./transports/cli/run-command.js'),
   ]);
   const color = globals.color !== false && !env.NO_COLOR && env.TERM !== 'dumb';
   const out = new Output({ stdout, stderr, json: Boolean(globals.json), color });
-  const stdin = io.stdin ?? process.stdin;
-  let ctx: Awaited<ReturnType<typeof createContext>> | undefined;
-  const cancel = io.signal ? undefined : signals.cancelOnSignals();
-  // A command cancelled by a signal exits 128 + its number, whatever it returned or threw.
-  const interrupted = () => {
-    const sig = spec.stopsOnSignal ? undefined : cancel?.caught();
-    return sig === undefined ? undefined : signals.signalExitCode(sig);
-  };
-  try {
-    ctx = await createContext({
+  return runInvocation(
+    {
       out,
       flags: globals,
       env,
       cwd: io.cwd ?? process.cwd(),
-      home: env.HOME || os.homedir(),
-      stdin: { stream: stdin, isTTY: Boolean(stdin.isTTY) },
-      signal: io.signal ?? cancel!.signal,
+      stdin: io.stdin,
+      signal: io.signal,
       useProfile: !spec.offline,
-    });
-    const code = await spec.run!(ctx, opts);
-    return interrupted() ?? code;
-  } catch (err) {
-    const stopped = interrupted();
-    if (stopped !== undefined) return stopped;
-    const message = runner.failureMessage(err, ctx);
-    if (message) out.error(message);
-    return errors.exitCodeFor(err);
-  } finally {
-    cancel?.dispose();
-    await ctx?.close();
-    await out.flush();
-  }
+      stopsOnSignal: spec.stopsOnSignal,
+    },
+    (ctx) => spec.run!(ctx, opts),
+  );
 }

@@ -81,6 +81,29 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx-agent in docker cont
     expect(env).toMatch(/^PATH=/m);
   });
 
+  it('output queued behind a slow consumer comes merged into bigger chunks, byte-exact, in order, streams apart', async () => {
+    const rid = await spawn(p, 'merge');
+    const chunks: Array<{ stream: string; data: Buffer }> = [];
+    let exitCode = -1;
+    // 4 MiB of numbered lines on stdout, and a marker on stderr before and after it.
+    const command = 'echo begin >&2; seq 1 600000; echo end >&2';
+    for await (const e of p.exec(rid, { command, args: [], mode: 'shell', env: {} }, AbortSignal.timeout(60_000))) {
+      if (e.stream === 'exit') exitCode = e.exit_code;
+      else chunks.push({ stream: e.stream, data: Buffer.from(e.data) });
+      // A consumer slower than the command: the agent's frames queue up behind it.
+      if (chunks.length <= 8) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(exitCode).toBe(0);
+    const stdout = Buffer.concat(chunks.filter((c) => c.stream === 'stdout').map((c) => c.data)).toString();
+    const expected = Array.from({ length: 600000 }, (_, i) => `${i + 1}\n`).join('');
+    expect(stdout.length).toBe(expected.length);
+    expect(stdout === expected).toBe(true);
+    expect(chunks.filter((c) => c.stream === 'stderr').map((c) => c.data.toString())).toEqual(['begin\n', 'end\n']);
+    // The agent sends at most 64 KiB a frame: bigger chunks are frames merged while the consumer waited.
+    expect(Math.max(...chunks.map((c) => c.data.byteLength))).toBeGreaterThan(64 * 1024);
+    expect(Math.max(...chunks.map((c) => c.data.byteLength))).toBeLessThanOrEqual(1024 * 1024);
+  });
+
   it('killing the agent mid-exec fails that exec cleanly; the next one runs through the engine', async () => {
     const rid = await spawn(p, 'kill');
     const events: ExecEvent[] = [];

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../../src/client/index.js';
 import { type ExecBytesChunk, parseExecFrames } from '../../src/client/exec-frames.js';
 import { EXEC_FRAME } from '../../src/contracts/exec-frames.js';
+import { binaryExecFrames } from '../../src/transports/http/exec-binary.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Every byte value, twice, then text. */
@@ -138,6 +139,34 @@ describe('the frame reader', () => {
       for (const b of stream) yield Buffer.from([b]);
     })();
     expect(await collect(parseExecFrames(bytewise))).toEqual(whole);
+  });
+
+  it('the server writer: small output joined with its header, big output as header then bytes, both read back exact', async () => {
+    const small = Buffer.from('small\n');
+    const big = Buffer.alloc(300 * 1024, 7);
+    const writes: Uint8Array[] = [];
+    for await (const w of binaryExecFrames(
+      (async function* () {
+        yield { stream: 'stdout' as const, data: small };
+        yield { stream: 'stderr' as const, data: big };
+        yield { stream: 'stdout' as const, data: Buffer.alloc(0) };
+        yield { stream: 'exit' as const, exit_code: 3, duration_ms: 1500, timed_out: false };
+      })(),
+    ))
+      writes.push(w);
+    // One buffer for the small frame; the big one's bytes are the very buffer the provider gave.
+    expect(writes.map((w) => w.byteLength)).toEqual([5 + small.byteLength, 5, big.byteLength, writes[3]!.byteLength]);
+    expect(writes[2]).toBe(big);
+    const read = await collect(
+      parseExecFrames(
+        (async function* () {
+          yield* writes;
+        })(),
+      ),
+    );
+    expect(read.stdout).toEqual(small);
+    expect(read.stderr).toEqual(big);
+    expect(read.exit).toMatchObject({ stream: 'exit', exit_code: 3, duration: '1.5s' });
   });
 
   it('an error frame is an exit 125 with the error; a cut-off or unknown frame is an error', async () => {

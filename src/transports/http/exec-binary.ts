@@ -17,6 +17,9 @@ export function wantsBinaryStream(accept: string | undefined): boolean {
     .some((type) => type === 'application/octet-stream');
 }
 
+/** Output up to this size goes out in one buffer with its frame header. */
+const JOIN_MAX = 64 * 1024;
+
 function header(id: number, length: number): Buffer {
   const h = Buffer.allocUnsafe(EXEC_FRAME_HEADER);
   h[0] = id;
@@ -39,10 +42,20 @@ export async function* binaryExecFrames(items: AsyncIterable<ExecItem>): AsyncGe
         yield jsonFrame(EXEC_FRAME.exit, exit);
         return;
       }
-      if (item.data.byteLength === 0) continue;
-      // Header and bytes go out as two writes: the output itself is never copied.
-      yield header(EXEC_FRAME[item.stream], item.data.byteLength);
-      yield item.data;
+      const size = item.data.byteLength;
+      if (size === 0) continue;
+      if (size <= JOIN_MAX) {
+        // One write (one HTTP chunk, one syscall) per frame: copying a small chunk costs less.
+        const frame = Buffer.allocUnsafe(EXEC_FRAME_HEADER + size);
+        frame[0] = EXEC_FRAME[item.stream];
+        frame.writeUInt32BE(size, 1);
+        frame.set(item.data, EXEC_FRAME_HEADER);
+        yield frame;
+      } else {
+        // Header and bytes go out as two writes: big output is never copied.
+        yield header(EXEC_FRAME[item.stream], size);
+        yield item.data;
+      }
     }
   } catch (err) {
     const code = isSbxError(err) ? err.code : 'provider_error';

@@ -234,6 +234,18 @@ export class Inbox<V extends object> {
     w?.();
   }
 
+  /** The next item if one is queued now (no waiting); undefined otherwise. */
+  peek(): V | undefined {
+    return this.items[0];
+  }
+
+  /** Takes the queued item `peek` showed. */
+  take(): V | undefined {
+    const v = this.items.shift();
+    if (v) this.bytes -= sizeOf(v);
+    return v;
+  }
+
   async next(signal?: AbortSignal): Promise<V | undefined> {
     while (this.items.length === 0) {
       if (signal?.aborted) return undefined;

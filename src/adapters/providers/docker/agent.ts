@@ -191,6 +191,26 @@ export function agentCanExec(conn: AgentConnection, spec: ExecSpec): boolean {
   return true;
 }
 
+/** Most output bytes merged into one chunk (the agent sends its pipes' output 64 KiB at a time). */
+const MERGE_MAX = 1024 * 1024;
+
+/**
+ * `first`'s payload joined with the output frames of the same stream already queued behind it (up
+ * to MERGE_MAX): a busy stream travels in fewer, bigger chunks through every layer above (one
+ * frame, one socket write, one credit each) while a quiet one goes out at once, as it came.
+ */
+function mergeQueued(inbox: Inbox<Frame>, first: { type: number; payload: Buffer }): Buffer {
+  let parts: Buffer[] | undefined;
+  let size = first.payload.byteLength;
+  for (let next = inbox.peek(); next && !('lost' in next) && next.type === first.type; next = inbox.peek()) {
+    if (size + next.payload.byteLength > MERGE_MAX) break;
+    inbox.take();
+    (parts ??= [first.payload]).push(next.payload);
+    size += next.payload.byteLength;
+  }
+  return parts ? Buffer.concat(parts, size) : first.payload;
+}
+
 /**
  * One command through the agent, with the engine path's semantics: sbx's own texts for a command
  * that cannot start (127/126), a workdir error, stdin then EOF or live, signals to the whole tree,
@@ -332,10 +352,11 @@ export async function* agentExec(
         if (f.type === R.STDOUT || f.type === R.STDERR) {
           if (signal.aborted) continue;
           const stream = f.type === R.STDOUT ? 'stdout' : 'stderr';
-          onOutput?.(stream, f.payload);
-          yield { stream, data: f.payload };
+          const data = mergeQueued(inbox, f);
+          onOutput?.(stream, data);
+          yield { stream, data };
           // Credit after the consumer took the chunk: a slow consumer holds the command's output back.
-          conn.send(id, T.CREDIT, u32(f.payload.byteLength));
+          conn.send(id, T.CREDIT, u32(data.byteLength));
         } else if (f.type === R.EXIT) {
           finished = true;
           if (signal.aborted) return;

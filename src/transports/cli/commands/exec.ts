@@ -3,6 +3,7 @@ import type { ExecBytesChunk } from '../../../client/exec-frames.js';
 import type { ExecInput } from '../../../client/types.js';
 import { SbxError } from '../../../contracts/errors.js';
 import type { CliContext } from '../context.js';
+import type { StreamOutput } from '../output/stream-output.js';
 import { ExitError, messageFor, UsageError } from '../errors.js';
 import { EXIT } from '../exit-codes.js';
 import { exitStatus, forwardStdin, noWebSocketRoute, printSession } from '../shared/exec-session.js';
@@ -11,7 +12,8 @@ import { readPipedStdin } from '../shared/stdin.js';
 import { providerHasTty, runTerminalSession } from '../shared/terminal.js';
 import type { CommandSpec } from '../spec.js';
 
-interface ExecFlags {
+/** The options of `sbx exec` as commander (or the fast path, fast-exec.ts) parsed them. */
+export interface ExecFlags {
   id: string;
   command?: string[];
   env?: Record<string, string>;
@@ -66,18 +68,36 @@ export const execCommand: CommandSpec = {
     'sbx exec -d $ID python3 -m http.server 8000',
     'sbx --json exec $ID uname -a',
   ],
-  async run(ctx, opts: ExecFlags) {
-    try {
-      return await runExec(ctx, opts);
-    } catch (err) {
-      // Every failure of sbx itself is 125, so the command's own codes stay unambiguous (DESIGN.md §5).
-      if (err instanceof ExitError) throw new ExitError(EXIT.execFailed, err.message);
-      throw new ExitError(EXIT.execFailed, messageFor(err, keys(ctx)));
-    }
-  },
+  run: (ctx, opts: ExecFlags) => execFailures(ctx, () => runExec(ctx, opts)),
 };
 
-async function runExec(ctx: CliContext, opts: ExecFlags): Promise<number> {
+/** What the streamed exec needs of a context: any output (the fast path's is chalk-free). */
+type StreamContext = CliContext<StreamOutput>;
+
+/**
+ * `sbx exec` without -i, -t, -d and --json: the HTTP exec stream printed as it comes. The full CLI
+ * gets here through `run`; the fast path of bin/sbx.js (fast-exec.ts) calls it directly, so both
+ * paths run this one code (ids, prefixes, errors, exit codes).
+ */
+export function runStreamedExec(ctx: StreamContext, opts: ExecFlags): Promise<number> {
+  return execFailures(ctx, async () => {
+    const input = execInput(opts);
+    return (await withSandboxId(ctx, opts.id, (id) => runStreamed(ctx, id, input))).value;
+  });
+}
+
+/** Every failure of sbx itself is 125, so the command's own codes stay unambiguous (DESIGN.md §5). */
+async function execFailures(ctx: StreamContext, work: () => Promise<number>): Promise<number> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof ExitError) throw new ExitError(EXIT.execFailed, err.message);
+    throw new ExitError(EXIT.execFailed, messageFor(err, keys(ctx)));
+  }
+}
+
+/** The command line after the id, checked, and the exec request for it. */
+function execInput(opts: ExecFlags): ExecInput {
   let argv = opts.command ?? [];
   if (argv[0] === '--') argv = argv.slice(1);
   if (argv.length === 0) {
@@ -88,13 +108,18 @@ async function runExec(ctx: CliContext, opts: ExecFlags): Promise<number> {
     );
   }
   checkSandboxId(opts.id);
-  if (opts.detach) return runDetached(ctx, opts, argv);
   const input: ExecInput = { command: argv[0]!, args: argv.slice(1), mode: opts.sh ? 'shell' : 'argv' };
   // Output arrives byte-exact: bytes that are not UTF-8 come base64 instead of as U+FFFD.
   input.binary = true;
   if (opts.env) input.env = opts.env;
   if (opts.workdir) input.workdir = opts.workdir;
   if (opts.timeout) input.timeout = opts.timeout;
+  return input;
+}
+
+async function runExec(ctx: CliContext, opts: ExecFlags): Promise<number> {
+  const input = execInput(opts);
+  if (opts.detach) return runDetached(ctx, opts, [input.command, ...(input.args ?? [])]);
   const interactive = Boolean(opts.interactive);
   // -t without a local terminal runs without one and says nothing (as docker does).
   const tty = Boolean(opts.tty) && ctx.stdin.isTTY && !ctx.out.json;
@@ -147,7 +172,7 @@ async function runDetached(ctx: CliContext, opts: ExecFlags, argv: string[]): Pr
 }
 
 /** The HTTP exec stream, in binary frames (stdin, if any, sent up front). */
-async function runStreamed(ctx: CliContext, id: string, input: ExecInput): Promise<number> {
+async function runStreamed(ctx: StreamContext, id: string, input: ExecInput): Promise<number> {
   let started = false;
   let exit: Extract<ExecBytesChunk, { stream: 'exit' }> | undefined;
   try {

@@ -2,6 +2,7 @@
 import type { ExecSession, ExecWsMessage } from '../../../client/index.js';
 import { ERROR_CODES, type ErrorCode, SbxError } from '../../../contracts/errors.js';
 import type { CliContext } from '../context.js';
+import type { StreamOutput } from '../output/stream-output.js';
 import { messageFor } from '../errors.js';
 import { EXIT } from '../exit-codes.js';
 
@@ -17,7 +18,7 @@ function keys(ctx: CliContext) {
 }
 
 /** The exit status for a sandbox command's code (125 when the code is not a usable status). */
-export function exitStatus(ctx: CliContext, code: number | null | undefined): number {
+export function exitStatus(ctx: { out: Pick<StreamOutput, 'error'> }, code: number | null | undefined): number {
   if (code === null) {
     ctx.out.error("the sandbox's provider reported no exit status");
     return EXIT.execFailed;

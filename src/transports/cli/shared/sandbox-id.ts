@@ -8,6 +8,9 @@ import { SbxError } from '../../../contracts/errors.js';
 import type { CliContext } from '../context.js';
 import { UsageError } from '../errors.js';
 
+/** What resolving an id needs of a command's context. */
+type IdContext = Pick<CliContext, 'client' | 'signal'>;
+
 /** Ambiguous prefix: a usage error that names the candidates. */
 export class AmbiguousIdError extends UsageError {
   constructor(
@@ -41,7 +44,7 @@ export function checkSandboxId(id: string): void {
  * The one visible live sandbox whose id starts with `prefix` (tried with `sb-` in front first when it
  * lacks it); undefined when none does; AmbiguousIdError when several do.
  */
-export async function resolveIdPrefix(ctx: CliContext, prefix: string): Promise<string | undefined> {
+export async function resolveIdPrefix(ctx: IdContext, prefix: string): Promise<string | undefined> {
   const tries = prefix.startsWith('sb-') ? [prefix] : [`sb-${prefix}`, prefix];
   for (const p of tries) {
     const found = await ctx.client.list({ id_prefix: p, limit: 2, signal: ctx.signal });
@@ -57,7 +60,7 @@ export async function resolveIdPrefix(ctx: CliContext, prefix: string): Promise<
  * Runs `op` with the id as given; when it answers "sandbox not found", resolves the id as a prefix
  * and runs `op` again with the full id. Returns the result and the id that was used.
  */
-export async function withSandboxId<T>(ctx: CliContext, id: string, op: (id: string) => Promise<T>): Promise<{ id: string; value: T }> {
+export async function withSandboxId<T>(ctx: IdContext, id: string, op: (id: string) => Promise<T>): Promise<{ id: string; value: T }> {
   checkSandboxId(id);
   try {
     return { id, value: await op(id) };

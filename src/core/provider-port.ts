@@ -327,7 +327,7 @@ export interface Provider {
    * The snapshots and volumes this provider holds for this installation (labelled as its), with
    * when each was made, for reconciliation. Optional.
    */
-  listCatalog?(signal?: AbortSignal): Promise<{ snapshots: CatalogItem[]; volumes: CatalogItem[]; forks?: CatalogItem[] }>;
+  listCatalog?(signal?: AbortSignal): Promise<{ snapshots: CatalogItem[]; volumes: CatalogItem[] }>;
 
   /**
    * Fork (DESIGN.md §16), optional: without it a fork answers 501. `forkImage` copies the runtime's
@@ -337,6 +337,8 @@ export interface Provider {
    */
   forkImage?(runtimeId: string, fork: string, signal?: AbortSignal): Promise<ForkImage>;
   deleteForkImage?(fork: string, signal?: AbortSignal): Promise<void>;
+  /** This installation's fork images with when each was made, for reconciliation. Optional. */
+  listForkImages?(signal?: AbortSignal): Promise<CatalogItem[]>;
 
   /** Pool mode (DESIGN §8): one tenant's workspace of this runtime. Optional: without it a provider cannot back a pool. */
   workspace?(runtimeId: string, ws: WorkspaceSpec): WorkspaceOps;

@@ -34,7 +34,7 @@ const read = async (id: string, path: string) => {
   return res.status === 200 ? String(res.text) : null;
 };
 const fork = (id: string, body?: unknown, headers?: Record<string, string>) => u.req('POST', `${api(id)}/fork`, body ?? {}, headers);
-const forkImages = async () => (await u.provider.listCatalog!()).forks ?? [];
+const forkImages = async () => await u.provider.listForkImages!();
 const destroyAll = async () => {
   for (const s of (await u.req('GET', '/api/v1/sandboxes')).body as Sb[]) await u.req('DELETE', api(s.id));
 };

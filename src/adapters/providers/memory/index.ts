@@ -35,7 +35,7 @@ export interface MemoryProviderOptions {
   now?: () => number;
 }
 
-const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes'] as const;
+const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes', 'fork'] as const;
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
 /** A killed command's status: 128 + SIGKILL. */
 const KILLED = 137;
@@ -173,8 +173,8 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
     listCatalog: async () => ({
       snapshots: [...snapshots].map(([name, s]): CatalogItem => ({ name, image: s.image, created_at: s.created_at })),
       volumes: [...volumes].map(([name, v]): CatalogItem => ({ name, created_at: v.created_at })),
-      forks: [...forks].map(([name, f]): CatalogItem => ({ name, image: f.image, created_at: f.created_at })),
     }),
+    listForkImages: async () => [...forks].map(([name, f]): CatalogItem => ({ name, image: f.image, created_at: f.created_at })),
 
     workspace: (id, ws) => memoryWorkspace(provider, get, id, ws),
 

@@ -120,11 +120,14 @@ export class ForkService {
    */
   async released(rec: SandboxRecord): Promise<void> {
     if (!rec.fork || this.making.has(rec.fork)) return;
-    const { store } = this.sandboxes.deps;
-    const users = await store.sandboxesOfFork(rec.fork);
+    await this.dropIfUnused(await this.holderOf(rec), rec.fork);
+  }
+
+  /** Removes fork image `name` from `holder` when no sandbox started from it is still alive. */
+  private async dropIfUnused(holder: Provider, name: string): Promise<void> {
+    const users = await this.sandboxes.deps.store.sandboxesOfFork(name);
     if (users.some((u) => u.state !== 'destroyed')) return;
-    const holder = await this.holderOf(rec);
-    await holder.deleteForkImage?.(rec.fork, AbortSignal.timeout(DELETE_TIMEOUT_MS));
+    await holder.deleteForkImage?.(name, AbortSignal.timeout(DELETE_TIMEOUT_MS));
   }
 
   /** The copy, then one spawn per ticket; on any failure the forks made so far are destroyed again. */
@@ -150,10 +153,8 @@ export class ForkService {
       throw err;
     } finally {
       this.making.delete(name);
-      // A copy no fork holds (none made, or all already destroyed again) goes now.
-      if (image !== undefined && made.length === 0)
-        await provider.deleteForkImage?.(name, AbortSignal.timeout(DELETE_TIMEOUT_MS)).catch(() => undefined);
-      else if (made.length > 0 && made.every((m) => this.sandboxes.destroying(m.id))) await this.released(made[0]!).catch(() => undefined);
+      // A copy no live fork holds (none made, the ones made destroyed again, or destroyed meanwhile) goes now.
+      if (image !== undefined) await this.dropIfUnused(provider, name).catch(() => undefined);
     }
   }
 

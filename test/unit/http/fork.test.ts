@@ -6,6 +6,7 @@
  * last fork.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { reconcileCatalog } from '../../../src/core/sandboxes/reconcile-catalog.js';
 import { fakeClock, startUnitPlane, type UnitPlane } from '../../helpers/unit-plane.js';
 
 let u: UnitPlane;
@@ -126,6 +127,34 @@ describe('fork', () => {
     }
   });
 
+  it('a fork that fails midway takes the forks already made with it and leaves no fork image', async () => {
+    const parent = await spawn();
+    // The secret bindings hook (DESIGN §15) runs before each fork starts: it fails the third; the bindings of the ones made go again.
+    const deps = u.plane.deps.sandboxes.deps;
+    let forks = 0;
+    const dropped: string[] = [];
+    deps.forkSecrets = {
+      copyBindings: async (parentId) => {
+        expect(parentId).toBe(parent.id);
+        if (++forks === 3) throw new Error('secrets store down');
+      },
+      dropBindings: async (childId) => void dropped.push(childId),
+    };
+    try {
+      const res = await fork(parent.id, { count: 3 });
+      expect(res.status, res.text).toBe(500);
+      expect(res.body.code).toBe('provider_error');
+    } finally {
+      delete deps.forkSecrets;
+    }
+    expect(dropped).toHaveLength(1);
+    expect(forks).toBe(3);
+    expect(((await u.req('GET', '/api/v1/sandboxes')).body as Sb[]).map((s) => s.id)).toEqual([parent.id]);
+    expect((await u.provider.listRuntimes!()).map((r) => r.sandbox_id)).toEqual([parent.id]);
+    expect(await forkImages()).toEqual([]);
+    await destroyAll();
+  });
+
   it('Idempotency-Key: a retry answers the same forks without forking; another body → 409', async () => {
     const parent = await spawn();
     const key = { 'idempotency-key': 'fork-once-1' };
@@ -151,6 +180,35 @@ describe('fork', () => {
     expect(await forkImages()).toEqual([]);
     // The parent is untouched and can fork again.
     expect((await fork(parent.id)).status).toBe(201);
+    await destroyAll();
+    expect(await forkImages()).toEqual([]);
+  });
+});
+
+describe('reconciliation of fork images', () => {
+  it('removes a fork image no live fork uses (past the grace period), keeps one a live fork uses', async () => {
+    const parent = await spawn();
+    const res = await fork(parent.id);
+    const [child] = res.body.sandboxes as Sb[];
+    // A copy left by a server that died before storing any fork from it.
+    const rt = (await u.provider.listRuntimes!()).find((r) => r.sandbox_id === parent.id)!;
+    await u.provider.forkImage!(rt.runtime_id, 'fork-leftover0001');
+    expect(await forkImages()).toHaveLength(2);
+    const deps = {
+      store: u.plane.deps.store,
+      providers: new Map([[u.provider.name, u.provider]]),
+      bus: u.plane.deps.bus,
+      clock: { now: () => new Date() },
+      workerId: 'local',
+    };
+    // Young: left alone (a replica may be storing its forks right now).
+    expect(await reconcileCatalog(deps)).toEqual([]);
+    expect(await forkImages()).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(11 * 60_000);
+    const actions = await reconcileCatalog(deps);
+    expect(actions).toEqual([{ action: 'remove_orphan_fork_image', provider: u.provider.name, runtime_id: 'fork-leftover0001' }]);
+    const left = await forkImages();
+    expect(left.map((f) => f.name)).toEqual([(await u.plane.deps.store.getSandbox(child!.id))!.fork]);
     await destroyAll();
     expect(await forkImages()).toEqual([]);
   });

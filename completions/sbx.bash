@@ -3,7 +3,7 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend egress exec shell files logs ps kill preview templates template snapshot snapshots volumes volume admission quota quotas providers pool workers watch mcp doctor serve worker provider-server config completion' ;;
+    '') echo 'spawn ls list get rm destroy extend egress exec shell files logs ps kill preview templates template snapshot fork snapshots volumes volume admission quota quotas providers pool workers watch mcp doctor serve worker provider-server config completion' ;;
     'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'snapshots') echo 'ls list get rm delete' ;;
@@ -49,6 +49,7 @@ _sbx_opts() {
     'templates rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user --json --no-color' ;;
     'snapshot') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'fork') echo '-n --count --ttl --meta --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
     'snapshots') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'snapshots ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'snapshots get') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -121,6 +122,7 @@ _sbx_value_opts() {
     'templates rm') echo '--url --api-key --admin-key --user' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user' ;;
     'snapshot') echo '--url --api-key --admin-key --user' ;;
+    'fork') echo '-n --count --ttl --meta --idempotency-key --url --api-key --admin-key --user' ;;
     'snapshots') echo '--url --api-key --admin-key --user' ;;
     'snapshots ls') echo '--url --api-key --admin-key --user' ;;
     'snapshots get') echo '--url --api-key --admin-key --user' ;;

@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'egress' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'snapshot' 'snapshots' 'snapshots ls' 'snapshots get' 'snapshots rm' 'volumes' 'volumes ls' 'volumes create' 'volumes rm' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'mcp' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'egress' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'snapshot' 'fork' 'snapshots' 'snapshots ls' 'snapshots get' 'snapshots rm' 'volumes' 'volumes ls' 'volumes create' 'volumes rm' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'mcp' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -34,6 +34,7 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'kill' -d 'kill a background proce
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'preview' -d 'print the live preview URL of a port inside a sandbox'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'templates' -d 'named spawn presets: ls, get, create, update, rm, spawn'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'snapshot' -d 'save a running sandbox\'s filesystem as a named snapshot (spawn from it with --snapshot)'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'fork' -d 'copy a running sandbox: new sandboxes from its filesystem at this moment (prints their ids, one per line)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'snapshots' -d 'snapshots of sandboxes: list (default), get, rm'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'volumes' -d 'named volumes that outlive sandboxes: list (default), create, rm'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'admission' -d 'would this spawn be admitted? (creates nothing; exit 5 when denied)'
@@ -138,6 +139,10 @@ complete -c sbx -n '__sbx_path_is \'templates spawn\'' -l ttl -x -d 'override th
 complete -c sbx -n '__sbx_path_is \'templates spawn\'' -l provider -x -d 'override the template provider'
 complete -c sbx -n '__sbx_path_is \'templates spawn\'' -l meta -x -d 'extra metadata label (repeatable)'
 complete -c sbx -n '__sbx_path_is \'templates spawn\'' -l owner -x -d 'owner for quota attribution (X-User-ID / --user overrides it)'
+complete -c sbx -n '__sbx_path_is \'fork\'' -l count -s n -x -d 'how many forks, 1–10 (default 1); all are made or none'
+complete -c sbx -n '__sbx_path_is \'fork\'' -l ttl -x -d 'the forks\' time to live (default: the server\'s)'
+complete -c sbx -n '__sbx_path_is \'fork\'' -l meta -x -d 'metadata label of the forks (repeatable; default: the parent\'s)'
+complete -c sbx -n '__sbx_path_is \'fork\'' -l idempotency-key -x -d 'retry-safe: the same key within 24 h answers the first forks instead of forking again'
 complete -c sbx -n '__sbx_path_is \'snapshots\'' -f -a 'ls' -d 'list snapshots (the default)'
 complete -c sbx -n '__sbx_path_is \'snapshots\'' -f -a 'get' -d 'show a snapshot'
 complete -c sbx -n '__sbx_path_is \'snapshots\'' -f -a 'rm' -d 'delete a snapshot (sandboxes started from it keep running)'

@@ -26,6 +26,7 @@ import type {
   ExecInput,
   ExecRequest,
   ExecResult,
+  ForkRequest,
   Health,
   LogPage,
   Metrics,
@@ -90,6 +91,20 @@ export class Client {
   /** Spawns a sandbox; an empty request uses server defaults. */
   spawn(req: SpawnRequest = {}, opts: SpawnOptions = {}): Promise<Sandbox> {
     return this.http.json('POST', '/api/v1/sandboxes', { body: req, signal: opts.signal, headers: spawnHeaders(opts) });
+  }
+
+  /**
+   * Forks a running sandbox (DESIGN.md §16): `count` (1–10) new sandboxes, each starting from a copy
+   * of its filesystem at this moment, on the same node; all or none. With `idempotencyKey` a retry
+   * answers the same forks.
+   */
+  async fork(id: string, req: ForkRequest = {}, opts: SpawnOptions = {}): Promise<Sandbox[]> {
+    const body = await this.http.json<{ sandboxes: Sandbox[] }>('POST', `/api/v1/sandboxes/${enc(id)}/fork`, {
+      body: req,
+      signal: opts.signal,
+      headers: spawnHeaders(opts),
+    });
+    return body.sandboxes;
   }
 
   /** Admission preflight: would this spawn be admitted? Creates nothing. */

@@ -8,7 +8,7 @@ import type { FileInfoDto } from '../contracts/files.js';
 import type { AuditQuery as AuditQuerySchema, AuditRecord } from '../contracts/admin.js';
 import type { Diagnostics as DiagnosticsSchema, Metrics as MetricsSchema } from '../contracts/observability.js';
 import type { OwnerQuota, OwnerUsage, QuotaInput, QuotaSummary } from '../contracts/quotas.js';
-import type { AdmissionDecision, Sandbox, SpawnRequest } from '../contracts/sandboxes.js';
+import type { AdmissionDecision, ForkRequest, Sandbox, SpawnRequest } from '../contracts/sandboxes.js';
 import type {
   Health as HealthSchema,
   HeartbeatRequest,
@@ -35,6 +35,7 @@ export type {
   ExecChunk,
   ExecRequest,
   ExecResult,
+  ForkRequest,
   HeartbeatRequest,
   ProviderDetail,
   ProviderListItem,

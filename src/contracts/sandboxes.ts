@@ -57,6 +57,11 @@ export const Sandbox = Type.Object(
       }),
     ),
     snapshot: Type.Optional(Type.String({ description: 'sbx extension: the snapshot it started from' })),
+    forked_from: Type.Optional(
+      Type.String({
+        description: 'sbx extension (DESIGN §16): the id of the sandbox this one is a fork of; absent for every other sandbox',
+      }),
+    ),
     volumes: Type.Optional(Type.Array(VolumeMount, { description: 'sbx extension: the volumes it mounts' })),
     egress: Type.Optional(EgressLists),
     preview_token: Type.Optional(
@@ -106,6 +111,19 @@ export type EgressUpdateRequest = Static<typeof EgressUpdateRequest>;
 
 export const ExtendRequest = Type.Object({ ttl: Duration }, { additionalProperties: false });
 export type ExtendRequest = Static<typeof ExtendRequest>;
+
+/** `POST /api/v1/sandboxes/{id}/fork` (DESIGN.md §16). */
+export const ForkRequest = Type.Object(
+  {
+    count: Type.Optional(Type.Integer({ minimum: 1, maximum: 10, description: 'how many forks, 1–10 (default 1)' })),
+    ttl: Type.Optional(Duration),
+    metadata: Type.Optional(StringMap),
+  },
+  { additionalProperties: false },
+);
+export type ForkRequest = Static<typeof ForkRequest>;
+export const ForkResponse = Type.Object({ sandboxes: Type.Array(Sandbox) });
+export type ForkResponse = Static<typeof ForkResponse>;
 
 export const DestroyResponse = Type.Object({ status: Type.Literal('destroyed') });
 export const PruneResponse = Type.Object({ pruned: Type.Integer() });

@@ -47,6 +47,8 @@ export const RPC_METHODS = [
   'worker.volume_delete',
   'worker.volume_sizes',
   'worker.egress_update',
+  'worker.fork',
+  'worker.fork_delete',
 ] as const;
 export type RpcMethod = (typeof RPC_METHODS)[number];
 
@@ -62,6 +64,8 @@ export const RPC_LEASE_POLICY: Record<RpcMethod, 'required' | 'optional' | 'none
   'worker.destroy': 'required',
   'worker.renew_lease': 'required',
   'worker.egress_update': 'required',
+  // DESIGN §16: a fork freezes and copies the parent, under the parent's lease.
+  'worker.fork': 'required',
   'worker.exec': 'optional',
   'worker.exec_stream': 'optional',
   'worker.file_write': 'optional',
@@ -80,6 +84,7 @@ export const RPC_LEASE_POLICY: Record<RpcMethod, 'required' | 'optional' | 'none
   'worker.volume_create': 'none',
   'worker.volume_delete': 'none',
   'worker.volume_sizes': 'none',
+  'worker.fork_delete': 'none',
 };
 
 /** The resource a call's lease must name: `resource_id` of renew_lease, else the params' `sandbox_id`. */
@@ -117,6 +122,9 @@ export const RPC_SCOPE: Record<RpcMethod, string> = {
   'worker.volume_sizes': 'worker:status',
   // A PUT of a filtered sandbox's egress lists (DESIGN §10), leased like a spawn.
   'worker.egress_update': 'worker:spawn',
+  // A fork's copy is made like a spawn, and removed like a snapshot (DESIGN §16).
+  'worker.fork': 'worker:spawn',
+  'worker.fork_delete': 'worker:destroy',
 };
 
 /** Request envelope. `params` is checked per method after the envelope itself. */
@@ -186,6 +194,8 @@ export const SpawnParams = Type.Object({
   egress: Type.Optional(RpcEgressLists),
   /** DESIGN §10: the snapshot it starts from (`image` is then the snapshot's), made on this worker. */
   snapshot: Type.Optional(CatalogName),
+  /** DESIGN §16: the fork image it starts from (`image` is then the fork image's), made on this worker by `worker.fork`. */
+  fork: Type.Optional(CatalogName),
   /** DESIGN §10: volumes of this worker to mount read-write. */
   volumes: Type.Optional(
     Type.Array(
@@ -315,6 +325,11 @@ export const SnapshotDeleteParams = Type.Object({
   name: CatalogName,
   image: Type.String({ minLength: 1, maxLength: 512 }),
 });
+/** `worker.fork` (DESIGN §16): copy the runtime's filesystem as fork image `fork`; its forks are `worker.spawn`s with `fork`. */
+export const ForkParams = Type.Object({ ...Target, fork: CatalogName });
+export const ForkResultRpc = Type.Object({ image: Type.String() });
+export type ForkResultRpc = Static<typeof ForkResultRpc>;
+export const ForkDeleteParams = Type.Object({ provider: Target.provider, fork: CatalogName });
 export const VolumeParams = Type.Object({ provider: Target.provider, name: CatalogName });
 export const VolumeSizesParams = Type.Object({ provider: Target.provider, names: Type.Array(CatalogName, { maxItems: 1000 }) });
 /** `worker.egress_update`: the new lists of a filtered sandbox this worker runs (a PUT …/egress). */
@@ -346,6 +361,8 @@ export const RPC_PARAMS = {
   'worker.volume_delete': VolumeParams,
   'worker.volume_sizes': VolumeSizesParams,
   'worker.egress_update': EgressUpdateParams,
+  'worker.fork': ForkParams,
+  'worker.fork_delete': ForkDeleteParams,
 } as const;
 
 /** HTTP status of each RPC error code (DESIGN.md §7): `timeout` is 504 here, not the API's 408. */

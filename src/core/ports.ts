@@ -59,6 +59,14 @@ export interface SandboxRecord {
   volumes?: VolumeMount[] | null;
   /** The snapshot it started from, if any. */
   snapshot?: string | null;
+  /** The sandbox it was forked from (DESIGN.md §16), if any; shown as `forked_from`. */
+  forked_from?: string | null;
+  /**
+   * The fork image it started from (DESIGN.md §16): a name the provider gave its copy of the
+   * parent's filesystem, shared by the forks of one request and removed with the last of them.
+   * Internal.
+   */
+  fork?: string | null;
   /** Egress allow and deny lists of a filtered sandbox (DESIGN.md §10), canonical; absent otherwise. */
   egress?: EgressLists | null;
   /**
@@ -258,6 +266,8 @@ export interface SandboxStore {
   getSandbox(id: string): Promise<SandboxRecord | null>;
   /** Sorted by created_at, then id. */
   listSandboxes(filter?: SandboxFilter): Promise<SandboxRecord[]>;
+  /** Every sandbox started from fork image `fork` (any state; at most the forks of one request), oldest first. */
+  sandboxesOfFork(fork: string): Promise<SandboxRecord[]>;
 }
 
 export interface TemplateStore {

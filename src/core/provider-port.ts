@@ -23,6 +23,11 @@ export interface SpawnSpec {
    * the provider's `snapshot` returned it.
    */
   snapshot?: string;
+  /**
+   * Start from this fork image (DESIGN.md §16): the name `forkImage` was given; `image` is then the
+   * one it returned. Like a snapshot, reachable only this way.
+   */
+  fork?: string;
   /** Volumes to mount read-write (names of volumes made by `createVolume`; paths absolute and normalized). */
   volumes?: Array<{ name: string; mount_path: string }>;
 }
@@ -41,6 +46,11 @@ export interface SnapshotResult {
   size_bytes: number;
   /** A microVM kernel, when the snapshot has one. */
   kernel?: string | null;
+}
+
+/** What a provider's fork copy produced: the image its forks start from (docker: `sbx-fork/<fork>:latest`). */
+export interface ForkImage {
+  image: string;
 }
 
 export interface SpawnResult {
@@ -318,6 +328,17 @@ export interface Provider {
    * when each was made, for reconciliation. Optional.
    */
   listCatalog?(signal?: AbortSignal): Promise<{ snapshots: CatalogItem[]; volumes: CatalogItem[] }>;
+
+  /**
+   * Fork (DESIGN.md §16), optional: without it a fork answers 501. `forkImage` copies the runtime's
+   * filesystem at this moment (not its processes) under `fork`, a name sbx made
+   * (`[a-z0-9][a-z0-9_.-]{0,63}`); the caller holds the runtime frozen around it where it can.
+   * Spawns with `SpawnSpec.fork` start from the copy; `deleteForkImage` is idempotent.
+   */
+  forkImage?(runtimeId: string, fork: string, signal?: AbortSignal): Promise<ForkImage>;
+  deleteForkImage?(fork: string, signal?: AbortSignal): Promise<void>;
+  /** This installation's fork images with when each was made, for reconciliation. Optional. */
+  listForkImages?(signal?: AbortSignal): Promise<CatalogItem[]>;
 
   /** Pool mode (DESIGN §8): one tenant's workspace of this runtime. Optional: without it a provider cannot back a pool. */
   workspace?(runtimeId: string, ws: WorkspaceSpec): WorkspaceOps;

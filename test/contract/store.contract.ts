@@ -319,6 +319,21 @@ function sandboxContract(ctx: ContractContext): void {
       ]);
     });
 
+    it('keeps forked_from and fork; lists the sandboxes of one fork image in any state, oldest first', async () => {
+      const s = ctx.store;
+      await s.insertSandbox(sandbox('sb-fk-parent'));
+      await s.insertSandbox(sandbox('sb-fk-b', { created_at: at(2), forked_from: 'sb-fk-parent', fork: 'fork-abc' }));
+      await s.insertSandbox(sandbox('sb-fk-a', { created_at: at(1), forked_from: 'sb-fk-parent', fork: 'fork-abc', state: 'destroyed' }));
+      await s.insertSandbox(sandbox('sb-fk-other', { forked_from: 'sb-fk-parent', fork: 'fork-def' }));
+      expect(await s.getSandbox('sb-fk-b')).toMatchObject({ forked_from: 'sb-fk-parent', fork: 'fork-abc' });
+      const parent = await s.getSandbox('sb-fk-parent');
+      expect(parent).not.toHaveProperty('forked_from');
+      expect(parent).not.toHaveProperty('fork');
+      expect(ids(await s.sandboxesOfFork('fork-abc'))).toEqual(['sb-fk-a', 'sb-fk-b']);
+      expect((await s.sandboxesOfFork('fork-abc')).map((r) => r.state)).toEqual(['destroyed', 'running']);
+      expect(await s.sandboxesOfFork('fork-none')).toEqual([]);
+    });
+
     it('counts the sandboxes a list shows per provider (running, unhealthy, error; expiry ahead) without listing them', async () => {
       const s = ctx.store;
       await s.insertSandbox(sandbox('sb-p1', { provider: 'docker', expires_at: at(50) }));

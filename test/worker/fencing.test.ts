@@ -6,7 +6,7 @@
  * is required; a newer generation is served and recorded. Also through a control plane whose view
  * is stale: its exec, file and process calls are refused, its files untouched.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,13 +115,13 @@ afterAll(async () => {
 });
 
 describe('the fencing table', () => {
-  it('names every method: required for spawn/destroy/renew/egress, optional for the other calls that change a sandbox', () => {
+  it('names every method: required for spawn/destroy/renew/egress/fork, optional for the other calls that change a sandbox', () => {
     const by = (p: string) =>
       Object.entries(RPC_LEASE_POLICY)
         .filter(([, v]) => v === p)
         .map(([m]) => m)
         .sort();
-    expect(by('required')).toEqual(['worker.destroy', 'worker.egress_update', 'worker.renew_lease', 'worker.spawn']);
+    expect(by('required')).toEqual(['worker.destroy', 'worker.egress_update', 'worker.fork', 'worker.renew_lease', 'worker.spawn']);
     expect(by('optional')).toEqual([
       'worker.exec',
       'worker.exec_stream',
@@ -188,6 +188,26 @@ describe('a stale lease: 403 naming the generation, nothing changed', () => {
     expect((await rpcCall('worker.snapshot_delete', { provider: 'mock', name: 'fenced-snap', image: made.body.result.image })).status).toBe(
       200,
     );
+  });
+
+  it('fork: refused with a stale lease and without one, no fork image made; the current lease forks', async () => {
+    const heldForks = () => {
+      try {
+        return readdirSync(join(dir, 'mock-data', 'forks', worker.installationId));
+      } catch {
+        return [];
+      }
+    };
+    refused(await rpcCall('worker.fork', { ...t, fork: 'fork-fenced' }, stale));
+    expect((await rpcCall('worker.fork', { ...t, fork: 'fork-fenced' })).status).toBe(400);
+    expect(heldForks()).toEqual([]);
+    const current = { ...stale, generation: stale.generation + 1 };
+    const made = await rpcCall('worker.fork', { ...t, fork: 'fork-fenced' }, current);
+    expect(made.status).toBe(200);
+    expect(made.body.result.image).toBe('sbx-fork/fork-fenced');
+    expect(heldForks()).toEqual(['fork-fenced']);
+    expect((await rpcCall('worker.fork_delete', { provider: 'mock', fork: 'fork-fenced' })).status).toBe(200);
+    expect(heldForks()).toEqual([]);
   });
 
   it('egress_update and destroy: refused before any other check; the runtime still runs', async () => {

@@ -68,22 +68,39 @@ export class Idempotency {
     spawn: () => Promise<SandboxRecord>,
     signal?: AbortSignal,
   ): Promise<IdempotentResult> {
+    const { value, replayed } = await this.runFor(owner, key, hash, spawn, (rec) => rec.id, this.load, signal);
+    return { rec: value, replayed };
+  }
+
+  /**
+   * `run` for any result that one sandbox id names (a fork's answer: its first fork, DESIGN.md §16):
+   * `idOf` gives the id kept with the key, `load` the result again from it.
+   */
+  async runFor<T>(
+    owner: string | null,
+    key: string,
+    hash: string,
+    make: () => Promise<T>,
+    idOf: (value: T) => string,
+    load: (id: string) => Promise<T | null>,
+    signal?: AbortSignal,
+  ): Promise<{ value: T; replayed: boolean }> {
     const ownerKey = owner ?? '';
     const deadline = performance.now() + WAIT_MS;
     let pause = 50;
     for (;;) {
       const createdAt = this.clock.now().toISOString();
       if (await this.store.claimIdempotency({ owner_key: ownerKey, key, request_hash: hash, created_at: createdAt })) {
-        let rec: SandboxRecord;
+        let value: T;
         try {
-          rec = await spawn();
+          value = await make();
         } catch (err) {
           // Nothing was made: a retry with this key spawns afresh.
           await this.store.dropIdempotency(ownerKey, key, createdAt, true).catch(() => false);
           throw err;
         }
-        await this.store.completeIdempotency(ownerKey, key, createdAt, rec.id);
-        return { rec, replayed: false };
+        await this.store.completeIdempotency(ownerKey, key, createdAt, idOf(value));
+        return { value, replayed: false };
       }
       const row = await this.store.getIdempotency(ownerKey, key);
       if (!row) continue; // the first attempt failed and let go of the key: try to claim it
@@ -94,9 +111,9 @@ export class Idempotency {
       }
       if (row.request_hash !== hash) throw conflict(`Idempotency-Key "${key}" was already used with a different request`);
       if (row.sandbox_id !== null) {
-        const rec = await this.load(row.sandbox_id);
-        if (!rec) throw notFound(`sandbox ${row.sandbox_id} of Idempotency-Key "${key}" no longer exists`);
-        return { rec, replayed: true };
+        const value = await load(row.sandbox_id);
+        if (value === null) throw notFound(`sandbox ${row.sandbox_id} of Idempotency-Key "${key}" no longer exists`);
+        return { value, replayed: true };
       }
       // The first request is still spawning: wait for it.
       if (signal?.aborted)

@@ -3,14 +3,16 @@
  * holds under this installation's label with no record (a server that died between making it and
  * storing it) is removed once it is older than a grace period (a replica may be storing it right
  * now); a record whose snapshot or volume is gone from its provider is reported, never deleted —
- * the record is the user's, and the next use of it says what is missing.
+ * the record is the user's, and the next use of it says what is missing. A fork image (DESIGN.md
+ * §16) no live sandbox started from (its last fork went while this server was down, or its removal
+ * failed) is removed past the same grace period.
  */
 import type { EventBus } from '../events/bus.js';
-import type { Clock, Provider, SnapshotStore, VolumeStore } from '../ports.js';
+import type { Clock, Provider, SandboxStore, SnapshotStore, VolumeStore } from '../ports.js';
 import type { ReconcileAction } from './reconcile.js';
 
 export interface CatalogReconcileDeps {
-  store: SnapshotStore & VolumeStore;
+  store: SnapshotStore & VolumeStore & Pick<SandboxStore, 'sandboxesOfFork'>;
   providers: Map<string, Provider>;
   bus: EventBus;
   clock: Clock;
@@ -37,7 +39,9 @@ export async function reconcileCatalog(deps: CatalogReconcileDeps): Promise<Reco
   const mine = (w: string | null | undefined) => (w ?? deps.workerId) === deps.workerId;
   const snapshots = (await deps.store.listSnapshots()).filter((s) => mine(s.worker_id));
   const volumes = (await deps.store.listVolumes()).filter((v) => mine(v.worker_id));
+  const old = (at: string | null) => at !== null && now - Date.parse(at) > grace;
   for (const [name, provider] of deps.providers) {
+    await reconcileForkImages(deps, name, provider, old, record);
     if (!provider.listCatalog) continue;
     let held;
     try {
@@ -45,7 +49,6 @@ export async function reconcileCatalog(deps: CatalogReconcileDeps): Promise<Reco
     } catch {
       continue; // backend down: judged on a later start
     }
-    const old = (at: string | null) => at !== null && now - Date.parse(at) > grace;
     const snapNames = new Set(snapshots.filter((s) => s.provider === name).map((s) => s.name));
     const volNames = new Set(volumes.filter((v) => v.provider === name).map((v) => v.name));
     for (const s of held.snapshots) {
@@ -72,4 +75,32 @@ export async function reconcileCatalog(deps: CatalogReconcileDeps): Promise<Reco
     for (const v of volNames) if (!heldVols.has(v)) record({ action: 'volume_missing', provider: name, runtime_id: v });
   }
   return actions;
+}
+
+/** Fork images of `provider` that no sandbox still alive started from, older than the grace period: removed. */
+async function reconcileForkImages(
+  deps: CatalogReconcileDeps,
+  name: string,
+  provider: Provider,
+  old: (at: string | null) => boolean,
+  record: (a: ReconcileAction) => void,
+): Promise<void> {
+  if (!provider.listForkImages || !provider.deleteForkImage) return;
+  let held;
+  try {
+    held = await provider.listForkImages(AbortSignal.timeout(CALL_TIMEOUT_MS));
+  } catch {
+    return; // backend down: judged on a later start
+  }
+  for (const f of held) {
+    if (!old(f.created_at)) continue;
+    const users = await deps.store.sandboxesOfFork(f.name);
+    if (users.some((u) => u.state !== 'destroyed')) continue;
+    try {
+      await provider.deleteForkImage(f.name, AbortSignal.timeout(CALL_TIMEOUT_MS));
+      record({ action: 'remove_orphan_fork_image', provider: name, runtime_id: f.name });
+    } catch {
+      // left for the next start
+    }
+  }
 }

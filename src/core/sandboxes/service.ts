@@ -30,6 +30,7 @@ import { spawnEgress } from './network-choice.js';
 import { VolumeService } from './volumes.js';
 import type { WarmPool } from './warm.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
+import { ForkService, type ForkSecretsHook } from './fork.js';
 
 export interface SpawnInput {
   image?: string;
@@ -76,6 +77,16 @@ export interface ResolvedSpawn {
   env: Record<string, string>;
   /** Seed of the envd access token, or null for none. */
   access_token_seed: string | null;
+  /** A fork (DESIGN.md §16): the parent and the fork image it starts from; absent for every other spawn. */
+  fork?: ForkOrigin;
+}
+
+/** Where a fork starts from: its parent sandbox and the fork image the parent's provider made. */
+export interface ForkOrigin {
+  parent: SandboxRecord;
+  /** The fork image's name (`SpawnSpec.fork`) and the provider's reference to it (`SpawnSpec.image`). */
+  name: string;
+  image: string;
 }
 
 export interface SandboxDeps {
@@ -97,6 +108,8 @@ export interface SandboxDeps {
   warm?: WarmPool;
   /** Retry of a runtime's destroy (tests shorten it). */
   destroyRetry?: TeardownRetry;
+  /** Secret bindings a fork gets, with placeholders of its own (DESIGN.md §15, §16); absent until secrets exist. */
+  forkSecrets?: ForkSecretsHook;
 }
 
 const GONE = new Set(['destroyed', 'expired']);
@@ -117,9 +130,12 @@ export class SandboxService {
   readonly snapshots: SnapshotService;
   /** Volumes its sandboxes mount (DESIGN.md §10). */
   readonly volumes: VolumeService;
+  /** Forks of its sandboxes (DESIGN.md §16). */
+  readonly forks: ForkService;
 
   constructor(readonly deps: SandboxDeps) {
-    this.teardowns = new Teardowns(deps, deps.destroyRetry);
+    this.forks = new ForkService(this);
+    this.teardowns = new Teardowns(deps, deps.destroyRetry, (rec) => this.forks.released(rec));
     this.snapshots = new SnapshotService(deps.store, this);
     this.volumes = new VolumeService(deps.store, this);
   }

@@ -75,7 +75,8 @@ async function createPlaced(
   if (req.network === 'filtered' && target.local) refuseUnfiltered(deps, req);
   // A warm runtime of this shape (DESIGN.md §11) answers without a provider start; else room is made for a cold one.
   // Filtered sandboxes are never warm: their rules must exist before their first packet.
-  const warm = target.local && !deps.settings.pool.enabled && req.network !== 'filtered' ? await deps.warm?.claim(req) : null;
+  // Forks start from their parent's copy, never from a warm runtime.
+  const warm = target.local && !deps.settings.pool.enabled && req.network !== 'filtered' && !req.fork ? await deps.warm?.claim(req) : null;
   if (target.local && !warm) await deps.warm?.makeRoom().catch(() => undefined);
   const id = warm ? warm.sandbox_id : ids.sandboxId();
   const workerId = target.local ? target.worker_id : target.worker.id;
@@ -100,10 +101,14 @@ async function createPlaced(
   } else {
     try {
       const previewToken = target.local ? undefined : deps.previewToken?.(id);
+      // A fork's secret bindings are its parent's, with placeholders of its own (DESIGN.md §15): before it starts.
+      if (req.fork) await deps.forkSecrets?.copyBindings(req.fork.parent.id, id, signal);
       const spawned = await provider.spawn(
         {
           sandbox_id: id,
-          image: req.image,
+          // A fork starts from its fork image (DESIGN.md §16); its record shows the parent's image.
+          image: req.fork ? req.fork.image : req.image,
+          ...(req.fork ? { fork: req.fork.name } : {}),
           memory_mb: req.memory_mb,
           vcpus: req.vcpus,
           metadata: req.metadata,
@@ -120,6 +125,7 @@ async function createPlaced(
       network = spawned.network ?? network;
     } catch (err) {
       await release();
+      if (req.fork) await deps.forkSecrets?.dropBindings(id).catch(() => undefined);
       const e = asProviderError(err, `spawn failed on provider ${req.provider}`);
       if (!target.local && e.code === 'unavailable' && !signal?.aborted) {
         locator.markSilent(workerId);
@@ -157,6 +163,7 @@ async function createPlaced(
       ...(req.egress ? { egress: req.egress } : {}),
       ...(Object.keys(req.env).length > 0 ? { env: req.env } : {}),
       ...(req.access_token_seed !== null ? { access_token_seed: req.access_token_seed } : {}),
+      ...(req.fork ? { forked_from: req.fork.parent.id, fork: req.fork.name } : {}),
     };
     // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.commit).
     const stored = rec;
@@ -166,10 +173,17 @@ async function createPlaced(
     const bound = target.local ? provider : locator.remoteProvider(target.worker, { id, provider: req.provider, runtime_id: runtimeId });
     await bound.destroy(runtimeId, AbortSignal.timeout(60_000)).catch(() => undefined);
     await release();
+    if (req.fork) await deps.forkSecrets?.dropBindings(id).catch(() => undefined);
     throw err;
   }
   const common = { sandbox_id: id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
-  bus.publish({ type: 'sandbox.created', ...common, data: { provider: rec.provider, image: rec.image, template: rec.template } });
+  const created = {
+    provider: rec.provider,
+    image: rec.image,
+    template: rec.template,
+    ...(rec.forked_from ? { forked_from: rec.forked_from } : {}),
+  };
+  bus.publish({ type: 'sandbox.created', ...common, data: created });
   bus.publish({ type: 'sandbox.running', ...common, data: { expires_at: rec.expires_at } });
   return rec;
 }

@@ -50,6 +50,8 @@ export class Teardowns {
   constructor(
     private readonly deps: TeardownDeps,
     private readonly retry: TeardownRetry = DEFAULT_RETRY,
+    /** After a sandbox is marked destroyed (a fork's image may go with its last fork); never fails the destroy. */
+    private readonly afterDestroy?: (rec: SandboxRecord) => Promise<void>,
   ) {}
 
   /** True while a teardown of this sandbox runs in this process. */
@@ -64,7 +66,9 @@ export class Teardowns {
   run(rec: SandboxRecord, reason: string, opts: { retry?: boolean } = {}): Promise<void> {
     const current = this.running.get(rec.id);
     if (current !== undefined) return current;
-    const p = this.teardown(rec, reason, opts.retry !== false).finally(() => this.running.delete(rec.id));
+    const p = this.teardown(rec, reason, opts.retry !== false)
+      .then(() => (rec.fork ? this.afterDestroy?.(rec).catch(() => undefined) : undefined))
+      .finally(() => this.running.delete(rec.id));
     this.running.set(rec.id, p);
     return p;
   }

@@ -211,7 +211,7 @@ export class RuntimeLocator {
       const pinned = req.worker_id;
       candidates = candidates.filter((w) => w.id === pinned);
       if (candidates.length === 0)
-        throw unavailable(`worker ${pinned}, which keeps the snapshot or volumes this sandbox needs, is not available`);
+        throw unavailable(`worker ${pinned}, which keeps the snapshot, volumes or fork image this sandbox needs, is not available`);
     }
     if (req.capability !== undefined) candidates = this.capable(candidates, req);
     const choice = place(req, {

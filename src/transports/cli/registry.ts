@@ -25,6 +25,7 @@ import { rmCommand } from './commands/rm.js';
 import { serveCommand } from './commands/serve.js';
 import { shellCommand } from './commands/shell.js';
 import { snapshotCommand } from './commands/snapshot.js';
+import { forkCommand } from './commands/fork.js';
 import { snapshotsCommand } from './commands/snapshots.js';
 import { spawnCommand } from './commands/spawn.js';
 import { templatesCommand } from './commands/templates.js';
@@ -50,6 +51,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   previewCommand,
   templatesCommand,
   snapshotCommand,
+  forkCommand,
   snapshotsCommand,
   volumesCommand,
   admissionCommand,

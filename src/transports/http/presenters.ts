@@ -41,6 +41,7 @@ export function presentSandbox(rec: SandboxRecord, previewDomain: string, previe
   if (rec.template) out.template = rec.template;
   if (rec.network) out.network = rec.network;
   if (rec.snapshot) out.snapshot = rec.snapshot;
+  if (rec.forked_from) out.forked_from = rec.forked_from;
   if (rec.volumes && rec.volumes.length > 0) out.volumes = rec.volumes;
   if (previewToken) out.preview_token = previewToken;
   // DESIGN.md §10: the rules of a filtered sandbox are its owner's and the admins' to see.

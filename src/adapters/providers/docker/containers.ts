@@ -68,7 +68,7 @@ export class Containers {
   ): Promise<SpawnResult> {
     await this.validateSize(spec, signal);
     // A snapshot's image only through `snapshot` (checked by the caller); every other image is judged by name, then by labels.
-    const viaSnapshot = spec.snapshot !== undefined;
+    const viaSnapshot = spec.snapshot !== undefined || spec.fork !== undefined;
     if (!viaSnapshot) refuseSnapshotImage(spec.image, null);
     const image = await this.images.ensure(spec.image, signal);
     if (!viaSnapshot) refuseSnapshotImage(spec.image, image.labels);
@@ -77,7 +77,7 @@ export class Containers {
     const { opts } = this;
     const labels: Record<string, string> = { [LABEL_SANDBOX]: spec.sandbox_id, [LABEL_INSTALLATION]: opts.installationId };
     // An image committed from a sandbox carries its owner label: the new owner (or none) replaces it.
-    if (spec.owner_id || spec.snapshot) labels[LABEL_OWNER] = spec.owner_id ?? '';
+    if (spec.owner_id || viaSnapshot) labels[LABEL_OWNER] = spec.owner_id ?? '';
     if (agent) Object.assign(labels, agent.labels);
     const memory = spec.memory_mb * MIB;
     // The spawn's network (DESIGN §10), else providers.docker.network_mode; filtered: the internal network.

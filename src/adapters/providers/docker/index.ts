@@ -48,6 +48,7 @@ export const DOCKER_CAPABILITIES = [
   'detach',
   'snapshots',
   'volumes',
+  'fork',
 ] as const;
 
 /**
@@ -65,6 +66,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
   const files = new DockerFiles(docker, { viaExec: opts.readOnlyRootfs, owner: user ? { uid: user.uid, gid: user.gid ?? 0 } : undefined });
   const console_ = new DockerConsole(docker);
   const snapshots = new DockerSnapshots(docker, opts.installationId);
+  const forks = new DockerSnapshots(docker, opts.installationId, 'fork');
   const volumes = new DockerVolumes(docker, opts.installationId);
   const agents = opts.agent ? new DockerAgents(docker, opts.agent) : undefined;
 
@@ -107,6 +109,14 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     await agents?.forget(runtimeId, { sandboxId: labels?.[LABEL_SANDBOX], token: labels?.[LABEL_AGENT] });
     egress.forgetSources();
   };
+  /** A commit takes the container's root filesystem; with a read-only one every write lives in tmpfs, which it does not take. */
+  const refuseReadOnly = (what: string) => {
+    if (opts.readOnlyRootfs)
+      throw new SbxError(
+        'not_implemented',
+        `provider docker cannot ${what} with providers.docker.read_only_rootfs: writes live in tmpfs mounts, which a commit does not capture`,
+      );
+  };
   const provider: Provider = {
     name: 'docker',
     capabilities: DOCKER_CAPABILITIES,
@@ -128,6 +138,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     },
     spawn: async (spec, signal) => {
       if (spec.snapshot !== undefined) await snapshots.require(spec.snapshot, spec.image, signal);
+      if (spec.fork !== undefined) await forks.require(spec.fork, spec.image, signal);
       // Filtered (DESIGN §10): the first one brings the network, firewall and gateway up; 501 with the reason when they cannot be.
       const filtered = spec.network === 'filtered' ? await egress.createOptions() : undefined;
       const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
@@ -158,18 +169,20 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       return result;
     },
     snapshot: async (runtimeId, name, signal) => {
-      // A commit takes the container's root filesystem; with a read-only one every write lives in tmpfs, which it does not take.
-      if (opts.readOnlyRootfs)
-        throw new SbxError(
-          'not_implemented',
-          'provider docker cannot take snapshots with providers.docker.read_only_rootfs: writes live in tmpfs mounts, which a commit does not capture',
-        );
+      refuseReadOnly('take snapshots');
       return snapshots.create(runtimeId, name, signal);
     },
     deleteSnapshot: (name, _image, signal) => snapshots.remove(name, signal),
+    // DESIGN §16: a fork's copy is a commit like a snapshot's (paused while it copies), kept as a fork image.
+    forkImage: async (runtimeId, name, signal) => {
+      refuseReadOnly('fork sandboxes');
+      return { image: (await forks.create(runtimeId, name, signal)).image };
+    },
+    deleteForkImage: (name, signal) => forks.remove(name, signal),
     createVolume: (name, signal) => volumes.create(name, signal),
     deleteVolume: (name, signal) => volumes.remove(name, signal),
     listCatalog: async (signal) => ({ snapshots: await snapshots.list(signal), volumes: await volumes.list(signal) }),
+    listForkImages: (signal) => forks.list(signal),
     volumeSizes: (names, signal) => volumes.sizes(names, signal),
     destroy: (runtimeId, signal) => destroy(runtimeId, signal, true),
     discard: (runtimeId, signal) => destroy(runtimeId, signal, false),

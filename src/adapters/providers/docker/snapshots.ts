@@ -8,8 +8,8 @@ import { bounded, call, isNotFound, toSbxError } from './errors.js';
 export const LABEL_SNAPSHOT = 'sbx.snapshot';
 /** Label of an image committed for a fork (DESIGN.md §16): reachable only by that fork, like a snapshot's. */
 export const LABEL_FORK = 'sbx.fork';
-/** The snapshot namespace, also spelled with Docker Hub's own registry names. */
-const SNAPSHOT_REPO = /^(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io)\/)?sbx-snapshot\//;
+/** The snapshot and fork namespaces, also spelled with Docker Hub's own registry names. */
+const SNAPSHOT_REPO = /^(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io)\/)?sbx-(?:snapshot|fork)\//;
 
 /**
  * Snapshot and fork images are reached only through `snapshot` (DESIGN.md §10), whose ownership
@@ -33,35 +33,62 @@ export function snapshotImage(name: string): string {
   return `sbx-snapshot/${name}:latest`;
 }
 
+/** The image a fork's copy is committed to (DESIGN.md §16). */
+export function forkImage(name: string): string {
+  return `sbx-fork/${name}:latest`;
+}
+
+/** Snapshot images, or the fork images that are kept like them: repository, label, the words errors use. */
+const KINDS = {
+  snapshot: { repo: 'sbx-snapshot', label: LABEL_SNAPSHOT, image: snapshotImage },
+  fork: { repo: 'sbx-fork', label: LABEL_FORK, image: forkImage },
+} as const;
+
 /**
  * Snapshots as images (DESIGN.md §10): `docker commit` of the sandbox's container to
  * `sbx-snapshot/<name>:latest`, labelled with this installation's id and the snapshot's name.
- * Volumes mounted into the container are not part of the image (they are the volume's).
+ * Volumes mounted into the container are not part of the image (they are the volume's). Kind
+ * `fork`: a fork's copy (DESIGN.md §16), `sbx-fork/<name>:latest` labelled `sbx.fork`, kept and
+ * refused as an `image` the same way; the commit pauses the container (the engine's pause) while it
+ * copies, so the copy is of one moment.
  */
 export class DockerSnapshots {
+  private readonly kind: (typeof KINDS)[keyof typeof KINDS];
+
   constructor(
     private readonly docker: Docker,
     private readonly installationId: string,
-  ) {}
+    private readonly what: keyof typeof KINDS = 'snapshot',
+  ) {
+    this.kind = KINDS[what];
+  }
 
   async create(runtimeId: string, name: string, signal?: AbortSignal): Promise<SnapshotResult> {
-    const ref = snapshotImage(name);
+    const { what, kind } = this;
+    const ref = kind.image(name);
     // The tag is this name's: an image already there (another installation's, or left over) is not overwritten.
-    if (await this.labels(ref, signal)) throw conflict(`snapshot "${name}" already exists on the docker engine (image ${ref})`);
+    if (await this.labels(ref, signal)) throw conflict(`${what} "${name}" already exists on the docker engine (image ${ref})`);
     try {
       await this.docker.getContainer(runtimeId).commit({
         // Query and body apart (docker-modem): the body is the image config merged over the container's.
-        _query: { container: runtimeId, repo: `sbx-snapshot/${name}`, tag: 'latest', pause: true, comment: `sbx snapshot ${name}` },
-        _body: { Labels: { [LABEL_INSTALLATION]: this.installationId, [LABEL_SNAPSHOT]: name } },
+        _query: { container: runtimeId, repo: `${kind.repo}/${name}`, tag: 'latest', pause: true, comment: `sbx ${what} ${name}` },
+        // The other kind's label emptied: a snapshot of a fork (or a fork of a sandbox from a snapshot) is listed as one kind only.
+        _body: {
+          Labels: {
+            [LABEL_INSTALLATION]: this.installationId,
+            [KINDS[what === 'fork' ? 'snapshot' : 'fork'].label]: '',
+            [kind.label]: name,
+          },
+        },
         abortSignal: bounded(signal, COMMIT_TIMEOUT_MS),
       } as never);
     } catch (err) {
       if (signal?.aborted && isAbortError(err)) throw err;
-      if (isNotFound(err)) throw new SbxError('not_found', 'snapshot: the sandbox runtime is gone');
-      throw toSbxError(err, `snapshot ${name}`);
+      if (isNotFound(err)) throw new SbxError('not_found', `${what}: the sandbox runtime is gone`);
+      throw toSbxError(err, `${what} ${name}`);
     }
     const info = await call(
-      `snapshot ${name}`,
+      `${what} ${name}`,
       (s) => this.docker.getImage(ref).inspect({ abortSignal: s } as Docker.ImageInspectOptions),
       signal,
     );
@@ -73,7 +100,7 @@ export class DockerSnapshots {
    * their layers until they go). Gone already: fine.
    */
   async remove(name: string, signal?: AbortSignal): Promise<void> {
-    const ref = snapshotImage(name);
+    const ref = this.kind.image(name);
     const labels = await this.labels(ref, signal);
     if (!labels || labels[LABEL_INSTALLATION] !== this.installationId) return;
     try {
@@ -81,32 +108,33 @@ export class DockerSnapshots {
     } catch (err) {
       if (isNotFound(err)) return;
       if (signal?.aborted && isAbortError(err)) throw err;
-      throw toSbxError(err, `delete snapshot ${name}`);
+      throw toSbxError(err, `delete ${this.what} ${name}`);
     }
   }
 
-  /** This installation's snapshot images (by their sbx name), with when each was made. */
+  /** This installation's snapshot (or fork) images (by their sbx name), with when each was made. */
   async list(signal?: AbortSignal): Promise<Array<{ name: string; image: string; created_at: string | null }>> {
+    const { kind } = this;
     const images = (await call(
-      'list snapshots',
+      `list ${this.what} images`,
       (s) =>
         this.docker.listImages({
-          filters: { label: [`${LABEL_INSTALLATION}=${this.installationId}`, LABEL_SNAPSHOT] },
+          filters: { label: [`${LABEL_INSTALLATION}=${this.installationId}`, kind.label] },
           abortSignal: s,
         } as never) as unknown as Promise<unknown>,
       signal,
     )) as Array<{ Labels?: Record<string, string> | null; Created?: number }>;
     return images.flatMap((i) => {
-      const name = (i.Labels ?? {})[LABEL_SNAPSHOT];
-      return name ? [{ name, image: snapshotImage(name), created_at: i.Created ? new Date(i.Created * 1000).toISOString() : null }] : [];
+      const name = (i.Labels ?? {})[kind.label];
+      return name ? [{ name, image: kind.image(name), created_at: i.Created ? new Date(i.Created * 1000).toISOString() : null }] : [];
     });
   }
 
-  /** Before a spawn from snapshot `name`: its image must be here, this installation's image of that snapshot (never pulled). */
+  /** Before a spawn from snapshot (or fork image) `name`: its image must be here, this installation's image of it (never pulled). */
   async require(name: string, image: string, signal?: AbortSignal): Promise<void> {
-    const labels = image === snapshotImage(name) ? await this.labels(image, signal) : null;
-    if (!labels || labels[LABEL_SNAPSHOT] !== name || labels[LABEL_INSTALLATION] !== this.installationId)
-      throw new SbxError('provider_error', `snapshot ${name}: its image is missing on the docker engine`);
+    const labels = image === this.kind.image(name) ? await this.labels(image, signal) : null;
+    if (!labels || labels[this.kind.label] !== name || labels[LABEL_INSTALLATION] !== this.installationId)
+      throw new SbxError('provider_error', `${this.what} ${name}: its image is missing on the docker engine`);
   }
 
   /** The image's labels, or null when there is no such image. */

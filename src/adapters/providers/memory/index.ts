@@ -35,7 +35,7 @@ export interface MemoryProviderOptions {
   now?: () => number;
 }
 
-const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes'] as const;
+const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes', 'fork'] as const;
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
 /** A killed command's status: 128 + SIGKILL. */
 const KILLED = 137;
@@ -56,6 +56,8 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
   const now = opts.now ?? (() => Date.now());
   const runtimes = new Map<string, Runtime>();
   const snapshots = new Map<string, { fs: MemoryFs; image: string; created_at: string }>();
+  /** Fork images (DESIGN.md §16): a copy of a runtime's tree each. */
+  const forks = new Map<string, { fs: MemoryFs; image: string; created_at: string }>();
   const volumes = new Map<string, { root: DirNode; created_at: string; users: number }>();
 
   const get = (id: string): Runtime => {
@@ -83,6 +85,11 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
         const snap = snapshots.get(spec.snapshot);
         if (!snap) throw notFound(`snapshot ${spec.snapshot} not found`);
         fs = snap.fs.clone();
+      }
+      if (spec.fork !== undefined) {
+        const copy = forks.get(spec.fork);
+        if (!copy) throw new SbxError('provider_error', `fork image ${spec.fork} is missing`);
+        fs = copy.fs.clone();
       }
       const mounted: string[] = [];
       for (const v of spec.volumes ?? []) {
@@ -143,6 +150,13 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
       return { image, size_bytes: treeSize(fs.root), kernel: null };
     },
     deleteSnapshot: async (name) => void snapshots.delete(name),
+    async forkImage(id, fork) {
+      if (forks.has(fork)) throw conflict(`fork image ${fork} already exists`);
+      const image = `memory-fork/${fork}`;
+      forks.set(fork, { fs: get(id).fs.clone(), image, created_at: new Date(now()).toISOString() });
+      return { image };
+    },
+    deleteForkImage: async (fork) => void forks.delete(fork),
     async createVolume(name) {
       if (!volumes.has(name))
         volumes.set(name, {
@@ -160,6 +174,7 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
       snapshots: [...snapshots].map(([name, s]): CatalogItem => ({ name, image: s.image, created_at: s.created_at })),
       volumes: [...volumes].map(([name, v]): CatalogItem => ({ name, created_at: v.created_at })),
     }),
+    listForkImages: async () => [...forks].map(([name, f]): CatalogItem => ({ name, image: f.image, created_at: f.created_at })),
 
     workspace: (id, ws) => memoryWorkspace(provider, get, id, ws),
 

@@ -33,7 +33,7 @@ export interface MockProviderOptions {
   dataDir?: string;
 }
 
-const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes'] as const;
+const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes', 'fork'] as const;
 
 /**
  * A provider without file or network isolation, for development and tests: each sandbox is a host
@@ -45,7 +45,7 @@ const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'healt
 export function createMockProvider(opts: MockProviderOptions = {}): Provider {
   const rootDir = opts.rootDir ?? join(tmpdir(), 'sbx-mock');
   const rt = new HostRuntimes(rootDir, opts.installationId ?? null);
-  const catalog = new HostCatalog(opts.dataDir ?? `${rootDir}-data`);
+  const catalog = new HostCatalog(opts.dataDir ?? `${rootDir}-data`, opts.installationId ?? null);
 
   const provider: Provider = {
     name: opts.name ?? 'mock',
@@ -69,7 +69,13 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
     async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
       if (!isRuntimeId(spec.sandbox_id)) throw badRequest(`sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
       refuseNetwork('mock', spec);
-      const source = spec.snapshot !== undefined ? await catalog.snapshotSource(spec.snapshot) : null;
+      // A fork's copy (DESIGN.md §16) or a snapshot's tree (DESIGN.md §10).
+      const source =
+        spec.fork !== undefined
+          ? await catalog.forkSource(spec.fork)
+          : spec.snapshot !== undefined
+            ? await catalog.snapshotSource(spec.snapshot)
+            : null;
       const mounts = [];
       for (const v of spec.volumes ?? []) mounts.push({ host: await catalog.volumeSource(v.name), guest: v.mount_path });
       // Labelled before it exists (reconciliation after a crash recognises it as ours).
@@ -83,7 +89,11 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
       } catch {
         await rt.destroy(spec.sandbox_id);
         throw providerError(
-          source ? `could not copy snapshot ${spec.snapshot} for the sandbox` : 'could not prepare the sandbox directory',
+          spec.fork !== undefined
+            ? `could not copy fork image ${spec.fork} for the sandbox`
+            : source
+              ? `could not copy snapshot ${spec.snapshot} for the sandbox`
+              : 'could not prepare the sandbox directory',
         );
       }
       return { runtime_id: spec.sandbox_id, network: 'host' };

@@ -53,7 +53,7 @@ export interface ProotProviderOptions {
   dataDir?: string;
 }
 
-const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes'] as const;
+const CAPABILITIES = ['spawn', 'exec', 'exec_stream', 'files', 'console', 'health', 'snapshots', 'volumes', 'fork'] as const;
 const GUEST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 /** Loaders younger than this may belong to a tracer that is still starting. */
 const LOADER_SWEEP_AGE_MS = 30_000;
@@ -72,7 +72,7 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
   const rootfs = opts.rootfs;
   const workDir = opts.workDir ?? join(tmpdir(), 'sbx-proot');
   const rt = new HostRuntimes(workDir, opts.installationId ?? null);
-  const catalog = new HostCatalog(opts.dataDir ?? `${workDir}-data`);
+  const catalog = new HostCatalog(opts.dataDir ?? `${workDir}-data`, opts.installationId ?? null);
   // The namespace launcher runs proot by path: the guest PATH must not pick the tracer.
   const prootPath = binary.includes('/') ? binary : (findOnPath(binary) ?? binary);
 
@@ -122,9 +122,14 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
     async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
       if (!isRuntimeId(spec.sandbox_id)) throw badRequest(`sandbox id ${JSON.stringify(spec.sandbox_id)} cannot name a directory`);
       refuseNetwork('proot', spec);
-      // A snapshot's tree (DESIGN.md §10) or the configured rootfs.
-      const source = spec.snapshot !== undefined ? await catalog.snapshotSource(spec.snapshot) : rootfs;
-      if (!existsSync(join(source, 'bin', 'sh')) && spec.snapshot === undefined)
+      // A fork's copy (DESIGN.md §16), a snapshot's tree (DESIGN.md §10) or the configured rootfs.
+      const source =
+        spec.fork !== undefined
+          ? await catalog.forkSource(spec.fork)
+          : spec.snapshot !== undefined
+            ? await catalog.snapshotSource(spec.snapshot)
+            : rootfs;
+      if (!existsSync(join(source, 'bin', 'sh')) && spec.snapshot === undefined && spec.fork === undefined)
         throw providerError('proot rootfs is missing or has no /bin/sh');
       const mounts: HostMount[] = [];
       for (const v of spec.volumes ?? []) mounts.push({ host: await catalog.volumeSource(v.name), guest: v.mount_path });
@@ -140,9 +145,11 @@ export function createProotProvider(opts: ProotProviderOptions): Provider {
       } catch {
         await rt.destroy(spec.sandbox_id);
         throw providerError(
-          spec.snapshot !== undefined
-            ? `could not copy snapshot ${spec.snapshot} for the sandbox`
-            : 'could not copy the proot rootfs for the sandbox',
+          spec.fork !== undefined
+            ? `could not copy fork image ${spec.fork} for the sandbox`
+            : spec.snapshot !== undefined
+              ? `could not copy snapshot ${spec.snapshot} for the sandbox`
+              : 'could not copy the proot rootfs for the sandbox',
         );
       }
       return { runtime_id: spec.sandbox_id, network: 'host' };

@@ -2,12 +2,15 @@ import { execFile } from 'node:child_process';
 import { lstat, mkdir, readdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { conflict, providerError } from '../../../core/errors.js';
-import type { Provider, SnapshotResult } from '../../../core/ports.js';
+import { conflict, providerError, SbxError } from '../../../core/errors.js';
+import type { CatalogItem, Provider, SnapshotResult } from '../../../core/ports.js';
 import { HostFs } from './host-fs.js';
+import { copyTreeByHandle, type CopyLimits } from './host-fs/copy.js';
 
 const run = promisify(execFile);
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+/** A fork's copy of a sandbox (DESIGN.md §16): at most 8 GiB and a million entries. */
+const FORK_LIMITS: CopyLimits = { maxBytes: 8 * 1024 ** 3, maxEntries: 1_000_000 };
 
 /**
  * Snapshots and volumes of host-directory providers (proot, mock; DESIGN.md §10), under the
@@ -17,19 +20,83 @@ const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
  * a sandbox never steers either outside the tree. Nothing here is shown to callers as a host path.
  */
 export class HostCatalog {
-  constructor(readonly dataDir: string) {}
+  /**
+   * `installationId`: fork images (DESIGN.md §16) live under `forks/<installation>/`, so a data dir
+   * two installations share never has one remove the other's; without one they are listed as none.
+   */
+  constructor(
+    readonly dataDir: string,
+    private readonly installationId: string | null = null,
+    private readonly forkLimits: CopyLimits = FORK_LIMITS,
+  ) {}
 
   /** The Provider methods of a host-directory provider that this catalogue serves, over its runtimes. */
   providerMethods(runtimes: {
     requireRunning(runtimeId: string): Promise<string>;
-  }): Pick<Provider, 'snapshot' | 'deleteSnapshot' | 'createVolume' | 'deleteVolume' | 'volumeSizes'> {
+  }): Pick<
+    Provider,
+    'snapshot' | 'deleteSnapshot' | 'createVolume' | 'deleteVolume' | 'volumeSizes' | 'forkImage' | 'deleteForkImage' | 'listForkImages'
+  > {
     return {
       snapshot: async (runtimeId, name, signal) => this.snapshot(await runtimes.requireRunning(runtimeId), name, signal),
       deleteSnapshot: (name) => this.deleteSnapshot(name),
       createVolume: (name) => this.createVolume(name),
       deleteVolume: (name) => this.deleteVolume(name),
       volumeSizes: (names) => this.volumeSizes(names),
+      forkImage: async (runtimeId, name, signal) => this.forkImage(await runtimes.requireRunning(runtimeId), name, signal),
+      deleteForkImage: (name) => new HostFs(this.forkDir(name)).removeRoot(),
+      listForkImages: () => this.listForkImages(),
     };
+  }
+
+  /** Where this installation's fork images are kept. */
+  private forksDir(): string {
+    return join(this.dataDir, 'forks', this.installationId ?? '_');
+  }
+
+  forkDir(name: string): string {
+    return join(this.forksDir(), checked(name));
+  }
+
+  /**
+   * A fork's copy of the runtime's root tree (DESIGN.md §16): by handle, links kept as links,
+   * special files skipped, bounded (copy.ts); via a temporary name, so a failed copy leaves nothing.
+   */
+  async forkImage(runtimeDir: string, name: string, signal?: AbortSignal): Promise<{ image: string }> {
+    const dest = this.forkDir(name);
+    if (await exists(dest)) throw conflict(`fork image ${name} already exists on this provider`);
+    const tmp = join(this.forksDir(), `.partial-${name}-${process.pid}-${Date.now()}`);
+    try {
+      await mkdir(this.forksDir(), { recursive: true, mode: 0o700 });
+      await copyTreeByHandle(runtimeDir, tmp, this.forkLimits, signal);
+      await rename(tmp, dest);
+    } catch (err) {
+      await new HostFs(tmp).removeRoot().catch(() => undefined);
+      if (signal?.aborted) throw signal.reason;
+      if (err instanceof SbxError) throw err;
+      throw providerError(`fork: could not copy the sandbox's files`);
+    }
+    return { image: `sbx-fork/${name}` };
+  }
+
+  /** The tree a spawn from fork image `name` copies; provider_error when it is gone. */
+  async forkSource(name: string): Promise<string> {
+    const dir = this.forkDir(name);
+    if (!(await exists(dir))) throw providerError(`fork image ${name} is missing from the provider's data directory`);
+    return dir;
+  }
+
+  /** This installation's fork images, with when each was made (none without an installation id). */
+  async listForkImages(): Promise<CatalogItem[]> {
+    if (this.installationId === null) return [];
+    const entries = await readdir(this.forksDir(), { withFileTypes: true }).catch(() => []);
+    const out: CatalogItem[] = [];
+    for (const e of entries) {
+      if (!e.isDirectory() || !NAME.test(e.name)) continue;
+      const st = await lstat(join(this.forksDir(), e.name)).catch(() => null);
+      if (st) out.push({ name: e.name, image: `sbx-fork/${e.name}`, created_at: st.mtime.toISOString() });
+    }
+    return out;
   }
 
   snapshotDir(name: string): string {

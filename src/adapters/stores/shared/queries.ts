@@ -65,6 +65,7 @@ export const SQL = {
   listVolumes: `SELECT ${list(VOLUME_COLUMNS)} FROM volumes ORDER BY name`,
   deleteVolume: 'DELETE FROM volumes WHERE name = ?',
   // Narrowed by LIKE on the stored JSON (see volumesText); the caller confirms by parsing.
+  sandboxesOfFork: `SELECT ${list(SANDBOX_COLUMNS)} FROM sandboxes WHERE fork = ? ORDER BY created_at, id LIMIT 100`,
   sandboxesMounting: `SELECT id, volumes FROM sandboxes WHERE state <> 'destroyed' AND volumes IS NOT NULL
     AND volumes LIKE ? ESCAPE '!' ORDER BY id`,
 

@@ -44,6 +44,8 @@ export const SANDBOX_COLUMNS = [
   'egress',
   'env',
   'access_token_seed',
+  'forked_from',
+  'fork',
 ] as const;
 
 export const TEMPLATE_COLUMNS = [
@@ -150,6 +152,8 @@ export function sandboxFromRow(r: Row): SandboxRecord {
     ...(r.egress != null ? { egress: json<EgressLists>(r.egress, { allow: [], deny: [] }) } : {}),
     ...(r.env != null ? { env: json<Record<string, string>>(r.env, {}) } : {}),
     ...(r.access_token_seed != null ? { access_token_seed: str(r.access_token_seed) } : {}),
+    ...(r.forked_from != null ? { forked_from: str(r.forked_from) } : {}),
+    ...(r.fork != null ? { fork: str(r.fork) } : {}),
   };
 }
 

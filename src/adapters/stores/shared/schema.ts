@@ -314,3 +314,13 @@ export const PROVIDER_NAMES = `
   UPDATE warm_runtimes SET provider = 'custom_http', shape = REPLACE(shape, '"custom-http"', '"custom_http"') WHERE provider = 'custom-http';
   UPDATE workers SET providers = REPLACE(providers, '"custom-http"', '"custom_http"') WHERE providers LIKE '%"custom-http"%';
 `;
+
+/**
+ * Version 16 (DESIGN.md §16): forks — the sandbox a fork was made from (`forked_from`) and the fork
+ * image it started from (`fork`), by which the image is reference-counted and removed with its last fork.
+ */
+export const FORK_COLUMNS = `
+  ALTER TABLE sandboxes ADD COLUMN forked_from TEXT;
+  ALTER TABLE sandboxes ADD COLUMN fork TEXT;
+  CREATE INDEX IF NOT EXISTS sandboxes_fork_idx ON sandboxes (fork) WHERE fork IS NOT NULL;
+`;

@@ -304,6 +304,10 @@ export class SqlStore implements Store {
     return (await this.sql.count(SQL.deleteVolume, [name])) > 0;
   }
 
+  async sandboxesOfFork(fork: string): Promise<SandboxRecord[]> {
+    return (await this.sql.rows(SQL.sandboxesOfFork, [fork])).map(sandboxFromRow);
+  }
+
   async sandboxesMounting(name: string): Promise<string[]> {
     const pattern = `%${JSON.stringify({ name })
       .slice(1, -1)

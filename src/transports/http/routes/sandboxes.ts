@@ -6,6 +6,9 @@ import {
   DestroyResponse,
   EgressUpdateRequest,
   ExtendRequest,
+  ForkRequest,
+  ForkResponse,
+  type ForkRequest as ForkBody,
   ListSandboxesQuery,
   LOG_CURSOR_HEADER,
   LogsQuery,
@@ -20,7 +23,7 @@ import { badRequest } from '../../../core/errors.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
 import { presentOne, presentSandboxes } from '../presenters.js';
-import { IdempotencyHeaders, spawnReply } from '../idempotent.js';
+import { forkReply, IdempotencyHeaders, spawnReply } from '../idempotent.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
 const errors = { 400: ErrorBody, 404: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody };
@@ -137,6 +140,27 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
     async (request) => {
       const caller = callerOf(request);
       return presentOne(deps, caller, await deps.sandboxes.extend(request.params.id, request.body.ttl, caller));
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: ForkBody | undefined }>(
+    '/api/v1/sandboxes/:id/fork',
+    {
+      schema: {
+        tags: ['sandboxes'],
+        summary: 'Fork a sandbox: new sandboxes with a copy of its filesystem',
+        description:
+          "sbx extension (DESIGN.md §16): `count` (1–10) new sandboxes with the same owner, provider, shape, network, egress rules and volumes, on the same node, each starting from a copy of the filesystem at this moment (running processes are not carried). TTL the given one or the server default; metadata the given one or the parent's. Admission applies to each fork, all or nothing (429 and none made). Each fork emits `sandbox.created` with `forked_from` and shows `forked_from`. `Idempotency-Key` as on spawn. 501 for pool sandboxes and providers that cannot fork.",
+        params: IdParams,
+        headers: IdempotencyHeaders,
+        body: ForkRequest,
+        response: { 201: ForkResponse, ...errors, 409: ErrorBody, 501: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const caller = callerOf(request);
+      const { id } = request.params;
+      return forkReply(request, reply, deps, caller, id, (signal) => deps.sandboxes.forks.fork(id, request.body ?? {}, caller, signal));
     },
   );
 

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import {
   RPC_FILE_WINDOW_BYTES,
   type FileReadResult,
+  type ForkResultRpc,
   type RpcLease,
   type SnapshotResultRpc,
   type SpawnResult,
@@ -113,6 +114,7 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
         ...(spec.network ? { network: spec.network } : {}),
         ...(spec.network === 'filtered' ? { egress: spec.egress ?? { allow: [], deny: [] } } : {}),
         ...(spec.snapshot ? { snapshot: spec.snapshot } : {}),
+        ...(spec.fork ? { fork: spec.fork } : {}),
         ...(spec.volumes?.length ? { volumes: spec.volumes } : {}),
       };
       const r = await fenced.call<SpawnResult>('worker.spawn', params, signal, true);
@@ -127,6 +129,15 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     },
     async deleteSnapshot(name, image, signal) {
       await call('worker.snapshot_delete', { provider: target.provider, name, image }, signal);
+    },
+    // Fork (DESIGN §16): the copy is the worker's provider's, under the parent's lease; its forks are spawns there.
+    async forkImage(runtimeId, fork, signal) {
+      const r = await fenced.call<ForkResultRpc>('worker.fork', { ...at(runtimeId), fork }, signal, true);
+      if (!r || typeof r.image !== 'string' || r.image === '') throw rpc.invalid(w);
+      return { image: r.image };
+    },
+    async deleteForkImage(fork, signal) {
+      await call('worker.fork_delete', { provider: target.provider, fork }, signal);
     },
     async createVolume(name, signal) {
       await call('worker.volume_create', { provider: target.provider, name }, signal);

@@ -177,6 +177,18 @@ export async function dispatch(deps: RpcServerDeps, local: ServerLocal, call: Ca
       await providerNamed(deps, d.provider).deleteSnapshot?.(d.name, d.image, signal);
       return {};
     }
+    case 'worker.fork': {
+      const t = p as Target & { fork: string };
+      const provider = runtimeOf(deps, t);
+      if (!provider.forkImage)
+        throw new SbxError('not_implemented', `provider ${t.provider} on worker ${deps.workerId} cannot fork sandboxes`);
+      return { image: (await provider.forkImage(t.runtime_id, t.fork, signal)).image };
+    }
+    case 'worker.fork_delete': {
+      const d = p as { provider: string; fork: string };
+      await providerNamed(deps, d.provider).deleteForkImage?.(d.fork, signal);
+      return {};
+    }
     case 'worker.volume_create': {
       const v = p as { provider: string; name: string };
       const provider = providerNamed(deps, v.provider);
@@ -283,6 +295,7 @@ async function spawnRuntime(
       owner_id: s.owner_id,
       ...(s.network ? { network: s.network } : {}),
       ...(s.snapshot ? { snapshot: s.snapshot } : {}),
+      ...(s.fork ? { fork: s.fork } : {}),
       ...(s.volumes?.length
         ? { volumes: s.volumes.map((v) => ({ name: v.name, mount_path: sandboxPath(v.mount_path, 'volumes.mount_path') })) }
         : {}),

@@ -176,6 +176,7 @@ export const ATTACKS: Record<string, { tries: (v: Victim) => Attempt[]; verdict?
   },
   'GET /api/v1/sandboxes/:id/files/stat': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/files/stat?path=${v.file}` }] },
   'GET /api/v1/sandboxes/:id/files/glob': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/files/glob?pattern=/**` }] },
+  'POST /api/v1/sandboxes/:id/fork': { tries: (v) => [{ method: 'POST', url: `${sb(v)}/fork`, body: { count: 1 } }] },
   'POST /api/v1/sandboxes/:id/snapshot': { tries: (v) => [{ method: 'POST', url: `${sb(v)}/snapshot`, body: { name: 'stolen' } }] },
   'GET /api/v1/snapshots': { tries: () => [{ method: 'GET', url: '/api/v1/snapshots' }], verdict: listsNothing((v) => v.snapshot) },
   'GET /api/v1/snapshots/:name': { tries: (v) => [{ method: 'GET', url: `/api/v1/snapshots/${v.snapshot}` }] },

@@ -106,6 +106,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     console_.forget(runtimeId);
     await agents?.forget(runtimeId, { sandboxId: labels?.[LABEL_SANDBOX], token: labels?.[LABEL_AGENT] });
     egress.forgetSources();
+    await egress.forgetBundle(runtimeId);
   };
   const provider: Provider = {
     name: 'docker',
@@ -129,7 +130,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     spawn: async (spec, signal) => {
       if (spec.snapshot !== undefined) await snapshots.require(spec.snapshot, spec.image, signal);
       // Filtered (DESIGN §10): the first one brings the network, firewall and gateway up; 501 with the reason when they cannot be.
-      const filtered = spec.network === 'filtered' ? await egress.createOptions() : undefined;
+      const filtered = spec.network === 'filtered' ? await egress.createOptions(spec.sandbox_id) : undefined;
       const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
       let part: ReturnType<DockerAgents['prepare']>;
       const agentFor = agents

@@ -10,7 +10,6 @@ import './reflect-metadata.js';
 import { KeyObject, randomBytes, webcrypto } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createSecureContext, type SecureContext } from 'node:tls';
 import * as x509 from '@peculiar/x509';
 
 type CryptoKey = webcrypto.CryptoKey;
@@ -37,7 +36,6 @@ export interface Leaf {
   certPem: string;
   keyPem: string;
   notAfter: Date;
-  context: SecureContext;
 }
 
 const pem = (label: string, der: ArrayBuffer) =>
@@ -154,7 +152,7 @@ export class NodeCa {
     });
     const keyPem = KeyObject.from(keys.privateKey).export({ type: 'pkcs8', format: 'pem' }) as string;
     const certPem = `${cert.toString('pem')}\n${this.certPem}`;
-    return { certPem, keyPem, notAfter, context: createSecureContext({ key: keyPem, cert: certPem }) };
+    return { certPem, keyPem, notAfter };
   }
 }
 

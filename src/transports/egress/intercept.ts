@@ -9,18 +9,20 @@
  * HTTP/2 on both sides — and bodies stream both ways untouched, with back-pressure. An upstream
  * that cannot be verified gets every request answered 502 (and a console line).
  */
-import { Agent, createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import {
   connect as h2Connect,
   constants as h2c,
-  createServer as createH2Server,
+  createSecureServer as createH2SecureServer,
   type ClientHttp2Session,
   type IncomingHttpHeaders,
   type OutgoingHttpHeaders,
+  type ServerHttp2Session,
   type ServerHttp2Stream,
 } from 'node:http2';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
-import { connect as tlsConnect, TLSSocket, type SecureContext } from 'node:tls';
+import { connect as tlsConnect, type SecureContext, type Server as TlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
 import { formatIp, ruleMatches, type Ip, type Target } from '../../core/network/index.js';
 import type { BoundSecret, SecretSource } from '../../core/secrets/port.js';
 import type { Hello } from './gateway-wire.js';
@@ -29,7 +31,7 @@ import { forwardPairs, injectSecrets, pairsOf, strictRefusal, type HeaderPair } 
 /** The node's CA and the upstream trust, as compose gives them to the gateway. */
 export interface InterceptTls {
   /** A server context with a leaf for exactly this host (cached per host by the CA). */
-  leaf(host: { kind: 'name'; name: string } | { kind: 'ip'; address: string }): Promise<{ context: SecureContext }>;
+  leaf(host: { kind: 'name'; name: string } | { kind: 'ip'; address: string }): Promise<{ keyPem: string; certPem: string }>;
   /** Client context holding the certificates an upstream is verified against. */
   upstream: SecureContext;
 }
@@ -128,26 +130,30 @@ export function intercept(o: InterceptOptions): { close(): void } {
     const proto = up ? up.alpnProtocol || 'http/1.1' : offered.includes('http/1.1') || offered.length === 0 ? 'http/1.1' : 'h2';
     const leaf = await o.tls.leaf(o.target.kind === 'name' ? o.target : { kind: 'ip', address: shown });
     if (closed) return;
-    // The ClientHello the gateway read goes back in front: the TLS socket reads it first.
-    o.client.unshift(o.hello.bytes);
-    const client = new TLSSocket(o.client, {
-      isServer: true,
-      secureContext: leaf.context,
+    const tlsOptions: TlsOptions = {
+      key: leaf.keyPem,
+      cert: leaf.certPem,
+      handshakeTimeout: HANDSHAKE_MS,
       ...(o.hello.alpn.length > 0 ? { ALPNProtocols: [proto] } : {}),
+    };
+    // A server of its own for this one connection (tls.Server does the handshake and hands the
+    // session its socket at once; a hand-made TLSSocket would leave HTTP/2's first frames behind).
+    const server = proto === 'h2' ? serveH2(ctx, tlsOptions, up, resources) : serveH1(ctx, tlsOptions, up, resources);
+    server.on('secureConnection', (sock: TLSSocket) => {
+      resources.add(sock);
+      sock.on('error', close);
+      sock.once('close', close);
     });
-    resources.add(client);
-    client.on('error', close);
-    client.once('close', close);
-    await secure(client, HANDSHAKE_MS, 'secure');
-    client.setTimeout(o.idleMs, close);
-    if (proto === 'h2') serveH2(ctx, client, up);
-    else serveH1(ctx, client, up, resources);
+    server.on('tlsClientError', close);
+    // The ClientHello the gateway read goes back in front: the server's TLS socket reads it first.
+    o.client.unshift(o.hello.bytes);
+    server.emit('connection', o.client);
   })().catch(close);
   return { close };
 }
 
 /** Resolves once the TLS handshake is done (bounded); rejects with the TLS error. */
-function secure(s: TLSSocket, ms: number, event: 'secureConnect' | 'secure' = 'secureConnect'): Promise<TLSSocket> {
+function secure(s: TLSSocket, ms: number): Promise<TLSSocket> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => s.destroy(Object.assign(new Error('TLS handshake timed out'), { code: 'ETIMEDOUT' })), ms);
     const fail = (err: Error) => {
@@ -156,7 +162,7 @@ function secure(s: TLSSocket, ms: number, event: 'secureConnect' | 'secure' = 's
       reject(err);
     };
     s.once('error', fail);
-    s.once(event, () => {
+    s.once('secureConnect', () => {
       clearTimeout(timer);
       s.removeListener('error', fail);
       s.on('error', () => s.destroy());
@@ -175,7 +181,7 @@ function plainAnswer(res: ServerResponse, status: number, text: string): void {
 }
 
 /** HTTP/1.1: the client's requests, one at a time, over one upstream connection kept alive (another to the same address when it closes). */
-function serveH1(c: Ctx, client: TLSSocket, first: TLSSocket | null, resources: Set<{ destroy(): void }>): void {
+function serveH1(c: Ctx, tlsOptions: TlsOptions, first: TLSSocket | null, resources: Set<{ destroy(): void }>): TlsServer {
   let spare = first;
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   resources.add(agent);
@@ -184,7 +190,8 @@ function serveH1(c: Ctx, client: TLSSocket, first: TLSSocket | null, resources: 
     spare = null;
     return s;
   };
-  const server = createHttpServer({ requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: c.idleMs });
+  const server = createHttpsServer({ ...tlsOptions, requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: c.idleMs });
+  server.setTimeout(c.idleMs);
   server.on(
     'request',
     (req: IncomingMessage, res: ServerResponse) =>
@@ -194,7 +201,7 @@ function serveH1(c: Ctx, client: TLSSocket, first: TLSSocket | null, resources: 
     if (s.writable) s.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     else s.destroy();
   });
-  server.emit('connection', client);
+  return server;
 }
 
 async function forwardH1(c: Ctx, agent: Agent, failed: boolean, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -235,7 +242,7 @@ async function forwardH1(c: Ctx, agent: Agent, failed: boolean, req: IncomingMes
 }
 
 /** HTTP/2: each client stream becomes a stream of one upstream session (made again when it closes). */
-function serveH2(c: Ctx, client: TLSSocket, first: TLSSocket | null): void {
+function serveH2(c: Ctx, tlsOptions: TlsOptions, first: TLSSocket | null, resources: Set<{ destroy(): void }>): TlsServer {
   const failed = first === null;
   let spare = first;
   let session: ClientHttp2Session | null = null;
@@ -245,16 +252,20 @@ function serveH2(c: Ctx, client: TLSSocket, first: TLSSocket | null): void {
     spare = null;
     const s = h2Connect(`https://${c.shown}:${c.port}`, { createConnection: () => sock });
     s.on('error', () => s.destroy());
-    client.once('close', () => s.destroy());
+    resources.add(s);
     session = s;
     return s;
   };
-  const server = createH2Server();
+  const server = createH2SecureServer(tlsOptions);
+  server.on('session', (s: ServerHttp2Session) => {
+    resources.add(s);
+    s.setTimeout(c.idleMs, () => s.destroy());
+    s.on('error', () => s.destroy());
+  });
   server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
     forwardH2(c, failed ? null : upSession, stream, headers).catch(() => h2Answer(stream, 502, 'sbx egress: the secrets are unavailable'));
   });
-  server.on('sessionError', () => client.destroy());
-  server.emit('connection', client);
+  return server;
 }
 
 function h2Answer(stream: ServerHttp2Stream, status: number, text: string): void {

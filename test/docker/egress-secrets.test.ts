@@ -57,7 +57,8 @@ const handler = (req, res) => {
     res.end(JSON.stringify({ version: req.httpVersion, method: req.method, url: req.url, headers: req.headers, port: req.socket.remotePort, bytes: n }));
   });
 };
-http2.createSecureServer({ allowHTTP1: true, ALPNProtocols: ['h2', 'http/1.1'], SNICallback: (n, cb) => cb(null, names[n] || names['api.test']) }, handler).listen(443, addr, () => {
+const byIp = { key: fs.readFileSync(dir + '/ip.key'), cert: fs.readFileSync(dir + '/ip.crt') }; // no SNI: the IP's certificate
+http2.createSecureServer({ ...byIp, allowHTTP1: true, ALPNProtocols: ['h2', 'http/1.1'], SNICallback: (n, cb) => cb(null, names[n] || names['api.test']) }, handler).listen(443, addr, () => {
   http.createServer(handler).listen(80, addr, () => process.stdout.write('ready\\n'));
 });
 `;
@@ -84,6 +85,7 @@ describe.skipIf(SKIP !== undefined)(`secrets injection at the egress gateway${SK
     { name: 'OTHER', placeholder: PH('b'), value: OTHER, hosts: [parseRule('other.test')], allowPlainHttp: false },
     { name: 'BAD', placeholder: PH('c'), value: 'never-sent', hosts: [parseRule('bad.test')], allowPlainHttp: false },
     { name: 'PLAIN', placeholder: PH('d'), value: PLAIN, hosts: [parseRule('api.test:80')], allowPlainHttp: true },
+    { name: 'BY_IP', placeholder: PH('e'), value: 'ip-secret-value', hosts: [parseRule(`${UP}:443`)], allowPlainHttp: false },
   ];
 
   beforeAll(async () => {
@@ -102,6 +104,9 @@ describe.skipIf(SKIP !== undefined)(`secrets injection at the egress gateway${SK
       writeFileSync(join(dir, `${name}.crt`), leaf.certPem);
       writeFileSync(join(dir, `${name}.key`), leaf.keyPem);
     }
+    const ipLeaf = await testCa.leaf({ kind: 'ip', address: UP });
+    writeFileSync(join(dir, 'ip.crt'), ipLeaf.certPem);
+    writeFileSync(join(dir, 'ip.key'), ipLeaf.keyPem);
     writeFileSync(join(dir, 'server.cjs'), SERVER);
     upstream = await startNetnsUpstream(NS, VETH, NET, join(dir, 'server.cjs'), [UP, dir]);
     const hosts = join(dir, 'hosts');
@@ -113,7 +118,7 @@ describe.skipIf(SKIP !== undefined)(`secrets injection at the egress gateway${SK
       host: '127.0.0.1',
       port: 0,
       sandboxFor: async () => 'sb-one',
-      rules: async () => ({ allow: ['api.test', 'other.test', 'plain.test', 'bad.test'], deny: [] }),
+      rules: async () => ({ allow: ['api.test', 'other.test', 'plain.test', 'bad.test', `${UP}:443`], deny: [] }),
       resolve: hostResolver(new HostsFile(hosts), async () => []),
       secrets: { forSandbox: async (id) => (id === 'sb-one' ? secrets : []) },
       interception: interception.tls,
@@ -135,7 +140,8 @@ describe.skipIf(SKIP !== undefined)(`secrets injection at the egress gateway${SK
     req.end();
     const [res, sock] = (await once(req, 'connect')) as [IncomingMessage, Socket];
     expect(res.statusCode).toBe(200);
-    const t = tlsConnect({ socket: sock, servername: host, ca, ALPNProtocols: alpn });
+    const byIp = /^[0-9.]+$/.test(host);
+    const t = tlsConnect({ socket: sock, ...(byIp ? { host } : { servername: host }), ca, ALPNProtocols: alpn });
     await Promise.race([once(t, 'secureConnect'), once(t, 'error').then(([e]) => Promise.reject(e))]);
     return t;
   }
@@ -282,6 +288,14 @@ describe.skipIf(SKIP !== undefined)(`secrets injection at the egress gateway${SK
     expect(host).toContain('another host');
     const trace = await raw(await tunnel('api.test', nodeCa, ['http/1.1']), 'TRACE / HTTP/1.1\r\nHost: api.test\r\n\r\n');
     expect(trace).toMatch(/^HTTP\/1\.1 405 /);
+  });
+
+  it('an IP host (its rule names the port) is intercepted with a leaf whose SAN is that IP', async () => {
+    const sock = await tunnel(UP, nodeCa, ['http/1.1']);
+    expect(sock.getPeerX509Certificate()?.subjectAltName).toBe(`IP Address:${UP}`);
+    const { out } = await h1(sock, UP, [{ path: '/ip', headers: { authorization: PH('e') } }]);
+    expect((JSON.parse(out[0]!.body) as Echo).headers.authorization).toBe('ip-secret-value');
+    sock.destroy();
   });
 
   it('plain HTTP: only a secret that allows it is injected; another placeholder is refused', async () => {

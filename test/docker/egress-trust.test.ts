@@ -95,6 +95,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('trust bundle of filtered
     expect(cat.stdout).toBe(nodeCa);
     expect((await exec(id, 'echo x >> /etc/sbx/ca-bundle.crt')).exit_code).not.toBe(0);
     expect((await exec(id, 'env')).stdout).toContain('CURL_CA_BUNDLE=/etc/sbx/ca-bundle.crt');
+    // The injection counter is exported (no secret is bound here: it stays 0, and carries no name label).
+    const metrics = (await call(srv.url, 'GET', '/api/v1/metrics/prometheus')).text;
+    expect(metrics).toMatch(/^sbx_egress_secret_injections_total 0$/m);
     await call(srv.url, 'DELETE', `/api/v1/sandboxes/${id}`);
     expect(existsSync(join(caDir, 'bundles', `${id}.crt`))).toBe(false);
   });

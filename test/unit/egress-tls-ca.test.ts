@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NodeCa } from '../../src/adapters/system/tls-ca.js';
@@ -22,6 +22,18 @@ describe("the node's egress CA (DESIGN §15)", () => {
     // A leaf the reopened CA signs verifies against the first one's certificate.
     const leaf = new X509Certificate((await again.leaf({ kind: 'name', name: 'api.test' })).certPem);
     expect(leaf.verify(cert.publicKey)).toBe(true);
+  });
+
+  it('two processes opening one directory at once agree on one CA (the key file is installed exclusively)', async () => {
+    const dir = join(tempDir('sbx-ca-'), 'egress-ca');
+    const [a, b, c] = await Promise.all([NodeCa.open(dir), NodeCa.open(dir), NodeCa.open(dir)]);
+    expect(b.certPem).toBe(a.certPem);
+    expect(c.certPem).toBe(a.certPem);
+    expect(readFileSync(join(dir, 'ca.crt'), 'utf8')).toBe(a.certPem);
+    const leaf = new X509Certificate((await b.leaf({ kind: 'name', name: 'x.test' })).certPem);
+    expect(leaf.verify(new X509Certificate(a.certPem).publicKey)).toBe(true);
+    // Nothing but the CA's two files is left behind.
+    expect(readdirSync(dir).sort()).toEqual(['ca.crt', 'ca.key']);
   });
 
   it('signs a leaf for exactly one name (no wildcard) or one IP, short-lived, cached per host', async () => {

@@ -8,7 +8,7 @@
 // Before @peculiar/x509: its tsyringe needs the Reflect metadata API at load.
 import './reflect-metadata.js';
 import { KeyObject, randomBytes, webcrypto } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, stat } from 'node:fs/promises';
+import { chmod, link, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as x509 from '@peculiar/x509';
 
@@ -63,24 +63,46 @@ export class NodeCa {
     readonly dir: string,
   ) {}
 
-  /** The CA in `dir`, made on first use (key 0600, written before the certificate, both atomically). */
+  /**
+   * The CA in `dir`, made on first use. `ca.key` (0600) holds the key and its certificate
+   * together and is installed with an exclusive link, so two processes starting at once agree on
+   * one CA (the loser reads the winner's); `ca.crt` is the certificate alone, for sandboxes.
+   */
   static async open(dir: string, name = 'sbx egress CA'): Promise<NodeCa> {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await chmod(dir, 0o700);
     const keyPath = join(dir, KEY_FILE);
-    const certPath = join(dir, CA_FILE);
-    const have = await stat(keyPath).then(
-      () => true,
-      () => false,
-    );
-    if (have) {
-      const [keyPem, certPem] = await Promise.all([readFile(keyPath, 'utf8'), readFile(certPath, 'utf8')]);
-      await chmod(keyPath, 0o600);
-      const cert = new x509.X509Certificate(certPem);
-      const der = Buffer.from(keyPem.replace(/-----[^-]+-----|\s/g, ''), 'base64');
-      const key = await crypto.subtle.importKey('pkcs8', der, EC, false, ['sign']);
-      return new NodeCa(certPem, cert, key, dir);
+    let text = await readFile(keyPath, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return null;
+      throw err;
+    });
+    if (text === null) {
+      const made = await NodeCa.generate(name);
+      const tmp = await writeTemp(keyPath, made, 0o600);
+      try {
+        await link(tmp, keyPath);
+        text = made;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        text = await readFile(keyPath, 'utf8');
+      } finally {
+        await unlink(tmp).catch(() => undefined);
+      }
     }
+    await chmod(keyPath, 0o600);
+    const keyPem = /-----BEGIN PRIVATE KEY-----[^-]+-----END PRIVATE KEY-----/.exec(text)?.[0];
+    const certPem = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/.exec(text)?.[0];
+    if (!keyPem || !certPem) throw new Error(`${keyPath} does not hold a private key and its certificate`);
+    const der = Buffer.from(keyPem.replace(/-----[^-]+-----|\s/g, ''), 'base64');
+    const key = await crypto.subtle.importKey('pkcs8', der, EC, false, ['sign']);
+    const certText = `${certPem}\n`;
+    const certPath = join(dir, CA_FILE);
+    if ((await readFile(certPath, 'utf8').catch(() => '')) !== certText) await rename(await writeTemp(certPath, certText, 0o644), certPath);
+    return new NodeCa(certText, new x509.X509Certificate(certPem), key, dir);
+  }
+
+  /** A new CA: its key (PKCS#8) and self-signed certificate, PEM, in one text. */
+  private static async generate(name: string): Promise<string> {
     const keys = (await crypto.subtle.generateKey(EC, true, ['sign', 'verify'])) as CryptoKeyPair;
     const now = Date.now();
     const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -96,12 +118,7 @@ export class NodeCa {
         await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
       ],
     });
-    const keyPem = pem('PRIVATE KEY', await crypto.subtle.exportKey('pkcs8', keys.privateKey));
-    await writeAtomic(keyPath, keyPem, 0o600);
-    const certPem = cert.toString('pem');
-    await writeAtomic(certPath, `${certPem}\n`, 0o644);
-    const key = await crypto.subtle.importKey('pkcs8', await crypto.subtle.exportKey('pkcs8', keys.privateKey), EC, false, ['sign']);
-    return new NodeCa(`${certPem}\n`, cert, key, dir);
+    return `${pem('PRIVATE KEY', await crypto.subtle.exportKey('pkcs8', keys.privateKey))}${cert.toString('pem')}\n`;
   }
 
   /** The leaf for a host: cached, made again when less than an hour of its 24 h is left. */
@@ -156,15 +173,16 @@ export class NodeCa {
   }
 }
 
-async function writeAtomic(path: string, text: string, mode: number): Promise<void> {
+/** A new file beside `path` (exclusive, `mode`, synced) holding `text`; its name. */
+async function writeTemp(path: string, text: string, mode: number): Promise<string> {
   const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   const fh = await open(tmp, 'wx', mode);
   try {
     await fh.writeFile(text);
+    await fh.chmod(mode);
     await fh.sync();
   } finally {
     await fh.close();
   }
-  await chmod(tmp, mode);
-  await rename(tmp, path);
+  return tmp;
 }

@@ -2,7 +2,7 @@
  * The part of the Reflect metadata API that tsyringe (a dependency of @peculiar/x509) checks for
  * at load and uses: define, get and get-own metadata, and the `metadata` decorator factory. The
  * `reflect-metadata` package is not a dependency; this installs only what is missing, once,
- * before tls-ca.ts loads @peculiar/x509 (import it first).
+ * before tls-ca.ts loads @peculiar/x509 (it calls installReflectMetadata first).
  */
 type Key = string | symbol;
 const store = new WeakMap<object, Map<string | symbol | undefined, Map<unknown, unknown>>>();
@@ -40,5 +40,8 @@ const api = {
   },
 };
 
-const R = Reflect as unknown as Record<string, unknown>;
-if (typeof R.getMetadata !== 'function') for (const [name, fn] of Object.entries(api)) R[name] ??= fn;
+/** Installs what is missing (once; a real reflect-metadata, when loaded, stays). */
+export function installReflectMetadata(): void {
+  const R = Reflect as unknown as Record<string, unknown>;
+  if (typeof R.getMetadata !== 'function') for (const [name, fn] of Object.entries(api)) R[name] ??= fn;
+}

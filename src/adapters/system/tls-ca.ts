@@ -5,17 +5,32 @@
  * one name (never a wildcard) or one IP address, signed by it and cached per host until shortly
  * before they expire.
  */
-// Before @peculiar/x509: its tsyringe needs the Reflect metadata API at load.
-import './reflect-metadata.js';
 import { KeyObject, randomBytes, webcrypto } from 'node:crypto';
 import { chmod, link, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as x509 from '@peculiar/x509';
+import type * as X509 from '@peculiar/x509';
+import { installReflectMetadata } from './reflect-metadata.js';
 
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
 const crypto = webcrypto;
-x509.cryptoProvider.set(crypto as never);
+
+let loaded: Promise<typeof X509> | null = null;
+/**
+ * @peculiar/x509, loaded on first use after the Reflect metadata API its tsyringe checks for at
+ * load is in place (a static import would be evaluated first, before any code of this module,
+ * once the CLI bundle hoists it).
+ */
+function x509lib(): Promise<typeof X509> {
+  loaded ??= (async () => {
+    installReflectMetadata();
+    const m = (await import('@peculiar/x509')) as typeof X509 & { default?: typeof X509 };
+    const lib = m.X509CertificateGenerator ? m : m.default!;
+    lib.cryptoProvider.set(crypto as never);
+    return lib;
+  })();
+  return loaded;
+}
 
 const EC = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const SIGN = { name: 'ECDSA', hash: 'SHA-256' } as const;
@@ -57,7 +72,7 @@ export class NodeCa {
   private constructor(
     /** The CA certificate (PEM): what sandboxes trust. */
     readonly certPem: string,
-    private readonly cert: x509.X509Certificate,
+    private readonly cert: X509.X509Certificate,
     private readonly key: CryptoKey,
     /** Where the CA lives (the trust bundles of sandboxes go beside it). */
     readonly dir: string,
@@ -98,11 +113,12 @@ export class NodeCa {
     const certText = `${certPem}\n`;
     const certPath = join(dir, CA_FILE);
     if ((await readFile(certPath, 'utf8').catch(() => '')) !== certText) await rename(await writeTemp(certPath, certText, 0o644), certPath);
-    return new NodeCa(certText, new x509.X509Certificate(certPem), key, dir);
+    return new NodeCa(certText, new (await x509lib()).X509Certificate(certPem), key, dir);
   }
 
   /** A new CA: its key (PKCS#8) and self-signed certificate, PEM, in one text. */
   private static async generate(name: string): Promise<string> {
+    const x509 = await x509lib();
     const keys = (await crypto.subtle.generateKey(EC, true, ['sign', 'verify'])) as CryptoKeyPair;
     const now = Date.now();
     const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -144,6 +160,7 @@ export class NodeCa {
   }
 
   private async issue(host: LeafHost): Promise<Leaf> {
+    const x509 = await x509lib();
     const keys = (await crypto.subtle.generateKey(EC, true, ['sign', 'verify'])) as CryptoKeyPair;
     const now = Date.now();
     const notAfter = new Date(now + LEAF_LIFETIME_MS);

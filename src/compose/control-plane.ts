@@ -149,7 +149,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     // Every provider call is timed and counted for diagnostics `operations` and the Prometheus histograms.
     for (const p of built.providers) providers.register(instrumentProvider(pool && p.name === pool.name ? pool : p, operations));
     // Each verdict counts (sbx_egress_connections_total); each denial is a network.denied event, visible as its sandbox is.
-    const egressStats = { allowed: 0, denied: 0 };
+    const egressStats = { allowed: 0, denied: 0, injections: 0 };
     const egressVerdict = (v: VerdictRecord) => {
       if (v.verdict === 'allowed') return void egressStats.allowed++;
       egressStats.denied++;
@@ -177,6 +177,9 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         rules: storeRules(store),
         logger,
         onVerdict: (v) => egressVerdict(v),
+        // DESIGN §15: the node's CA lives in this data dir; each injected request counts.
+        home: opts.home ?? homedir(),
+        onInjection: () => void egressStats.injections++,
         ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}),
       });
 

@@ -1,10 +1,13 @@
-import { networkInterfaces } from 'node:os';
+import { homedir, networkInterfaces } from 'node:os';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { SbxConfig } from '../config/index.js';
 import type { EgressLists } from '../core/network/rules.js';
 import type { Provider, SandboxStore } from '../core/ports.js';
+import type { SecretSource } from '../core/secrets/port.js';
 import type { FilteredNetwork } from '../adapters/providers/docker/egress.js';
 import type { VerdictRecord } from '../transports/egress/gateway.js';
+import { loadInterception } from './egress-secrets.js';
 
 /** What compose keeps of the running egress enforcement. */
 export interface EgressHandle {
@@ -23,6 +26,12 @@ export interface EgressDeps {
   onVerdict?(v: VerdictRecord): void;
   /** Name → addresses for the gateway (tests inject one; default: the hosts file, then its own node:dns Resolver). */
   resolve?(name: string): Promise<string[]>;
+  /** Home of the data dir (`<home>/.sbx`): the node's egress CA and the sandboxes' trust bundles live there. */
+  home?: string;
+  /** The secrets bound to sandboxes (DESIGN §15): tunnels to their hosts are intercepted. */
+  secrets?: SecretSource;
+  /** A request went on with a secret injected (`sbx_egress_secret_injections_total`). */
+  onInjection?(sandboxId: string): void;
 }
 
 const LIVE = new Set(['running', 'unhealthy', 'error']);
@@ -66,6 +75,14 @@ export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null
   };
   const why = await egress.check();
   if (why !== null) return unavailable(why);
+  // DESIGN §15: the node's CA (sandboxes trust it through a mounted bundle) and the upstream trust.
+  let interception: Awaited<ReturnType<typeof loadInterception>>;
+  try {
+    interception = await loadInterception(deps.config, deps.home ?? homedir());
+  } catch (err) {
+    return unavailable(`the egress CA could not be loaded: ${(err as Error).message}`);
+  }
+  await egress.trust(interception.caPem, join(interception.dir, 'bundles'));
   const { Firewall, removeTaggedRules } = await import('../transports/egress/firewall.js');
   const { DnsRefuser } = await import('../transports/egress/dns-refuser.js');
   const { EgressGateway } = await import('../transports/egress/gateway.js');
@@ -80,6 +97,10 @@ export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null
       rules: deps.rules,
       ownAddresses,
       ...(deps.resolve ? { resolve: deps.resolve } : {}),
+      ...(deps.secrets ? { secrets: deps.secrets } : {}),
+      interception: interception.tls,
+      onInjection: (id) => deps.onInjection?.(id),
+      onNotice: (id, line) => egress.consoleLine(id, line),
       onVerdict: (v) => {
         deps.onVerdict?.(v);
         // A console-log line per denial, in the sandbox's own console.

@@ -41,6 +41,8 @@ export interface WorkerEgressDeps {
   resolve?(name: string): Promise<string[]>;
   /** A denial was queued (the worker sends soon). */
   onDenial?(): void;
+  /** Home of the worker's data dir (`<home>/.sbx`): its own egress CA lives there (DESIGN §15). */
+  home?: string;
 }
 
 const num = (text: string | null) => {
@@ -65,6 +67,7 @@ export async function startWorkerEgress(deps: WorkerEgressDeps): Promise<WorkerE
     config: deps.config,
     providers: deps.providers,
     logger: deps.logger,
+    ...(deps.home ? { home: deps.home } : {}),
     ...(deps.resolve ? { resolve: deps.resolve } : {}),
     rules: async (id) => {
       const rt = state.getRuntime(id);

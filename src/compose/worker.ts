@@ -141,6 +141,7 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
       state,
       logger,
       onDenial: () => sendDenials(),
+      home,
       ...(opts.egressResolve ? { resolve: opts.egressResolve } : {}),
     });
     const byName = new Map(providers.map((p) => [p.name, p]));

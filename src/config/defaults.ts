@@ -67,6 +67,7 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
       runtime: 'runc',
       network_mode: 'bridge',
       egress_port: 3128,
+      egress_ca_file: '',
       pids_limit: 256,
       added_caps: [],
       seccomp_profile: '',

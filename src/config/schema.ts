@@ -124,6 +124,7 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
       runtime: str({ nonEmpty: true }),
       network_mode: str({ nonEmpty: true }),
       egress_port: int(1, 65535),
+      egress_ca_file: path(),
       pids_limit: int(0),
       added_caps: list(),
       seccomp_profile: str(),

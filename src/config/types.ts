@@ -118,6 +118,8 @@ export interface ProvidersConfig {
     network_mode: string;
     /** Port of the egress gateway on the filtered network's gateway address (DESIGN §10). */
     egress_port: number;
+    /** PEM CA certificates an intercepted upstream may also be signed by, besides the host's trust store (DESIGN §15); '' = none. */
+    egress_ca_file: string;
     pids_limit: number;
     added_caps: string[];
     seccomp_profile: string;

@@ -95,7 +95,9 @@ export const WorkerEvent = Type.Object(
     sandbox_id: Type.String({ minLength: 1, maxLength: 128 }),
     host: Type.String({ maxLength: 512 }),
     port: Type.Integer({ minimum: 0, maximum: 65535 }),
-    reason: Type.Union(['no_rule', 'deny_rule', 'special_address', 'sni_mismatch', 'dns_failed', 'limit'].map((r) => Type.Literal(r))),
+    reason: Type.Union(
+      ['no_rule', 'deny_rule', 'special_address', 'sni_mismatch', 'dns_failed', 'limit', 'secret_not_allowed'].map((r) => Type.Literal(r)),
+    ),
   },
   { additionalProperties: false },
 );

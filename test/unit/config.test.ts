@@ -74,6 +74,7 @@ describe('loadConfig defaults', () => {
           runtime: 'runc',
           network_mode: 'bridge',
           egress_port: 3128,
+          egress_ca_file: '',
           pids_limit: 256,
           added_caps: [],
           seccomp_profile: '',

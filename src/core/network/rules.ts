@@ -37,7 +37,8 @@ export interface ParsedLists {
 export const MAX_RULES = 64;
 export const MAX_RULE_CHARS = 253;
 
-export type DenyReason = 'no_rule' | 'deny_rule' | 'special_address' | 'sni_mismatch' | 'dns_failed' | 'limit';
+/** Why the gateway refused; `secret_not_allowed`: a secret's placeholder bound for a host outside its secret's hosts, or not this sandbox's (DESIGN §15). */
+export type DenyReason = 'no_rule' | 'deny_rule' | 'special_address' | 'sni_mismatch' | 'dns_failed' | 'limit' | 'secret_not_allowed';
 
 const LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
 
@@ -214,6 +215,12 @@ function nameMatches(rule: Rule, name: string): boolean {
 
 function ipMatches(rule: Rule, ip: Ip): boolean {
   return rule.kind === 'cidr' && judgedForms(ip).some((f) => cidrContains(rule.cidr, f));
+}
+
+/** Whether one rule names host:port (a name by name or wildcard rules, an address by CIDR rules); no special-range logic. */
+export function ruleMatches(rule: Rule, target: Target, port: number): boolean {
+  if (!portMatches(rule, port)) return false;
+  return target.kind === 'name' ? nameMatches(rule, target.name) : ipMatches(rule, target.ip);
 }
 
 export type Verdict = { verdict: 'allowed'; rule: Rule } | { verdict: 'denied'; reason: DenyReason };

@@ -2,7 +2,7 @@
  * The server name (SNI) of a TLS ClientHello, read from the first bytes of a CONNECT tunnel
  * (DESIGN.md §10). Bounded: one TLS record of at most 16 KiB; anything else is not a ClientHello.
  */
-export type HelloResult = { kind: 'incomplete' } | { kind: 'invalid' } | { kind: 'hello'; sni: string | null };
+export type HelloResult = { kind: 'incomplete' } | { kind: 'invalid' } | { kind: 'hello'; sni: string | null; alpn?: string[] };
 
 export const MAX_HELLO_BYTES = 5 + 16_384;
 
@@ -36,6 +36,7 @@ export function parseClientHello(buf: Uint8Array): HelloResult {
   p += 2;
   if (extEnd > b.length) return { kind: 'invalid' };
   let sni: string | null = null;
+  let alpn: string[] | undefined;
   while (p + 4 <= extEnd) {
     const type = (b[p]! << 8) | b[p + 1]!;
     const len = (b[p + 2]! << 8) | b[p + 3]!;
@@ -59,9 +60,19 @@ export function parseClientHello(buf: Uint8Array): HelloResult {
         }
         q += nameLen;
       }
+    } else if (type === 16) {
+      // application_layer_protocol_negotiation (the secrets interception offers the upstream the same).
+      if (alpn !== undefined || len < 2 || ((b[p]! << 8) | b[p + 1]!) !== len - 2) return { kind: 'invalid' };
+      alpn = [];
+      for (let q = p + 2; q < p + len; ) {
+        const n = b[q]!;
+        if (n === 0 || q + 1 + n > p + len) return { kind: 'invalid' };
+        alpn.push(Buffer.from(b.subarray(q + 1, q + 1 + n)).toString('latin1'));
+        q += 1 + n;
+      }
     }
     p += len;
   }
   if (p !== extEnd) return { kind: 'invalid' };
-  return { kind: 'hello', sni };
+  return alpn === undefined ? { kind: 'hello', sni } : { kind: 'hello', sni, alpn };
 }

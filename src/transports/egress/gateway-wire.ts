@@ -52,11 +52,18 @@ export function normalizeSource(address: string): string {
   return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
+/** A buffered ClientHello: its bytes, server name and offered ALPN protocols (none: empty). */
+export interface Hello {
+  bytes: Buffer;
+  sni: string | null;
+  alpn: string[];
+}
+
 /** Reads until a whole ClientHello is buffered; null when the bytes are not one (or too slow). */
-export function readHello(sock: Socket, initial: Buffer, timeoutMs: number): Promise<{ bytes: Buffer; sni: string | null } | null> {
+export function readHello(sock: Socket, initial: Buffer, timeoutMs: number): Promise<Hello | null> {
   return new Promise((resolve) => {
     let buf: Buffer<ArrayBufferLike> = initial;
-    const finish = (v: { bytes: Buffer; sni: string | null } | null) => {
+    const finish = (v: Hello | null) => {
       clearTimeout(timer);
       sock.removeListener('data', onData);
       sock.removeListener('close', onClose);
@@ -66,7 +73,7 @@ export function readHello(sock: Socket, initial: Buffer, timeoutMs: number): Pro
     const check = (): boolean => {
       const r = parseClientHello(buf);
       if (r.kind === 'hello') {
-        finish({ bytes: buf, sni: r.sni });
+        finish({ bytes: buf, sni: r.sni, alpn: r.alpn ?? [] });
         return true;
       }
       if (r.kind === 'invalid' || buf.length > MAX_HELLO_BYTES) {

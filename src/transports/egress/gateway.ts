@@ -14,7 +14,10 @@ import {
   type Rule,
   type Target,
 } from '../../core/network/index.js';
-import { connectFirst, deny, normalizeSource, readHello, splitAuthority, stripHop } from './gateway-wire.js';
+import type { SecretSource } from '../../core/secrets/port.js';
+import { connectFirst, deny, normalizeSource, readHello, splitAuthority, stripHop, type Hello } from './gateway-wire.js';
+import { plainHeaders } from './http-rewrite.js';
+import { intercept, secretsNaming, type InterceptHooks, type InterceptTls } from './intercept.js';
 import { hostResolver } from './resolver.js';
 
 /**
@@ -52,6 +55,14 @@ export interface GatewayOptions {
   /** Lookups in flight per sandbox (more → denied with `limit`). */
   maxLookups?: number;
   connectTimeoutMs?: number;
+  /** The secrets bound to sandboxes (DESIGN §15); with `interception`, tunnels to their hosts are intercepted (intercept.ts). */
+  secrets?: SecretSource;
+  /** The node's CA (leaves) and the trust upstreams are verified against. */
+  interception?: InterceptTls;
+  /** A request went on with a secret's value injected (`sbx_egress_secret_injections_total`). */
+  onInjection?(sandboxId: string): void;
+  /** A line for a sandbox's console (an upstream that could not be verified). */
+  onNotice?(sandboxId: string, line: string): void;
 }
 
 interface Open {
@@ -231,6 +242,20 @@ export class EgressGateway {
     return passing.length > 0 ? { ok: true, addresses: passing, rule: v.rule } : { ok: false, reason };
   }
 
+  /** What an intercepted tunnel of this sandbox reports through and reads from. */
+  private hooks(sandboxId: string, shown: string, port: number): InterceptHooks {
+    const { secrets, interception, onInjection, onNotice } = this.opts;
+    return {
+      secrets: () => secrets!.forSandbox(sandboxId),
+      tls: interception!,
+      idleMs: this.idleMs,
+      connectTimeoutMs: this.connectTimeoutMs,
+      onRefused: () => this.record(sandboxId, shown, port, 'secret_not_allowed'),
+      onInjected: () => onInjection?.(sandboxId),
+      notice: (line) => onNotice?.(sandboxId, line),
+    };
+  }
+
   private track(sandboxId: string, o: Open): () => void {
     let set = this.open.get(sandboxId);
     if (!set) this.open.set(sandboxId, (set = new Set()));
@@ -265,6 +290,15 @@ export class EgressGateway {
       this.record(sandboxId, shown, hp.port, j.reason);
       return deny(res, 403, `sbx egress: denied (${j.reason}): ${shown}:${hp.port}`);
     }
+    // Secrets (DESIGN §15): placeholders in headers replaced only for secrets that allow plain HTTP; others refused.
+    const secrets = this.opts.secrets ? () => this.opts.secrets!.forSandbox(sandboxId) : null;
+    const sent = await plainHeaders(req.rawHeaders, url, secrets, target, hp.port);
+    if ('status' in sent) {
+      if (sent.status === 403) this.record(sandboxId, shown, hp.port, 'secret_not_allowed');
+      return deny(res, sent.status, sent.text);
+    }
+    if (sent.injected) this.opts.onInjection?.(sandboxId);
+    const headers = sent.headers;
     let up: { sock: Socket; address: Ip };
     try {
       up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs);
@@ -274,11 +308,6 @@ export class EgressGateway {
     }
     this.record(sandboxId, shown, hp.port);
     const path = url.slice(/^http:\/\/[^/?#]*/i.exec(url)![0].length) || '/';
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (v === undefined || /^(proxy-|host$|connection$|keep-alive$)/i.test(k)) continue;
-      headers[k] = v;
-    }
     headers.host = authority;
     headers.connection = 'close';
     const upstream = httpRequest({
@@ -345,15 +374,19 @@ export class EgressGateway {
       return refuse(403, `sbx egress: denied (${j.reason}): ${shown}:${hp.port}`);
     }
     const needSni = j.rule.port === null;
+    // A host one of the sandbox's secrets names: the tunnel is intercepted (DESIGN §15, intercept.ts).
+    const secrets = this.opts.interception ? await secretsNaming(this.opts.secrets, sandboxId, target, hp.port) : null;
+    if (secrets === 'unavailable') return refuse(502, 'sbx egress: the secrets of this sandbox are unavailable');
     sock.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     let first = Buffer.from(head);
-    if (needSni) {
+    let hello: Hello | null = null;
+    if (needSni || secrets) {
       // The first bytes must be a ClientHello naming the CONNECT host (bounded in size and time).
-      const hello = await readHello(sock, first, 10_000);
+      hello = await readHello(sock, first, 10_000);
       if (!hello) return void sock.destroy();
       first = hello.bytes as Buffer<ArrayBuffer>;
       const sni = hello.sni === null ? null : hello.sni.toLowerCase().replace(/\.$/, '');
-      if (target.kind !== 'name' || sni !== target.name) {
+      if (needSni && (target.kind !== 'name' || sni !== target.name)) {
         this.record(sandboxId, shown, hp.port, 'sni_mismatch');
         return void sock.destroy();
       }
@@ -366,6 +399,18 @@ export class EgressGateway {
       return void sock.destroy();
     }
     this.record(sandboxId, shown, hp.port);
+    if (secrets && hello) {
+      const { close } = intercept({
+        client: sock,
+        hello,
+        upstream: up.sock,
+        address: up.address,
+        target,
+        port: hp.port,
+        ...this.hooks(sandboxId, shown, hp.port),
+      });
+      return void sock.once('close', this.track(sandboxId, { target, port: hp.port, address: up.address, sniChecked: needSni, close }));
+    }
     const open: Open = {
       target,
       port: hp.port,

@@ -94,7 +94,7 @@ export interface HttpDeps {
   /** Installation secret that signs list cursors (DESIGN §13), shared by replicas through the store. */
   listCursorSecret: string;
   /** Egress gateway verdicts (DESIGN §10), counted for `sbx_egress_connections_total`. */
-  egress?: { allowed: number; denied: number };
+  egress?: { allowed: number; denied: number; injections?: number };
   /** Live preview (DESIGN §9): tokens, domains, and the proxy's traffic counters. */
   preview?: { service: PreviewService; stats: PreviewStats };
   /** This replica among replicas on one database (DESIGN §7): its id, the live ones, the leaders. */

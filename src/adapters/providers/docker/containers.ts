@@ -73,7 +73,7 @@ export class Containers {
     const image = await this.images.ensure(spec.image, signal);
     if (!viaSnapshot) refuseSnapshotImage(spec.image, image.labels);
     const agent = agentFor?.(image.user);
-    const mounts = agent ? [...volumeMounts, ...agent.mounts] : volumeMounts;
+    const mounts = [...volumeMounts, ...(agent?.mounts ?? []), ...(filtered?.mounts ?? [])];
     const { opts } = this;
     const labels: Record<string, string> = { [LABEL_SANDBOX]: spec.sandbox_id, [LABEL_INSTALLATION]: opts.installationId };
     // An image committed from a sandbox carries its owner label: the new owner (or none) replaces it.
@@ -136,6 +136,14 @@ export class Containers {
       await this.remove(container.id).catch(() => undefined);
       if (signal?.aborted && isAbortError(err)) throw err;
       throw new SbxError('provider_error', `spawn ${spec.image}: could not give ${WORKDIR} to user ${opts.user!.spec}`);
+    }
+    try {
+      // Filtered (DESIGN §15): the trust bundle gets the image's CAs before anything runs.
+      await filtered?.prepare?.(container.id, signal);
+    } catch (err) {
+      await this.remove(container.id).catch(() => undefined);
+      if (signal?.aborted && isAbortError(err)) throw err;
+      throw new SbxError('provider_error', `spawn ${spec.image}: could not write the sandbox's CA bundle`);
     }
     try {
       await container.start({ abortSignal: bounded(signal) });

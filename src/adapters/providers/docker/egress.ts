@@ -2,8 +2,10 @@ import { createServer } from 'node:net';
 import type Docker from 'dockerode';
 import { SbxError } from '../../../core/errors.js';
 import type { ProviderEgress } from '../../../core/ports.js';
+import { LABEL_INSTALLATION as CONTAINER_INSTALLATION } from './containers.js';
 import { isNotFound } from './errors.js';
 import type { ResolvedOptions } from './options.js';
+import { CA_BUNDLE_PATH, CA_VARS, TrustBundles } from './trust-bundle.js';
 
 /** Label on the filtered network: which installation made it. */
 const LABEL_INSTALLATION = 'sbx.installation';
@@ -19,11 +21,15 @@ export interface FilteredNetwork {
   subnet: string;
 }
 
-/** What a filtered container gets besides the network: DNS at the gateway, the proxy variables. */
+/** What a filtered container gets besides the network: DNS at the gateway, the proxy and CA variables, the trust bundle. */
 export interface FilteredCreate {
   networkMode: string;
   dns: string[];
   env: string[];
+  /** The trust bundle's read-only bind mount (DESIGN §15), when the node has a CA. */
+  mounts: Docker.MountSettings[];
+  /** Run on the created container before it starts (fills the bundle from the image). */
+  prepare?(containerId: string, signal?: AbortSignal): Promise<void>;
 }
 
 /** What sbx names on this host for filtered sandboxes: the docker network and the comment on its host firewall rules. */
@@ -75,6 +81,7 @@ export class DockerEgress implements ProviderEgress {
   /** Appends a line to a runtime's console (index.ts wires the docker console). */
   onConsole: (runtimeId: string, line: string) => void = () => {};
   private sourcesAt = 0;
+  private bundles: TrustBundles | null = null;
   private refreshing: Promise<void> | null = null;
   readonly names: FilteredNames;
 
@@ -214,8 +221,32 @@ export class DockerEgress implements ProviderEgress {
     this.onChanged = () => {};
   }
 
+  /**
+   * The node's CA (DESIGN §15): from now on each filtered container gets a trust bundle (its
+   * image's CAs and this one) mounted read-only, and the CA variables point at it. Bundles of
+   * sandboxes whose container is gone are removed.
+   */
+  async trust(caPem: string, dir: string): Promise<void> {
+    this.bundles = new TrustBundles(this.docker, caPem, dir);
+    try {
+      const live = await this.docker.listContainers({
+        all: true,
+        filters: { label: [`${CONTAINER_INSTALLATION}=${this.opts.installationId}`] },
+      });
+      const ids = live.flatMap((c) => (c.Names ?? []).map((n) => n.replace(/^\/sbx-/, '')));
+      await this.bundles.sweep(new Set(ids));
+    } catch {
+      // The engine did not answer: nothing is removed now.
+    }
+  }
+
+  /** A destroyed container's trust bundle goes. */
+  async forgetBundle(containerId: string): Promise<void> {
+    await this.bundles?.forget(containerId).catch(() => undefined);
+  }
+
   /** Create options of a filtered container, enforcement brought up first; 501 when it cannot be. */
-  async createOptions(): Promise<FilteredCreate> {
+  async createOptions(sandboxId: string): Promise<FilteredCreate> {
     const net = await this.up();
     const proxy = `http://${net.gateway}:${this.port}`;
     const env = [
@@ -226,7 +257,17 @@ export class DockerEgress implements ProviderEgress {
       'NO_PROXY=localhost,127.0.0.1',
       'no_proxy=localhost,127.0.0.1',
     ];
-    return { networkMode: net.name, dns: [net.gateway], env };
+    const bundles = this.bundles;
+    if (!bundles) return { networkMode: net.name, dns: [net.gateway], env, mounts: [] };
+    const path = await bundles.make(sandboxId);
+    env.push(...CA_VARS.map((v) => `${v}=${CA_BUNDLE_PATH}`));
+    return {
+      networkMode: net.name,
+      dns: [net.gateway],
+      env,
+      mounts: [{ Type: 'bind', Source: path, Target: CA_BUNDLE_PATH, ReadOnly: true }],
+      prepare: (containerId, signal) => bundles.fill(path, containerId, signal),
+    };
   }
 
   /** Spawns and destroys change who holds which address: the next lookup reads the network again. */

@@ -108,6 +108,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     console_.forget(runtimeId);
     await agents?.forget(runtimeId, { sandboxId: labels?.[LABEL_SANDBOX], token: labels?.[LABEL_AGENT] });
     egress.forgetSources();
+    await egress.forgetBundle(runtimeId);
   };
   /** A commit takes the container's root filesystem; with a read-only one every write lives in tmpfs, which it does not take. */
   const refuseReadOnly = (what: string) => {
@@ -140,7 +141,7 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
       if (spec.snapshot !== undefined) await snapshots.require(spec.snapshot, spec.image, signal);
       if (spec.fork !== undefined) await forks.require(spec.fork, spec.image, signal);
       // Filtered (DESIGN §10): the first one brings the network, firewall and gateway up; 501 with the reason when they cannot be.
-      const filtered = spec.network === 'filtered' ? await egress.createOptions() : undefined;
+      const filtered = spec.network === 'filtered' ? await egress.createOptions(spec.sandbox_id) : undefined;
       const mounts = spec.volumes?.length ? await volumes.mounts(spec.volumes, signal) : [];
       let part: ReturnType<DockerAgents['prepare']>;
       const agentFor = agents

@@ -119,6 +119,7 @@ export class PrometheusMetrics {
     counter('preview_bytes_total', 'Preview bytes proxied, by direction (in: to sandboxes, out: to visitors)', ['direction']);
     counter('preview_upstream_errors_total', 'Preview requests whose sandbox port could not be reached or cut the connection');
     counter('egress_connections_total', 'Egress gateway verdicts on connections and requests of filtered sandboxes', ['verdict']);
+    counter('egress_secret_injections_total', 'Requests the egress gateway sent on with a secret value injected (DESIGN §15)');
   }
 
   /** Records one finished HTTP request under its route template (never the raw URL). */
@@ -192,6 +193,7 @@ export class PrometheusMetrics {
     c.preview_upstream_errors_total!.sync(pv.upstream_errors);
     c.egress_connections_total!.sync(deps.egress?.allowed ?? 0, { verdict: 'allowed' });
     c.egress_connections_total!.sync(deps.egress?.denied ?? 0, { verdict: 'denied' });
+    c.egress_secret_injections_total!.sync(deps.egress?.injections ?? 0);
     return this.scrub(await this.registry.metrics());
   }
 }

@@ -5,6 +5,7 @@ import type { EgressLists } from '../core/network/rules.js';
 import type { Provider, SandboxStore } from '../core/ports.js';
 import type { FilteredNetwork } from '../adapters/providers/docker/egress.js';
 import type { VerdictRecord } from '../transports/egress/gateway.js';
+import type { SecretSource } from '../core/secrets/port.js';
 
 /** What compose keeps of the running egress enforcement. */
 export interface EgressHandle {
@@ -18,6 +19,8 @@ export interface EgressDeps {
   providers: readonly Provider[];
   /** A live filtered sandbox's lists, or null (unknown, gone, not filtered: denied). */
   rules(sandboxId: string): Promise<EgressLists | null>;
+  /** A sandbox's bound secrets with their values (DESIGN.md §15), for the gateway's interception. */
+  secrets?: SecretSource;
   logger: Logger;
   /** Each verdict (metrics, events, console lines). */
   onVerdict?(v: VerdictRecord): void;
@@ -78,6 +81,7 @@ export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null
       port,
       sandboxFor: (address) => egress.sandboxFor(address),
       rules: deps.rules,
+      ...(deps.secrets ? { secrets: deps.secrets } : {}),
       ownAddresses,
       ...(deps.resolve ? { resolve: deps.resolve } : {}),
       onVerdict: (v) => {

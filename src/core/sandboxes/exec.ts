@@ -92,7 +92,8 @@ export class ExecService {
       command: input.command,
       args: input.args ?? [],
       mode: input.mode ?? 'shell',
-      env: input.env ?? {},
+      // The sandbox's environment (DESIGN.md §14, §15: its secrets' placeholders), then the request's.
+      env: { ...(rec.env ?? {}), ...(input.env ?? {}) },
       workdir: input.workdir !== undefined ? sandboxPath(input.workdir, 'workdir') : undefined,
       stdin: input.stdin,
     };

@@ -29,6 +29,7 @@ import { spawnEgress } from './network-choice.js';
 import { VolumeService } from './volumes.js';
 import type { WarmPool } from './warm.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
+import { planSpawnSecrets, type PlannedBinding, type SecretService } from '../secrets/service.js';
 
 export interface SpawnInput {
   image?: string;
@@ -49,6 +50,8 @@ export interface SpawnInput {
   env?: Record<string, string>;
   /** Seed of the envd access token (DESIGN.md §14), hex; made by the caller that hands the token out. */
   access_token_seed?: string;
+  /** Secrets to bind (DESIGN.md §15): names in the owner's namespace; needs network `filtered`. */
+  secrets?: unknown;
 }
 
 /** A spawn request with every default applied. */
@@ -75,6 +78,8 @@ export interface ResolvedSpawn {
   env: Record<string, string>;
   /** Seed of the envd access token, or null for none. */
   access_token_seed: string | null;
+  /** Secrets bound (DESIGN.md §15), each with its placeholder (also in `env`); empty for none. */
+  secrets: PlannedBinding[];
 }
 
 export interface SandboxDeps {
@@ -96,6 +101,8 @@ export interface SandboxDeps {
   warm?: WarmPool;
   /** Retry of a runtime's destroy (tests shorten it). */
   destroyRetry?: TeardownRetry;
+  /** Secrets a spawn binds (DESIGN.md §15); absent: a spawn naming secrets answers 501. */
+  secrets?: Pick<SecretService, 'plan' | 'record'>;
 }
 
 const GONE = new Set(['destroyed', 'expired']);
@@ -177,6 +184,9 @@ export class SandboxService {
       worker = volumeWorker;
     }
     const { network, egress } = spawnEgress(input, d, pool.enabled);
+    const secrets = await planSpawnSecrets(this.deps.secrets, input.secrets, network, ownerForQuota(input.owner_id));
+    const env = checkEnv(input.env);
+    for (const b of secrets) env[b.name] = b.placeholder;
     return {
       image: input.image ?? d.image,
       provider,
@@ -191,8 +201,9 @@ export class SandboxService {
       snapshot,
       volumes,
       worker,
-      env: checkEnv(input.env),
+      env,
       access_token_seed: checkSeed(input.access_token_seed),
+      secrets,
     };
   }
 

@@ -158,6 +158,8 @@ async function createPlaced(
       ...(Object.keys(req.env).length > 0 ? { env: req.env } : {}),
       ...(req.access_token_seed !== null ? { access_token_seed: req.access_token_seed } : {}),
     };
+    // Bindings first: the gateway never sees the sandbox without them (DESIGN.md §15).
+    if (req.secrets.length > 0) await deps.secrets?.record(id, req.owner_id, req.secrets);
     // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.commit).
     const stored = rec;
     await (ticket ? ticket.commit(() => store.insertSandbox(stored)) : store.insertSandbox(stored));

@@ -1,3 +1,4 @@
+import type { SecretSource } from '../../core/secrets/port.js';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import {
@@ -42,6 +43,11 @@ export interface GatewayOptions {
   sandboxFor(address: string): Promise<string | null>;
   /** A sandbox's current lists; null when it is not (or no longer) filtered: everything denied. */
   rules(sandboxId: string): Promise<EgressLists | null>;
+  /**
+   * A sandbox's bound secrets and their current values (DESIGN.md §15): the control plane's store, or
+   * on a worker its fetch from the control plane. Cached ≤ 1 s by the source; throws when it cannot tell.
+   */
+  secrets?: SecretSource;
   /** This node's own addresses (special: refused unless an allow CIDR names them). */
   ownAddresses?(): string[];
   /** Name → addresses, in order (tests inject one); default: the hosts file, then a node:dns Resolver (A then AAAA, 5 s). */

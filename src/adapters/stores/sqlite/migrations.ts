@@ -15,6 +15,7 @@ import {
   POOL_UIDS,
   PROVIDER_NAMES,
 } from '../shared/schema.js';
+import { secretsTables } from '../shared/schema-secrets.js';
 
 export interface Migration {
   version: number;
@@ -44,6 +45,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, name: 'provider count index', sql: PROVIDER_COUNT_INDEX },
   { version: 14, name: 'sandbox env', sql: SANDBOX_ENV },
   { version: 15, name: 'canonical provider names', sql: PROVIDER_NAMES },
+  { version: 16, name: 'secrets', sql: secretsTables('TEXT') },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

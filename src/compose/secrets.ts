@@ -7,7 +7,7 @@
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { SbxConfig } from '../config/index.js';
-import type { Clock, MetaStore, SandboxStore, SecretStore } from '../core/ports.js';
+import type { Clock, LeaseStore, MetaStore, SandboxStore, SecretStore } from '../core/ports.js';
 import { MIN_KEY_CHARS, SecretCipher } from '../core/secrets/cipher.js';
 import { SecretService } from '../core/secrets/service.js';
 import { expandHome } from './store.js';
@@ -54,7 +54,7 @@ async function keyMaterial(config: SbxConfig, store: SecretStore, home: string):
 
 export async function openSecrets(
   config: SbxConfig,
-  store: SecretStore & MetaStore & Pick<SandboxStore, 'getSandbox'>,
+  store: SecretStore & MetaStore & Pick<SandboxStore, 'getSandbox'> & Pick<LeaseStore, 'getLease'>,
   home: string,
   clock: Clock,
 ): Promise<SecretService> {

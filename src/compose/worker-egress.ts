@@ -11,6 +11,7 @@ import type { SbxConfig } from '../config/index.js';
 import type { EgressCounts, Provider } from '../core/ports.js';
 import type { WorkerState } from '../core/scheduler/worker-state-port.js';
 import { startEgress, type EgressHandle } from './egress.js';
+import type { SecretSource } from '../core/secrets/port.js';
 
 type Denial = WorkerEventsRequest['events'][number];
 
@@ -41,6 +42,8 @@ export interface WorkerEgressDeps {
   resolve?(name: string): Promise<string[]>;
   /** A denial was queued (the worker sends soon). */
   onDenial?(): void;
+  /** Bound secrets of this worker's sandboxes, fetched from the control plane (DESIGN.md §15). */
+  secrets?: SecretSource;
 }
 
 const num = (text: string | null) => {
@@ -66,6 +69,7 @@ export async function startWorkerEgress(deps: WorkerEgressDeps): Promise<WorkerE
     providers: deps.providers,
     logger: deps.logger,
     ...(deps.resolve ? { resolve: deps.resolve } : {}),
+    ...(deps.secrets ? { secrets: deps.secrets } : {}),
     rules: async (id) => {
       const rt = state.getRuntime(id);
       if (!rt || rt.network !== 'filtered') return null;

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { validateOwnerId } from '../admission/owner.js';
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import { parseRule } from '../network/rules.js';
-import type { Clock, SandboxStore } from '../ports.js';
+import type { Clock, LeaseStore, SandboxStore } from '../ports.js';
 import type { Caller } from '../sandboxes/caller.js';
 import type { SecretCipher } from './cipher.js';
 import { PLACEHOLDER_PREFIX, type BoundSecret, type SecretSource } from './port.js';
@@ -27,7 +27,7 @@ export interface SecretView {
 }
 
 export interface SecretServiceDeps {
-  store: SecretStore & Pick<SandboxStore, 'getSandbox'>;
+  store: SecretStore & Pick<SandboxStore, 'getSandbox'> & Pick<LeaseStore, 'getLease'>;
   clock: Clock;
   /** Null: no key here (PostgreSQL without `auth.secrets_key`): creates and new values answer 503, nothing decrypts. */
   cipher: SecretCipher | null;
@@ -193,6 +193,19 @@ export class SecretService implements SecretSource {
     this.cache.set(sandboxId, { at: now, bound });
     bound.catch(() => this.cache.delete(sandboxId));
     return bound;
+  }
+
+  /**
+   * A worker's fetch (DESIGN.md §15): the bound secrets of a live sandbox placed on `workerId` whose
+   * lease that worker holds now; any other sandbox → 403 (unknown ones too, so ids cannot be probed).
+   */
+  async forWorker(sandboxId: string, workerId: string): Promise<readonly BoundSecret[]> {
+    const refuse = () => new SbxError('forbidden', `sandbox ${sandboxId} is not placed on worker ${workerId}`);
+    const rec = await this.deps.store.getSandbox(sandboxId);
+    if (!rec || rec.worker_id !== workerId || !LIVE.has(rec.state)) throw refuse();
+    const lease = await this.deps.store.getLease(sandboxId);
+    if (!lease || lease.holder_id !== workerId || Date.parse(lease.expires_at) <= this.deps.clock.now().getTime()) throw refuse();
+    return this.forSandbox(sandboxId);
   }
 
   private async load(sandboxId: string): Promise<readonly BoundSecret[]> {

@@ -35,6 +35,7 @@ import { systemRoutes } from './routes/system.js';
 import { templateRoutes } from './routes/templates.js';
 import { snapshotRoutes } from './routes/snapshots.js';
 import { secretRoutes } from './routes/secrets.js';
+import { workerSecretRoutes } from './routes/worker-secrets.js';
 import { volumeRoutes } from './routes/volumes.js';
 import { workerRoutes } from './routes/workers.js';
 import { workerFacingRoutes } from './routes/worker-facing.js';
@@ -191,6 +192,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   observabilityRoutes(app, deps);
   openapiRoutes(app, deps, routeTable);
   workerFacingRoutes(app, deps);
+  workerSecretRoutes(app, deps);
   adminRoutes(app, deps);
   if (deps.ui) uiRoutes(app);
   if (deps.mcp) mcpRoutes(app, deps);

@@ -45,6 +45,7 @@ export const NOT_SANDBOX_SCOPED: Record<string, string> = {
   'GET /api/v1/openapi.json': 'the API description',
   'POST /api/v1/worker/:workerID/heartbeat': 'worker credentials only',
   'POST /api/v1/worker/events': 'worker credentials only',
+  'GET /api/v1/worker/sandboxes/:id/secrets': 'worker credentials only (the placing worker, its lease)',
   'POST /api/v1/worker/:workerID/leases/:resourceID/renew': 'worker credentials only',
   'GET /ui': 'static dashboard assets',
   'GET /ui/*': 'static dashboard assets',

@@ -65,7 +65,8 @@ export async function openSecrets(
     const stored = (await store.getMeta(VERIFIER)) || (await store.claimMeta(VERIFIER, mine));
     if (stored !== mine)
       throw new Error(
-        "auth.secrets_key is not the key this installation's secrets are encrypted with (the store's verifier differs): every replica needs the same key",
+        "auth.secrets_key is not the key this installation's secrets are encrypted with " +
+          "(the store's verifier differs): every replica needs the same key",
       );
   }
   return new SecretService({ store, clock, cipher });

@@ -37,7 +37,8 @@ export function workerSecretSource(deps: WorkerSecretDeps): SecretSource {
     if (!deps.runs(sandboxId)) return [];
     if (plain.length > 0)
       throw new Error(
-        `secret values are fetched only over TLS: worker.control_plane_url ${plain.join(', ')} is plain http to a host that is not loopback`,
+        `secret values are fetched only over TLS: worker.control_plane_url ${plain.join(', ')} ` +
+          'is plain http to a host that is not loopback',
       );
     const timeout = AbortSignal.timeout(10_000);
     const body = await deps.fetch(sandboxId, signal ? AbortSignal.any([signal, timeout]) : timeout);

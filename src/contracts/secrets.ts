@@ -3,7 +3,8 @@ import { Timestamp } from './common.js';
 
 /** Secrets the sandbox never sees (DESIGN.md §15). Names, values and hosts are checked by core (400 naming the rule). */
 const NAME_RULE =
-  '[A-Z_][A-Z0-9_]{0,63}; refused: HTTP_PROXY, HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, PATH, HOME, LD_*';
+  '[A-Z_][A-Z0-9_]{0,63}; refused: HTTP_PROXY, HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, ' +
+  'REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, PATH, HOME, LD_*';
 const VALUE = 'the secret: at most 64 KiB (UTF-8), no CR, LF or NUL (it is sent in HTTP header values); stored encrypted, never answered';
 const HOSTS = 'egress rules (host name, *.name, address or CIDR, optional :port) naming where the value may be sent; 1 to 64';
 
@@ -13,7 +14,8 @@ export const SecretName = Type.String({ minLength: 1, maxLength: 64, description
 export const SecretBindings = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
   maxItems: 64,
   description:
-    'sbx extension: secrets to bind (names in the spawning owner\'s namespace); each variable NAME holds a placeholder inside the sandbox, the egress gateway puts the value into requests to the secret\'s hosts; needs network "filtered"',
+    "sbx extension: secrets to bind (names in the spawning owner's namespace); each variable NAME holds a placeholder " +
+    'inside the sandbox, the egress gateway puts the value into requests to the secret\'s hosts; needs network "filtered"',
 });
 
 export const CreateSecretRequest = Type.Object(

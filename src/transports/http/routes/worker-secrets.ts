@@ -44,7 +44,8 @@ export function workerSecretRoutes(app: FastifyInstance, deps: HttpDeps): void {
       if (!overTls(request) && !loopback(request.socket.remoteAddress))
         throw new SbxError(
           'forbidden',
-          'secret values are sent to workers only over TLS: serve the API over https (or a TLS proxy) and point worker.control_plane_url at it',
+          'secret values are sent to workers only over TLS: ' +
+            'serve the API over https (or a TLS proxy) and point worker.control_plane_url at it',
         );
       if (!deps.secretService) throw new SbxError('not_implemented', 'secrets are not available on this server');
       const bound = await deps.secretService.forWorker(request.params.id, w.worker_id);

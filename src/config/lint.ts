@@ -162,6 +162,14 @@ export function lintConfig(config: SbxConfig, opts: LintOptions): LintFinding[] 
       'keep only previous keys in auth.worker_signing_keys',
     );
   }
+  // Secrets (DESIGN §15): a key the server would refuse at start.
+  if (set(auth.secrets_key) && auth.secrets_key!.trim().length < 32)
+    add(
+      'fail',
+      'auth.secrets_key',
+      'auth.secrets_key is shorter than 32 characters: the server refuses to start',
+      'use `openssl rand -hex 32`',
+    );
   const seen = new Set<string>();
   auth.worker_signing_keys.forEach((k, i) => {
     if (seen.has(k))

@@ -62,6 +62,9 @@ export function secretsContract(ctx: ContractContext): void {
       await ctx.store.deleteSecret('alice', 'B_ONE');
       expect((await ctx.store.secretBindings('sb-2'))[0]?.secret).toBeNull();
       expect(await ctx.store.secretBindings('sb-none')).toEqual([]);
+      expect(await ctx.store.deleteSecretBindings('sb-1')).toBe(2);
+      expect(await ctx.store.secretBindings('sb-1')).toEqual([]);
+      expect(await ctx.store.deleteSecretBindings('sb-1')).toBe(0);
     });
 
     it("keeps a template's secrets", async () => {

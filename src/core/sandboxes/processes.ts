@@ -17,7 +17,7 @@ import type {
   Provider,
 } from '../ports.js';
 import type { Caller } from './caller.js';
-import { checkWorkdir, startDeadline, type ExecCommand, type ExecService } from './exec.js';
+import { checkWorkdir, commandEnv, startDeadline, type ExecCommand, type ExecService } from './exec.js';
 import { sandboxPath } from './paths.js';
 import {
   buildShell,
@@ -128,7 +128,7 @@ export class ProcessService {
     if (!log) throw new SbxError('internal', 'the process output log could not be created');
     await this.deps.store.insertProcess(rec);
     // The sandbox's environment (DESIGN.md §14, §15: its secrets' placeholders), then the request's.
-    const env = { ...(sandbox.env ?? {}), ...(input.env ?? {}) };
+    const env = await commandEnv(this.deps.sandboxes, sandbox, input.env);
     const spec: ExecSpec = { command: input.command, args, mode, env, ...(workdir !== undefined ? { workdir } : {}) };
     if (rec.runner === 'detached') {
       try {

@@ -102,7 +102,7 @@ export interface SandboxDeps {
   /** Retry of a runtime's destroy (tests shorten it). */
   destroyRetry?: TeardownRetry;
   /** Secrets a spawn binds (DESIGN.md §15); absent: a spawn naming secrets answers 501. */
-  secrets?: Pick<SecretService, 'plan' | 'record'>;
+  secrets?: Pick<SecretService, 'plan' | 'record' | 'placeholderEnv'>;
 }
 
 const GONE = new Set(['destroyed', 'expired']);

@@ -180,6 +180,40 @@ export class SecretService implements SecretSource {
   }
 
   /**
+   * A fork's bindings (DESIGN.md §15 "Forks get their own placeholders"): the parent's secrets bound
+   * to the child with fresh placeholders, before the child starts. The shape of fork's hook.
+   */
+  async copyBindings(parentId: string, childId: string): Promise<void> {
+    const rows = await this.deps.store.secretBindings(parentId);
+    await this.deps.store.insertSecretBindings(
+      rows.map(({ binding }) => ({
+        sandbox_id: childId,
+        owner_key: binding.owner_key,
+        name: binding.name,
+        placeholder: PLACEHOLDER_PREFIX + randomBytes(16).toString('hex'),
+      })),
+    );
+  }
+
+  async dropBindings(childId: string): Promise<void> {
+    await this.deps.store.deleteSecretBindings(childId);
+  }
+
+  /**
+   * The variables a sandbox's commands get for its bindings (name → its own placeholder), read from
+   * the bindings, so a copy of another sandbox's environment (a fork) never carries that sandbox's
+   * placeholders. Empty, without a store read, when `env` holds no placeholder.
+   */
+  async placeholderEnv(sandboxId: string, env: Readonly<Record<string, string>> | null | undefined): Promise<Record<string, string>> {
+    if (!env || !Object.values(env).some((v) => v.startsWith(PLACEHOLDER_PREFIX))) return {};
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(env)) if (v.startsWith(PLACEHOLDER_PREFIX)) out[k] = '';
+    for (const { binding } of await this.deps.store.secretBindings(sandboxId)) out[binding.name] = binding.placeholder;
+    // A placeholder variable with no binding of this sandbox stays empty rather than another's.
+    return out;
+  }
+
+  /**
    * SecretSource for this node's gateway and the workers' fetch: a live sandbox's bindings with the
    * current values, cached ≤ 1 s. Fails closed: a value that does not decrypt (or no key) throws.
    * A deleted secret is no longer bound; a sandbox that is not live has none.

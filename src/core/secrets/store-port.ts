@@ -44,6 +44,8 @@ export interface SecretStore {
   deleteSecret(ownerKey: string, name: string): Promise<boolean>;
   countSecrets(): Promise<number>;
   insertSecretBindings(bindings: readonly SecretBinding[]): Promise<void>;
+  /** Removes a sandbox's bindings (a fork that could not be made); how many went. */
+  deleteSecretBindings(sandboxId: string): Promise<number>;
   /** A sandbox's bindings, sorted by name, each with its secret's current row. */
   secretBindings(sandboxId: string): Promise<BoundSecretRow[]>;
 }

@@ -204,6 +204,29 @@ describe('binding secrets to sandboxes', () => {
     expect(await source.forSandbox(a.body.id)).toEqual([]);
   });
 
+  it('a fork gets its own placeholders: bindings copied with fresh ones, its env read from them, dropped on failure', async () => {
+    expect((await create('liam', { name: 'FORKED', value: 'liam-fork-value', hosts: ['f.test'] })).status).toBe(201);
+    const parent = await spawn('liam', { egress: { allow: ['f.test'] }, secrets: ['FORKED'] });
+    const child = await spawn('liam', { egress: { allow: ['f.test'] } });
+    expect(parent.status, parent.text).toBe(201);
+    const source = u.plane.deps.secretService!;
+    const [bound] = await source.forSandbox(parent.body.id);
+    await source.copyBindings(parent.body.id, child.body.id);
+    const [copied] = await source.forSandbox(child.body.id);
+    expect(copied).toMatchObject({ name: 'FORKED', value: 'liam-fork-value' });
+    expect(copied!.placeholder).toMatch(/^sbx_secret_[0-9a-f]{32}$/);
+    expect(copied!.placeholder).not.toBe(bound!.placeholder);
+    // A copy of the parent's environment gets the child's own placeholder, never the parent's.
+    expect(await source.placeholderEnv(child.body.id, { FORKED: bound!.placeholder, OTHER: 'x' })).toEqual({
+      FORKED: copied!.placeholder,
+    });
+    expect(await source.placeholderEnv(child.body.id, { OTHER: 'x' })).toEqual({});
+    await source.dropBindings(child.body.id);
+    await vi.advanceTimersByTimeAsync(1_100);
+    expect(await source.forSandbox(child.body.id)).toEqual([]);
+    expect(await source.placeholderEnv(child.body.id, { FORKED: bound!.placeholder })).toEqual({ FORKED: '' });
+  });
+
   it("a template's secrets resolve in the spawner's namespace", async () => {
     expect((await create('jack', { name: 'TPL_TOKEN', value: 'jack-tpl-value', hosts: ['t.test'] })).status).toBe(201);
     const bad = await u.req('POST', '/api/v1/templates', { name: 'tpl-bridge', network: 'bridge', secrets: ['TPL_TOKEN'] });

@@ -105,6 +105,10 @@ export class SqlSecrets implements SecretStore {
     }
   }
 
+  async deleteSecretBindings(sandboxId: string): Promise<number> {
+    return this.sql.count('DELETE FROM secret_bindings WHERE sandbox_id = ?', [sandboxId]);
+  }
+
   async secretBindings(sandboxId: string): Promise<BoundSecretRow[]> {
     const rows = await this.sql.rows(
       `SELECT b.sandbox_id AS b_sandbox_id, b.name AS b_name, b.owner_key AS b_owner_key, b.placeholder AS b_placeholder,

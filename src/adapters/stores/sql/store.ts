@@ -391,4 +391,5 @@ export class SqlStore implements Store {
   readonly countSecrets = () => this.secrets.countSecrets();
   readonly insertSecretBindings = (bindings: readonly SecretBinding[]) => this.secrets.insertSecretBindings(bindings);
   readonly secretBindings = (sandboxId: string) => this.secrets.secretBindings(sandboxId);
+  readonly deleteSecretBindings = (sandboxId: string) => this.secrets.deleteSecretBindings(sandboxId);
 }

@@ -17,6 +17,7 @@ import { EXEC_BINARY_MEDIA_TYPE } from '../contracts/exec-frames.js';
 import { ProcessesApi } from './processes.js';
 import { ProvidersApi, QuotasApi, TemplatesApi, WorkerFacingApi, WorkersApi } from './resources.js';
 import { VolumesApi } from './volumes.js';
+import { SecretsApi } from './secrets.js';
 import type {
   AdmissionDecision,
   AuditQuery,
@@ -67,6 +68,8 @@ export class Client {
   readonly workers: WorkersApi;
   /** Named volumes sandboxes mount (DESIGN.md §10). */
   readonly volumes: VolumesApi;
+  /** Secrets the sandbox never sees (DESIGN.md §15). */
+  readonly secrets: SecretsApi;
   /** Worker → control plane routes, with the `worker` credentials of the options. */
   readonly worker: WorkerFacingApi;
   /** Background processes of a sandbox. */
@@ -82,6 +85,7 @@ export class Client {
     this.providers = new ProvidersApi(this.http);
     this.workers = new WorkersApi(this.http);
     this.volumes = new VolumesApi(this.http);
+    this.secrets = new SecretsApi(this.http);
     this.worker = new WorkerFacingApi(this.http);
     this.processes = new ProcessesApi(this.http);
   }

@@ -18,6 +18,7 @@ import type {
   UpdateTemplateRequest,
   Worker,
   WorkerEventsRequest,
+  WorkerSandboxSecrets,
 } from './types.js';
 
 const enc = encodeURIComponent;
@@ -155,6 +156,15 @@ export class WorkerFacingApi {
   async events(body: WorkerEventsRequest, opts: RequestOptions = {}): Promise<{ accepted: number; rejected: number }> {
     this.http.workerCredentials();
     return this.http.json('POST', '/api/v1/worker/events', { body, signal: opts.signal });
+  }
+
+  /**
+   * The bound secrets, with their values, of a sandbox this worker runs (DESIGN.md §15), for its
+   * egress gateway; 403 for a sandbox placed elsewhere. Kept only in memory, at most a second.
+   */
+  async sandboxSecrets(sandboxId: string, opts: RequestOptions = {}): Promise<WorkerSandboxSecrets> {
+    this.http.workerCredentials();
+    return this.http.json('GET', `/api/v1/worker/sandboxes/${enc(sandboxId)}/secrets`, { signal: opts.signal });
   }
 
   /** Renews a lease this worker holds (`ttl` from now); 404 unknown, 409 expired or held by another. */

@@ -23,6 +23,7 @@ import type {
 } from '../contracts/system.js';
 import type { CreateTemplateRequest, Template, TemplateSpawnRequest, UpdateTemplateRequest } from '../contracts/templates.js';
 import type { Volume as VolumeSchema, VolumeMount as VolumeMountSchema } from '../contracts/volumes.js';
+import type { CreateSecretRequest, Secret, UpdateSecretRequest, WorkerSandboxSecrets } from '../contracts/secrets.js';
 
 export type {
   AdmissionDecision,
@@ -46,6 +47,10 @@ export type {
   UpdateTemplateRequest,
   Worker,
   WorkerEventsRequest,
+  CreateSecretRequest,
+  Secret,
+  UpdateSecretRequest,
+  WorkerSandboxSecrets,
 };
 export type FileInfo = FileInfoDto;
 export type Health = Static<typeof HealthSchema>;

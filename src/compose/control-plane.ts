@@ -51,6 +51,7 @@ import { isReplicaWorker, peerLiveness, refusePoolAcrossHosts, replicaRpcKey, re
 import { advertiseUrl } from '../config/advertise.js';
 import { REPLICA_CAPABILITY } from '../core/scheduler/workers.js';
 import { openStore } from './store.js';
+import { openSecrets } from './secrets.js';
 
 /** How long `close` lets requests in flight finish before it cuts their connections. */
 const CLOSE_DEADLINE_MS = 30_000;
@@ -113,6 +114,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       (await store.getMeta('list_cursor_secret')) || (await store.claimMeta('list_cursor_secret', randomBytes(32).toString('hex')));
     const previewSecret =
       (await store.getMeta('preview_secret')) || (await store.claimMeta('preview_secret', randomBytes(32).toString('hex')));
+    // Secrets (DESIGN §15): the key checked against the store's verifier before anything serves.
+    const secrets = await openSecrets(config, store, opts.home ?? homedir(), clock);
 
     const bus = new EventBus(clock);
     // Before anything publishes: with replicas, every event goes through the shared journal.
@@ -175,6 +178,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         config,
         providers: built.providers,
         rules: storeRules(store),
+        secrets,
         logger,
         onVerdict: (v) => egressVerdict(v),
         // DESIGN §15: the node's CA lives in this data dir; each injected request counts.
@@ -202,7 +206,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     // Bound once the preview service exists (it needs the sandbox service).
     let preview: PreviewService | undefined;
     const previewToken = (id: string) => (preview?.settings.auth ? preview.token(id) : undefined);
-    const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids, settings, warn, previewToken });
+    const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids, settings, warn, previewToken, secrets, forkSecrets: secrets });
     preview = new PreviewService(sandboxes, store, {
       domain: config.server.preview_domain,
       auth: config.server.preview_auth,
@@ -278,6 +282,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
         stats: newPreviewStats(),
       },
       egress: egressStats,
+      secretService: secrets,
     };
 
     // A pure control plane (`server.local_worker: false`) is no worker; a deleted `local` stays deleted.

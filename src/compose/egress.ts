@@ -21,6 +21,8 @@ export interface EgressDeps {
   providers: readonly Provider[];
   /** A live filtered sandbox's lists, or null (unknown, gone, not filtered: denied). */
   rules(sandboxId: string): Promise<EgressLists | null>;
+  /** A sandbox's bound secrets with their values (DESIGN.md §15), for the gateway's interception. */
+  secrets?: SecretSource;
   logger: Logger;
   /** Each verdict (metrics, events, console lines). */
   onVerdict?(v: VerdictRecord): void;
@@ -28,8 +30,6 @@ export interface EgressDeps {
   resolve?(name: string): Promise<string[]>;
   /** Home of the data dir (`<home>/.sbx`): the node's egress CA and the sandboxes' trust bundles live there. */
   home?: string;
-  /** The secrets bound to sandboxes (DESIGN §15): tunnels to their hosts are intercepted. */
-  secrets?: SecretSource;
   /** A request went on with a secret injected (`sbx_egress_secret_injections_total`). */
   onInjection?(sandboxId: string): void;
 }
@@ -95,6 +95,7 @@ export async function startEgress(deps: EgressDeps): Promise<EgressHandle | null
       port,
       sandboxFor: (address) => egress.sandboxFor(address),
       rules: deps.rules,
+      ...(deps.secrets ? { secrets: deps.secrets } : {}),
       ownAddresses,
       ...(deps.resolve ? { resolve: deps.resolve } : {}),
       ...(deps.secrets ? { secrets: deps.secrets } : {}),

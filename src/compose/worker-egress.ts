@@ -11,6 +11,7 @@ import type { SbxConfig } from '../config/index.js';
 import type { EgressCounts, Provider } from '../core/ports.js';
 import type { WorkerState } from '../core/scheduler/worker-state-port.js';
 import { startEgress, type EgressHandle } from './egress.js';
+import type { SecretSource } from '../core/secrets/port.js';
 
 type Denial = WorkerEventsRequest['events'][number];
 
@@ -43,6 +44,8 @@ export interface WorkerEgressDeps {
   onDenial?(): void;
   /** Home of the worker's data dir (`<home>/.sbx`): its own egress CA lives there (DESIGN §15). */
   home?: string;
+  /** Bound secrets of this worker's sandboxes, fetched from the control plane (DESIGN.md §15). */
+  secrets?: SecretSource;
 }
 
 const num = (text: string | null) => {
@@ -69,6 +72,7 @@ export async function startWorkerEgress(deps: WorkerEgressDeps): Promise<WorkerE
     logger: deps.logger,
     ...(deps.home ? { home: deps.home } : {}),
     ...(deps.resolve ? { resolve: deps.resolve } : {}),
+    ...(deps.secrets ? { secrets: deps.secrets } : {}),
     rules: async (id) => {
       const rt = state.getRuntime(id);
       if (!rt || rt.network !== 'filtered') return null;

@@ -27,6 +27,9 @@ import { buildRpcApp, callsInFlight } from '../transports/worker-rpc/server/app.
 import { buildProviders } from './providers.js';
 import { authSettings } from './settings.js';
 import { startWorkerEgress, type WorkerEgress } from './worker-egress.js';
+import { secretsTransportOk, workerSecretSource } from './worker-secrets.js';
+import type { SecretSource } from '../core/secrets/port.js';
+import type { WorkerSandboxSecrets } from '../client/types.js';
 
 export interface WorkerOptions {
   logger?: Logger;
@@ -45,6 +48,8 @@ export interface Worker {
   controlPlane: string;
   providers: string[];
   logger: Logger;
+  /** The bound secrets of this worker's sandboxes as its egress gateway reads them (DESIGN §15). */
+  secrets: SecretSource;
   /** Sends one heartbeat now (throws a one-line reason on failure). */
   heartbeat(): Promise<void>;
   /** Starts listening (when `listen_addr` is set) and the heartbeat loop; the first heartbeat must succeed. */
@@ -135,7 +140,21 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
     providers = built.providers;
     // Filtered sandboxes (DESIGN §10): this worker's own gateway, with the rules the control plane sends.
     let sendDenials = () => undefined as void;
+    // Secrets (DESIGN §15): fetched per sandbox from the control plane once it can be called (below).
+    let fetchSecrets: (sandboxId: string, signal: AbortSignal) => Promise<WorkerSandboxSecrets> = () =>
+      Promise.reject(new Error('the worker is starting'));
+    const secrets = workerSecretSource({
+      controlPlanes,
+      runs: (sandboxId) => state.getRuntime(sandboxId) !== null,
+      fetch: (sandboxId, signal) => fetchSecrets(sandboxId, signal),
+    });
+    if (!controlPlanes.every(secretsTransportOk))
+      logger.warn(
+        { worker_id: id },
+        "worker.control_plane_url is plain http to a host that is not loopback: secrets bound to this worker's sandboxes will not be injected (use https)",
+      );
     egress = await startWorkerEgress({
+      secrets,
       config,
       providers,
       state,
@@ -229,6 +248,13 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
       }
       throw new Error(`${what} failed: ${failures.join('; ')}`);
     };
+    fetchSecrets = async (sandboxId, signal) => {
+      let got: WorkerSandboxSecrets | undefined;
+      await onControlPlane('secrets fetch', async (client) => {
+        got = await client.worker.sandboxSecrets(sandboxId, { signal });
+      });
+      return got!;
+    };
 
     const heartbeat = async (status?: string) => {
       const capacity: Record<string, unknown> = {
@@ -295,6 +321,7 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
       controlPlane,
       providers: providers.map((p) => p.name),
       logger,
+      secrets,
       heartbeat: () => heartbeat(),
       draining: () => draining,
       async start() {

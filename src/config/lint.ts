@@ -196,6 +196,14 @@ function lintWorkerAuth(l: Lint): void {
       'keep only previous keys in auth.worker_signing_keys',
     );
   }
+  // Secrets (DESIGN §15): a key the server would refuse at start.
+  if (set(auth.secrets_key) && auth.secrets_key!.trim().length < 32)
+    add(
+      'fail',
+      'auth.secrets_key',
+      'auth.secrets_key is shorter than 32 characters: the server refuses to start',
+      'use `openssl rand -hex 32`',
+    );
   const seen = new Set<string>();
   auth.worker_signing_keys.forEach((k, i) => {
     if (seen.has(k))

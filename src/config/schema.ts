@@ -106,6 +106,8 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     worker_signing_key_file: secretFile('worker_signing_key'),
     worker_signing_keys: list(true),
     worker_revoked_token_ids: list(),
+    secrets_key: secret(),
+    secrets_key_file: secretFile('secrets_key'),
   }),
   rate_limit: g({
     enabled: bool(),

@@ -94,6 +94,9 @@ export interface AuthConfig {
   /** Extra verification keys accepted during rotation. */
   worker_signing_keys: string[];
   worker_revoked_token_ids: string[];
+  /** Encrypts secret values at rest (DESIGN.md §15); a lone SQLite node generates one into its data dir. */
+  secrets_key?: string;
+  secrets_key_file?: string;
 }
 
 export interface RateLimitConfig {

@@ -8,3 +8,4 @@ export * from './system.js';
 export * from './admin.js';
 export * from './processes.js';
 export * from './volumes.js';
+export * from './secrets.js';

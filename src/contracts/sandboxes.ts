@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
 import { VolumeMount, VolumeMounts } from './volumes.js';
+import { SecretBindings } from './secrets.js';
 
 export const SandboxId = Type.String({ minLength: 1, maxLength: 128 });
 
@@ -94,6 +95,7 @@ export const SpawnRequest = Type.Object(
       }),
     ),
     volumes: Type.Optional(VolumeMounts),
+    secrets: Type.Optional(SecretBindings),
   },
   { $id: 'SpawnRequest', additionalProperties: false },
 );

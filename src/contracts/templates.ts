@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
 import { Egress, EgressLists, Network } from './sandboxes.js';
 import { VolumeMount, VolumeMounts } from './volumes.js';
+import { SecretBindings } from './secrets.js';
 
 const TemplateFields = {
   image: Type.Optional(Type.String({ minLength: 1 })),
@@ -16,6 +17,7 @@ const TemplateFields = {
     Type.String({ minLength: 1, maxLength: 256, description: 'sbx extension: spawns start from this snapshot (leave image out)' }),
   ),
   volumes: Type.Optional(VolumeMounts),
+  secrets: Type.Optional(SecretBindings),
   warm: Type.Optional(
     Type.Integer({
       minimum: 0,
@@ -64,6 +66,9 @@ export const Template = Type.Object(
     volumes: Type.Union([Type.Array(VolumeMount), Type.Null()]),
     warm: Type.Union([Type.Integer(), Type.Null()]),
     egress: Type.Union([EgressLists, Type.Null()]),
+    secrets: Type.Union([Type.Array(Type.String()), Type.Null()], {
+      description: "sbx extension: secrets its spawns bind, resolved in the spawner's namespace",
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

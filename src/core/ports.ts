@@ -7,6 +7,7 @@
 import type { ProcessStore } from './process-port.js';
 import type { WarmStore } from './warm-port.js';
 import type { PoolUidStore } from './pool-port.js';
+import type { SecretStore } from './secrets/store-port.js';
 import type { SharedState } from './replica-port.js';
 import type { EgressLists } from './network/rules.js';
 
@@ -107,6 +108,8 @@ export interface TemplateRecord {
   warm?: number | null;
   /** Egress lists of its spawns (network `filtered`), canonical; null/absent: none. */
   egress?: EgressLists | null;
+  /** Secrets its spawns bind (DESIGN.md §15), resolved in the spawner's namespace; null/absent: none. */
+  secrets?: string[] | null;
   created_at: string;
   updated_at: string;
 }
@@ -415,7 +418,8 @@ export type Store = StoreLifecycle &
   WarmStore &
   PoolUidStore &
   SnapshotStore &
-  VolumeStore;
+  VolumeStore &
+  SecretStore;
 
 // ---------------------------------------------------------------- provider (provider-port.ts)
 
@@ -424,3 +428,4 @@ export * from './replica-port.js';
 export * from './process-port.js';
 export * from './warm-port.js';
 export * from './pool-port.js';
+export * from './secrets/store-port.js';

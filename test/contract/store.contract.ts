@@ -9,6 +9,7 @@ import { at, ids, sandbox, template, type ContractContext, type StoreFactory, ty
 import { leaseContract } from './store-leases.contract.js';
 import { processContract } from './store-processes.contract.js';
 import { warmContract } from './store-warm.contract.js';
+import { secretsContract } from './store-secrets.contract.js';
 import { poolUidContract } from './store-pool.contract.js';
 import { registryContract } from './store-registry.contract.js';
 import { snapshotVolumeContract } from './store-snapvol.contract.js';
@@ -48,6 +49,7 @@ export function runStoreContract(name: string, factory: StoreFactory, options: S
     auditContract(ctx);
     processContract(ctx);
     warmContract(ctx);
+    secretsContract(ctx);
     poolUidContract(ctx);
     snapshotVolumeContract(ctx);
   });

@@ -282,6 +282,18 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     await api(`/sandboxes/${other.id}`, { method: 'DELETE' });
     await page.getByLabel('Filter').fill('');
 
+    // Secrets: names, hosts and fingerprints; never a value (DESIGN §15).
+    const made = await api('/secrets', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'UI_TOKEN', value: 'ui-secret-value-2b4d', hosts: ['api.example.com'] }),
+    });
+    expect(made.status).toBe(201);
+    await page.getByRole('button', { name: 'Secrets' }).click();
+    await page.locator('main section.card td', { hasText: 'UI_TOKEN' }).waitFor();
+    expect(await page.locator('main').innerText()).toContain('api.example.com');
+    expect(await page.content()).not.toContain('ui-secret-value-2b4d');
+    await api('/secrets/UI_TOKEN', { method: 'DELETE' });
+
     for (const view of ['Templates', 'System']) {
       await page.getByRole('button', { name: view }).click();
       // The event stream keeps the network busy: wait for the view's content instead of idleness.

@@ -29,6 +29,7 @@ describe('templates (spec 4.3)', () => {
       'name',
       'network',
       'provider',
+      'secrets',
       'snapshot',
       'ttl',
       'updated_at',

@@ -18,6 +18,14 @@ function hardened(): SbxConfig {
 const keysOf = (f: LintFinding[]) => f.map((x) => `${x.level} ${x.key}`);
 
 describe('lintConfig', () => {
+  it('a secrets key the server would refuse fails; a long enough one is clean', () => {
+    const c = hardened();
+    c.auth.secrets_key = 'too-short';
+    expect(keysOf(lintConfig(c, { production: false }))).toContain('fail auth.secrets_key');
+    c.auth.secrets_key = 's'.repeat(32);
+    expect(keysOf(lintConfig(c, { production: true }))).not.toContain('fail auth.secrets_key');
+  });
+
   it('replicas with local workers (DESIGN §7): a loopback advertise URL with a remote database fails, plain http between hosts warns', () => {
     const c = hardened();
     c.database.driver = 'postgres';

@@ -77,6 +77,19 @@ export function startDeadline(ms: number, onExpire: () => void, step = MAX_TIMER
 const encoder = new TextEncoder();
 
 /**
+ * The environment of a sandbox's command: the sandbox's own (DESIGN.md §14), its secrets'
+ * placeholders read from its bindings (§15), then the request's.
+ */
+export async function commandEnv(
+  sandboxes: SandboxService,
+  rec: SandboxRecord,
+  requested: Record<string, string> | undefined,
+): Promise<Record<string, string>> {
+  const placeholders = (await sandboxes.deps.secrets?.placeholderEnv(rec.id, rec.env)) ?? {};
+  return { ...(rec.env ?? {}), ...placeholders, ...(requested ?? {}) };
+}
+
+/**
  * Command execution (spec 4.1 exec rules). Limits are checked before anything runs, so an HTTP
  * stream can still answer with a status code; deadlines kill the command and are reported as
  * `exec.timeout` plus a stderr line, caller cancellation is not.
@@ -93,7 +106,7 @@ export class ExecService {
       command: input.command,
       args: input.args ?? [],
       mode: input.mode ?? 'shell',
-      env: input.env ?? {},
+      env: await commandEnv(this.sandboxes, rec, input.env),
       workdir: input.workdir !== undefined ? sandboxPath(input.workdir, 'workdir') : undefined,
       stdin: input.stdin,
     };

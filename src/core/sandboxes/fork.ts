@@ -173,6 +173,8 @@ export class ForkService {
       vcpus: rec.vcpus,
       ttl_ms,
       metadata,
+      // Bindings are copied with placeholders of their own by the fork-secrets hook, not planned anew.
+      secrets: [],
       owner_id: rec.owner_id,
       template: rec.template,
       network,

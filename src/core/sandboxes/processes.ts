@@ -17,7 +17,7 @@ import type {
   Provider,
 } from '../ports.js';
 import type { Caller } from './caller.js';
-import { checkWorkdir, startDeadline, type ExecCommand, type ExecService } from './exec.js';
+import { checkWorkdir, commandEnv, startDeadline, type ExecCommand, type ExecService } from './exec.js';
 import { sandboxPath } from './paths.js';
 import { buildShellCommand } from '../../shared/shell.js';
 import {
@@ -127,7 +127,9 @@ export class ProcessService {
     const log = await this.deps.logs.open(rec.id, true);
     if (!log) throw new SbxError('internal', 'the process output log could not be created');
     await this.deps.store.insertProcess(rec);
-    const spec: ExecSpec = { command: input.command, args, mode, env: input.env ?? {}, ...(workdir !== undefined ? { workdir } : {}) };
+    // The sandbox's environment (DESIGN.md §14, §15: its secrets' placeholders), then the request's.
+    const env = await commandEnv(this.deps.sandboxes, sandbox, input.env);
+    const spec: ExecSpec = { command: input.command, args, mode, env, ...(workdir !== undefined ? { workdir } : {}) };
     if (rec.runner === 'detached') {
       try {
         await this.launch(provider, runtimeId, rec, spec);

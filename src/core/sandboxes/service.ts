@@ -31,6 +31,7 @@ import { VolumeService } from './volumes.js';
 import type { WarmPool } from './warm.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
 import { ForkService, type ForkSecretsHook } from './fork.js';
+import { planSpawnSecrets, type PlannedBinding, type SecretService } from '../secrets/service.js';
 
 export interface SpawnInput {
   image?: string;
@@ -51,6 +52,8 @@ export interface SpawnInput {
   env?: Record<string, string>;
   /** Seed of the envd access token (DESIGN.md §14), hex; made by the caller that hands the token out. */
   access_token_seed?: string;
+  /** Secrets to bind (DESIGN.md §15): names in the owner's namespace; needs network `filtered`. */
+  secrets?: unknown;
 }
 
 /** A spawn request with every default applied. */
@@ -77,6 +80,8 @@ export interface ResolvedSpawn {
   env: Record<string, string>;
   /** Seed of the envd access token, or null for none. */
   access_token_seed: string | null;
+  /** Secrets bound (DESIGN.md §15), each with its placeholder (also in `env`); empty for none. */
+  secrets: PlannedBinding[];
   /** A fork (DESIGN.md §16): the parent and the fork image it starts from; absent for every other spawn. */
   fork?: ForkOrigin;
 }
@@ -110,6 +115,8 @@ export interface SandboxDeps {
   destroyRetry?: TeardownRetry;
   /** Secret bindings a fork gets, with placeholders of its own (DESIGN.md §15, §16); absent until secrets exist. */
   forkSecrets?: ForkSecretsHook;
+  /** Secrets a spawn binds (DESIGN.md §15); absent: a spawn naming secrets answers 501. */
+  secrets?: Pick<SecretService, 'plan' | 'record' | 'placeholderEnv'>;
 }
 
 const GONE = new Set(['destroyed', 'expired']);
@@ -194,6 +201,9 @@ export class SandboxService {
       worker = volumeWorker;
     }
     const { network, egress } = spawnEgress(input, d, pool.enabled);
+    const secrets = await planSpawnSecrets(this.deps.secrets, input.secrets, network, ownerForQuota(input.owner_id));
+    const env = checkEnv(input.env);
+    for (const b of secrets) env[b.name] = b.placeholder;
     return {
       image: input.image ?? d.image,
       provider,
@@ -208,8 +218,9 @@ export class SandboxService {
       snapshot,
       volumes,
       worker,
-      env: checkEnv(input.env),
+      env,
       access_token_seed: checkSeed(input.access_token_seed),
+      secrets,
     };
   }
 

@@ -165,6 +165,8 @@ async function createPlaced(
       ...(req.access_token_seed !== null ? { access_token_seed: req.access_token_seed } : {}),
       ...(req.fork ? { forked_from: req.fork.parent.id, fork: req.fork.name } : {}),
     };
+    // Bindings first: the gateway never sees the sandbox without them (DESIGN.md §15).
+    if (req.secrets.length > 0) await deps.secrets?.record(id, req.owner_id, req.secrets);
     // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.commit).
     const stored = rec;
     await (ticket ? ticket.commit(() => store.insertSandbox(stored)) : store.insertSandbox(stored));

@@ -3,6 +3,7 @@ import { badRequest, notFound, SbxError } from '../errors.js';
 import { canonicalProviderName } from '../providers/registry.js';
 import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports.js';
 import { networkWithEgress } from './network-choice.js';
+import { checkBindingNames } from '../secrets/rules.js';
 import type { SandboxService } from './service.js';
 
 export interface TemplateFields {
@@ -20,6 +21,8 @@ export interface TemplateFields {
   volumes?: Array<{ name: string; mount_path: string }>;
   /** Runtimes of its shape kept ready (DESIGN.md §11). */
   warm?: number;
+  /** Secrets its spawns bind (DESIGN.md §15), resolved in the spawner's namespace; needs network `filtered`. */
+  secrets?: string[];
 }
 
 export interface TemplateSpawnOverrides {
@@ -95,6 +98,7 @@ export class TemplateService {
             : {}),
         ...(t.snapshot ? { snapshot: t.snapshot } : {}),
         ...(t.volumes?.length ? { volumes: t.volumes } : {}),
+        ...(t.secrets?.length ? { secrets: t.secrets } : {}),
         ...(overrides.env ? { env: overrides.env } : {}),
         ...(overrides.access_token_seed ? { access_token_seed: overrides.access_token_seed } : {}),
       },
@@ -132,6 +136,9 @@ export class TemplateService {
     }
     const { network, egress } = networkWithEgress(f.network, f.egress);
     if (network === 'filtered') this.refuseUnenforceable(f.provider);
+    const secrets = f.secrets === undefined ? [] : checkBindingNames(f.secrets);
+    if (secrets.length > 0 && network !== 'filtered')
+      throw badRequest(`secrets need network "filtered", not ${JSON.stringify(network ?? 'default')}`);
     if (f.warm !== undefined && (!Number.isInteger(f.warm) || f.warm < 0 || f.warm > 64))
       throw badRequest('warm must be a whole number from 0 to 64');
     // A snapshot or volume the template names must exist now (404), so its spawns can start.
@@ -155,6 +162,7 @@ export class TemplateService {
       snapshot: f.snapshot ?? null,
       volumes,
       warm: f.warm ? f.warm : null,
+      secrets: secrets.length > 0 ? secrets : null,
     };
   }
 }

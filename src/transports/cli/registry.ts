@@ -30,6 +30,7 @@ import { snapshotsCommand } from './commands/snapshots.js';
 import { spawnCommand } from './commands/spawn.js';
 import { templatesCommand } from './commands/templates.js';
 import { volumesCommand } from './commands/volumes.js';
+import { secretsCommand } from './commands/secrets.js';
 import { watchCommand } from './commands/watch.js';
 import { workerCommand } from './commands/worker.js';
 import { workersCommand } from './commands/workers.js';
@@ -54,6 +55,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   forkCommand,
   snapshotsCommand,
   volumesCommand,
+  secretsCommand,
   admissionCommand,
   quotaCommand,
   providersCommand,

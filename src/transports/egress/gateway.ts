@@ -45,6 +45,11 @@ export interface GatewayOptions {
   sandboxFor(address: string): Promise<string | null>;
   /** A sandbox's current lists; null when it is not (or no longer) filtered: everything denied. */
   rules(sandboxId: string): Promise<EgressLists | null>;
+  /**
+   * A sandbox's bound secrets and their current values (DESIGN.md §15): the control plane's store, or
+   * on a worker its fetch from the control plane. Cached ≤ 1 s by the source; throws when it cannot tell.
+   */
+  secrets?: SecretSource;
   /** This node's own addresses (special: refused unless an allow CIDR names them). */
   ownAddresses?(): string[];
   /** Name → addresses, in order (tests inject one); default: the hosts file, then a node:dns Resolver (A then AAAA, 5 s). */
@@ -55,8 +60,6 @@ export interface GatewayOptions {
   /** Lookups in flight per sandbox (more → denied with `limit`). */
   maxLookups?: number;
   connectTimeoutMs?: number;
-  /** The secrets bound to sandboxes (DESIGN §15); with `interception`, tunnels to their hosts are intercepted (intercept.ts). */
-  secrets?: SecretSource;
   /** The node's CA (leaves) and the trust upstreams are verified against. */
   interception?: InterceptTls;
   /** A request went on with a secret's value injected (`sbx_egress_secret_injections_total`). */

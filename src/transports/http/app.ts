@@ -34,6 +34,8 @@ import { sandboxRoutes } from './routes/sandboxes.js';
 import { systemRoutes } from './routes/system.js';
 import { templateRoutes } from './routes/templates.js';
 import { snapshotRoutes } from './routes/snapshots.js';
+import { secretRoutes } from './routes/secrets.js';
+import { workerSecretRoutes } from './routes/worker-secrets.js';
 import { volumeRoutes } from './routes/volumes.js';
 import { workerRoutes } from './routes/workers.js';
 import { workerFacingRoutes } from './routes/worker-facing.js';
@@ -178,6 +180,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   templateRoutes(app, deps);
   snapshotRoutes(app, deps);
   volumeRoutes(app, deps);
+  secretRoutes(app, deps);
   quotaRoutes(app, deps);
   providerRoutes(app, deps);
   workerRoutes(app, deps);
@@ -185,6 +188,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   observabilityRoutes(app, deps);
   openapiRoutes(app, deps, routeTable);
   workerFacingRoutes(app, deps);
+  workerSecretRoutes(app, deps);
   adminRoutes(app, deps);
   for (const group of opts.routes ?? []) await group(app, deps);
 

@@ -25,6 +25,7 @@ import type { PoolStatusView } from '../../core/pool/pool-provider.js';
 import type { PreviewService } from '../../core/sandboxes/preview.js';
 import type { PreviewStats } from '../shared/preview/proxy.js';
 import type { InflightBudget } from './inflight.js';
+import type { SecretService } from '../../core/secrets/service.js';
 
 /** Event stream tuning; tests shorten the keep-alive and the slow-subscriber limits. */
 export interface EventStreamOptions {
@@ -105,4 +106,6 @@ export interface HttpDeps {
   idempotency: Idempotency;
   /** Event stream tuning (read per request). */
   eventStream?: EventStreamOptions;
+  /** Secrets (DESIGN.md §15); absent: their routes answer 501. */
+  secretService?: SecretService;
 }

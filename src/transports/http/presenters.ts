@@ -64,6 +64,7 @@ export function presentTemplate(rec: TemplateRecord): Template {
     volumes: rec.volumes && rec.volumes.length > 0 ? rec.volumes : null,
     warm: rec.warm ?? null,
     egress: rec.egress ? { allow: [...rec.egress.allow], deny: [...rec.egress.deny] } : null,
+    secrets: rec.secrets?.length ? [...rec.secrets] : null,
     created_at: rec.created_at,
     updated_at: rec.updated_at,
   };

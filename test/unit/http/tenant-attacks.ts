@@ -8,6 +8,8 @@ import type { UnitRes } from '../../helpers/unit-plane.js';
 export const API_KEY = 'matrix-user-key-1f3e5d7c9b1a3f5e7d9c';
 export const ADMIN_KEY = 'matrix-admin-key-2a4c6e8f0b2d4f6a8c0e';
 export const SECRET = 'alice-secret-7d41c0';
+/** The victim's stored secret (DESIGN.md §15): its name; its value holds SECRET. */
+export const SECRET_NAME = 'ALICE_SECRET_TOKEN';
 
 /**
  * Routes that hold nothing of one tenant that another could reach, and why. The quota routes are
@@ -43,6 +45,7 @@ export const NOT_SANDBOX_SCOPED: Record<string, string> = {
   'GET /api/v1/openapi.json': 'the API description',
   'POST /api/v1/worker/:workerID/heartbeat': 'worker credentials only',
   'POST /api/v1/worker/events': 'worker credentials only',
+  'GET /api/v1/worker/sandboxes/:id/secrets': 'worker credentials only (the placing worker, its lease)',
   'POST /api/v1/worker/:workerID/leases/:resourceID/renew': 'worker credentials only',
   'GET /ui': 'static dashboard assets',
   'GET /ui/*': 'static dashboard assets',
@@ -92,6 +95,21 @@ const listsNothing =
     expect(res.status).toBe(200);
     expect(res.text).not.toContain(pick(v));
   };
+
+/**
+ * Another owner's secret: not found in the caller's namespace, forbidden through ?owner_id= without
+ * an admin credential. A 200 may only be the attacker's own secret of the same name (its POST made
+ * one); the owner's view, checked after every attack, shows the victim's untouched.
+ */
+const secretRefused: Verdict = (res) => {
+  expect([200, 403, 404]).toContain(res.status);
+  expect(res.text).not.toContain('"owner_id":"alice"');
+  expect(res.text).not.toContain(SECRET);
+};
+const secretTries = (method: string, body?: unknown): Attempt[] => [
+  { method, url: `/api/v1/secrets/${SECRET_NAME}`, ...(body !== undefined ? { body } : {}) },
+  { method, url: `/api/v1/secrets/${SECRET_NAME}?owner_id=alice`, ...(body !== undefined ? { body } : {}) },
+];
 
 export const sb = (v: Victim) => `/api/v1/sandboxes/${v.sandbox}`;
 export const ATTACKS: Record<string, { tries: (v: Victim) => Attempt[]; verdict?: Verdict }> = {
@@ -188,6 +206,27 @@ export const ATTACKS: Record<string, { tries: (v: Victim) => Attempt[]; verdict?
   },
   'GET /api/v1/volumes': { tries: () => [{ method: 'GET', url: '/api/v1/volumes' }], verdict: listsNothing((v) => v.volume) },
   'DELETE /api/v1/volumes/:name': { tries: (v) => [{ method: 'DELETE', url: `/api/v1/volumes/${v.volume}` }] },
+  // Secrets (DESIGN.md §15): one namespace per owner; the same name in the attacker's is the attacker's own.
+  'POST /api/v1/secrets': {
+    tries: () => [
+      { method: 'POST', url: '/api/v1/secrets', body: { name: SECRET_NAME, value: 'attacker', hosts: ['evil.test'] } },
+      { method: 'POST', url: '/api/v1/secrets?owner_id=alice', body: { name: 'PLANTED', value: 'attacker', hosts: ['evil.test'] } },
+    ],
+    verdict: (res) => expect([201, 403, 409]).toContain(res.status),
+  },
+  'GET /api/v1/secrets': {
+    tries: () => [
+      { method: 'GET', url: '/api/v1/secrets' },
+      { method: 'GET', url: '/api/v1/secrets?owner_id=alice' },
+    ],
+    verdict: (res) => {
+      expect([200, 403]).toContain(res.status);
+      expect(res.text).not.toContain('"owner_id":"alice"');
+    },
+  },
+  'GET /api/v1/secrets/:name': { tries: () => secretTries('GET'), verdict: secretRefused },
+  'PUT /api/v1/secrets/:name': { tries: () => secretTries('PUT', { hosts: ['evil.test'] }), verdict: secretRefused },
+  'DELETE /api/v1/secrets/:name': { tries: () => secretTries('DELETE'), verdict: secretRefused },
   'GET /api/v1/events': {
     tries: (v) => [
       { kind: 'sse', method: 'GET', url: `/api/v1/events?sandbox_id=${v.sandbox}`, headers: { 'last-event-id': '0' } },

@@ -18,6 +18,7 @@ import {
   ATTACKS,
   type Attempt,
   NOT_SANDBOX_SCOPED,
+  SECRET_NAME,
   refused,
   SECRET,
   sb,
@@ -99,7 +100,8 @@ for (const sc of scenarios) {
       const files = await u.req('GET', `${sb(v)}/files/list?path=${sc.file.slice(0, sc.file.lastIndexOf('/')) || '/'}`, undefined, alice);
       const logs = await u.req('GET', `${sb(v)}/logs`, undefined, alice);
       const procs = await u.req('GET', `${sb(v)}/processes`, undefined, alice);
-      return { sandbox: get.body, files: files.body, logs: logs.text, processes: procs.body };
+      const secrets = await u.req('GET', '/api/v1/secrets', undefined, alice);
+      return { sandbox: get.body, files: files.body, logs: logs.text, processes: procs.body, secrets: secrets.body };
     };
 
     beforeAll(async () => {
@@ -118,6 +120,8 @@ for (const sc of scenarios) {
       expect(proc.status, proc.text).toBe(201);
       const snap = await u.req('POST', `/api/v1/sandboxes/${victim}/snapshot`, { name: `snap-${sc.title.split(' ')[0]}` }, alice);
       const vol = await u.req('POST', '/api/v1/volumes', { name: `vol-${sc.title.split(' ')[0]}` }, alice);
+      const secret = { name: SECRET_NAME, value: `${SECRET}-value`, hosts: ['alice.example'] };
+      expect((await u.req('POST', '/api/v1/secrets', secret, alice)).status).toBe(201);
       v = {
         sandbox: victim,
         own,

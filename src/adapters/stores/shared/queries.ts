@@ -50,7 +50,7 @@ export const SQL = {
   getTemplate: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates WHERE name = ?`,
   listTemplates: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates ORDER BY name`,
   updateTemplate: `UPDATE templates SET image = ?, memory_mb = ?, vcpus = ?, ttl = ?, provider = ?, metadata = ?, network = ?,
-    snapshot = ?, volumes = ?, warm = ?, egress = ?, updated_at = ? WHERE name = ? RETURNING ${list(TEMPLATE_COLUMNS)}`,
+    snapshot = ?, volumes = ?, warm = ?, egress = ?, secrets = ?, updated_at = ? WHERE name = ? RETURNING ${list(TEMPLATE_COLUMNS)}`,
   deleteTemplate: 'DELETE FROM templates WHERE name = ?',
 
   insertSnapshot: `INSERT INTO snapshots (${list(SNAPSHOT_COLUMNS)}) VALUES (${marks(SNAPSHOT_COLUMNS.length)})

@@ -63,6 +63,7 @@ export const TEMPLATE_COLUMNS = [
   'volumes',
   'warm',
   'egress',
+  'secrets',
 ] as const;
 
 export const QUOTA_COLUMNS = ['owner_id', 'max_sandboxes', 'max_ttl_ms', 'max_exec_timeout_ms', 'created_at', 'updated_at'] as const;
@@ -189,6 +190,7 @@ export function templateValues(rec: TemplateRecord): unknown[] {
     volumesText(rec.volumes),
     rec.warm ?? null,
     egressText(rec.egress),
+    rec.secrets?.length ? JSON.stringify(rec.secrets) : null,
   ];
 }
 
@@ -206,6 +208,7 @@ export function templateUpdateValues(name: string, rec: Omit<TemplateRecord, 'na
     volumesText(rec.volumes),
     rec.warm ?? null,
     egressText(rec.egress),
+    rec.secrets?.length ? JSON.stringify(rec.secrets) : null,
     rec.updated_at,
     name,
   ];
@@ -227,6 +230,7 @@ export function templateFromRow(r: Row): TemplateRecord {
     ...(r.volumes != null ? { volumes: json<VolumeMount[]>(r.volumes, []) } : {}),
     ...(r.warm != null ? { warm: Number(r.warm) } : {}),
     ...(r.egress != null ? { egress: json<EgressLists>(r.egress, { allow: [], deny: [] }) } : {}),
+    ...(r.secrets != null ? { secrets: json<string[]>(r.secrets, []) } : {}),
   };
 }
 

@@ -3,6 +3,9 @@ import { conflict } from '../../../core/errors.js';
 import type {
   AuditFilter,
   AuditRecord,
+  SecretBinding,
+  SecretRecord,
+  SecretStore,
   IdempotencyRecord,
   LeaseRecord,
   LeaseResult,
@@ -57,6 +60,7 @@ import {
 import type { SqlDriver } from './driver.js';
 import { SqlProcesses } from './processes.js';
 import { SqlWarm } from './warm.js';
+import { SqlSecrets } from './secrets.js';
 
 /** The Store port, written once over a SqlDriver (SQLite or PostgreSQL). */
 export class SqlStore implements Store {
@@ -64,11 +68,13 @@ export class SqlStore implements Store {
 
   private readonly processes: SqlProcesses;
   private readonly warm: SqlWarm;
+  private readonly secrets: SqlSecrets;
 
   constructor(private readonly sql: SqlDriver) {
     this.driver = sql.name;
     this.processes = new SqlProcesses(sql);
     this.warm = new SqlWarm(sql);
+    this.secrets = new SqlSecrets(sql);
   }
 
   private async one(sql: string, params: unknown[] = []): Promise<Row | undefined> {
@@ -380,4 +386,14 @@ export class SqlStore implements Store {
   async forgetPoolRuntime(runtimeId: string): Promise<void> {
     await this.sql.count('DELETE FROM pool_uids WHERE runtime_id = ?', [runtimeId]);
   }
+  // ---------------------------------------------------------------- secrets (DESIGN.md §15), tables of migration 16
+  readonly insertSecret = (rec: SecretRecord) => this.secrets.insertSecret(rec);
+  readonly getSecret = (ownerKey: string, name: string) => this.secrets.getSecret(ownerKey, name);
+  readonly listSecrets = (ownerKey: string | null) => this.secrets.listSecrets(ownerKey);
+  readonly updateSecret: SecretStore['updateSecret'] = (ownerKey, name, patch) => this.secrets.updateSecret(ownerKey, name, patch);
+  readonly deleteSecret = (ownerKey: string, name: string) => this.secrets.deleteSecret(ownerKey, name);
+  readonly countSecrets = () => this.secrets.countSecrets();
+  readonly insertSecretBindings = (bindings: readonly SecretBinding[]) => this.secrets.insertSecretBindings(bindings);
+  readonly secretBindings = (sandboxId: string) => this.secrets.secretBindings(sandboxId);
+  readonly deleteSecretBindings = (sandboxId: string) => this.secrets.deleteSecretBindings(sandboxId);
 }

@@ -16,6 +16,7 @@ import {
   PROVIDER_NAMES,
   FORK_COLUMNS,
 } from '../shared/schema.js';
+import { secretsTables } from '../shared/schema-secrets.js';
 
 export interface Migration {
   version: number;
@@ -46,6 +47,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 14, name: 'sandbox env', sql: SANDBOX_ENV },
   { version: 15, name: 'canonical provider names', sql: PROVIDER_NAMES },
   { version: 16, name: 'forks', sql: FORK_COLUMNS },
+  { version: 17, name: 'secrets', sql: secretsTables('TEXT') },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -33,6 +33,12 @@ export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
     description: 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)',
     kind: 'list',
   },
+  {
+    flags: '--secret <name>',
+    description:
+      'bind a secret: $NAME holds a placeholder the egress gateway swaps for the value (repeatable; needs --network filtered; see sbx secrets)',
+    kind: 'list',
+  },
 ];
 
 export const OWNER_OPTION: OptionSpec = {
@@ -53,6 +59,7 @@ export interface ResourceFlags {
   deny?: string[];
   snapshot?: string;
   volume?: string[];
+  secret?: string[];
 }
 
 /** Spawn request from flags; unset flags are left out so server defaults apply. */
@@ -69,6 +76,7 @@ export function spawnRequest(f: ResourceFlags): SpawnRequest {
   if (f.allow !== undefined || f.deny !== undefined) req.egress = { allow: f.allow ?? [], deny: f.deny ?? [] };
   if (f.snapshot !== undefined) req.snapshot = f.snapshot;
   if (f.volume !== undefined) req.volumes = f.volume.map(volumeFlag);
+  if (f.secret !== undefined) req.secrets = f.secret;
   return req;
 }
 

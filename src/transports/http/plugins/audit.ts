@@ -11,7 +11,14 @@ const MAX_FIELD = 512;
  * Quota saves and deletes through the compatibility paths (spec 4.4: "Both are recorded in the
  * audit history"), audited by the same rule as their admin aliases.
  */
-const AUDITED_USER_ROUTES = new Set(['PUT /api/v1/quotas/:ownerID', 'DELETE /api/v1/quotas/:ownerID']);
+const AUDITED_USER_ROUTES = new Set([
+  'PUT /api/v1/quotas/:ownerID',
+  'DELETE /api/v1/quotas/:ownerID',
+  // Secrets (DESIGN.md §15): the path names the secret, never its value (bodies are not recorded).
+  'POST /api/v1/secrets',
+  'PUT /api/v1/secrets/:name',
+  'DELETE /api/v1/secrets/:name',
+]);
 
 const clip = (s: string) => (s.length > MAX_FIELD ? s.slice(0, MAX_FIELD) : s);
 

@@ -65,6 +65,7 @@ function route(): void {
   if (view === 'sandbox' && arg) return void sandboxView(decodeURIComponent(arg));
   if (view === 'events') return void eventsView();
   if (view === 'templates') return void templatesView();
+  if (view === 'secrets') return void secretsView();
   if (view === 'system') return void systemView();
   return void sandboxesView();
 }
@@ -201,6 +202,19 @@ async function templatesView(): Promise<void> {
   try {
     const list = (await api().templates.list()) as unknown as Rows;
     card.append(jsonTable(list, ['name', 'image', 'provider', 'memory_mb', 'vcpus', 'ttl', 'updated_at']));
+  } catch (e) {
+    card.append(h('p', { class: 'err' }, errText(e)));
+  }
+}
+
+/** Secrets (DESIGN.md §15): names, hosts and fingerprints only — the API never answers a value. */
+async function secretsView(): Promise<void> {
+  const card = h('section', { class: 'card' }, h('h2', {}, 'Secrets'));
+  main.replaceChildren(card);
+  try {
+    const list = (await api().secrets.list()) as unknown as Rows;
+    if (list.length === 0) card.append(h('p', { class: 'muted' }, 'No secrets (sbx secrets set NAME --host HOST).'));
+    else card.append(jsonTable(list, ['name', 'owner_id', 'hosts', 'allow_plain_http', 'fingerprint', 'updated_at']));
   } catch (e) {
     card.append(h('p', { class: 'err' }, errText(e)));
   }

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "watch.h"
 
 extern char **environ;
 
@@ -509,6 +510,8 @@ static void on_chld(int sig) {
 }
 
 int main(int argc, char **argv) {
+  /* Host mode of the file watch (watch.c): the mock and proot providers run it over a sandbox root. */
+  if (argc >= 2 && strcmp(argv[1], "--watch") == 0) return watch_main(argc, argv);
   /* The firecracker guest agent: a second mode of the same program (guest.c). */
   if (argc >= 2 && strncmp(argv[1], "--", 2) == 0) return guest_main(argc, argv);
   if (argc != 2) {

@@ -1,0 +1,51 @@
+/**
+ * File watch on the host providers (DESIGN §16): mock always, proot with SBX_TEST_PROOT=1 — the
+ * host-mode sbx-agent over the sandbox root, through a real server. Needs the agent binary
+ * (`node scripts/build-agent.mjs`, part of `npm run build`).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe } from 'vitest';
+import { call } from '../helpers/http.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { watchContract } from './file-watch.contract.js';
+
+describe('file watch on mock', () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer();
+  });
+  afterAll(async () => srv?.close());
+  watchContract(() => ({
+    url: srv.url,
+    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
+    count: (id) => srv.plane.deps.files.watcher.count(id),
+  }));
+});
+
+const prootOn = process.env.SBX_TEST_PROOT === '1';
+describe.skipIf(!prootOn)(`file watch on proot${prootOn ? '' : ' (skipped: SBX_TEST_PROOT is not 1)'}`, () => {
+  let srv: TestServer;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sbx-watch-proot-'));
+    const rootfs = join(dir, 'rootfs');
+    execFileSync('sh', [join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
+    srv = await startTestServer({ providers: { default: 'proot', proot: { rootfs } } });
+  }, 60_000);
+  afterAll(async () => {
+    const installation = srv?.plane.installationId;
+    await srv?.close();
+    if (installation)
+      for (const n of [`sbx-proot-${installation}`, `.sbx-proot-${installation}.sbx`])
+        rmSync(join(tmpdir(), n), { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  watchContract(() => ({
+    url: srv.url,
+    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
+    count: (id) => srv.plane.deps.files.watcher.count(id),
+  }));
+});

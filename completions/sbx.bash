@@ -4,7 +4,7 @@
 _sbx_subs() {
   case "$1" in
     '') echo 'spawn ls list get rm destroy extend egress exec shell files logs ps kill preview templates template snapshot snapshots volumes volume admission quota quotas providers pool workers watch mcp doctor serve worker provider-server config completion' ;;
-    'files') echo 'ls cat put get rm mv chmod stat glob' ;;
+    'files') echo 'ls cat put get rm mv chmod stat glob watch' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'snapshots') echo 'ls list get rm delete' ;;
     'volumes') echo 'ls list create rm delete' ;;
@@ -37,6 +37,7 @@ _sbx_opts() {
     'files chmod') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files stat') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files glob') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'files watch') echo '--no-recursive --url --api-key --admin-key --user --json --no-color' ;;
     'logs') echo '-n --lines -f --follow -p --process --url --api-key --admin-key --user --json --no-color' ;;
     'ps') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'kill') echo '-s --signal --url --api-key --admin-key --user --json --no-color' ;;
@@ -109,6 +110,7 @@ _sbx_value_opts() {
     'files chmod') echo '--url --api-key --admin-key --user' ;;
     'files stat') echo '--url --api-key --admin-key --user' ;;
     'files glob') echo '--url --api-key --admin-key --user' ;;
+    'files watch') echo '--url --api-key --admin-key --user' ;;
     'logs') echo '-n --lines -p --process --url --api-key --admin-key --user' ;;
     'ps') echo '--url --api-key --admin-key --user' ;;
     'kill') echo '-s --signal --url --api-key --admin-key --user' ;;

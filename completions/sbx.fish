@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'egress' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'snapshot' 'snapshots' 'snapshots ls' 'snapshots get' 'snapshots rm' 'volumes' 'volumes ls' 'volumes create' 'volumes rm' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'mcp' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'egress' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'files watch' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'snapshot' 'snapshots' 'snapshots ls' 'snapshots get' 'snapshots rm' 'volumes' 'volumes ls' 'volumes create' 'volumes rm' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'mcp' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -27,7 +27,7 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'extend' -d 'extend a sandbox TTL 
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'egress' -d 'replace the egress rules of a filtered sandbox (open connections they forbid are closed)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'exec' -d 'run a command in a sandbox; streams its output and exits with its exit code'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'shell' -d 'open an interactive shell in a sandbox (a terminal over the WebSocket exec)'
-complete -c sbx -n '__sbx_path_is \'\'' -f -a 'files' -d 'file operations inside a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'files' -d 'files in a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob, watch'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'logs' -d 'print the console log of a sandbox (-f to follow)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'ps' -d 'list the background processes of a sandbox (started with exec -d)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'kill' -d 'kill a background process, or send it a signal with -s'
@@ -93,12 +93,14 @@ complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'mv' -d 'move or rename insid
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'chmod' -d 'change the mode of a file in a sandbox'
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'stat' -d 'show file information'
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'glob' -d 'find paths matching a pattern in a sandbox'
+complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'watch' -d 'follow changes under a directory (create, write, remove, rename, chmod) until Ctrl-C'
 complete -c sbx -n '__sbx_path_is \'files put\'' -l mode -x -d 'file mode, e.g. 755'
 complete -c sbx -n '__sbx_path_is \'files put\'' -l recursive -s r -d 'upload a directory tree'
 complete -c sbx -n '__sbx_path_is \'files put\'' -F
 complete -c sbx -n '__sbx_path_is \'files get\'' -l recursive -s r -d 'download a directory tree'
 complete -c sbx -n '__sbx_path_is \'files get\'' -F
 complete -c sbx -n '__sbx_path_is \'files rm\'' -l recursive -s r -d 'delete a directory and its contents'
+complete -c sbx -n '__sbx_path_is \'files watch\'' -l no-recursive -d 'only the directory’s own entries, not its subdirectories'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l lines -s n -x -d 'number of lines (default 100)'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l follow -s f -d 'keep printing new lines until the sandbox goes away (Ctrl-C stops)'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l process -s p -x -d 'a background process\'s output instead (exec -d); with -f until it ends, exiting with its code'

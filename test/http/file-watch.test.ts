@@ -7,9 +7,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { brief, openWatch } from '../helpers/watch.js';
 import { watchContract } from './file-watch.contract.js';
 
 describe('file watch on mock', () => {
@@ -48,4 +49,36 @@ describe.skipIf(!prootOn)(`file watch on proot${prootOn ? '' : ' (skipped: SBX_T
     spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
     count: (id) => srv.plane.deps.files.watcher.count(id),
   }));
+});
+
+describe('file watch of pool sandboxes on mock', () => {
+  let srv: TestServer;
+  let dir: string;
+  const as = (user: string) => ({ 'x-user-id': user });
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sbx-watch-pool-'));
+    srv = await startTestServer({
+      pool: { enabled: true, max_vms: 1, max_users_per_vm: 2 },
+      auth: { admin_api_key: 'pool-admin-key-0123456789' },
+      providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
+    });
+  });
+  afterAll(async () => {
+    await srv?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a tenant sees its own workspace only, with its own paths; another tenant’s changes never reach it', async () => {
+    const alice = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('alice'))).body.id as string;
+    const bob = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('bob'))).body.id as string;
+    const w = await openWatch(srv.url, alice, '/', { headers: as('alice') });
+    expect(w.status, JSON.stringify(w.error)).toBe(200);
+    await call(srv.url, 'POST', `/api/v1/sandboxes/${bob}/files`, { path: '/b.txt', content: 'bob' }, as('bob'));
+    await call(srv.url, 'POST', `/api/v1/sandboxes/${alice}/files`, { path: '/d/a.txt', content: 'alice' }, as('alice'));
+    await w.until((e) => e.some((x) => x.path === '/d/a.txt' && x.type === 'write'));
+    expect(brief(w.events)).toEqual(['create /d', 'write /d/a.txt']);
+    // Bob cannot watch Alice's sandbox.
+    expect((await openWatch(srv.url, alice, '/', { headers: as('bob') })).status).toBe(404);
+    w.close();
+  });
 });

@@ -24,6 +24,25 @@ describe('file watch on mock', () => {
     spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
     count: (id) => srv.plane.deps.files.watcher.count(id),
   }));
+
+  it('a tree of more than 4,096 directories gets overflow and the stream ends', async () => {
+    const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+    await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/big/seed', content: '' });
+    const made = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, {
+      command: 'i=0; while [ $i -lt 4100 ]; do mkdir d$i; i=$((i+1)); done',
+      workdir: '/big',
+      timeout: '60s',
+    });
+    expect(made.body.exit_code).toBe(0);
+    const w = await openWatch(srv.url, id, '/big');
+    expect(w.status).toBe(200);
+    await w.until((e) => e.length > 0);
+    const deadline = Date.now() + 10_000;
+    while (!w.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(w.events.map((e) => e.type)).toEqual(['overflow']);
+    expect(w.ended).toBe(true);
+    expect(srv.plane.deps.files.watcher.count(id)).toBe(0);
+  }, 60_000);
 });
 
 const prootOn = process.env.SBX_TEST_PROOT === '1';

@@ -28,7 +28,7 @@ import type {
   WatchEvent,
   WorkspaceOps,
 } from '../ports.js';
-import { workspacePath } from './workspace.js';
+import { tenantEvents, workspacePath } from './workspace.js';
 
 export interface PoolSettings {
   enabled: boolean;
@@ -390,26 +390,7 @@ export class PoolProvider implements Provider {
     if (!p) return this.base.watch(runtimeId, path, opts, signal);
     await this.live(runtimeId);
     const root = workspacePath({ name: p.sandbox_id, uid: 0, gid: 0 });
-    const events = await this.base.watch(p.runtime, path === '/' ? root : `${root}${path}`, opts, signal);
-    const inside = (q: string): string | null => (q.startsWith(`${root}/`) ? q.slice(root.length) : null);
-    return {
-      async *[Symbol.asyncIterator]() {
-        for await (const ev of events) {
-          if (ev.type === 'overflow') {
-            yield ev;
-            return;
-          }
-          const to = inside(ev.path);
-          if (to === null) continue;
-          if (ev.old_path === undefined) {
-            yield { ...ev, path: to };
-            continue;
-          }
-          const from = inside(ev.old_path);
-          yield from === null ? { type: 'create', path: to } : { ...ev, path: to, old_path: from };
-        }
-      },
-    };
+    return tenantEvents(await this.base.watch(p.runtime, path === '/' ? root : `${root}${path}`, opts, signal), root);
   }
 
   /** Console output is the shared runtime's, every tenant's commands mixed: never shown to one tenant. */

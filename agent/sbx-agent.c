@@ -28,10 +28,11 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "watch.h"
 
 extern char **environ;
 
-#define VERSION 1
+#define VERSION 2 /* 2: WATCH */
 #define MAX_FRAME (1u << 20) + 4096u /* payload bound host -> agent */
 #define WINDOW (2u << 20)            /* unacknowledged output bytes per stream */
 #define BACKLOG (4u << 20)           /* queued bytes per connection before streams pause */
@@ -45,8 +46,8 @@ extern char **environ;
 #define MAX_CONNS 8
 #define MAX_STREAMS 256
 
-enum { T_EXEC = 1, T_STDIN = 2, T_EOF = 3, T_SIGNAL = 4, T_CREDIT = 5, T_READ = 16, T_WRITE = 17, T_WDATA = 18, T_WEND = 19, T_STAT = 20, T_CANCEL = 21 };
-enum { R_HELLO = 128, R_STARTED = 129, R_STDOUT = 130, R_STDERR = 131, R_EXIT = 132, R_ERROR = 133, R_SIZE = 134, R_DATA = 135, R_END = 136, R_STAT = 137, R_STDIN_ACK = 138 };
+enum { T_EXEC = 1, T_STDIN = 2, T_EOF = 3, T_SIGNAL = 4, T_CREDIT = 5, T_READ = 16, T_WRITE = 17, T_WDATA = 18, T_WEND = 19, T_STAT = 20, T_CANCEL = 21, T_WATCH = 22 };
+enum { R_HELLO = 128, R_STARTED = 129, R_STDOUT = 130, R_STDERR = 131, R_EXIT = 132, R_ERROR = 133, R_SIZE = 134, R_DATA = 135, R_END = 136, R_STAT = 137, R_STDIN_ACK = 138, R_WEVENT = 139 };
 
 typedef struct {
   int fd;
@@ -57,7 +58,7 @@ typedef struct {
 } Conn;
 
 typedef struct {
-  int used, kind; /* 1 exec, 2 read, 3 write */
+  int used, kind; /* 1 exec, 2 read, 3 write, 4 watch */
   int conn;
   uint32_t id;
   /* exec */
@@ -75,9 +76,12 @@ typedef struct {
   uint32_t unacked;
   unsigned mode;
   char tmp[64], base[256];
+  /* watch */
+  Watch *watch;
 } Stream;
 
 static Conn conns[MAX_CONNS];
+static int root_fd = -1; /* "/": where watches walk from (watch.c) */
 static Stream streams[MAX_STREAMS];
 static int listen_fd = -1, chld_pipe[2];
 /* Output pipes of commands already answered, still held by what they left running. */
@@ -165,6 +169,7 @@ static void free_stream(Stream *s) {
   if (s->kind == 3 && s->tmp[0] && s->dirfd >= 0) unlinkat(s->dirfd, s->tmp, 0);
   closefd(&s->dirfd);
   free(s->pend);
+  if (s->watch) { watch_close(s->watch); free(s->watch); s->watch = NULL; }
   s->used = 0;
 }
 
@@ -364,14 +369,54 @@ static void do_stat(int ci, uint32_t id, const unsigned char *p, const unsigned 
   send_frame(ci, id, R_STAT, b, 20, NULL, 0);
 }
 
+/* A watch's change as a frame: [u8 kind][path NUL][old path NUL] (the host mode's payload). */
+static void watch_frame(void *ctx, int kind, const char *path, const char *old_path) {
+  Stream *s = ctx;
+  unsigned char k = (unsigned char)kind;
+  size_t a = strlen(path) + 1, b = old_path ? strlen(old_path) + 1 : 1;
+  unsigned char *buf = malloc(1 + a + b);
+  if (!buf) return;
+  buf[0] = k;
+  memcpy(buf + 1, path, a);
+  if (old_path) memcpy(buf + 1 + a, old_path, b);
+  else buf[1 + a] = 0;
+  send_frame(s->conn, s->id, R_WEVENT, buf, 1 + a + b, NULL, 0);
+  free(buf);
+}
+
+/* WATCH: u32 flags (1 = recursive), path → STARTED once in place, then WEVENT…, END when it ends; or ERROR. */
+static void do_watch(int ci, uint32_t id, const unsigned char *p, const unsigned char *end) {
+  if (end - p < 6 || end[-1] != 0 || p[4] != '/') return send_error(ci, id, S_PROTO, EINVAL, 0);
+  uint32_t flags = get32(p);
+  const char *rel = (const char *)p + 4;
+  while (*rel == '/') rel++;
+  Stream *s = alloc_stream(ci, id, 4);
+  if (!s) return send_error(ci, id, S_PROTO, EBUSY, 0);
+  if (!(s->watch = malloc(sizeof *s->watch))) { free_stream(s); return send_error(ci, id, S_FILE, ENOMEM, 0); }
+  int rc = watch_open(s->watch, root_fd, rel, (flags & 1) != 0, watch_frame, s);
+  if (rc == -EOVERFLOW) {
+    free(s->watch);
+    s->watch = NULL;
+    unsigned char b[4] = {0, 0, 0, 0};
+    send_frame(ci, id, R_STARTED, b, 4, NULL, 0);
+    watch_frame(s, W_OVERFLOW, "", NULL);
+    send_frame(ci, id, R_END, NULL, 0, NULL, 0);
+    return free_stream(s);
+  }
+  if (rc < 0) { free(s->watch); s->watch = NULL; free_stream(s); return send_error(ci, id, S_FILE, (uint32_t)-rc, 0); }
+  unsigned char b[4] = {0, 0, 0, 0};
+  send_frame(ci, id, R_STARTED, b, 4, NULL, 0);
+}
+
 static void handle(int ci, uint32_t id, int type, const unsigned char *p, size_t n) {
   const unsigned char *end = p + n;
-  Stream *s = (type == T_EXEC || type == T_READ || type == T_WRITE || type == T_STAT) ? NULL : find(ci, id);
+  Stream *s = (type == T_EXEC || type == T_READ || type == T_WRITE || type == T_STAT || type == T_WATCH) ? NULL : find(ci, id);
   switch (type) {
     case T_EXEC: do_exec(ci, id, p, end); break;
     case T_READ: do_read(ci, id, p, end); break;
     case T_WRITE: do_write(ci, id, p, end); break;
     case T_STAT: do_stat(ci, id, p, end); break;
+    case T_WATCH: do_watch(ci, id, p, end); break;
     case T_STDIN:
       if (s && s->kind == 1 && s->in_fd >= 0 && !s->eof_wanted) {
         size_t cap = s->pend_len + n;
@@ -509,6 +554,8 @@ static void on_chld(int sig) {
 }
 
 int main(int argc, char **argv) {
+  /* Host mode of the file watch (watch.c): the mock and proot providers run it over a sandbox root. */
+  if (argc >= 2 && strcmp(argv[1], "--watch") == 0) return watch_main(argc, argv);
   /* The firecracker guest agent: a second mode of the same program (guest.c). */
   if (argc >= 2 && strncmp(argv[1], "--", 2) == 0) return guest_main(argc, argv);
   if (argc != 2) {
@@ -551,6 +598,7 @@ int main(int argc, char **argv) {
   umask(old);
   /* Bound under a temp name, then renamed: the host never sees a socket nobody listens on. */
   if (r || listen(listen_fd, 16) || rename(tmp, argv[1])) return 1;
+  if ((root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) return 1;
   for (int i = 0; i < MAX_CONNS; i++) conns[i].fd = -1;
   for (int i = 0; i < MAX_DRAINS; i++) drains[i] = -1;
 
@@ -599,6 +647,11 @@ int main(int argc, char **argv) {
           if (s->fds[k] >= 0 && room) { pf[np] = (struct pollfd){s->fds[k], POLLIN, 0}; who[np++] = s; }
         if (s->in_fd >= 0 && s->pend_len > s->pend_off) { pf[np] = (struct pollfd){s->in_fd, POLLOUT, 0}; who[np++] = s; }
       }
+      /* A watch the host is behind on waits in the kernel's queue (which overflows into an overflow event). */
+      if (s->kind == 4 && s->watch && conns[s->conn].out_len - conns[s->conn].out_off < BACKLOG) {
+        pf[np] = (struct pollfd){s->watch->ifd, POLLIN, 0};
+        who[np++] = s;
+      }
     }
     (void)backlog;
     for (int j = 0; j < MAX_DRAINS; j++)
@@ -644,6 +697,13 @@ int main(int argc, char **argv) {
       } else if (who[i]) {
         Stream *s = who[i];
         if (!s->used) continue;
+        if (s->kind == 4) {
+          if (s->watch && pf[i].fd == s->watch->ifd && watch_read(s->watch)) {
+            send_frame(s->conn, s->id, R_END, NULL, 0, NULL, 0);
+            free_stream(s);
+          }
+          continue;
+        }
         if (pf[i].fd == s->in_fd) { flush_stdin(s); continue; }
         int k = pf[i].fd == s->fds[0] ? 0 : pf[i].fd == s->fds[1] ? 1 : -1;
         if (k < 0) continue;

@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'egress' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'snapshot' 'snapshots' 'snapshots ls' 'snapshots get' 'snapshots rm' 'volumes' 'volumes ls' 'volumes create' 'volumes rm' 'secrets' 'secrets ls' 'secrets set' 'secrets rm' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'mcp' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'egress' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'files watch' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'snapshot' 'snapshots' 'snapshots ls' 'snapshots get' 'snapshots rm' 'volumes' 'volumes ls' 'volumes create' 'volumes rm' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'mcp' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -27,7 +27,7 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'extend' -d 'extend a sandbox TTL 
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'egress' -d 'replace the egress rules of a filtered sandbox (open connections they forbid are closed)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'exec' -d 'run a command in a sandbox; streams its output and exits with its exit code'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'shell' -d 'open an interactive shell in a sandbox (a terminal over the WebSocket exec)'
-complete -c sbx -n '__sbx_path_is \'\'' -f -a 'files' -d 'file operations inside a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'files' -d 'files in a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob, watch'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'logs' -d 'print the console log of a sandbox (-f to follow)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'ps' -d 'list the background processes of a sandbox (started with exec -d)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'kill' -d 'kill a background process, or send it a signal with -s'
@@ -36,7 +36,6 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'templates' -d 'named spawn preset
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'snapshot' -d 'save a running sandbox\'s filesystem as a named snapshot (spawn from it with --snapshot)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'snapshots' -d 'snapshots of sandboxes: list (default), get, rm'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'volumes' -d 'named volumes that outlive sandboxes: list (default), create, rm'
-complete -c sbx -n '__sbx_path_is \'\'' -f -a 'secrets' -d 'secrets sandboxes use without seeing them: ls (default), set, rm'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'admission' -d 'would this spawn be admitted? (creates nothing; exit 5 when denied)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'quota' -d 'owner quotas: ls, get, set, rm, usage, summary'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'providers' -d 'list providers and their health, show one, or run health checks (--test)'
@@ -67,7 +66,6 @@ complete -c sbx -n '__sbx_path_is \'spawn\'' -l allow -x -d 'egress allow rule: 
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l deny -x -d 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l snapshot -x -d 'start from this snapshot (its provider and image; see sbx snapshot)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l volume -x -d 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)'
-complete -c sbx -n '__sbx_path_is \'spawn\'' -l secret -x -d 'bind a secret: $NAME holds a placeholder the egress gateway swaps for the value (repeatable; needs --network filtered; see sbx secrets)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l template -x -d 'spawn from a template (with --ttl, --provider, --meta, --owner overrides)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l owner -x -d 'owner for quota attribution (X-User-ID / --user overrides it)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l idempotency-key -x -d 'retry-safe: the same key within 24 h answers the first sandbox instead of spawning again'
@@ -95,12 +93,14 @@ complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'mv' -d 'move or rename insid
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'chmod' -d 'change the mode of a file in a sandbox'
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'stat' -d 'show file information'
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'glob' -d 'find paths matching a pattern in a sandbox'
+complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'watch' -d 'follow changes under a directory (create, write, remove, rename, chmod) until Ctrl-C'
 complete -c sbx -n '__sbx_path_is \'files put\'' -l mode -x -d 'file mode, e.g. 755'
 complete -c sbx -n '__sbx_path_is \'files put\'' -l recursive -s r -d 'upload a directory tree'
 complete -c sbx -n '__sbx_path_is \'files put\'' -F
 complete -c sbx -n '__sbx_path_is \'files get\'' -l recursive -s r -d 'download a directory tree'
 complete -c sbx -n '__sbx_path_is \'files get\'' -F
 complete -c sbx -n '__sbx_path_is \'files rm\'' -l recursive -s r -d 'delete a directory and its contents'
+complete -c sbx -n '__sbx_path_is \'files watch\'' -l no-recursive -d 'only the directory’s own entries, not its subdirectories'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l lines -s n -x -d 'number of lines (default 100)'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l follow -s f -d 'keep printing new lines until the sandbox goes away (Ctrl-C stops)'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l process -s p -x -d 'a background process\'s output instead (exec -d); with -f until it ends, exiting with its code'
@@ -123,7 +123,6 @@ complete -c sbx -n '__sbx_path_is \'templates create\'' -l allow -x -d 'egress a
 complete -c sbx -n '__sbx_path_is \'templates create\'' -l deny -x -d 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)'
 complete -c sbx -n '__sbx_path_is \'templates create\'' -l snapshot -x -d 'start from this snapshot (its provider and image; see sbx snapshot)'
 complete -c sbx -n '__sbx_path_is \'templates create\'' -l volume -x -d 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)'
-complete -c sbx -n '__sbx_path_is \'templates create\'' -l secret -x -d 'bind a secret: $NAME holds a placeholder the egress gateway swaps for the value (repeatable; needs --network filtered; see sbx secrets)'
 complete -c sbx -n '__sbx_path_is \'templates create\'' -l warm -x -d 'keep this many runtimes of its shape ready, so spawns skip the provider start (0-64)'
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l image -x -d 'runtime image'
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l provider -x -d 'provider (docker, proot, mock, …); default: the server default'
@@ -136,7 +135,6 @@ complete -c sbx -n '__sbx_path_is \'templates update\'' -l allow -x -d 'egress a
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l deny -x -d 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)'
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l snapshot -x -d 'start from this snapshot (its provider and image; see sbx snapshot)'
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l volume -x -d 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)'
-complete -c sbx -n '__sbx_path_is \'templates update\'' -l secret -x -d 'bind a secret: $NAME holds a placeholder the egress gateway swaps for the value (repeatable; needs --network filtered; see sbx secrets)'
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l warm -x -d 'keep this many runtimes of its shape ready, so spawns skip the provider start (0-64)'
 complete -c sbx -n '__sbx_path_is \'templates spawn\'' -l ttl -x -d 'override the template TTL'
 complete -c sbx -n '__sbx_path_is \'templates spawn\'' -l provider -x -d 'override the template provider'
@@ -149,15 +147,6 @@ complete -c sbx -n '__sbx_path_is \'volumes\'' -f -a 'ls' -d 'list volumes (the 
 complete -c sbx -n '__sbx_path_is \'volumes\'' -f -a 'create' -d 'create an empty volume (fails if the name exists)'
 complete -c sbx -n '__sbx_path_is \'volumes\'' -f -a 'rm' -d 'delete a volume and its data (refused while a sandbox mounts it)'
 complete -c sbx -n '__sbx_path_is \'volumes create\'' -l provider -x -d 'provider that holds it (default: the server default); sandboxes mounting it run there'
-complete -c sbx -n '__sbx_path_is \'secrets\'' -f -a 'ls' -d 'list secrets, never their values (the default)'
-complete -c sbx -n '__sbx_path_is \'secrets\'' -f -a 'set' -d 'create a secret, or give an existing one a new value (and hosts, when --host is given)'
-complete -c sbx -n '__sbx_path_is \'secrets\'' -f -a 'rm' -d 'delete a secret: sandboxes bound to it stop getting its value'
-complete -c sbx -n '__sbx_path_is \'secrets ls\'' -l owner -x -d 'admins: another owner\'s secrets (?owner_id=)'
-complete -c sbx -n '__sbx_path_is \'secrets set\'' -l host -x -d 'host the value may be sent to: name, *.name, IP or CIDR, optional :port (repeatable)'
-complete -c sbx -n '__sbx_path_is \'secrets set\'' -l value-file -r -F -d 'read the value from this file (default: stdin)'
-complete -c sbx -n '__sbx_path_is \'secrets set\'' -l allow-plain-http -d 'also inject into plain-HTTP requests (the value then crosses the wire in clear)'
-complete -c sbx -n '__sbx_path_is \'secrets set\'' -l owner -x -d 'admins: another owner\'s secrets (?owner_id=)'
-complete -c sbx -n '__sbx_path_is \'secrets rm\'' -l owner -x -d 'admins: another owner\'s secrets (?owner_id=)'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l image -x -d 'runtime image'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l provider -x -d 'provider (docker, proot, mock, …); default: the server default'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l memory -x -d 'memory limit in MB'
@@ -169,7 +158,6 @@ complete -c sbx -n '__sbx_path_is \'admission\'' -l allow -x -d 'egress allow ru
 complete -c sbx -n '__sbx_path_is \'admission\'' -l deny -x -d 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l snapshot -x -d 'start from this snapshot (its provider and image; see sbx snapshot)'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l volume -x -d 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)'
-complete -c sbx -n '__sbx_path_is \'admission\'' -l secret -x -d 'bind a secret: $NAME holds a placeholder the egress gateway swaps for the value (repeatable; needs --network filtered; see sbx secrets)'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l template -x -d 'ask for a spawn from this template (its settings, then the flags)'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l owner -x -d 'owner for quota attribution (X-User-ID / --user overrides it)'
 complete -c sbx -n '__sbx_path_is \'quota\'' -f -a 'ls' -d 'list owner quotas'

@@ -37,6 +37,7 @@ import type {
   Sandbox,
   SpawnOptions,
   SbxEvent,
+  WatchEvent,
   SnapshotSummary,
   SpawnRequest,
 } from './types.js';
@@ -88,6 +89,19 @@ export class Client {
     this.secrets = new SecretsApi(this.http);
     this.worker = new WorkerFacingApi(this.http);
     this.processes = new ProcessesApi(this.http);
+  }
+
+  /**
+   * Watches a sandbox directory (DESIGN §16): an async iterable of its changes as they happen;
+   * ends when `signal` aborts, the sandbox goes, or after `{type: "overflow"}`. `recursive`
+   * defaults to true. Refusals throw when iteration starts.
+   */
+  watchFiles(
+    id: string,
+    path: string,
+    opts: { recursive?: boolean; onStart?: () => void } & RequestOptions = {},
+  ): AsyncGenerator<WatchEvent> {
+    return this.files.watch(id, path, opts);
   }
 
   // Sandboxes (spec 4.1)

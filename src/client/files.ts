@@ -1,5 +1,7 @@
+import { SbxError } from '../contracts/errors.js';
 import type { Http } from './http.js';
-import type { FileInfo, RequestOptions } from './types.js';
+import { parseNdjson } from './ndjson.js';
+import type { FileInfo, RequestOptions, WatchEvent } from './types.js';
 
 type Status<T extends string> = { status: T };
 
@@ -51,5 +53,31 @@ export class FilesApi {
 
   glob(id: string, pattern: string, opts: RequestOptions = {}): Promise<string[]> {
     return this.http.json('GET', `${this.base(id)}/glob`, { query: { pattern }, signal: opts.signal });
+  }
+
+  /**
+   * Watches a directory (sbx extension, DESIGN §16): its changes as they happen, until the signal
+   * aborts, the sandbox goes, or an `overflow` (the last event). Refusals (404, 400, 429 for a 9th
+   * watch, 501) throw before the first event; `onStart` runs once the watch is in place.
+   */
+  async *watch(
+    id: string,
+    path: string,
+    opts: { recursive?: boolean; onStart?: () => void } & RequestOptions = {},
+  ): AsyncGenerator<WatchEvent> {
+    const url = `${this.base(id)}/watch`;
+    const query = { path, recursive: opts.recursive === false ? false : undefined };
+    const res = await this.http.send('GET', url, { query, signal: opts.signal, headers: { accept: 'application/x-ndjson' } });
+    await this.http.check(res, 'GET', url);
+    opts.onStart?.();
+    try {
+      yield* parseNdjson<WatchEvent>(res.body);
+    } catch (err) {
+      if (opts.signal?.aborted) return;
+      if (err instanceof SbxError) throw err;
+      throw new SbxError('unavailable', `file watch stream broke off: ${(err as Error).message}`, { network: true });
+    } finally {
+      res.body.cancel();
+    }
   }
 }

@@ -4,7 +4,7 @@
  */
 import type { Static } from '../contracts/common.js';
 import type { ExecChunk, ExecRequest, ExecResult } from '../contracts/exec.js';
-import type { FileInfoDto } from '../contracts/files.js';
+import type { FileInfoDto, WatchEventDto } from '../contracts/files.js';
 import type { AuditQuery as AuditQuerySchema, AuditRecord } from '../contracts/admin.js';
 import type { Diagnostics as DiagnosticsSchema, Metrics as MetricsSchema } from '../contracts/observability.js';
 import type { OwnerQuota, OwnerUsage, QuotaInput, QuotaSummary } from '../contracts/quotas.js';
@@ -53,6 +53,8 @@ export type {
   WorkerSandboxSecrets,
 };
 export type FileInfo = FileInfoDto;
+/** One file watch event (`old_path` on renames; `overflow` ends the stream). */
+export type WatchEvent = WatchEventDto;
 export type Health = Static<typeof HealthSchema>;
 export type Readiness = Static<typeof ReadinessSchema>;
 export type PoolStatus = Static<typeof PoolStatusSchema>;

@@ -57,3 +57,32 @@ export const MoveRequest = Type.Object(
   { additionalProperties: false },
 );
 export const ChmodRequest = Type.Object({ path: Type.String({ minLength: 1 }), mode: FileMode }, { additionalProperties: false });
+
+/** `GET …/files/watch` (sbx extension, DESIGN §16): the directory and whether its subdirectories are watched too. */
+export const WatchQuery = Type.Object({
+  path: Type.String({ minLength: 1, description: 'absolute path of an existing directory' }),
+  recursive: Type.Optional(Type.Boolean({ default: true, description: 'watch every subdirectory too (new ones as they appear)' })),
+});
+export type WatchQuery = Static<typeof WatchQuery>;
+
+/**
+ * One line of a file watch stream: a change (`old_path` on a rename), or `overflow` (the watch
+ * could not keep up, or watched more than 4,096 directories) after which the stream ends.
+ */
+export const WatchEvent = Type.Object(
+  {
+    type: Type.Union([
+      Type.Literal('create'),
+      Type.Literal('write'),
+      Type.Literal('remove'),
+      Type.Literal('rename'),
+      Type.Literal('chmod'),
+      Type.Literal('overflow'),
+    ]),
+    path: Type.Optional(Type.String({ description: 'absolute inside the sandbox (a pool sandbox: inside its workspace)' })),
+    old_path: Type.Optional(Type.String({ description: 'renames: the name before' })),
+    ts: Timestamp,
+  },
+  { $id: 'WatchEvent' },
+);
+export type WatchEventDto = Static<typeof WatchEvent>;

@@ -38,6 +38,7 @@ export const RPC_METHODS = [
   'worker.file_chmod',
   'worker.file_stat',
   'worker.file_glob',
+  'worker.file_watch',
   'worker.logs',
   'worker.renew_lease',
   'worker.shutdown',
@@ -78,6 +79,7 @@ export const RPC_LEASE_POLICY: Record<RpcMethod, 'required' | 'optional' | 'none
   'worker.file_list': 'none',
   'worker.file_stat': 'none',
   'worker.file_glob': 'none',
+  'worker.file_watch': 'none',
   'worker.logs': 'none',
   'worker.shutdown': 'none',
   'worker.snapshot_delete': 'none',
@@ -112,6 +114,8 @@ export const RPC_SCOPE: Record<RpcMethod, string> = {
   'worker.file_chmod': 'worker:files',
   'worker.file_stat': 'worker:files',
   'worker.file_glob': 'worker:files',
+  // File watch (DESIGN §16): NDJSON envelopes as the changes happen, like exec_stream's.
+  'worker.file_watch': 'worker:files',
   'worker.logs': 'worker:logs',
   'worker.renew_lease': 'worker:lease',
   // Snapshots and volumes (DESIGN §10) are made and removed like sandboxes.
@@ -301,6 +305,8 @@ export const FileStatParams = Type.Object({ ...Target, path: Path });
 export const FileStatResult = Type.Object({ file: FileInfo });
 export const FileGlobParams = Type.Object({ ...Target, pattern: Type.String({ minLength: 1, maxLength: 4096 }) });
 export const FileGlobResult = Type.Object({ matches: Type.Array(Type.String()) });
+/** `worker.file_watch` (DESIGN §16): always streamed; each NDJSON `result` is one change `{type, path?, old_path?}`. */
+export const FileWatchParams = Type.Object({ ...Target, path: Path, recursive: Type.Boolean() });
 export const LogsParams = Type.Object({
   ...Target,
   lines: Type.Integer({ minimum: 0, maximum: 100_000 }),
@@ -352,6 +358,7 @@ export const RPC_PARAMS = {
   'worker.file_chmod': FileChmodParams,
   'worker.file_stat': FileStatParams,
   'worker.file_glob': FileGlobParams,
+  'worker.file_watch': FileWatchParams,
   'worker.logs': LogsParams,
   'worker.renew_lease': RenewLeaseParams,
   'worker.shutdown': ShutdownParams,

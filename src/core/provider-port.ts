@@ -176,6 +176,18 @@ export interface FileInfo {
   mode: string;
 }
 
+/** What changed under a watched directory (DESIGN §16): the kinds a watch reports. */
+export const WATCH_EVENT_TYPES = ['create', 'write', 'remove', 'rename', 'chmod'] as const;
+export type WatchEventType = (typeof WATCH_EVENT_TYPES)[number];
+
+/**
+ * One change a watch reports, in order: `path` absolute inside the sandbox (the runtime's paths;
+ * never outside it), `old_path` on a rename (one event for both names). `overflow`: the watch could
+ * not keep up (too many directories, the kernel's queue overflowed, a consumer too far behind) and
+ * ends after it. `ts` is set by core when it passes the event on (ISO time of day).
+ */
+export type WatchEvent = { type: WatchEventType; path: string; old_path?: string; ts?: string } | { type: 'overflow'; ts?: string };
+
 export interface ProviderHealth {
   healthy: boolean;
   latency_ms: number;
@@ -339,6 +351,16 @@ export interface Provider {
   deleteForkImage?(fork: string, signal?: AbortSignal): Promise<void>;
   /** This installation's fork images with when each was made, for reconciliation. Optional. */
   listForkImages?(signal?: AbortSignal): Promise<CatalogItem[]>;
+
+  /**
+   * Watches the directory `path` (DESIGN §16): resolves once the watch is in place (every change
+   * after that is reported), with the changes under it as they happen, `recursive` into every
+   * subdirectory (new ones too). A missing path is `not_found`, a file (or a symlink: never
+   * followed) `bad_request`; symlinks found inside are reported, never followed. Ends when the
+   * runtime goes or after an `overflow`; the signal's abort (or `return()`) frees the watch at once.
+   * Writes are not coalesced here (core does that). Optional: without it the watch answers 501.
+   */
+  watch?(runtimeId: string, path: string, opts: { recursive: boolean }, signal: AbortSignal): Promise<AsyncIterable<WatchEvent>>;
 
   /** Pool mode (DESIGN §8): one tenant's workspace of this runtime. Optional: without it a provider cannot back a pool. */
   workspace?(runtimeId: string, ws: WorkspaceSpec): WorkspaceOps;

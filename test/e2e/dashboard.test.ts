@@ -264,6 +264,10 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     });
     await page.dispatchEvent('#drop', 'drop', { dataTransfer: dt });
     await page.locator('#files tr[data-name="dropped.txt"]').waitFor({ timeout: 20_000 });
+    // The folder shown is watched: a file written behind the page's back appears without a click.
+    const written = await api(`/sandboxes/${id}/files`, { method: 'POST', body: JSON.stringify({ path: '/tmp/live.txt', content: 'x' }) });
+    expect(written.status).toBe(200);
+    await page.locator('#files tr[data-name="live.txt"]').waitFor({ timeout: 20_000 });
     await shot('02-sandbox');
 
     // Events arrive live: a sandbox spawned behind the page's back shows up in the feed.

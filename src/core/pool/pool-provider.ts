@@ -25,8 +25,10 @@ import type {
   SpawnResult,
   SpawnSpec,
   PoolUidStore,
+  WatchEvent,
   WorkspaceOps,
 } from '../ports.js';
+import { tenantEvents, workspacePath } from './workspace.js';
 
 export interface PoolSettings {
   enabled: boolean;
@@ -377,6 +379,19 @@ export class PoolProvider implements Provider {
     parsePoolId(id) ? (await this.live(id)).stat(path, signal) : this.base.stat(id, path, signal);
   glob = async (id: string, pattern: string, signal?: AbortSignal) =>
     parsePoolId(id) ? (await this.live(id)).glob(pattern, signal) : this.base.glob(id, pattern, signal);
+
+  /**
+   * A tenant watches its own workspace only (DESIGN §8, §16): the base provider's watch of
+   * `/workspace/<name>` + path, its events with the tenant's paths (never one outside the workspace).
+   */
+  async watch(runtimeId: string, path: string, opts: { recursive: boolean }, signal: AbortSignal): Promise<AsyncIterable<WatchEvent>> {
+    if (!this.base.watch) throw new SbxError('not_implemented', `provider ${this.name} cannot watch files`);
+    const p = parsePoolId(runtimeId);
+    if (!p) return this.base.watch(runtimeId, path, opts, signal);
+    await this.live(runtimeId);
+    const root = workspacePath({ name: p.sandbox_id, uid: 0, gid: 0 });
+    return tenantEvents(await this.base.watch(p.runtime, path === '/' ? root : `${root}${path}`, opts, signal), root);
+  }
 
   /** Console output is the shared runtime's, every tenant's commands mixed: never shown to one tenant. */
   async logs(runtimeId: string, query: Parameters<Provider['logs']>[1], signal?: AbortSignal): Promise<ConsoleLog> {

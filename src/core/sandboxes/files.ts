@@ -4,6 +4,7 @@ import type { Caller } from './caller.js';
 import type { ByteBudget } from './exec.js';
 import { parseOctalMode, sandboxGlob, sandboxPath } from './paths.js';
 import type { SandboxService } from './service.js';
+import { WatchService } from './watch.js';
 
 /** The refusal of a file read over the file size limit, the same from core and every provider. */
 export function fileTooLarge(size: number, max: number): SbxError {
@@ -15,7 +16,12 @@ export function fileTooLarge(size: number, max: number): SbxError {
  * for every provider; providers still confine them to the sandbox.
  */
 export class FileService {
-  constructor(private readonly sandboxes: SandboxService) {}
+  /** File watches (DESIGN §16): the one use case every watch transport builds on. */
+  readonly watcher: WatchService;
+
+  constructor(private readonly sandboxes: SandboxService) {
+    this.watcher = new WatchService(sandboxes);
+  }
 
   async write(id: string, path: string, content: Uint8Array, mode: string | undefined, caller: Caller): Promise<void> {
     const p = sandboxPath(path);

@@ -28,6 +28,7 @@ import { adminRoutes } from './routes/admin.js';
 import { execRoutes } from './routes/exec.js';
 import { execWsRoutes } from './routes/exec-ws.js';
 import { fileRoutes } from './routes/files.js';
+import { fileWatchRoutes } from './routes/file-watch.js';
 import { providerRoutes } from './routes/providers.js';
 import { quotaRoutes } from './routes/quotas.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
@@ -177,6 +178,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   execWsRoutes(app, deps);
   processRoutes(app, deps);
   fileRoutes(app, deps);
+  fileWatchRoutes(app, deps);
   templateRoutes(app, deps);
   snapshotRoutes(app, deps);
   volumeRoutes(app, deps);

@@ -17,6 +17,7 @@ export const T = {
   WEND: 19,
   STAT: 20,
   CANCEL: 21,
+  WATCH: 22,
 } as const;
 export const R = {
   HELLO: 128,
@@ -30,6 +31,7 @@ export const R = {
   END: 136,
   STAT: 137,
   STDIN_ACK: 138,
+  WEVENT: 139,
 } as const;
 export const STAGE = { CHDIR: 1, EXEC: 2, FILE: 3, PROTO: 4 } as const;
 

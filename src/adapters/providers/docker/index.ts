@@ -12,6 +12,7 @@ import { DockerVolumes } from './volumes.js';
 import { type ContainerUser, type DockerProviderOptions, dockerodeOptions, parseUser, resolveOptions } from './options.js';
 import { AgentUnavailable, DockerAgents, LABEL_AGENT, agentCanExec, agentExec } from './agent.js';
 import { agentOpen, agentStat, agentWrite } from './agent-files.js';
+import { agentWatch } from './agent-watch.js';
 import { LABEL_SANDBOX } from './containers.js';
 import type { OpenedFile } from '../../../core/ports.js';
 import { readAll } from '../../../core/sandboxes/files.js';
@@ -236,6 +237,12 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
         () => files.stat(runtimeId, path, signal),
       ),
     glob: (runtimeId, pattern, signal) => files.glob(runtimeId, pattern, signal),
+    watch: async (runtimeId, path, opts, signal) => {
+      // Only through the agent's inotify (DESIGN §16): never by polling the engine.
+      const conn = agents ? await agents.get(runtimeId) : undefined;
+      if (!conn) throw new SbxError('not_implemented', 'file watch on docker needs sbx-agent in the sandbox (providers.docker.agent)');
+      return agentWatch(conn, path, opts.recursive, signal);
+    },
     logs: (runtimeId, query, signal) => console_.logs(runtimeId, query, signal),
     workspace: (runtimeId, ws) => dockerWorkspace(docker, agents, runtimeId, ws, (id, spec, signal) => provider.exec(id, spec, signal)),
     close: async () => {

@@ -64,8 +64,13 @@ interface Located {
   viaLink?: boolean;
 }
 
+/** A change to the tree, for watches (paths as this tree sees them, links before the last name resolved). */
+export type FsChange = { type: 'create' | 'write' | 'remove' | 'chmod'; path: string } | { type: 'rename'; path: string; old_path: string };
+
 export class MemoryFs {
   readonly root: DirNode;
+  /** Told of every change made through this tree (the provider's watches). */
+  onChange?: (change: FsChange) => void;
 
   /** A fresh tree (`/`, `/workspace`, `/tmp`), or a view confined to `root` (a pool workspace: its links resolve inside it). */
   constructor(
@@ -110,6 +115,7 @@ export class MemoryFs {
         node = this.dir(0o755);
         dir.children.set(name, node);
         dir.mtime = this.now();
+        this.onChange?.({ type: 'create', path: `${at}/${name}` });
       }
       if (node?.kind !== 'dir') throw notFound(`${p}: no such file or directory`);
       dir = node;
@@ -133,6 +139,7 @@ export class MemoryFs {
     if (loc.node === undefined) {
       const d = this.dir(mode);
       loc.parent.children.set(loc.name, d);
+      this.onChange?.({ type: 'create', path: loc.path });
       return d;
     }
     if (loc.node.kind !== 'dir') throw badRequest(`${p} is not a directory`);
@@ -151,10 +158,13 @@ export class MemoryFs {
       node.data = data;
       node.mtime = this.now();
       if (mode !== undefined) node.mode = mode & 0o7777;
+      this.onChange?.({ type: 'write', path: loc.path });
       return;
     }
     loc.parent.children.set(loc.name, { kind: 'file', mode: (mode ?? 0o644) & 0o7777, mtime: this.now(), data });
     loc.parent.mtime = this.now();
+    this.onChange?.({ type: 'create', path: loc.path });
+    if (data.byteLength > 0) this.onChange?.({ type: 'write', path: loc.path });
   }
 
   readFile(p: string, maxBytes?: number): Uint8Array {
@@ -173,6 +183,7 @@ export class MemoryFs {
       throw badRequest(`${p} is a directory that is not empty; delete it recursively`);
     loc.parent.children.delete(loc.name);
     loc.parent.mtime = this.now();
+    this.onChange?.({ type: 'remove', path: loc.path });
   }
 
   moveFile(from: string, to: string): void {
@@ -187,18 +198,22 @@ export class MemoryFs {
     src.parent.children.delete(src.name);
     dst.parent.children.set(dst.name, src.node);
     src.parent.mtime = dst.parent.mtime = this.now();
+    this.onChange?.({ type: 'rename', path: dst.path, old_path: src.path });
   }
 
   chmod(p: string, mode: number): void {
-    const node = this.locate(p, { followLast: true }).node;
+    const loc = this.locate(p, { followLast: true });
+    const node = loc.node;
     if (node === undefined || node.kind === 'link') throw notFound(`${p}: no such file or directory`);
     node.mode = mode & 0o7777;
+    this.onChange?.({ type: 'chmod', path: loc.path });
   }
 
   symlink(target: string, p: string): void {
     const loc = this.locate(p, { followLast: false });
     if (loc.name === null || loc.node !== undefined) throw badRequest(`${p} exists`);
     loc.parent.children.set(loc.name, { kind: 'link', mode: 0o777, mtime: this.now(), target });
+    this.onChange?.({ type: 'create', path: loc.path });
   }
 
   stat(p: string): FileInfo {

@@ -26,6 +26,7 @@ import { buildShellCommand } from '../../../shared/shell.js';
 import { type DirNode, MemoryFs, type Node } from './fs.js';
 import { BrokenPipe, bytesInput, EMPTY_INPUT, ExitShell, Kill, Killed, liveInput, type Output, type Streams } from './io.js';
 import { type Proc, runArgv, runScript } from './shell.js';
+import { type ChangeListener, memoryWatch } from './watch.js';
 
 export interface MemoryProviderOptions {
   name?: string;
@@ -50,6 +51,9 @@ interface Runtime {
   ring: ConsoleRing;
   execs: Set<Kill>;
   volumes: string[];
+  /** Watches of this runtime's tree (told of every change); ended when it is destroyed. */
+  watchers: Set<ChangeListener>;
+  endWatches: Set<() => void>;
 }
 
 export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider {
@@ -100,6 +104,10 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
         mounted.push(v.name);
       }
       for (const name of mounted) volumes.get(name)!.users++;
+      const watchers = new Set<ChangeListener>();
+      fs.onChange = (c) => {
+        for (const w of watchers) w(c);
+      };
       runtimes.set(spec.sandbox_id, {
         id: spec.sandbox_id,
         sandboxId: spec.sandbox_id,
@@ -107,6 +115,8 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
         ring: new ConsoleRing(),
         execs: new Set(),
         volumes: mounted,
+        watchers,
+        endWatches: new Set(),
       });
       return { runtime_id: spec.sandbox_id, network: 'none' };
     },
@@ -116,6 +126,7 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
       if (!rt) return;
       runtimes.delete(id);
       for (const k of rt.execs) k.kill(KILLED);
+      for (const end of [...rt.endWatches]) end();
       for (const name of rt.volumes) {
         const vol = volumes.get(name);
         if (vol) vol.users--;
@@ -141,6 +152,14 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
     stat: op((fs, path: string) => fs.stat(path)),
     glob: op((fs, pattern: string) => fs.glob(pattern)),
     logs: async (id, query) => get(id).ring.read(query),
+
+    async watch(id, path, opts, signal) {
+      const rt = get(id);
+      const w = memoryWatch(rt.fs, rt.watchers, path, opts.recursive, signal);
+      rt.endWatches.add(w.end);
+      signal.addEventListener('abort', () => rt.endWatches.delete(w.end), { once: true });
+      return w;
+    },
 
     async snapshot(id, name) {
       if (snapshots.has(name)) throw conflict(`snapshot "${name}" already exists on this provider`);
@@ -204,7 +223,15 @@ function memoryWorkspace(provider: Provider, get: (id: string) => Runtime, id: s
     const rt = get(id);
     const node = rt.fs.lookup(inRuntime, false);
     if (node?.kind !== 'dir') throw notFound(`workspace ${ws.name} not found`);
-    return new MemoryFs(rt.fs.now, node);
+    const fs = new MemoryFs(rt.fs.now, node);
+    // The runtime's watches see a tenant's changes at their runtime paths.
+    fs.onChange = (c) =>
+      rt.fs.onChange?.(
+        c.type === 'rename'
+          ? { ...c, path: `${inRuntime}${c.path}`, old_path: `${inRuntime}${c.old_path}` }
+          : { ...c, path: `${inRuntime}${c.path === '/' ? '' : c.path}` },
+      );
+    return fs;
   };
   return {
     isolation: 'paths',

@@ -123,6 +123,7 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
     stat: (id: string, path: string) => rt.fs(id).stat(path),
     glob: (id: string, pattern: string) => rt.fs(id).glob(pattern),
     logs: (id: string, query: ConsoleQuery) => rt.logs(id, query),
+    watch: (id: string, path: string, opts: { recursive: boolean }, signal: AbortSignal) => rt.watch(id, path, opts.recursive, signal),
     workspace: (id: string, ws: WorkspaceSpec) => hostWorkspace(rt, id, ws, execIn),
   };
 

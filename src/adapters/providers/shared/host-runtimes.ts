@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { conflict, notFound, SbxError } from '../../../core/errors.js';
-import type { ConsoleLog, ConsoleQuery, ExecEvent, RuntimeInfo, RuntimeStatus } from '../../../core/ports.js';
+import type { ConsoleLog, ConsoleQuery, ExecEvent, RuntimeInfo, RuntimeStatus, WatchEvent } from '../../../core/ports.js';
 import { ConsoleRing } from './console-ring.js';
 import { execProcess, type ProcessSpec } from './exec-process.js';
 import { HostFs } from './host-fs.js';
 import { MountedFs, type HostMount } from './host-fs/mounted.js';
 import { HostMarkers } from './host-markers.js';
+import { hostWatch } from './host-watch.js';
 import { Keepers } from './keeper.js';
 
 /** Runtime ids name directories, so they must be plain names: no `/`, no `..`. */
@@ -168,6 +169,41 @@ export class HostRuntimes {
       if (n > 0) this.destroying.set(runtimeId, n);
       else this.destroying.delete(runtimeId);
     }
+  }
+
+  /**
+   * Watches `path` of a live runtime (DESIGN §16) through the host-mode sbx-agent over its root;
+   * the runtime's destroy ends the watch, like its commands.
+   */
+  async watch(runtimeId: string, path: string, recursive: boolean, signal: AbortSignal): Promise<AsyncIterable<WatchEvent>> {
+    const dir = await this.requireRunning(runtimeId);
+    if (this.destroying.has(runtimeId)) throw notFound(`runtime ${runtimeId} not found`);
+    const ac = new AbortController();
+    const onAbort = () => ac.abort(signal.reason);
+    if (signal.aborted) onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    let set = this.running.get(runtimeId);
+    if (!set) this.running.set(runtimeId, (set = new Set()));
+    set.add(ac);
+    const done = () => {
+      signal.removeEventListener('abort', onAbort);
+      set.delete(ac);
+    };
+    ac.signal.addEventListener('abort', done, { once: true });
+    let events: AsyncIterable<WatchEvent>;
+    try {
+      events = await hostWatch(dir, path, recursive, ac.signal);
+    } catch (err) {
+      done();
+      throw err;
+    }
+    return (async function* () {
+      try {
+        yield* events;
+      } finally {
+        ac.abort();
+      }
+    })();
   }
 
   /** An error met while starting an exec: not_found once the runtime is gone (exec racing destroy). */

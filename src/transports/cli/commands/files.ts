@@ -298,9 +298,39 @@ const glob: CommandSpec = {
   },
 };
 
+const watchCmd: CommandSpec = {
+  name: 'watch',
+  usage: '[options] SANDBOX_ID:/path',
+  summary: 'follow changes under a directory (create, write, remove, rename, chmod) until Ctrl-C',
+  description:
+    'One line per change: `create /path`, `rename /old -> /new`. With --json, one JSON event per line ({type, path, old_path?, ts}). ' +
+    'Ends with exit 1 when the server reports overflow (the watch could not keep up), 0 when the sandbox goes or on Ctrl-C.',
+  args: [{ name: 'remote', description: 'SANDBOX_ID:/dir (an existing directory)', required: true }],
+  options: [{ flags: '--no-recursive', description: 'only the directory’s own entries, not its subdirectories' }],
+  examples: ['sbx files watch $ID:/workspace', 'sbx files watch --json $ID:/workspace | jq -r .path'],
+  async run(ctx, opts: { remote: string; recursive?: boolean }) {
+    const { id, path } = remoteArg(opts.remote, 'sbx files watch SANDBOX_ID:/path');
+    const box = sandboxRef(ctx, id);
+    const events = await box.call(async (x) => {
+      const it = ctx.client.files.watch(x, path, { recursive: opts.recursive !== false, signal: ctx.signal });
+      // The first step sends the request: refusals (404, 429, …) surface here, with the id's hints.
+      const first = await it.next();
+      return { it, first };
+    });
+    for (let r = events.first; !r.done; r = await events.it.next()) {
+      const ev = r.value;
+      if (ctx.out.json) ctx.out.line(JSON.stringify(ev));
+      else if (ev.type === 'overflow') ctx.out.warn('overflow: the watch could not keep up; changes after this were not seen');
+      else ctx.out.line(ev.type === 'rename' ? `rename ${ev.old_path} -> ${ev.path}` : `${ev.type} ${ev.path}`);
+      if (ev.type === 'overflow') return EXIT.failure;
+    }
+    return EXIT.ok;
+  },
+};
+
 export const filesCommand: CommandSpec = {
   name: 'files',
-  summary: 'file operations inside a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob',
+  summary: 'files in a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob, watch',
   description: `Remote paths are written ${REMOTE}; - means stdin (put) or stdout (get).`,
-  subcommands: [ls, cat, put, get, rm, mv, chmod, statCmd, glob],
+  subcommands: [ls, cat, put, get, rm, mv, chmod, statCmd, glob, watchCmd],
 };

@@ -117,15 +117,41 @@ function execCard(id: string): HTMLElement {
   return h('section', { class: 'card' }, h('h2', {}, 'Run a command'), form, out);
 }
 
-/** Files: list a folder, download (raw bytes), upload from the picker or by drag and drop (raw bytes). */
+/**
+ * Files: list a folder, download (raw bytes), upload from the picker or by drag and drop (raw
+ * bytes). The folder shown is watched (DESIGN §16, not recursive): the list refreshes by itself
+ * when it changes; where no watch can be had (501, 429) the List button still works.
+ */
 function filesCard(id: string): { card: HTMLElement; load: () => Promise<void> } {
   const dirInput = h('input', { id: 'files-dir', value: '/tmp' });
   const fileBody = h('tbody');
   const fileInput = h('input', { id: 'upload', type: 'file', multiple: true });
   const drop = h('div', { class: 'drop', id: 'drop' }, 'Drop files here to upload them into the folder above');
+  let watched: { dir: string; ctl: AbortController } | null = null;
+  const reload = debounce(() => void load(), 100);
+  onLeave(() => {
+    watched?.ctl.abort();
+    reload.cancel();
+  });
+  const follow = (dir: string) => {
+    if (watched?.dir === dir) return;
+    watched?.ctl.abort();
+    const ctl = new AbortController();
+    watched = { dir, ctl };
+    void (async () => {
+      try {
+        for await (const _ of api().watchFiles(id, dir, { recursive: false, signal: ctl.signal })) reload();
+      } catch {
+        // No live refresh for this folder (a provider without watch, the sandbox's watches in use).
+      }
+      if (watched?.ctl === ctl) watched = null;
+    })();
+  };
   const load = async () => {
     try {
-      const items = await api().files.list(id, dirInput.value.trim() || '/');
+      const dir = dirInput.value.trim() || '/';
+      const items = await api().files.list(id, dir);
+      follow(dir);
       items.sort((a, b) => Number(b.is_dir) - Number(a.is_dir) || a.name.localeCompare(b.name));
       fileBody.replaceChildren(
         ...items.map((f) =>

@@ -28,6 +28,7 @@ import { providerCapabilities } from '../../../core/scheduler/placement.js';
 import type { RemoteTarget, RemoteWorkers } from '../../../core/scheduler/remote-port.js';
 import { fencedCalls } from './fenced.js';
 import { execSocket, execStream, needsSocket } from './remote-exec.js';
+import { watchStream } from './remote-watch.js';
 import { RpcClient, type RpcClientOptions } from './rpc-client.js';
 
 export type RemoteWorkersOptions = RpcClientOptions;
@@ -216,6 +217,7 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
     async glob(runtimeId, pattern, signal) {
       return (await call<{ matches: string[] }>('worker.file_glob', { ...at(runtimeId), pattern }, signal)).matches;
     },
+    watch: (runtimeId, path, opts, signal) => watchStream(rpc, w, at(runtimeId), path, opts.recursive, signal),
     /**
      * Previews of a remote sandbox go through its worker (DESIGN.md §9): its RPC listener at
      * `/rpc/preview/<sandbox_id>/<port>/…`, with this control plane's worker credentials and the

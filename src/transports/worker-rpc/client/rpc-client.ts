@@ -137,16 +137,18 @@ export class RpcClient {
   }
 
   /**
-   * `worker.exec_stream` with `X-Worker-Stream: ndjson`: the body as it arrives (one envelope per
-   * line) and the call id. The caller parses and ends it; aborting `signal` closes the request.
+   * `worker.exec_stream` (or another streamed method: `worker.file_watch`) with `X-Worker-Stream:
+   * ndjson`: the body as it arrives (one envelope per line) and the call id. The caller parses and
+   * ends it; aborting `signal` closes the request.
    */
   async stream(
     w: WorkerRecord,
     params: Record<string, unknown>,
     signal: AbortSignal,
     lease: RpcLease | null = null,
+    method: 'worker.exec_stream' | 'worker.file_watch' = 'worker.exec_stream',
   ): Promise<{ id: string; body: Readable }> {
-    const res = await this.post(w, 'worker.exec_stream', params, { signal, lease }, true);
+    const res = await this.post(w, method, params, { signal, lease }, true);
     if (res.status !== 200) {
       await this.envelope(w, res.id, res.body, res.status);
       throw this.invalid(w);

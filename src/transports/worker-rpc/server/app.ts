@@ -7,7 +7,7 @@
  */
 import { Readable } from 'node:stream';
 import websocket from '@fastify/websocket';
-import type { TSchema } from '@sinclair/typebox';
+import type { Static, TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
@@ -159,6 +159,7 @@ function registerRpcRoutes(app: FastifyInstance, deps: RpcServerDeps): void {
       const signal = abortOnClose(reply);
       if (method === 'worker.exec_stream')
         return streamExec(reply, deps, env.id, params as C.ExecParams, request.headers[C.RPC_STREAM_HEADER] === 'ndjson', signal);
+      if (method === 'worker.file_watch') return streamWatch(reply, deps, env.id, params as Static<typeof C.FileWatchParams>, signal);
       const result = await dispatch(deps, { staging, slots }, { method, params, lease, signal });
       return reply.code(200).send({ id: env.id, worker_id: deps.workerId, result });
     } catch (err) {
@@ -290,6 +291,28 @@ async function streamExec(
       if (f.kind === 'error') yield JSON.stringify({ id, worker_id: deps.workerId, error: { code: f.code, message: f.message } }) + '\n';
       else yield JSON.stringify(envelope(result(f))) + '\n';
     }
+  }
+  reply.header('Content-Type', 'application/x-ndjson; charset=utf-8');
+  reply.header('Cache-Control', 'no-store');
+  return reply.code(200).send(Readable.from(withKeepAlive(lines(), KEEPALIVE_MS), { objectMode: false, highWaterMark: 0 }));
+}
+
+/**
+ * `worker.file_watch` (DESIGN §16): the provider's watch, in place before the headers go (refusals
+ * answer with their status), then one envelope per change; closing the call ends the watch.
+ */
+async function streamWatch(
+  reply: FastifyReply,
+  deps: RpcServerDeps,
+  id: string,
+  params: Static<typeof C.FileWatchParams>,
+  signal: AbortSignal,
+) {
+  const provider = runtimeOf(deps, params);
+  if (!provider.watch) throw new SbxError('not_implemented', `provider ${params.provider} cannot watch files`);
+  const events = await provider.watch(params.runtime_id, sandboxPath(params.path), { recursive: params.recursive }, signal);
+  async function* lines(): AsyncGenerator<string> {
+    for await (const ev of events) yield JSON.stringify({ id, worker_id: deps.workerId, result: ev }) + '\n';
   }
   reply.header('Content-Type', 'application/x-ndjson; charset=utf-8');
   reply.header('Cache-Control', 'no-store');

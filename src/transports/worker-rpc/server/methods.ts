@@ -272,8 +272,9 @@ export async function dispatch(deps: RpcServerDeps, local: ServerLocal, call: Ca
       return { status: 'draining' };
     }
     case 'worker.exec_stream':
+    case 'worker.file_watch':
       // Served by the transport (streamed, or buffered chunks): never reaches here.
-      throw notFound('worker.exec_stream is served as a stream');
+      throw notFound(`${call.method} is served as a stream`);
   }
 }
 

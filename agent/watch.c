@@ -1,0 +1,374 @@
+/* Directory watches: see watch.h. */
+#define _GNU_SOURCE
+#include "watch.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MASK (IN_CREATE | IN_MODIFY | IN_ATTRIB | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
+/* How long an IN_MOVED_FROM waits for its IN_MOVED_TO before it counts as a removal (moved out). */
+#define PAIR_WAIT_MS 5
+
+/* sbx's own temporary names (a write's temp file, a recursive delete's renamed tree): not changes of their own. */
+static int internal(const char *name) {
+  return strncmp(name, ".sbx-write-", 11) == 0 || strncmp(name, ".sbx-rm-", 8) == 0;
+}
+static int is_write_temp(const char *path) {
+  const char *b = strrchr(path, '/');
+  return strncmp(b ? b + 1 : path, ".sbx-write-", 11) == 0;
+}
+
+static char *join(const char *dir, const char *name) {
+  size_t a = strlen(dir), b = strlen(name);
+  char *p = malloc(a + b + 2);
+  if (!p) return NULL;
+  if (a) { memcpy(p, dir, a); p[a] = '/'; memcpy(p + a + 1, name, b + 1); }
+  else memcpy(p, name, b + 1);
+  return p;
+}
+
+static void emit(Watch *w, int kind, const char *rel, const char *old_rel) {
+  char *o = NULL;
+  size_t n = strlen(rel);
+  char *p = malloc(n + 2);
+  if (!p) return;
+  p[0] = '/';
+  memcpy(p + 1, rel, n + 1);
+  if (old_rel) {
+    n = strlen(old_rel);
+    o = malloc(n + 2);
+    if (!o) { free(p); return; }
+    o[0] = '/';
+    memcpy(o + 1, old_rel, n + 1);
+  }
+  w->emit(w->ctx, kind, p, o);
+  free(p);
+  free(o);
+}
+
+/*
+ * Opens the parent of `rel` from the root, every component with O_NOFOLLOW; *last = its last name
+ * ("." for the root). The fd is the caller's to close (-1 on failure, errno set).
+ */
+static int open_parent(Watch *w, const char *rel, char *buf, size_t bsz, const char **last) {
+  if (strlen(rel) >= bsz) { errno = ENAMETOOLONG; return -1; }
+  strcpy(buf, rel);
+  int fd = dup(w->rootfd);
+  if (fd < 0) return -1;
+  if (!buf[0]) { *last = "."; return fd; }
+  char *s = buf;
+  for (;;) {
+    char *slash = strchr(s, '/');
+    if (!slash) { *last = s; return fd; }
+    *slash = 0;
+    int next = openat(fd, s, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    close(fd);
+    if (next < 0) { errno = e == ELOOP ? ENOTDIR : e; return -1; }
+    fd = next;
+    s = slash + 1;
+  }
+}
+
+/* Adds the watch of directory `rel`: its wd, or -errno. */
+static int add_dir(Watch *w, const char *rel) {
+  char buf[PATH_MAX];
+  const char *last;
+  int pfd = open_parent(w, rel, buf, sizeof buf, &last);
+  if (pfd < 0) return -errno;
+  /* The name is looked up in the parent's descriptor (our cwd), not followed when it is a link. */
+  int wd = fchdir(pfd) == 0 ? inotify_add_watch(w->ifd, last, MASK | IN_DONT_FOLLOW | IN_ONLYDIR | IN_EXCL_UNLINK) : -1;
+  int e = errno;
+  (void)!fchdir(w->rootfd);
+  close(pfd);
+  if (wd < 0) return -e;
+  if (wd >= w->cap) {
+    int cap = w->cap ? w->cap : 64;
+    while (cap <= wd) cap *= 2;
+    char **d = realloc(w->dirs, (size_t)cap * sizeof *d);
+    if (!d) { inotify_rm_watch(w->ifd, wd); return -ENOMEM; }
+    memset(d + w->cap, 0, (size_t)(cap - w->cap) * sizeof *d);
+    w->dirs = d;
+    w->cap = cap;
+  }
+  if (w->dirs[wd]) return wd; /* the same directory again (a bind mount) */
+  if (w->ndirs >= WATCH_MAX_DIRS) { inotify_rm_watch(w->ifd, wd); return -EOVERFLOW; }
+  if (!(w->dirs[wd] = strdup(rel))) { inotify_rm_watch(w->ifd, wd); return -ENOMEM; }
+  w->ndirs++;
+  return wd;
+}
+
+static void drop_wd(Watch *w, int wd) {
+  if (wd < 0 || wd >= w->cap || !w->dirs[wd]) return;
+  free(w->dirs[wd]);
+  w->dirs[wd] = NULL;
+  w->ndirs--;
+}
+
+/* Whether `p` is `dir` or under it. */
+static int under(const char *p, const char *dir) {
+  size_t n = strlen(dir);
+  return strncmp(p, dir, n) == 0 && (p[n] == 0 || p[n] == '/');
+}
+
+/* A directory left the tree: its watches and those under it go. */
+static void forget(Watch *w, const char *rel) {
+  for (int i = 0; i < w->cap; i++)
+    if (w->dirs[i] && i != w->top_wd && under(w->dirs[i], rel)) {
+      inotify_rm_watch(w->ifd, i);
+      drop_wd(w, i);
+    }
+}
+
+/* A directory was renamed inside the tree: the paths of its watches follow. */
+static void moved(Watch *w, const char *from, const char *to) {
+  size_t n = strlen(from);
+  for (int i = 0; i < w->cap; i++)
+    if (w->dirs[i] && i != w->top_wd && under(w->dirs[i], from)) {
+      const char *rest = w->dirs[i] + n;
+      size_t a = strlen(to), b = strlen(rest);
+      char *p = malloc(a + b + 1);
+      if (!p) continue;
+      memcpy(p, to, a);
+      memcpy(p + a, rest, b + 1);
+      free(w->dirs[i]);
+      w->dirs[i] = p;
+    }
+}
+
+/*
+ * Watches `rel` and every directory under it (breadth first, no recursion on the C stack). With
+ * `announce`, each entry found is reported as created (it appeared before its directory's watch
+ * was in place). 0 or -errno; -EOVERFLOW past WATCH_MAX_DIRS.
+ */
+static int grow(Watch *w, const char *rel, int announce) {
+  char **queue = malloc(sizeof *queue);
+  size_t head = 0, tail = 0, cap = 1;
+  int rc = 0;
+  if (!queue || !(queue[tail++] = strdup(rel))) { free(queue); return -ENOMEM; }
+  while (head < tail) {
+    char *dir = queue[head++];
+    int wd = add_dir(w, dir);
+    if (wd == -EOVERFLOW || wd == -ENOMEM) { rc = wd; free(dir); break; }
+    if (wd < 0) { free(dir); continue; } /* gone already, or replaced by a file or a link */
+    if (!w->recursive && wd != w->top_wd) { free(dir); continue; }
+    char buf[PATH_MAX];
+    const char *last;
+    int pfd = open_parent(w, dir, buf, sizeof buf, &last);
+    int dfd = pfd < 0 ? -1 : openat(pfd, last, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd >= 0) close(pfd);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) { if (dfd >= 0) close(dfd); free(dir); continue; }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || internal(e->d_name)) continue;
+      char *child = join(dir, e->d_name);
+      if (!child) continue;
+      if (announce) emit(w, W_CREATE, child, NULL);
+      int isdir = e->d_type == DT_DIR;
+      struct stat st;
+      if (e->d_type == DT_UNKNOWN) isdir = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+      if (!isdir || !w->recursive) { free(child); continue; }
+      if (tail == cap) {
+        char **q = realloc(queue, cap * 2 * sizeof *q);
+        if (!q) { free(child); continue; }
+        queue = q;
+        cap *= 2;
+      }
+      queue[tail++] = child;
+    }
+    closedir(d);
+    free(dir);
+  }
+  while (head < tail) free(queue[head++]);
+  free(queue);
+  return rc;
+}
+
+int watch_open(Watch *w, int rootfd, const char *rel, int recursive, watch_emit_fn fn, void *ctx) {
+  memset(w, 0, sizeof *w);
+  w->rootfd = rootfd;
+  w->recursive = recursive;
+  w->emit = fn;
+  w->ctx = ctx;
+  w->top_wd = -1;
+  w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (w->ifd < 0) return -errno;
+  int wd = add_dir(w, rel);
+  if (wd < 0) { watch_close(w); return wd; }
+  w->top_wd = wd;
+  int rc = grow(w, rel, 0);
+  if (rc < 0) { watch_close(w); return rc; }
+  return 0;
+}
+
+/* The pending IN_MOVED_FROM had no IN_MOVED_TO: it left the tree (a removal). */
+static void flush_from(Watch *w) {
+  if (!w->from) return;
+  if (!is_write_temp(w->from)) emit(w, W_REMOVE, w->from, NULL);
+  if (w->from_dir) forget(w, w->from);
+  free(w->from);
+  w->from = NULL;
+}
+
+/* One event; 1 when the watch has ended. */
+static int handle(Watch *w, const struct inotify_event *ev) {
+  if (ev->mask & IN_Q_OVERFLOW) { flush_from(w); emit(w, W_OVERFLOW, "", NULL); return 1; }
+  /* Anything but the pending move's second half settles it first (a tree moved out loses its watches before its events count). */
+  if (w->from && !((ev->mask & IN_MOVED_TO) && ev->cookie == w->cookie)) flush_from(w);
+  const char *dir = ev->wd >= 0 && ev->wd < w->cap ? w->dirs[ev->wd] : NULL;
+  if (ev->mask & IN_IGNORED) {
+    drop_wd(w, ev->wd);
+    return ev->wd == w->top_wd;
+  }
+  if (!dir) return 0;
+  if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) {
+    if (ev->wd != w->top_wd) return 0;
+    flush_from(w);
+    return 1; /* the watched directory itself went */
+  }
+  int isdir = (ev->mask & IN_ISDIR) != 0;
+  if (!ev->len || !ev->name[0]) {
+    if ((ev->mask & IN_ATTRIB) && ev->wd == w->top_wd) emit(w, W_CHMOD, dir, NULL);
+    return 0;
+  }
+  char *path = join(dir, ev->name);
+  if (!path) return 0;
+  int temp = internal(ev->name);
+  if (ev->mask & IN_MOVED_FROM) {
+    w->from = path;
+    w->from_dir = isdir;
+    w->cookie = ev->cookie;
+    return 0;
+  }
+  int rc = 0;
+  if (ev->mask & IN_MOVED_TO) {
+    if (w->from) {
+      if (is_write_temp(w->from)) { if (!temp) emit(w, W_WRITE, path, NULL); }
+      else if (temp) { emit(w, W_REMOVE, w->from, NULL); if (w->from_dir) forget(w, w->from); }
+      else { emit(w, W_RENAME, path, w->from); if (w->from_dir) moved(w, w->from, path); }
+      free(w->from);
+      w->from = NULL;
+    } else if (!temp) {
+      emit(w, W_CREATE, path, NULL);
+      if (isdir && w->recursive && grow(w, path, 1) == -EOVERFLOW) rc = 1;
+    }
+  } else if (!temp) {
+    if (ev->mask & IN_CREATE) {
+      emit(w, W_CREATE, path, NULL);
+      if (isdir && w->recursive && grow(w, path, 1) == -EOVERFLOW) rc = 1;
+    } else if (ev->mask & IN_MODIFY) emit(w, W_WRITE, path, NULL);
+    else if (ev->mask & IN_ATTRIB) emit(w, W_CHMOD, path, NULL);
+    else if (ev->mask & IN_DELETE) emit(w, W_REMOVE, path, NULL);
+  }
+  free(path);
+  if (rc) emit(w, W_OVERFLOW, "", NULL);
+  return rc;
+}
+
+int watch_read(Watch *w) {
+  _Alignas(struct inotify_event) char buf[65536];
+  for (;;) {
+    ssize_t n = read(w->ifd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n < 0 && errno != EAGAIN) return 1;
+      if (!w->from) return 0;
+      /* A rename's two halves may straddle reads: wait a moment for the second. */
+      struct pollfd pf = {w->ifd, POLLIN, 0};
+      if (poll(&pf, 1, PAIR_WAIT_MS) > 0) continue;
+      flush_from(w);
+      return 0;
+    }
+    for (char *p = buf; p < buf + n;) {
+      const struct inotify_event *ev = (const struct inotify_event *)p;
+      if (handle(w, ev)) return 1;
+      p += sizeof *ev + ev->len;
+    }
+  }
+}
+
+void watch_close(Watch *w) {
+  if (w->ifd >= 0) close(w->ifd);
+  w->ifd = -1;
+  for (int i = 0; i < w->cap; i++) free(w->dirs[i]);
+  free(w->dirs);
+  w->dirs = NULL;
+  w->cap = w->ndirs = 0;
+  free(w->from);
+  w->from = NULL;
+}
+
+/* ---- host mode: frames [u32 LE length][u8 kind][path NUL][old path NUL] on stdout ---- */
+
+static void out_all(const unsigned char *p, size_t n) {
+  while (n > 0) {
+    ssize_t k = write(1, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) _exit(0); /* the host went away */
+    p += k;
+    n -= (size_t)k;
+  }
+}
+
+static void host_emit(void *ctx, int kind, const char *path, const char *old_path) {
+  (void)ctx;
+  size_t a = strlen(path), b = old_path ? strlen(old_path) : 0;
+  size_t len = 1 + a + 1 + b + 1;
+  unsigned char *f = malloc(4 + len);
+  if (!f) return;
+  f[0] = (unsigned char)len; f[1] = (unsigned char)(len >> 8); f[2] = (unsigned char)(len >> 16); f[3] = (unsigned char)(len >> 24);
+  f[4] = (unsigned char)kind;
+  memcpy(f + 5, path, a + 1);
+  if (old_path) memcpy(f + 6 + a, old_path, b + 1);
+  else f[6 + a] = 0;
+  out_all(f, 4 + len);
+  free(f);
+}
+
+static void host_fail(int err) {
+  unsigned char f[9] = {5, 0, 0, 0, W_FAILED, (unsigned char)err, (unsigned char)(err >> 8), 0, 0};
+  out_all(f, sizeof f);
+}
+
+int watch_main(int argc, char **argv) {
+  if (argc < 4 || argc > 5 || (argc == 5 && strcmp(argv[4], "--no-recursive"))) {
+    fprintf(stderr, "usage: sbx-agent --watch ROOT /PATH [--no-recursive]\n");
+    return 2;
+  }
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  signal(SIGPIPE, SIG_IGN);
+  const char *rel = argv[3];
+  if (rel[0] != '/') { host_fail(EINVAL); return 1; }
+  while (*rel == '/') rel++;
+  int rootfd = open(argv[2], O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) { host_fail(errno); return 1; }
+  Watch w;
+  int rc = watch_open(&w, rootfd, rel, argc != 5, host_emit, NULL);
+  if (rc == -EOVERFLOW) { host_emit(NULL, W_READY, "", NULL); host_emit(NULL, W_OVERFLOW, "", NULL); return 0; }
+  if (rc < 0) { host_fail(-rc); return 1; }
+  host_emit(NULL, W_READY, "", NULL);
+  /* Until the host closes our stdin (or the watch ends). */
+  for (;;) {
+    struct pollfd pf[2] = {{w.ifd, POLLIN, 0}, {0, POLLIN, 0}};
+    if (poll(pf, 2, -1) < 0 && errno != EINTR) break;
+    if (pf[1].revents) {
+      char junk[256];
+      ssize_t k = read(0, junk, sizeof junk);
+      if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) break;
+    }
+    if (pf[0].revents && watch_read(&w)) break;
+  }
+  watch_close(&w);
+  return 0;
+}

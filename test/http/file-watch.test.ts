@@ -1,0 +1,103 @@
+/**
+ * File watch on the host providers (DESIGN §16): mock always, proot with SBX_TEST_PROOT=1 — the
+ * host-mode sbx-agent over the sandbox root, through a real server. Needs the agent binary
+ * (`node scripts/build-agent.mjs`, part of `npm run build`).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../helpers/http.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { brief, openWatch } from '../helpers/watch.js';
+import { watchContract } from './file-watch.contract.js';
+
+describe('file watch on mock', () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer();
+  });
+  afterAll(async () => srv?.close());
+  watchContract(() => ({
+    url: srv.url,
+    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
+    count: (id) => srv.plane.deps.files.watcher.count(id),
+  }));
+
+  it('a tree of more than 4,096 directories gets overflow and the stream ends', async () => {
+    const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+    await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/big/seed', content: '' });
+    const made = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, {
+      command: 'i=0; while [ $i -lt 4100 ]; do mkdir d$i; i=$((i+1)); done',
+      workdir: '/big',
+      timeout: '60s',
+    });
+    expect(made.body.exit_code).toBe(0);
+    const w = await openWatch(srv.url, id, '/big');
+    expect(w.status).toBe(200);
+    await w.until((e) => e.length > 0);
+    const deadline = Date.now() + 10_000;
+    while (!w.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(w.events.map((e) => e.type)).toEqual(['overflow']);
+    expect(w.ended).toBe(true);
+    expect(srv.plane.deps.files.watcher.count(id)).toBe(0);
+  }, 60_000);
+});
+
+const prootOn = process.env.SBX_TEST_PROOT === '1';
+describe.skipIf(!prootOn)(`file watch on proot${prootOn ? '' : ' (skipped: SBX_TEST_PROOT is not 1)'}`, () => {
+  let srv: TestServer;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sbx-watch-proot-'));
+    const rootfs = join(dir, 'rootfs');
+    execFileSync('sh', [join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
+    srv = await startTestServer({ providers: { default: 'proot', proot: { rootfs } } });
+  }, 60_000);
+  afterAll(async () => {
+    const installation = srv?.plane.installationId;
+    await srv?.close();
+    if (installation)
+      for (const n of [`sbx-proot-${installation}`, `.sbx-proot-${installation}.sbx`])
+        rmSync(join(tmpdir(), n), { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  watchContract(() => ({
+    url: srv.url,
+    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
+    count: (id) => srv.plane.deps.files.watcher.count(id),
+  }));
+});
+
+describe('file watch of pool sandboxes on mock', () => {
+  let srv: TestServer;
+  let dir: string;
+  const as = (user: string) => ({ 'x-user-id': user });
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sbx-watch-pool-'));
+    srv = await startTestServer({
+      pool: { enabled: true, max_vms: 1, max_users_per_vm: 2 },
+      auth: { admin_api_key: 'pool-admin-key-0123456789' },
+      providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
+    });
+  });
+  afterAll(async () => {
+    await srv?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a tenant sees its own workspace only, with its own paths; another tenant’s changes never reach it', async () => {
+    const alice = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('alice'))).body.id as string;
+    const bob = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('bob'))).body.id as string;
+    const w = await openWatch(srv.url, alice, '/', { headers: as('alice') });
+    expect(w.status, JSON.stringify(w.error)).toBe(200);
+    await call(srv.url, 'POST', `/api/v1/sandboxes/${bob}/files`, { path: '/b.txt', content: 'bob' }, as('bob'));
+    await call(srv.url, 'POST', `/api/v1/sandboxes/${alice}/files`, { path: '/d/a.txt', content: 'alice' }, as('alice'));
+    await w.until((e) => e.some((x) => x.path === '/d/a.txt' && x.type === 'write'));
+    expect(brief(w.events)).toEqual(['create /d', 'write /d/a.txt']);
+    // Bob cannot watch Alice's sandbox.
+    expect((await openWatch(srv.url, alice, '/', { headers: as('bob') })).status).toBe(404);
+    w.close();
+  });
+});

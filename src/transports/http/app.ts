@@ -46,6 +46,7 @@ import { previewRouter } from './preview.js';
 import { mcpRoutes } from '../mcp/http.js';
 import { uiRoutes } from '../ui/route.js';
 import { e2bRoutes } from '../e2b/routes.js';
+import { envdRoutes } from '../e2b/envd/routes.js';
 import { callerOf } from './caller.js';
 
 export interface BuildAppOptions {
@@ -193,7 +194,16 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
   if (deps.ui) uiRoutes(app);
   if (deps.mcp) mcpRoutes(app, deps);
   // E2B's control plane (DESIGN.md §14) on the same services; the caller's owner by this app's rule.
-  if (deps.e2b !== false) e2bRoutes(app, { ...deps, installationSecret: deps.listCursorSecret, callerOf: (request) => callerOf(request) });
+  if (deps.e2b !== false) {
+    e2bRoutes(app, { ...deps, installationSecret: deps.listCursorSecret, callerOf: (request) => callerOf(request) });
+    // E2B's envd plane (DESIGN.md §14): commands and files through the same services.
+    envdRoutes(app, {
+      ...deps,
+      installationSecret: deps.listCursorSecret,
+      ...(deps.inflight ? { budget: deps.inflight } : {}),
+      ...(deps.preview ? { forwardPort: (req, res, id, port, path) => previewRouter(deps).forward(req, res, id, port, path) } : {}),
+    });
+  }
   for (const group of opts.routes ?? []) await group(app, deps);
 
   return app;

@@ -1,4 +1,5 @@
 import type { WarmPool } from '../../core/sandboxes/warm.js';
+import type { EnvdWatch } from '../e2b/envd/deps.js';
 import type { ProcessService } from '../../core/sandboxes/processes.js';
 import type { Idempotency } from '../../core/sandboxes/idempotency.js';
 import type { JournalFeedStats } from '../../core/events/journal-feed.js';
@@ -81,6 +82,8 @@ export interface HttpDeps {
   mcp?: boolean;
   /** `server.e2b` (default on): E2B's control-plane API under /e2b (DESIGN.md §14); false → 404 there. */
   e2b?: boolean;
+  /** sbx's file watch (DESIGN.md §16), for E2B's `watchDir`; absent: the envd watch methods answer `unimplemented`. */
+  watch?: EnvdWatch;
   /** `server.allowed_hosts`: extra `Host` names the dev-box guard accepts while auth is off (DESIGN §3). */
   allowedHosts?: string[];
   /** Per operation and provider counts and latency (diagnostics `operations`). */

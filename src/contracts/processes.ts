@@ -99,4 +99,3 @@ export const ProcessStdin = Type.Object(
   { $id: 'ProcessStdin', additionalProperties: false },
 );
 export type ProcessStdin = Static<typeof ProcessStdin>;
-

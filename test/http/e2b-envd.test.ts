@@ -1,5 +1,6 @@
 import { AuthenticationError, CommandExitError, NotFoundError, Sandbox } from 'e2b';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { envdSdkFor, type EnvdSdk } from '../helpers/e2b-sdk.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
@@ -9,30 +10,6 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
  * is logged through its `logger` option and must go to this server, never to E2B's public hosts.
  */
 const KEY = 'e2b_0123456789abcdef0123456789abcdef01234567';
-
-export interface EnvdSdk {
-  apiUrl: string;
-  sandboxUrl: string;
-  apiKey: string;
-  domain: string;
-  retries: number;
-  logger: { info: (...a: unknown[]) => void; error: () => void; warn: () => void; debug: () => void };
-}
-
-export function envdSdkFor(url: string, requested: string[], apiKey = KEY): EnvdSdk {
-  const record = (...a: unknown[]) => {
-    const m = /^Request:? \w+ (\S+)/.exec(a.map(String).join(' '));
-    if (m) requested.push(m[1]!);
-  };
-  return {
-    apiUrl: `${url}/e2b`,
-    sandboxUrl: `${url}/e2b/sandbox`,
-    apiKey,
-    domain: `localhost:${new URL(url).port}`,
-    retries: 0,
-    logger: { info: record, error: () => undefined, warn: () => undefined, debug: () => undefined },
-  };
-}
 
 describe('E2B SDK commands and files through the envd plane (mock)', () => {
   let srv: TestServer;
@@ -70,7 +47,9 @@ describe('E2B SDK commands and files through the envd plane (mock)', () => {
   it('streams output to onStdout as it is written', async () => {
     const seen: Array<{ at: number; data: string }> = [];
     const t0 = Date.now();
-    const r = await sbx.commands.run('echo first; sleep 1; echo second', { onStdout: (d) => void seen.push({ at: Date.now() - t0, data: d }) });
+    const r = await sbx.commands.run('echo first; sleep 1; echo second', {
+      onStdout: (d) => void seen.push({ at: Date.now() - t0, data: d }),
+    });
     const ended = Date.now() - t0;
     expect(r.stdout).toBe('first\nsecond\n');
     expect(seen[0]!.data).toBe('first\n');
@@ -82,7 +61,10 @@ describe('E2B SDK commands and files through the envd plane (mock)', () => {
     const h = await sbx.commands.run('read line; echo "got $line"; sleep 60', { background: true, stdin: true });
     const listed = await sbx.commands.list();
     expect(listed.map((p) => p.pid)).toContain(h.pid);
-    expect(listed.find((p) => p.pid === h.pid)).toMatchObject({ cmd: '/bin/bash', args: ['-l', '-c', 'read line; echo "got $line"; sleep 60'] });
+    expect(listed.find((p) => p.pid === h.pid)).toMatchObject({
+      cmd: '/bin/bash',
+      args: ['-l', '-c', 'read line; echo "got $line"; sleep 60'],
+    });
 
     const again = await sbx.commands.connect(h.pid);
     await sbx.commands.sendStdin(h.pid, 'hello\n');
@@ -134,7 +116,9 @@ describe('E2B SDK commands and files through the envd plane (mock)', () => {
       ['e', 'dir'],
     ]);
     const deep = await sbx.files.list('/workspace', { depth: 2 });
-    expect(deep.map((e) => e.path)).toEqual(expect.arrayContaining(['/workspace/d', '/workspace/d/b.txt', '/workspace/d/e', '/workspace/bin/data.bin']));
+    expect(deep.map((e) => e.path)).toEqual(
+      expect.arrayContaining(['/workspace/d', '/workspace/d/b.txt', '/workspace/d/e', '/workspace/bin/data.bin']),
+    );
 
     await sbx.files.remove('/workspace/d');
     expect(await sbx.files.exists('/workspace/d')).toBe(false);
@@ -185,7 +169,9 @@ describe('E2B SDK through the envd plane with auth on', () => {
     await expect(other.commands.run('true')).rejects.toBeInstanceOf(AuthenticationError);
     await expect(other.files.exists('/workspace')).rejects.toBeInstanceOf(AuthenticationError);
     // No token at all, and an API key is no envd credential.
-    const raw = await fetch(`${srv.url}/e2b/sandbox/files?path=/workspace/s.txt`, { headers: { 'e2b-sandbox-id': sbx.sandboxId, 'x-api-key': KEY } });
+    const raw = await fetch(`${srv.url}/e2b/sandbox/files?path=/workspace/s.txt`, {
+      headers: { 'e2b-sandbox-id': sbx.sandboxId, 'x-api-key': KEY },
+    });
     expect(raw.status).toBe(401);
     expect(await raw.json()).toMatchObject({ code: 401 });
 
@@ -199,7 +185,11 @@ describe('E2B SDK through the envd plane with auth on', () => {
     expect(forged.status).toBe(401);
 
     // A sandbox made through the native API has no envd token: this plane does not open it.
-    const native = await fetch(`${srv.url}/api/v1/sandboxes`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: '{}' });
+    const native = await fetch(`${srv.url}/api/v1/sandboxes`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+      body: '{}',
+    });
     const nid = ((await native.json()) as { id: string }).id;
     const open = await fetch(`${srv.url}/e2b/sandbox/files?path=/workspace`, { headers: { 'e2b-sandbox-id': nid } });
     expect(open.status).toBe(401);

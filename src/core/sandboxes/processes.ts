@@ -143,7 +143,8 @@ export class ProcessService {
     }
     const live = this.track(rec, log);
     if (rec.runner === 'attached') {
-      live.input = new ProcessInput(rec.id, opts.stdin === true, opts.pty !== undefined);
+      // A terminal always takes input (what is typed at it).
+      live.input = new ProcessInput(rec.id, opts.stdin === true || opts.pty !== undefined, opts.pty !== undefined);
       if (live.input.stdin) spec.stdin = live.input.stdin;
       if (opts.pty) spec.tty = opts.pty;
     }

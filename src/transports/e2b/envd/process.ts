@@ -135,7 +135,12 @@ async function startProcess(
       ...(timeout !== undefined ? { timeout: `${Math.max(1, Math.ceil(timeout))}ms` } : {}),
     },
     t.caller,
-    { attach: true, stdin: req.stdin === true, ...(pty ? { pty } : {}), ...(account ? { user: { uid: account.uid, gid: account.gid } } : {}) },
+    {
+      attach: true,
+      stdin: req.stdin === true,
+      ...(pty ? { pty } : {}),
+      ...(account ? { user: { uid: account.uid, gid: account.gid } } : {}),
+    },
   );
   return { t, rec };
 }

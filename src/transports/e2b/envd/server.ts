@@ -52,7 +52,8 @@ export function envdHandler(deps: EnvdDeps): (req: IncomingMessage, res: ServerR
     const portText = headerOf(req, SANDBOX_PORT_HEADER);
     const port = portText === undefined ? ENVD_PORT : Number(portText);
     const path = (req.url ?? '/').slice(ENVD_PREFIX.length) || '/';
-    if (!Number.isInteger(port) || port < 1 || port > 65535) return fail(req, res, new SbxError('bad_request', 'port must be between 1 and 65535'));
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      return fail(req, res, new SbxError('bad_request', 'port must be between 1 and 65535'));
     if (port !== ENVD_PORT) return void forward(deps, req, res, id, port, path);
     const bare = path.split('?')[0];
     if (bare === '/health') return void health(deps, req, res, id);

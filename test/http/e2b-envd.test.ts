@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { AuthenticationError, CommandExitError, NotFoundError, Sandbox } from 'e2b';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envdSdkFor, type EnvdSdk } from '../helpers/e2b-sdk.js';
@@ -194,5 +195,58 @@ describe('E2B SDK through the envd plane with auth on', () => {
     const open = await fetch(`${srv.url}/e2b/sandbox/files?path=/workspace`, { headers: { 'e2b-sandbox-id': nid } });
     expect(open.status).toBe(401);
     await sbx.kill();
+  });
+});
+
+/** A raw HTTP/1.1 request with a chosen Host (fetch cannot set one). */
+function hostRequest(url: string, host: string, method: string, path: string, body?: string, headers: Record<string, string> = {}) {
+  return new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const u = new URL(url);
+    const req = httpRequest(
+      {
+        host: u.hostname,
+        port: u.port,
+        method,
+        path,
+        headers: { host, ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+      },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString() }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('the envd plane by Host (49983-<id>.<preview_domain>) and other ports by E2b-Sandbox-Port', () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer({ server: { preview_domain: 'sbx.test' } });
+  });
+  afterAll(async () => srv?.close());
+
+  it('serves Connect calls and /files on the envd host, and forwards another port to the sandbox', async () => {
+    const sbx = await Sandbox.create({ ...envdSdkFor(srv.url, []), timeoutMs: 60_000 });
+    await sbx.files.write('/workspace/h.txt', 'by host');
+    const host = `49983-${sbx.sandboxId}.sbx.test`;
+    const listed = await hostRequest(srv.url, host, 'POST', '/process.Process/List', '{}', { 'connect-protocol-version': '1' });
+    expect(listed).toEqual({ status: 200, text: '{}' });
+    const stat = await hostRequest(srv.url, host, 'POST', '/filesystem.Filesystem/Stat', '{"path":"/workspace/h.txt"}');
+    expect(JSON.parse(stat.text)).toMatchObject({ entry: { name: 'h.txt', type: 'FILE_TYPE_FILE', size: '7' } });
+    expect(await hostRequest(srv.url, host, 'GET', '/files?path=/workspace/h.txt')).toEqual({ status: 200, text: 'by host' });
+    // A header naming another sandbox does not redirect a Host-routed call.
+    const other = await hostRequest(srv.url, host, 'GET', '/files?path=/workspace/h.txt', undefined, { 'e2b-sandbox-id': 'sb-other' });
+    expect(other.text).toBe('by host');
+    // Another port of the sandbox: the §9 preview upstream (nothing listens there → 502).
+    const port = await fetch(`${srv.url}/e2b/sandbox/`, { headers: { 'e2b-sandbox-id': sbx.sandboxId, 'e2b-sandbox-port': '1' } });
+    expect(port.status).toBe(502);
+    expect(((await port.json()) as { code: string }).code).toBe('bad_gateway');
+    const health = await fetch(`${srv.url}/e2b/sandbox/health`, { headers: { 'e2b-sandbox-id': sbx.sandboxId } });
+    expect(health.status).toBe(204);
+    await sbx.kill();
+    expect((await fetch(`${srv.url}/e2b/sandbox/health`, { headers: { 'e2b-sandbox-id': sbx.sandboxId } })).status).toBe(502);
   });
 });

@@ -14,9 +14,14 @@ export function envdRoutes(app: FastifyInstance, deps: EnvdDeps): void {
   void app.register((scope, _opts, done) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, _payload, next) => next(null, undefined));
-    scope.all(`${ENVD_PREFIX}/*`, { schema: { hide: true } }, (request, reply) => {
-      reply.hijack();
-      handle(request.raw, reply.raw);
+    scope.route({
+      method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      url: `${ENVD_PREFIX}/*`,
+      schema: { hide: true },
+      handler: (request, reply) => {
+        reply.hijack();
+        handle(request.raw, reply.raw);
+      },
     });
     done();
   });

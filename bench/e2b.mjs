@@ -36,7 +36,7 @@ async function measure(provider, env) {
   const url = await procs.start(
     'serve',
     ['serve', '--host', '127.0.0.1', '--port', '0'],
-    { SVC_DATABASE_PATH: join(dir, 'serve', 'sbx.db'), SVC_PROVIDERS_DEFAULT: provider, SVC_LOGGING_LEVEL: 'warn', ...env },
+    { SVC_DATABASE_PATH: join(dir, 'serve', 'sbx.db'), SVC_PROVIDERS_DEFAULT: provider, ...env },
     /listening on (http:\/\/127\.0\.0\.1:\d+)/,
   );
   try {
@@ -50,6 +50,7 @@ async function measure(provider, env) {
     const sbx = await Sandbox.create({ ...opts, timeoutMs: 600_000 });
     const client = new Client({ url });
     const sdk = [];
+    const sdkRoot = [];
     const native = [];
     for (let i = 0; i < 10; i++) {
       await sbx.commands.run('true');
@@ -60,12 +61,15 @@ async function measure(provider, env) {
       await sbx.commands.run('true');
       sdk.push(performance.now() - t);
       t = performance.now();
+      await sbx.commands.run('true', { user: 'root' });
+      sdkRoot.push(performance.now() - t);
+      t = performance.now();
       const r = await client.exec(sbx.sandboxId, { command: 'true' });
       native.push(performance.now() - t);
       if (r.exit_code !== 0) throw new Error(`native exec exit ${r.exit_code}`);
     }
     await sbx.kill();
-    return { sdk, native };
+    return { sdk, sdkRoot, native };
   } finally {
     await procs.stop();
     procs.cleanup();
@@ -92,11 +96,12 @@ console.log(`## e2b
 the same sandbox of one \`sbx serve\`, interleaved, ${RUNS} runs each after 10 warm-up runs. ${cpus().length} CPUs, Node ${process.version}.
 An SDK command is an sbx background process (so \`list\`, \`connect\`, stdin and \`kill\` work on it) run as
 \`/bin/bash -l -c true\` as the image's \`user\`: a process record, an output log and a login shell more
-than a bare exec of \`true\`.
+than a bare exec of \`true\`. On docker a command as \`user\` (uid 1000) cannot use sbx-agent, which runs
+execs as the container's own user only, and goes through the engine's exec API; as \`root\` it takes the agent.
 
-| provider | SDK p50 (ms) | SDK p99 | typed client p50 (ms) | typed client p99 | SDK / client (p50) |
-|---|---|---|---|---|---|
-${rows.map(([p, r]) => `| ${p} | ${f(pct(r.sdk, 50))} | ${f(pct(r.sdk, 99))} | ${f(pct(r.native, 50))} | ${f(pct(r.native, 99))} | ${f(pct(r.sdk, 50) / pct(r.native, 50))} |`).join('\n')}
+| provider | SDK p50 (ms) | SDK p99 | SDK as root p50 | typed client p50 (ms) | typed client p99 | SDK / client (p50) | as root / client |
+|---|---|---|---|---|---|---|---|
+${rows.map(([p, r]) => `| ${p} | ${f(pct(r.sdk, 50))} | ${f(pct(r.sdk, 99))} | ${f(pct(r.sdkRoot, 50))} | ${f(pct(r.native, 50))} | ${f(pct(r.native, 99))} | ${f(pct(r.sdk, 50) / pct(r.native, 50))} | ${f(pct(r.sdkRoot, 50) / pct(r.native, 50))} |`).join('\n')}
 
 Measured on ${new Date().toISOString().slice(0, 10)} with \`node bench/e2b.mjs\`.
 `);

@@ -51,8 +51,9 @@ export function watchService(
     return deps.watch;
   };
   const begin = async (ctx: HandlerContext, path: string, recursive: boolean, signal: AbortSignal) => {
-    const watch = need();
+    // Authorized first: a caller without the token learns nothing, not even what is wired.
     const t = await resolve(ctx);
+    const watch = need();
     const root = await pathOf(t, ctx, path);
     return { root, events: watch.watchFiles(t.caller, t.rec.id, root, { recursive }, signal), t };
   };

@@ -1,6 +1,7 @@
 /** Background processes of a sandbox (DESIGN.md §10). */
 import { SbxError } from '../contracts/errors.js';
 import type { ProcessInfo, ProcessOutputChunk, ProcessStart } from '../contracts/processes.js';
+import { bytesToBase64 } from './base64.js';
 import type { Http } from './http.js';
 import { parseNdjson } from './ndjson.js';
 import type { RequestOptions } from './types.js';
@@ -32,6 +33,25 @@ export class ProcessesApi {
   /** Sends SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2 to every process of the command. */
   signal(id: string, pid: string, signal: string, opts: RequestOptions = {}): Promise<ProcessInfo> {
     return this.http.json('POST', `${this.base(id)}/${enc(pid)}/signal`, { body: { signal }, signal: opts.signal });
+  }
+
+  /**
+   * Writes to the stdin of a process started with `stdin: true` (text as UTF-8; bytes sent as
+   * base64). A 429 `resource_limit` means 1 MiB of it is still unread: retry later.
+   */
+  async writeStdin(id: string, pid: string, data: string | Uint8Array, opts: RequestOptions = {}): Promise<void> {
+    const body = typeof data === 'string' ? { data } : { data: bytesToBase64(data), encoding: 'base64' };
+    await this.http.json('POST', `${this.base(id)}/${enc(pid)}/stdin`, { body, signal: opts.signal });
+  }
+
+  /** Closes the stdin of a process started with `stdin: true`: EOF after what was written. */
+  async closeStdin(id: string, pid: string, opts: RequestOptions = {}): Promise<void> {
+    await this.http.json('POST', `${this.base(id)}/${enc(pid)}/stdin/close`, { signal: opts.signal });
+  }
+
+  /** Resizes the terminal of a process started with `pty`. */
+  async resize(id: string, pid: string, size: { cols: number; rows: number }, opts: RequestOptions = {}): Promise<void> {
+    await this.http.json('POST', `${this.base(id)}/${enc(pid)}/resize`, { body: size, signal: opts.signal });
   }
 
   /** Kills it; answers once it ended (or after 10 s with the record as it is). */

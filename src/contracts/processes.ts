@@ -1,7 +1,18 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, StringMap } from './common.js';
 
-/** Background processes (DESIGN.md §10). The start body is an exec request without stdin or streaming. */
+/** A terminal's size in characters. */
+export const TerminalSize = Type.Object(
+  { cols: Type.Integer({ minimum: 1, maximum: 65535 }), rows: Type.Integer({ minimum: 1, maximum: 65535 }) },
+  { $id: 'TerminalSize', additionalProperties: false },
+);
+export type TerminalSize = Static<typeof TerminalSize>;
+
+/**
+ * Background processes (DESIGN.md §10). The start body is an exec request without streaming;
+ * `stdin: true` opens a live stdin (`…/stdin`, `…/stdin/close`), `pty` runs it in a terminal
+ * (`…/resize`; providers with a tty only, else 501). Either one makes the process attached.
+ */
 export const ProcessStart = Type.Object(
   {
     command: Type.String({ minLength: 1 }),
@@ -10,6 +21,8 @@ export const ProcessStart = Type.Object(
     workdir: Type.Optional(Type.String()),
     timeout: Type.Optional(Duration),
     mode: Type.Optional(Type.Union([Type.Literal('shell'), Type.Literal('argv')])),
+    stdin: Type.Optional(Type.Boolean({ description: 'Keep stdin open for POST …/stdin until …/stdin/close' })),
+    pty: Type.Optional(TerminalSize),
   },
   { $id: 'ProcessStart', additionalProperties: false },
 );
@@ -76,3 +89,13 @@ export const ProcessSignal = Type.Object(
   { $id: 'ProcessSignal', additionalProperties: false },
 );
 export type ProcessSignal = Static<typeof ProcessSignal>;
+
+/** `POST …/processes/{pid}/stdin`: bytes for the process's stdin (text, or base64 with `encoding`). */
+export const ProcessStdin = Type.Object(
+  {
+    data: Type.String({ maxLength: 1024 * 1024 * 2 }),
+    encoding: Type.Optional(Type.Union([Type.Literal('utf8'), Type.Literal('base64')])),
+  },
+  { $id: 'ProcessStdin', additionalProperties: false },
+);
+export type ProcessStdin = Static<typeof ProcessStdin>;

@@ -39,6 +39,8 @@ const EXPECTED: Record<RouteEntry['realm'], Record<Cred, Expect>> = {
   worker: { none: 401, wrong: 401, user: 401, admin: 401, worker: 'ok' },
   // A replica's worker RPC (DESIGN §7): replica tokens only, never a user, admin or worker credential.
   rpc: { none: 401, wrong: 401, user: 401, admin: 401, worker: 401 },
+  // E2B's envd plane (DESIGN §14): API keys are not its credential; the sandbox's envd access token is, per call.
+  envd: { none: 'ok', wrong: 'ok', user: 'ok', admin: 'ok', worker: 'ok' },
   outside: { none: 'ok', wrong: 'ok', user: 'ok', admin: 'ok', worker: 'ok' },
 };
 

@@ -29,6 +29,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('background processes on 
   processContract(() => ({
     url: srv.url,
     runner: 'detached',
+    tty: true,
     spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
   }));
 

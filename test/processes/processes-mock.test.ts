@@ -15,6 +15,7 @@ describe('background processes on mock', () => {
   processContract(() => ({
     url: srv.url,
     runner: 'attached',
+    provider: 'mock',
     spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
   }));
 

@@ -11,7 +11,9 @@ import { readOutput } from './helpers.js';
 const TALKER = 'i=0; while [ $i -lt 50 ]; do i=$((i+1)); echo "out line $i"; echo "err line $i" >&2; sleep 0.1; done; exit 7';
 const expectedOf = (s: 'out' | 'err') => Array.from({ length: 50 }, (_, i) => `${s} line ${i + 1}\n`).join('');
 
-export function processContract(ctx: () => { url: string; spawn: () => Promise<string>; runner: 'detached' | 'attached' }): void {
+export function processContract(
+  ctx: () => { url: string; spawn: () => Promise<string>; runner: 'detached' | 'attached'; tty?: boolean; provider?: string },
+): void {
   const wait = async (url: string, sb: string, pid: string, ms = 20_000) => {
     const until = Date.now() + ms;
     for (;;) {
@@ -122,5 +124,55 @@ export function processContract(ctx: () => { url: string; spawn: () => Promise<s
     // Only the one process was made.
     expect((await call(url, 'GET', base)).body.map((x: { id: string }) => x.id)).toEqual([p]);
     await call(url, 'DELETE', `${base}/${p}`);
+  }, 60_000);
+
+  it('stdin: true takes live stdin through …/stdin (text and base64) until …/stdin/close', async () => {
+    const { url, spawn } = ctx();
+    const sb = await spawn();
+    const base = `/api/v1/sandboxes/${sb}/processes`;
+    const started = await call(url, 'POST', base, { command: 'cat; echo end', stdin: true });
+    expect(started.status).toBe(201);
+    // Live input needs the exec held open: an attached process on every provider.
+    expect(started.body).toMatchObject({ state: 'running', runner: 'attached' });
+    const p = started.body.id as string;
+    expect((await call(url, 'POST', `${base}/${p}/stdin`, { data: 'abc' })).status).toBe(200);
+    expect(
+      (await call(url, 'POST', `${base}/${p}/stdin`, { data: Buffer.from([0, 1, 10]).toString('base64'), encoding: 'base64' })).status,
+    ).toBe(200);
+    expect((await call(url, 'POST', `${base}/${p}/stdin/close`)).status).toBe(200);
+    const done = await wait(url, sb, p);
+    expect(done).toMatchObject({ state: 'exited', exit_code: 0 });
+    const out = await readOutput(url, sb, p);
+    expect(out.bytes.equals(Buffer.concat([Buffer.from('abc'), Buffer.from([0, 1, 10]), Buffer.from('end\n')]))).toBe(true);
+    // After the end, and on a process without stdin: 409; a resize without a terminal: 400.
+    expect((await call(url, 'POST', `${base}/${p}/stdin`, { data: 'x' })).status).toBe(409);
+    const plain = (await call(url, 'POST', base, { command: 'sleep 30' })).body.id as string;
+    expect((await call(url, 'POST', `${base}/${plain}/stdin`, { data: 'x' })).body).toMatchObject({ code: 'conflict' });
+    const noTty = (await call(url, 'POST', base, { command: 'sleep 30', stdin: true })).body.id as string;
+    expect((await call(url, 'POST', `${base}/${noTty}/resize`, { cols: 80, rows: 24 })).body).toMatchObject({ code: 'bad_request' });
+    expect((await call(url, 'POST', `${base}/${noTty}/stdin`, { data: 'x', encoding: 'hex' })).status).toBe(400);
+    await call(url, 'DELETE', `${base}/${plain}`);
+    await call(url, 'DELETE', `${base}/${noTty}`);
+  }, 60_000);
+
+  it('pty: {cols, rows} runs it in a terminal of that size, resized by …/resize (501 where the provider has none)', async () => {
+    const { url, spawn, tty, provider } = ctx();
+    const sb = await spawn();
+    const base = `/api/v1/sandboxes/${sb}/processes`;
+    const started = await call(url, 'POST', base, { command: 'stty size; read x; stty size', stdin: true, pty: { cols: 100, rows: 30 } });
+    if (!tty) {
+      expect(started.status).toBe(501);
+      expect(started.body.message).toContain(provider ?? 'provider');
+      return;
+    }
+    expect(started.status).toBe(201);
+    const p = started.body.id as string;
+    const until = Date.now() + 10_000;
+    while (!(await readOutput(url, sb, p)).bytes.toString().includes('30 100') && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 100));
+    expect((await call(url, 'POST', `${base}/${p}/resize`, { cols: 120, rows: 40 })).status).toBe(200);
+    await call(url, 'POST', `${base}/${p}/stdin`, { data: 'go\r' });
+    expect(await wait(url, sb, p)).toMatchObject({ state: 'exited', exit_code: 0 });
+    expect((await readOutput(url, sb, p)).bytes.toString()).toMatch(/30 100[\s\S]*40 120/);
   }, 60_000);
 }

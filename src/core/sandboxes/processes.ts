@@ -1,9 +1,7 @@
-import { AsyncQueue } from '../async-queue.js';
 import { badRequest, conflict, isAbortError, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type {
   Clock,
-  ExecControl,
   ExecSignal,
   ExecSpec,
   IdSource,
@@ -17,6 +15,7 @@ import type {
   Provider,
 } from '../ports.js';
 import type { Caller } from './caller.js';
+import { checkStartOptions, ProcessInput, type ProcessStartOptions } from './process-input.js';
 import { checkWorkdir, commandEnv, startDeadline, type ExecCommand, type ExecService } from './exec.js';
 import { sandboxPath } from './paths.js';
 import { buildShellCommand } from '../../shared/shell.js';
@@ -69,7 +68,8 @@ interface Live {
   log: ProcessLog;
   /** Aborted on shutdown: stops following (a detached process runs on). */
   ac: AbortController;
-  controls?: AsyncQueue<ExecControl>;
+  /** An attached process's live input: stdin (when started with it), resize and signals. */
+  input?: ProcessInput;
   waiters: Set<() => void>;
   /** Set by a kill or the deadline: the state the process ends in. */
   ending?: 'killed' | 'timeout';
@@ -93,11 +93,12 @@ export class ProcessService {
 
   constructor(private readonly deps: ProcessDeps) {}
 
-  async start(sandboxId: string, input: ExecCommand, caller: Caller): Promise<ProcessRecord> {
+  async start(sandboxId: string, input: ExecCommand, caller: Caller, opts: ProcessStartOptions = {}): Promise<ProcessRecord> {
     if (typeof input.command !== 'string' || input.command.length === 0) throw badRequest('command is required');
-    if (input.stdin !== undefined) throw badRequest('a background process reads no stdin');
-    if (input.tty !== undefined) throw badRequest('a background process runs without a terminal');
+    if (input.stdin !== undefined) throw badRequest('a background process takes its stdin through `stdin: true` and …/stdin');
+    if (input.tty !== undefined) throw badRequest('a background process gets a terminal through `pty: {cols, rows}`');
     const { rec: sandbox, provider, runtimeId } = await this.deps.sandboxes.resolveRuntime(sandboxId, caller);
+    checkStartOptions(provider, opts);
     const running = await this.deps.store.listProcesses({ sandbox_id: sandbox.id, states: ['running'] });
     if (running.length >= MAX_RUNNING_PER_SANDBOX) {
       throw new SbxError('resource_limit', `sandbox ${sandbox.id} already runs ${MAX_RUNNING_PER_SANDBOX} background processes`, {
@@ -120,7 +121,7 @@ export class ProcessService {
       exit_code: null,
       started_at: now.toISOString(),
       ended_at: null,
-      runner: provider.capabilities.includes('detach') ? 'detached' : 'attached',
+      runner: provider.capabilities.includes('detach') && !opts.stdin && !opts.pty && !opts.attach ? 'detached' : 'attached',
       holder: this.deps.holder,
       deadline_at: timeoutMs > 0 ? new Date(now.getTime() + timeoutMs).toISOString() : null,
     };
@@ -130,6 +131,7 @@ export class ProcessService {
     // The sandbox's environment (DESIGN.md §14, §15: its secrets' placeholders), then the request's.
     const env = await commandEnv(this.deps.sandboxes, sandbox, input.env);
     const spec: ExecSpec = { command: input.command, args, mode, env, ...(workdir !== undefined ? { workdir } : {}) };
+    if (opts.user) spec.user = opts.user;
     if (rec.runner === 'detached') {
       try {
         await this.launch(provider, runtimeId, rec, spec);
@@ -142,6 +144,12 @@ export class ProcessService {
       }
     }
     const live = this.track(rec, log);
+    if (rec.runner === 'attached') {
+      // A terminal always takes input (what is typed at it).
+      live.input = new ProcessInput(rec.id, opts.stdin === true || opts.pty !== undefined, opts.pty !== undefined);
+      if (live.input.stdin) spec.stdin = live.input.stdin;
+      if (opts.pty) spec.tty = opts.pty;
+    }
     live.done = rec.runner === 'detached' ? this.follow(live) : this.runAttached(live, provider, runtimeId, spec);
     this.publish(rec, 'process.started', { program: programOf(rec) });
     return rec;
@@ -226,6 +234,32 @@ export class ProcessService {
     const live = this.running(rec);
     await this.deliver(live, signal);
     return live.rec;
+  }
+
+  /** Writes to the stdin of a process started with `stdin: true` (bounded backlog: 429 when it is not read). */
+  async writeStdin(sandboxId: string, processId: string, data: Uint8Array, caller: Caller): Promise<void> {
+    this.inputOf(await this.get(sandboxId, processId, caller)).write(data);
+  }
+
+  /** Ends the stdin of a process started with `stdin: true` (EOF once what is queued was read). */
+  async closeStdin(sandboxId: string, processId: string, caller: Caller): Promise<void> {
+    this.inputOf(await this.get(sandboxId, processId, caller)).close();
+  }
+
+  /** Resizes the terminal of a process started with `pty`. */
+  async resize(sandboxId: string, processId: string, cols: number, rows: number, caller: Caller): Promise<void> {
+    this.inputOf(await this.get(sandboxId, processId, caller)).resize(cols, rows);
+  }
+
+  /** Whether a running process was started with a terminal (its output is the terminal's). */
+  hasTerminal(processId: string): boolean {
+    return this.live.get(processId)?.input?.pty === true;
+  }
+
+  private inputOf(rec: ProcessRecord): ProcessInput {
+    const live = this.running(rec);
+    if (!live.input) throw conflict(`process ${rec.id} was started without stdin or a terminal`);
+    return live.input;
   }
 
   /** Kills the process (SIGKILL to all of it); answers once it ended, or after 10 s with the record as it is. */
@@ -314,7 +348,7 @@ export class ProcessService {
 
   private async deliver(live: Live, signal: ExecSignal): Promise<void> {
     if (live.rec.runner === 'attached') {
-      live.controls?.push({ type: 'signal', signal });
+      live.input?.controls.push({ type: 'signal', signal });
       if (signal === 'SIGKILL') setTimeout(() => live.ac.abort(new Error('killed')), KILL_GRACE_MS).unref?.();
       return;
     }
@@ -370,11 +404,11 @@ export class ProcessService {
   }
 
   private async runAttached(live: Live, provider: Provider, runtimeId: string, spec: ExecSpec): Promise<void> {
-    const controls = new AsyncQueue<ExecControl>();
-    live.controls = controls;
+    const input = live.input ?? new ProcessInput(live.rec.id, false, false);
+    live.input = input;
     let code: number | null = null;
     try {
-      for await (const ev of provider.exec(runtimeId, { ...spec, controls }, live.ac.signal)) {
+      for await (const ev of provider.exec(runtimeId, { ...spec, controls: input.controls }, live.ac.signal)) {
         if (ev.stream === 'exit') code = ev.exit_code;
         else await this.append(live, ev.stream, ev.data);
       }
@@ -382,7 +416,7 @@ export class ProcessService {
       if (!live.ac.signal.aborted && !isAbortError(err))
         this.deps.warn?.({ process_id: live.rec.id, err: isSbxError(err) ? err.message : String(err) }, 'background process failed');
     } finally {
-      controls.end();
+      input.end();
     }
     await this.finish(live, live.ac.signal.aborted && !live.ending ? 'killed' : code === null ? 'killed' : 'exited', code);
   }

@@ -2,6 +2,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { SbxError } from '../../core/errors.js';
 import type { HttpDeps } from './deps.js';
+import { realmOf } from './realm.js';
 import { MemoryRelief } from './memory-relief.js';
 
 /** Default of `server.max_inflight_mb`. */
@@ -110,6 +111,9 @@ class Counted extends Transform {
 export function inflightPlugin(app: FastifyInstance, deps: HttpDeps): void {
   const budget = deps.inflight ?? (deps.inflight = new InflightBudget(DEFAULT_MAX_INFLIGHT_BYTES));
   app.addHook('preParsing', async (request: FastifyRequest, reply: FastifyReply, payload) => {
+    // E2B's envd plane reads its bodies itself from the raw request (streamed into the sandbox, or
+    // held against this budget by its multipart reader): nothing may read them here.
+    if (realmOf(request.routeOptions.url ?? '') === 'envd') return payload;
     const length = Number(request.headers['content-length'] ?? NaN);
     const chunked = request.headers['transfer-encoding'] !== undefined;
     if (!chunked && !(length > 0)) return payload;

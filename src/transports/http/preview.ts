@@ -3,11 +3,12 @@
  * `server.preview_domain`, the token rule of `server.preview_auth`, upstreams from core's
  * PreviewService. Shared by the API listener and the optional `server.preview_addr` listener.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { PreviewRouter } from '../shared/preview/router.js';
 import { sendPreviewError, writeRawError } from '../shared/preview/proxy.js';
 import type { HttpDeps } from './deps.js';
+import { ENVD_PORT, ENVD_PREFIX, SANDBOX_ID_HEADER, SANDBOX_PORT_HEADER } from '../shared/envd-routing.js';
 
 const routers = new WeakMap<HttpDeps, PreviewRouter>();
 
@@ -24,9 +25,20 @@ export function previewRouter(deps: HttpDeps): PreviewRouter {
     token: { required: service.settings.auth, matches: (id, given) => service.tokenMatches(id, given) },
     isApiCredential: (value) => secrets.some((s) => value.includes(s)),
     stats: preview.stats,
+    // E2B's envd port on a preview host is the envd plane of the API (DESIGN.md §14), behind its own token check.
+    ...(deps.e2b !== false ? { divert: divertEnvd } : {}),
   });
   routers.set(deps, r);
   return r;
+}
+
+/** `49983-<id>.<domain>` → `/e2b/sandbox/…` with E2B's sandbox headers, served by the API's envd route. */
+function divertEnvd(req: IncomingMessage, sandboxId: string, port: number): boolean {
+  if (port !== ENVD_PORT) return false;
+  req.url = `${ENVD_PREFIX}${(req.url ?? '/').startsWith('/') ? '' : '/'}${req.url ?? '/'}`;
+  req.headers[SANDBOX_ID_HEADER] = sandboxId;
+  req.headers[SANDBOX_PORT_HEADER] = String(port);
+  return true;
 }
 
 /** `server.preview_addr`: a listener of previews alone; any other Host gets 404. */

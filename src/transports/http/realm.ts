@@ -2,10 +2,11 @@
  * Which credential a path needs (DESIGN.md §3 "Auth", §7): the probes are open, `/api/v1/worker/…`
  * takes worker credentials only, `/api/v1/admin/…` an admin credential, every other `/api/v1`
  * path, `/mcp` and `/e2b` an API key (when auth is enabled), and a replica's `/rpc` a `replica:rpc` token
- * (checked by the RPC routes themselves, before anything is read). Other paths are not the API's:
+ * (checked by the RPC routes themselves, before anything is read), and E2B's envd plane `/e2b/sandbox`
+ * the sandbox's envd access token (checked by the envd handler per call). Other paths are not the API's:
  * only the dashboard's static files live there.
  */
-export type Realm = 'probe' | 'user' | 'admin' | 'worker' | 'rpc' | 'outside';
+export type Realm = 'probe' | 'user' | 'admin' | 'worker' | 'rpc' | 'envd' | 'outside';
 
 const PROBES = new Set(['/api/v1/live', '/api/v1/ready']);
 
@@ -20,6 +21,8 @@ export const REALM_PREFIXES: ReadonlyArray<{ prefix: string; realm: Exclude<Real
   { prefix: '/api/v1', realm: 'user' },
   // MCP over HTTP (issue 19) acts as the caller: the same key as the API.
   { prefix: '/mcp', realm: 'user' },
+  // E2B's envd plane (DESIGN.md §14): no API key, the sandbox's envd access token (checked per call).
+  { prefix: '/e2b/sandbox', realm: 'envd' },
   // E2B's control plane (DESIGN.md §14) takes the same API keys.
   { prefix: '/e2b', realm: 'user' },
   // Replicas' worker RPC (DESIGN §7): replica tokens only.

@@ -88,6 +88,38 @@ const e2bRefused: Verdict = (res) => {
   expect(res.body.code).toBe(404);
   expect(res.text).not.toContain(SECRET);
 };
+/**
+ * E2B's envd plane (DESIGN.md §14): the victim's sandbox has no envd access token here (made
+ * through the native API), so every call is refused before anything is read — 401 (405 for a
+ * method `/files` does not serve), in E2B's or Connect's shape, never the victim's data.
+ */
+const envdRefused: Verdict = (res) => {
+  // A Connect stream answers 200 and carries its error in the end-of-stream message.
+  if (res.status === 200) expect(res.text).toContain('"code":"unauthenticated"');
+  else expect([401, 405]).toContain(res.status);
+  expect(res.text).not.toContain(SECRET);
+};
+const envd = (v: Victim, method: string, path: string, body?: unknown): Attempt => ({
+  method,
+  url: `/e2b/sandbox${path}`,
+  headers: {
+    'e2b-sandbox-id': v.sandbox,
+    'connect-protocol-version': '1',
+    ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+  },
+  ...(body !== undefined ? { body } : {}),
+});
+/** A Connect server-streaming call: the request in one enveloped JSON message (short enough for a one-byte length). */
+const envdStream = (v: Victim, path: string, message: unknown): Attempt => {
+  const json = JSON.stringify(message);
+  if (json.length > 127) throw new Error('envelope too long for this helper');
+  return {
+    method: 'POST',
+    url: `/e2b/sandbox${path}`,
+    headers: { 'e2b-sandbox-id': v.sandbox, 'content-type': 'application/connect+json' },
+    body: `\u0000\u0000\u0000\u0000${String.fromCharCode(json.length)}${json}`,
+  };
+};
 /** A list answers 200 but holds nothing of the victim. */
 const listsNothing =
   (pick: (v: Victim) => string): Verdict =>
@@ -171,6 +203,45 @@ export const ATTACKS: Record<string, { tries: (v: Victim) => Attempt[]; verdict?
       { method: 'POST', url: `/api/v1/sandboxes/${v.own}/processes/${v.pid}/signal`, body: { signal: 'SIGKILL' } },
     ],
   },
+  'POST /api/v1/sandboxes/:id/processes/:pid/stdin': {
+    tries: (v) => [
+      { method: 'POST', url: `${sb(v)}/processes/${v.pid}/stdin`, body: { data: 'x' } },
+      { method: 'POST', url: `/api/v1/sandboxes/${v.own}/processes/${v.pid}/stdin`, body: { data: 'x' } },
+    ],
+  },
+  'POST /api/v1/sandboxes/:id/processes/:pid/stdin/close': {
+    tries: (v) => [
+      { method: 'POST', url: `${sb(v)}/processes/${v.pid}/stdin/close` },
+      { method: 'POST', url: `/api/v1/sandboxes/${v.own}/processes/${v.pid}/stdin/close` },
+    ],
+  },
+  'POST /api/v1/sandboxes/:id/processes/:pid/resize': {
+    tries: (v) => [
+      { method: 'POST', url: `${sb(v)}/processes/${v.pid}/resize`, body: { cols: 80, rows: 24 } },
+      { method: 'POST', url: `/api/v1/sandboxes/${v.own}/processes/${v.pid}/resize`, body: { cols: 80, rows: 24 } },
+    ],
+  },
+  'GET /e2b/sandbox/*': {
+    tries: (v) => [envd(v, 'GET', `/files?path=${encodeURIComponent(v.file)}`), envd(v, 'GET', '/files?path=x&signature=v1_x')],
+    verdict: envdRefused,
+  },
+  'POST /e2b/sandbox/*': {
+    tries: (v) => [
+      envdStream(v, '/process.Process/Start', { process: { cmd: '/bin/sh', args: ['-c', `cat ${v.file}`] } }),
+      envdStream(v, '/filesystem.Filesystem/WatchDir', { path: '/' }),
+      envd(v, 'POST', '/process.Process/List', {}),
+      envd(v, 'POST', '/filesystem.Filesystem/ListDir', { path: '/', depth: 2 }),
+      envd(v, 'POST', '/filesystem.Filesystem/Remove', { path: v.file }),
+      envd(v, 'POST', `/files?path=${encodeURIComponent(v.file)}`),
+    ],
+    verdict: envdRefused,
+  },
+  ...Object.fromEntries(
+    ['PUT', 'PATCH', 'DELETE'].map((m) => [
+      `${m} /e2b/sandbox/*`,
+      { tries: (v: Victim) => [envd(v, m, '/files?path=x')], verdict: envdRefused },
+    ]),
+  ),
   'DELETE /api/v1/sandboxes/:id/processes/:pid': {
     tries: (v) => [
       { method: 'DELETE', url: `${sb(v)}/processes/${v.pid}` },

@@ -57,7 +57,8 @@ export function authPlugin(app: FastifyInstance, deps: HttpDeps): void {
     const path = request.routeOptions.url ?? request.url.split('?')[0] ?? '/';
     const realm = realmOf(path);
     // The replica RPC checks its own `replica:rpc` token before it reads anything (DESIGN §7).
-    if (realm === 'outside' || realm === 'rpc') return;
+    // E2B's envd plane checks the sandbox's envd access token itself, per call (DESIGN §14).
+    if (realm === 'outside' || realm === 'rpc' || realm === 'envd') return;
     request.sbxUserId = validateOwnerId(headerText(request.headers['x-user-id']), 'X-User-ID');
     if (realm === 'probe') return;
 

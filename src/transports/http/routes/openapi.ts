@@ -53,7 +53,7 @@ type SecurityRequirement = Partial<Record<keyof typeof SECURITY_SCHEMES, []>>;
  * open, worker routes take worker credentials only, admin routes the admin key, every other route
  * the API key or an admin key. Alternatives are OR'ed; schemes in one requirement are AND'ed.
  */
-const SECURITY: Record<Exclude<Realm, 'outside' | 'rpc'>, SecurityRequirement[]> = {
+const SECURITY: Record<Exclude<Realm, 'outside' | 'rpc' | 'envd'>, SecurityRequirement[]> = {
   probe: [],
   user: [{ ApiKey: [] }, { AdminApiKey: [] }],
   admin: [{ AdminApiKey: [] }],
@@ -111,7 +111,7 @@ export function buildOpenApi(table: readonly RouteEntry[], version: string): Jso
     if (s.body) op.requestBody = { content: requestContent(s.body, conv) };
     op.responses = responses(s.response, conv);
     const realm = r.realm;
-    if (realm !== 'outside' && realm !== 'rpc') op.security = SECURITY[realm];
+    if (realm !== 'outside' && realm !== 'rpc' && realm !== 'envd') op.security = SECURITY[realm];
     (paths[path] ??= {})[r.method.toLowerCase()] = op;
   }
   return {

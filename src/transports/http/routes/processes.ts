@@ -2,7 +2,15 @@ import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ErrorBody } from '../../../contracts/common.js';
-import { ProcessInfo, ProcessOutputChunk, ProcessOutputQuery, ProcessSignal, ProcessStart } from '../../../contracts/processes.js';
+import {
+  ProcessInfo,
+  ProcessOutputChunk,
+  ProcessOutputQuery,
+  ProcessSignal,
+  ProcessStart,
+  ProcessStdin,
+  TerminalSize,
+} from '../../../contracts/processes.js';
 import { SbxError } from '../../../core/errors.js';
 import type { ProcessRecord } from '../../../core/ports.js';
 import type { ProcessOutputItem } from '../../../core/sandboxes/processes.js';
@@ -56,6 +64,7 @@ export function processRoutes(app: FastifyInstance, deps: HttpDeps): void {
         request.params.id,
         { command: b.command, args: b.args, env: b.env, workdir: b.workdir, timeout: b.timeout, mode: b.mode },
         callerOf(request),
+        { ...(b.stdin !== undefined ? { stdin: b.stdin } : {}), ...(b.pty !== undefined ? { pty: b.pty } : {}) },
       );
       return reply.code(201).send(presentProcess(rec));
     },
@@ -123,6 +132,8 @@ export function processRoutes(app: FastifyInstance, deps: HttpDeps): void {
       presentProcess(await service().signal(request.params.id, request.params.pid, execSignal(request.body.signal), callerOf(request))),
   );
 
+  processInputRoutes(app, base, service);
+
   app.delete<{ Params: { id: string; pid: string } }>(
     `${base}/:pid`,
     {
@@ -134,6 +145,60 @@ export function processRoutes(app: FastifyInstance, deps: HttpDeps): void {
       },
     },
     async (request) => presentProcess(await service().kill(request.params.id, request.params.pid, callerOf(request))),
+  );
+}
+
+/** Live input of a process started with `stdin: true` or `pty` (DESIGN.md §14 fourth bullet): stdin, EOF, resize. */
+function processInputRoutes(app: FastifyInstance, base: string, service: () => NonNullable<HttpDeps['processes']>): void {
+  const ok = Type.Object({ status: Type.Literal('ok') });
+  app.post<{ Params: { id: string; pid: string }; Body: ProcessStdin }>(
+    `${base}/:pid/stdin`,
+    {
+      schema: {
+        tags: ['processes'],
+        summary: 'Write to the stdin of a process started with stdin: true (429 while 1 MiB of it is unread)',
+        params: ProcessParams,
+        body: ProcessStdin,
+        response: { 200: ok, ...errors },
+      },
+    },
+    async (request) => {
+      const b = request.body;
+      const data = b.encoding === 'base64' ? Buffer.from(b.data, 'base64') : Buffer.from(b.data, 'utf8');
+      await service().writeStdin(request.params.id, request.params.pid, data, callerOf(request));
+      return { status: 'ok' as const };
+    },
+  );
+  app.post<{ Params: { id: string; pid: string } }>(
+    `${base}/:pid/stdin/close`,
+    {
+      schema: {
+        tags: ['processes'],
+        summary: 'Close the stdin of a process started with stdin: true (EOF after what was written)',
+        params: ProcessParams,
+        response: { 200: ok, ...errors },
+      },
+    },
+    async (request) => {
+      await service().closeStdin(request.params.id, request.params.pid, callerOf(request));
+      return { status: 'ok' as const };
+    },
+  );
+  app.post<{ Params: { id: string; pid: string }; Body: TerminalSize }>(
+    `${base}/:pid/resize`,
+    {
+      schema: {
+        tags: ['processes'],
+        summary: 'Resize the terminal of a process started with pty',
+        params: ProcessParams,
+        body: TerminalSize,
+        response: { 200: ok, ...errors },
+      },
+    },
+    async (request) => {
+      await service().resize(request.params.id, request.params.pid, request.body.cols, request.body.rows, callerOf(request));
+      return { status: 'ok' as const };
+    },
   );
 }
 

@@ -33,6 +33,12 @@ export interface PreviewRouterOptions {
   /** Worker side: path-routed previews from the control plane, after this check (throws SbxError). */
   path?: { prefix: string; authenticate(headers: IncomingMessage['headers']): void };
   stats: PreviewStats;
+  /**
+   * A host-routed request this router hands to the API instead (E2B's envd port, DESIGN.md §14):
+   * called with the sandbox and port of the Host; true → the API serves it (the callee may rewrite
+   * the request's URL and headers first).
+   */
+  divert?(req: IncomingMessage, sandboxId: string, port: number): boolean;
 }
 
 interface Match {
@@ -60,7 +66,11 @@ export class PreviewRouter {
   handles(req: IncomingMessage): boolean {
     if (this.domain !== '') {
       const host = normalizeHost(req.headers.host);
-      if (host !== null && isUnderDomain(host, this.domain)) return true;
+      if (host !== null && isUnderDomain(host, this.domain)) {
+        const m = this.opts.divert ? this.match(req) : null;
+        if (m && !('status' in m) && m.via === 'host' && this.opts.divert!(req, m.sandboxId, m.port)) return false;
+        return true;
+      }
     }
     return this.opts.path !== undefined && (req.url ?? '').startsWith(this.opts.path.prefix);
   }
@@ -77,6 +87,21 @@ export class PreviewRouter {
         forwardRequest(req, res, r.upstream, this.forwardOptions(req, r.match));
       },
       () => sendPreviewError(res, 500, 'internal', 'internal server error'),
+    );
+  }
+
+  /**
+   * Forwards one request to TCP `port` of a sandbox already authorized by the caller (E2B's
+   * `E2b-Sandbox-Port`, DESIGN.md §14): no preview token rule, the same streaming proxy.
+   */
+  forward(req: IncomingMessage, res: ServerResponse, sandboxId: string, port: number, path: string): void {
+    const match: Match = { sandboxId, port, path, via: 'path' };
+    void this.opts.resolve(sandboxId, port).then(
+      (upstream) => forwardRequest(req, res, upstream, this.forwardOptions(req, match)),
+      (err: unknown) => {
+        const f = failure(err);
+        sendPreviewError(res, f.status, f.code, f.message);
+      },
     );
   }
 

@@ -1,0 +1,104 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type Docker from 'dockerode';
+import { CommandExitError, NotFoundError, Sandbox } from 'e2b';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { envdSdkFor, type EnvdSdk } from '../helpers/e2b-sdk.js';
+import { ensureE2bImage } from './e2b-image.js';
+import { DOCKER_SKIP, dockerTitle, requireEngine } from './engine.js';
+
+const KEY = 'e2b_00112233445566778899aabbccddeeff00112233';
+
+/**
+ * E2B's SDK commands and files on real containers (DESIGN.md §14): `/bin/bash -l -c CMD` as the
+ * image's `user`, in its home, with the sandbox's env; files through the engine; a terminal.
+ */
+describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('E2B SDK envd plane on docker'), () => {
+  let docker: Docker;
+  let dir: string;
+  let srv: TestServer;
+  const requested: string[] = [];
+  let sdk: EnvdSdk;
+  let sbx: Sandbox;
+
+  beforeAll(async () => {
+    docker = await requireEngine();
+    const image = await ensureE2bImage(docker);
+    dir = mkdtempSync(join(tmpdir(), 'sbx-docker-envd-'));
+    srv = await startTestServer({
+      providers: { default: 'docker' },
+      defaults: { image, memory_mb: 128 },
+      database: { driver: 'sqlite', path: join(dir, 'sbx.db') },
+      auth: { enabled: true, api_key: KEY },
+    });
+    sdk = envdSdkFor(srv.url, requested, KEY);
+    sbx = await Sandbox.create({ ...sdk, envs: { GREETING: 'hello-docker' }, timeoutMs: 300_000 });
+  }, 180_000);
+  afterAll(async () => {
+    await sbx?.kill().catch(() => undefined);
+    await srv?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    for (const url of requested) expect(url.startsWith(`${srv.url}/e2b/`)).toBe(true);
+  });
+
+  it('runs /bin/bash -l -c as user in /home/user with the sandbox env; exit codes', async () => {
+    const r = await sbx.commands.run('echo hi; id -u; pwd; echo "$GREETING $HOME"');
+    expect(r.stdout).toBe('hi\n1000\n/home/user\nhello-docker /home/user\n');
+    const root = await sbx.commands.run('id -u', { user: 'root' });
+    expect(root.stdout).toBe('0\n');
+    const err = await sbx.commands.run('echo nope >&2; exit 5').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CommandExitError);
+    expect((err as CommandExitError).exitCode).toBe(5);
+    expect((err as CommandExitError).stderr).toBe('nope\n');
+  }, 60_000);
+
+  it('streams: the first chunk arrives before the command ends', async () => {
+    const seen: number[] = [];
+    const t0 = Date.now();
+    await sbx.commands.run('echo one; sleep 1; echo two', { onStdout: () => void seen.push(Date.now() - t0) });
+    expect(Date.now() - t0 - seen[0]!).toBeGreaterThan(700);
+  }, 60_000);
+
+  it('background, list, connect, stdin, kill', async () => {
+    const h = await sbx.commands.run('while read l; do echo "echo:$l"; done', { background: true, stdin: true });
+    expect((await sbx.commands.list()).map((p) => p.pid)).toContain(h.pid);
+    const c = await sbx.commands.connect(h.pid);
+    await sbx.commands.sendStdin(h.pid, 'ping\n');
+    const until = Date.now() + 10_000;
+    while (!c.stdout.includes('echo:ping') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(c.stdout).toBe('echo:ping\n');
+    expect(await h.kill()).toBe(true);
+    await expect(h.wait()).rejects.toBeInstanceOf(CommandExitError);
+  }, 60_000);
+
+  it('a terminal: pty.create runs bash in a pty of that size', async () => {
+    let out = '';
+    const term = await sbx.pty.create({ cols: 90, rows: 20, onData: (d) => void (out += Buffer.from(d).toString()) });
+    await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size; exit\n'));
+    await term.wait().catch(() => undefined);
+    expect(out).toContain('20 90');
+  }, 60_000);
+
+  it('files: text and 1 MiB bytes, relative paths under the home, several at once, list, rename, remove', async () => {
+    await sbx.files.write('notes/a.txt', 'in home');
+    expect(await sbx.files.read('/home/user/notes/a.txt')).toBe('in home');
+    expect((await sbx.commands.run('cat notes/a.txt')).stdout).toBe('in home');
+    const bytes = new Uint8Array(1024 * 1024).map((_, i) => (i * 13) & 0xff);
+    await sbx.files.write('/tmp/big.bin', bytes.buffer);
+    expect(Buffer.from(await sbx.files.read('/tmp/big.bin', { format: 'bytes' })).equals(Buffer.from(bytes))).toBe(true);
+    await sbx.files.write([
+      { path: '/tmp/m/1.txt', data: 'one' },
+      { path: '/tmp/m/2.txt', data: 'two' },
+    ]);
+    expect((await sbx.commands.run('cat /tmp/m/1.txt /tmp/m/2.txt')).stdout).toBe('onetwo');
+    expect(await sbx.files.makeDir('/tmp/d/e')).toBe(true);
+    expect((await sbx.files.list('/tmp/d')).map((e) => e.name)).toEqual(['e']);
+    await sbx.files.rename('/tmp/m/1.txt', '/tmp/d/1.txt');
+    expect(await sbx.files.exists('/tmp/m/1.txt')).toBe(false);
+    expect((await sbx.files.getInfo('/tmp/d/1.txt')).size).toBe(3);
+    await sbx.files.remove('/tmp/d');
+    await expect(sbx.files.read('/tmp/d/1.txt')).rejects.toBeInstanceOf(NotFoundError);
+  }, 60_000);
+});

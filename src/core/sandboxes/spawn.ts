@@ -158,9 +158,8 @@ async function createPlaced(
       ...(Object.keys(req.env).length > 0 ? { env: req.env } : {}),
       ...(req.access_token_seed !== null ? { access_token_seed: req.access_token_seed } : {}),
     };
-    // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.commit).
-    const stored = rec;
-    await (ticket ? ticket.commit(() => store.insertSandbox(stored)) : store.insertSandbox(stored));
+    // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.insert).
+    await (ticket ? ticket.insert(rec) : store.insertSandbox(rec));
   } catch (err) {
     // Never leave a runtime nobody knows about.
     const bound = target.local ? provider : locator.remoteProvider(target.worker, { id, provider: req.provider, runtime_id: runtimeId });

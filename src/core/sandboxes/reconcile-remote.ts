@@ -36,8 +36,11 @@ const STATUS_TIMEOUT_MS = 5_000;
 const BATCH_TIMEOUT_MS = 30_000;
 /** Sandboxes of one worker asked for in one batch (the wire's `worker.status_batch` bound). */
 export const STATUS_BATCH = 1000;
-/** Sandboxes waiting for their worker's batch across all workers: past it, the fullest batch goes. */
-const MAX_WAITING = 50_000;
+/**
+ * Sandboxes waiting for their worker's batch across all workers (a few MB of ids): past it, every
+ * waiting batch is asked at once, so a fleet larger than this costs one more call per worker.
+ */
+const MAX_WAITING = 100_000;
 
 /** What a pass keeps of a sandbox waiting for its worker's answer. */
 type Asked = Pick<SandboxRecord, 'id' | 'state' | 'worker_id' | 'owner_id' | 'provider'> & { runtime_id: string };
@@ -144,7 +147,7 @@ export async function reconcileRemote(deps: RemoteReconcileDeps): Promise<Remote
     batch.push(asked);
     waitingCount++;
     if (batch.length >= STATUS_BATCH) await flush(rec.worker_id);
-    else if (waitingCount >= MAX_WAITING) await flush([...waiting].sort((a, b) => b[1].length - a[1].length)[0]![0]);
+    else if (waitingCount >= MAX_WAITING) for (const workerId of [...waiting.keys()]) await flush(workerId);
   }
   for (const workerId of [...waiting.keys()]) await flush(workerId);
   return actions;

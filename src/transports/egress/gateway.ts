@@ -1,4 +1,4 @@
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import {
   compileLists,
@@ -14,7 +14,8 @@ import {
   type Rule,
   type Target,
 } from '../../core/network/index.js';
-import { connectFirst, deny, normalizeSource, readHello, splitAuthority, stripHop } from './gateway-wire.js';
+import { connectFirst, deny, normalizeSource, readHello, splitAuthority } from './gateway-wire.js';
+import { readResponseHead, relay, relayAnswer, requestHead, sendBody } from './http-relay.js';
 import { hostResolver } from './resolver.js';
 
 /**
@@ -73,6 +74,8 @@ export class EgressGateway {
   private readonly open = new Map<string, Set<Open>>();
   private readonly lookups = new Map<string, number>();
   private readonly sockets = new Set<Socket>();
+  /** Client sockets a request was taken from: their one answer closes them (a relayed one is raw bytes). */
+  private readonly taken = new WeakSet<Socket>();
   private readonly resolver: (name: string) => Promise<string[]>;
   private readonly max: number;
   private readonly idleMs: number;
@@ -243,6 +246,10 @@ export class EgressGateway {
 
   /** Absolute-form HTTP proxy request. */
   private async proxy(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // One request per client connection: every answer (relayed, or a refusal) closes it, so a request
+    // pipelined behind the first is never served — and never interleaved with a raw relayed answer.
+    if (this.taken.has(req.socket)) return void req.resume();
+    this.taken.add(req.socket);
     const source = normalizeSource(req.socket.remoteAddress ?? '');
     const url = req.url ?? '';
     const authority = /^http:\/\/([^/?#]*)/i.exec(url)?.[1];
@@ -274,46 +281,63 @@ export class EgressGateway {
     }
     this.record(sandboxId, shown, hp.port);
     const path = url.slice(/^http:\/\/[^/?#]*/i.exec(url)![0].length) || '/';
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (v === undefined || /^(proxy-|host$|connection$|keep-alive$)/i.test(k)) continue;
-      headers[k] = v;
-    }
-    headers.host = authority;
-    headers.connection = 'close';
-    const upstream = httpRequest({
-      method: req.method,
-      path: path.startsWith('/') ? path : `/${path}`,
-      headers,
-      createConnection: () => up.sock,
-    });
-    const open: Open = {
+    this.relayRequest(req, res, up, authority, path.startsWith('/') ? path : `/${path}`, sandboxId, {
       target,
       port: hp.port,
       address: up.address,
       sniChecked: true,
+    });
+  }
+
+  /**
+   * An allowed request on its upstream connection: the head written once, the body as is, and the
+   * answer piped back on the client's socket after its rewritten head (http-relay.ts). The client's
+   * connection ends with the answer (`Connection: close`): nothing else is served on it.
+   */
+  private relayRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    up: { sock: Socket; address: Ip },
+    authority: string,
+    path: string,
+    sandboxId: string,
+    what: Omit<Open, 'close'>,
+  ): void {
+    const client = req.socket;
+    const open: Open = {
+      ...what,
       close: () => {
-        upstream.destroy();
-        res.destroy();
+        up.sock.destroy();
+        client.destroy();
       },
     };
     const untrack = this.track(sandboxId, open);
-    const done = () => untrack();
-    res.once('close', () => {
-      done();
-      upstream.destroy();
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      untrack();
+    };
+    client.once('close', () => {
       up.sock.destroy();
+      finish();
     });
-    upstream.on('response', (ures) => {
-      res.writeHead(ures.statusCode ?? 502, ures.statusMessage, stripHop(ures.headers));
-      ures.pipe(res);
-    });
-    upstream.on('error', () => {
-      if (!res.headersSent) deny(res, 502, 'sbx egress: upstream failed');
-      else res.destroy();
-    });
+    up.sock.on('error', () => up.sock.destroy());
     up.sock.setTimeout(this.idleMs, () => open.close());
-    req.pipe(upstream);
+    up.sock.setNoDelay(true);
+    up.sock.write(requestHead(req, path, authority));
+    sendBody(req, up.sock);
+    void readResponseHead(up.sock).then((head) => {
+      if (finished || client.destroyed) return void up.sock.destroy();
+      if (!head) {
+        up.sock.destroy();
+        deny(res, 502, 'sbx egress: upstream failed');
+        return finish();
+      }
+      client.write(head.head);
+      if (head.rest.length > 0) client.write(head.rest);
+      relayAnswer(up.sock, client, finish);
+    });
   }
 
   /** CONNECT host:port. */
@@ -377,17 +401,9 @@ export class EgressGateway {
       },
     };
     const untrack = this.track(sandboxId, open);
-    const end = () => {
-      untrack();
-      open.close();
-    };
-    sock.once('close', end);
-    up.sock.once('close', end);
-    up.sock.on('error', end);
-    sock.setTimeout(this.idleMs, end);
-    up.sock.setTimeout(this.idleMs, end);
+    sock.setTimeout(this.idleMs, open.close);
+    up.sock.setTimeout(this.idleMs, open.close);
     if (first.length > 0) up.sock.write(first);
-    sock.pipe(up.sock);
-    up.sock.pipe(sock);
+    relay(sock, up.sock, untrack);
   }
 }

@@ -20,6 +20,7 @@ const NOT_UNIT = [
   'test/unit/docker-agent-conn.test.ts',
   'test/unit/egress-gateway.test.ts',
   'test/unit/egress-hosts.test.ts',
+  'test/unit/egress-relay.test.ts',
   'test/unit/firecracker-client.test.ts',
   'test/unit/firecracker-launcher.test.ts',
   'test/unit/firecracker-provider.test.ts',

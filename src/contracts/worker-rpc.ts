@@ -28,6 +28,7 @@ export const RPC_METHODS = [
   'worker.spawn',
   'worker.destroy',
   'worker.status',
+  'worker.status_batch',
   'worker.exec',
   'worker.exec_stream',
   'worker.file_write',
@@ -75,6 +76,7 @@ export const RPC_LEASE_POLICY: Record<RpcMethod, 'required' | 'optional' | 'none
   'worker.file_chmod': 'optional',
   'worker.snapshot': 'optional',
   'worker.status': 'none',
+  'worker.status_batch': 'none',
   'worker.file_read': 'none',
   'worker.file_list': 'none',
   'worker.file_stat': 'none',
@@ -103,6 +105,7 @@ export const RPC_SCOPE: Record<RpcMethod, string> = {
   'worker.spawn': 'worker:spawn',
   'worker.destroy': 'worker:destroy',
   'worker.status': 'worker:status',
+  'worker.status_batch': 'worker:status',
   'worker.shutdown': 'worker:status',
   'worker.exec': 'worker:exec',
   'worker.exec_stream': 'worker:exec',
@@ -230,6 +233,28 @@ export const StatusResult = Type.Object({
 });
 export type StatusResult = Static<typeof StatusResult>;
 
+/** Most runtimes one `worker.status_batch` names; a longer list travels in several calls. */
+export const RPC_STATUS_BATCH = 1000;
+/**
+ * `worker.status_batch` (DESIGN §7 reconciliation): `worker.status` of many runtimes in one call —
+ * each judged exactly as `worker.status` judges it — so one call per worker per page covers its
+ * sandboxes. A worker without it answers 501 `not_implemented` (unknown method) and is asked one
+ * sandbox at a time.
+ */
+export const StatusBatchParams = Type.Object({ sandboxes: Type.Array(RpcTarget, { minItems: 1, maxItems: RPC_STATUS_BATCH }) });
+export type StatusBatchParams = Static<typeof StatusBatchParams>;
+/** One status per named runtime, in the order asked; `error` when its provider failed or is not run here. */
+export const StatusBatchResult = Type.Object({
+  statuses: Type.Array(
+    Type.Object({
+      sandbox_id: Type.String(),
+      state: Type.Union([Type.Literal('running'), Type.Literal('destroyed'), Type.Literal('error')]),
+      error: Type.Optional(Type.String()),
+    }),
+  ),
+});
+export type StatusBatchResult = Static<typeof StatusBatchResult>;
+
 /**
  * `worker.exec` and `worker.exec_stream`. `timeout` is a duration string ('' or absent: none; the
  * control plane enforces its own deadline and closes the call). `stdin` (base64) is fed then EOF.
@@ -348,6 +373,7 @@ export const RPC_PARAMS = {
   'worker.spawn': SpawnParams,
   'worker.destroy': DestroyParams,
   'worker.status': StatusParams,
+  'worker.status_batch': StatusBatchParams,
   'worker.exec': ExecParams,
   'worker.exec_stream': ExecParams,
   'worker.file_write': FileWriteParams,

@@ -6,7 +6,17 @@
 import { LatencyWindow } from './latency.js';
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import type { ProviderRegistry, ProviderStatus } from '../providers/registry.js';
-import type { Clock, LeaseRecord, LeaseStore, Provider, SandboxRecord, SandboxStore, WorkerRecord, WorkerStore } from '../ports.js';
+import type {
+  Clock,
+  LeaseRecord,
+  LeaseStore,
+  Provider,
+  RuntimeStatus,
+  SandboxRecord,
+  SandboxStore,
+  WorkerRecord,
+  WorkerStore,
+} from '../ports.js';
 import { place, PLACEMENT_STALE_AFTER_MS, providerCapabilities, remoteDefaultProvider, type PlacementRequest } from './placement.js';
 import type { RemoteTarget, RemoteWorkers } from './remote-port.js';
 import { PlacementReservations, type PlacementRead, type PlacementSlot } from './reservations.js';
@@ -303,6 +313,24 @@ export class RuntimeLocator {
   }
 
   /** A Provider bound to a remote sandbox on `worker`. */
+  /**
+   * The statuses of many runtimes `worker` runs, in as few calls as it allows; null when it (or
+   * this server's RPC client) has no batched status: then ask each through `remoteProvider`.
+   */
+  async remoteStatuses(
+    worker: WorkerRecord,
+    recs: ReadonlyArray<Pick<SandboxRecord, 'id' | 'provider'> & { runtime_id: string }>,
+    signal?: AbortSignal,
+  ): Promise<Map<string, RuntimeStatus> | null> {
+    const remote = this.deps.remote;
+    if (!remote?.statusBatch) return null;
+    return remote.statusBatch(
+      worker,
+      recs.map((r) => ({ sandbox_id: r.id, provider: r.provider, runtime_id: r.runtime_id })),
+      signal,
+    );
+  }
+
   remoteProvider(worker: WorkerRecord, rec: Pick<SandboxRecord, 'id' | 'provider' | 'runtime_id'>, ttl?: string): Provider {
     const remote = this.deps.remote;
     if (!remote) throw new SbxError('remote_worker_rpc_unavailable', 'this server has no worker RPC client');

@@ -4,7 +4,7 @@
  * as an ordinary Provider bound to that sandbox, so lifecycle, exec, files and logs have no
  * local/remote branches.
  */
-import type { LeaseRecord, WorkerRecord } from '../ports.js';
+import type { LeaseRecord, RuntimeStatus, WorkerRecord } from '../ports.js';
 import type { Provider } from '../provider-port.js';
 
 /** The sandbox a bound remote provider serves. */
@@ -18,6 +18,13 @@ export interface RemoteTarget {
   lease(): Promise<LeaseRecord | null>;
   /** The worker's answer to spawn; set once known so later calls name the runtime. */
   runtime_id?: string | null;
+}
+
+/** A runtime a remote worker runs for a sandbox. */
+export interface RemoteRuntime {
+  sandbox_id: string;
+  provider: string;
+  runtime_id: string;
 }
 
 export interface RemoteWorkers {
@@ -35,6 +42,18 @@ export interface RemoteWorkers {
    * `unavailable`; its typed errors pass through with their codes; never backend text.
    */
   provider(worker: WorkerRecord, target: RemoteTarget): Provider;
+  /**
+   * `worker.status` of many runtimes of one worker in as few calls as the wire allows
+   * (`worker.status_batch`, paged): each sandbox id to its status (`destroyed` → missing, `error` →
+   * stopped). Null when the worker does not have the method (an older worker: 501 unknown method),
+   * so the caller asks one sandbox at a time (as it does when the adapter has no such call).
+   * Unreachable → SbxError `unavailable`.
+   */
+  statusBatch?(
+    worker: WorkerRecord,
+    targets: ReadonlyArray<RemoteRuntime>,
+    signal?: AbortSignal,
+  ): Promise<Map<string, RuntimeStatus> | null>;
   /** `worker.renew_lease` with the renewed lease; the worker records the new generation. */
   renewLease(worker: WorkerRecord, lease: LeaseRecord, signal?: AbortSignal): Promise<void>;
   /** `worker.shutdown {mode: "drain"}`. */

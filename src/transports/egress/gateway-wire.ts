@@ -1,9 +1,9 @@
 /**
- * The gateway's wire helpers (DESIGN.md §10): refusals, hop-by-hop headers, request authorities,
+ * The gateway's wire helpers (DESIGN.md §10): refusals, request authorities,
  * source addresses, a buffered TLS ClientHello and the upstream connect (names are resolved in resolver.ts). Pure or socket-local; the
  * verdicts live in gateway.ts.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { formatIp, type Ip } from '../../core/network/index.js';
 import { MAX_HELLO_BYTES, parseClientHello } from './client-hello.js';
@@ -12,14 +12,6 @@ export function deny(res: ServerResponse, status: number, text: string): void {
   if (res.headersSent) return void res.destroy();
   res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' });
   res.end(`${text}\n`);
-}
-
-const HOP = /^(connection|keep-alive|proxy-authenticate|proxy-authorization|te|trailer|transfer-encoding|upgrade)$/i;
-
-export function stripHop(h: IncomingMessage['headers']): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined && !HOP.test(k)) out[k] = v;
-  return out;
 }
 
 /** `host[:port]` or `[v6][:port]`; the port 1–65535 without leading zeros. `defaultPort` null: required. */

@@ -1,4 +1,4 @@
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import {
   compileLists,
@@ -15,7 +15,8 @@ import {
   type Target,
 } from '../../core/network/index.js';
 import type { SecretSource } from '../../core/secrets/port.js';
-import { connectFirst, deny, normalizeSource, readHello, splitAuthority, stripHop, type Hello } from './gateway-wire.js';
+import { connectFirst, deny, normalizeSource, readHello, splitAuthority, type Hello } from './gateway-wire.js';
+import { readResponseHead, relay, relayAnswer, requestHead, sendBody } from './http-relay.js';
 import { plainHeaders } from './http-rewrite.js';
 import { intercept, secretsNaming, type InterceptHooks, type InterceptTls } from './intercept.js';
 import { hostResolver } from './resolver.js';
@@ -87,6 +88,8 @@ export class EgressGateway {
   private readonly open = new Map<string, Set<Open>>();
   private readonly lookups = new Map<string, number>();
   private readonly sockets = new Set<Socket>();
+  /** Client sockets a request was taken from: their one answer closes them (a relayed one is raw bytes). */
+  private readonly taken = new WeakSet<Socket>();
   private readonly resolver: (name: string) => Promise<string[]>;
   private readonly max: number;
   private readonly idleMs: number;
@@ -271,6 +274,10 @@ export class EgressGateway {
 
   /** Absolute-form HTTP proxy request. */
   private async proxy(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // One request per client connection: every answer (relayed, or a refusal) closes it, so a request
+    // pipelined behind the first is never served — and never interleaved with a raw relayed answer.
+    if (this.taken.has(req.socket)) return void req.resume();
+    this.taken.add(req.socket);
     const source = normalizeSource(req.socket.remoteAddress ?? '');
     const url = req.url ?? '';
     const authority = /^http:\/\/([^/?#]*)/i.exec(url)?.[1];
@@ -301,7 +308,8 @@ export class EgressGateway {
       return deny(res, sent.status, sent.text);
     }
     if (sent.injected) this.opts.onInjection?.(sandboxId);
-    const headers = sent.headers;
+    // The headers as sent upstream (secrets injected where allowed), as a raw name/value list.
+    const raw = Object.entries(sent.headers).flatMap(([k, v]) => (Array.isArray(v) ? v.flatMap((x) => [k, x]) : [k, v]));
     let up: { sock: Socket; address: Ip };
     try {
       up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs);
@@ -311,41 +319,64 @@ export class EgressGateway {
     }
     this.record(sandboxId, shown, hp.port);
     const path = url.slice(/^http:\/\/[^/?#]*/i.exec(url)![0].length) || '/';
-    headers.host = authority;
-    headers.connection = 'close';
-    const upstream = httpRequest({
-      method: req.method,
-      path: path.startsWith('/') ? path : `/${path}`,
-      headers,
-      createConnection: () => up.sock,
-    });
-    const open: Open = {
+    this.relayRequest(req, res, up, authority, path.startsWith('/') ? path : `/${path}`, raw, sandboxId, {
       target,
       port: hp.port,
       address: up.address,
       sniChecked: true,
+    });
+  }
+
+  /**
+   * An allowed request on its upstream connection: the head written once, the body as is, and the
+   * answer piped back on the client's socket after its rewritten head (http-relay.ts). The client's
+   * connection ends with the answer (`Connection: close`): nothing else is served on it.
+   */
+  private relayRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    up: { sock: Socket; address: Ip },
+    authority: string,
+    path: string,
+    raw: readonly string[],
+    sandboxId: string,
+    what: Omit<Open, 'close'>,
+  ): void {
+    const client = req.socket;
+    const open: Open = {
+      ...what,
       close: () => {
-        upstream.destroy();
-        res.destroy();
+        up.sock.destroy();
+        client.destroy();
       },
     };
     const untrack = this.track(sandboxId, open);
-    const done = () => untrack();
-    res.once('close', () => {
-      done();
-      upstream.destroy();
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      untrack();
+    };
+    client.once('close', () => {
       up.sock.destroy();
+      finish();
     });
-    upstream.on('response', (ures) => {
-      res.writeHead(ures.statusCode ?? 502, ures.statusMessage, stripHop(ures.headers));
-      ures.pipe(res);
-    });
-    upstream.on('error', () => {
-      if (!res.headersSent) deny(res, 502, 'sbx egress: upstream failed');
-      else res.destroy();
-    });
+    up.sock.on('error', () => up.sock.destroy());
     up.sock.setTimeout(this.idleMs, () => open.close());
-    req.pipe(upstream);
+    up.sock.setNoDelay(true);
+    up.sock.write(requestHead(req, path, authority, raw));
+    sendBody(req, up.sock);
+    void readResponseHead(up.sock).then((head) => {
+      if (finished || client.destroyed) return void up.sock.destroy();
+      if (!head) {
+        up.sock.destroy();
+        deny(res, 502, 'sbx egress: upstream failed');
+        return finish();
+      }
+      client.write(head.head);
+      if (head.rest.length > 0) client.write(head.rest);
+      relayAnswer(up.sock, client, finish);
+    });
   }
 
   /** CONNECT host:port. */
@@ -425,17 +456,9 @@ export class EgressGateway {
       },
     };
     const untrack = this.track(sandboxId, open);
-    const end = () => {
-      untrack();
-      open.close();
-    };
-    sock.once('close', end);
-    up.sock.once('close', end);
-    up.sock.on('error', end);
-    sock.setTimeout(this.idleMs, end);
-    up.sock.setTimeout(this.idleMs, end);
+    sock.setTimeout(this.idleMs, open.close);
+    up.sock.setTimeout(this.idleMs, open.close);
     if (first.length > 0) up.sock.write(first);
-    sock.pipe(up.sock);
-    up.sock.pipe(sock);
+    relay(sock, up.sock, untrack);
   }
 }

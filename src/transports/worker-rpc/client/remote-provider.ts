@@ -12,6 +12,8 @@ import {
   type SnapshotResultRpc,
   type SpawnResult,
   type StatusResult,
+  RPC_STATUS_BATCH,
+  type StatusBatchResult,
 } from '../../../contracts/worker-rpc.js';
 import { SbxError } from '../../../core/errors.js';
 import type {
@@ -25,7 +27,7 @@ import type {
   WorkerRecord,
 } from '../../../core/ports.js';
 import { providerCapabilities } from '../../../core/scheduler/placement.js';
-import type { RemoteTarget, RemoteWorkers } from '../../../core/scheduler/remote-port.js';
+import type { RemoteRuntime, RemoteTarget, RemoteWorkers } from '../../../core/scheduler/remote-port.js';
 import { fencedCalls } from './fenced.js';
 import { execSocket, execStream, needsSocket } from './remote-exec.js';
 import { watchStream } from './remote-watch.js';
@@ -38,6 +40,7 @@ export function createRemoteWorkers(opts: RemoteWorkersOptions): RemoteWorkers {
   return {
     unreachableReason: (w) => rpc.unreachableReason(w),
     provider: (w, target) => remoteProvider(rpc, w, target),
+    statusBatch: (w, targets, signal) => statusBatch(rpc, w, targets, signal),
     async renewLease(w: WorkerRecord, lease: LeaseRecord, signal?: AbortSignal) {
       await rpc.call(w, 'worker.renew_lease', { resource_id: lease.resource_id }, { lease, signal });
     },
@@ -49,6 +52,37 @@ export function createRemoteWorkers(opts: RemoteWorkersOptions): RemoteWorkers {
 }
 
 const STATUS: Record<StatusResult['state'], RuntimeStatus> = { running: 'running', destroyed: 'missing', error: 'stopped' };
+
+/** `worker.status_batch` in pages of RPC_STATUS_BATCH; null when the worker lacks the method. */
+async function statusBatch(
+  rpc: RpcClient,
+  w: WorkerRecord,
+  targets: ReadonlyArray<RemoteRuntime>,
+  signal?: AbortSignal,
+): Promise<Map<string, RuntimeStatus> | null> {
+  const out = new Map<string, RuntimeStatus>();
+  for (let at = 0; at < targets.length; at += RPC_STATUS_BATCH) {
+    const page = targets
+      .slice(at, at + RPC_STATUS_BATCH)
+      .map((t) => ({ sandbox_id: t.sandbox_id, provider: t.provider, runtime_id: t.runtime_id }));
+    let r: StatusBatchResult;
+    try {
+      r = await rpc.call<StatusBatchResult>(w, 'worker.status_batch', { sandboxes: page }, { signal });
+    } catch (err) {
+      // An older worker: unknown method. Anything else is the caller's to judge.
+      if (at === 0 && err instanceof SbxError && err.code === 'not_implemented') return null;
+      throw err;
+    }
+    if (!r || !Array.isArray(r.statuses)) throw rpc.invalid(w);
+    const asked = new Set(page.map((t) => t.sandbox_id));
+    for (const s of r.statuses) {
+      // Only what was asked, only known states: a worker cannot speak for other sandboxes.
+      if (!s || !asked.has(s.sandbox_id) || !Object.hasOwn(STATUS, s.state)) continue;
+      out.set(s.sandbox_id, STATUS[s.state]);
+    }
+  }
+  return out;
+}
 
 function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): Provider {
   const at = (runtimeId: string) => ({ sandbox_id: target.sandbox_id, provider: target.provider, runtime_id: runtimeId });

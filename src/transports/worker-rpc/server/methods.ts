@@ -132,17 +132,10 @@ export async function dispatch(deps: RpcServerDeps, local: ServerLocal, call: Ca
     }
     case 'worker.status': {
       const t = p as Target;
-      const provider = providerNamed(deps, t.provider);
-      const rt = deps.state.getRuntime(t.sandbox_id);
-      const base = { sandbox_id: t.sandbox_id, provider: t.provider, worker_id: deps.workerId };
-      if (!rt || rt.runtime_id !== t.runtime_id) return { ...base, state: 'destroyed' };
-      const status = await provider.status(t.runtime_id, signal);
-      return status === 'running'
-        ? { ...base, state: 'running' }
-        : status === 'missing'
-          ? { ...base, state: 'destroyed' }
-          : { ...base, state: 'error', error: 'runtime stopped' };
+      return { sandbox_id: t.sandbox_id, provider: t.provider, worker_id: deps.workerId, ...(await runtimeState(deps, t, signal)) };
     }
+    case 'worker.status_batch':
+      return { statuses: await statusBatch(deps, (p as Static<typeof C.StatusBatchParams>).sandboxes, signal) };
     case 'worker.exec': {
       const e = p as Static<typeof C.ExecParams>;
       const output = new CappedOutput(deps.maxExecOutputBytes ?? DEFAULT_EXEC_OUTPUT_BYTES);
@@ -276,6 +269,53 @@ export async function dispatch(deps: RpcServerDeps, local: ServerLocal, call: Ca
       // Served by the transport (streamed, or buffered chunks): never reaches here.
       throw notFound(`${call.method} is served as a stream`);
   }
+}
+
+type RuntimeState = Pick<Static<typeof C.StatusResult>, 'state' | 'error'>;
+
+/** What `worker.status` answers for one runtime: not this worker's (or not that runtime) is destroyed. */
+async function runtimeState(deps: RpcServerDeps, t: Target, signal: AbortSignal): Promise<RuntimeState> {
+  const provider = providerNamed(deps, t.provider);
+  const rt = deps.state.getRuntime(t.sandbox_id);
+  if (!rt || rt.runtime_id !== t.runtime_id) return { state: 'destroyed' };
+  const status = await provider.status(t.runtime_id, signal);
+  return status === 'running'
+    ? { state: 'running' }
+    : status === 'missing'
+      ? { state: 'destroyed' }
+      : { state: 'error', error: 'runtime stopped' };
+}
+
+/** Provider status calls in flight for one `worker.status_batch`. */
+const STATUS_BATCH_CONCURRENCY = 16;
+
+/**
+ * `worker.status` of each runtime, a bounded number at a time; one that cannot be judged (its
+ * provider not run here, or failing) is `error` with why, never the whole call's failure.
+ */
+export async function statusBatch(
+  deps: RpcServerDeps,
+  targets: Target[],
+  signal: AbortSignal,
+): Promise<Static<typeof C.StatusBatchResult>['statuses']> {
+  const out: Static<typeof C.StatusBatchResult>['statuses'] = new Array(targets.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < targets.length) {
+      const i = next++;
+      const t = targets[i]!;
+      signal.throwIfAborted();
+      try {
+        out[i] = { sandbox_id: t.sandbox_id, ...(await runtimeState(deps, t, signal)) };
+      } catch (err) {
+        if (signal.aborted) throw err;
+        const why = err instanceof SbxError && err.code === 'not_found' ? err.message : `provider ${t.provider} failed`;
+        out[i] = { sandbox_id: t.sandbox_id, state: 'error', error: why };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(STATUS_BATCH_CONCURRENCY, targets.length) }, lane));
+  return out;
 }
 
 /** A new runtime on `provider`, recorded in the worker's state (the spawn's slot is held meanwhile). */

@@ -94,13 +94,16 @@ export class DockerAgents {
 
   /**
    * After the start: wait for the socket (it is there within milliseconds on an idle host; up to
-   * 2 s on a loaded one), so the first exec finds the agent up instead of falling back to the engine.
+   * 2 s on a loaded one), so the first exec finds the agent up instead of falling back to the engine,
+   * and connect: the first exec (a warm claim's above all) does not pay for it (issue 33), and the
+   * connection is made before any code of the sandbox runs. A later reconnect checks the token as ever.
    */
   async started(runtimeId: string, sandboxId: string, token: string): Promise<void> {
     const dir = this.dirOf(sandboxId, token);
     this.runtimes.set(runtimeId, { where: { dir, token } });
     const sock = join(dir, SOCKET_NAME);
     for (let i = 0; i < 400 && !existsSync(sock); i++) await new Promise((r) => setTimeout(r, 5));
+    if (existsSync(sock)) await this.get(runtimeId);
   }
 
   /** The runtime's connection, or undefined (no agent, not up, gone): then the engine paths serve. */

@@ -256,6 +256,8 @@ export const ATTACKS: Record<string, { tries: (v: Victim) => Attempt[]; verdict?
     ],
   },
   'DELETE /api/v1/sandboxes/:id/files': { tries: (v) => [{ method: 'DELETE', url: `${sb(v)}/files?path=${v.file}` }] },
+  // A watch that were let through would stream; refused, it answers at once as if the sandbox were not there.
+  'GET /api/v1/sandboxes/:id/files/watch': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/files/watch?path=/` }] },
   'GET /api/v1/sandboxes/:id/files/list': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/files/list?path=/` }] },
   'POST /api/v1/sandboxes/:id/files/move': {
     tries: (v) => [{ method: 'POST', url: `${sb(v)}/files/move`, body: { old_path: v.file, new_path: `${v.file}.moved` } }],

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
-import { Egress, EgressLists, Network } from './sandboxes.js';
+import { AutoPause, Egress, EgressLists, Network, OnExpire } from './sandboxes.js';
 import { VolumeMount, VolumeMounts } from './volumes.js';
 
 const TemplateFields = {
@@ -23,6 +23,8 @@ const TemplateFields = {
       description: 'sbx extension: runtimes of this shape kept ready, so spawns skip the provider start (DESIGN §11)',
     }),
   ),
+  auto_pause: Type.Optional(AutoPause),
+  on_expire: Type.Optional(OnExpire),
 };
 
 export const TemplateName = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
@@ -64,6 +66,8 @@ export const Template = Type.Object(
     volumes: Type.Union([Type.Array(VolumeMount), Type.Null()]),
     warm: Type.Union([Type.Integer(), Type.Null()]),
     egress: Type.Union([EgressLists, Type.Null()]),
+    auto_pause: Type.Union([Type.String(), Type.Null()]),
+    on_expire: Type.Union([OnExpire, Type.Null()]),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

@@ -29,7 +29,7 @@ export interface RemoteReconcileAction {
   reason: string;
 }
 
-const LIVE: SandboxState[] = ['running', 'unhealthy', 'error'];
+const LIVE: SandboxState[] = ['running', 'paused', 'unhealthy', 'error'];
 /** Bound on each worker's status answer. */
 const STATUS_TIMEOUT_MS = 5_000;
 

@@ -29,6 +29,8 @@ import { spawnEgress } from './network-choice.js';
 import { VolumeService } from './volumes.js';
 import type { WarmPool } from './warm.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
+import { PauseService } from './pause.js';
+import { resolveLifecycle, type Lifecycle } from './lifecycle.js';
 
 export interface SpawnInput {
   image?: string;
@@ -49,6 +51,10 @@ export interface SpawnInput {
   env?: Record<string, string>;
   /** Seed of the envd access token (DESIGN.md §14), hex; made by the caller that hands the token out. */
   access_token_seed?: string;
+  /** Pause after this long without activity (DESIGN.md §16); `0s` = never; absent: `defaults.auto_pause`. */
+  auto_pause?: string;
+  /** What the TTL does (DESIGN.md §16): `destroy` (default) or `pause`. */
+  on_expire?: 'destroy' | 'pause';
 }
 
 /** A spawn request with every default applied. */
@@ -75,6 +81,8 @@ export interface ResolvedSpawn {
   env: Record<string, string>;
   /** Seed of the envd access token, or null for none. */
   access_token_seed: string | null;
+  /** Auto-pause and what the TTL does (DESIGN.md §16). */
+  lifecycle: Lifecycle;
 }
 
 export interface SandboxDeps {
@@ -116,11 +124,14 @@ export class SandboxService {
   readonly snapshots: SnapshotService;
   /** Volumes its sandboxes mount (DESIGN.md §10). */
   readonly volumes: VolumeService;
+  /** Pause, resume, auto-pause and the activity that holds it off (DESIGN.md §16). */
+  readonly pauses: PauseService;
 
   constructor(readonly deps: SandboxDeps) {
     this.teardowns = new Teardowns(deps, deps.destroyRetry);
     this.snapshots = new SnapshotService(deps.store, this);
     this.volumes = new VolumeService(deps.store, this);
+    this.pauses = new PauseService(this);
   }
 
   /** True while this process tears the sandbox down: its operations then answer not_found. */
@@ -193,6 +204,7 @@ export class SandboxService {
       worker,
       env: checkEnv(input.env),
       access_token_seed: checkSeed(input.access_token_seed),
+      lifecycle: resolveLifecycle(input, d, pool.enabled, this.deps.providers.has(provider) ? this.deps.providers.get(provider) : null),
     };
   }
 
@@ -203,7 +215,9 @@ export class SandboxService {
     try {
       const ticket = await this.deps.admission.admit({ owner_id: req.owner_id, ttl_ms: req.ttl_ms }, signal);
       try {
-        return await createSandbox(this.deps, req, signal, ticket);
+        const rec = await createSandbox(this.deps, req, signal, ticket);
+        this.pauses.watch(rec);
+        return rec;
       } finally {
         ticket.release();
       }
@@ -239,7 +253,7 @@ export class SandboxService {
     } catch {
       return rec;
     }
-    if (status === 'running') return rec;
+    if (status === 'running' || status === 'paused') return rec;
     const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
     const now = clock.now().toISOString();
     if (status === 'stopped') {
@@ -275,7 +289,7 @@ export class SandboxService {
     query: { id_prefix?: string; limit?: number; after?: ListPosition } = {},
   ): Promise<{ items: SandboxRecord[]; next: ListPosition | null }> {
     const filter: NonNullable<Parameters<SandboxStore['listSandboxes']>[0]> = {
-      states: ['running', 'unhealthy', 'error'],
+      states: ['running', 'paused', 'unhealthy', 'error'],
       expires_after: this.deps.clock.now().toISOString(),
     };
     if (this.deps.settings.enforce_ownership && !caller.admin) filter.visible_to = { owner_id: caller.owner_id };
@@ -303,10 +317,17 @@ export class SandboxService {
     // Racing a destroy: the sandbox is gone for the caller, never revived or answered as destroyed.
     if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     const now = this.deps.clock.now();
-    const updated = await this.deps.store.updateSandbox(id, {
-      expires_at: expiryFrom(now, ttlMs),
-      updated_at: now.toISOString(),
-    });
+    // `on_expire: pause` (DESIGN.md §16): the TTL moves the pause, and the paused life follows it.
+    const patch: Partial<SandboxRecord> =
+      rec.on_expire === 'pause'
+        ? {
+            pause_at: expiryFrom(now, ttlMs),
+            ttl_ms: ttlMs,
+            expires_at: expiryFrom(now, ttlMs + this.pauses.pausedTtlMs()),
+            updated_at: now.toISOString(),
+          }
+        : { expires_at: expiryFrom(now, ttlMs), updated_at: now.toISOString() };
+    const updated = await this.deps.store.updateSandbox(id, patch);
     if (!updated || GONE.has(updated.state) || this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     // A remote sandbox's lease follows its expiry (TTL + 5 min), then the worker hears of it.
     if (!this.deps.locator.isLocal(updated)) await this.deps.locator.renew(updated, await this.deps.locator.workerOf(updated));
@@ -358,7 +379,7 @@ export class SandboxService {
     let pruned = 0;
     // Past their TTL, by the expires_at index, page by page (DESIGN.md §13).
     for await (const rec of sandboxPages(this.deps.store, {
-      states: ['running', 'unhealthy', 'error', 'expired'],
+      states: ['running', 'paused', 'unhealthy', 'error', 'expired'],
       expires_by: new Date(now).toISOString(),
     })) {
       if (!this.visible(rec, caller)) continue;
@@ -407,11 +428,23 @@ export class SandboxService {
     return this.teardowns.run(rec, reason, { retry });
   }
 
-  /** A running sandbox with its provider, for exec/files/logs. */
-  async resolveRuntime(id: string, caller: Caller): Promise<{ rec: SandboxRecord; provider: Provider; runtimeId: string }> {
-    const rec = await this.get(id, caller);
+  /**
+   * A running sandbox with its provider, for exec/files/logs/processes. A paused one is resumed
+   * first (DESIGN.md §16), unless `resume` is false (internal followers: then `unavailable`); the
+   * call counts as activity for auto-pause.
+   */
+  async resolveRuntime(
+    id: string,
+    caller: Caller,
+    opts: { resume?: boolean } = {},
+  ): Promise<{ rec: SandboxRecord; provider: Provider; runtimeId: string }> {
+    let rec = await this.get(id, caller);
     if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     if (this.stranded(rec)) throw providerNotConfigured(rec);
+    if (opts.resume !== false) {
+      rec = await this.pauses.ensureRunning(rec);
+      this.pauses.activity.touch(id);
+    }
     if (rec.state !== 'running' || !rec.runtime_id) {
       throw new SbxError('unavailable', `sandbox ${id} is ${rec.state}, not running`);
     }

@@ -20,6 +20,9 @@ export interface TemplateFields {
   volumes?: Array<{ name: string; mount_path: string }>;
   /** Runtimes of its shape kept ready (DESIGN.md §11). */
   warm?: number;
+  /** Auto-pause and what the TTL does of its spawns (DESIGN.md §16). */
+  auto_pause?: string;
+  on_expire?: 'destroy' | 'pause';
 }
 
 export interface TemplateSpawnOverrides {
@@ -95,6 +98,8 @@ export class TemplateService {
             : {}),
         ...(t.snapshot ? { snapshot: t.snapshot } : {}),
         ...(t.volumes?.length ? { volumes: t.volumes } : {}),
+        ...(t.auto_pause ? { auto_pause: t.auto_pause } : {}),
+        ...(t.on_expire ? { on_expire: t.on_expire } : {}),
         ...(overrides.env ? { env: overrides.env } : {}),
         ...(overrides.access_token_seed ? { access_token_seed: overrides.access_token_seed } : {}),
       },
@@ -132,6 +137,9 @@ export class TemplateService {
     }
     const { network, egress } = networkWithEgress(f.network, f.egress);
     if (network === 'filtered') this.refuseUnenforceable(f.provider);
+    if (f.auto_pause !== undefined && parseDuration(f.auto_pause, 'auto_pause') < 0) throw badRequest('auto_pause must not be negative');
+    if (f.on_expire !== undefined && f.on_expire !== 'destroy' && f.on_expire !== 'pause')
+      throw badRequest('on_expire must be "destroy" or "pause"');
     if (f.warm !== undefined && (!Number.isInteger(f.warm) || f.warm < 0 || f.warm > 64))
       throw badRequest('warm must be a whole number from 0 to 64');
     // A snapshot or volume the template names must exist now (404), so its spawns can start.
@@ -155,6 +163,8 @@ export class TemplateService {
       snapshot: f.snapshot ?? null,
       volumes,
       warm: f.warm ? f.warm : null,
+      auto_pause: f.auto_pause ?? null,
+      on_expire: f.on_expire ?? null,
     };
   }
 }

@@ -50,6 +50,8 @@ interface Runtime {
   ring: ConsoleRing;
   execs: Set<Kill>;
   volumes: string[];
+  /** Paused (DESIGN.md §16): nothing is frozen here, but exec and status see it. */
+  paused: boolean;
 }
 
 export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider {
@@ -100,6 +102,7 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
         ring: new ConsoleRing(),
         execs: new Set(),
         volumes: mounted,
+        paused: false,
       });
       return { runtime_id: spec.sandbox_id, network: 'none' };
     },
@@ -114,16 +117,26 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
         if (vol) vol.users--;
       }
     },
-    status: async (id) => (runtimes.has(id) ? 'running' : 'missing'),
+    status: async (id) => {
+      const rt = runtimes.get(id);
+      return rt ? (rt.paused ? 'paused' : 'running') : 'missing';
+    },
+    // Pause and resume (DESIGN.md §16): a flag; an exec into a paused runtime is refused, so a
+    // core that forgot to resume first is caught by the unit tier.
+    pause: async (id) => void (get(id).paused = true),
+    resume: async (id) => void (get(id).paused = false),
     listRuntimes: async (): Promise<RuntimeInfo[]> =>
       [...runtimes.values()].map((r) => ({
         runtime_id: r.id,
         sandbox_id: r.sandboxId,
         installation_id: opts.installationId ?? null,
-        status: 'running',
+        status: r.paused ? ('paused' as const) : ('running' as const),
       })),
 
-    exec: (id, spec, signal) => execIn(get, id, spec, signal),
+    exec: (id, spec, signal) => {
+      if (runtimes.get(id)?.paused) throw conflict(`runtime ${id} is paused: resume it first`);
+      return execIn(get, id, spec, signal);
+    },
 
     writeFile: op((fs, path: string, content: Uint8Array, mode: number | undefined) => fs.writeFile(path, content, mode)),
     readFile: op((fs, path: string, _signal?: AbortSignal, maxBytes?: number) => fs.readFile(path, maxBytes)),

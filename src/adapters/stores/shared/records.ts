@@ -44,6 +44,10 @@ export const SANDBOX_COLUMNS = [
   'egress',
   'env',
   'access_token_seed',
+  'auto_pause_ms',
+  'on_expire',
+  'pause_at',
+  'ttl_ms',
 ] as const;
 
 export const TEMPLATE_COLUMNS = [
@@ -61,6 +65,8 @@ export const TEMPLATE_COLUMNS = [
   'volumes',
   'warm',
   'egress',
+  'auto_pause',
+  'on_expire',
 ] as const;
 
 export const QUOTA_COLUMNS = ['owner_id', 'max_sandboxes', 'max_ttl_ms', 'max_exec_timeout_ms', 'created_at', 'updated_at'] as const;
@@ -150,6 +156,10 @@ export function sandboxFromRow(r: Row): SandboxRecord {
     ...(r.egress != null ? { egress: json<EgressLists>(r.egress, { allow: [], deny: [] }) } : {}),
     ...(r.env != null ? { env: json<Record<string, string>>(r.env, {}) } : {}),
     ...(r.access_token_seed != null ? { access_token_seed: str(r.access_token_seed) } : {}),
+    ...(r.auto_pause_ms != null ? { auto_pause_ms: num(r.auto_pause_ms) } : {}),
+    ...(r.on_expire != null ? { on_expire: str(r.on_expire) as 'destroy' | 'pause' } : {}),
+    ...(r.pause_at != null ? { pause_at: str(r.pause_at) } : {}),
+    ...(r.ttl_ms != null ? { ttl_ms: num(r.ttl_ms) } : {}),
   };
 }
 
@@ -185,6 +195,8 @@ export function templateValues(rec: TemplateRecord): unknown[] {
     volumesText(rec.volumes),
     rec.warm ?? null,
     egressText(rec.egress),
+    rec.auto_pause ?? null,
+    rec.on_expire ?? null,
   ];
 }
 
@@ -202,6 +214,8 @@ export function templateUpdateValues(name: string, rec: Omit<TemplateRecord, 'na
     volumesText(rec.volumes),
     rec.warm ?? null,
     egressText(rec.egress),
+    rec.auto_pause ?? null,
+    rec.on_expire ?? null,
     rec.updated_at,
     name,
   ];
@@ -223,6 +237,8 @@ export function templateFromRow(r: Row): TemplateRecord {
     ...(r.volumes != null ? { volumes: json<VolumeMount[]>(r.volumes, []) } : {}),
     ...(r.warm != null ? { warm: Number(r.warm) } : {}),
     ...(r.egress != null ? { egress: json<EgressLists>(r.egress, { allow: [], deny: [] }) } : {}),
+    ...(r.auto_pause != null ? { auto_pause: str(r.auto_pause) } : {}),
+    ...(r.on_expire != null ? { on_expire: str(r.on_expire) as 'destroy' | 'pause' } : {}),
   };
 }
 

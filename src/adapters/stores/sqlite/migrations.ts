@@ -14,6 +14,7 @@ import {
   EGRESS_COLUMNS,
   POOL_UIDS,
   PROVIDER_NAMES,
+  SQLITE_PAUSE,
 } from '../shared/schema.js';
 
 export interface Migration {
@@ -44,6 +45,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, name: 'provider count index', sql: PROVIDER_COUNT_INDEX },
   { version: 14, name: 'sandbox env', sql: SANDBOX_ENV },
   { version: 15, name: 'canonical provider names', sql: PROVIDER_NAMES },
+  { version: 16, name: 'paused sandboxes', sql: SQLITE_PAUSE },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

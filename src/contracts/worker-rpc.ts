@@ -47,6 +47,8 @@ export const RPC_METHODS = [
   'worker.volume_delete',
   'worker.volume_sizes',
   'worker.egress_update',
+  'worker.pause',
+  'worker.resume',
 ] as const;
 export type RpcMethod = (typeof RPC_METHODS)[number];
 
@@ -62,6 +64,9 @@ export const RPC_LEASE_POLICY: Record<RpcMethod, 'required' | 'optional' | 'none
   'worker.destroy': 'required',
   'worker.renew_lease': 'required',
   'worker.egress_update': 'required',
+  // Pause and resume (DESIGN.md §16) change the runtime: leased like a spawn.
+  'worker.pause': 'required',
+  'worker.resume': 'required',
   'worker.exec': 'optional',
   'worker.exec_stream': 'optional',
   'worker.file_write': 'optional',
@@ -117,6 +122,8 @@ export const RPC_SCOPE: Record<RpcMethod, string> = {
   'worker.volume_sizes': 'worker:status',
   // A PUT of a filtered sandbox's egress lists (DESIGN §10), leased like a spawn.
   'worker.egress_update': 'worker:spawn',
+  'worker.pause': 'worker:spawn',
+  'worker.resume': 'worker:spawn',
 };
 
 /** Request envelope. `params` is checked per method after the envelope itself. */
@@ -209,7 +216,7 @@ export const DestroyParams = RpcTarget;
 export const StatusParams = RpcTarget;
 export const StatusResult = Type.Object({
   sandbox_id: Type.String(),
-  state: Type.Union([Type.Literal('running'), Type.Literal('destroyed'), Type.Literal('error')]),
+  state: Type.Union([Type.Literal('running'), Type.Literal('paused'), Type.Literal('destroyed'), Type.Literal('error')]),
   provider: Type.String(),
   worker_id: Type.String(),
   error: Type.Optional(Type.String()),
@@ -346,6 +353,8 @@ export const RPC_PARAMS = {
   'worker.volume_delete': VolumeParams,
   'worker.volume_sizes': VolumeSizesParams,
   'worker.egress_update': EgressUpdateParams,
+  'worker.pause': RpcTarget,
+  'worker.resume': RpcTarget,
 } as const;
 
 /** HTTP status of each RPC error code (DESIGN.md §7): `timeout` is 504 here, not the API's 408. */

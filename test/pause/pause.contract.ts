@@ -13,11 +13,11 @@ export interface PauseTarget {
   headers?: Record<string, string>;
 }
 
-const COUNTER = 'i=0; while :; do i=$((i+1)); echo $i > /tmp/sbx-counter; sleep 0.1; done';
+const COUNTER = 'i=0; while :; do i=$((i+1)); echo $i > sbx-counter.new; mv sbx-counter.new sbx-counter; sleep 0.1; done';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function readCounter(t: PauseTarget, id: string): Promise<number> {
-  const r = await call(t.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'cat /tmp/sbx-counter' }, t.headers);
+  const r = await call(t.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'cat sbx-counter' }, t.headers);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   const n = Number(String(r.body.stdout).trim());
   expect(n, `counter read ${JSON.stringify(r.body.stdout)}`).toBeGreaterThan(0);
@@ -30,13 +30,7 @@ export async function startCounter(t: PauseTarget, id: string): Promise<void> {
   expect(p.status, JSON.stringify(p.body)).toBe(201);
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const r = await call(
-      t.url,
-      'POST',
-      `/api/v1/sandboxes/${id}/exec`,
-      { command: 'cat /tmp/sbx-counter 2>/dev/null || echo 0' },
-      t.headers,
-    );
+    const r = await call(t.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'cat sbx-counter 2>/dev/null || echo 0' }, t.headers);
     if (Number(String(r.body.stdout).trim()) > 2) return;
     if (Date.now() > deadline) throw new Error('the counter did not start');
     await sleep(100);

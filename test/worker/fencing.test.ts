@@ -115,13 +115,20 @@ afterAll(async () => {
 });
 
 describe('the fencing table', () => {
-  it('names every method: required for spawn/destroy/renew/egress, optional for the other calls that change a sandbox', () => {
+  it('names every method: required for spawn/destroy/renew/egress/pause/resume, optional for the other calls that change a sandbox', () => {
     const by = (p: string) =>
       Object.entries(RPC_LEASE_POLICY)
         .filter(([, v]) => v === p)
         .map(([m]) => m)
         .sort();
-    expect(by('required')).toEqual(['worker.destroy', 'worker.egress_update', 'worker.renew_lease', 'worker.spawn']);
+    expect(by('required')).toEqual([
+      'worker.destroy',
+      'worker.egress_update',
+      'worker.pause',
+      'worker.renew_lease',
+      'worker.resume',
+      'worker.spawn',
+    ]);
     expect(by('optional')).toEqual([
       'worker.exec',
       'worker.exec_stream',

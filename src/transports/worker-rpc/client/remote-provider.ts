@@ -46,7 +46,12 @@ export function createRemoteWorkers(opts: RemoteWorkersOptions): RemoteWorkers {
   };
 }
 
-const STATUS: Record<StatusResult['state'], RuntimeStatus> = { running: 'running', destroyed: 'missing', error: 'stopped' };
+const STATUS: Record<StatusResult['state'], RuntimeStatus> = {
+  running: 'running',
+  paused: 'paused',
+  destroyed: 'missing',
+  error: 'stopped',
+};
 
 function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): Provider {
   const at = (runtimeId: string) => ({ sandbox_id: target.sandbox_id, provider: target.provider, runtime_id: runtimeId });
@@ -97,6 +102,14 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
       async update(runtimeId, lists, signal) {
         await fenced.call('worker.egress_update', { ...at(runtimeId), egress: { allow: lists.allow, deny: lists.deny } }, signal, true);
       },
+    },
+
+    // DESIGN.md §16: the worker's provider freezes or thaws the runtime; leased like a spawn.
+    async pause(runtimeId, signal) {
+      await fenced.call('worker.pause', at(runtimeId), signal, true);
+    },
+    async resume(runtimeId, signal) {
+      await fenced.call('worker.resume', at(runtimeId), signal, true);
     },
 
     async spawn(spec, signal) {

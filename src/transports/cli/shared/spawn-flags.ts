@@ -33,6 +33,12 @@ export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
     description: 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)',
     kind: 'list',
   },
+  { flags: '--auto-pause <duration>', description: 'pause after this long without activity, e.g. 10m (0s: never)', kind: 'duration' },
+  {
+    flags: '--on-expire <action>',
+    description: 'what the TTL does: destroy (default), or pause (destroyed defaults.paused_ttl later unless resumed)',
+    choices: ['destroy', 'pause'],
+  },
 ];
 
 export const OWNER_OPTION: OptionSpec = {
@@ -53,6 +59,8 @@ export interface ResourceFlags {
   deny?: string[];
   snapshot?: string;
   volume?: string[];
+  autoPause?: string;
+  onExpire?: 'destroy' | 'pause';
 }
 
 /** Spawn request from flags; unset flags are left out so server defaults apply. */
@@ -69,6 +77,8 @@ export function spawnRequest(f: ResourceFlags): SpawnRequest {
   if (f.allow !== undefined || f.deny !== undefined) req.egress = { allow: f.allow ?? [], deny: f.deny ?? [] };
   if (f.snapshot !== undefined) req.snapshot = f.snapshot;
   if (f.volume !== undefined) req.volumes = f.volume.map(volumeFlag);
+  if (f.autoPause !== undefined) req.auto_pause = f.autoPause;
+  if (f.onExpire !== undefined) req.on_expire = f.onExpire;
   return req;
 }
 

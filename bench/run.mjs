@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs every benchmark in bench/ (each prints a markdown section on stdout) one after another,
 // so figures in one section are measured side by side in one run, and writes BENCHMARKS.md.
-// Usage: npm run bench [-- name ...]   (names: admission, agent, cli, docker, egress, preview, remote, replicas, throughput, warm; default
+// Usage: npm run bench [-- name ...]   (names: admission, agent, cli, docker, egress, pause, preview, remote, replicas, throughput, warm; default
 // all that apply;
 // scale only when named — `npm run bench:scale` writes SCALE.md)
 import { spawnSync } from 'node:child_process';

@@ -102,8 +102,8 @@ export class Freezer {
 
   /**
    * Freezes the runtime's cgroup and waits until the kernel says every task in it is frozen. `sweep`
-   * answers the processes of the sandbox's namespaces by pid, adopted before and after the freeze,
-   * so one that escaped the cgroup is frozen too.
+   * answers the processes of the sandbox's namespaces by pid: after the freeze, any of them outside
+   * the cgroup is adopted and frozen too.
    */
   async freeze(runtimeId: string, sweep: () => Promise<number[]>, signal?: AbortSignal): Promise<void> {
     const why = await this.ready;
@@ -111,10 +111,10 @@ export class Freezer {
     const dir = this.dir(runtimeId);
     if (!existsSync(dir)) await this.create(runtimeId);
     if (!existsSync(dir)) throw new SbxError('not_implemented', 'cannot pause: this sandbox has no freezer cgroup');
-    await this.adopt(runtimeId, await sweep());
     await this.write(dir, true);
     await this.waitFrozen(dir, signal);
-    // A fork that raced the freeze from outside the cgroup: adopted into a frozen cgroup, it freezes.
+    // Every process is born in the cgroup (keeper.ts); one of the namespace found outside it anyway
+    // (moved out from inside) is adopted into the frozen cgroup, which freezes it.
     const late = await sweep();
     if (late.length > 0) {
       await this.adopt(runtimeId, late);

@@ -113,6 +113,47 @@ describe('pause and resume', () => {
   });
 });
 
+describe('previews and metrics', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('a preview of a paused sandbox is 503 without preview_auth (a scanner cannot wake it); metrics count pauses', async () => {
+    fakeClock(T0);
+    const u = await startUnitPlane({ server: { preview_domain: 'preview.test' } });
+    try {
+      const s = await spawn(u);
+      await u.req('POST', `${api(s.id)}/pause`);
+      // The preview router (transports/preview) asks core for the upstream; inject does not reach the router.
+      const preview = u.plane.deps.preview!.service;
+      await expect(preview.upstream(s.id, 8080)).rejects.toMatchObject({ code: 'unavailable', message: expect.stringMatching(/paused/) });
+      expect((await u.req('GET', api(s.id))).body.state).toBe('paused');
+      const text = (await u.req('GET', '/api/v1/metrics/prometheus')).text;
+      expect(text).toMatch(/sbx_sandbox_pauses_total\{reason="requested"\} 1/);
+      expect(text).toMatch(/sbx_sandboxes\{state="paused"\} 1/);
+      await u.req('POST', `${api(s.id)}/resume`);
+      expect((await u.req('GET', '/api/v1/metrics/prometheus')).text).toMatch(/sbx_sandbox_resume_seconds_count\{reason="requested"\} 1/);
+    } finally {
+      await u.close();
+    }
+  });
+
+  it('with preview_auth on, a preview (its token checked by the router) resumes a paused sandbox', async () => {
+    fakeClock(T0);
+    const u = await startUnitPlane({ server: { preview_domain: 'preview.test', preview_auth: true } });
+    try {
+      const s = await spawn(u);
+      await u.req('POST', `${api(s.id)}/pause`);
+      // The router checks the token before it asks core (transports/preview/router.ts); core then resumes.
+      const preview = u.plane.deps.preview!.service;
+      // The memory provider has no previews (501), but the sandbox was resumed first.
+      await expect(preview.upstream(s.id, 8080)).rejects.toMatchObject({ code: 'not_implemented' });
+      expect((await u.req('GET', api(s.id))).body.state).toBe('running');
+      expect(events(u, s.id, 'sandbox.resumed')[0]!.data).toMatchObject({ reason: 'activity' });
+    } finally {
+      await u.close();
+    }
+  });
+});
+
 describe('quotas', () => {
   afterEach(() => vi.useRealTimers());
 

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startWs, stdoutOf } from '../helpers/ws.js';
 import { RestartablePlane } from '../processes/helpers.js';
 import { pauseContract, startCounter } from './pause.contract.js';
 
@@ -14,6 +15,25 @@ describe('pause and resume on mock', () => {
   afterAll(async () => srv?.close());
 
   pauseContract(() => ({ url: srv.url, spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string }));
+
+  it('a WebSocket exec on a paused sandbox resumes it first; an open one makes a pause 409', async () => {
+    const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+    await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/pause`);
+    const c = await startWs(srv.url, id, { command: 'echo via-ws' });
+    const msgs = await c.rest();
+    expect(stdoutOf(msgs)).toBe('via-ws\n');
+    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`)).body.state).toBe('running');
+    const open = await startWs(srv.url, id, { command: 'cat', mode: 'argv' });
+    // The session is in flight once its command runs: wait for the echo of a first line.
+    open.send({ type: 'stdin', data: 'ping\n' });
+    const until = Date.now() + 10_000;
+    while (!stdoutOf(open.seen).includes('ping') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/pause`)).status).toBe(409);
+    open.send({ type: 'stdin_eof' });
+    await open.rest();
+    expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/pause`)).status).toBe(200);
+    await call(srv.url, 'DELETE', `/api/v1/sandboxes/${id}`);
+  }, 60_000);
 
   it('the freezer cgroup exists while the sandbox lives and is removed with it', async () => {
     const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;

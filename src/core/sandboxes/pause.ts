@@ -190,12 +190,9 @@ export class PauseService {
     if (!provider.resume) throw new SbxError('not_implemented', `provider ${rec.provider} cannot resume sandboxes`);
     await provider.resume(runtimeId, AbortSignal.timeout(PAUSE_TIMEOUT_MS));
     const now = this.s.deps.clock.now();
-    const patch: Partial<SandboxRecord> = { state: 'running', updated_at: now.toISOString() };
     // `on_expire: pause`: a resume gives a fresh TTL, and the paused life after it.
-    if (rec.on_expire === 'pause' && rec.ttl_ms) {
-      patch.pause_at = expiryFrom(now, rec.ttl_ms);
-      patch.expires_at = expiryFrom(now, rec.ttl_ms + this.pausedTtlMs());
-    }
+    const fresh = rec.on_expire === 'pause' && rec.ttl_ms ? this.ttlPatch(rec, now, rec.ttl_ms) : {};
+    const patch: Partial<SandboxRecord> = { ...fresh, state: 'running', updated_at: now.toISOString() };
     if (this.s.destroying(rec.id)) throw notFound(`sandbox ${rec.id} not found`);
     const updated = await this.s.deps.store.updateSandbox(rec.id, patch);
     if (!updated || GONE.has(updated.state)) throw notFound(`sandbox ${rec.id} not found`);
@@ -213,6 +210,20 @@ export class PauseService {
       data: { reason, provider: rec.provider, duration_ms: Math.round(ms * 1000) / 1000, expires_at: updated.expires_at },
     });
     return updated;
+  }
+
+  /**
+   * The patch of a new TTL from `now` (extend, and a resume of `on_expire: pause`): `expires_at`,
+   * or with `on_expire: pause` the pause at the TTL and the paused life after it (DESIGN.md §16).
+   */
+  ttlPatch(rec: SandboxRecord, now: Date, ttlMs: number): Partial<SandboxRecord> {
+    if (rec.on_expire !== 'pause') return { expires_at: expiryFrom(now, ttlMs), updated_at: now.toISOString() };
+    return {
+      pause_at: expiryFrom(now, ttlMs),
+      ttl_ms: ttlMs,
+      expires_at: expiryFrom(now, ttlMs + this.pausedTtlMs()),
+      updated_at: now.toISOString(),
+    };
   }
 
   /** `defaults.paused_ttl` in ms. */

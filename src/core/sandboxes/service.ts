@@ -23,7 +23,7 @@ import type { ListPosition } from './cursor.js';
 import { sandboxPages } from './pages.js';
 import { Reaper, type ReapOptions } from './reaper.js';
 import { SnapshotService } from './snapshots.js';
-import { createSandbox, expiryFrom } from './spawn.js';
+import { createSandbox } from './spawn.js';
 import { parseEgress, type EgressLists } from '../network/rules.js';
 import { spawnEgress } from './network-choice.js';
 import { VolumeService } from './volumes.js';
@@ -317,17 +317,7 @@ export class SandboxService {
     // Racing a destroy: the sandbox is gone for the caller, never revived or answered as destroyed.
     if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     const now = this.deps.clock.now();
-    // `on_expire: pause` (DESIGN.md §16): the TTL moves the pause, and the paused life follows it.
-    const patch: Partial<SandboxRecord> =
-      rec.on_expire === 'pause'
-        ? {
-            pause_at: expiryFrom(now, ttlMs),
-            ttl_ms: ttlMs,
-            expires_at: expiryFrom(now, ttlMs + this.pauses.pausedTtlMs()),
-            updated_at: now.toISOString(),
-          }
-        : { expires_at: expiryFrom(now, ttlMs), updated_at: now.toISOString() };
-    const updated = await this.deps.store.updateSandbox(id, patch);
+    const updated = await this.deps.store.updateSandbox(id, this.pauses.ttlPatch(rec, now, ttlMs));
     if (!updated || GONE.has(updated.state) || this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     // A remote sandbox's lease follows its expiry (TTL + 5 min), then the worker hears of it.
     if (!this.deps.locator.isLocal(updated)) await this.deps.locator.renew(updated, await this.deps.locator.workerOf(updated));

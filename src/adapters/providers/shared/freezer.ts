@@ -52,7 +52,8 @@ export class Freezer {
       // v2: the children's freeze needs nothing enabled; v1: a fresh group starts THAWED.
       return null;
     } catch (err) {
-      return `the cgroup freezer is not writable here (${(err as NodeJS.ErrnoException).code ?? 'error'}): pausing mock and proot sandboxes needs root or a delegated cgroup`;
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      return `the cgroup freezer is not writable here (${code}): pausing mock and proot sandboxes needs root or a delegated cgroup`;
     }
   }
 

@@ -1,5 +1,5 @@
 /** Pause and resume on mock (DESIGN.md §16): the cgroup freezer on the sandbox's PID namespace. */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -41,7 +41,6 @@ describe('pause and resume on mock', () => {
     expect(existsSync(dir)).toBe(true);
     await startCounter({ url: srv.url, spawn: async () => id }, id);
     await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/pause`);
-    const { readFileSync } = await import('node:fs');
     expect(readFileSync(`${dir}/freezer.state`, 'utf8').trim()).toBe('FROZEN');
     // Every process of the sandbox's namespace is in it.
     expect(readFileSync(`${dir}/cgroup.procs`, 'utf8').trim().split('\n').length).toBeGreaterThanOrEqual(2);
@@ -57,6 +56,8 @@ describe('pause and resume on mock', () => {
       await call(url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/kept.txt', content: 'kept' });
       expect((await call(url, 'POST', `/api/v1/sandboxes/${id}/pause`)).body.state).toBe('paused');
       await plane.stop();
+      // Stopped: nothing is left frozen, so the sandbox's processes die with the server.
+      expect(readFileSync(`/sys/fs/cgroup/freezer/sbx/${id}/freezer.state`, 'utf8').trim()).toBe('THAWED');
       const again = await plane.start();
       expect((await call(again, 'GET', `/api/v1/sandboxes/${id}`)).body.state).toBe('running');
       const read = await fetch(`${again}/api/v1/sandboxes/${id}/files?path=/kept.txt`);

@@ -152,6 +152,16 @@ export class HostRuntimes {
     this.paused.delete(runtimeId);
   }
 
+  /**
+   * When the server stops: thaws every paused runtime, so its keeper and processes can die with the
+   * server as they always do (a frozen process cannot). The records stay `paused`; the next start's
+   * reconciliation finds them running without their processes (DESIGN.md §10, §16).
+   */
+  async thawAll(): Promise<void> {
+    for (const id of [...this.paused]) await this.freezer.thaw(id).catch(() => undefined);
+    this.paused.clear();
+  }
+
   /** Runtime directories, sorted by id, with the installation id of their marker (null without one). */
   async list(): Promise<RuntimeInfo[]> {
     await this.swept;

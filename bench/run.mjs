@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Runs every benchmark in bench/ (each prints a markdown section on stdout) one after another,
 // so figures in one section are measured side by side in one run, and writes BENCHMARKS.md.
-// Usage: npm run bench [-- name ...]   (names: admission, agent, cli, docker, e2b, egress, fork, preview, remote, replicas, secrets, throughput,
-// warm, watch; default all that apply;
+// Usage: npm run bench [-- name ...]   (names: admission, agent, cli, docker, e2b, egress, fork, pause, preview, remote, replicas, secrets,
+// throughput, warm, watch; default all that apply;
 // scale only when named — `npm run bench:scale` writes SCALE.md)
 import { spawnSync } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';

@@ -3,8 +3,8 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend egress exec shell files logs ps kill preview templates template snapshot snapshots volumes volume admission quota quotas providers pool workers watch mcp doctor serve worker provider-server config completion' ;;
-    'files') echo 'ls cat put get rm mv chmod stat glob watch' ;;
+    '') echo 'spawn ls list get rm destroy extend pause resume egress exec shell files logs ps kill preview templates template snapshot snapshots volumes volume admission quota quotas providers pool workers watch mcp doctor serve worker provider-server config completion' ;;
+    'files') echo 'ls cat put get rm mv chmod stat glob' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'snapshots') echo 'ls list get rm delete' ;;
     'volumes') echo 'ls list create rm delete' ;;
@@ -19,11 +19,13 @@ _sbx_subs() {
 _sbx_opts() {
   case "$1" in
     '') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --template --owner --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --template --owner --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
     'ls') echo '-q --quiet --url --api-key --admin-key --user --json --no-color' ;;
     'get') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'rm') echo '--all-expired --url --api-key --admin-key --user --json --no-color' ;;
     'extend') echo '--ttl --url --api-key --admin-key --user --json --no-color' ;;
+    'pause') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'resume') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'egress') echo '--allow --deny --url --api-key --admin-key --user --json --no-color' ;;
     'exec') echo '-d --detach -i --interactive -t --tty -e --env -w --workdir --timeout --sh --url --api-key --admin-key --user --json --no-color' ;;
     'shell') echo '--sh -e --env -w --workdir --url --api-key --admin-key --user --json --no-color' ;;
@@ -37,7 +39,6 @@ _sbx_opts() {
     'files chmod') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files stat') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files glob') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'files watch') echo '--no-recursive --url --api-key --admin-key --user --json --no-color' ;;
     'logs') echo '-n --lines -f --follow -p --process --url --api-key --admin-key --user --json --no-color' ;;
     'ps') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'kill') echo '-s --signal --url --api-key --admin-key --user --json --no-color' ;;
@@ -45,8 +46,8 @@ _sbx_opts() {
     'templates') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates get') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --warm --url --api-key --admin-key --user --json --no-color' ;;
-    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --warm --url --api-key --admin-key --user --json --no-color' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --warm --url --api-key --admin-key --user --json --no-color' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --warm --url --api-key --admin-key --user --json --no-color' ;;
     'templates rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user --json --no-color' ;;
     'snapshot') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -58,7 +59,7 @@ _sbx_opts() {
     'volumes ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'volumes create') echo '--provider --url --api-key --admin-key --user --json --no-color' ;;
     'volumes rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --template --owner --url --api-key --admin-key --user --json --no-color' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --template --owner --url --api-key --admin-key --user --json --no-color' ;;
     'quota') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota get') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -92,11 +93,13 @@ _sbx_opts() {
 _sbx_value_opts() {
   case "$1" in
     '') echo '--url --api-key --admin-key --user' ;;
-    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --template --owner --idempotency-key --url --api-key --admin-key --user' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --template --owner --idempotency-key --url --api-key --admin-key --user' ;;
     'ls') echo '--url --api-key --admin-key --user' ;;
     'get') echo '--url --api-key --admin-key --user' ;;
     'rm') echo '--url --api-key --admin-key --user' ;;
     'extend') echo '--ttl --url --api-key --admin-key --user' ;;
+    'pause') echo '--url --api-key --admin-key --user' ;;
+    'resume') echo '--url --api-key --admin-key --user' ;;
     'egress') echo '--allow --deny --url --api-key --admin-key --user' ;;
     'exec') echo '-e --env -w --workdir --timeout --url --api-key --admin-key --user' ;;
     'shell') echo '--sh -e --env -w --workdir --url --api-key --admin-key --user' ;;
@@ -110,7 +113,6 @@ _sbx_value_opts() {
     'files chmod') echo '--url --api-key --admin-key --user' ;;
     'files stat') echo '--url --api-key --admin-key --user' ;;
     'files glob') echo '--url --api-key --admin-key --user' ;;
-    'files watch') echo '--url --api-key --admin-key --user' ;;
     'logs') echo '-n --lines -p --process --url --api-key --admin-key --user' ;;
     'ps') echo '--url --api-key --admin-key --user' ;;
     'kill') echo '-s --signal --url --api-key --admin-key --user' ;;
@@ -118,8 +120,8 @@ _sbx_value_opts() {
     'templates') echo '--url --api-key --admin-key --user' ;;
     'templates ls') echo '--url --api-key --admin-key --user' ;;
     'templates get') echo '--url --api-key --admin-key --user' ;;
-    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --warm --url --api-key --admin-key --user' ;;
-    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --warm --url --api-key --admin-key --user' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --warm --url --api-key --admin-key --user' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --warm --url --api-key --admin-key --user' ;;
     'templates rm') echo '--url --api-key --admin-key --user' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user' ;;
     'snapshot') echo '--url --api-key --admin-key --user' ;;
@@ -131,7 +133,7 @@ _sbx_value_opts() {
     'volumes ls') echo '--url --api-key --admin-key --user' ;;
     'volumes create') echo '--provider --url --api-key --admin-key --user' ;;
     'volumes rm') echo '--url --api-key --admin-key --user' ;;
-    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --template --owner --url --api-key --admin-key --user' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --template --owner --url --api-key --admin-key --user' ;;
     'quota') echo '--url --api-key --admin-key --user' ;;
     'quota ls') echo '--url --api-key --admin-key --user' ;;
     'quota get') echo '--url --api-key --admin-key --user' ;;
@@ -177,9 +179,13 @@ _sbx_file_opts() {
 _sbx_opt_choices() {
   case "$1|$2" in
     'spawn|--network') echo 'none bridge filtered' ;;
+    'spawn|--on-expire') echo 'destroy pause' ;;
     'templates create|--network') echo 'none bridge filtered' ;;
+    'templates create|--on-expire') echo 'destroy pause' ;;
     'templates update|--network') echo 'none bridge filtered' ;;
+    'templates update|--on-expire') echo 'destroy pause' ;;
     'admission|--network') echo 'none bridge filtered' ;;
+    'admission|--on-expire') echo 'destroy pause' ;;
     'worker token mint|--audience') echo 'worker:control-plane worker:rpc' ;;
     'worker token verify|--audience') echo 'worker:control-plane worker:rpc' ;;
     'provider-server|--provider') echo 'mock proot docker' ;;

@@ -1,7 +1,7 @@
 # fish completion for sbx — generated from the command tree by scripts/gen-docs.mjs (npm run gen:docs); do not edit
 # Install: sbx completion fish > ~/.config/fish/completions/sbx.fish
 
-set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'egress' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'files watch' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'snapshot' 'snapshots' 'snapshots ls' 'snapshots get' 'snapshots rm' 'volumes' 'volumes ls' 'volumes create' 'volumes rm' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'mcp' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
+set -g __sbx_paths 'spawn' 'ls' 'get' 'rm' 'extend' 'pause' 'resume' 'egress' 'exec' 'shell' 'files' 'files ls' 'files cat' 'files put' 'files get' 'files rm' 'files mv' 'files chmod' 'files stat' 'files glob' 'logs' 'ps' 'kill' 'preview' 'templates' 'templates ls' 'templates get' 'templates create' 'templates update' 'templates rm' 'templates spawn' 'snapshot' 'snapshots' 'snapshots ls' 'snapshots get' 'snapshots rm' 'volumes' 'volumes ls' 'volumes create' 'volumes rm' 'admission' 'quota' 'quota ls' 'quota get' 'quota set' 'quota rm' 'quota usage' 'quota summary' 'providers' 'pool' 'workers' 'workers list' 'workers get' 'workers drain' 'workers delete' 'watch' 'mcp' 'doctor' 'serve' 'worker' 'worker token' 'worker token mint' 'worker token inspect' 'worker token verify' 'provider-server' 'config' 'config lint' 'completion'
 
 function __sbx_path --description "command path of the sbx command line"
     set -l path
@@ -24,10 +24,12 @@ complete -c sbx -n '__sbx_path_is \'\'' -f -a 'ls' -d 'list live sandboxes'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'get' -d 'show one sandbox'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'rm' -d 'destroy sandboxes, or prune expired ones with --all-expired'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'extend' -d 'extend a sandbox TTL (expires_at = now + ttl)'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'pause' -d 'pause a sandbox: every process frozen, memory kept; an exec, file or process call resumes it'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'resume' -d 'resume a paused sandbox'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'egress' -d 'replace the egress rules of a filtered sandbox (open connections they forbid are closed)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'exec' -d 'run a command in a sandbox; streams its output and exits with its exit code'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'shell' -d 'open an interactive shell in a sandbox (a terminal over the WebSocket exec)'
-complete -c sbx -n '__sbx_path_is \'\'' -f -a 'files' -d 'files in a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob, watch'
+complete -c sbx -n '__sbx_path_is \'\'' -f -a 'files' -d 'file operations inside a sandbox: ls, cat, put, get, rm, mv, chmod, stat, glob'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'logs' -d 'print the console log of a sandbox (-f to follow)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'ps' -d 'list the background processes of a sandbox (started with exec -d)'
 complete -c sbx -n '__sbx_path_is \'\'' -f -a 'kill' -d 'kill a background process, or send it a signal with -s'
@@ -66,6 +68,8 @@ complete -c sbx -n '__sbx_path_is \'spawn\'' -l allow -x -d 'egress allow rule: 
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l deny -x -d 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l snapshot -x -d 'start from this snapshot (its provider and image; see sbx snapshot)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l volume -x -d 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)'
+complete -c sbx -n '__sbx_path_is \'spawn\'' -l auto-pause -x -d 'pause after this long without activity, e.g. 10m (0s: never)'
+complete -c sbx -n '__sbx_path_is \'spawn\'' -l on-expire -x -a 'destroy pause' -d 'what the TTL does: destroy (default), or pause (destroyed defaults.paused_ttl later unless resumed)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l template -x -d 'spawn from a template (with --ttl, --provider, --meta, --owner overrides)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l owner -x -d 'owner for quota attribution (X-User-ID / --user overrides it)'
 complete -c sbx -n '__sbx_path_is \'spawn\'' -l idempotency-key -x -d 'retry-safe: the same key within 24 h answers the first sandbox instead of spawning again'
@@ -93,14 +97,12 @@ complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'mv' -d 'move or rename insid
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'chmod' -d 'change the mode of a file in a sandbox'
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'stat' -d 'show file information'
 complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'glob' -d 'find paths matching a pattern in a sandbox'
-complete -c sbx -n '__sbx_path_is \'files\'' -f -a 'watch' -d 'follow changes under a directory (create, write, remove, rename, chmod) until Ctrl-C'
 complete -c sbx -n '__sbx_path_is \'files put\'' -l mode -x -d 'file mode, e.g. 755'
 complete -c sbx -n '__sbx_path_is \'files put\'' -l recursive -s r -d 'upload a directory tree'
 complete -c sbx -n '__sbx_path_is \'files put\'' -F
 complete -c sbx -n '__sbx_path_is \'files get\'' -l recursive -s r -d 'download a directory tree'
 complete -c sbx -n '__sbx_path_is \'files get\'' -F
 complete -c sbx -n '__sbx_path_is \'files rm\'' -l recursive -s r -d 'delete a directory and its contents'
-complete -c sbx -n '__sbx_path_is \'files watch\'' -l no-recursive -d 'only the directory’s own entries, not its subdirectories'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l lines -s n -x -d 'number of lines (default 100)'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l follow -s f -d 'keep printing new lines until the sandbox goes away (Ctrl-C stops)'
 complete -c sbx -n '__sbx_path_is \'logs\'' -l process -s p -x -d 'a background process\'s output instead (exec -d); with -f until it ends, exiting with its code'
@@ -123,6 +125,8 @@ complete -c sbx -n '__sbx_path_is \'templates create\'' -l allow -x -d 'egress a
 complete -c sbx -n '__sbx_path_is \'templates create\'' -l deny -x -d 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)'
 complete -c sbx -n '__sbx_path_is \'templates create\'' -l snapshot -x -d 'start from this snapshot (its provider and image; see sbx snapshot)'
 complete -c sbx -n '__sbx_path_is \'templates create\'' -l volume -x -d 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)'
+complete -c sbx -n '__sbx_path_is \'templates create\'' -l auto-pause -x -d 'pause after this long without activity, e.g. 10m (0s: never)'
+complete -c sbx -n '__sbx_path_is \'templates create\'' -l on-expire -x -a 'destroy pause' -d 'what the TTL does: destroy (default), or pause (destroyed defaults.paused_ttl later unless resumed)'
 complete -c sbx -n '__sbx_path_is \'templates create\'' -l warm -x -d 'keep this many runtimes of its shape ready, so spawns skip the provider start (0-64)'
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l image -x -d 'runtime image'
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l provider -x -d 'provider (docker, proot, mock, …); default: the server default'
@@ -135,6 +139,8 @@ complete -c sbx -n '__sbx_path_is \'templates update\'' -l allow -x -d 'egress a
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l deny -x -d 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)'
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l snapshot -x -d 'start from this snapshot (its provider and image; see sbx snapshot)'
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l volume -x -d 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)'
+complete -c sbx -n '__sbx_path_is \'templates update\'' -l auto-pause -x -d 'pause after this long without activity, e.g. 10m (0s: never)'
+complete -c sbx -n '__sbx_path_is \'templates update\'' -l on-expire -x -a 'destroy pause' -d 'what the TTL does: destroy (default), or pause (destroyed defaults.paused_ttl later unless resumed)'
 complete -c sbx -n '__sbx_path_is \'templates update\'' -l warm -x -d 'keep this many runtimes of its shape ready, so spawns skip the provider start (0-64)'
 complete -c sbx -n '__sbx_path_is \'templates spawn\'' -l ttl -x -d 'override the template TTL'
 complete -c sbx -n '__sbx_path_is \'templates spawn\'' -l provider -x -d 'override the template provider'
@@ -158,6 +164,8 @@ complete -c sbx -n '__sbx_path_is \'admission\'' -l allow -x -d 'egress allow ru
 complete -c sbx -n '__sbx_path_is \'admission\'' -l deny -x -d 'egress deny rule, checked before the allow rules (repeatable; implies --network filtered)'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l snapshot -x -d 'start from this snapshot (its provider and image; see sbx snapshot)'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l volume -x -d 'mount a volume read-write at an absolute path (repeatable; see sbx volumes)'
+complete -c sbx -n '__sbx_path_is \'admission\'' -l auto-pause -x -d 'pause after this long without activity, e.g. 10m (0s: never)'
+complete -c sbx -n '__sbx_path_is \'admission\'' -l on-expire -x -a 'destroy pause' -d 'what the TTL does: destroy (default), or pause (destroyed defaults.paused_ttl later unless resumed)'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l template -x -d 'ask for a spawn from this template (its settings, then the flags)'
 complete -c sbx -n '__sbx_path_is \'admission\'' -l owner -x -d 'owner for quota attribution (X-User-ID / --user overrides it)'
 complete -c sbx -n '__sbx_path_is \'quota\'' -f -a 'ls' -d 'list owner quotas'

@@ -188,6 +188,16 @@ export class Client {
     });
   }
 
+  /** `POST …/pause` (DESIGN.md §16): every process frozen, memory kept; 409 while an exec or stream is in flight. */
+  pause(id: string, opts: RequestOptions = {}): Promise<Sandbox> {
+    return this.http.json('POST', `/api/v1/sandboxes/${enc(id)}/pause`, { signal: opts.signal });
+  }
+
+  /** `POST …/resume` (DESIGN.md §16): running again (an exec, file or process call resumes it too). */
+  resume(id: string, opts: RequestOptions = {}): Promise<Sandbox> {
+    return this.http.json('POST', `/api/v1/sandboxes/${enc(id)}/resume`, { signal: opts.signal });
+  }
+
   extend(id: string, ttl: string, opts: RequestOptions = {}): Promise<Sandbox> {
     return this.http.json('POST', `/api/v1/sandboxes/${enc(id)}/extend`, { body: { ttl }, signal: opts.signal });
   }

@@ -130,3 +130,27 @@ export function startLeaderTasks(o: LeaderTaskDeps): void {
   };
   if (o.reapLocal) timers.push(setInterval(reapLocal, reaperEveryMs));
 }
+
+/** How often idle sandboxes are looked for (DESIGN.md §16): the auto-pause windows are whole seconds or more. */
+export const AUTO_PAUSE_EVERY_MS = 1_000;
+
+/**
+ * The auto-pause task (DESIGN.md §16): watches the running sandboxes that have `auto_pause`, then
+ * pauses those idle for their window, one pass at a time. In memory on this node: each replica
+ * watches the sandboxes whose traffic it serves.
+ */
+export async function startAutoPause(sandboxes: SandboxService, timers: NodeJS.Timeout[], logger: Logger): Promise<void> {
+  await sandboxes.pauses
+    .watchAtStart()
+    .catch((err: unknown) => logger.warn({ err: String(err) }, 'watching sandboxes for auto-pause failed'));
+  let passing = false;
+  const pass = () => {
+    if (passing) return;
+    passing = true;
+    sandboxes.pauses
+      .pauseIdle()
+      .catch((err: unknown) => logger.warn({ err: String(err) }, 'auto-pause pass failed'))
+      .finally(() => (passing = false));
+  };
+  timers.push(setInterval(pass, AUTO_PAUSE_EVERY_MS));
+}

@@ -46,7 +46,7 @@ import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from 
 import { runtimeLabel, startReplication, type Replication } from './replicas.js';
 import { createRemote } from './remote.js';
 import { listenOn } from './listen.js';
-import { reconcileAtStart, startLeaderTasks } from './background.js';
+import { reconcileAtStart, startAutoPause, startLeaderTasks } from './background.js';
 import { isReplicaWorker, peerLiveness, refusePoolAcrossHosts, replicaRpcKey, replicaRpcRoutes } from './replica-rpc.js';
 import { advertiseUrl } from '../config/advertise.js';
 import { REPLICA_CAPABILITY } from '../core/scheduler/workers.js';
@@ -364,6 +364,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       logger,
     });
     timers.push(setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS));
+    await startAutoPause(sandboxes, timers, logger);
     for (const t of timers) t.unref();
     const auditPruner = startAuditPruner(store, clock, deps.auth.audit_retention_ms, (err) =>
       logger.warn({ err: String(err) }, 'admin audit pruning failed'),

@@ -34,7 +34,7 @@ export interface EgressDeps {
   onInjection?(sandboxId: string): void;
 }
 
-const LIVE = new Set(['running', 'unhealthy', 'error']);
+const LIVE = new Set(['running', 'paused', 'unhealthy', 'error']);
 
 /** The lists of a live filtered sandbox in the control plane's store (DESIGN §10: read per connection). */
 export function storeRules(store: Pick<SandboxStore, 'getSandbox'>): (sandboxId: string) => Promise<EgressLists | null> {

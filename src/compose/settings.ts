@@ -37,6 +37,8 @@ export function coreSettings(config: SbxConfig, defaultProvider: string, workerI
       egress: d.network === 'filtered' ? parseEgress(d.egress) : { allow: [...d.egress.allow], deny: [...d.egress.deny] },
       warm: d.warm,
       warm_destroy_on_shutdown: d.warm_destroy_on_shutdown,
+      auto_pause_ms: ms(d.auto_pause),
+      paused_ttl_ms: ms(d.paused_ttl, 24 * 3_600_000),
     },
     limits: {
       max_file_bytes: Math.floor(d.max_file_mb * MiB),

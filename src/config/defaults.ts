@@ -39,6 +39,8 @@ export const DEFAULTS: Readonly<SbxConfig> = Object.freeze({
     egress: { allow: [], deny: [] },
     warm: 0,
     warm_destroy_on_shutdown: false,
+    auto_pause: '0s',
+    paused_ttl: '24h',
     max_file_mb: 64,
     max_exec_output_mb: 16,
   },

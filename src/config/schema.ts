@@ -87,6 +87,8 @@ export const SCHEMA: TypedGroup<SbxConfig> = g<SbxConfig>({
     egress: g({ allow: list(), deny: list() }),
     warm: int(0, 64),
     warm_destroy_on_shutdown: bool(),
+    auto_pause: dur(),
+    paused_ttl: dur(true),
     max_file_mb: num(),
     max_exec_output_mb: num(),
   }),

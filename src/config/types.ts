@@ -72,6 +72,10 @@ export interface DefaultsConfig {
   warm: number;
   /** Destroy warm runtimes when the server stops (default: keep them for the next start). */
   warm_destroy_on_shutdown: boolean;
+  /** Spawns that name no `auto_pause` are paused after this long without activity (DESIGN.md §16); `0s` = never. */
+  auto_pause: string;
+  /** How long a sandbox paused by `on_expire: pause` stays before it is destroyed (DESIGN.md §16). */
+  paused_ttl: string;
   max_file_mb: number;
   max_exec_output_mb: number;
 }

@@ -5,6 +5,18 @@ import { SecretBindings } from './secrets.js';
 
 export const SandboxId = Type.String({ minLength: 1, maxLength: 128 });
 
+/** `auto_pause` of a spawn or template (DESIGN.md §16). */
+export const AutoPause = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  description: 'sbx extension: paused after this long without activity (execs, streams, WebSockets, previews); 0s = never',
+});
+
+/** `on_expire` of a spawn or template (DESIGN.md §16). */
+export const OnExpire = Type.Union([Type.Literal('destroy'), Type.Literal('pause')], {
+  description: 'sbx extension: what the TTL does: destroy (default), or pause — then destroyed defaults.paused_ttl later unless resumed',
+});
+
 /** Network of a sandbox (DESIGN.md §10): `none`, `bridge`, `filtered` (docker). */
 export const Network = Type.Union([Type.Literal('none'), Type.Literal('bridge'), Type.Literal('filtered')], {
   description:
@@ -65,6 +77,9 @@ export const Sandbox = Type.Object(
     ),
     volumes: Type.Optional(Type.Array(VolumeMount, { description: 'sbx extension: the volumes it mounts' })),
     egress: Type.Optional(EgressLists),
+    auto_pause: Type.Optional(Type.String({ description: 'sbx extension: its auto-pause window (DESIGN §16)' })),
+    on_expire: Type.Optional(OnExpire),
+    pause_at: Type.Optional(Timestamp),
     preview_token: Type.Optional(
       Type.String({
         description:
@@ -96,6 +111,8 @@ export const SpawnRequest = Type.Object(
     ),
     volumes: Type.Optional(VolumeMounts),
     secrets: Type.Optional(SecretBindings),
+    auto_pause: Type.Optional(AutoPause),
+    on_expire: Type.Optional(OnExpire),
   },
   { $id: 'SpawnRequest', additionalProperties: false },
 );

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, MAX_INT32, StringMap, Timestamp } from './common.js';
-import { Egress, EgressLists, Network } from './sandboxes.js';
+import { AutoPause, Egress, EgressLists, Network, OnExpire } from './sandboxes.js';
 import { VolumeMount, VolumeMounts } from './volumes.js';
 import { SecretBindings } from './secrets.js';
 
@@ -25,6 +25,8 @@ const TemplateFields = {
       description: 'sbx extension: runtimes of this shape kept ready, so spawns skip the provider start (DESIGN §11)',
     }),
   ),
+  auto_pause: Type.Optional(AutoPause),
+  on_expire: Type.Optional(OnExpire),
 };
 
 export const TemplateName = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
@@ -69,6 +71,8 @@ export const Template = Type.Object(
     secrets: Type.Union([Type.Array(Type.String()), Type.Null()], {
       description: "sbx extension: secrets its spawns bind, resolved in the spawner's namespace",
     }),
+    auto_pause: Type.Union([Type.String(), Type.Null()]),
+    on_expire: Type.Union([OnExpire, Type.Null()]),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

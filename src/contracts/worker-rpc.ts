@@ -51,6 +51,8 @@ export const RPC_METHODS = [
   'worker.egress_update',
   'worker.fork',
   'worker.fork_delete',
+  'worker.pause',
+  'worker.resume',
 ] as const;
 export type RpcMethod = (typeof RPC_METHODS)[number];
 
@@ -68,6 +70,9 @@ export const RPC_LEASE_POLICY: Record<RpcMethod, 'required' | 'optional' | 'none
   'worker.egress_update': 'required',
   // DESIGN §16: a fork freezes and copies the parent, under the parent's lease.
   'worker.fork': 'required',
+  // Pause and resume (DESIGN.md §16) change the runtime: leased like a spawn.
+  'worker.pause': 'required',
+  'worker.resume': 'required',
   'worker.exec': 'optional',
   'worker.exec_stream': 'optional',
   'worker.file_write': 'optional',
@@ -132,6 +137,8 @@ export const RPC_SCOPE: Record<RpcMethod, string> = {
   // A fork's copy is made like a spawn, and removed like a snapshot (DESIGN §16).
   'worker.fork': 'worker:spawn',
   'worker.fork_delete': 'worker:destroy',
+  'worker.pause': 'worker:spawn',
+  'worker.resume': 'worker:spawn',
 };
 
 /** Request envelope. `params` is checked per method after the envelope itself. */
@@ -226,7 +233,7 @@ export const DestroyParams = RpcTarget;
 export const StatusParams = RpcTarget;
 export const StatusResult = Type.Object({
   sandbox_id: Type.String(),
-  state: Type.Union([Type.Literal('running'), Type.Literal('destroyed'), Type.Literal('error')]),
+  state: Type.Union([Type.Literal('running'), Type.Literal('paused'), Type.Literal('destroyed'), Type.Literal('error')]),
   provider: Type.String(),
   worker_id: Type.String(),
   error: Type.Optional(Type.String()),
@@ -248,7 +255,7 @@ export const StatusBatchResult = Type.Object({
   statuses: Type.Array(
     Type.Object({
       sandbox_id: Type.String(),
-      state: Type.Union([Type.Literal('running'), Type.Literal('destroyed'), Type.Literal('error')]),
+      state: Type.Union([Type.Literal('running'), Type.Literal('paused'), Type.Literal('destroyed'), Type.Literal('error')]),
       error: Type.Optional(Type.String()),
     }),
   ),
@@ -396,6 +403,8 @@ export const RPC_PARAMS = {
   'worker.egress_update': EgressUpdateParams,
   'worker.fork': ForkParams,
   'worker.fork_delete': ForkDeleteParams,
+  'worker.pause': RpcTarget,
+  'worker.resume': RpcTarget,
 } as const;
 
 /** HTTP status of each RPC error code (DESIGN.md §7): `timeout` is 504 here, not the API's 408. */

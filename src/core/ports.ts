@@ -32,7 +32,10 @@ export interface IdSource {
 
 // ---------------------------------------------------------------- records
 
-export type SandboxState = 'running' | 'destroyed' | 'unhealthy' | 'expired' | 'error';
+export type SandboxState = 'running' | 'paused' | 'destroyed' | 'unhealthy' | 'expired' | 'error';
+
+/** States whose runtime exists and holds resources (DESIGN.md §16: `paused` is alive and counts). */
+export const ALIVE_STATES: readonly SandboxState[] = ['running', 'paused', 'unhealthy', 'error'];
 
 /** A sandbox as stored. Timestamps are ISO 8601 UTC strings. */
 export interface SandboxRecord {
@@ -81,6 +84,14 @@ export interface SandboxRecord {
    * Absent: no token (its envd plane needs none).
    */
   access_token_seed?: string | null;
+  /** Paused after this long without activity (DESIGN.md §16), ms; absent/null: never. */
+  auto_pause_ms?: number | null;
+  /** What the TTL does (DESIGN.md §16): `pause` pauses at `pause_at`; absent/null: destroy at `expires_at`. */
+  on_expire?: 'destroy' | 'pause' | null;
+  /** With `on_expire: pause`, when the TTL ends and the sandbox is paused; `expires_at` is then `pause_at` + `defaults.paused_ttl`. */
+  pause_at?: string | null;
+  /** With `on_expire: pause`, the TTL a resume gives afresh (ms). */
+  ttl_ms?: number | null;
 }
 
 /** A volume mounted into a sandbox: its name and the absolute, normalized path it appears at. */
@@ -110,6 +121,10 @@ export interface TemplateRecord {
   egress?: EgressLists | null;
   /** Secrets its spawns bind (DESIGN.md §15), resolved in the spawner's namespace; null/absent: none. */
   secrets?: string[] | null;
+  /** `auto_pause` of its spawns (duration string, DESIGN.md §16); null/absent: the server default. */
+  auto_pause?: string | null;
+  /** `on_expire` of its spawns; null/absent: destroy. */
+  on_expire?: 'destroy' | 'pause' | null;
   created_at: string;
   updated_at: string;
 }
@@ -194,6 +209,8 @@ export interface SandboxFilter {
   expires_after?: string;
   /** Only sandboxes whose `expires_at` is at or before this ISO timestamp (past their TTL). */
   expires_by?: string;
+  /** Only sandboxes whose `pause_at` is set and at or before this ISO timestamp (`on_expire: pause`, DESIGN.md §16). */
+  pause_due_by?: string;
   /**
    * Ownership applied in the query: rows without a private owner (none, or a derived `key/…`,
    * `ip/…` owner) plus, when `owner_id` is a string, that owner's rows.
@@ -234,7 +251,7 @@ export interface MetaStore {
 
 /** Live counts (DESIGN.md §13): what admission reads instead of listing sandboxes. */
 export interface LiveCounts {
-  /** Live sandboxes (running or unhealthy, expiry after `now`). */
+  /** Live sandboxes (running, paused or unhealthy, expiry after `now`). */
   total: number;
   /** The earliest expiry among them: when capacity opens by itself. */
   next_expiry: string | null;

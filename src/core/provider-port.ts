@@ -197,7 +197,8 @@ export interface ProviderHealth {
   warning?: string;
 }
 
-export type RuntimeStatus = 'running' | 'stopped' | 'missing';
+/** `paused`: frozen by `pause` (DESIGN.md §16), alive: memory and processes kept, nothing runs until `resume`. */
+export type RuntimeStatus = 'running' | 'paused' | 'stopped' | 'missing';
 
 /**
  * Where a sandbox's TCP port is reached for a live preview (DESIGN.md §9): an address, or (for a
@@ -361,6 +362,16 @@ export interface Provider {
    * Writes are not coalesced here (core does that). Optional: without it the watch answers 501.
    */
   watch?(runtimeId: string, path: string, opts: { recursive: boolean }, signal: AbortSignal): Promise<AsyncIterable<WatchEvent>>;
+
+  /**
+   * Pause and resume (DESIGN.md §16), optional: a provider without them answers 501. `pause`
+   * freezes every process of the runtime (docker: the engine's pause; mock and proot: the cgroup
+   * freezer on the sandbox's PID namespace, never SIGSTOP) and resolves once all are frozen;
+   * `resume` thaws them. Both are idempotent. A provider that has them but cannot freeze on this
+   * host throws `not_implemented` with the reason.
+   */
+  pause?(runtimeId: string, signal?: AbortSignal): Promise<void>;
+  resume?(runtimeId: string, signal?: AbortSignal): Promise<void>;
 
   /** Pool mode (DESIGN §8): one tenant's workspace of this runtime. Optional: without it a provider cannot back a pool. */
   workspace?(runtimeId: string, ws: WorkspaceSpec): WorkspaceOps;

@@ -35,6 +35,10 @@ export interface CoreSettings {
     /** Warm runtimes for the default shape (DESIGN.md §11); 0 = none. */
     warm?: number;
     warm_destroy_on_shutdown?: boolean;
+    /** Auto-pause of spawns that name none (DESIGN.md §16), ms; 0/absent = never. */
+    auto_pause_ms?: number;
+    /** Life of a sandbox paused by `on_expire: pause` before it is destroyed, ms; absent = 24h. */
+    paused_ttl_ms?: number;
   };
   limits: {
     /** Largest file accepted on write / returned on read, bytes. */

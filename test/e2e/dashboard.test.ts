@@ -316,8 +316,15 @@ describe.skipIf(SKIP !== undefined)(`dashboard in Chromium on ${DOCKER ? 'docker
     await shot('06-phone');
     await page.setViewportSize({ width: 1200, height: 900 });
 
-    // Destroy from the UI.
+    // Pause and resume from the UI (DESIGN.md §16): the state follows the events.
     await page.goto(`${srv.url}/ui#/sandbox/${encodeURIComponent(id)}`);
+    await page.locator('#pause').click();
+    await expect.poll(() => page.locator('[data-field="state"]').textContent(), { timeout: 30_000 }).toBe('paused');
+    expect(((await api(`/sandboxes/${id}`)).json() as { state: string }).state).toBe('paused');
+    await page.locator('#resume').click();
+    await expect.poll(() => page.locator('[data-field="state"]').textContent(), { timeout: 30_000 }).toBe('running');
+
+    // Destroy from the UI.
     await page.locator('#destroy').click();
     await page.locator('#sandboxes').waitFor();
     await expect.poll(async () => (await api(`/sandboxes/${id}`)).status, { timeout: 30_000 }).toBe(404);

@@ -21,6 +21,7 @@ describe('templates (spec 4.3)', () => {
     expect(c.body).toMatchObject({ name: 'py', image: 'python:3', memory_mb: 256, ttl: '10m', metadata: { kind: 'py' } });
     // Every field of the template object is present; unset ones are null (DESIGN.md §3).
     const ALL = [
+      'auto_pause',
       'created_at',
       'egress',
       'image',
@@ -28,6 +29,7 @@ describe('templates (spec 4.3)', () => {
       'metadata',
       'name',
       'network',
+      'on_expire',
       'provider',
       'secrets',
       'snapshot',
@@ -38,7 +40,7 @@ describe('templates (spec 4.3)', () => {
       'warm',
     ];
     expect(Object.keys(c.body).sort()).toEqual(ALL);
-    expect(c.body).toMatchObject({ vcpus: null, provider: null, network: null });
+    expect(c.body).toMatchObject({ vcpus: null, provider: null, network: null, auto_pause: null, on_expire: null });
     const dup = await call(srv.url, 'POST', '/api/v1/templates', { name: 'py' });
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe('conflict');

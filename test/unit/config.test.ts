@@ -53,6 +53,8 @@ describe('loadConfig defaults', () => {
         egress: { allow: [], deny: [] },
         warm: 0,
         warm_destroy_on_shutdown: false,
+        auto_pause: '0s',
+        paused_ttl: '24h',
         max_file_mb: 64,
         max_exec_output_mb: 16,
       },

@@ -115,13 +115,21 @@ afterAll(async () => {
 });
 
 describe('the fencing table', () => {
-  it('names every method: required for spawn/destroy/renew/egress/fork, optional for the other calls that change a sandbox', () => {
+  it('names every method: required for spawn/destroy/renew/egress/fork/pause/resume, optional for the other calls that change a sandbox', () => {
     const by = (p: string) =>
       Object.entries(RPC_LEASE_POLICY)
         .filter(([, v]) => v === p)
         .map(([m]) => m)
         .sort();
-    expect(by('required')).toEqual(['worker.destroy', 'worker.egress_update', 'worker.fork', 'worker.renew_lease', 'worker.spawn']);
+    expect(by('required')).toEqual([
+      'worker.destroy',
+      'worker.egress_update',
+      'worker.fork',
+      'worker.pause',
+      'worker.renew_lease',
+      'worker.resume',
+      'worker.spawn',
+    ]);
     expect(by('optional')).toEqual([
       'worker.exec',
       'worker.exec_stream',

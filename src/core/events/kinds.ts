@@ -28,6 +28,8 @@ export const EVENT_KINDS = [
   'volume.created',
   'volume.deleted',
   'network.denied',
+  'sandbox.paused',
+  'sandbox.resumed',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

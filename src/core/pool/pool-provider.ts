@@ -56,7 +56,7 @@ export const POOL_UID_BASE = 10_000;
 /** Uid offsets a runtime may give (10000 … 59999): one whose counter reaches this takes no new tenant. */
 export const POOL_UID_SPAN = 50_000;
 const PREFIX = 'pool:';
-const LIVE = ['running', 'unhealthy', 'error'] as const;
+const LIVE = ['running', 'paused', 'unhealthy', 'error'] as const;
 
 interface Shared {
   /** The base provider's runtime id. */

@@ -116,6 +116,7 @@ export class ExecService {
     if (buffered) spec.buffered = true;
     if (spec.workdir !== undefined) await checkWorkdir(provider, runtimeId, spec.workdir, signal);
     const { bus } = this.sandboxes.deps;
+    const activity = this.sandboxes.pauses.activity;
     const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
     // Event data names the program only: arguments and env may carry secrets.
     // Leading `NAME=value` shell assignments are env values, never part of the program name.
@@ -130,6 +131,8 @@ export class ExecService {
     return {
       [Symbol.asyncIterator]: async function* (): AsyncGenerator<ExecItem> {
         const ac = new AbortController();
+        // In flight (DESIGN.md §16): an explicit pause answers 409 and auto-pause waits until it ends.
+        const ended = activity.begin(rec.id);
         let timedOut = false;
         const onCancel = () => ac.abort(signal?.reason);
         if (signal?.aborted) onCancel();
@@ -176,6 +179,7 @@ export class ExecService {
           finished = true;
           yield { stream: 'exit', exit_code: code, duration_ms, timed_out: false };
         } finally {
+          ended();
           stopTimer?.();
           signal?.removeEventListener('abort', onCancel);
           // The consumer went away (client disconnected): kill the command.

@@ -175,6 +175,8 @@ export class ForkService {
       metadata,
       // Bindings are copied with placeholders of their own by the fork-secrets hook, not planned anew.
       secrets: [],
+      // A fork pauses and expires as its parent does (DESIGN.md §16).
+      lifecycle: { auto_pause_ms: rec.auto_pause_ms ?? null, on_expire: rec.on_expire === 'pause' ? 'pause' : 'destroy' },
       owner_id: rec.owner_id,
       template: rec.template,
       network,

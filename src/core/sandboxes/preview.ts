@@ -5,7 +5,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { safeEqual } from '../auth/worker-credentials.js';
-import { badRequest, notFound, SbxError } from '../errors.js';
+import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import type { PreviewUpstream, SandboxRecord, WorkerStore } from '../ports.js';
 import { ownerVisible, type Caller } from './caller.js';
 import type { SandboxService } from './service.js';
@@ -60,10 +60,17 @@ export class PreviewService {
   async upstream(sandboxId: string, port: number, signal?: AbortSignal): Promise<PreviewUpstream> {
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw badRequest(`port must be between 1 and 65535`);
     const { store, locator } = this.sandboxes.deps;
-    const rec = await store.getSandbox(sandboxId);
+    let rec = await store.getSandbox(sandboxId);
     if (!rec || GONE.has(rec.state) || this.sandboxes.pastTtl(rec) || this.sandboxes.destroying(rec.id)) {
       throw notFound(`sandbox ${sandboxId} not found`);
     }
+    // DESIGN.md §16: a preview wakes a paused sandbox only behind its token, so a scanner cannot.
+    if (rec.state === 'paused') {
+      if (!this.settings.auth)
+        throw unavailable(`sandbox ${sandboxId} is paused; resume it (previews resume it only with server.preview_auth on)`);
+      rec = await this.sandboxes.pauses.ensureRunning(rec);
+    }
+    this.sandboxes.pauses.activity.touch(rec.id);
     if (rec.state !== 'running' || !rec.runtime_id) throw new SbxError('bad_gateway', `sandbox ${sandboxId} is ${rec.state}, not running`);
     // The sandbox is checked on every request (a destroy is a 404 at once); where its port is
     // reached (a container's address: an engine round trip) is kept for a moment.

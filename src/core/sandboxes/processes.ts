@@ -194,6 +194,8 @@ export class ProcessService {
     return {
       async *[Symbol.asyncIterator](): AsyncGenerator<ProcessOutputItem> {
         let at = query.offset;
+        // A followed stream is activity in flight (DESIGN.md §16); a one-off read is not.
+        const ended = query.follow ? self.deps.sandboxes.pauses.activity.begin(rec.sandbox_id) : () => undefined;
         try {
           for (;;) {
             if (at < log.start) {
@@ -222,6 +224,7 @@ export class ProcessService {
             if (self.closed) return;
           }
         } finally {
+          ended();
           if (!live) await log.close().catch(() => undefined);
         }
       },
@@ -372,7 +375,8 @@ export class ProcessService {
     while (!live.ac.signal.aborted) {
       let target: { provider: Provider; runtimeId: string };
       try {
-        target = await this.deps.sandboxes.resolveRuntime(live.rec.sandbox_id, INTERNAL);
+        // A follower is no activity: it never wakes a paused sandbox (it waits for the resume).
+        target = await this.deps.sandboxes.resolveRuntime(live.rec.sandbox_id, INTERNAL, { resume: false });
       } catch (err) {
         if (isSbxError(err) && err.code === 'not_found') return this.finish(live, 'killed', null);
         await pause(RETRY_MS, live.ac.signal);

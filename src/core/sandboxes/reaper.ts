@@ -26,6 +26,7 @@ export class Reaper {
   async reap(opts: ReapOptions = {}): Promise<number> {
     const { local = true, remote = true, signal } = opts;
     const now = this.s.deps.clock.now().getTime();
+    await this.pauseDue(now, local, remote, signal);
     let n = local ? await this.reapLocal(now, signal) : 0;
     if (remote && !signal?.aborted) n += await this.reapRemote(now, signal);
     return n;
@@ -34,7 +35,7 @@ export class Reaper {
   private async reapLocal(now: number, signal?: AbortSignal): Promise<number> {
     // Page by page: a pass holds at most one page of records however many sandboxes live.
     const rows = sandboxPages(this.s.deps.store, {
-      states: ['running', 'unhealthy', 'error', 'expired'],
+      states: ['running', 'paused', 'unhealthy', 'error', 'expired'],
       worker_id: this.s.deps.settings.worker_id,
     });
     let n = 0;
@@ -72,7 +73,7 @@ export class Reaper {
     let n = 0;
     // Past their TTL only, by the expires_at index.
     for await (const rec of sandboxPages(this.s.deps.store, {
-      states: ['running', 'unhealthy', 'error', 'expired'],
+      states: ['running', 'paused', 'unhealthy', 'error', 'expired'],
       expires_by: new Date(now).toISOString(),
     })) {
       if (signal?.aborted) break;
@@ -86,6 +87,21 @@ export class Reaper {
       }
     }
     return n;
+  }
+
+  /**
+   * `on_expire: pause` (DESIGN.md §16): running sandboxes whose TTL ended are paused (by the
+   * `pause_at` index), this node's in the local pass and workers' in the remote one. A failure is
+   * tried again next pass.
+   */
+  private async pauseDue(now: number, local: boolean, remote: boolean, signal?: AbortSignal): Promise<void> {
+    if (!local && !remote) return;
+    for await (const rec of sandboxPages(this.s.deps.store, { states: ['running'], pause_due_by: new Date(now).toISOString() })) {
+      if (signal?.aborted) break;
+      const mine = this.s.deps.locator.isLocal(rec) ? local : remote;
+      if (!mine || Date.parse(rec.expires_at) <= now || this.s.stranded(rec)) continue;
+      await this.s.pauses.pauseAtExpiry(rec).catch(() => undefined);
+    }
   }
 
   /** True when the provider's runtime listing shows this sandbox's runtime stopped or absent. */
@@ -102,7 +118,8 @@ export class Reaper {
       listings.set(rec.provider, listing);
     }
     const statuses = await listing;
-    return statuses !== null && statuses.get(rec.runtime_id) !== 'running';
+    const status = statuses?.get(rec.runtime_id);
+    return statuses !== null && status !== 'running' && status !== 'paused';
   }
 
   /**
@@ -111,7 +128,7 @@ export class Reaper {
    */
   private async markLost(rec: SandboxRecord, silent: Set<string>): Promise<boolean> {
     const status = await this.runtimeStatus(rec, silent);
-    if (status === null || status === 'running') return false;
+    if (status === null || status === 'running' || status === 'paused') return false;
     const current = await this.s.deps.store.getSandbox(rec.id);
     if (!current || current.state !== 'running') return false;
     await this.s.deps.store.updateSandbox(rec.id, { state: 'error', updated_at: this.s.deps.clock.now().toISOString() });
@@ -128,7 +145,7 @@ export class Reaper {
   /** True only when the provider positively reports the runtime stopped or missing. */
   private async runtimeLost(rec: SandboxRecord, silent: Set<string>): Promise<boolean> {
     const status = await this.runtimeStatus(rec, silent);
-    return status !== null && status !== 'running';
+    return status !== null && status !== 'running' && status !== 'paused';
   }
 
   /** The runtime's status from its provider, or null when the provider cannot answer. */

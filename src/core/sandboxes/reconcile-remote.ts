@@ -30,7 +30,7 @@ export interface RemoteReconcileAction {
   reason: string;
 }
 
-const LIVE: SandboxState[] = ['running', 'unhealthy', 'error'];
+const LIVE: SandboxState[] = ['running', 'paused', 'unhealthy', 'error'];
 /** Bound on each worker's status answer (one sandbox, or one batch). */
 const STATUS_TIMEOUT_MS = 5_000;
 const BATCH_TIMEOUT_MS = 30_000;

@@ -21,7 +21,7 @@ export interface ReconcileAction {
 }
 
 /** States whose runtime should exist. */
-const LIVE: SandboxState[] = ['running', 'unhealthy', 'error'];
+const LIVE: SandboxState[] = ['running', 'paused', 'unhealthy', 'error'];
 /** Bound on each provider call, so one wedged backend cannot hold startup forever. */
 const CALL_TIMEOUT_MS = 30_000;
 
@@ -108,6 +108,14 @@ export async function reconcileRecords(deps: ReconcileDeps): Promise<ReconcileAc
       // A replica back after a stop (DESIGN §7): the others marked its sandboxes unhealthy; they run.
       await setState(rec, 'running');
       record({ action: 'restore', ...base });
+    } else if (status === 'paused' && rec.state !== 'paused') {
+      // DESIGN §16: a frozen runtime (docker keeps its pause across a restart) is paused, never stopped.
+      await setState(rec, 'paused');
+      record({ action: 'mark_paused', ...base });
+    } else if (status === 'running' && rec.state === 'paused') {
+      // mock and proot lose their processes, and the freezer with them, on a restart: the sandbox runs.
+      await setState(rec, 'running');
+      record({ action: 'mark_running', ...base });
     }
   });
 

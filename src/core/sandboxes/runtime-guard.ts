@@ -152,7 +152,7 @@ async function judgeRuntime(
   } catch {
     return; // The backend is down, not the sandbox: provider health reports that.
   }
-  if (status === 'running') return;
+  if (status === 'running' || status === 'paused') return;
   // Only a sandbox still running moves: a concurrent destroy also makes the runtime vanish.
   if (deps.destroying?.(rec.id)) return;
   const current = await deps.store.getSandbox(rec.id).catch(() => null);

@@ -24,7 +24,7 @@ import type { ListPosition } from './cursor.js';
 import { sandboxPages } from './pages.js';
 import { Reaper, type ReapOptions } from './reaper.js';
 import { SnapshotService } from './snapshots.js';
-import { createSandbox, expiryFrom } from './spawn.js';
+import { createSandbox } from './spawn.js';
 import { parseEgress, type EgressLists } from '../network/rules.js';
 import { spawnEgress } from './network-choice.js';
 import { VolumeService } from './volumes.js';
@@ -32,6 +32,8 @@ import type { WarmPool } from './warm.js';
 import { Teardowns, type TeardownRetry } from './teardown.js';
 import { ForkService, type ForkSecretsHook } from './fork.js';
 import { planSpawnSecrets, type PlannedBinding, type SecretService } from '../secrets/service.js';
+import { PauseService } from './pause.js';
+import { resolveLifecycle, type Lifecycle } from './lifecycle.js';
 
 export interface SpawnInput {
   image?: string;
@@ -54,6 +56,10 @@ export interface SpawnInput {
   access_token_seed?: string;
   /** Secrets to bind (DESIGN.md §15): names in the owner's namespace; needs network `filtered`. */
   secrets?: unknown;
+  /** Pause after this long without activity (DESIGN.md §16); `0s` = never; absent: `defaults.auto_pause`. */
+  auto_pause?: string;
+  /** What the TTL does (DESIGN.md §16): `destroy` (default) or `pause`. */
+  on_expire?: 'destroy' | 'pause';
 }
 
 /** A spawn request with every default applied. */
@@ -80,6 +86,8 @@ export interface ResolvedSpawn {
   env: Record<string, string>;
   /** Seed of the envd access token, or null for none. */
   access_token_seed: string | null;
+  /** Auto-pause and what the TTL does (DESIGN.md §16). */
+  lifecycle: Lifecycle;
   /** Secrets bound (DESIGN.md §15), each with its placeholder (also in `env`); empty for none. */
   secrets: PlannedBinding[];
   /** A fork (DESIGN.md §16): the parent and the fork image it starts from; absent for every other spawn. */
@@ -139,12 +147,15 @@ export class SandboxService {
   readonly volumes: VolumeService;
   /** Forks of its sandboxes (DESIGN.md §16). */
   readonly forks: ForkService;
+  /** Pause, resume, auto-pause and the activity that holds it off (DESIGN.md §16). */
+  readonly pauses: PauseService;
 
   constructor(readonly deps: SandboxDeps) {
     this.forks = new ForkService(this);
     this.teardowns = new Teardowns(deps, deps.destroyRetry, (rec) => this.forks.released(rec));
     this.snapshots = new SnapshotService(deps.store, this);
     this.volumes = new VolumeService(deps.store, this);
+    this.pauses = new PauseService(this);
   }
 
   /** True while this process tears the sandbox down: its operations then answer not_found. */
@@ -221,6 +232,7 @@ export class SandboxService {
       env,
       access_token_seed: checkSeed(input.access_token_seed),
       secrets,
+      lifecycle: resolveLifecycle(input, d, pool.enabled, this.deps.providers.has(provider) ? this.deps.providers.get(provider) : null),
     };
   }
 
@@ -231,7 +243,9 @@ export class SandboxService {
     try {
       const ticket = await this.deps.admission.admit({ owner_id: req.owner_id, ttl_ms: req.ttl_ms }, signal);
       try {
-        return await createSandbox(this.deps, req, signal, ticket);
+        const rec = await createSandbox(this.deps, req, signal, ticket);
+        this.pauses.watch(rec);
+        return rec;
       } finally {
         ticket.release();
       }
@@ -267,7 +281,7 @@ export class SandboxService {
     } catch {
       return rec;
     }
-    if (status === 'running') return rec;
+    if (status === 'running' || status === 'paused') return rec;
     const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
     const now = clock.now().toISOString();
     if (status === 'stopped') {
@@ -303,7 +317,7 @@ export class SandboxService {
     query: { id_prefix?: string; limit?: number; after?: ListPosition } = {},
   ): Promise<{ items: SandboxRecord[]; next: ListPosition | null }> {
     const filter: NonNullable<Parameters<SandboxStore['listSandboxes']>[0]> = {
-      states: ['running', 'unhealthy', 'error'],
+      states: ['running', 'paused', 'unhealthy', 'error'],
       expires_after: this.deps.clock.now().toISOString(),
     };
     if (this.deps.settings.enforce_ownership && !caller.admin) filter.visible_to = { owner_id: caller.owner_id };
@@ -331,10 +345,7 @@ export class SandboxService {
     // Racing a destroy: the sandbox is gone for the caller, never revived or answered as destroyed.
     if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     const now = this.deps.clock.now();
-    const updated = await this.deps.store.updateSandbox(id, {
-      expires_at: expiryFrom(now, ttlMs),
-      updated_at: now.toISOString(),
-    });
+    const updated = await this.deps.store.updateSandbox(id, this.pauses.ttlPatch(rec, now, ttlMs));
     if (!updated || GONE.has(updated.state) || this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     // A remote sandbox's lease follows its expiry (TTL + 5 min), then the worker hears of it.
     if (!this.deps.locator.isLocal(updated)) await this.deps.locator.renew(updated, await this.deps.locator.workerOf(updated));
@@ -386,7 +397,7 @@ export class SandboxService {
     let pruned = 0;
     // Past their TTL, by the expires_at index, page by page (DESIGN.md §13).
     for await (const rec of sandboxPages(this.deps.store, {
-      states: ['running', 'unhealthy', 'error', 'expired'],
+      states: ['running', 'paused', 'unhealthy', 'error', 'expired'],
       expires_by: new Date(now).toISOString(),
     })) {
       if (!this.visible(rec, caller)) continue;
@@ -435,11 +446,23 @@ export class SandboxService {
     return this.teardowns.run(rec, reason, { retry });
   }
 
-  /** A running sandbox with its provider, for exec/files/logs. */
-  async resolveRuntime(id: string, caller: Caller): Promise<{ rec: SandboxRecord; provider: Provider; runtimeId: string }> {
-    const rec = await this.get(id, caller);
+  /**
+   * A running sandbox with its provider, for exec/files/logs/processes. A paused one is resumed
+   * first (DESIGN.md §16), unless `resume` is false (internal followers: then `unavailable`); the
+   * call counts as activity for auto-pause.
+   */
+  async resolveRuntime(
+    id: string,
+    caller: Caller,
+    opts: { resume?: boolean } = {},
+  ): Promise<{ rec: SandboxRecord; provider: Provider; runtimeId: string }> {
+    let rec = await this.get(id, caller);
     if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     if (this.stranded(rec)) throw providerNotConfigured(rec);
+    if (opts.resume !== false) {
+      rec = await this.pauses.ensureRunning(rec);
+      this.pauses.activity.touch(id);
+    }
     if (rec.state !== 'running' || !rec.runtime_id) {
       throw new SbxError('unavailable', `sandbox ${id} is ${rec.state}, not running`);
     }

@@ -142,6 +142,9 @@ async function createPlaced(
   let rec: SandboxRecord;
   try {
     const now = clock.now();
+    // `on_expire: pause` (DESIGN.md §16): paused at the TTL, destroyed `defaults.paused_ttl` later.
+    const pauseAtExpiry = req.lifecycle.on_expire === 'pause';
+    const pausedTtl = deps.settings.defaults.paused_ttl_ms ?? 24 * 3_600_000;
     rec = {
       id,
       state: 'running',
@@ -151,7 +154,7 @@ async function createPlaced(
       vcpus: req.vcpus,
       created_at: now.toISOString(),
       updated_at: now.toISOString(),
-      expires_at: expiryFrom(now, req.ttl_ms),
+      expires_at: expiryFrom(now, pauseAtExpiry ? req.ttl_ms + pausedTtl : req.ttl_ms),
       metadata: req.metadata,
       owner_id: req.owner_id,
       worker_id: workerId,
@@ -164,6 +167,8 @@ async function createPlaced(
       ...(Object.keys(req.env).length > 0 ? { env: req.env } : {}),
       ...(req.access_token_seed !== null ? { access_token_seed: req.access_token_seed } : {}),
       ...(req.fork ? { forked_from: req.fork.parent.id, fork: req.fork.name } : {}),
+      ...(req.lifecycle.auto_pause_ms !== null ? { auto_pause_ms: req.lifecycle.auto_pause_ms } : {}),
+      ...(pauseAtExpiry ? { on_expire: 'pause' as const, pause_at: expiryFrom(now, req.ttl_ms), ttl_ms: req.ttl_ms } : {}),
     };
     // Bindings first: the gateway never sees the sandbox without them (DESIGN.md §15).
     if (req.secrets.length > 0) await deps.secrets?.record(id, req.owner_id, req.secrets);

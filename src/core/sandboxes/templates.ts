@@ -23,6 +23,9 @@ export interface TemplateFields {
   warm?: number;
   /** Secrets its spawns bind (DESIGN.md §15), resolved in the spawner's namespace; needs network `filtered`. */
   secrets?: string[];
+  /** Auto-pause and what the TTL does of its spawns (DESIGN.md §16). */
+  auto_pause?: string;
+  on_expire?: 'destroy' | 'pause';
 }
 
 export interface TemplateSpawnOverrides {
@@ -99,6 +102,8 @@ export class TemplateService {
         ...(t.snapshot ? { snapshot: t.snapshot } : {}),
         ...(t.volumes?.length ? { volumes: t.volumes } : {}),
         ...(t.secrets?.length ? { secrets: t.secrets } : {}),
+        ...(t.auto_pause ? { auto_pause: t.auto_pause } : {}),
+        ...(t.on_expire ? { on_expire: t.on_expire } : {}),
         ...(overrides.env ? { env: overrides.env } : {}),
         ...(overrides.access_token_seed ? { access_token_seed: overrides.access_token_seed } : {}),
       },
@@ -139,6 +144,9 @@ export class TemplateService {
     const secrets = f.secrets === undefined ? [] : checkBindingNames(f.secrets);
     if (secrets.length > 0 && network !== 'filtered')
       throw badRequest(`secrets need network "filtered", not ${JSON.stringify(network ?? 'default')}`);
+    if (f.auto_pause !== undefined && parseDuration(f.auto_pause, 'auto_pause') < 0) throw badRequest('auto_pause must not be negative');
+    if (f.on_expire !== undefined && f.on_expire !== 'destroy' && f.on_expire !== 'pause')
+      throw badRequest('on_expire must be "destroy" or "pause"');
     if (f.warm !== undefined && (!Number.isInteger(f.warm) || f.warm < 0 || f.warm > 64))
       throw badRequest('warm must be a whole number from 0 to 64');
     // A snapshot or volume the template names must exist now (404), so its spawns can start.
@@ -163,6 +171,8 @@ export class TemplateService {
       volumes,
       warm: f.warm ? f.warm : null,
       secrets: secrets.length > 0 ? secrets : null,
+      auto_pause: f.auto_pause ?? null,
+      on_expire: f.on_expire ?? null,
     };
   }
 }

@@ -8,6 +8,7 @@ import { configCommand } from './commands/config.js';
 import { doctorCommand } from './commands/doctor.js';
 import { execCommand } from './commands/exec.js';
 import { extendCommand } from './commands/extend.js';
+import { pauseCommand, resumeCommand } from './commands/pause.js';
 import { egressCommand } from './commands/egress.js';
 import { filesCommand } from './commands/files.js';
 import { getCommand } from './commands/get.js';
@@ -42,6 +43,8 @@ export const COMMANDS: readonly CommandSpec[] = [
   getCommand,
   rmCommand,
   extendCommand,
+  pauseCommand,
+  resumeCommand,
   egressCommand,
   execCommand,
   shellCommand,

@@ -1,3 +1,4 @@
+import { formatDuration } from '../../shared/duration.js';
 import { withoutCredentials } from '../../core/url-credentials.js';
 import type { SandboxRecord, TemplateRecord, WorkerRecord } from '../../core/ports.js';
 import type { Sandbox } from '../../contracts/sandboxes.js';
@@ -43,6 +44,11 @@ export function presentSandbox(rec: SandboxRecord, previewDomain: string, previe
   if (rec.snapshot) out.snapshot = rec.snapshot;
   if (rec.forked_from) out.forked_from = rec.forked_from;
   if (rec.volumes && rec.volumes.length > 0) out.volumes = rec.volumes;
+  if (rec.auto_pause_ms) out.auto_pause = formatDuration(rec.auto_pause_ms);
+  if (rec.on_expire === 'pause') {
+    out.on_expire = 'pause';
+    if (rec.pause_at) out.pause_at = rec.pause_at;
+  }
   if (previewToken) out.preview_token = previewToken;
   // DESIGN.md §10: the rules of a filtered sandbox are its owner's and the admins' to see.
   if (showEgress && rec.network === 'filtered' && rec.egress) out.egress = { allow: [...rec.egress.allow], deny: [...rec.egress.deny] };
@@ -65,6 +71,8 @@ export function presentTemplate(rec: TemplateRecord): Template {
     warm: rec.warm ?? null,
     egress: rec.egress ? { allow: [...rec.egress.allow], deny: [...rec.egress.deny] } : null,
     secrets: rec.secrets?.length ? [...rec.secrets] : null,
+    auto_pause: rec.auto_pause ?? null,
+    on_expire: rec.on_expire ?? null,
     created_at: rec.created_at,
     updated_at: rec.updated_at,
   };

@@ -205,6 +205,40 @@ export const TOOLS: readonly ToolDef[] = [
     },
   ),
   defineTool(
+    'fork',
+    {
+      title: 'Fork a sandbox',
+      description:
+        "Copy a sandbox's filesystem at this moment into 1 to 10 new sandboxes (same image, size, network, egress rules and secrets; " +
+        'running processes are not carried). Returns the new sandboxes; each is independent of the parent afterwards.',
+    },
+    {
+      sandbox_id: sandboxId,
+      count: z.number().int().min(1).max(10).optional().describe('how many copies (1-10, default 1)'),
+      ttl: duration.optional().describe('lifetime of each copy, e.g. "30m" (server default otherwise)'),
+      metadata: stringMap.optional().describe("labels of the copies (the parent's otherwise)"),
+    },
+    async (a, signal, { client, ok }) => {
+      const forks = await client.fork(a.sandbox_id, { count: a.count, ttl: toDuration(a.ttl), metadata: a.metadata }, { signal });
+      return ok({ sandboxes: forks as unknown as Json });
+    },
+  ),
+  defineTool(
+    'secrets_list',
+    {
+      title: 'List secrets',
+      description:
+        'The names of the secrets a spawn can bind (with network "filtered"), the hosts each may be sent to, and a fingerprint. ' +
+        'Values are never shown: inside a sandbox the variable holds a placeholder that the egress gateway replaces on the way out.',
+      readOnly: true,
+    },
+    {},
+    async (_a, signal, { client, ok }) => {
+      const secrets = await client.secrets.list({ signal });
+      return ok({ secrets: secrets.map((x) => ({ name: x.name, hosts: x.hosts, fingerprint: x.fingerprint, updated_at: x.updated_at })) });
+    },
+  ),
+  defineTool(
     'list_files',
     {
       title: 'List files',

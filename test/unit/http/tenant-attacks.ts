@@ -161,6 +161,8 @@ export const ATTACKS: Record<string, { tries: (v: Victim) => Attempt[]; verdict?
   'GET /api/v1/sandboxes/:id': { tries: (v) => [{ method: 'GET', url: sb(v) }] },
   'DELETE /api/v1/sandboxes/:id': { tries: (v) => [{ method: 'DELETE', url: sb(v) }] },
   'POST /api/v1/sandboxes/:id/extend': { tries: (v) => [{ method: 'POST', url: `${sb(v)}/extend`, body: { ttl: '2h' } }] },
+  'POST /api/v1/sandboxes/:id/pause': { tries: (v) => [{ method: 'POST', url: `${sb(v)}/pause` }] },
+  'POST /api/v1/sandboxes/:id/resume': { tries: (v) => [{ method: 'POST', url: `${sb(v)}/resume` }] },
   'PUT /api/v1/sandboxes/:id/egress': { tries: (v) => [{ method: 'PUT', url: `${sb(v)}/egress`, body: { allow: ['example.com'] } }] },
   'GET /api/v1/sandboxes/:id/logs': { tries: (v) => [{ method: 'GET', url: `${sb(v)}/logs` }] },
   'POST /api/v1/sandboxes/:id/exec': {

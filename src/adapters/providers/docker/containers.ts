@@ -233,10 +233,38 @@ export class Containers {
   async status(runtimeId: string, signal?: AbortSignal): Promise<RuntimeStatus> {
     try {
       const info = await this.docker.getContainer(runtimeId).inspect({ abortSignal: bounded(signal) });
-      return info.State?.Running && !info.State?.Paused ? 'running' : 'stopped';
+      if (info.State?.Running && info.State?.Paused) return 'paused';
+      return info.State?.Running ? 'running' : 'stopped';
     } catch (err) {
       if (isNotFound(err)) return 'missing';
       throw toSbxError(err, 'status');
+    }
+  }
+
+  /**
+   * Pause and resume (DESIGN.md §16): the engine's own (the cgroup freezer; memory stays). Both
+   * idempotent: the engine's 409 for a container already in the asked state is success.
+   */
+  async pause(runtimeId: string, signal?: AbortSignal): Promise<void> {
+    await this.freeze(runtimeId, true, signal);
+  }
+
+  async resume(runtimeId: string, signal?: AbortSignal): Promise<void> {
+    await this.freeze(runtimeId, false, signal);
+  }
+
+  private async freeze(runtimeId: string, pause: boolean, signal?: AbortSignal): Promise<void> {
+    const c = this.docker.getContainer(runtimeId);
+    try {
+      await (pause ? c.pause({ abortSignal: bounded(signal) }) : c.unpause({ abortSignal: bounded(signal) }));
+    } catch (err) {
+      if (isNotFound(err)) throw notFound('the sandbox runtime is gone');
+      if (statusOf(err) === 409 || statusOf(err) === 500) {
+        const now = await this.status(runtimeId, signal);
+        if (now === (pause ? 'paused' : 'running')) return;
+        if (now === 'stopped' || now === 'missing') throw new SbxError('conflict', `the sandbox runtime is ${now}`);
+      }
+      throw toSbxError(err, pause ? 'pause' : 'resume');
     }
   }
 
@@ -274,7 +302,7 @@ export class Containers {
         runtime_id: c.Id,
         sandbox_id: c.Labels?.[LABEL_SANDBOX] ?? null,
         installation_id: c.Labels?.[LABEL_INSTALLATION] ?? null,
-        status: (c.State === 'running' ? 'running' : 'stopped') as RuntimeStatus,
+        status: (c.State === 'running' ? 'running' : c.State === 'paused' ? 'paused' : 'stopped') as RuntimeStatus,
       }))
       .sort((a, b) => (a.runtime_id < b.runtime_id ? -1 : 1));
   }

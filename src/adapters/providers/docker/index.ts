@@ -189,6 +189,8 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     destroy: (runtimeId, signal) => destroy(runtimeId, signal, true),
     discard: (runtimeId, signal) => destroy(runtimeId, signal, false),
     status: (runtimeId, signal) => containers.status(runtimeId, signal),
+    pause: (runtimeId, signal) => containers.pause(runtimeId, signal),
+    resume: (runtimeId, signal) => containers.resume(runtimeId, signal),
     listRuntimes: (signal) => containers.listRuntimes(signal),
     previewUpstream: (runtimeId, port, signal) => containers.previewUpstream(runtimeId, port, signal),
     exec: (runtimeId: string, spec: ExecSpec, signal: AbortSignal): AsyncIterable<ExecEvent> => ({

@@ -54,6 +54,8 @@ interface Runtime {
   /** Watches of this runtime's tree (told of every change); ended when it is destroyed. */
   watchers: Set<ChangeListener>;
   endWatches: Set<() => void>;
+  /** Paused (DESIGN.md §16): nothing is frozen here, but exec and status see it. */
+  paused: boolean;
 }
 
 export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider {
@@ -117,6 +119,7 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
         volumes: mounted,
         watchers,
         endWatches: new Set(),
+        paused: false,
       });
       return { runtime_id: spec.sandbox_id, network: 'none' };
     },
@@ -132,16 +135,26 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
         if (vol) vol.users--;
       }
     },
-    status: async (id) => (runtimes.has(id) ? 'running' : 'missing'),
+    status: async (id) => {
+      const rt = runtimes.get(id);
+      return rt ? (rt.paused ? 'paused' : 'running') : 'missing';
+    },
+    // Pause and resume (DESIGN.md §16): a flag; an exec into a paused runtime is refused, so a
+    // core that forgot to resume first is caught by the unit tier.
+    pause: async (id) => void (get(id).paused = true),
+    resume: async (id) => void (get(id).paused = false),
     listRuntimes: async (): Promise<RuntimeInfo[]> =>
       [...runtimes.values()].map((r) => ({
         runtime_id: r.id,
         sandbox_id: r.sandboxId,
         installation_id: opts.installationId ?? null,
-        status: 'running',
+        status: r.paused ? ('paused' as const) : ('running' as const),
       })),
 
-    exec: (id, spec, signal) => execIn(get, id, spec, signal),
+    exec: (id, spec, signal) => {
+      if (runtimes.get(id)?.paused) throw conflict(`runtime ${id} is paused: resume it first`);
+      return execIn(get, id, spec, signal);
+    },
 
     writeFile: op((fs, path: string, content: Uint8Array, mode: number | undefined) => fs.writeFile(path, content, mode)),
     readFile: op((fs, path: string, _signal?: AbortSignal, maxBytes?: number) => fs.readFile(path, maxBytes)),

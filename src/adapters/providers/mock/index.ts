@@ -103,10 +103,15 @@ export function createMockProvider(opts: MockProviderOptions = {}): Provider {
 
     destroy: (runtimeId: string) => rt.destroy(runtimeId),
     status: (runtimeId: string): Promise<RuntimeStatus> => rt.status(runtimeId),
+    // The cgroup freezer on the sandbox's processes (DESIGN.md §16); 501 where none is writable.
+    pause: (runtimeId: string, signal?: AbortSignal) => rt.pause(runtimeId, signal),
+    resume: (runtimeId: string) => rt.resume(runtimeId),
+    // Stopping: nothing stays frozen, so the keepers die with the server (DESIGN.md §16).
+    close: () => rt.thawAll(),
     listRuntimes: (): Promise<RuntimeInfo[]> => rt.list(),
     // The runtime shares this host's network: its ports are this host's loopback ports.
     async previewUpstream(runtimeId: string, port: number): Promise<PreviewUpstream> {
-      if ((await rt.status(runtimeId)) !== 'running') throw notFound('the sandbox runtime is gone');
+      if ((await rt.status(runtimeId)) === 'missing') throw notFound('the sandbox runtime is gone');
       return { host: '127.0.0.1', port };
     },
 

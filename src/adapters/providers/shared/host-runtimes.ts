@@ -9,6 +9,7 @@ import { HostFs } from './host-fs.js';
 import { MountedFs, type HostMount } from './host-fs/mounted.js';
 import { HostMarkers } from './host-markers.js';
 import { hostWatch } from './host-watch.js';
+import { Freezer } from './freezer.js';
 import { Keepers } from './keeper.js';
 
 /** Runtime ids name directories, so they must be plain names: no `/`, no `..`. */
@@ -38,13 +39,17 @@ export class HostRuntimes {
   readonly keepers: Keepers;
   /** Done once the processes a previous server of this installation left are killed. */
   private readonly swept: Promise<void>;
+  /** The freezer cgroup of each runtime (DESIGN.md §16), and the runtimes paused now. */
+  readonly freezer: Freezer;
+  private readonly paused = new Set<string>();
 
   constructor(
     readonly workDir: string,
     private readonly installationId: string | null = null,
   ) {
     this.markers = new HostMarkers(workDir);
-    this.keepers = new Keepers(this.markers);
+    this.freezer = new Freezer();
+    this.keepers = new Keepers(this.markers, this.freezer);
     this.swept = this.sweep();
   }
 
@@ -59,7 +64,10 @@ export class HostRuntimes {
     if (this.installationId === null) return;
     for (const id of await this.markers.runtimeIds()) {
       const m = await this.markers.readRuntime(id);
-      if (m?.installation_id === this.installationId) await this.markers.killProcs(id, true);
+      if (m?.installation_id !== this.installationId) continue;
+      // Frozen processes cannot die: a pause the killed server left is thawed first (DESIGN.md §16).
+      await this.freezer.thaw(id).catch(() => undefined);
+      await this.markers.killProcs(id, true);
     }
   }
 
@@ -87,6 +95,8 @@ export class HostRuntimes {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw taken();
       throw err;
     }
+    // Its freezer cgroup, before any process of it exists (none then escapes a pause).
+    await this.freezer.create(runtimeId);
     return dir;
   }
 
@@ -115,13 +125,42 @@ export class HostRuntimes {
     await this.swept;
     if (!isRuntimeId(runtimeId)) return 'missing';
     const st = await stat(join(this.workDir, runtimeId)).catch(() => null);
-    return st?.isDirectory() ? 'running' : 'missing';
+    if (!st?.isDirectory()) return 'missing';
+    return this.paused.has(runtimeId) ? 'paused' : 'running';
   }
 
+  /** The runtime's directory when it exists (running or paused), else not_found. */
   async requireRunning(runtimeId: string): Promise<string> {
     const dir = this.dir(runtimeId);
-    if ((await this.status(runtimeId)) !== 'running') throw notFound(`runtime ${runtimeId} not found`);
+    if ((await this.status(runtimeId)) === 'missing') throw notFound(`runtime ${runtimeId} not found`);
     return dir;
+  }
+
+  /**
+   * Freezes every process of the runtime (DESIGN.md §16): its keeper and execs are in its cgroup
+   * from birth, and whatever of its namespaces is found outside is adopted. Resolves once frozen.
+   */
+  async pause(runtimeId: string, signal?: AbortSignal): Promise<void> {
+    await this.requireRunning(runtimeId);
+    if (this.destroying.has(runtimeId)) throw notFound(`runtime ${runtimeId} not found`);
+    await this.freezer.freeze(runtimeId, () => this.keepers.pids(runtimeId), signal);
+    this.paused.add(runtimeId);
+  }
+
+  async resume(runtimeId: string): Promise<void> {
+    await this.requireRunning(runtimeId);
+    await this.freezer.thaw(runtimeId);
+    this.paused.delete(runtimeId);
+  }
+
+  /**
+   * When the server stops: thaws every paused runtime, so its keeper and processes can die with the
+   * server as they always do (a frozen process cannot). The records stay `paused`; the next start's
+   * reconciliation finds them running without their processes (DESIGN.md §10, §16).
+   */
+  async thawAll(): Promise<void> {
+    for (const id of [...this.paused]) await this.freezer.thaw(id).catch(() => undefined);
+    this.paused.clear();
   }
 
   /** Runtime directories, sorted by id, with the installation id of their marker (null without one). */
@@ -135,7 +174,8 @@ export class HostRuntimes {
     const out: RuntimeInfo[] = [];
     for (const id of ids) {
       const m = await this.markers.readRuntime(id);
-      out.push({ runtime_id: id, sandbox_id: m?.sandbox_id ?? id, installation_id: m?.installation_id ?? null, status: 'running' });
+      const status = this.paused.has(id) ? 'paused' : 'running';
+      out.push({ runtime_id: id, sandbox_id: m?.sandbox_id ?? id, installation_id: m?.installation_id ?? null, status });
     }
     return out;
   }
@@ -157,13 +197,17 @@ export class HostRuntimes {
       this.running.delete(runtimeId);
       this.rings.delete(runtimeId);
       this.mountCache.delete(runtimeId);
-      // The namespaces first: everything in them dies at once (a tracer with its tracees).
+      // Thawed first: a frozen process cannot die. Then the namespaces: everything in them dies at
+      // once (a tracer with its tracees).
+      await this.freezer.thaw(runtimeId).catch(() => undefined);
+      this.paused.delete(runtimeId);
       await this.keepers.stop(runtimeId);
       await this.markers.killProcs(runtimeId);
       // By directory handle, never following a link: a process that outlived the kill cannot
       // steer the removal outside the runtime by swapping a directory for a symlink.
       await new HostFs(join(this.workDir, runtimeId)).removeRoot();
       await this.markers.removeRuntime(runtimeId);
+      await this.freezer.remove(runtimeId);
     } finally {
       const n = (this.destroying.get(runtimeId) ?? 1) - 1;
       if (n > 0) this.destroying.set(runtimeId, n);
@@ -209,7 +253,7 @@ export class HostRuntimes {
   /** An error met while starting an exec: not_found once the runtime is gone (exec racing destroy). */
   private async startError(runtimeId: string, err: unknown): Promise<unknown> {
     if (err instanceof SbxError && err.code === 'not_found') return err;
-    if (this.destroying.has(runtimeId) || (await this.status(runtimeId)) !== 'running') return notFound(`runtime ${runtimeId} not found`);
+    if (this.destroying.has(runtimeId) || (await this.status(runtimeId)) === 'missing') return notFound(`runtime ${runtimeId} not found`);
     return err;
   }
 
@@ -251,7 +295,7 @@ export class HostRuntimes {
     try {
       // A destroy that ran while the command was being prepared did not see it (nor a keeper it
       // may have started): not_found.
-      if (this.destroying.has(runtimeId) || (await this.status(runtimeId)) !== 'running') {
+      if (this.destroying.has(runtimeId) || (await this.status(runtimeId)) === 'missing') {
         await this.keepers.stop(runtimeId, ns);
         throw notFound(`runtime ${runtimeId} not found`);
       }

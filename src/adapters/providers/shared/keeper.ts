@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, fstatSync, openSync, readlinkSync, statSync } from 'node:fs';
 import { mkdir, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { providerError } from '../../../core/errors.js';
+import type { Freezer } from './freezer.js';
 import type { HostMarkers } from './host-markers.js';
 import type { Isolation } from './isolation.js';
 
@@ -95,7 +96,11 @@ export interface Entry {
 export class Keepers {
   private readonly live = new Map<string, Promise<Keeper>>();
 
-  constructor(private readonly markers: HostMarkers) {}
+  /** `freezer`: the keeper and every exec join the runtime's freezer cgroup first (DESIGN.md §16). */
+  constructor(
+    private readonly markers: HostMarkers,
+    private readonly freezer?: Freezer,
+  ) {}
 
   private static key(runtimeId: string, ns: string): string {
     return `${runtimeId}\0${ns}`;
@@ -107,7 +112,8 @@ export class Keepers {
     const fd = (i: number) => `/proc/self/fd/${NS_FD_BASE + i}`;
     const user = iso.userns ? [`--user=${fd(2)}`, '--preserve-credentials'] : [];
     const wd = cwd ?? k.ctl ?? '/';
-    const argv = [iso.nsenter, ...user, `--pid=${fd(0)}`, `--mount=${fd(1)}`, `--wd=${wd}`, '--', ...iso.enter];
+    const inner = [iso.nsenter, ...user, `--pid=${fd(0)}`, `--mount=${fd(1)}`, `--wd=${wd}`, '--', ...iso.enter];
+    const argv = this.freezer ? this.freezer.wrap(runtimeId, inner) : inner;
     return { argv, fds: k.fds, pidNs: k.pidNs, ...(k.ctl ? { ctl: k.ctl } : {}) };
   }
 
@@ -140,6 +146,7 @@ export class Keepers {
       const inner = await guest.argv(ctl, ['/bin/sh', '-c', GUEST_KEEPER]);
       argv = [...iso.prefix, '/bin/sh', '-c', 'mkfifo -m 600 "$0/req" && exec "$@"', ctl, ...inner];
     }
+    if (this.freezer) argv = this.freezer.wrap(runtimeId, argv);
     // Its own process group (a marker kills it by group); nothing of the server's environment.
     const child = spawn(argv[0]!, argv.slice(1), {
       detached: true,
@@ -215,6 +222,27 @@ export class Keepers {
         await Promise.race([k.exited, new Promise((r) => setTimeout(r, STOP_WAIT_MS).unref())]);
       }),
     );
+  }
+
+  /**
+   * Host pids of every process in the runtime's namespaces (all of them, pool workspaces too): what
+   * the freezer adopts around a pause, so nothing of the sandbox runs on outside its cgroup.
+   */
+  async pids(runtimeId: string): Promise<number[]> {
+    const prefix = Keepers.key(runtimeId, '');
+    const nss = new Set<string>();
+    for (const [key, p] of this.live) {
+      if (!key.startsWith(prefix)) continue;
+      const k = await p.catch(() => null);
+      if (k) nss.add(k.pidNs);
+    }
+    if (nss.size === 0) return [];
+    const out: number[] = [];
+    for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+      if (!/^\d+$/.test(pid)) continue;
+      if (nss.has(await readlink(`/proc/${pid}/ns/pid`).catch(() => ''))) out.push(Number(pid));
+    }
+    return out;
   }
 
   /**

@@ -15,6 +15,7 @@ import {
   POOL_UIDS,
   PROVIDER_NAMES,
   FORK_COLUMNS,
+  POSTGRES_PAUSE,
 } from '../shared/schema.js';
 import { secretsTables } from '../shared/schema-secrets.js';
 
@@ -68,6 +69,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 15, name: 'canonical provider names', sql: PROVIDER_NAMES },
   { version: 16, name: 'forks', sql: FORK_COLUMNS },
   { version: 17, name: 'secrets', sql: secretsTables(C) },
+  { version: 18, name: 'paused sandboxes', sql: POSTGRES_PAUSE },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

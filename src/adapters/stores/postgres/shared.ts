@@ -20,7 +20,7 @@ export type Transact = <T>(
 export type Query = (sql: string, params?: unknown[]) => Promise<pg.QueryResult>;
 
 export const CHANNEL = 'sbx_events';
-const LIVE_STATES = "('running', 'unhealthy')";
+const LIVE_STATES = "('running', 'paused', 'unhealthy')";
 // A slot counts until its backstop expiry, and only while its replica's lease is live: a replica
 // that died mid-spawn stops holding capacity within one lease TTL.
 const SLOT_LIVE = `s.expires_at > $1 AND EXISTS (SELECT 1 FROM leases l WHERE l.resource_id = 'replica:' || s.holder_id AND l.expires_at > $1)`;
@@ -31,6 +31,7 @@ const COUNTS = `
   SELECT 'total' AS k, NULL AS owner_id,
     (SELECT COALESCE(SUM(n), 0) FROM live_counts WHERE kind = 0) - (SELECT COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} AND expires_at <= $1) AS n,
     (SELECT MIN(e) FROM (SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'running' AND expires_at > $1
+      UNION ALL SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'paused' AND expires_at > $1
       UNION ALL SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'unhealthy' AND expires_at > $1) AS t) AS next_expiry
   UNION ALL SELECT 'slots', NULL, COUNT(*), NULL FROM admission_slots s WHERE ${SLOT_LIVE}
   UNION ALL SELECT 'owner', c.owner_id,

@@ -24,7 +24,7 @@ export interface SqlQuery {
   params: unknown[];
 }
 
-const KNOWN_STATES = new Set(['running', 'destroyed', 'unhealthy', 'expired', 'error']);
+const KNOWN_STATES = new Set(['running', 'paused', 'destroyed', 'unhealthy', 'expired', 'error']);
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 const list = (cols: readonly string[]) => cols.join(', ');
 
@@ -50,7 +50,7 @@ export const SQL = {
   getTemplate: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates WHERE name = ?`,
   listTemplates: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates ORDER BY name`,
   updateTemplate: `UPDATE templates SET image = ?, memory_mb = ?, vcpus = ?, ttl = ?, provider = ?, metadata = ?, network = ?,
-    snapshot = ?, volumes = ?, warm = ?, egress = ?, secrets = ?, updated_at = ? WHERE name = ? RETURNING ${list(TEMPLATE_COLUMNS)}`,
+    snapshot = ?, volumes = ?, warm = ?, egress = ?, secrets = ?, auto_pause = ?, on_expire = ?, updated_at = ? WHERE name = ? RETURNING ${list(TEMPLATE_COLUMNS)}`,
   deleteTemplate: 'DELETE FROM templates WHERE name = ?',
 
   insertSnapshot: `INSERT INTO snapshots (${list(SNAPSHOT_COLUMNS)}) VALUES (${marks(SNAPSHOT_COLUMNS.length)})
@@ -96,9 +96,12 @@ export const SQL = {
   pruneAudit: 'DELETE FROM admin_audit WHERE created_at < ?',
 } as const;
 
-/** Live = counted against limits (spec 2.7): running or unhealthy, expiry ahead. Past = live state, expiry passed. */
-const PAST = "state IN ('running', 'unhealthy') AND expires_at <= ?";
-const PAST_S = "s.state IN ('running', 'unhealthy') AND s.expires_at <= ?";
+/**
+ * Live = counted against limits (spec 2.7): running, paused (DESIGN.md §16) or unhealthy, expiry
+ * ahead. Past = live state, expiry passed.
+ */
+const PAST = "state IN ('running', 'paused', 'unhealthy') AND expires_at <= ?";
+const PAST_S = "s.state IN ('running', 'paused', 'unhealthy') AND s.expires_at <= ?";
 
 /**
  * Live sandboxes in total and the earliest expiry among them (DESIGN.md §13): the counter row
@@ -109,8 +112,9 @@ export const COUNT_LIVE = `SELECT
   (SELECT COALESCE(SUM(n), 0) FROM live_counts WHERE kind = 0) - (SELECT COUNT(*) FROM sandboxes WHERE ${PAST}) AS n,
   (SELECT MIN(e) FROM (
     SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'running' AND expires_at > ?
+    UNION ALL SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'paused' AND expires_at > ?
     UNION ALL SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'unhealthy' AND expires_at > ?) AS t) AS next_expiry`;
-export const countLiveParams = (now: string) => [now, now, now];
+export const countLiveParams = (now: string) => [now, now, now, now];
 
 /** Live sandboxes of each of the given owners (counter rows minus their rows past TTL). */
 export function countLiveByOwnerQuery(now: string, owners: readonly string[]): SqlQuery {
@@ -141,7 +145,7 @@ export const COUNT_LIVE_BY_WORKER_FOR_OWNER = `SELECT c.worker_id, c.n - COALESC
  * provider, now. The states are literals so a planner matches them to the index.
  */
 export const COUNT_OF_PROVIDER = `SELECT COUNT(*) AS n FROM sandboxes
-  WHERE provider = ? AND state IN ('running', 'unhealthy', 'error') AND expires_at > ?`;
+  WHERE provider = ? AND state IN ('running', 'paused', 'unhealthy', 'error') AND expires_at > ?`;
 
 /** UPDATE for a sandbox patch given as [column, value] pairs (columns come from SANDBOX_COLUMNS only). */
 export function updateSandboxQuery(id: string, pairs: Array<[string, unknown]>): SqlQuery {
@@ -178,6 +182,10 @@ export function listSandboxesQuery(filter: SandboxFilter = {}): SqlQuery {
   if (filter.expires_after !== undefined) {
     where.push('expires_at > ?');
     params.push(filter.expires_after);
+  }
+  if (filter.pause_due_by !== undefined) {
+    where.push('pause_at IS NOT NULL AND pause_at <= ?');
+    params.push(filter.pause_due_by);
   }
   if (filter.expires_by !== undefined) {
     where.push('expires_at <= ?');

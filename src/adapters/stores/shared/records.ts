@@ -46,6 +46,10 @@ export const SANDBOX_COLUMNS = [
   'access_token_seed',
   'forked_from',
   'fork',
+  'auto_pause_ms',
+  'on_expire',
+  'pause_at',
+  'ttl_ms',
 ] as const;
 
 export const TEMPLATE_COLUMNS = [
@@ -64,6 +68,8 @@ export const TEMPLATE_COLUMNS = [
   'warm',
   'egress',
   'secrets',
+  'auto_pause',
+  'on_expire',
 ] as const;
 
 export const QUOTA_COLUMNS = ['owner_id', 'max_sandboxes', 'max_ttl_ms', 'max_exec_timeout_ms', 'created_at', 'updated_at'] as const;
@@ -155,6 +161,10 @@ export function sandboxFromRow(r: Row): SandboxRecord {
     ...(r.access_token_seed != null ? { access_token_seed: str(r.access_token_seed) } : {}),
     ...(r.forked_from != null ? { forked_from: str(r.forked_from) } : {}),
     ...(r.fork != null ? { fork: str(r.fork) } : {}),
+    ...(r.auto_pause_ms != null ? { auto_pause_ms: num(r.auto_pause_ms) } : {}),
+    ...(r.on_expire != null ? { on_expire: str(r.on_expire) as 'destroy' | 'pause' } : {}),
+    ...(r.pause_at != null ? { pause_at: str(r.pause_at) } : {}),
+    ...(r.ttl_ms != null ? { ttl_ms: num(r.ttl_ms) } : {}),
   };
 }
 
@@ -191,6 +201,8 @@ export function templateValues(rec: TemplateRecord): unknown[] {
     rec.warm ?? null,
     egressText(rec.egress),
     rec.secrets?.length ? JSON.stringify(rec.secrets) : null,
+    rec.auto_pause ?? null,
+    rec.on_expire ?? null,
   ];
 }
 
@@ -209,6 +221,8 @@ export function templateUpdateValues(name: string, rec: Omit<TemplateRecord, 'na
     rec.warm ?? null,
     egressText(rec.egress),
     rec.secrets?.length ? JSON.stringify(rec.secrets) : null,
+    rec.auto_pause ?? null,
+    rec.on_expire ?? null,
     rec.updated_at,
     name,
   ];
@@ -231,6 +245,8 @@ export function templateFromRow(r: Row): TemplateRecord {
     ...(r.warm != null ? { warm: Number(r.warm) } : {}),
     ...(r.egress != null ? { egress: json<EgressLists>(r.egress, { allow: [], deny: [] }) } : {}),
     ...(r.secrets != null ? { secrets: json<string[]>(r.secrets, []) } : {}),
+    ...(r.auto_pause != null ? { auto_pause: str(r.auto_pause) } : {}),
+    ...(r.on_expire != null ? { on_expire: str(r.on_expire) as 'destroy' | 'pause' } : {}),
   };
 }
 

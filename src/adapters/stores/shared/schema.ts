@@ -111,14 +111,17 @@ export const LIVE_COUNT_INDEXES = `
 
 /** Rows of `live_counts`: kind 0 = total, 1 = per owner, 2 = per worker, 3 = per worker and owner. */
 const LIVE_STATES = "('running', 'unhealthy')";
+/** Version 16 on (DESIGN.md §16): paused sandboxes hold their memory and count like running ones. */
+export const LIVE_STATES_PAUSED = "('running', 'paused', 'unhealthy')";
 
 /** Seeds `live_counts` from the rows already stored (both dialects). */
-const SEED_LIVE_COUNTS = `
+const seedLiveCounts = (LIVE_STATES: string) => `
   INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 0, '', '', COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES};
   INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 1, '', owner_id, COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} AND owner_id IS NOT NULL GROUP BY owner_id;
   INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 2, worker_id, '', COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} GROUP BY worker_id;
   INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 3, worker_id, owner_id, COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} AND owner_id IS NOT NULL GROUP BY worker_id, owner_id;
 `;
+const SEED_LIVE_COUNTS = seedLiveCounts(LIVE_STATES);
 
 const LIVE_COUNTS_TABLE = (key: string) => `
   CREATE TABLE live_counts (
@@ -140,7 +143,9 @@ const bump = (w: string, o: string, d: number, when: string, excluded: string) =
       ON CONFLICT (kind, worker_id, owner_id) DO UPDATE SET n = ${excluded};`;
 
 /** A change that moves a live count: the live side of the state, the worker or the owner changed. */
-const MOVES = `(OLD.state IN ${LIVE_STATES}) <> (NEW.state IN ${LIVE_STATES}) OR OLD.worker_id <> NEW.worker_id OR OLD.owner_id IS DISTINCT FROM NEW.owner_id`;
+const moves = (LIVE_STATES: string) =>
+  `(OLD.state IN ${LIVE_STATES}) <> (NEW.state IN ${LIVE_STATES}) OR OLD.worker_id <> NEW.worker_id OR OLD.owner_id IS DISTINCT FROM NEW.owner_id`;
+const MOVES = moves(LIVE_STATES);
 
 /**
  * Version 3/4 (DESIGN.md §13): live sandboxes counted as they change, in total, per owner, per
@@ -324,3 +329,51 @@ export const FORK_COLUMNS = `
   ALTER TABLE sandboxes ADD COLUMN fork TEXT;
   CREATE INDEX IF NOT EXISTS sandboxes_fork_idx ON sandboxes (fork) WHERE fork IS NOT NULL;
 `;
+/** The SQLite live-count triggers over `live` states (version 4: running, unhealthy; version 16: paused too). */
+const sqliteTriggers = (live: string) => `
+  CREATE TRIGGER sandboxes_live_insert AFTER INSERT ON sandboxes BEGIN${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${live}`, 'n + excluded.n')}
+  END;
+  CREATE TRIGGER sandboxes_live_update AFTER UPDATE OF state, worker_id, owner_id ON sandboxes
+    WHEN ${moves(live).replace('IS DISTINCT FROM', 'IS NOT')} BEGIN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${live}`, 'n + excluded.n')}${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${live}`, 'n + excluded.n')}
+  END;
+  CREATE TRIGGER sandboxes_live_delete AFTER DELETE ON sandboxes BEGIN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${live}`, 'n + excluded.n')}
+  END;`;
+
+/** Columns of version 16 (DESIGN.md §16): a sandbox's auto-pause, what its TTL does, and a template's. */
+const PAUSE_COLUMNS = `
+  ALTER TABLE sandboxes ADD COLUMN auto_pause_ms BIGINT;
+  ALTER TABLE sandboxes ADD COLUMN on_expire TEXT;
+  ALTER TABLE sandboxes ADD COLUMN pause_at TEXT;
+  ALTER TABLE sandboxes ADD COLUMN ttl_ms BIGINT;
+  ALTER TABLE templates ADD COLUMN auto_pause TEXT;
+  ALTER TABLE templates ADD COLUMN on_expire TEXT;
+  DROP INDEX IF EXISTS sandboxes_listed_idx;
+  CREATE INDEX sandboxes_listed_idx ON sandboxes (created_at, id) WHERE state IN ('running', 'paused', 'unhealthy', 'error');
+  CREATE INDEX sandboxes_pause_at_idx ON sandboxes (pause_at) WHERE pause_at IS NOT NULL;
+  DELETE FROM live_counts;
+${seedLiveCounts(LIVE_STATES_PAUSED)}`;
+
+/**
+ * Version 16 (DESIGN.md §16): the state `paused` joins the live states (counted by admission and
+ * placement, listed), the pause columns, and an index for the sandboxes whose TTL pauses them.
+ */
+export const SQLITE_PAUSE = `
+  DROP TRIGGER IF EXISTS sandboxes_live_insert;
+  DROP TRIGGER IF EXISTS sandboxes_live_update;
+  DROP TRIGGER IF EXISTS sandboxes_live_delete;
+${sqliteTriggers(LIVE_STATES_PAUSED)}
+${PAUSE_COLUMNS}`;
+
+export const POSTGRES_PAUSE = `
+  CREATE OR REPLACE FUNCTION sbx_live_counts() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
+  BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${LIVE_STATES_PAUSED}`, 'live_counts.n + excluded.n')}
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${LIVE_STATES_PAUSED}`, 'live_counts.n + excluded.n')}
+    END IF;
+    RETURN NULL;
+  END $fn$;
+  DROP TRIGGER IF EXISTS sandboxes_live_update ON sandboxes;
+  CREATE TRIGGER sandboxes_live_update AFTER UPDATE OF state, worker_id, owner_id ON sandboxes FOR EACH ROW
+    WHEN (${moves(LIVE_STATES_PAUSED)}) EXECUTE FUNCTION sbx_live_counts();
+${PAUSE_COLUMNS}`;

@@ -15,6 +15,7 @@ import {
   POOL_UIDS,
   PROVIDER_NAMES,
   FORK_COLUMNS,
+  SQLITE_PAUSE,
 } from '../shared/schema.js';
 import { secretsTables } from '../shared/schema-secrets.js';
 
@@ -48,6 +49,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 15, name: 'canonical provider names', sql: PROVIDER_NAMES },
   { version: 16, name: 'forks', sql: FORK_COLUMNS },
   { version: 17, name: 'secrets', sql: secretsTables('TEXT') },
+  { version: 18, name: 'paused sandboxes', sql: SQLITE_PAUSE },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

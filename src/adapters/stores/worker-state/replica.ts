@@ -10,7 +10,7 @@ import type { EgressLists } from '../../../core/network/rules.js';
 import type { LeaseStore, SandboxStore } from '../../../core/ports.js';
 import type { WorkerRuntime, WorkerState } from '../../../core/scheduler/worker-state-port.js';
 
-const LIVE = new Set(['running', 'unhealthy', 'error']);
+const LIVE = new Set(['running', 'paused', 'unhealthy', 'error']);
 /** Entries kept in memory: every one can be read again from the store, so the oldest go first. */
 const KEEP = 10_000;
 

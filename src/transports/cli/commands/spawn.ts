@@ -21,6 +21,7 @@ export const spawnCommand: CommandSpec = {
     'sbx spawn --template py',
     'ID=$(sbx spawn --idempotency-key "job-$JOB_ID")',
     'sbx spawn --snapshot base --volume data:/data',
+    'sbx spawn --auto-pause 10m --on-expire pause',
   ],
   async run(ctx, opts: ResourceFlags & { template?: string; idempotencyKey?: string }) {
     const req = spawnRequest(opts);

@@ -6,7 +6,12 @@ import type { Column } from '../output/table.js';
 
 /** Colours a sandbox state: running green, unhealthy yellow, anything else red. */
 export function stateStyle(out: Output): (text: string, row: { state: string }) => string {
-  return (text, row) => (row.state === 'running' ? out.c.green(text) : row.state === 'unhealthy' ? out.c.yellow(text) : out.c.red(text));
+  return (text, row) =>
+    row.state === 'running'
+      ? out.c.green(text)
+      : row.state === 'unhealthy' || row.state === 'paused'
+        ? out.c.yellow(text)
+        : out.c.red(text);
 }
 
 /** Columns of `sbx ls`. */

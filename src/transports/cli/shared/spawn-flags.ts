@@ -39,6 +39,12 @@ export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
       'bind a secret: $NAME holds a placeholder the egress gateway swaps for the value (repeatable; needs --network filtered; see sbx secrets)',
     kind: 'list',
   },
+  { flags: '--auto-pause <duration>', description: 'pause after this long without activity, e.g. 10m (0s: never)', kind: 'duration' },
+  {
+    flags: '--on-expire <action>',
+    description: 'what the TTL does: destroy (default), or pause (destroyed defaults.paused_ttl later unless resumed)',
+    choices: ['destroy', 'pause'],
+  },
 ];
 
 export const OWNER_OPTION: OptionSpec = {
@@ -60,6 +66,8 @@ export interface ResourceFlags {
   snapshot?: string;
   volume?: string[];
   secret?: string[];
+  autoPause?: string;
+  onExpire?: 'destroy' | 'pause';
 }
 
 /** Spawn request from flags; unset flags are left out so server defaults apply. */
@@ -77,6 +85,8 @@ export function spawnRequest(f: ResourceFlags): SpawnRequest {
   if (f.snapshot !== undefined) req.snapshot = f.snapshot;
   if (f.volume !== undefined) req.volumes = f.volume.map(volumeFlag);
   if (f.secret !== undefined) req.secrets = f.secret;
+  if (f.autoPause !== undefined) req.auto_pause = f.autoPause;
+  if (f.onExpire !== undefined) req.on_expire = f.onExpire;
   return req;
 }
 

@@ -63,6 +63,25 @@ export class PrometheusMetrics {
       labelNames: ['operation', 'provider', 'outcome'],
       registers: [r],
     });
+    // Pause and resume (DESIGN.md §16): how often, why, and what a resume costs.
+    const pauses = new Counter({
+      name: `${PREFIX}sandbox_pauses_total`,
+      help: 'Sandboxes paused, by reason (requested, auto_pause, on_expire)',
+      labelNames: ['reason'],
+      registers: [r],
+    });
+    const resumes = new Histogram({
+      name: `${PREFIX}sandbox_resume_seconds`,
+      help: 'Time a resume took (provider thaw and store), by reason (requested, activity)',
+      labelNames: ['reason'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [r],
+    });
+    deps.bus.subscribe((e) => {
+      const reason = String(e.data?.reason ?? 'requested');
+      if (e.type === 'sandbox.paused') pauses.inc({ reason });
+      else if (e.type === 'sandbox.resumed') resumes.observe({ reason }, Number(e.data?.duration_ms ?? 0) / 1000);
+    });
     deps.operations?.onRecord((s) => {
       const labels = { operation: s.operation, provider: s.provider, outcome: s.ok ? 'success' : 'failure' };
       opDuration.observe(labels, s.latency_ms / 1000);

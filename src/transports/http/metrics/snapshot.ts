@@ -204,7 +204,7 @@ async function sandboxesSummary(deps: HttpDeps, now: Date): Promise<SandboxesSum
     const state = t.state !== 'destroyed' && t.state !== 'expired' && t.past_ttl ? 'expired' : t.state;
     add(out.by_state, state, t.n);
     if (state === 'destroyed' || state === 'expired') continue;
-    if (t.state === 'running' || t.state === 'unhealthy') out.active += t.n;
+    if (t.state === 'running' || t.state === 'paused' || t.state === 'unhealthy') out.active += t.n;
     add(out.by_provider, t.provider, t.n);
     add(out.by_worker, t.worker_id, t.n);
   }

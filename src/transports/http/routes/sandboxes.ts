@@ -164,6 +164,42 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
   );
 
+  app.post<{ Params: { id: string } }>(
+    '/api/v1/sandboxes/:id/pause',
+    {
+      schema: {
+        tags: ['sandboxes'],
+        summary: 'Pause a sandbox',
+        description:
+          "sbx extension (DESIGN.md §16): state `paused`, every process frozen, memory kept (docker: the engine's pause; mock and proot: the cgroup freezer). 409 while an exec or stream is in flight; 501 where the provider cannot freeze and for pool sandboxes. The TTL keeps running. An exec, file, process call or WebSocket resumes it first.",
+        params: IdParams,
+        response: { 200: Sandbox, ...errors, 409: ErrorBody, 501: ErrorBody },
+      },
+    },
+    async (request) => {
+      const caller = callerOf(request);
+      return presentOne(deps, caller, await deps.sandboxes.pauses.pause(caller, request.params.id));
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/api/v1/sandboxes/:id/resume',
+    {
+      schema: {
+        tags: ['sandboxes'],
+        summary: 'Resume a paused sandbox',
+        description:
+          'sbx extension (DESIGN.md §16): state `running` again; a running sandbox answers as is. With `on_expire: pause` it gets a fresh TTL.',
+        params: IdParams,
+        response: { 200: Sandbox, ...errors, 501: ErrorBody },
+      },
+    },
+    async (request) => {
+      const caller = callerOf(request);
+      return presentOne(deps, caller, await deps.sandboxes.pauses.resume(caller, request.params.id));
+    },
+  );
+
   app.put<{ Params: { id: string }; Body: EgressBody }>(
     '/api/v1/sandboxes/:id/egress',
     {

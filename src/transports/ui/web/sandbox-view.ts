@@ -56,7 +56,7 @@ export async function sandboxView(id: string): Promise<void> {
       { class: 'card' },
       h('h2', {}, 'Sandbox ', h('code', { id: 'sandbox-id' }, id)),
       info,
-      h('div', { class: 'row' }, snapshotButton(id), destroy),
+      h('div', { class: 'row' }, snapshotButton(id), ...pauseButtons(id), destroy),
     ),
     execCard(id),
     terminalCard(id),
@@ -319,6 +319,22 @@ function destroyButton(id: string, destroying: (pending: boolean) => void): HTML
     }
   };
   return h('button', { type: 'button', class: 'danger', id: 'destroy', onclick }, 'Destroy');
+}
+
+/** Pause and Resume (DESIGN.md §16); the view's state follows the `sandbox.paused` / `sandbox.resumed` events. */
+function pauseButtons(id: string): HTMLElement[] {
+  const act = (verb: 'pause' | 'resume') => async () => {
+    try {
+      const s = verb === 'pause' ? await api().pause(id) : await api().resume(id);
+      say(`${id} ${s.state}`);
+    } catch (e) {
+      say(`${verb} failed: ${errText(e)}`, true);
+    }
+  };
+  return [
+    h('button', { type: 'button', id: 'pause', onclick: act('pause') }, 'Pause'),
+    h('button', { type: 'button', id: 'resume', onclick: act('resume') }, 'Resume'),
+  ];
 }
 
 function snapshotButton(id: string): HTMLElement {

@@ -51,7 +51,12 @@ export function createRemoteWorkers(opts: RemoteWorkersOptions): RemoteWorkers {
   };
 }
 
-const STATUS: Record<StatusResult['state'], RuntimeStatus> = { running: 'running', destroyed: 'missing', error: 'stopped' };
+const STATUS: Record<StatusResult['state'], RuntimeStatus> = {
+  running: 'running',
+  paused: 'paused',
+  destroyed: 'missing',
+  error: 'stopped',
+};
 
 /** `worker.status_batch` in pages of RPC_STATUS_BATCH; null when the worker lacks the method. */
 async function statusBatch(
@@ -133,6 +138,14 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
       async update(runtimeId, lists, signal) {
         await fenced.call('worker.egress_update', { ...at(runtimeId), egress: { allow: lists.allow, deny: lists.deny } }, signal, true);
       },
+    },
+
+    // DESIGN.md §16: the worker's provider freezes or thaws the runtime; leased like a spawn.
+    async pause(runtimeId, signal) {
+      await fenced.call('worker.pause', at(runtimeId), signal, true);
+    },
+    async resume(runtimeId, signal) {
+      await fenced.call('worker.resume', at(runtimeId), signal, true);
     },
 
     async spawn(spec, signal) {

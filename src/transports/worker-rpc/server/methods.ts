@@ -256,6 +256,16 @@ export async function dispatch(deps: RpcServerDeps, local: ServerLocal, call: Ca
       );
       return log.cursor !== undefined ? { lines: log.lines, cursor: log.cursor } : { lines: log.lines };
     }
+    case 'worker.pause':
+    case 'worker.resume': {
+      // DESIGN.md §16: the runtime's provider freezes or thaws it; 501 where it cannot.
+      const t = p as Target;
+      const provider = runtimeOf(deps, t);
+      const op = call.method === 'worker.pause' ? provider.pause : provider.resume;
+      if (!op) throw new SbxError('not_implemented', `provider ${t.provider} on worker ${deps.workerId} cannot pause sandboxes`);
+      await op.call(provider, t.runtime_id, signal);
+      return { sandbox_id: t.sandbox_id, state: call.method === 'worker.pause' ? 'paused' : 'running' };
+    }
     case 'worker.renew_lease': {
       // Fenced and recorded before dispatch: the renewed lease is now the newest this worker has seen.
       return { lease: call.lease };
@@ -279,8 +289,8 @@ async function runtimeState(deps: RpcServerDeps, t: Target, signal: AbortSignal)
   const rt = deps.state.getRuntime(t.sandbox_id);
   if (!rt || rt.runtime_id !== t.runtime_id) return { state: 'destroyed' };
   const status = await provider.status(t.runtime_id, signal);
-  return status === 'running'
-    ? { state: 'running' }
+  return status === 'running' || status === 'paused'
+    ? { state: status }
     : status === 'missing'
       ? { state: 'destroyed' }
       : { state: 'error', error: 'runtime stopped' };

@@ -116,7 +116,7 @@ describe('E2B SDK against /e2b (auth off)', () => {
     expect(new Set([first[0]!.sandboxId, second[0]!.sandboxId])).toEqual(new Set([a.sandboxId, b.sandboxId]));
     if (pager.hasNext) expect(await pager.nextItems()).toEqual([]);
 
-    // Nothing is paused: a paused-only query is empty; the v1 list filters the same way.
+    // Nothing of these is paused: a paused-only query is empty; the v1 list filters the same way.
     expect(await Sandbox.list({ ...sdk, query: { state: ['paused'] } }).nextItems()).toEqual([]);
     const v1 = await native(srv, `/e2b/sandboxes?metadata=${encodeURIComponent('list=y')}`);
     expect(v1.status).toBe(200);
@@ -184,13 +184,23 @@ describe('E2B SDK against /e2b (auth off)', () => {
     expect(rec?.template).toBe('py');
   });
 
-  it('pause is not built: 501 for a live sandbox; resume of a running one is 409', async () => {
-    const sbx = await Sandbox.create(sdk);
-    const err = await sbx.pause().catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(SandboxError);
-    expect((err as SandboxError & { statusCode?: number }).statusCode).toBe(501);
+  it('pauses and resumes through the SDK: paused in the list, connect resumes it, a second pause or a resume of a running one is 409', async () => {
+    const sbx = await Sandbox.create({ ...sdk, metadata: { pausing: 'yes' } });
+    await sbx.pause();
+    expect((await srv.plane.deps.store.getSandbox(sbx.sandboxId))?.state).toBe('paused');
+    const paused = await Sandbox.list({ ...sdk, query: { state: ['paused'], metadata: { pausing: 'yes' } } }).nextItems();
+    expect(paused.map((x) => [x.sandboxId, x.state])).toEqual([[sbx.sandboxId, 'paused']]);
+    const again = await native(srv, `/e2b/sandboxes/${sbx.sandboxId}/pause`, { method: 'POST', body: '{}' });
+    expect(again).toMatchObject({ status: 409, body: { code: 409 } });
+    const connected = await Sandbox.connect(sbx.sandboxId, sdk);
+    expect(connected.sandboxId).toBe(sbx.sandboxId);
+    expect((await srv.plane.deps.store.getSandbox(sbx.sandboxId))?.state).toBe('running');
     const resume = await native(srv, `/e2b/sandboxes/${sbx.sandboxId}/resume`, { method: 'POST', body: '{}' });
     expect(resume).toMatchObject({ status: 409, body: { code: 409 } });
+    // autoPause maps to on_expire: pause (DESIGN.md §16).
+    const auto = await native(srv, '/e2b/sandboxes', { method: 'POST', body: '{"templateID":"base","autoPause":true,"timeout":30}' });
+    expect(auto.status).toBe(201);
+    expect((await srv.plane.deps.store.getSandbox((auto.body as { sandboxID: string }).sandboxID))?.on_expire).toBe('pause');
   });
 
   it('answers bad input with E2B-shaped errors and the right status', async () => {
@@ -202,7 +212,7 @@ describe('E2B SDK against /e2b (auth off)', () => {
       ['POST', '/e2b/sandboxes', '{"timeout": 0}', 400],
       ['POST', '/e2b/sandboxes', '{"metadata": {"a": 1}}', 400],
       ['POST', '/e2b/sandboxes', '{"envVars": {"BAD NAME": "x"}}', 400],
-      ['POST', '/e2b/sandboxes', '{"autoPause": true}', 400],
+      ['POST', '/e2b/sandboxes', '{"autoPauseMemory": true}', 400],
       ['POST', '/e2b/sandboxes', '{"mcp": {"x": {}}}', 400],
       ['GET', '/e2b/v2/sandboxes?state=sleeping', undefined, 400],
       ['GET', '/e2b/v2/sandboxes?limit=0', undefined, 400],

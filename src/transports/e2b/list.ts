@@ -45,9 +45,8 @@ export function e2bListRoutes(scope: FastifyInstance, deps: E2bDeps): void {
       const startedAfter = q.startedAfter !== undefined ? Date.parse(q.startedAfter) : undefined;
       if (startedAfter !== undefined && Number.isNaN(startedAfter)) throw badRequest('startedAfter must be an RFC 3339 time');
       const after = q.nextToken !== undefined ? decodeCursor(deps.installationSecret, q.nextToken) : undefined;
-      // Nothing is ever paused in sbx yet (DESIGN.md §16): a paused-only query is an empty list.
-      if (!states.running) return [];
       const keep = (r: SandboxRecord) =>
+        (r.state === 'paused' ? states.paused : states.running) &&
         matchesMetadata(r, metadata) &&
         (q.template === undefined || (r.template ?? DEFAULT_TEMPLATE) === q.template) &&
         (startedAfter === undefined || Date.parse(r.created_at) > startedAfter);

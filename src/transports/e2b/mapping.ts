@@ -35,13 +35,11 @@ export function needsAccessToken(deps: E2bDeps, secure: boolean | undefined): bo
 
 /**
  * E2B's create body → sbx's spawn input. What sbx cannot honour yet is refused with 400 (what E2B
- * answers for an option it does not take), never silently dropped: `autoPause` (pause at the
- * timeout needs §16's `on_expire: pause`), `autoResume`, `mcp`, `network`, `volumeMounts`, `iam`.
+ * answers for an option it does not take), never silently dropped: `autoPauseMemory`, `mcp`,
+ * `network`, `volumeMounts`, `iam`.
  */
 export function spawnInputOf(deps: E2bDeps, body: E2bNewSandbox, ownerId: string | null): SpawnInput {
-  if (body.autoPause === true || body.autoPauseMemory !== undefined)
-    throw badRequest('autoPause is not supported by this server yet: sandboxes are killed at their timeout (pause is not built)');
-  if (body.autoResume?.enabled === true) throw badRequest('autoResume is not supported by this server yet (pause is not built)');
+  if (body.autoPauseMemory !== undefined) throw badRequest('autoPauseMemory is not supported by this server');
   if (body.mcp != null) throw badRequest('mcp is not supported by this server');
   if (body.network !== undefined) throw badRequest('network is not supported through /e2b yet: use the native API for egress rules');
   if (body.volumeMounts !== undefined && body.volumeMounts.length > 0)
@@ -49,6 +47,9 @@ export function spawnInputOf(deps: E2bDeps, body: E2bNewSandbox, ownerId: string
   if (body.iam !== undefined) throw badRequest('iam is not supported by this server');
   const input: SpawnInput = { owner_id: ownerId };
   if (body.timeout !== undefined) input.ttl = `${body.timeout}s`;
+  // E2B's autoPause: paused instead of killed at the timeout (DESIGN.md §16 `on_expire: pause`). A
+  // paused sandbox is resumed by its next command or file call whatever `autoResume` says.
+  if (body.autoPause === true) input.on_expire = 'pause';
   if (body.metadata !== undefined) input.metadata = body.metadata;
   if (body.envVars !== undefined) input.env = body.envVars;
   if (body.allow_internet_access === false) input.network = 'none';
@@ -82,7 +83,7 @@ export function presentE2bSandbox(deps: E2bDeps, request: FastifyRequest, rec: S
   };
 }
 
-/** E2B's ListedSandbox: every live sbx state is E2B's `running` (nothing is ever paused yet). */
+/** E2B's ListedSandbox: a paused sbx sandbox is E2B's `paused` (DESIGN.md §16), every other live state `running`. */
 export function presentListed(rec: SandboxRecord): E2bListedSandbox {
   return {
     templateID: rec.template ?? DEFAULT_TEMPLATE,
@@ -96,7 +97,7 @@ export function presentListed(rec: SandboxRecord): E2bListedSandbox {
     // sbx does not size disks: 0 is "not set", which E2B's schema allows.
     diskSizeMB: 0,
     metadata: rec.metadata,
-    state: 'running',
+    state: rec.state === 'paused' ? 'paused' : 'running',
     envdVersion: E2B_ENVD_VERSION,
     volumeMounts: (rec.volumes ?? []).map((v) => ({ name: v.name, path: v.mount_path })),
   };

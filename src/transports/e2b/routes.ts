@@ -13,7 +13,7 @@ import {
   E2bTimeoutBody,
   type E2bNewSandbox as NewSandbox,
 } from '../../contracts/e2b.js';
-import { conflict, SbxError } from '../../core/errors.js';
+import { conflict } from '../../core/errors.js';
 import type { SandboxRecord } from '../../core/ports.js';
 import { abortOnClose } from '../shared/request-signal.js';
 import type { E2bDeps } from './deps.js';
@@ -109,28 +109,46 @@ function timeRoutes(scope: FastifyInstance, deps: E2bDeps): void {
     },
   );
 
-  // Connect to a running sandbox: 200 with its Sandbox (and its envd token), living at least
-  // `timeout` seconds more. Nothing is ever paused in sbx yet, so there is nothing to resume (201).
+  // Connect: 200 with its Sandbox (and its envd token) living at least `timeout` seconds more; a
+  // paused sandbox is resumed first and answers 201, as E2B's connect resumes one (DESIGN.md §16).
   for (const url of ['/sandboxes/:sandboxID/connect', '/v2/sandboxes/:sandboxID/connect']) {
     scope.post<Id & { Body: { timeout?: number } }>(
       url,
-      { schema: { hide, params: IdParams, body: E2bConnectBody, response: { 200: E2bSandbox } } },
-      async (request) => presentE2bSandbox(deps, request, await keepAlive(deps, request, request.body.timeout ?? 0)),
+      { schema: { hide, params: IdParams, body: E2bConnectBody, response: { 200: E2bSandbox, 201: E2bSandbox } } },
+      async (request, reply) => {
+        const caller = deps.callerOf(request);
+        const rec = await deps.sandboxes.get(request.params.sandboxID, caller);
+        const resumed = rec.state === 'paused';
+        if (resumed) await deps.sandboxes.pauses.resume(caller, rec.id);
+        const live = await keepAlive(deps, request, request.body.timeout ?? 0);
+        return reply.code(resumed ? 201 : 200).send(presentE2bSandbox(deps, request, live));
+      },
     );
   }
 }
 
 function pauseRoutes(scope: FastifyInstance, deps: E2bDeps): void {
-  // Pause is not built (DESIGN.md §16): an existing sandbox answers 501, a missing one 404.
-  scope.post<Id>('/sandboxes/:sandboxID/pause', { schema: { hide, params: IdParams, body: E2bPauseBody } }, async (request) => {
-    await deps.sandboxes.get(request.params.sandboxID, deps.callerOf(request));
-    throw new SbxError('not_implemented', 'pause is not supported by this server yet');
+  // Pause (DESIGN.md §16): 204; an already paused sandbox is E2B's 409.
+  scope.post<Id>('/sandboxes/:sandboxID/pause', { schema: { hide, params: IdParams, body: E2bPauseBody } }, async (request, reply) => {
+    const caller = deps.callerOf(request);
+    const rec = await deps.sandboxes.get(request.params.sandboxID, caller);
+    if (rec.state === 'paused') throw conflict(`sandbox ${rec.id} is already paused`);
+    await deps.sandboxes.pauses.pause(caller, rec.id);
+    return reply.code(204).send();
   });
-  // Every live sbx sandbox is running: resuming one is E2B's 409 (already running).
-  scope.post<Id>('/sandboxes/:sandboxID/resume', { schema: { hide, params: IdParams, body: E2bResumeBody } }, async (request) => {
-    await deps.sandboxes.get(request.params.sandboxID, deps.callerOf(request));
-    throw conflict(`sandbox ${request.params.sandboxID} is already running`);
-  });
+  // Resume: 201 with the Sandbox, living at least `timeout` seconds more; a running one is E2B's 409.
+  scope.post<Id & { Body: { timeout?: number } }>(
+    '/sandboxes/:sandboxID/resume',
+    { schema: { hide, params: IdParams, body: E2bResumeBody, response: { 201: E2bSandbox } } },
+    async (request, reply) => {
+      const caller = deps.callerOf(request);
+      const rec = await deps.sandboxes.get(request.params.sandboxID, caller);
+      if (rec.state !== 'paused') throw conflict(`sandbox ${rec.id} is already running`);
+      await deps.sandboxes.pauses.resume(caller, rec.id);
+      const live = await keepAlive(deps, request, request.body.timeout ?? 0);
+      return reply.code(201).send(presentE2bSandbox(deps, request, live));
+    },
+  );
 }
 
 /** The sandbox, living at least `seconds` more from now (never shortened), as the caller sees it. */

@@ -224,6 +224,26 @@ export const TOOLS: readonly ToolDef[] = [
     },
   ),
   defineTool(
+    'pause',
+    {
+      title: 'Pause a sandbox',
+      description:
+        'Freeze every process of a sandbox, keeping its memory and files (state "paused"). The next exec, file call or process call ' +
+        'resumes it by itself; a pause while a command runs is refused.',
+    },
+    { sandbox_id: sandboxId },
+    async (a, signal, { client, ok }) => ok((await client.pause(a.sandbox_id, { signal })) as unknown as Json),
+  ),
+  defineTool(
+    'resume',
+    {
+      title: 'Resume a sandbox',
+      description: 'Thaw a paused sandbox (state "running" again); a running one answers as it is.',
+    },
+    { sandbox_id: sandboxId },
+    async (a, signal, { client, ok }) => ok((await client.resume(a.sandbox_id, { signal })) as unknown as Json),
+  ),
+  defineTool(
     'secrets_list',
     {
       title: 'List secrets',

@@ -23,7 +23,7 @@ export const mcpCommand: CommandSpec = {
     'Speaks MCP (JSON-RPC over stdin/stdout) to an AI agent and drives the sbx server named by\n' +
     '--url / SBX_URL with --api-key / SBX_API_KEY (and --user / SBX_USER_ID), like every client command.\n' +
     'Tools: spawn, list_sandboxes, exec, read_file, write_file, list_files, destroy, logs, templates,\n' +
-    'preview_url, start_process, process_output, stop_process. Resources: sbx://sandboxes and each\n' +
+    'preview_url, start_process, process_output, stop_process, fork, pause, resume, secrets_list. Resources: sbx://sandboxes and each\n' +
     'sandbox file as sbx://sandboxes/{sandbox_id}/files{+path}. exec keeps the first 16 KiB and the\n' +
     'last 48 KiB of each stream and says how much it dropped. API errors come back as tool errors\n' +
     '{code, message}; the server keeps serving. stdout carries only protocol frames; it runs until\n' +

@@ -161,7 +161,10 @@ const out = [];
 out.push('## agent');
 out.push('');
 out.push(
-  `sbx-agent (docs/agent.md) against the engine paths, provider level (in process, no HTTP), one container, interleaved in one run; p50 (p90) in ms. "engine" is the same provider with \`providers.docker.agent: off\`; "raw" is dockerode alone (exec create/start/inspect; put/get archive). Targets (issue 16): agent exec ≤ 3 ms p50, 1 KiB write/read ≤ 5 ms p50.`,
+  `sbx-agent (docs/agent.md) against the engine paths, provider level (in process, no HTTP), one container, ` +
+    `interleaved in one run; p50 (p90) in ms. "engine" is the same provider with \`providers.docker.agent: off\`; ` +
+    `"raw" is dockerode alone (exec create/start/inspect; put/get archive). Targets (issue 16): agent exec ≤ 3 ms ` +
+    `p50, 1 KiB write/read ≤ 5 ms p50.`,
 );
 out.push('');
 out.push('| operation | n | agent | engine | raw docker | agent / engine | agent / raw | target |');
@@ -172,7 +175,8 @@ for (const r of rows) {
   const t = targets[r.group];
   const target = t === undefined ? '' : `≤ ${t} ms: ${a <= t ? 'met' : 'missed'}`;
   out.push(
-    `| ${r.group} | ${r.n} | ${f(a)} (${f(a9)}) | ${f(e)} (${f(e9)}) | ${f(w)} (${f(w9)}) | ${(a / e).toFixed(2)}× | ${(a / w).toFixed(2)}× | ${target} |`,
+    `| ${r.group} | ${r.n} | ${f(a)} (${f(a9)}) | ${f(e)} (${f(e9)}) | ${f(w)} (${f(w9)}) | ` +
+      `${(a / e).toFixed(2)}× | ${(a / w).toFixed(2)}× | ${target} |`,
   );
 }
 out.push('');

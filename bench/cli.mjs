@@ -234,7 +234,10 @@ process.on('exit', () => appendFileSync(process.env.BENCH_MODULE_LOG, Object.key
   const loadRows = loads.map((l) => {
     const flags = REPORTED.map((m) => (l.heavy.includes(m) ? 'loaded' : 'no')).join(' | ');
     const other = l.heavy.filter((m) => !REPORTED.includes(m));
-    return `| ${l.label} | ${flags} | ${other.length ? other.join(', ') : 'none'} | ${l.own} | ${l.deps.length ? l.deps.join(', ') : 'none'} |`;
+    return (
+      `| ${l.label} | ${flags} | ${other.length ? other.join(', ') : 'none'} | ${l.own} | ` +
+      `${l.deps.length ? l.deps.join(', ') : 'none'} |`
+    );
   });
 
   console.log(`## cli

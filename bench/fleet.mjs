@@ -7,7 +7,8 @@
 // RSS figures are the control plane's; PostgreSQL shares the machine.
 // Usage: npm run build && SBX_TEST_POSTGRES_DSN=… node bench/fleet.mjs   (markdown on stdout)
 // Env: FLEET_WORKERS (default "100,1000"), FLEET_LIVE (live sandboxes seeded, default 100000),
-//      FLEET_SPAWNS (spawns per latency sample, default 300), FLEET_RECONCILE_S (seconds of back-to-back reconciliation passes timed, default 60).
+//      FLEET_SPAWNS (spawns per latency sample, default 300), FLEET_RECONCILE_S (seconds of back-to-back reconciliation passes timed,
+// default 60).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';

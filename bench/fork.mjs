@@ -20,7 +20,9 @@ const IMAGE = process.env.SBX_TEST_IMAGE ?? 'sbx-test/busybox:latest';
 const SOCKET = process.env.SBX_TEST_DOCKER_SOCKET ?? '/var/run/docker.sock';
 const KEEPALIVE = `mkdir -p /workspace 2>/dev/null; trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`;
 // Random bytes (no layer compresses them away), in ten files.
-const FILL = `mkdir -p /workspace/data && for i in 0 1 2 3 4 5 6 7 8 9; do head -c ${MB * 104857} /dev/urandom > /workspace/data/f$i; done && du -sm /workspace/data`;
+const FILL =
+  `mkdir -p /workspace/data && for i in 0 1 2 3 4 5 6 7 8 9; do head -c ${MB * 104857} /dev/urandom ` +
+  `> /workspace/data/f$i; done && du -sm /workspace/data`;
 const log = (m) => process.stderr.write(`bench fork: ${m}\n`);
 const pct = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -35,7 +37,8 @@ try {
   await docker.getImage(IMAGE).inspect();
 } catch {
   console.log(
-    `## pause, fork, watch\n\n### fork\n\nSkipped: no docker engine on ${SOCKET} or image ${IMAGE} missing (run scripts/test-docker-up.sh).\n`,
+    `## pause, fork, watch\n\n### fork\n\nSkipped: no docker engine on ${SOCKET} or image ${IMAGE} missing ` +
+      `(run scripts/test-docker-up.sh).\n`,
   );
   process.exit(0);
 }

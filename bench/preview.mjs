@@ -98,7 +98,8 @@ const relay = spawn(
   process.execPath,
   [
     '-e',
-    `require('net').createServer((c) => { const u = require('net').connect(${port}, '127.0.0.1'); c.pipe(u); u.pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); }).listen(${relayPort}, '127.0.0.1')`,
+    `require('net').createServer((c) => { const u = require('net').connect(${port}, '127.0.0.1'); c.pipe(u); ` +
+      `u.pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); }).listen(${relayPort}, '127.0.0.1')`,
   ],
   { stdio: 'ignore' },
 );

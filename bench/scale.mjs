@@ -215,7 +215,9 @@ else log('PostgreSQL skipped: set SBX_TEST_POSTGRES_DSN');
 
 const rowsOut = results.map(
   (r) =>
-    `| ${r.driver} | ${f(r.rateNone, 0)} | ${f(r.rate10k, 0)} | **${f(r.rate10k / r.rateNone)}** | **${f(r.rss, 0)}** | ${f(r.pageNone, 2)} | **${f(r.pageLive, 2)}** / ${f(r.pageDeep, 2)} | ${f(r.getNone, 2)} | ${f(r.getLive, 2)} | **${f(r.getLive / r.getNone)}** |`,
+    `| ${r.driver} | ${f(r.rateNone, 0)} | ${f(r.rate10k, 0)} | **${f(r.rate10k / r.rateNone)}** | ` +
+    `**${f(r.rss, 0)}** | ${f(r.pageNone, 2)} | **${f(r.pageLive, 2)}** / ${f(r.pageDeep, 2)} | ${f(r.getNone, 2)} ` +
+    `| ${f(r.getLive, 2)} | **${f(r.getLive / r.getNone)}** |`,
 );
 const section = `## scale
 

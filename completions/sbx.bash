@@ -3,11 +3,12 @@
 
 _sbx_subs() {
   case "$1" in
-    '') echo 'spawn ls list get rm destroy extend pause resume egress exec shell files logs ps kill preview templates template snapshot snapshots volumes volume admission quota quotas providers pool workers watch mcp doctor serve worker provider-server config completion' ;;
-    'files') echo 'ls cat put get rm mv chmod stat glob' ;;
+    '') echo 'spawn ls list get rm destroy extend pause resume egress exec shell files logs ps kill preview templates template snapshot fork snapshots volumes volume secrets secret admission quota quotas providers pool workers watch mcp doctor serve worker provider-server config completion' ;;
+    'files') echo 'ls cat put get rm mv chmod stat glob watch' ;;
     'templates') echo 'ls list get create update rm delete spawn' ;;
     'snapshots') echo 'ls list get rm delete' ;;
     'volumes') echo 'ls list create rm delete' ;;
+    'secrets') echo 'ls list set rm delete' ;;
     'quota') echo 'ls list get set rm delete usage summary' ;;
     'workers') echo 'list get drain delete' ;;
     'worker') echo 'token' ;;
@@ -19,7 +20,7 @@ _sbx_subs() {
 _sbx_opts() {
   case "$1" in
     '') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --template --owner --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --secret --auto-pause --on-expire --template --owner --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
     'ls') echo '-q --quiet --url --api-key --admin-key --user --json --no-color' ;;
     'get') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'rm') echo '--all-expired --url --api-key --admin-key --user --json --no-color' ;;
@@ -39,6 +40,7 @@ _sbx_opts() {
     'files chmod') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files stat') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'files glob') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'files watch') echo '--no-recursive --url --api-key --admin-key --user --json --no-color' ;;
     'logs') echo '-n --lines -f --follow -p --process --url --api-key --admin-key --user --json --no-color' ;;
     'ps') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'kill') echo '-s --signal --url --api-key --admin-key --user --json --no-color' ;;
@@ -46,11 +48,12 @@ _sbx_opts() {
     'templates') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates get') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --warm --url --api-key --admin-key --user --json --no-color' ;;
-    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --warm --url --api-key --admin-key --user --json --no-color' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --secret --auto-pause --on-expire --warm --url --api-key --admin-key --user --json --no-color' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --secret --auto-pause --on-expire --warm --url --api-key --admin-key --user --json --no-color' ;;
     'templates rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user --json --no-color' ;;
     'snapshot') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'fork') echo '-n --count --ttl --meta --idempotency-key --url --api-key --admin-key --user --json --no-color' ;;
     'snapshots') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'snapshots ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'snapshots get') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -59,7 +62,11 @@ _sbx_opts() {
     'volumes ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'volumes create') echo '--provider --url --api-key --admin-key --user --json --no-color' ;;
     'volumes rm') echo '--url --api-key --admin-key --user --json --no-color' ;;
-    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --template --owner --url --api-key --admin-key --user --json --no-color' ;;
+    'secrets') echo '--url --api-key --admin-key --user --json --no-color' ;;
+    'secrets ls') echo '--owner --url --api-key --admin-key --user --json --no-color' ;;
+    'secrets set') echo '--host --value-file --allow-plain-http --owner --url --api-key --admin-key --user --json --no-color' ;;
+    'secrets rm') echo '--owner --url --api-key --admin-key --user --json --no-color' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --secret --auto-pause --on-expire --template --owner --url --api-key --admin-key --user --json --no-color' ;;
     'quota') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota ls') echo '--url --api-key --admin-key --user --json --no-color' ;;
     'quota get') echo '--url --api-key --admin-key --user --json --no-color' ;;
@@ -93,7 +100,7 @@ _sbx_opts() {
 _sbx_value_opts() {
   case "$1" in
     '') echo '--url --api-key --admin-key --user' ;;
-    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --template --owner --idempotency-key --url --api-key --admin-key --user' ;;
+    'spawn') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --secret --auto-pause --on-expire --template --owner --idempotency-key --url --api-key --admin-key --user' ;;
     'ls') echo '--url --api-key --admin-key --user' ;;
     'get') echo '--url --api-key --admin-key --user' ;;
     'rm') echo '--url --api-key --admin-key --user' ;;
@@ -113,6 +120,7 @@ _sbx_value_opts() {
     'files chmod') echo '--url --api-key --admin-key --user' ;;
     'files stat') echo '--url --api-key --admin-key --user' ;;
     'files glob') echo '--url --api-key --admin-key --user' ;;
+    'files watch') echo '--url --api-key --admin-key --user' ;;
     'logs') echo '-n --lines -p --process --url --api-key --admin-key --user' ;;
     'ps') echo '--url --api-key --admin-key --user' ;;
     'kill') echo '-s --signal --url --api-key --admin-key --user' ;;
@@ -120,11 +128,12 @@ _sbx_value_opts() {
     'templates') echo '--url --api-key --admin-key --user' ;;
     'templates ls') echo '--url --api-key --admin-key --user' ;;
     'templates get') echo '--url --api-key --admin-key --user' ;;
-    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --warm --url --api-key --admin-key --user' ;;
-    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --warm --url --api-key --admin-key --user' ;;
+    'templates create') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --secret --auto-pause --on-expire --warm --url --api-key --admin-key --user' ;;
+    'templates update') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --secret --auto-pause --on-expire --warm --url --api-key --admin-key --user' ;;
     'templates rm') echo '--url --api-key --admin-key --user' ;;
     'templates spawn') echo '--ttl --provider --meta --owner --url --api-key --admin-key --user' ;;
     'snapshot') echo '--url --api-key --admin-key --user' ;;
+    'fork') echo '-n --count --ttl --meta --idempotency-key --url --api-key --admin-key --user' ;;
     'snapshots') echo '--url --api-key --admin-key --user' ;;
     'snapshots ls') echo '--url --api-key --admin-key --user' ;;
     'snapshots get') echo '--url --api-key --admin-key --user' ;;
@@ -133,7 +142,11 @@ _sbx_value_opts() {
     'volumes ls') echo '--url --api-key --admin-key --user' ;;
     'volumes create') echo '--provider --url --api-key --admin-key --user' ;;
     'volumes rm') echo '--url --api-key --admin-key --user' ;;
-    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --auto-pause --on-expire --template --owner --url --api-key --admin-key --user' ;;
+    'secrets') echo '--url --api-key --admin-key --user' ;;
+    'secrets ls') echo '--owner --url --api-key --admin-key --user' ;;
+    'secrets set') echo '--host --value-file --owner --url --api-key --admin-key --user' ;;
+    'secrets rm') echo '--owner --url --api-key --admin-key --user' ;;
+    'admission') echo '--image --provider --memory --vcpus --ttl --meta --network --allow --deny --snapshot --volume --secret --auto-pause --on-expire --template --owner --url --api-key --admin-key --user' ;;
     'quota') echo '--url --api-key --admin-key --user' ;;
     'quota ls') echo '--url --api-key --admin-key --user' ;;
     'quota get') echo '--url --api-key --admin-key --user' ;;
@@ -166,6 +179,7 @@ _sbx_value_opts() {
 
 _sbx_file_opts() {
   case "$1" in
+    'secrets set') echo '--value-file' ;;
     'doctor') echo '-c --config' ;;
     'serve') echo '-c --config' ;;
     'worker') echo '--worker-token-file --signing-key-file -c --config' ;;

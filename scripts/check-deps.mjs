@@ -177,7 +177,8 @@ export function checkTree(root) {
       const timeRe = /\bDate\.now\s*\(|\bnew\s+Date\s*\(\s*\)/g;
       for (let m; (m = timeRe.exec(text)); ) {
         violations.push(
-          `src/${rel}:${lineAt(text, m.index)} reads ${/now/.test(m[0]) ? 'Date.now()' : 'new Date()'} (core reads the time of day only through the Clock port)`,
+          `src/${rel}:${lineAt(text, m.index)} reads ${/now/.test(m[0]) ? 'Date.now()' : 'new Date()'} (core ` +
+            `reads the time of day only through the Clock port)`,
         );
       }
     }

@@ -206,7 +206,20 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     // Bound once the preview service exists (it needs the sandbox service).
     let preview: PreviewService | undefined;
     const previewToken = (id: string) => (preview?.settings.auth ? preview.token(id) : undefined);
-    const sandboxes = new SandboxService({ store, providers, locator, admission, bus, clock, ids, settings, warn, previewToken, secrets, forkSecrets: secrets });
+    const sandboxes = new SandboxService({
+      store,
+      providers,
+      locator,
+      admission,
+      bus,
+      clock,
+      ids,
+      settings,
+      warn,
+      previewToken,
+      secrets,
+      forkSecrets: secrets,
+    });
     preview = new PreviewService(sandboxes, store, {
       domain: config.server.preview_domain,
       auth: config.server.preview_auth,

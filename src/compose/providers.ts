@@ -103,7 +103,8 @@ export async function buildProviders(config: SbxConfig, installationId: string, 
     const iso = await probeIsolation();
     if (!iso.isolated && config.auth.enabled && !pc.proot.allow_unisolated) {
       // Sandboxes that can read the server's environment and kill it defeat auth: opt in explicitly.
-      const why = `proot refuses to start: ${unisolatedWarning(iso)}; with auth on, set providers.proot.allow_unisolated: true to run it anyway`;
+      const why =
+        `proot refuses to start: ${unisolatedWarning(iso)}; with auth on, set ` + `providers.proot.allow_unisolated: true to run it anyway`;
       if (want.proot === 'required') throw new Error(why);
       log.warn(why);
       prootOk = false;

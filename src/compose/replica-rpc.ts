@@ -59,7 +59,8 @@ export async function refusePoolAcrossHosts(store: Store, replicas: Replicas, ho
     if (!isReplicaWorker(w) || w.id === replicas.id || w.hostname === host) continue;
     if (await replicas.isLive(w.id))
       throw new Error(
-        `pool mode across replicas on several hosts is not supported: replica ${w.id} runs on ${w.hostname}, this one on ${host}; run the pooled replicas on one host`,
+        `pool mode across replicas on several hosts is not supported: replica ${w.id} runs on ${w.hostname}, ` +
+          `this one on ${host}; run the pooled replicas on one host`,
       );
   }
 }

@@ -151,7 +151,8 @@ export async function createWorker(config: SbxConfig, opts: WorkerOptions = {}):
     if (!controlPlanes.every(secretsTransportOk))
       logger.warn(
         { worker_id: id },
-        "worker.control_plane_url is plain http to a host that is not loopback: secrets bound to this worker's sandboxes will not be injected (use https)",
+        "worker.control_plane_url is plain http to a host that is not loopback: secrets bound to this worker's " +
+          'sandboxes will not be injected (use https)',
       );
     egress = await startWorkerEgress({
       secrets,

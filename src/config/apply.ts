@@ -80,7 +80,9 @@ export function checkLeaf(leaf: Leaf, value: unknown): { value: unknown } | { pr
       // (uid_t)-1 means "no change" to the kernel: the largest id is one less.
       if (!ids || [ids[1], ids[2]].some((id) => id !== undefined && Number(id) > 2 ** 32 - 2)) {
         return {
-          problem: `expected a numeric uid or uid:gid such as 65534 or 1000:1000 (user names cannot be resolved before the container exists), ${got()}`,
+          problem:
+            `expected a numeric uid or uid:gid such as 65534 or 1000:1000 (user names cannot be ` +
+            `resolved before the container exists), ${got()}`,
         };
       }
       return { value: ids[0] };

@@ -75,7 +75,8 @@ function fromHost(value: string, source: string, tlsOf: () => DockerTls | null):
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1]?.toLowerCase();
   if (scheme !== undefined && scheme !== 'tcp') {
     throw new DockerEndpointError(
-      `${source}: unsupported docker host scheme "${scheme}://" in ${JSON.stringify(value)} (sbx supports unix:// and tcp://; for ssh, forward the engine socket and point ${source} at it)`,
+      `${source}: unsupported docker host scheme "${scheme}://" in ${JSON.stringify(value)} (sbx supports ` +
+        `unix:// and tcp://; for ssh, forward the engine socket and point ${source} at it)`,
     );
   }
   let url: URL;
@@ -138,7 +139,8 @@ function contextEndpoint(env: Record<string, string | undefined>, home: string):
       parsed = JSON.parse(readFileSync(file, 'utf8'));
     } catch (err) {
       throw new DockerEndpointError(
-        `cannot read the docker CLI config ${file}: ${err instanceof SyntaxError ? 'not valid JSON' : ((err as NodeJS.ErrnoException).code ?? (err as Error).message)}`,
+        `cannot read the docker CLI config ${file}: ` +
+          `${err instanceof SyntaxError ? 'not valid JSON' : ((err as NodeJS.ErrnoException).code ?? (err as Error).message)}`,
       );
     }
     const current = (parsed as { currentContext?: unknown } | null)?.currentContext;

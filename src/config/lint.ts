@@ -56,7 +56,8 @@ function lintAuth(l: Lint): void {
     add(
       serious,
       'auth.enabled',
-      'auth.enabled is false although auth.api_key is set: the key is ignored and anyone who can reach the API can create sandboxes and run commands',
+      'auth.enabled is false although auth.api_key is set: the key is ignored and anyone who can reach the API ' +
+        'can create sandboxes and run commands',
       'remove auth.enabled: false (a configured key turns auth on), or remove the key',
     );
   } else if (!auth.enabled) {
@@ -138,7 +139,8 @@ function lintCors(l: Lint): void {
     add(
       'fail',
       'server.cors_allowed_origins',
-      'server.cors_allowed_origins contains "null": sandboxed iframes, file: pages and redirects all send Origin: null, so it trusts any of them',
+      'server.cors_allowed_origins contains "null": sandboxed iframes, file: pages and redirects all send ' +
+        'Origin: null, so it trusts any of them',
       'remove "null" from the list; list exact origins such as https://app.example.com',
     );
   }
@@ -147,7 +149,8 @@ function lintCors(l: Lint): void {
     add(
       'warn',
       'server.cors_allowed_origins',
-      `server.cors_allowed_origins has ${odd.length} entr${odd.length === 1 ? 'y' : 'ies'} that never match a browser origin (${odd.map((o) => JSON.stringify(o)).join(', ')})`,
+      `server.cors_allowed_origins has ${odd.length} entr${odd.length === 1 ? 'y' : 'ies'} that never match a ` +
+        `browser origin (${odd.map((o) => JSON.stringify(o)).join(', ')})`,
       'write each entry as scheme://host[:port] with no path, e.g. https://app.example.com',
     );
   }
@@ -160,7 +163,8 @@ function lintCors(l: Lint): void {
     add(
       serious,
       'server.cors_allowed_origins',
-      'server.cors_allowed_origins is empty: the server refuses every origin, so no web page can call the API from a browser (preflights get 403)',
+      'server.cors_allowed_origins is empty: the server refuses every origin, so no web page can call the API ' +
+        'from a browser (preflights get 403)',
       `${listOrigins}; production requires an explicit list`,
     );
   }
@@ -294,7 +298,8 @@ function lintReplicas(config: SbxConfig, add: (level: LintFinding['level'], key:
     add(
       'fail',
       'server.advertise_url',
-      'this replica advertises a loopback address while the database is on another host: replicas on other machines cannot reach its sandboxes',
+      'this replica advertises a loopback address while the database is on another host: replicas on other ' +
+        'machines cannot reach its sandboxes',
       'set server.advertise_url (or server.host) to an address the other replicas reach',
     );
   } else if (url.protocol === 'http:') {

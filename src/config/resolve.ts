@@ -133,7 +133,9 @@ export function deriveAuthEnabled(config: SbxConfig, origin: Map<string, string>
       {
         level: 'warn',
         key: 'auth.enabled',
-        message: `auth.enabled is false (from ${enabledFrom}) although ${keyName} is set (from ${keyFrom}): the key is ignored and the API is open; remove auth.enabled: false to turn auth on`,
+        message:
+          `auth.enabled is false (from ${enabledFrom}) although ${keyName} is set (from ${keyFrom}): ` +
+          `the key is ignored and the API is open; remove auth.enabled: false to turn auth on`,
       },
     ];
   }

@@ -19,7 +19,9 @@ export const ExecRequest = Type.Object(
     binary: Type.Optional(
       Type.Boolean({
         description:
-          'sbx extension: byte-exact output. Output that is not valid UTF-8 comes base64-encoded and marked (stream chunks `encoding: "base64"`, buffered results `stdout_encoding`/`stderr_encoding`) instead of with U+FFFD in place of the bad bytes; valid text stays plain text.',
+          'sbx extension: byte-exact output. Output that is not valid UTF-8 comes base64-encoded and marked ' +
+          '(stream chunks `encoding: "base64"`, buffered results `stdout_encoding`/`stderr_encoding`) instead of with ' +
+          'U+FFFD in place of the bad bytes; valid text stays plain text.',
       }),
     ),
   },

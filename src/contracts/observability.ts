@@ -133,7 +133,8 @@ export const Diagnostics = Type.Object(
       }),
       {
         description:
-          'sbx extension: warm pools per shape (DESIGN §11): runtimes ready, the target, spawns that claimed one (hits) and spawns of the shape that found none (misses)',
+          'sbx extension: warm pools per shape (DESIGN §11): runtimes ready, the target, spawns that claimed ' +
+          'one (hits) and spawns of the shape that found none (misses)',
       },
     ),
     preview: Type.Object(

@@ -20,7 +20,8 @@ export const OnExpire = Type.Union([Type.Literal('destroy'), Type.Literal('pause
 /** Network of a sandbox (DESIGN.md §10): `none`, `bridge`, `filtered` (docker). */
 export const Network = Type.Union([Type.Literal('none'), Type.Literal('bridge'), Type.Literal('filtered')], {
   description:
-    'sbx extension: none (no network at all), bridge, or filtered (only what the egress rules allow; docker); unset: the template, defaults.network, then providers.docker.network_mode',
+    'sbx extension: none (no network at all), bridge, or filtered (only what the egress rules allow; docker); ' +
+    'unset: the template, defaults.network, then providers.docker.network_mode',
 });
 
 /** Egress allow and deny lists (DESIGN.md §10); each rule is checked by the server (400 naming a bad one). */
@@ -83,7 +84,8 @@ export const Sandbox = Type.Object(
     preview_token: Type.Optional(
       Type.String({
         description:
-          'sbx extension: with server.preview_auth, the token a preview visitor needs (X-Sbx-Preview-Token or ?sbx_token=); shown to the owner and admins only',
+          'sbx extension: with server.preview_auth, the token a preview visitor needs (X-Sbx-Preview-Token or ' +
+          '?sbx_token=); shown to the owner and admins only',
       }),
     ),
   },
@@ -180,7 +182,8 @@ export const LogsQuery = Type.Object({
       minimum: 0,
       maximum: Number.MAX_SAFE_INTEGER,
       description:
-        'sbx extension: only lines recorded after this cursor (the X-Log-Cursor of an earlier answer), oldest first, at most `lines`. A cursor beyond the newest line starts over from the oldest line kept.',
+        'sbx extension: only lines recorded after this cursor (the X-Log-Cursor of an earlier answer), oldest ' +
+        'first, at most `lines`. A cursor beyond the newest line starts over from the oldest line kept.',
     }),
   ),
 });

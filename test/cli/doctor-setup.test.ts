@@ -131,34 +131,37 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx doctor and spawn: th
     await server?.close();
   });
 
-  it('doctor: a present default image is ok; a missing one is "pull not verified" with local images (the server\'s own when it answers)', async () => {
-    const dir = tempDir();
-    writeFileSync(
-      join(dir, 'present.yaml'),
-      `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\ndefaults:\n  image: ${TEST_IMAGE}\n`,
-    );
-    writeFileSync(
-      join(dir, 'missing.yaml'),
-      `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\ndefaults:\n  image: ${UNPULLABLE}\n`,
-    );
-    const present = await doctor(server.url, {}, ['--config', join(dir, 'present.yaml')]);
-    expect(present.by['local Docker engine']).toMatchObject({
-      status: 'ok',
-      detail: `unix://${SOCKET} (providers.docker.socket_path) answers OK`,
-    });
-    // A server that answers names its own default image (issue 31 item 6): the local config's is not checked.
-    expect(present.by['server default image']).toMatchObject({ status: 'ok', detail: `${TEST_IMAGE} is present on the server's engine` });
-    expect(present.by['default image']).toBeUndefined();
-    expect((await doctor(server.url, {}, ['--config', join(dir, 'missing.yaml')])).by['default image']).toBeUndefined();
-    // Without a server, the local config's image is checked on the local engine.
-    const alone = await doctor('http://127.0.0.1:1', {}, ['--config', join(dir, 'present.yaml')]);
-    expect(alone.by['default image']).toMatchObject({ status: 'ok', detail: `${TEST_IMAGE} is present` });
-    const missing = await doctor('http://127.0.0.1:1', {}, ['--config', join(dir, 'missing.yaml')]);
-    const row = missing.by['default image']!;
-    expect(row.status).toBe('warn');
-    expect(row.detail).toMatch(new RegExp(`^${UNPULLABLE} is not present: pull not verified .*; images the engine has: \\S+`));
-    expect(row.fix).toMatch(/--image NAME or set defaults\.image to a local image \(e\.g\. \S+\)/);
-  });
+  it(
+    'doctor: a present default image is ok; a missing one is "pull not verified" with local images (the ' + "server's own when it answers)",
+    async () => {
+      const dir = tempDir();
+      writeFileSync(
+        join(dir, 'present.yaml'),
+        `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\ndefaults:\n  image: ${TEST_IMAGE}\n`,
+      );
+      writeFileSync(
+        join(dir, 'missing.yaml'),
+        `providers:\n  default: docker\n  docker:\n    socket_path: ${SOCKET}\ndefaults:\n  image: ${UNPULLABLE}\n`,
+      );
+      const present = await doctor(server.url, {}, ['--config', join(dir, 'present.yaml')]);
+      expect(present.by['local Docker engine']).toMatchObject({
+        status: 'ok',
+        detail: `unix://${SOCKET} (providers.docker.socket_path) answers OK`,
+      });
+      // A server that answers names its own default image (issue 31 item 6): the local config's is not checked.
+      expect(present.by['server default image']).toMatchObject({ status: 'ok', detail: `${TEST_IMAGE} is present on the server's engine` });
+      expect(present.by['default image']).toBeUndefined();
+      expect((await doctor(server.url, {}, ['--config', join(dir, 'missing.yaml')])).by['default image']).toBeUndefined();
+      // Without a server, the local config's image is checked on the local engine.
+      const alone = await doctor('http://127.0.0.1:1', {}, ['--config', join(dir, 'present.yaml')]);
+      expect(alone.by['default image']).toMatchObject({ status: 'ok', detail: `${TEST_IMAGE} is present` });
+      const missing = await doctor('http://127.0.0.1:1', {}, ['--config', join(dir, 'missing.yaml')]);
+      const row = missing.by['default image']!;
+      expect(row.status).toBe('warn');
+      expect(row.detail).toMatch(new RegExp(`^${UNPULLABLE} is not present: pull not verified .*; images the engine has: \\S+`));
+      expect(row.fix).toMatch(/--image NAME or set defaults\.image to a local image \(e\.g\. \S+\)/);
+    },
+  );
 
   it("doctor: the docker runtime row names the engine's runtimes and fails on one it lacks", async () => {
     const dir = tempDir();
@@ -191,7 +194,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx doctor and spawn: th
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(
       new RegExp(
-        `^sbx: image ${UNPULLABLE} could not be pulled: .*; spawn with --image NAME .* or set defaults\\.image in the server config; \`sbx doctor\` lists the images the engine has\\n$`,
+        `^sbx: image ${UNPULLABLE} could not be pulled: .*; spawn with --image NAME .* or set defaults\\.image ` +
+          `in the server config; \`sbx doctor\` lists the images the engine has\\n$`,
       ),
     );
     // From a template the fix is the template's image.

@@ -233,7 +233,8 @@ describe('sbx exec with live stdin', () => {
           refused++;
           const body = JSON.stringify({ code: 'not_found', message: 'no route for GET /api/v1/sandboxes/x/exec/ws' });
           client.end(
-            `HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+            `HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ` +
+              `${body.length}\r\nconnection: close\r\n\r\n${body}`,
           );
           return;
         }

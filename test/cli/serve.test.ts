@@ -21,7 +21,8 @@ describe('sbx serve / worker', () => {
     const config = join(dir, 'server.yaml');
     writeFileSync(
       config,
-      `database:\n  driver: sqlite\n  path: ${join(dir, 'sbx.db')}\nproviders:\n  default: mock\n  mock:\n    root_dir: ${join(dir, 'mock')}\nlogging:\n  level: silent\n`,
+      `database:\n  driver: sqlite\n  path: ${join(dir, 'sbx.db')}\nproviders:\n  default: mock\n  mock:\n    ` +
+        `root_dir: ${join(dir, 'mock')}\nlogging:\n  level: silent\n`,
     );
     const port = await freePort();
     const stop = new AbortController();

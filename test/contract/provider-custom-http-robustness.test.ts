@@ -262,51 +262,54 @@ describe('custom HTTP client against a misbehaving backend', () => {
 });
 
 describe('live stdin and signals', () => {
-  it('a backend that does not announce exec_stdin answers live stdin with not_implemented; the reference server does, asked lazily', async () => {
-    const plain = (await backend(answer(200, '{"ok":true}', 'application/json'))).provider;
-    const live = {
-      async *[Symbol.asyncIterator]() {
-        yield Buffer.from('x');
-      },
-    };
-    expect((await failure(collect(plain.exec('rt', sh('cat', { stdin: live }), never)))).code).toBe('not_implemented');
+  it(
+    'a backend that does not announce exec_stdin answers live stdin with not_implemented; the reference ' + 'server does, asked lazily',
+    async () => {
+      const plain = (await backend(answer(200, '{"ok":true}', 'application/json'))).provider;
+      const live = {
+        async *[Symbol.asyncIterator]() {
+          yield Buffer.from('x');
+        },
+      };
+      expect((await failure(collect(plain.exec('rt', sh('cat', { stdin: live }), never)))).code).toBe('not_implemented');
 
-    const dir = mkdtempSync(join(tmpdir(), 'sbx-chttp-live-'));
-    const mock = createMockProvider({ rootDir: join(dir, 'sb') });
-    const app = await buildProviderServer({ provider: mock, apiKey: KEY });
-    const url = await app.listen({ host: '127.0.0.1', port: 0 });
-    const fresh = createCustomHttpProvider({ baseUrl: url, apiKey: KEY, timeoutMs: 5_000 });
-    providers.push(fresh);
-    try {
-      const { runtime_id } = await fresh.spawn({
-        sandbox_id: 'sb-live1',
-        image: 'host',
-        memory_mb: 64,
-        vcpus: 1,
-        metadata: {},
-        owner_id: null,
-      });
-      const res = await collect(
-        fresh.exec(
-          runtime_id,
-          sh('cat', {
-            stdin: {
-              async *[Symbol.asyncIterator]() {
-                yield Buffer.from('one ');
-                yield Buffer.from('two');
+      const dir = mkdtempSync(join(tmpdir(), 'sbx-chttp-live-'));
+      const mock = createMockProvider({ rootDir: join(dir, 'sb') });
+      const app = await buildProviderServer({ provider: mock, apiKey: KEY });
+      const url = await app.listen({ host: '127.0.0.1', port: 0 });
+      const fresh = createCustomHttpProvider({ baseUrl: url, apiKey: KEY, timeoutMs: 5_000 });
+      providers.push(fresh);
+      try {
+        const { runtime_id } = await fresh.spawn({
+          sandbox_id: 'sb-live1',
+          image: 'host',
+          memory_mb: 64,
+          vcpus: 1,
+          metadata: {},
+          owner_id: null,
+        });
+        const res = await collect(
+          fresh.exec(
+            runtime_id,
+            sh('cat', {
+              stdin: {
+                async *[Symbol.asyncIterator]() {
+                  yield Buffer.from('one ');
+                  yield Buffer.from('two');
+                },
               },
-            },
-          }),
-          never,
-        ),
-      );
-      expect(res).toMatchObject({ stdout: 'one two', exitCode: 0 });
-    } finally {
-      await app.close();
-      await mock.close?.();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+            }),
+            never,
+          ),
+        );
+        expect(res).toMatchObject({ stdout: 'one two', exitCode: 0 });
+      } finally {
+        await app.close();
+        await mock.close?.();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe('reference server key check', () => {

@@ -401,7 +401,9 @@ export function runProviderContract(name: string, factory: () => Promise<Provide
           writeFileSync(secret, 'top-secret');
           chmodSync(secret, 0o600);
           const q = (s: string) => `'${s}'`;
-          const links = `mkdir -p esc && cd esc && ln -s ${q(outside)} dirlink && ln -s ${q(secret)} filelink && ln -s ${q(join(outside, 'new.txt'))} danglink`;
+          const links =
+            `mkdir -p esc && cd esc && ln -s ${q(outside)} dirlink && ln -s ${q(secret)} filelink ` +
+            `&& ln -s ${q(join(outside, 'new.txt'))} danglink`;
           expect((await run(sh(links))).exitCode).toBe(0);
           const codes: ErrorCode[] = ['bad_request', 'forbidden', 'not_found'];
           await expectSbxError(p.readFile(rid, '/workspace/esc/filelink'), codes, 'read via file link');

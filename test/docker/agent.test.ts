@@ -45,7 +45,8 @@ async function run(
 
 /** Kills the container's agent (SIGKILL) through the engine and says how many it killed. */
 const KILL_AGENT =
-  'n=0; for f in /proc/[0-9]*/cmdline; do if grep -q "^/.sbx/sbx-agent" "$f" 2>/dev/null; then d=${f%/cmdline}; kill -9 ${d#/proc/} && n=$((n+1)); fi; done; echo "killed $n"';
+  'n=0; for f in /proc/[0-9]*/cmdline; do if grep -q "^/.sbx/sbx-agent" "$f" 2>/dev/null; then ' +
+  'd=${f%/cmdline}; kill -9 ${d#/proc/} && n=$((n+1)); fi; done; echo "killed $n"';
 /** True when the shell that ran the command was started by sbx-agent (its parent). */
 const VIA_AGENT = 'tr "\\0" " " < /proc/$PPID/cmdline 2>/dev/null; true';
 
@@ -173,30 +174,33 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx-agent in docker cont
     expect(host.stdout).not.toContain('sbx-agent');
   });
 
-  it('with a configured user the agent and its execs run as that user, like the engine path; other users cannot reach the socket', async () => {
-    const inst = `${installationId}u`;
-    const pu = testProvider(inst, { agent: 'auto', agentBinary: requireAgentBinary(), user: '1000:1000' });
-    const ou = testProvider(inst, { agent: 'off', user: '1000:1000' });
-    try {
-      const rid = await spawn(pu, 'user');
-      const viaAgent = await run(pu, rid, `id -u; id -g; ${VIA_AGENT}`);
-      expect(viaAgent.stdout).toContain('sbx-agent');
-      const viaEngine = await run(ou, rid, 'id -u; id -g');
-      expect(viaAgent.stdout.split('\n').slice(0, 2)).toEqual(viaEngine.stdout.split('\n').slice(0, 2));
-      expect(viaEngine.stdout).toBe('1000\n1000\n');
-      const perms = await engineRun(docker, rid, 'stat -c "%a %u" /.sbx/run /.sbx/run/agent.sock');
-      expect(perms.out).toBe('700 1000\n600 1000\n');
-      // Another uid in the same container (a pool tenant) can neither list nor connect.
-      const other = await run(pu, rid, 'ls /.sbx/run 2>&1; echo "exit=$?"', { user: { uid: 2000, gid: 2000 } });
-      expect(other.stdout).toMatch(/Permission denied/);
-      // Files written through the agent are the user's.
-      await pu.writeFile(rid, '/workspace/mine.txt', Buffer.from('m'), undefined);
-      expect((await engineRun(docker, rid, 'stat -c "%u %a" /workspace/mine.txt')).out).toBe('1000 644\n');
-    } finally {
-      await pu.close?.();
-      await removeInstallation(docker, inst);
-    }
-  });
+  it(
+    'with a configured user the agent and its execs run as that user, like the engine path; other users ' + 'cannot reach the socket',
+    async () => {
+      const inst = `${installationId}u`;
+      const pu = testProvider(inst, { agent: 'auto', agentBinary: requireAgentBinary(), user: '1000:1000' });
+      const ou = testProvider(inst, { agent: 'off', user: '1000:1000' });
+      try {
+        const rid = await spawn(pu, 'user');
+        const viaAgent = await run(pu, rid, `id -u; id -g; ${VIA_AGENT}`);
+        expect(viaAgent.stdout).toContain('sbx-agent');
+        const viaEngine = await run(ou, rid, 'id -u; id -g');
+        expect(viaAgent.stdout.split('\n').slice(0, 2)).toEqual(viaEngine.stdout.split('\n').slice(0, 2));
+        expect(viaEngine.stdout).toBe('1000\n1000\n');
+        const perms = await engineRun(docker, rid, 'stat -c "%a %u" /.sbx/run /.sbx/run/agent.sock');
+        expect(perms.out).toBe('700 1000\n600 1000\n');
+        // Another uid in the same container (a pool tenant) can neither list nor connect.
+        const other = await run(pu, rid, 'ls /.sbx/run 2>&1; echo "exit=$?"', { user: { uid: 2000, gid: 2000 } });
+        expect(other.stdout).toMatch(/Permission denied/);
+        // Files written through the agent are the user's.
+        await pu.writeFile(rid, '/workspace/mine.txt', Buffer.from('m'), undefined);
+        expect((await engineRun(docker, rid, 'stat -c "%u %a" /workspace/mine.txt')).out).toBe('1000 644\n');
+      } finally {
+        await pu.close?.();
+        await removeInstallation(docker, inst);
+      }
+    },
+  );
 
   it('writes atomically and never through a symlink at the final component', async () => {
     const rid = await spawn(p, 'files');

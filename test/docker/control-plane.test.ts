@@ -105,71 +105,78 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the
     expect(after.State.StartedAt).toBe(before.State.StartedAt);
   });
 
-  it('a container killed from outside: a clear error, then the reaper cleans record and container (never while the engine is gone)', async () => {
-    srv ??= await start();
-    const { bus, sandboxes } = srv.plane.deps;
-    const { json: sb } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
-    const id: string = sb.id;
-    await docker.getContainer(`sbx-${id}`).kill();
+  it(
+    'a container killed from outside: a clear error, then the reaper cleans record and container (never while ' + 'the engine is gone)',
+    async () => {
+      srv ??= await start();
+      const { bus, sandboxes } = srv.plane.deps;
+      const { json: sb } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+      const id: string = sb.id;
+      await docker.getContainer(`sbx-${id}`).kill();
 
-    const exec = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'echo hi' });
-    expect(exec.status).toBe(500);
-    expect(exec.json).toEqual({ code: 'provider_error', message: 'exec: sandbox runtime is not running' });
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`)).json.state).toBe('error');
-    expect(bus.since(0, { types: ['sandbox.error'], sandbox_id: id })).toHaveLength(1);
+      const exec = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'echo hi' });
+      expect(exec.status).toBe(500);
+      expect(exec.json).toEqual({ code: 'provider_error', message: 'exec: sandbox runtime is not running' });
+      expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`)).json.state).toBe('error');
+      expect(bus.since(0, { types: ['sandbox.error'], sandbox_id: id })).toHaveLength(1);
 
-    // The engine cannot answer: the reaper cannot tell a dead sandbox from a dead engine, so it waits.
-    await relay.close();
-    try {
+      // The engine cannot answer: the reaper cannot tell a dead sandbox from a dead engine, so it waits.
+      await relay.close();
+      try {
+        expect(await sandboxes.reap()).toBe(0);
+        expect((await srv.plane.deps.store.getSandbox(id))!.state).toBe('error');
+      } finally {
+        await relay.open();
+      }
+      expect((await docker.getContainer(`sbx-${id}`).inspect()).State.Running).toBe(false);
+
+      expect(await sandboxes.reap()).toBe(1);
+      expect((await call(srv.url, 'GET', '/api/v1/sandboxes')).json.map((s: { id: string }) => s.id)).not.toContain(id);
+      expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`)).status).toBe(404);
+      expect((await srv.plane.deps.store.getSandbox(id))!.state).toBe('destroyed');
+      await expect(docker.getContainer(`sbx-${id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+      expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([
+        expect.objectContaining({ data: { reason: 'runtime_lost' } }),
+      ]);
       expect(await sandboxes.reap()).toBe(0);
-      expect((await srv.plane.deps.store.getSandbox(id))!.state).toBe('error');
-    } finally {
-      await relay.open();
-    }
-    expect((await docker.getContainer(`sbx-${id}`).inspect()).State.Running).toBe(false);
+    },
+  );
 
-    expect(await sandboxes.reap()).toBe(1);
-    expect((await call(srv.url, 'GET', '/api/v1/sandboxes')).json.map((s: { id: string }) => s.id)).not.toContain(id);
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`)).status).toBe(404);
-    expect((await srv.plane.deps.store.getSandbox(id))!.state).toBe('destroyed');
-    await expect(docker.getContainer(`sbx-${id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
-    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([
-      expect.objectContaining({ data: { reason: 'runtime_lost' } }),
-    ]);
-    expect(await sandboxes.reap()).toBe(0);
-  });
+  it(
+    'a container killed from outside with no operation since is found by the reaper (one listing per pass), ' +
+      'never while the engine is gone',
+    async () => {
+      srv ??= await start();
+      const { bus, sandboxes, store } = srv.plane.deps;
+      const { json: sb } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+      const { json: kept } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+      await docker.getContainer(`sbx-${sb.id}`).kill();
 
-  it('a container killed from outside with no operation since is found by the reaper (one listing per pass), never while the engine is gone', async () => {
-    srv ??= await start();
-    const { bus, sandboxes, store } = srv.plane.deps;
-    const { json: sb } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
-    const { json: kept } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
-    await docker.getContainer(`sbx-${sb.id}`).kill();
+      await relay.close();
+      try {
+        expect(await sandboxes.reap()).toBe(0);
+        expect((await store.getSandbox(sb.id))!.state).toBe('running');
+      } finally {
+        await relay.open();
+      }
 
-    await relay.close();
-    try {
+      expect(await sandboxes.reap()).toBe(1);
+      expect((await store.getSandbox(sb.id))!.state).toBe('destroyed');
+      await expect(docker.getContainer(`sbx-${sb.id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+      expect(bus.since(0, { types: ['sandbox.error', 'sandbox.destroyed'], sandbox_id: sb.id }).map((e) => [e.type, e.data])).toEqual([
+        ['sandbox.error', { provider: 'docker', operation: 'reap', reason: 'runtime stopped' }],
+        ['sandbox.destroyed', { reason: 'runtime_lost' }],
+      ]);
+      expect((await store.getSandbox(kept.id))!.state).toBe('running');
+      expect((await docker.getContainer(`sbx-${kept.id}`).inspect()).State.Running).toBe(true);
+      // A quiet pass over live sandboxes costs one engine call, however many there are.
+      const { json: more } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+      relay.take();
       expect(await sandboxes.reap()).toBe(0);
-      expect((await store.getSandbox(sb.id))!.state).toBe('running');
-    } finally {
-      await relay.open();
-    }
-
-    expect(await sandboxes.reap()).toBe(1);
-    expect((await store.getSandbox(sb.id))!.state).toBe('destroyed');
-    await expect(docker.getContainer(`sbx-${sb.id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
-    expect(bus.since(0, { types: ['sandbox.error', 'sandbox.destroyed'], sandbox_id: sb.id }).map((e) => [e.type, e.data])).toEqual([
-      ['sandbox.error', { provider: 'docker', operation: 'reap', reason: 'runtime stopped' }],
-      ['sandbox.destroyed', { reason: 'runtime_lost' }],
-    ]);
-    expect((await store.getSandbox(kept.id))!.state).toBe('running');
-    expect((await docker.getContainer(`sbx-${kept.id}`).inspect()).State.Running).toBe(true);
-    // A quiet pass over live sandboxes costs one engine call, however many there are.
-    const { json: more } = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
-    relay.take();
-    expect(await sandboxes.reap()).toBe(0);
-    expect(relay.take()).toEqual(['GET /containers/json']);
-    for (const id of [kept.id, more.id]) expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
-  });
+      expect(relay.take()).toEqual(['GET /containers/json']);
+      for (const id of [kept.id, more.id]) expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+    },
+  );
 
   it('a container stopped while the control plane was down is cleaned by startup reconciliation', async () => {
     srv ??= await start();

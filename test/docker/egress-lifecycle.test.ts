@@ -171,7 +171,8 @@ describe.skipIf(SKIP !== undefined)(
       expect(await taggedLines(names.ruleTag)).toHaveLength(RULES);
     }, 120_000);
 
-    it('after kill -9 with the filtered sandbox alive, the next start re-uses network and rules: no duplicates, the gateway answers', async () => {
+    it('after kill -9 with the filtered sandbox alive, the next start re-uses network and rules: no ' +
+      'duplicates, the gateway answers', async () => {
       expect(sandbox).not.toBe('');
       // A stray copy, as a run killed in the middle of an install would leave.
       const reject = (await taggedLines(names.ruleTag)).find((l) => l.includes('REJECT'))!;

@@ -177,23 +177,26 @@ describe.skipIf(SKIP !== undefined)(`secrets injection at the egress gateway${SK
     return got;
   }
 
-  it('HTTP/1.1 keep-alive: the upstream receives the real value on both requests of one connection, over one upstream connection', async () => {
-    const before = injections;
-    const sock = await tunnel('api.test', nodeCa, ['http/1.1']);
-    expect(sock.alpnProtocol).toBe('http/1.1');
-    const { out, made } = await h1(sock, 'api.test', [
-      { path: '/one', headers: { authorization: `Bearer ${PH('a')}` } },
-      { path: '/two', headers: { 'x-api-key': PH('a') } },
-    ]);
-    expect(made).toBe(1);
-    const [one, two] = out.map((o) => JSON.parse(o.body) as Echo);
-    expect(one!.headers.authorization).toBe(`Bearer ${TOKEN}`);
-    expect(two!.headers['x-api-key']).toBe(TOKEN);
-    expect(one!.version).toBe('1.1');
-    expect(two!.port).toBe(one!.port);
-    expect(injections - before).toBe(2);
-    sock.destroy();
-  });
+  it(
+    'HTTP/1.1 keep-alive: the upstream receives the real value on both requests of one connection, over one ' + 'upstream connection',
+    async () => {
+      const before = injections;
+      const sock = await tunnel('api.test', nodeCa, ['http/1.1']);
+      expect(sock.alpnProtocol).toBe('http/1.1');
+      const { out, made } = await h1(sock, 'api.test', [
+        { path: '/one', headers: { authorization: `Bearer ${PH('a')}` } },
+        { path: '/two', headers: { 'x-api-key': PH('a') } },
+      ]);
+      expect(made).toBe(1);
+      const [one, two] = out.map((o) => JSON.parse(o.body) as Echo);
+      expect(one!.headers.authorization).toBe(`Bearer ${TOKEN}`);
+      expect(two!.headers['x-api-key']).toBe(TOKEN);
+      expect(one!.version).toBe('1.1');
+      expect(two!.port).toBe(one!.port);
+      expect(injections - before).toBe(2);
+      sock.destroy();
+    },
+  );
 
   it('HTTP/2 on both sides: the value is injected, the client and the upstream both speak h2', async () => {
     const sock = await tunnel('api.test', nodeCa, ['h2', 'http/1.1']);
@@ -228,24 +231,27 @@ describe.skipIf(SKIP !== undefined)(`secrets injection at the egress gateway${SK
     sock.destroy();
   });
 
-  it("a placeholder sent to another intercepted host (bound to another secret) gets 403 secret_not_allowed; that host's own works", async () => {
-    const sock = await tunnel('other.test', nodeCa, ['http/1.1']);
-    const { out } = await h1(sock, 'other.test', [{ path: '/', headers: { authorization: `Bearer ${PH('a')}` } }]);
-    expect(out[0]!.status).toBe(403);
-    expect(out[0]!.body).toContain('secret_not_allowed');
-    expect(out[0]!.body).not.toContain(TOKEN);
-    expect(verdicts).toContainEqual({
-      sandbox_id: 'sb-one',
-      host: 'other.test',
-      port: 443,
-      verdict: 'denied',
-      reason: 'secret_not_allowed',
-    });
-    const ok = await h1(await tunnel('other.test', nodeCa, ['http/1.1']), 'other.test', [
-      { path: '/', headers: { authorization: PH('b') } },
-    ]);
-    expect((JSON.parse(ok.out[0]!.body) as Echo).headers.authorization).toBe(OTHER);
-  });
+  it(
+    'a placeholder sent to another intercepted host (bound to another secret) gets 403 secret_not_allowed; ' + "that host's own works",
+    async () => {
+      const sock = await tunnel('other.test', nodeCa, ['http/1.1']);
+      const { out } = await h1(sock, 'other.test', [{ path: '/', headers: { authorization: `Bearer ${PH('a')}` } }]);
+      expect(out[0]!.status).toBe(403);
+      expect(out[0]!.body).toContain('secret_not_allowed');
+      expect(out[0]!.body).not.toContain(TOKEN);
+      expect(verdicts).toContainEqual({
+        sandbox_id: 'sb-one',
+        host: 'other.test',
+        port: 443,
+        verdict: 'denied',
+        reason: 'secret_not_allowed',
+      });
+      const ok = await h1(await tunnel('other.test', nodeCa, ['http/1.1']), 'other.test', [
+        { path: '/', headers: { authorization: PH('b') } },
+      ]);
+      expect((JSON.parse(ok.out[0]!.body) as Echo).headers.authorization).toBe(OTHER);
+    },
+  );
 
   it('a foreign placeholder (no binding of this sandbox) is refused', async () => {
     const sock = await tunnel('api.test', nodeCa, ['http/1.1']);

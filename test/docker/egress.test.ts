@@ -307,7 +307,9 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     const tunneled = await runs(a.pid, ['-x', `http://${gw}:3128`, '--cacert', join(dir, 'cert.pem'), 'https://up.test/big']);
     const directTls = await runs(bridgePid, ['-k', `https://${UP}/big`]);
     console.log(
-      `egress bench (median of 5): bridge http ${direct.toFixed(1)} ms, gateway http ${proxied.toFixed(1)} ms (${(proxied / direct).toFixed(2)}x); bridge https ${directTls.toFixed(1)} ms, gateway CONNECT ${tunneled.toFixed(1)} ms (${(tunneled / directTls).toFixed(2)}x)`,
+      `egress bench (median of 5): bridge http ${direct.toFixed(1)} ms, gateway http ${proxied.toFixed(1)} ms ` +
+        `(${(proxied / direct).toFixed(2)}x); bridge https ${directTls.toFixed(1)} ms, gateway CONNECT ` +
+        `${tunneled.toFixed(1)} ms (${(tunneled / directTls).toFixed(2)}x)`,
     );
   }, 60_000);
 

@@ -462,31 +462,37 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
       else process.env.DOCKER_HOST = saved;
     });
 
-    it('providers.default: docker with DOCKER_HOST nowhere: docker listed unhealthy, /ready 503, no spawn on the default socket', async () => {
-      process.env.DOCKER_HOST = 'unix:///nowhere.sock';
-      const srv = await startTestServer({ providers: { default: 'docker' } });
-      try {
-        const list = await call(srv.url, 'GET', '/api/v1/providers');
-        expect(list.body).toHaveLength(1);
-        expect(list.body[0]).toMatchObject({
-          name: 'docker',
-          healthy: false,
-          default: true,
-          error: 'docker engine unreachable at unix:///nowhere.sock (DOCKER_HOST)',
-        });
-        expect((await call(srv.url, 'GET', '/api/v1/providers/docker')).body.config.endpoint).toBe('unix:///nowhere.sock (DOCKER_HOST)');
-        const ready = await call(srv.url, 'GET', '/api/v1/ready');
-        expect(ready.status).toBe(503);
-        expect(ready.body.ready_providers).toBe(0);
-        const spawn = await call(srv.url, 'POST', '/api/v1/sandboxes', { image: TEST_IMAGE });
-        expect(spawn.status).toBeGreaterThanOrEqual(500);
-        const docker = await requireEngine();
-        const ours = await docker.listContainers({ all: true, filters: { label: [`${LABEL_INSTALLATION}=${srv.plane.installationId}`] } });
-        expect(ours).toEqual([]);
-      } finally {
-        await srv.close();
-      }
-    });
+    it(
+      'providers.default: docker with DOCKER_HOST nowhere: docker listed unhealthy, /ready 503, no spawn on ' + 'the default socket',
+      async () => {
+        process.env.DOCKER_HOST = 'unix:///nowhere.sock';
+        const srv = await startTestServer({ providers: { default: 'docker' } });
+        try {
+          const list = await call(srv.url, 'GET', '/api/v1/providers');
+          expect(list.body).toHaveLength(1);
+          expect(list.body[0]).toMatchObject({
+            name: 'docker',
+            healthy: false,
+            default: true,
+            error: 'docker engine unreachable at unix:///nowhere.sock (DOCKER_HOST)',
+          });
+          expect((await call(srv.url, 'GET', '/api/v1/providers/docker')).body.config.endpoint).toBe('unix:///nowhere.sock (DOCKER_HOST)');
+          const ready = await call(srv.url, 'GET', '/api/v1/ready');
+          expect(ready.status).toBe(503);
+          expect(ready.body.ready_providers).toBe(0);
+          const spawn = await call(srv.url, 'POST', '/api/v1/sandboxes', { image: TEST_IMAGE });
+          expect(spawn.status).toBeGreaterThanOrEqual(500);
+          const docker = await requireEngine();
+          const ours = await docker.listContainers({
+            all: true,
+            filters: { label: [`${LABEL_INSTALLATION}=${srv.plane.installationId}`] },
+          });
+          expect(ours).toEqual([]);
+        } finally {
+          await srv.close();
+        }
+      },
+    );
 
     it('auto with DOCKER_HOST nowhere does not fall back to the default socket', async () => {
       process.env.DOCKER_HOST = 'unix:///nowhere.sock';
@@ -521,7 +527,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker endpoint on the r
       const home = tempDir('sbx-ep-serve-');
       writeFileSync(
         join(home, 'sbx.yaml'),
-        `server:\n  port: 0\ndatabase:\n  driver: sqlite\n  path: ${join(home, 'sbx.db')}\nproviders:\n  default: docker\nlogging:\n  level: info\n  format: json\n`,
+        `server:\n  port: 0\ndatabase:\n  driver: sqlite\n  path: ${join(home, 'sbx.db')}\nproviders:\n  ` +
+          `default: docker\nlogging:\n  level: info\n  format: json\n`,
       );
       const logged: string[] = [];
       const write = process.stderr.write.bind(process.stderr);

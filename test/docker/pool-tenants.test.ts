@@ -76,7 +76,9 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('pool tenants on docker: 
     const alice = await spawn('alice');
     expect((await exec('carol', carol.id, 'id -u')).stdout).toBe('10000\n');
     expect((await exec('alice', alice.id, 'id -u')).stdout).toBe('10001\n');
-    const loop = `setsid sh -c 'while :; do cat /workspace/*/s* >> /tmp/loot 2>/dev/null; cat /workspace/*/s* >> /dev/shm/loot 2>/dev/null; sleep 0.2; done' </dev/null >/dev/null 2>&1 &`;
+    const loop =
+      `setsid sh -c 'while :; do cat /workspace/*/s* >> /tmp/loot 2>/dev/null; cat /workspace/*/s* ` +
+      `>> /dev/shm/loot 2>/dev/null; sleep 0.2; done' </dev/null >/dev/null 2>&1 &`;
     expect((await exec('alice', alice.id, loop)).exit_code).toBe(0);
     expect(await uidsRunning()).toContain('10001');
 
@@ -108,7 +110,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('pool tenants on docker: 
       const r = await exec(
         user,
         id,
-        `mkdir -p www && echo '${page}' > www/index.html && for i in $(seq 50); do busybox httpd -p ${port} -h "$PWD/www" && exit 0; sleep 0.1; done; exit 1`,
+        `mkdir -p www && echo '${page}' > www/index.html && for i in $(seq 50); do busybox httpd -p ${port} -h ` +
+          `"$PWD/www" && exit 0; sleep 0.1; done; exit 1`,
       );
       expect(r.exit_code).toBe(0);
     };

@@ -252,7 +252,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
       u,
       runtime_id,
       sh(
-        'id -u; pwd; touch /workspace/x && echo touched >> /workspace/d/e.txt; stat -c "%n %u:%g %a" /workspace /workspace/d /workspace/d/e.txt /workspace/top.txt /workspace/x',
+        'id -u; pwd; touch /workspace/x && echo touched >> /workspace/d/e.txt; stat -c "%n %u:%g %a" ' +
+          '/workspace /workspace/d /workspace/d/e.txt /workspace/top.txt /workspace/x',
       ),
     );
     expect(r.stderr).toBe('');

@@ -43,7 +43,8 @@ async function loadedModules(args: string[], env: Record<string, string> = {}): 
   const hooks = join(dir, 'hooks.mjs');
   writeFileSync(
     hooks,
-    `import { appendFileSync } from 'node:fs';\nexport async function resolve(specifier, context, next) {\n  const r = await next(specifier, context);\n  appendFileSync(${JSON.stringify(log)}, r.url + '\\n');\n  return r;\n}\n`,
+    `import { appendFileSync } from 'node:fs';\nexport async function resolve(specifier, context, next) {\n  ` +
+      `const r = await next(specifier, context);\n  appendFileSync(${JSON.stringify(log)}, r.url + '\\n');\n  return r;\n}\n`,
   );
   const register = join(dir, 'register.mjs');
   writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);

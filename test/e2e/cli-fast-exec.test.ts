@@ -31,7 +31,9 @@ mkdirSync(home);
 const probe = join(dir, 'probe.cjs');
 writeFileSync(
   probe,
-  `process.on('exit', () => { const k = Object.keys(require.cache); require('node:fs').writeFileSync(process.env.PROBE_OUT, JSON.stringify({ fast: k.some((f) => f.endsWith('cli-exec.cjs')), commander: k.some((f) => f.includes('/node_modules/commander/')) })); });\n`,
+  `process.on('exit', () => { const k = Object.keys(require.cache); ` +
+    `require('node:fs').writeFileSync(process.env.PROBE_OUT, JSON.stringify({ fast: k.some((f) => ` +
+    `f.endsWith('cli-exec.cjs')), commander: k.some((f) => f.includes('/node_modules/commander/')) })); });\n`,
 );
 let runs = 0;
 

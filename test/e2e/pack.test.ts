@@ -112,7 +112,8 @@ describe.skipIf(!enabled)('npm pack → npx / install → sbx (set SBX_TEST_PACK
       [
         '--input-type=module',
         '-e',
-        "const m = await import('sbx-cli'); console.log(typeof m.Client, typeof m.SbxError, new m.Client({ url: 'http://127.0.0.1:1' }).url)",
+        "const m = await import('sbx-cli'); console.log(typeof m.Client, typeof m.SbxError, new m.Client({ " +
+          "url: 'http://127.0.0.1:1' }).url)",
       ],
       {
         cwd: app,

@@ -59,7 +59,9 @@ export async function startPgCluster(): Promise<PgCluster> {
     execFileSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { cwd: dir, stdio: 'pipe', timeout: 60_000 });
   asPostgres('initdb', ['-D', data, '--auth=trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
   const port = await freePort();
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+  const opts =
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c ` +
+    `full_page_writes=off -c max_connections=200`;
   const cluster: PgCluster = {
     dsn: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,

@@ -130,7 +130,8 @@ describe('sbx serve: a configured key switches auth on (DESIGN §3 "Auth")', () 
         .filter((l) => l.level === 40)
         .map((l) => l.msg);
       expect(warns).toContain(
-        'auth.enabled is false (from SVC_AUTH_ENABLED) although auth.api_key is set (from SVC_AUTH_API_KEY): the key is ignored and the API is open; remove auth.enabled: false to turn auth on',
+        'auth.enabled is false (from SVC_AUTH_ENABLED) although auth.api_key is set (from SVC_AUTH_API_KEY): ' +
+          'the key is ignored and the API is open; remove auth.enabled: false to turn auth on',
       );
       expect(s.lines().some((l) => l.msg.startsWith('auth off; dev-box guard on:'))).toBe(true);
       expect(JSON.stringify(s.lines())).not.toContain(KEY);

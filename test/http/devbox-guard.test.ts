@@ -276,17 +276,20 @@ describe('dev-box guard with an explicit list, allowed_hosts and a preview domai
     expect((await raw(srv.url, 'GET', '/api/v1/sandboxes', { host: 'sub.sbx.lan' })).status).toBe(403);
   });
 
-  it('routes Host names under the preview domain (label boundary only) to previews, never the API; never trusts an origin there', async () => {
-    // A preview host is the preview proxy's, whatever the path: the API never answers it.
-    const preview = await raw(srv.url, 'GET', '/api/v1/sandboxes', { host: '3000-sb-x.preview.test:7423' });
-    expect(preview.status).toBe(404);
-    expect(preview.json.message).toMatch(/sandbox sb-x not found/);
-    for (const host of ['preview.test', 'evilpreview.test', 'preview.test.evil.com']) {
-      expect((await raw(srv.url, 'GET', '/api/v1/sandboxes', { host })).status, host).toBe(403);
-    }
-    // Own origin and even a listed entry: a page under the preview domain is sandbox content.
-    expect((await raw(srv.url, 'GET', '/api/v1/sandboxes', { origin: 'http://3000-sb-x.preview.test:7423' })).status).toBe(403);
-  });
+  it(
+    'routes Host names under the preview domain (label boundary only) to previews, never the API; never ' + 'trusts an origin there',
+    async () => {
+      // A preview host is the preview proxy's, whatever the path: the API never answers it.
+      const preview = await raw(srv.url, 'GET', '/api/v1/sandboxes', { host: '3000-sb-x.preview.test:7423' });
+      expect(preview.status).toBe(404);
+      expect(preview.json.message).toMatch(/sandbox sb-x not found/);
+      for (const host of ['preview.test', 'evilpreview.test', 'preview.test.evil.com']) {
+        expect((await raw(srv.url, 'GET', '/api/v1/sandboxes', { host })).status, host).toBe(403);
+      }
+      // Own origin and even a listed entry: a page under the preview domain is sandbox content.
+      expect((await raw(srv.url, 'GET', '/api/v1/sandboxes', { origin: 'http://3000-sb-x.preview.test:7423' })).status).toBe(403);
+    },
+  );
 });
 
 describe('dev-box guard with an empty preview domain', () => {

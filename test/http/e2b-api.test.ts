@@ -184,24 +184,27 @@ describe('E2B SDK against /e2b (auth off)', () => {
     expect(rec?.template).toBe('py');
   });
 
-  it('pauses and resumes through the SDK: paused in the list, connect resumes it, a second pause or a resume of a running one is 409', async () => {
-    const sbx = await Sandbox.create({ ...sdk, metadata: { pausing: 'yes' } });
-    await sbx.pause();
-    expect((await srv.plane.deps.store.getSandbox(sbx.sandboxId))?.state).toBe('paused');
-    const paused = await Sandbox.list({ ...sdk, query: { state: ['paused'], metadata: { pausing: 'yes' } } }).nextItems();
-    expect(paused.map((x) => [x.sandboxId, x.state])).toEqual([[sbx.sandboxId, 'paused']]);
-    const again = await native(srv, `/e2b/sandboxes/${sbx.sandboxId}/pause`, { method: 'POST', body: '{}' });
-    expect(again).toMatchObject({ status: 409, body: { code: 409 } });
-    const connected = await Sandbox.connect(sbx.sandboxId, sdk);
-    expect(connected.sandboxId).toBe(sbx.sandboxId);
-    expect((await srv.plane.deps.store.getSandbox(sbx.sandboxId))?.state).toBe('running');
-    const resume = await native(srv, `/e2b/sandboxes/${sbx.sandboxId}/resume`, { method: 'POST', body: '{}' });
-    expect(resume).toMatchObject({ status: 409, body: { code: 409 } });
-    // autoPause maps to on_expire: pause (DESIGN.md §16).
-    const auto = await native(srv, '/e2b/sandboxes', { method: 'POST', body: '{"templateID":"base","autoPause":true,"timeout":30}' });
-    expect(auto.status).toBe(201);
-    expect((await srv.plane.deps.store.getSandbox((auto.body as { sandboxID: string }).sandboxID))?.on_expire).toBe('pause');
-  });
+  it(
+    'pauses and resumes through the SDK: paused in the list, connect resumes it, a second pause or a resume ' + 'of a running one is 409',
+    async () => {
+      const sbx = await Sandbox.create({ ...sdk, metadata: { pausing: 'yes' } });
+      await sbx.pause();
+      expect((await srv.plane.deps.store.getSandbox(sbx.sandboxId))?.state).toBe('paused');
+      const paused = await Sandbox.list({ ...sdk, query: { state: ['paused'], metadata: { pausing: 'yes' } } }).nextItems();
+      expect(paused.map((x) => [x.sandboxId, x.state])).toEqual([[sbx.sandboxId, 'paused']]);
+      const again = await native(srv, `/e2b/sandboxes/${sbx.sandboxId}/pause`, { method: 'POST', body: '{}' });
+      expect(again).toMatchObject({ status: 409, body: { code: 409 } });
+      const connected = await Sandbox.connect(sbx.sandboxId, sdk);
+      expect(connected.sandboxId).toBe(sbx.sandboxId);
+      expect((await srv.plane.deps.store.getSandbox(sbx.sandboxId))?.state).toBe('running');
+      const resume = await native(srv, `/e2b/sandboxes/${sbx.sandboxId}/resume`, { method: 'POST', body: '{}' });
+      expect(resume).toMatchObject({ status: 409, body: { code: 409 } });
+      // autoPause maps to on_expire: pause (DESIGN.md §16).
+      const auto = await native(srv, '/e2b/sandboxes', { method: 'POST', body: '{"templateID":"base","autoPause":true,"timeout":30}' });
+      expect(auto.status).toBe(201);
+      expect((await srv.plane.deps.store.getSandbox((auto.body as { sandboxID: string }).sandboxID))?.on_expire).toBe('pause');
+    },
+  );
 
   it('answers bad input with E2B-shaped errors and the right status', async () => {
     const cases: Array<[string, string, string | undefined, number]> = [

@@ -23,7 +23,8 @@ function heldUpload(body: string): Promise<{ sock: Socket; finish: () => Promise
   return new Promise((resolve, reject) => {
     const sock = connect({ port: Number(port), host: hostname }, () => {
       sock.write(
-        `POST ${FILES()} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`,
+        `POST ${FILES()} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ` +
+          `${bytes.length}\r\nConnection: close\r\n\r\n`,
       );
       sock.write(bytes.subarray(0, 1000));
       let data = '';

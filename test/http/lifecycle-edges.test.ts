@@ -67,71 +67,75 @@ describe('sandbox lifecycle edges', () => {
     expect((await srv.plane.deps.store.getSandbox(id))!.state).toBe('destroyed');
   });
 
-  it('a sandbox whose provider is not configured here: 503 for every operation, DELETE keeps it, prune and reaper leave it with one warning', async () => {
-    const { store, sandboxes, bus } = srv.plane.deps;
-    const spawned = await call(url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
-    expect(spawned.status).toBe(201);
-    const id = spawned.body.id as string;
-    expect((await call(url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/a.txt', content: 'a' })).status).toBe(200);
-    // As after a restart where `auto` no longer finds the engine the sandbox was spawned on.
-    await store.updateSandbox(id, { provider: 'docker' });
+  it(
+    'a sandbox whose provider is not configured here: 503 for every operation, DELETE keeps it, prune and ' +
+      'reaper leave it with one warning',
+    async () => {
+      const { store, sandboxes, bus } = srv.plane.deps;
+      const spawned = await call(url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
+      expect(spawned.status).toBe(201);
+      const id = spawned.body.id as string;
+      expect((await call(url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/a.txt', content: 'a' })).status).toBe(200);
+      // As after a restart where `auto` no longer finds the engine the sandbox was spawned on.
+      await store.updateSandbox(id, { provider: 'docker' });
 
-    const got = await call(url, 'GET', `/api/v1/sandboxes/${id}`);
-    expect(got.status).toBe(200);
-    expect(got.body).toMatchObject({ id, provider: 'docker', state: 'running' });
+      const got = await call(url, 'GET', `/api/v1/sandboxes/${id}`);
+      expect(got.status).toBe(200);
+      expect(got.body).toMatchObject({ id, provider: 'docker', state: 'running' });
 
-    const expected = { code: 'unavailable', message: `sandbox ${id} runs on provider "docker", which is not configured on this server` };
-    const ops: Array<[string, string, unknown?]> = [
-      ['POST', `/api/v1/sandboxes/${id}/exec`, { command: 'true' }],
-      ['POST', `/api/v1/sandboxes/${id}/exec`, { command: 'true', stream: true }],
-      ['GET', `/api/v1/sandboxes/${id}/logs`],
-      ['POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/b.txt', content: 'b' }],
-      ['GET', `/api/v1/sandboxes/${id}/files?path=/workspace/a.txt`],
-      ['DELETE', `/api/v1/sandboxes/${id}/files?path=/workspace/a.txt`],
-      ['GET', `/api/v1/sandboxes/${id}/files/list?path=/workspace`],
-      ['GET', `/api/v1/sandboxes/${id}/files/stat?path=/workspace/a.txt`],
-      ['GET', `/api/v1/sandboxes/${id}/files/glob?pattern=/workspace/*`],
-      ['POST', `/api/v1/sandboxes/${id}/files/move`, { old_path: '/workspace/a.txt', new_path: '/workspace/c.txt' }],
-      ['POST', `/api/v1/sandboxes/${id}/files/chmod`, { path: '/workspace/a.txt', mode: '600' }],
-      ['DELETE', `/api/v1/sandboxes/${id}`],
-    ];
-    for (const [method, path, body] of ops) {
-      const res = await call(url, method, path, body);
-      expect(res.status, `${method} ${path}`).toBe(503);
-      expect(res.body, `${method} ${path}`).toEqual(expected);
-    }
-    // Nothing was destroyed behind the 503: record and runtime are both still there.
-    expect((await store.getSandbox(id))!.state).toBe('running');
-    expect(existsSync(join(runtimeDir(id), 'workspace', 'a.txt'))).toBe(true);
-    expect((await call(url, 'GET', '/api/v1/sandboxes')).body.map((s: { id: string }) => s.id)).toContain(id);
+      const expected = { code: 'unavailable', message: `sandbox ${id} runs on provider "docker", which is not configured on this server` };
+      const ops: Array<[string, string, unknown?]> = [
+        ['POST', `/api/v1/sandboxes/${id}/exec`, { command: 'true' }],
+        ['POST', `/api/v1/sandboxes/${id}/exec`, { command: 'true', stream: true }],
+        ['GET', `/api/v1/sandboxes/${id}/logs`],
+        ['POST', `/api/v1/sandboxes/${id}/files`, { path: '/workspace/b.txt', content: 'b' }],
+        ['GET', `/api/v1/sandboxes/${id}/files?path=/workspace/a.txt`],
+        ['DELETE', `/api/v1/sandboxes/${id}/files?path=/workspace/a.txt`],
+        ['GET', `/api/v1/sandboxes/${id}/files/list?path=/workspace`],
+        ['GET', `/api/v1/sandboxes/${id}/files/stat?path=/workspace/a.txt`],
+        ['GET', `/api/v1/sandboxes/${id}/files/glob?pattern=/workspace/*`],
+        ['POST', `/api/v1/sandboxes/${id}/files/move`, { old_path: '/workspace/a.txt', new_path: '/workspace/c.txt' }],
+        ['POST', `/api/v1/sandboxes/${id}/files/chmod`, { path: '/workspace/a.txt', mode: '600' }],
+        ['DELETE', `/api/v1/sandboxes/${id}`],
+      ];
+      for (const [method, path, body] of ops) {
+        const res = await call(url, method, path, body);
+        expect(res.status, `${method} ${path}`).toBe(503);
+        expect(res.body, `${method} ${path}`).toEqual(expected);
+      }
+      // Nothing was destroyed behind the 503: record and runtime are both still there.
+      expect((await store.getSandbox(id))!.state).toBe('running');
+      expect(existsSync(join(runtimeDir(id), 'workspace', 'a.txt'))).toBe(true);
+      expect((await call(url, 'GET', '/api/v1/sandboxes')).body.map((s: { id: string }) => s.id)).toContain(id);
 
-    // Past its TTL: neither prune nor the reaper can tear it down, so both leave it, warning once.
-    await store.updateSandbox(id, { expires_at: new Date(Date.now() - 1000).toISOString() });
-    expect((await call(url, 'DELETE', '/api/v1/sandboxes')).body).toEqual({ pruned: 0 });
-    expect(await sandboxes.reap()).toBe(0);
-    expect(await sandboxes.reap()).toBe(0);
-    expect((await call(url, 'DELETE', `/api/v1/sandboxes/${id}`)).body).toEqual(expected);
-    expect((await store.getSandbox(id))!.state).toBe('running');
-    expect(existsSync(runtimeDir(id))).toBe(true);
-    const warnings = logs.filter((l) => l.sandbox_id === id);
-    expect(warnings).toEqual([
-      expect.objectContaining({
-        level: 40,
-        provider: 'docker',
-        msg: 'sandbox left alone: provider "docker" is not configured on this server; configure it again to reach or destroy its runtime',
-      }),
-    ]);
-    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([]);
+      // Past its TTL: neither prune nor the reaper can tear it down, so both leave it, warning once.
+      await store.updateSandbox(id, { expires_at: new Date(Date.now() - 1000).toISOString() });
+      expect((await call(url, 'DELETE', '/api/v1/sandboxes')).body).toEqual({ pruned: 0 });
+      expect(await sandboxes.reap()).toBe(0);
+      expect(await sandboxes.reap()).toBe(0);
+      expect((await call(url, 'DELETE', `/api/v1/sandboxes/${id}`)).body).toEqual(expected);
+      expect((await store.getSandbox(id))!.state).toBe('running');
+      expect(existsSync(runtimeDir(id))).toBe(true);
+      const warnings = logs.filter((l) => l.sandbox_id === id);
+      expect(warnings).toEqual([
+        expect.objectContaining({
+          level: 40,
+          provider: 'docker',
+          msg: 'sandbox left alone: provider "docker" is not configured on this server; configure it again to reach or destroy its runtime',
+        }),
+      ]);
+      expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([]);
 
-    // With its provider back, the next reaper pass tears it down as usual.
-    await store.updateSandbox(id, { provider: 'mock' });
-    expect(await sandboxes.reap()).toBe(1);
-    expect(existsSync(runtimeDir(id))).toBe(false);
-    expect((await store.getSandbox(id))!.state).toBe('destroyed');
-    expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([
-      expect.objectContaining({ data: { reason: 'expired' } }),
-    ]);
-  });
+      // With its provider back, the next reaper pass tears it down as usual.
+      await store.updateSandbox(id, { provider: 'mock' });
+      expect(await sandboxes.reap()).toBe(1);
+      expect(existsSync(runtimeDir(id))).toBe(false);
+      expect((await store.getSandbox(id))!.state).toBe('destroyed');
+      expect(bus.since(0, { types: ['sandbox.destroyed'], sandbox_id: id })).toEqual([
+        expect.objectContaining({ data: { reason: 'expired' } }),
+      ]);
+    },
+  );
 
   it('the reaper tears down a sandbox in error whose runtime is gone, and leaves one whose runtime runs', async () => {
     const { store, sandboxes, bus } = srv.plane.deps;

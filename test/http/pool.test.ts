@@ -35,84 +35,90 @@ describe('pool mode on mock', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('needs X-User-ID; two users share one runtime, each in a workspace the other cannot reach; full → 503; the last destroy removes the runtime; a restart keeps the slots', async () => {
-    const none = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
-    expect(none.status).toBe(400);
-    expect(none.body.message).toMatch(/X-User-ID/);
-    expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toEqual({
-      enabled: true,
-      vms: 0,
-      max_vms: 2,
-      total_users: 0,
-      max_users_per_vm: 2,
-    });
+  it(
+    'needs X-User-ID; two users share one runtime, each in a workspace the other cannot reach; full → 503; ' +
+      'the last destroy removes the runtime; a restart keeps the slots',
+    async () => {
+      const none = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
+      expect(none.status).toBe(400);
+      expect(none.body.message).toMatch(/X-User-ID/);
+      expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toEqual({
+        enabled: true,
+        vms: 0,
+        max_vms: 2,
+        total_users: 0,
+        max_users_per_vm: 2,
+      });
 
-    const alice = (await call(srv.url, 'POST', '/api/v1/sandboxes', { ttl: '10m', memory_mb: 4096 }, as('alice'))).body;
-    const bob = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('bob'))).body;
-    expect(alice.id).toMatch(/^sb-/);
-    expect(alice.owner_id).toBe('alice');
-    expect(alice.memory_mb).toBe(512); // the pool's shape, not the request's
-    expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 1, total_users: 2 });
-    expect(readdirSync(join(dir, 'mock')).filter((n) => n.startsWith('pool-'))).toHaveLength(1);
+      const alice = (await call(srv.url, 'POST', '/api/v1/sandboxes', { ttl: '10m', memory_mb: 4096 }, as('alice'))).body;
+      const bob = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('bob'))).body;
+      expect(alice.id).toMatch(/^sb-/);
+      expect(alice.owner_id).toBe('alice');
+      expect(alice.memory_mb).toBe(512); // the pool's shape, not the request's
+      expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 1, total_users: 2 });
+      expect(readdirSync(join(dir, 'mock')).filter((n) => n.startsWith('pool-'))).toHaveLength(1);
 
-    // Files are re-rooted into the workspace and shown back re-rooted.
-    expect(
-      (await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/files`, { path: '/notes/a.txt', content: 'alice only' }, as('alice')))
-        .status,
-    ).toBe(200);
-    const read = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/notes/a.txt`, undefined, as('alice'));
-    expect(read.text).toBe('alice only');
-    const list = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files/list?path=/notes`, undefined, as('alice'));
-    expect(list.body.map((f: { path: string }) => f.path)).toEqual(['/notes/a.txt']);
-    const glob = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files/glob?pattern=/**/*.txt`, undefined, as('alice'));
-    expect(glob.body).toEqual(['/notes/a.txt']);
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/../x`, undefined, as('alice'))).status).toBe(400);
-    // Bob's workspace is his own; Alice's sandbox does not exist for him.
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${bob.id}/files?path=/notes/a.txt`, undefined, as('bob'))).status).toBe(404);
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/notes/a.txt`, undefined, as('bob'))).status).toBe(404);
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}`, undefined, as('bob'))).status).toBe(404);
-    expect((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, as('bob'))).body.map((s: { id: string }) => s.id)).toEqual([bob.id]);
-    // Exec starts in the workspace.
-    const ls = await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/exec`, { command: 'cat notes/a.txt' }, as('alice'));
-    expect(ls.body).toMatchObject({ exit_code: 0, stdout: 'alice only' });
-    const admin = await call(srv.url, 'GET', '/api/v1/pool/status', undefined, { 'x-admin-api-key': ADMIN });
-    expect(admin.body.runtimes).toEqual([{ runtime_id: expect.stringMatching(/^pool-/), users: 2 }]);
-    const metrics = (await call(srv.url, 'GET', '/api/v1/admin/metrics/prometheus', undefined, { 'x-admin-api-key': ADMIN })).text;
-    expect(metrics).toMatch(/^sbx_pool_users 2$/m);
-    expect(metrics).toMatch(/^sbx_pool_vms 1$/m);
-    const diag = (await call(srv.url, 'GET', '/api/v1/admin/diagnostics', undefined, { 'x-admin-api-key': ADMIN })).body;
-    expect(diag.pool).toMatchObject({ enabled: true, vms: 1, max_vms: 2, total_users: 2, max_users_per_vm: 2, provider: 'mock' });
-    const cli = fakeCli({ url: srv.url, adminKey: ADMIN });
-    expect(await runCommand(poolCommand, cli.ctx, {})).toBe(0);
-    expect(cli.stdout()).toMatch(/runtimes:\s+1 of 2/);
-    expect(cli.stdout()).toMatch(/workspaces:\s+2 \(at most 2 per runtime\)/);
-    await cli.close();
+      // Files are re-rooted into the workspace and shown back re-rooted.
+      expect(
+        (await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/files`, { path: '/notes/a.txt', content: 'alice only' }, as('alice')))
+          .status,
+      ).toBe(200);
+      const read = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/notes/a.txt`, undefined, as('alice'));
+      expect(read.text).toBe('alice only');
+      const list = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files/list?path=/notes`, undefined, as('alice'));
+      expect(list.body.map((f: { path: string }) => f.path)).toEqual(['/notes/a.txt']);
+      const glob = await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files/glob?pattern=/**/*.txt`, undefined, as('alice'));
+      expect(glob.body).toEqual(['/notes/a.txt']);
+      expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/../x`, undefined, as('alice'))).status).toBe(400);
+      // Bob's workspace is his own; Alice's sandbox does not exist for him.
+      expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${bob.id}/files?path=/notes/a.txt`, undefined, as('bob'))).status).toBe(404);
+      expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/notes/a.txt`, undefined, as('bob'))).status).toBe(404);
+      expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}`, undefined, as('bob'))).status).toBe(404);
+      expect((await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, as('bob'))).body.map((s: { id: string }) => s.id)).toEqual([
+        bob.id,
+      ]);
+      // Exec starts in the workspace.
+      const ls = await call(srv.url, 'POST', `/api/v1/sandboxes/${alice.id}/exec`, { command: 'cat notes/a.txt' }, as('alice'));
+      expect(ls.body).toMatchObject({ exit_code: 0, stdout: 'alice only' });
+      const admin = await call(srv.url, 'GET', '/api/v1/pool/status', undefined, { 'x-admin-api-key': ADMIN });
+      expect(admin.body.runtimes).toEqual([{ runtime_id: expect.stringMatching(/^pool-/), users: 2 }]);
+      const metrics = (await call(srv.url, 'GET', '/api/v1/admin/metrics/prometheus', undefined, { 'x-admin-api-key': ADMIN })).text;
+      expect(metrics).toMatch(/^sbx_pool_users 2$/m);
+      expect(metrics).toMatch(/^sbx_pool_vms 1$/m);
+      const diag = (await call(srv.url, 'GET', '/api/v1/admin/diagnostics', undefined, { 'x-admin-api-key': ADMIN })).body;
+      expect(diag.pool).toMatchObject({ enabled: true, vms: 1, max_vms: 2, total_users: 2, max_users_per_vm: 2, provider: 'mock' });
+      const cli = fakeCli({ url: srv.url, adminKey: ADMIN });
+      expect(await runCommand(poolCommand, cli.ctx, {})).toBe(0);
+      expect(cli.stdout()).toMatch(/runtimes:\s+1 of 2/);
+      expect(cli.stdout()).toMatch(/workspaces:\s+2 \(at most 2 per runtime\)/);
+      await cli.close();
 
-    // Two runtimes of two: the fifth tenant is refused.
-    for (const u of ['carol', 'dave']) expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as(u))).status).toBe(201);
-    expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 2, total_users: 4 });
-    const full = await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('erin'));
-    expect(full.status).toBe(503);
-    expect(full.body).toMatchObject({ code: 'unavailable', message: expect.stringMatching(/pool is full/) });
+      // Two runtimes of two: the fifth tenant is refused.
+      for (const u of ['carol', 'dave']) expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as(u))).status).toBe(201);
+      expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 2, total_users: 4 });
+      const full = await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('erin'));
+      expect(full.status).toBe(503);
+      expect(full.body).toMatchObject({ code: 'unavailable', message: expect.stringMatching(/pool is full/) });
 
-    // A restart keeps every assignment: the same files, the same runtimes.
-    await srv.close().catch(() => undefined);
-    srv = await startTestServer(config());
-    expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 2, total_users: 4 });
-    expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/notes/a.txt`, undefined, as('alice'))).text).toBe(
-      'alice only',
-    );
+      // A restart keeps every assignment: the same files, the same runtimes.
+      await srv.close().catch(() => undefined);
+      srv = await startTestServer(config());
+      expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 2, total_users: 4 });
+      expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${alice.id}/files?path=/notes/a.txt`, undefined, as('alice'))).text).toBe(
+        'alice only',
+      );
 
-    // Destroying a workspace frees its slot; the last one of a runtime removes the runtime.
-    expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${alice.id}`, undefined, as('alice'))).status).toBe(200);
-    expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 2, total_users: 3 });
-    expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('erin'))).status).toBe(201);
-    for (const s of (await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'x-admin-api-key': ADMIN })).body) {
-      expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${s.id}`, undefined, { 'x-admin-api-key': ADMIN })).status).toBe(200);
-    }
-    expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 0, total_users: 0 });
-    expect(readdirSync(join(dir, 'mock')).filter((n) => n.startsWith('pool-'))).toHaveLength(0);
-  });
+      // Destroying a workspace frees its slot; the last one of a runtime removes the runtime.
+      expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${alice.id}`, undefined, as('alice'))).status).toBe(200);
+      expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 2, total_users: 3 });
+      expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('erin'))).status).toBe(201);
+      for (const s of (await call(srv.url, 'GET', '/api/v1/sandboxes', undefined, { 'x-admin-api-key': ADMIN })).body) {
+        expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${s.id}`, undefined, { 'x-admin-api-key': ADMIN })).status).toBe(200);
+      }
+      expect((await call(srv.url, 'GET', '/api/v1/pool/status')).body).toMatchObject({ vms: 0, total_users: 0 });
+      expect(readdirSync(join(dir, 'mock')).filter((n) => n.startsWith('pool-'))).toHaveLength(0);
+    },
+  );
 });
 
 describe.skipIf(DOCKER_SKIP !== undefined)(`pool mode on docker${DOCKER_SKIP ? ` (skipped: ${DOCKER_SKIP})` : ''}`, () => {
@@ -134,7 +140,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(`pool mode on docker${DOCKER_SKIP ? `
     await srv?.close();
   });
 
-  it('each tenant runs as its own uid in a 0700 workspace: no read or write of another tenant by exec, by API, or by a planted symlink', async () => {
+  it('each tenant runs as its own uid in a 0700 workspace: no read or write of another tenant by exec, by API, ' +
+    'or by a planted symlink', async () => {
     const alice = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('alice'))).body;
     const bob = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('bob'))).body;
     expect(JSON.stringify(alice)).toContain(TEST_IMAGE);
@@ -230,7 +237,8 @@ describe.skipIf(!prootOn)(`pool mode on proot${prootOn ? '' : ' (skipped: SBX_TE
     rmSync(join(tmpdir(), `.sbx-proot-${installation}.sbx`), { recursive: true, force: true });
   });
 
-  it('workspaces of one proot copy: paths re-rooted and confined, exec in /workspace/<id>, full → 503, the last destroy removes the copy', async () => {
+  it('workspaces of one proot copy: paths re-rooted and confined, exec in /workspace/<id>, full → 503, the ' +
+    'last destroy removes the copy', async () => {
     const alice = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('alice'))).body;
     const bob = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('bob'))).body;
     expect(alice.provider).toBe('proot');

@@ -157,7 +157,9 @@ describe('live preview on mock: WebSocket, destroy, metrics', () => {
   it('a WebSocket echo server in the sandbox works through the proxy; a destroyed sandbox is 404', async () => {
     const box = await client.spawn();
     const port = await freePort();
-    const script = `const {WebSocketServer}=require('ws');const s=new WebSocketServer({host:'127.0.0.1',port:${port}});s.on('connection',c=>c.on('message',(m,b)=>c.send(m,{binary:b})));`;
+    const script =
+      `const {WebSocketServer}=require('ws');const s=new ` +
+      `WebSocketServer({host:'127.0.0.1',port:${port}});s.on('connection',c=>c.on('message',(m,b)=>c.send(m,{binary:b})));`;
     const stop = new AbortController();
     const nodeModules = join(import.meta.dirname, '..', '..', 'node_modules');
     const it = client
@@ -344,37 +346,40 @@ describe.skipIf(!prootOn)(`live preview on proot${prootOn ? '' : ' (skipped: SBX
 });
 
 describe('sbx preview', () => {
-  it('prints the URL on the server scheme and port (with the token once under preview_auth); bad port and no domain are clear errors', async () => {
-    const { fakeCli } = await import('../helpers/cli-context.js');
-    const { runCommand } = await import('../../src/transports/cli/run-command.js');
-    const { previewCommand } = await import('../../src/transports/cli/commands/preview.js');
-    const srv = await startTestServer({ server: { preview_domain: DOMAIN, preview_auth: true } });
-    const off = await startTestServer();
-    try {
-      const client = new Client({ url: srv.url });
-      const box = await client.spawn();
-      const cli = fakeCli({ url: srv.url });
-      expect(await runCommand(previewCommand, cli.ctx, { id: box.id.slice(0, 8), port: '8080' })).toBe(0);
-      const port = new URL(srv.url).port;
-      expect(cli.stdout().trim()).toBe(`http://8080-${box.id}.${DOMAIN}:${port}/?sbx_token=${box.preview_token}`);
-      await cli.close();
+  it(
+    'prints the URL on the server scheme and port (with the token once under preview_auth); bad port and no ' + 'domain are clear errors',
+    async () => {
+      const { fakeCli } = await import('../helpers/cli-context.js');
+      const { runCommand } = await import('../../src/transports/cli/run-command.js');
+      const { previewCommand } = await import('../../src/transports/cli/commands/preview.js');
+      const srv = await startTestServer({ server: { preview_domain: DOMAIN, preview_auth: true } });
+      const off = await startTestServer();
+      try {
+        const client = new Client({ url: srv.url });
+        const box = await client.spawn();
+        const cli = fakeCli({ url: srv.url });
+        expect(await runCommand(previewCommand, cli.ctx, { id: box.id.slice(0, 8), port: '8080' })).toBe(0);
+        const port = new URL(srv.url).port;
+        expect(cli.stdout().trim()).toBe(`http://8080-${box.id}.${DOMAIN}:${port}/?sbx_token=${box.preview_token}`);
+        await cli.close();
 
-      const bad = fakeCli({ url: srv.url });
-      expect(await runCommand(previewCommand, bad.ctx, { id: box.id, port: '0' })).toBe(2);
-      expect(bad.stderr()).toMatch(/port must be a number from 1 to 65535/);
-      await bad.close();
+        const bad = fakeCli({ url: srv.url });
+        expect(await runCommand(previewCommand, bad.ctx, { id: box.id, port: '0' })).toBe(2);
+        expect(bad.stderr()).toMatch(/port must be a number from 1 to 65535/);
+        await bad.close();
 
-      const offClient = new Client({ url: off.url });
-      const plain = await offClient.spawn();
-      const none = fakeCli({ url: off.url });
-      expect(await runCommand(previewCommand, none.ctx, { id: plain.id, port: '80' })).toBe(1);
-      expect(none.stderr()).toMatch(/previews are off on this server/);
-      await none.close();
-      await client.close();
-      await offClient.close();
-    } finally {
-      await srv.close();
-      await off.close();
-    }
-  });
+        const offClient = new Client({ url: off.url });
+        const plain = await offClient.spawn();
+        const none = fakeCli({ url: off.url });
+        expect(await runCommand(previewCommand, none.ctx, { id: plain.id, port: '80' })).toBe(1);
+        expect(none.stderr()).toMatch(/previews are off on this server/);
+        await none.close();
+        await client.close();
+        await offClient.close();
+      } finally {
+        await srv.close();
+        await off.close();
+      }
+    },
+  );
 });

@@ -79,33 +79,37 @@ describe('snapshots', () => {
     expect((await read(child.body.id, '/workspace/notes.txt')).text).toBe('before the snapshot');
   });
 
-  it('bad input: names 400, unknown sandbox 404, unknown snapshot on spawn 404 with nothing created, provider or image beside a snapshot 400', async () => {
-    const id = await spawn();
-    for (const name of ['Upper', '-lead', '', 'a/b', 'x'.repeat(65), 'sp ace', '..']) {
-      const r = await api('POST', `/api/v1/sandboxes/${id}/snapshot`, { name });
-      expect(r.status, name).toBe(400);
-      expect(r.body.code).toBe('bad_request');
-      expect(typeof r.body.message).toBe('string');
-    }
-    expect((await api('POST', `/api/v1/sandboxes/${id}/snapshot`, {})).status).toBe(400);
-    expect((await api('POST', '/api/v1/sandboxes/sb-nope/snapshot', { name: 'x' })).status).toBe(404);
-    await api('DELETE', `/api/v1/sandboxes/${id}`);
-    expect((await api('POST', `/api/v1/sandboxes/${id}/snapshot`, { name: 'gone' })).status).toBe(404);
+  it(
+    'bad input: names 400, unknown sandbox 404, unknown snapshot on spawn 404 with nothing created, provider ' +
+      'or image beside a snapshot 400',
+    async () => {
+      const id = await spawn();
+      for (const name of ['Upper', '-lead', '', 'a/b', 'x'.repeat(65), 'sp ace', '..']) {
+        const r = await api('POST', `/api/v1/sandboxes/${id}/snapshot`, { name });
+        expect(r.status, name).toBe(400);
+        expect(r.body.code).toBe('bad_request');
+        expect(typeof r.body.message).toBe('string');
+      }
+      expect((await api('POST', `/api/v1/sandboxes/${id}/snapshot`, {})).status).toBe(400);
+      expect((await api('POST', '/api/v1/sandboxes/sb-nope/snapshot', { name: 'x' })).status).toBe(404);
+      await api('DELETE', `/api/v1/sandboxes/${id}`);
+      expect((await api('POST', `/api/v1/sandboxes/${id}/snapshot`, { name: 'gone' })).status).toBe(404);
 
-    const before = await liveCount();
-    const unknown = await api('POST', '/api/v1/sandboxes', { snapshot: 'never-made' });
-    expect(unknown.status).toBe(404);
-    expect(unknown.body).toEqual({ code: 'not_found', message: 'snapshot never-made not found' });
-    expect(await liveCount()).toBe(before);
-    expect((await api('POST', '/api/v1/templates', { name: 'from-missing', snapshot: 'never-made' })).status).toBe(404);
+      const before = await liveCount();
+      const unknown = await api('POST', '/api/v1/sandboxes', { snapshot: 'never-made' });
+      expect(unknown.status).toBe(404);
+      expect(unknown.body).toEqual({ code: 'not_found', message: 'snapshot never-made not found' });
+      expect(await liveCount()).toBe(before);
+      expect((await api('POST', '/api/v1/templates', { name: 'from-missing', snapshot: 'never-made' })).status).toBe(404);
 
-    const src = await spawn();
-    expect((await api('POST', `/api/v1/sandboxes/${src}/snapshot`, { name: 'fixed' })).status).toBe(201);
-    expect((await api('POST', '/api/v1/sandboxes', { snapshot: 'fixed', image: 'alpine' })).status).toBe(400);
-    const other = await api('POST', '/api/v1/sandboxes', { snapshot: 'fixed', provider: 'docker' });
-    expect(other.status).toBe(400);
-    expect(await liveCount()).toBe(before + 1);
-  });
+      const src = await spawn();
+      expect((await api('POST', `/api/v1/sandboxes/${src}/snapshot`, { name: 'fixed' })).status).toBe(201);
+      expect((await api('POST', '/api/v1/sandboxes', { snapshot: 'fixed', image: 'alpine' })).status).toBe(400);
+      const other = await api('POST', '/api/v1/sandboxes', { snapshot: 'fixed', provider: 'docker' });
+      expect(other.status).toBe(400);
+      expect(await liveCount()).toBe(before + 1);
+    },
+  );
 
   it('a failed copy answers provider_error and leaves no record', async () => {
     const id = await spawn();

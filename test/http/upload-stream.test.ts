@@ -32,7 +32,8 @@ function rawPost(path: string, pieces: Buffer[], opts: { cut?: boolean } = {}): 
     const sock = connect({ port: Number(port), host: hostname }, async () => {
       sock.setNoDelay(true);
       sock.write(
-        `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\nConnection: close\r\n\r\n`,
+        `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ` +
+          `${total}\r\nConnection: close\r\n\r\n`,
       );
       const send = opts.cut ? pieces.slice(0, -1) : pieces;
       for (const p of send) {

@@ -197,7 +197,8 @@ describe.skipIf(why !== null)('several machines: a control plane and two workers
     expect((await fetch(url, { headers: ok })).status).toBe(405);
   });
 
-  it('SIGKILL of a worker and a control-plane restart: its sandboxes unhealthy, the other keeps working, new spawns go to the survivor', async () => {
+  it('SIGKILL of a worker and a control-plane restart: its sandboxes unhealthy, the other keeps working, new ' +
+    'spawns go to the survivor', async () => {
     const sandboxes = (await json('GET', '/api/v1/sandboxes')).body as Array<{ id: string }>;
     await w1!.kill('SIGKILL');
     await cp!.kill('SIGTERM');

@@ -73,7 +73,9 @@ function suite(name: string, start: () => Promise<TestServer>, opts: SuiteOption
       try {
         const started = Date.now();
         const res = await client.exec(box.id, {
-          command: `setsid ${detached.join(' ')} >/dev/null 2>&1 & echo $! > /tmp/detached.pid; ${plain.join(' ')} & echo $! > /tmp/plain.pid; echo started`,
+          command:
+            `setsid ${detached.join(' ')} >/dev/null 2>&1 & echo $! > /tmp/detached.pid; ` +
+            `${plain.join(' ')} & echo $! > /tmp/plain.pid; echo started`,
           timeout: '60s',
         });
         // Generous bound: the point is that it does not wait for the sleeps (or a timeout).
@@ -169,7 +171,8 @@ function suite(name: string, start: () => Promise<TestServer>, opts: SuiteOption
         try {
           const scan = await client.exec(box.id, {
             command:
-              'for f in /proc/[0-9]*/environ; do cat "$f"; echo; done 2>/dev/null | grep -c "$A$B"; test -e /proc/$SERVER && echo visible || echo hidden',
+              'for f in /proc/[0-9]*/environ; do cat "$f"; echo; done 2>/dev/null | grep -c "$A$B"; test -e ' +
+              '/proc/$SERVER && echo visible || echo hidden',
             env: { A: canary.slice(0, 8), B: canary.slice(8), SERVER: String(process.pid) },
           });
           expect(scan.stdout).toBe('0\nhidden\n');

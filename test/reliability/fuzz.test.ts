@@ -297,7 +297,9 @@ async function send(base: string, gen: ReturnType<typeof makeGen>, ops: Op[]): P
     return {
       status: res.status,
       code,
-      line: `${method} ${url.slice(base.length, base.length + 300)} ${body === undefined ? '' : String(typeof body === 'string' ? body : `<${body.length} bytes>`).slice(0, 300)}`,
+      line:
+        `${method} ${url.slice(base.length, base.length + 300)} ` +
+        `${body === undefined ? '' : String(typeof body === 'string' ? body : `<${body.length} bytes>`).slice(0, 300)}`,
     };
   } catch (err) {
     const e = err as Error;
@@ -305,7 +307,9 @@ async function send(base: string, gen: ReturnType<typeof makeGen>, ops: Op[]): P
     if (e.name === 'TypeError' && !/fetch failed/.test(e.message)) return { status: -1, line: e.message };
     return {
       status: ac.signal.aborted ? -2 : 0,
-      line: `${method} ${url.slice(base.length, base.length + 300)} ${JSON.stringify(headers).slice(0, 300)} ${String(body ?? '').slice(0, 200)}: ${e.message} ${(e.cause as Error)?.message ?? ''}`,
+      line:
+        `${method} ${url.slice(base.length, base.length + 300)} ${JSON.stringify(headers).slice(0, 300)} ` +
+        `${String(body ?? '').slice(0, 200)}: ${e.message} ${(e.cause as Error)?.message ?? ''}`,
     };
   } finally {
     clearTimeout(timer);

@@ -32,13 +32,15 @@ const canary = () => `${MARK}${randomBytes(8).toString('hex')}`;
 /** The reading exec: /proc environ + cmdline of every pid, its env, a bounded grep of / (not /proc, /sys, /dev). */
 const SCAN = [
   'm=REL; m="${m}CAN"; m="${m}ARY"',
-  'for p in /proc/[0-9]*; do echo "== $p"; tr "\\000" " " < "$p/environ" 2>/dev/null; echo; tr "\\000" " " < "$p/cmdline" 2>/dev/null; echo; done',
+  'for p in /proc/[0-9]*; do echo "== $p"; tr "\\000" " " < "$p/environ" 2>/dev/null; echo; tr "\\000" " " < ' +
+    '"$p/cmdline" 2>/dev/null; echo; done',
   'echo "== env"; env',
   'echo "== grep"',
   // One deadline for the whole walk (10 s; on mock that is the host's whole tree), each grep
   // bounded by what is left of it.
   'end=$(( $(date +%s) + 10 ))',
-  'for d in /*; do case "$d" in /proc|/sys|/dev) continue;; esac; left=$(( end - $(date +%s) )); [ "$left" -gt 0 ] || break; timeout "$left" grep -r -a -o -E "${m}[0-9a-f]{16}" "$d" 2>/dev/null | head -n 50; done',
+  'for d in /*; do case "$d" in /proc|/sys|/dev) continue;; esac; left=$(( end - $(date +%s) )); [ "$left" -gt ' +
+    '0 ] || break; timeout "$left" grep -r -a -o -E "${m}[0-9a-f]{16}" "$d" 2>/dev/null | head -n 50; done',
   'echo "== done"',
 ].join('\n');
 
@@ -184,7 +186,8 @@ describe('secret canaries and signals from inside a sandbox', () => {
   for (const provider of ['mock', 'proot', 'docker'] as const) {
     const flag = provider === 'docker' ? 'SBX_TEST_DOCKER' : 'SBX_TEST_PROOT';
     it.skipIf(!enabled[provider])(
-      `${provider}: no canary readable or leaked; the server survives kill -9 of every visible pid ${enabled[provider] ? '' : skipWhy(flag)}`,
+      `${provider}: no canary readable or leaked; the server survives kill -9 of every visible pid ` +
+        `${enabled[provider] ? '' : skipWhy(flag)}`,
       async () => {
         ensureBuilt();
         await isolation(provider);

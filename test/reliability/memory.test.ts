@@ -88,7 +88,8 @@ describe('memory of the serve process under big payloads', () => {
     });
   }, 120_000);
 
-  it(`${OUTPUT_EXECS} concurrent buffered execs printing ~15 MB each: peak under ${PEAK_LIMIT_MB} MB, back under ${SETTLED_MB} MB within 10 s`, async () => {
+  it(`${OUTPUT_EXECS} concurrent buffered execs printing ~15 MB each: peak under ${PEAK_LIMIT_MB} MB, back ` +
+    `under ${SETTLED_MB} MB within 10 s`, async () => {
     await measure('big_output_8x15MB', async (s, base) => {
       const results = await Promise.all(
         Array.from({ length: OUTPUT_EXECS }, () =>

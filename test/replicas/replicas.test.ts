@@ -226,7 +226,8 @@ describe.each(DOCKER ? ['mock', 'docker'] : ['mock'])('replicas with local %s pr
       await call(url('ra'), 'DELETE', `/api/v1/sandboxes/${onA}`);
     }, 60_000);
 
-    it('a replica that does not run the sandbox serves it: exec, a file round trip and a preview, forwarded over the replica RPC', async () => {
+    it('a replica that does not run the sandbox serves it: exec, a file round trip and a preview, forwarded ' +
+      'over the replica RPC', async () => {
       const made = await spawn('rb');
       expect(made.status).toBe(201);
       // Ties go to the replica that took the spawn; every replica sees who runs it.
@@ -263,7 +264,8 @@ describe.each(DOCKER ? ['mock', 'docker'] : ['mock'])('replicas with local %s pr
       expect((await call(url('rb'), 'GET', `/api/v1/sandboxes/${id}`)).status).toBe(404);
     }, 60_000);
 
-    it('kill -9 of a replica: its sandboxes are unhealthy (503 on operations, fast) until it returns, and no other replica takes them', async () => {
+    it('kill -9 of a replica: its sandboxes are unhealthy (503 on operations, fast) until it returns, and no ' +
+      'other replica takes them', async () => {
       const made = await spawn('rc');
       expect(made.body.worker_id).toBe('rc');
       const id = made.body.id as string;

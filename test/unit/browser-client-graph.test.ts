@@ -63,7 +63,8 @@ describe('browser module graph of the typed client', () => {
       writeFileSync(join(dir, 'js', 'client', 'a.js'), 'export const a = 1;\n');
       writeFileSync(
         join(dir, 'bad.js'),
-        "import { readFileSync } from 'node:fs';\nexport { request } from 'undici';\nimport './gone.js';\nconst es = await import('eventsource');\n",
+        "import { readFileSync } from 'node:fs';\nexport { request } from 'undici';\nimport " +
+          "'./gone.js';\nconst es = await import('eventsource');\n",
       );
       expect(scanBrowserModules(dir)).toEqual([
         'bad.js imports "node:fs" at top level',

@@ -31,16 +31,19 @@ const CLEAN: Record<string, string> = {
     "export async function main() {\n  const { COMMANDS } = await import('./transports/cli/registry.js');\n  return COMMANDS.length;\n}\n",
   'src/transports/cli/registry.ts': "import { serve } from './commands/serve.js';\nexport const COMMANDS = [serve];\n",
   'src/transports/cli/commands/serve.ts':
-    "import { SbxError } from '../../../contracts/errors.js';\nexport const serve = async () => {\n  const { start } = await import('../../../compose/serve.js');\n  if (!start) throw new SbxError();\n  return start();\n};\n",
+    "import { SbxError } from '../../../contracts/errors.js';\nexport const serve = async () => {\n  const { " +
+    "start } = await import('../../../compose/serve.js');\n  if (!start) throw new SbxError();\n  return start();\n};\n",
   'src/compose/serve.ts':
-    "import Fastify from 'fastify';\nimport { loadConfig } from '../config/index.js';\nimport { plan } from '../core/plan.js';\nexport const start = () => [Fastify, loadConfig, plan];\n",
+    "import Fastify from 'fastify';\nimport { loadConfig } from '../config/index.js';\nimport { plan } from " +
+    "'../core/plan.js';\nexport const start = () => [Fastify, loadConfig, plan];\n",
   'src/config/index.ts': 'export const loadConfig = () => ({});\n',
   'src/core/plan.ts': "import type { Clock } from './ports.js';\nexport const plan = (clock: Clock) => clock.now();\n",
   'src/core/ports.ts': 'export interface Clock { now(): Date }\n',
   'src/contracts/errors.ts':
     "import { Type } from '@sinclair/typebox';\nexport class SbxError extends Error {}\nexport const T = Type.String();\n",
   'src/client/index.ts':
-    "import { request } from 'undici';\nimport type { Readable } from 'node:stream';\nexport { SbxError } from '../contracts/errors.js';\nexport type R = Readable;\nexport const r = request;\n",
+    "import { request } from 'undici';\nimport type { Readable } from 'node:stream';\nexport { SbxError } from " +
+    "'../contracts/errors.js';\nexport type R = Readable;\nexport const r = request;\n",
   'src/adapters/store.ts': "import type { Clock } from '../core/ports.js';\nexport type C = Clock;\n",
 };
 
@@ -103,7 +106,9 @@ const PLANTED: Array<{ rule: string; files: Record<string, string>; line: string
   {
     rule: 'transports never import adapters',
     files: { 'src/transports/http/app.ts': "\n\nimport type { C } from '../../adapters/store.js';\nexport type A = C;\n" },
-    line: 'src/transports/http/app.ts:3 imports ../../adapters/store.js (transports/http imports only core, contracts, client, config, log, transports/shared, shared)',
+    line:
+      'src/transports/http/app.ts:3 imports ../../adapters/store.js (transports/http imports only core, ' +
+      'contracts, client, config, log, transports/shared, shared)',
   },
   {
     rule: 'sibling transports never import each other',
@@ -111,7 +116,9 @@ const PLANTED: Array<{ rule: string; files: Record<string, string>; line: string
       'src/transports/mcp/http.ts': 'export const mcp = 1;\n',
       'src/transports/http/app.ts': "import { mcp } from '../mcp/http.js';\nexport const app = mcp;\n",
     },
-    line: 'src/transports/http/app.ts:1 imports ../mcp/http.js (sibling transports never import each other (what two share lives in transports/shared))',
+    line:
+      'src/transports/http/app.ts:1 imports ../mcp/http.js (sibling transports never import each other ' +
+      '(what two share lives in transports/shared))',
   },
   {
     rule: 'transports/shared never imports a transport',
@@ -119,7 +126,9 @@ const PLANTED: Array<{ rule: string; files: Record<string, string>; line: string
       'src/transports/http/host.ts': 'export const host = 1;\n',
       'src/transports/shared/framing.ts': "import { host } from '../http/host.js';\nexport const f = host;\n",
     },
-    line: 'src/transports/shared/framing.ts:1 imports ../http/host.js (transports/shared imports only core, contracts, client, config, log, shared)',
+    line:
+      'src/transports/shared/framing.ts:1 imports ../http/host.js (transports/shared imports only core, ' +
+      'contracts, client, config, log, shared)',
   },
   {
     rule: 'a file directly under transports/ is transports/shared',
@@ -127,24 +136,32 @@ const PLANTED: Array<{ rule: string; files: Record<string, string>; line: string
       'src/transports/http/host.ts': 'export const host = 1;\n',
       'src/transports/framing.ts': "import { host } from './http/host.js';\nexport const f = host;\n",
     },
-    line: 'src/transports/framing.ts:1 imports ./http/host.js (transports/shared imports only core, contracts, client, config, log, shared)',
+    line:
+      'src/transports/framing.ts:1 imports ./http/host.js (transports/shared imports only core, contracts, ' +
+      'client, config, log, shared)',
   },
   {
     rule: 'import() obeys the rules',
     files: { 'src/transports/cli/commands/ls.ts': "export const ls = async () => (await import('../../../adapters/store.js')).c;\n" },
-    line: 'src/transports/cli/commands/ls.ts:1 imports ../../../adapters/store.js (transports/cli imports only core, contracts, client, config, log, transports/shared, shared)',
+    line:
+      'src/transports/cli/commands/ls.ts:1 imports ../../../adapters/store.js (transports/cli imports only ' +
+      'core, contracts, client, config, log, transports/shared, shared)',
   },
   {
     rule: 'the CLI reaches config only inside a command',
     files: {
       'src/transports/cli/commands/ls.ts': "import { loadConfig } from '../../../config/index.js';\nexport const ls = loadConfig;\n",
     },
-    line: 'src/transports/cli/commands/ls.ts:1 imports ../../../config/index.js (the CLI reaches config only through compose or an import() inside a command)',
+    line:
+      'src/transports/cli/commands/ls.ts:1 imports ../../../config/index.js (the CLI reaches config only ' +
+      'through compose or an import() inside a command)',
   },
   {
     rule: 'only process-starting commands load compose',
     files: { 'src/transports/cli/commands/ls.ts': "export const ls = async () => (await import('../../../compose/serve.js')).start;\n" },
-    line: "src/transports/cli/commands/ls.ts:1 imports ../../../compose/serve.js (nothing imports compose except the commands that start a process (serve, worker, provider-server, mcp) and doctor's local checks)",
+    line:
+      'src/transports/cli/commands/ls.ts:1 imports ../../../compose/serve.js (nothing imports compose ' +
+      "except the commands that start a process (serve, worker, provider-server, mcp) and doctor's local checks)",
   },
   {
     rule: 'imports stay inside src/',
@@ -176,7 +193,8 @@ describe('check-deps', () => {
     expect(
       violationsOf({ 'src/transports/cli/commands/serve.ts': "import Fastify from 'fastify';\nexport const serve = () => Fastify;\n" }),
     ).toEqual([
-      'src/cli.ts → src/transports/cli/registry.ts → src/transports/cli/commands/serve.ts imports fastify (the CLI start path never statically imports fastify, better-sqlite3, dockerode, ink, @modelcontextprotocol/sdk)',
+      'src/cli.ts → src/transports/cli/registry.ts → src/transports/cli/commands/serve.ts imports fastify (the ' +
+        'CLI start path never statically imports fastify, better-sqlite3, dockerode, ink, @modelcontextprotocol/sdk)',
     ]);
     expect(
       violationsOf({ 'src/transports/cli/commands/serve.ts': "export const serve = async () => (await import('ink')).render;\n" }),

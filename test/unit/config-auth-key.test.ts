@@ -56,7 +56,9 @@ describe('a configured key switches auth on (DESIGN §3 "Auth")', () => {
       {
         level: 'warn',
         key: 'auth.enabled',
-        message: `auth.enabled is false (from ${join(dir, 'sbx.yaml')}) although auth.api_key is set (from SVC_AUTH_API_KEY): the key is ignored and the API is open; remove auth.enabled: false to turn auth on`,
+        message:
+          `auth.enabled is false (from ${join(dir, 'sbx.yaml')}) although auth.api_key is set (from ` +
+          `SVC_AUTH_API_KEY): the key is ignored and the API is open; remove auth.enabled: false to turn auth on`,
       },
     ]);
   });

@@ -153,7 +153,8 @@ describe('secret _file twins', () => {
     );
     expect(problems).toEqual([
       `auth.api_key: set together with auth.api_key_file; set only one of them (from ${file} and SVC_AUTH_API_KEY_FILE)`,
-      'providers.custom_http.api_key: set together with providers.custom_http.api_key_file; set only one of them (from SVC_PROVIDERS_CUSTOM_HTTP_API_KEY and SVC_PROVIDERS_CUSTOM_HTTP_API_KEY_FILE)',
+      'providers.custom_http.api_key: set together with providers.custom_http.api_key_file; set only one of ' +
+        'them (from SVC_PROVIDERS_CUSTOM_HTTP_API_KEY and SVC_PROVIDERS_CUSTOM_HTTP_API_KEY_FILE)',
     ]);
     expect(problems.join('\n')).not.toContain('inline-secret-value');
   });

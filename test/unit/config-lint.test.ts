@@ -26,31 +26,34 @@ describe('lintConfig', () => {
     expect(keysOf(lintConfig(c, { production: true }))).not.toContain('fail auth.secrets_key');
   });
 
-  it('replicas with local workers (DESIGN §7): a loopback advertise URL with a remote database fails, plain http between hosts warns', () => {
-    const c = hardened();
-    c.database.driver = 'postgres';
-    c.database.dsn = 'postgres://sbx:pw@db.internal:5432/sbx';
-    // The default host 127.0.0.1 advertises http://127.0.0.1:7423: the other replicas cannot reach it.
-    const loop = lintConfig(c, { production: true }).filter((f) => f.key === 'server.advertise_url');
-    expect(loop.map((f) => f.level)).toEqual(['fail']);
-    expect(loop[0]!.message).toMatch(/loopback/);
-    c.server.advertise_url = 'http://localhost:7423';
-    expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail server.advertise_url']);
-    c.server.advertise_url = '';
-    c.server.host = '10.0.0.5';
-    expect(keysOf(lintConfig(c, { production: true }))).toEqual(['warn server.advertise_url']);
-    c.server.advertise_url = 'https://cp1.internal:7423';
-    expect(lintConfig(c, { production: true })).toEqual([]);
-    // The database on this host, a pure control plane, or SQLite: nothing to say.
-    c.server.advertise_url = '';
-    c.server.host = '127.0.0.1';
-    c.database.dsn = 'postgres://sbx:pw@127.0.0.1:5432/sbx';
-    expect(lintConfig(c, { production: true })).toEqual([]);
-    c.database.dsn = 'host=db.internal dbname=sbx';
-    expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail server.advertise_url']);
-    c.server.local_worker = false;
-    expect(lintConfig(c, { production: true })).toEqual([]);
-  });
+  it(
+    'replicas with local workers (DESIGN §7): a loopback advertise URL with a remote database fails, plain ' + 'http between hosts warns',
+    () => {
+      const c = hardened();
+      c.database.driver = 'postgres';
+      c.database.dsn = 'postgres://sbx:pw@db.internal:5432/sbx';
+      // The default host 127.0.0.1 advertises http://127.0.0.1:7423: the other replicas cannot reach it.
+      const loop = lintConfig(c, { production: true }).filter((f) => f.key === 'server.advertise_url');
+      expect(loop.map((f) => f.level)).toEqual(['fail']);
+      expect(loop[0]!.message).toMatch(/loopback/);
+      c.server.advertise_url = 'http://localhost:7423';
+      expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail server.advertise_url']);
+      c.server.advertise_url = '';
+      c.server.host = '10.0.0.5';
+      expect(keysOf(lintConfig(c, { production: true }))).toEqual(['warn server.advertise_url']);
+      c.server.advertise_url = 'https://cp1.internal:7423';
+      expect(lintConfig(c, { production: true })).toEqual([]);
+      // The database on this host, a pure control plane, or SQLite: nothing to say.
+      c.server.advertise_url = '';
+      c.server.host = '127.0.0.1';
+      c.database.dsn = 'postgres://sbx:pw@127.0.0.1:5432/sbx';
+      expect(lintConfig(c, { production: true })).toEqual([]);
+      c.database.dsn = 'host=db.internal dbname=sbx';
+      expect(keysOf(lintConfig(c, { production: true }))).toEqual(['fail server.advertise_url']);
+      c.server.local_worker = false;
+      expect(lintConfig(c, { production: true })).toEqual([]);
+    },
+  );
 
   it('passes a hardened config in production', () => {
     expect(lintConfig(hardened(), { production: true })).toEqual([]);
@@ -78,10 +81,12 @@ describe('lintConfig', () => {
       fix: 'set auth.api_key_file (or SVC_AUTH_API_KEY_FILE): a configured key turns auth on',
     });
     expect(dev[0]!.message).toContain(
-      "dev-box guard on: browser origins limited to localhost, 127.0.0.0/8, [::1], the server's own origin; Host limited to IP addresses, localhost, ",
+      "dev-box guard on: browser origins limited to localhost, 127.0.0.0/8, [::1], the server's own origin; " +
+        'Host limited to IP addresses, localhost, ',
     );
     expect(dev[1]!.message).toBe(
-      'server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser once auth is on (while auth is off the dev-box guard ignores the wildcard)',
+      'server.cors_allowed_origins contains the wildcard "*": any web page may call the API from a browser ' +
+        'once auth is on (while auth is off the dev-box guard ignores the wildcard)',
     );
     const on = hardened();
     on.server.cors_allowed_origins = ['*'];
@@ -99,7 +104,8 @@ describe('lintConfig', () => {
         level: 'fail',
         key: 'server.cors_allowed_origins',
         message:
-          'server.cors_allowed_origins is empty: the server refuses every origin, so no web page can call the API from a browser (preflights get 403)',
+          'server.cors_allowed_origins is empty: the server refuses every origin, so no web page can call the ' +
+          'API from a browser (preflights get 403)',
         fix: 'list the exact origins that need browser access, e.g. https://app.example.com; production requires an explicit list',
       },
     ]);
@@ -222,7 +228,8 @@ describe('lintConfig', () => {
       level: 'warn',
       key: 'auth.enabled',
       message:
-        'auth.enabled is false although auth.api_key is set: the key is ignored and anyone who can reach the API can create sandboxes and run commands',
+        'auth.enabled is false although auth.api_key is set: the key is ignored and anyone who can reach the ' +
+        'API can create sandboxes and run commands',
       fix: 'remove auth.enabled: false (a configured key turns auth on), or remove the key',
     });
     expect(keysOf(lintConfig(c, { production: true }))).toEqual([
@@ -240,7 +247,9 @@ describe('lintConfig', () => {
     c.server.allowed_hosts = ['sbx.lan', 'box.example'];
     c.server.preview_domain = 'preview.test.';
     expect(describeGuard(c, 'DevBox')).toBe(
-      "dev-box guard on: browser origins limited to localhost, 127.0.0.0/8, [::1], the server's own origin, https://app.example.com; Host limited to IP addresses, localhost, devbox, sbx.lan, box.example, *.preview.test (more names: server.allowed_hosts)",
+      "dev-box guard on: browser origins limited to localhost, 127.0.0.0/8, [::1], the server's own origin, " +
+        'https://app.example.com; Host limited to IP addresses, localhost, devbox, sbx.lan, box.example, ' +
+        '*.preview.test (more names: server.allowed_hosts)',
     );
   });
 });

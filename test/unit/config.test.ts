@@ -110,7 +110,8 @@ describe('loadConfig sources and precedence', () => {
   it('layers defaults < home < cwd < env < overrides', async () => {
     const homeFile = write(
       join(home, '.sbx', 'config.yaml'),
-      'server:\n  port: 1001\n  preview_domain: home.example\ndefaults:\n  ttl: 1h\n  memory_mb: 1024\n  vcpus: 2\nlogging:\n  level: debug\n',
+      'server:\n  port: 1001\n  preview_domain: home.example\ndefaults:\n  ttl: 1h\n  memory_mb: 1024\n  ' +
+        'vcpus: 2\nlogging:\n  level: debug\n',
     );
     const cwdFile = write(join(cwd, 'sbx.yaml'), 'server:\n  port: 1002\ndefaults:\n  ttl: 2h\n  memory_mb: 2048\n');
     const { config, sources } = await loadConfig({
@@ -312,7 +313,8 @@ describe('unknown-key suggestions', () => {
   it('suggests a close sibling, the same key elsewhere, or nothing', async () => {
     const file = write(
       join(cwd, 'sbx.yaml'),
-      'rate_limit:\n  burts: 5\n  requests_per_minut: 5\nauth:\n  apikey: x\nworker:\n  rpc_tls:\n    insecure_skip_verfy: true\nruntime: runc\ncolor: blue\n',
+      'rate_limit:\n  burts: 5\n  requests_per_minut: 5\nauth:\n  apikey: x\nworker:\n  rpc_tls:\n    ' +
+        'insecure_skip_verfy: true\nruntime: runc\ncolor: blue\n',
     );
     expect(await problemsOf(loadConfig({ cwd, home, env: {} }))).toEqual([
       `rate_limit.burts: unknown key; did you mean rate_limit.burst? (from ${file})`,

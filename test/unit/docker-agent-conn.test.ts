@@ -90,18 +90,21 @@ describe('agent connection', () => {
     await expect(AgentConnection.connect(silent, 'tok', 200)).rejects.toThrow(/no hello/);
   });
 
-  it('compares the token in constant time over its whole length: a prefix, a longer one, and an empty expected token are refused', async () => {
-    for (const [sent, expected] of [
-      ['to', 'tok'],
-      ['tok-and-more', 'tok'],
-      ['', ''],
-    ] as const) {
-      const path = await serve((s) => s.write(hello(sent)));
-      await expect(AgentConnection.connect(path, expected, 2_000)).rejects.toThrow(/refused/);
-      server!.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  it(
+    'compares the token in constant time over its whole length: a prefix, a longer one, and an empty expected ' + 'token are refused',
+    async () => {
+      for (const [sent, expected] of [
+        ['to', 'tok'],
+        ['tok-and-more', 'tok'],
+        ['', ''],
+      ] as const) {
+        const path = await serve((s) => s.write(hello(sent)));
+        await expect(AgentConnection.connect(path, expected, 2_000)).rejects.toThrow(/refused/);
+        server!.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('ends the connection on a frame bigger than the agent ever sends (a sandbox standing in for its agent)', async () => {
     const path = await serve((s) => {

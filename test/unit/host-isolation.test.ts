@@ -178,7 +178,8 @@ function suite(name: string, make: () => Fixture): void {
       const res = await run(
         a,
         sh(
-          'for v in LD_PRELOAD_NOT LD_PRELOAD PROOT_VERBOSE TMPDIR SBX_GUEST_RENAMED PLAIN; do eval "printf \'%s=[%s]\\n\' $v \\"\\$$v\\""; done; env | grep -c "^SBX_GUEST_" || true',
+          'for v in LD_PRELOAD_NOT LD_PRELOAD PROOT_VERBOSE TMPDIR SBX_GUEST_RENAMED PLAIN; do eval "printf ' +
+            '\'%s=[%s]\\n\' $v \\"\\$$v\\""; done; env | grep -c "^SBX_GUEST_" || true',
           env,
         ),
       );

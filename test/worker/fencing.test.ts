@@ -115,31 +115,35 @@ afterAll(async () => {
 });
 
 describe('the fencing table', () => {
-  it('names every method: required for spawn/destroy/renew/egress/fork/pause/resume, optional for the other calls that change a sandbox', () => {
-    const by = (p: string) =>
-      Object.entries(RPC_LEASE_POLICY)
-        .filter(([, v]) => v === p)
-        .map(([m]) => m)
-        .sort();
-    expect(by('required')).toEqual([
-      'worker.destroy',
-      'worker.egress_update',
-      'worker.fork',
-      'worker.pause',
-      'worker.renew_lease',
-      'worker.resume',
-      'worker.spawn',
-    ]);
-    expect(by('optional')).toEqual([
-      'worker.exec',
-      'worker.exec_stream',
-      'worker.file_chmod',
-      'worker.file_delete',
-      'worker.file_move',
-      'worker.file_write',
-      'worker.snapshot',
-    ]);
-  });
+  it(
+    'names every method: required for spawn/destroy/renew/egress/fork/pause/resume, optional for the other ' +
+      'calls that change a sandbox',
+    () => {
+      const by = (p: string) =>
+        Object.entries(RPC_LEASE_POLICY)
+          .filter(([, v]) => v === p)
+          .map(([m]) => m)
+          .sort();
+      expect(by('required')).toEqual([
+        'worker.destroy',
+        'worker.egress_update',
+        'worker.fork',
+        'worker.pause',
+        'worker.renew_lease',
+        'worker.resume',
+        'worker.spawn',
+      ]);
+      expect(by('optional')).toEqual([
+        'worker.exec',
+        'worker.exec_stream',
+        'worker.file_chmod',
+        'worker.file_delete',
+        'worker.file_move',
+        'worker.file_write',
+        'worker.snapshot',
+      ]);
+    },
+  );
 });
 
 describe('a stale lease: 403 naming the generation, nothing changed', () => {
@@ -159,7 +163,8 @@ describe('a stale lease: 403 naming the generation, nothing changed', () => {
     expect(r.status).toBe(403);
     expect(r.body.error.code).toBe('forbidden');
     expect(r.body.error.message).toBe(
-      `the lease generation ${stale.generation} of ${t.sandbox_id} is older than generation ${stale.generation + 1}, the newest this worker has seen`,
+      `the lease generation ${stale.generation} of ${t.sandbox_id} is older than generation ` +
+        `${stale.generation + 1}, the newest this worker has seen`,
     );
   };
 

@@ -296,53 +296,63 @@ describe('the worker RPC refuses what DESIGN §7 says', () => {
     expect((await rpcCall({ id: 's', method: 'worker.status', worker_id: 'w1', params: target })).body.result.state).toBe('running');
   });
 
-  it('egress on the RPC (DESIGN §10): a filtered spawn on a provider that cannot enforce → 501; egress_update checks lease, rules and network', async () => {
-    const spawnLease = { ...lease, resource_id: 'sb-filtered', generation: 1 };
-    const spawn = (params: Record<string, unknown>) =>
-      rpcCall({
-        id: 'f',
-        method: 'worker.spawn',
-        worker_id: 'w1',
-        lease: spawnLease,
-        params: {
-          sandbox_id: 'sb-filtered',
-          provider: 'mock',
-          image: 'i',
-          memory_mb: 1,
-          vcpus: 1,
-          ttl: '1m',
-          metadata: {},
-          owner_id: null,
-          ...params,
-        },
-      });
-    const filtered = await spawn({ network: 'filtered', egress: { allow: ['pypi.org'], deny: [] } });
-    expect(filtered.status).toBe(501);
-    expect(filtered.body.error.message).toBe(
-      'network "filtered" needs a provider that enforces egress rules (docker); provider mock on worker w1 cannot',
-    );
-    expect((await spawn({ network: 'bridge', egress: { allow: ['pypi.org'], deny: [] } })).status).toBe(400);
-    const badRule = await spawn({ network: 'filtered', egress: { allow: ['*.*.bad'], deny: [] } });
-    expect(badRule.status).toBe(400);
-    expect(badRule.body.error.message).toContain('*.*.bad');
-    // The test before fenced this lease at a newer generation than the store's: carry one past it.
-    const stored = (await cp.plane.deps.leases.list()).find((x) => x.resource_id === target.sandbox_id)!;
-    const current = { ...stored, generation: stored.generation + 100 };
-    const update = (egress: unknown, l: unknown = current) =>
-      rpcCall({ id: 'u', method: 'worker.egress_update', worker_id: 'w1', lease: l, params: { ...target, egress } });
-    // No lease: 400; another resource's lease: 403; a bad rule: 400 naming it; a sandbox that is not filtered: 409.
-    expect(
-      (await rpcCall({ id: 'u', method: 'worker.egress_update', worker_id: 'w1', params: { ...target, egress: { allow: [], deny: [] } } }))
-        .body.error.message,
-    ).toBe('this method needs a lease');
-    expect((await update({ allow: [], deny: [] }, { ...current, resource_id: 'sb-other' })).status).toBe(403);
-    const bad = await update({ allow: ['pypi.org:99999'], deny: [] });
-    expect(bad.status).toBe(400);
-    expect(bad.body.error.message).toContain('pypi.org:99999');
-    const notFiltered = await update({ allow: ['pypi.org'], deny: [] });
-    expect(notFiltered.status).toBe(409);
-    expect(notFiltered.body.error.code).toBe('conflict');
-  });
+  it(
+    'egress on the RPC (DESIGN §10): a filtered spawn on a provider that cannot enforce → 501; egress_update ' +
+      'checks lease, rules and network',
+    async () => {
+      const spawnLease = { ...lease, resource_id: 'sb-filtered', generation: 1 };
+      const spawn = (params: Record<string, unknown>) =>
+        rpcCall({
+          id: 'f',
+          method: 'worker.spawn',
+          worker_id: 'w1',
+          lease: spawnLease,
+          params: {
+            sandbox_id: 'sb-filtered',
+            provider: 'mock',
+            image: 'i',
+            memory_mb: 1,
+            vcpus: 1,
+            ttl: '1m',
+            metadata: {},
+            owner_id: null,
+            ...params,
+          },
+        });
+      const filtered = await spawn({ network: 'filtered', egress: { allow: ['pypi.org'], deny: [] } });
+      expect(filtered.status).toBe(501);
+      expect(filtered.body.error.message).toBe(
+        'network "filtered" needs a provider that enforces egress rules (docker); provider mock on worker w1 cannot',
+      );
+      expect((await spawn({ network: 'bridge', egress: { allow: ['pypi.org'], deny: [] } })).status).toBe(400);
+      const badRule = await spawn({ network: 'filtered', egress: { allow: ['*.*.bad'], deny: [] } });
+      expect(badRule.status).toBe(400);
+      expect(badRule.body.error.message).toContain('*.*.bad');
+      // The test before fenced this lease at a newer generation than the store's: carry one past it.
+      const stored = (await cp.plane.deps.leases.list()).find((x) => x.resource_id === target.sandbox_id)!;
+      const current = { ...stored, generation: stored.generation + 100 };
+      const update = (egress: unknown, l: unknown = current) =>
+        rpcCall({ id: 'u', method: 'worker.egress_update', worker_id: 'w1', lease: l, params: { ...target, egress } });
+      // No lease: 400; another resource's lease: 403; a bad rule: 400 naming it; a sandbox that is not filtered: 409.
+      expect(
+        (
+          await rpcCall({
+            id: 'u',
+            method: 'worker.egress_update',
+            worker_id: 'w1',
+            params: { ...target, egress: { allow: [], deny: [] } },
+          })
+        ).body.error.message,
+      ).toBe('this method needs a lease');
+      expect((await update({ allow: [], deny: [] }, { ...current, resource_id: 'sb-other' })).status).toBe(403);
+      const bad = await update({ allow: ['pypi.org:99999'], deny: [] });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.message).toContain('pypi.org:99999');
+      const notFiltered = await update({ allow: ['pypi.org'], deny: [] });
+      expect(notFiltered.status).toBe(409);
+      expect(notFiltered.body.error.code).toBe('conflict');
+    },
+  );
 
   it('400 malformed, 404 unknown runtime, 405 GET, 413 window, 501 unknown method', async () => {
     const bad = await call(rpc, 'POST', '/rpc', '{"id":', { ...hdr(), 'content-type': 'application/json' });

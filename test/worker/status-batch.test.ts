@@ -127,15 +127,13 @@ describe('an older worker without status_batch', () => {
         const env = JSON.parse(body) as { id: string; method: string; params: { sandbox_id: string } };
         methods.push(env.method);
         if (env.method !== 'worker.status')
-          return res
-            .writeHead(501)
-            .end(
-              JSON.stringify({
-                id: env.id,
-                worker_id: 'wold',
-                error: { code: 'not_implemented', message: `unknown RPC method "${env.method}"` },
-              }),
-            );
+          return res.writeHead(501).end(
+            JSON.stringify({
+              id: env.id,
+              worker_id: 'wold',
+              error: { code: 'not_implemented', message: `unknown RPC method "${env.method}"` },
+            }),
+          );
         res.end(
           JSON.stringify({
             id: env.id,

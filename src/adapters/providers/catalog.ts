@@ -150,7 +150,8 @@ export const PROVIDER_CATALOGUE: readonly CatalogueEntry[] = [
     available: true,
     want: (s) => onRequest(s, s.firecracker.enabled, 'firecracker'),
     enable:
-      'providers.firecracker.enabled: true with kernel_path and rootfs_path (a rootfs holding the guest agent; docs/providers/firecracker.md)',
+      'providers.firecracker.enabled: true with kernel_path and rootfs_path (a rootfs holding the guest agent; ' +
+      'docs/providers/firecracker.md)',
     async create(s, ctx) {
       const f = s.firecracker;
       const { createFirecrackerProvider } = await import('./firecracker/index.js');

@@ -30,7 +30,8 @@ export function processDir(id: string): string {
 export function launchScript(id: string, argv: readonly string[]): string {
   const d = quote(processDir(id));
   const wrapper =
-    'd=$1; shift; trap : INT TERM HUP QUIT USR1 USR2; "$@" </dev/null >"$d/out" 2>"$d/err"; echo $? >"$d/exit.tmp"; mv "$d/exit.tmp" "$d/exit"';
+    'd=$1; shift; trap : INT TERM HUP QUIT USR1 USR2; "$@" </dev/null >"$d/out" 2>"$d/err"; echo $? ' +
+    '>"$d/exit.tmp"; mv "$d/exit.tmp" "$d/exit"';
   return [
     `mkdir -p ${ROOT} 2>/dev/null; mkdir -m 700 ${d} || exit 120`,
     `: >${d}/out; : >${d}/err`,
@@ -66,14 +67,20 @@ export function drainScript(id: string, from: { stdout: number; stderr: number }
  */
 export function statusScript(id: string): string {
   const d = quote(processDir(id));
-  return `if [ -e ${d}/exit ]; then echo "exit $(cat ${d}/exit)"; elif p=$(cat ${d}/pid 2>/dev/null) && kill -0 "$p" 2>/dev/null; then echo running; else echo gone; fi`;
+  return (
+    `if [ -e ${d}/exit ]; then echo "exit $(cat ${d}/exit)"; elif p=$(cat ${d}/pid 2>/dev/null) && kill ` +
+    `-0 "$p" 2>/dev/null; then echo running; else echo gone; fi`
+  );
 }
 
 /** Sends a signal to every process of the group. */
 export function signalScript(id: string, signal: string): string {
   if (!/^[A-Z0-9]+$/.test(signal)) throw new Error(`not a signal name: ${signal}`);
   const d = quote(processDir(id));
-  return `p=$(cat ${d}/pid 2>/dev/null) && [ -n "$p" ] && kill -s ${signal} -- "-$p" 2>/dev/null || kill -s ${signal} "$p" 2>/dev/null; exit 0`;
+  return (
+    `p=$(cat ${d}/pid 2>/dev/null) && [ -n "$p" ] && kill -s ${signal} -- "-$p" 2>/dev/null || kill -s ` +
+    `${signal} "$p" 2>/dev/null; exit 0`
+  );
 }
 
 export function cleanupScript(id: string): string {

@@ -17,7 +17,8 @@ const CATALOG_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 export function checkCatalogName(kind: 'snapshot' | 'volume', name: unknown): string {
   if (typeof name !== 'string' || !CATALOG_NAME.test(name)) {
     throw badRequest(
-      `${kind} name must match [a-z0-9][a-z0-9_.-]{0,63} (lower-case letters, digits, ".", "_", "-"; at most 64), got ${JSON.stringify(name)}`,
+      `${kind} name must match [a-z0-9][a-z0-9_.-]{0,63} (lower-case letters, digits, ".", "_", "-"; at most ` +
+        `64), got ${JSON.stringify(name)}`,
     );
   }
   return name;

@@ -170,7 +170,8 @@ export class VolumeService {
       const w = this.workerOf(rec);
       if (worker !== null && w !== worker)
         throw badRequest(
-          `volumes ${mounts.map((x) => x.name).join(', ')} are held by different workers (${worker}, ${w}): one sandbox cannot mount them all`,
+          `volumes ${mounts.map((x) => x.name).join(', ')} are held by different workers (${worker}, ${w}): ` +
+            `one sandbox cannot mount them all`,
         );
       worker = w;
     }

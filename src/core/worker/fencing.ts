@@ -55,7 +55,8 @@ export function fence(i: FenceInput): FencingLease | null {
     const newest = i.ledger.generation(i.resourceId);
     throw new SbxError(
       'forbidden',
-      `the lease generation ${lease.generation} of ${i.resourceId} is older than generation ${newest ?? '?'}, the newest this worker has seen`,
+      `the lease generation ${lease.generation} of ${i.resourceId} is older than generation ${newest ?? '?'}, ` +
+        `the newest this worker has seen`,
     );
   }
   return lease;

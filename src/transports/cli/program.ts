@@ -189,7 +189,8 @@ export function buildProgram(commands: readonly CommandSpec[], io: ProgramIo, on
   for (const o of GLOBAL_OPTIONS) program.addOption(toOption(o));
   program.addHelpText(
     'after',
-    `\nExit status:\n${EXIT_STATUS_DOC.map(([c, d]) => `  ${String(c).padEnd(6)}${d}`).join('\n')}\n\nRun 'sbx <command> --help' for the options of a command.\n`,
+    `\nExit status:\n${EXIT_STATUS_DOC.map(([c, d]) => `  ${String(c).padEnd(6)}${d}`).join('\n')}\n\nRun 'sbx ` +
+      `<command> --help' for the options of a command.\n`,
   );
   // Commander checks at addCommand that a pass-through command's parent parses positionally; the
   // root does so only for those commands (RootCommand.parseOptions).

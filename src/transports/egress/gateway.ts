@@ -186,7 +186,8 @@ export class EgressGateway {
     sock.on('error', () => sock.destroy());
     if (n > this.max) {
       sock.end(
-        'HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 47\r\n\r\nsbx egress: too many connections from sandbox\r\n',
+        'HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ' +
+          '47\r\n\r\nsbx egress: too many connections from sandbox\r\n',
       );
       void this.opts
         .sandboxFor(source)
@@ -385,7 +386,9 @@ export class EgressGateway {
     const refuse = (status: number, text: string) => {
       if (sock.writable)
         sock.end(
-          `HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(text) + 2}\r\n\r\n${text}\r\n`,
+          `HTTP/1.1 ${status} ` +
+            `${status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\nConnection: ` +
+            `close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(text) + 2}\r\n\r\n${text}\r\n`,
         );
       else sock.destroy();
     };

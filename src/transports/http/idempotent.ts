@@ -12,7 +12,8 @@ export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({
       description:
-        'Retry-safe spawn: the same key from the same owner within 24 h answers the first sandbox again (header Idempotent-Replayed: true); with a different request → 409',
+        'Retry-safe spawn: the same key from the same owner within 24 h answers the first sandbox again ' +
+        '(header Idempotent-Replayed: true); with a different request → 409',
     }),
   ),
 });

@@ -63,7 +63,8 @@ export class OutputCapture {
     if (this.dropped === 0) return undefined;
     return (
       `${name} was ${this.total} bytes: the first ${this.headLen} and the last ${this.tailLen} are shown, ` +
-      `${this.dropped} bytes in the middle were dropped (redirect the output to a file and use read_file, or head/tail/grep, to see the rest)`
+      `${this.dropped} bytes in the middle were dropped (redirect the output to a file and use read_file, or ` +
+      `head/tail/grep, to see the rest)`
     );
   }
 }

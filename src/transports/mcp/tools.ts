@@ -59,7 +59,8 @@ export const TOOLS: readonly ToolDef[] = [
     {
       title: 'Spawn a sandbox',
       description:
-        'Create a new disposable sandbox and return it (its id is what the other tools take). Everything is optional: the server defaults apply. ' +
+        'Create a new disposable sandbox and return it (its id is what the other tools take). Everything is ' +
+        'optional: the server defaults apply. ' +
         "With template, the sandbox takes the template's image and size (only ttl, provider and metadata may be given beside it).",
     },
     {
@@ -116,9 +117,12 @@ export const TOOLS: readonly ToolDef[] = [
     {
       title: 'Run a command',
       description:
-        'Run a command in a sandbox and wait for it. command is a shell command line (run with sh -c: pipes, &&, redirections work) unless args is given, ' +
-        'then command is the program and args its arguments, without a shell. Returns exit_code, stdout and stderr; a non-zero exit code is a normal result. ' +
-        `Each stream keeps its first ${OUTPUT_LIMIT / 4 / 1024} KiB and last ${(OUTPUT_LIMIT * 3) / 4 / 1024} KiB; a note says how much was dropped. ` +
+        'Run a command in a sandbox and wait for it. command is a shell command line (run with sh -c: pipes, ' +
+        '&&, redirections work) unless args is given, ' +
+        'then command is the program and args its arguments, without a shell. Returns exit_code, stdout and ' +
+        'stderr; a non-zero exit code is a normal result. ' +
+        `Each stream keeps its first ${OUTPUT_LIMIT / 4 / 1024} KiB and last ${(OUTPUT_LIMIT * 3) / 4 / 1024} ` +
+        `KiB; a note says how much was dropped. ` +
         'On timeout the command is killed and exit_code is 124. A cancelled call kills the command too: for anything longer than ' +
         'about a minute (MCP clients often give up after 60 s), use start_process and process_output.',
     },
@@ -169,7 +173,9 @@ export const TOOLS: readonly ToolDef[] = [
     'read_file',
     {
       title: 'Read a file',
-      description: `Read a file from a sandbox. Returns its content as text when it is valid UTF-8 (encoding "utf8"), else base64 (encoding "base64"). At most ${READ_LIMIT / 1024 / 1024} MiB.`,
+      description:
+        `Read a file from a sandbox. Returns its content as text when it is valid UTF-8 (encoding ` +
+        `"utf8"), else base64 (encoding "base64"). At most ${READ_LIMIT / 1024 / 1024} MiB.`,
       readOnly: true,
     },
     { sandbox_id: sandboxId, path: z.string().min(1).describe('absolute path inside the sandbox, e.g. /workspace/main.py') },
@@ -184,7 +190,8 @@ export const TOOLS: readonly ToolDef[] = [
     {
       title: 'Write a file',
       description:
-        'Create or replace a file in a sandbox (parent directories are created). content is text, or base64 with encoding "base64" for binary data.',
+        'Create or replace a file in a sandbox (parent directories are created). content is text, or base64 ' +
+        'with encoding "base64" for binary data.',
     },
     {
       sandbox_id: sandboxId,
@@ -305,7 +312,8 @@ export const TOOLS: readonly ToolDef[] = [
     {
       title: 'Preview URL',
       description:
-        "The URL at which a TCP port inside a sandbox (e.g. a web server the agent started) is reached through the server's live-preview proxy.",
+        'The URL at which a TCP port inside a sandbox (e.g. a web server the agent started) is reached through ' +
+        "the server's live-preview proxy.",
       readOnly: true,
     },
     { sandbox_id: sandboxId, port: z.number().int().min(1).max(65535).describe('TCP port inside the sandbox') },
@@ -329,7 +337,8 @@ export const TOOLS: readonly ToolDef[] = [
     {
       title: 'Start a background process',
       description:
-        'Start a long-running command (a server, a watcher) that goes on after this call; returns its process id. Read its output with process_output, end it with stop_process. ' +
+        'Start a long-running command (a server, a watcher) that goes on after this call; returns its process ' +
+        'id. Read its output with process_output, end it with stop_process. ' +
         'command is a shell command line unless args is given.',
     },
     {
@@ -361,7 +370,8 @@ export const TOOLS: readonly ToolDef[] = [
     {
       title: 'Background process output',
       description:
-        `Output of a background process (stdout and stderr interleaved as written) from byte offset (default 0), at most ${OUTPUT_LIMIT / 1024} KiB per call; ` +
+        `Output of a background process (stdout and stderr interleaved as written) from byte offset (default ` +
+        `0), at most ${OUTPUT_LIMIT / 1024} KiB per call; ` +
         'pass next_offset to the next call to continue. state tells whether it still runs; exit_code is set once it ended.',
       readOnly: true,
     },

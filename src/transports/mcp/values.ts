@@ -58,7 +58,8 @@ export function checkSize(bytes: Uint8Array, path: string): void {
   if (bytes.byteLength > READ_LIMIT) {
     throw new ToolError(
       'payload_too_large',
-      `${path} is ${bytes.byteLength} bytes; read_file returns at most ${READ_LIMIT} bytes: read parts of it with exec (e.g. head -c, tail -c, split)`,
+      `${path} is ${bytes.byteLength} bytes; read_file returns at most ${READ_LIMIT} bytes: read parts of it ` +
+        `with exec (e.g. head -c, tail -c, split)`,
     );
   }
 }

@@ -29,7 +29,8 @@ function assetNames(dir: string): Set<string> {
 }
 
 export const UI_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src " +
+  "'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /** Where the built assets live: dist/ui of the package (the same from src/, dist/ and the bundled CLI). */
 function assetDir(): string {

@@ -27,19 +27,31 @@ const SCRIPTS = {
   stat: `[ -e "$1" ] || exit ${E_MISSING}; exec stat -L -c '${STAT_FMT}' -- "$1"`,
   // cd + "./name" records: a line not starting with a record header continues a name with a newline.
   // Entries are stat'ed through links like stat(2); dangling links drop out of the listing.
-  list: `[ -e "$1" ] || exit ${E_MISSING}; [ -d "$1" ] || exit ${E_NOT_DIR}; cd -- "$1" || exit 1; find . -mindepth 1 -maxdepth 1 -exec stat -L -c '${STAT_FMT}' -- {} + 2>/dev/null; exit 0`,
+  list:
+    `[ -e "$1" ] || exit ${E_MISSING}; [ -d "$1" ] || exit ${E_NOT_DIR}; cd -- "$1" || exit 1; find . ` +
+    `-mindepth 1 -maxdepth 1 -exec stat -L -c '${STAT_FMT}' -- {} + 2>/dev/null; exit 0`,
   // "." is the base itself; find does not descend into symlinked directories.
-  scan: `[ -e "$1" ] || [ -L "$1" ] || exit 0; [ -d "$1" ] || { printf '.\\0'; exit 0; }; cd -- "$1" || exit 0; if [ -n "$2" ]; then exec find . -maxdepth "$2" -print0; else exec find . -print0; fi`,
+  scan:
+    `[ -e "$1" ] || [ -L "$1" ] || exit 0; [ -d "$1" ] || { printf '.\\0'; exit 0; }; cd -- "$1" || exit ` +
+    `0; if [ -n "$2" ]; then exec find . -maxdepth "$2" -print0; else exec find . -print0; fi`,
   mkdir: `mkdir -p -- "$1" 2>/dev/null || { [ -e "$1" ] && [ ! -d "$1" ] && exit ${E_NOT_DIR}; exit 1; }`,
-  move: `[ -e "$1" ] || [ -L "$1" ] || exit ${E_MISSING}; [ -d "$2" ] && [ ! -L "$2" ] && exit ${E_IS_DIR}; d=$(dirname -- "$2"); [ -d "$d" ] || mkdir -p -- "$d" || exit 1; exec mv -f -- "$1" "$2"`,
+  move:
+    `[ -e "$1" ] || [ -L "$1" ] || exit ${E_MISSING}; [ -d "$2" ] && [ ! -L "$2" ] && exit ${E_IS_DIR}; ` +
+    `d=$(dirname -- "$2"); [ -d "$d" ] || mkdir -p -- "$d" || exit 1; exec mv -f -- "$1" "$2"`,
   chmod: `[ -e "$1" ] || exit ${E_MISSING}; exec chmod "$2" -- "$1"`,
-  remove: `if [ -d "$1" ] && [ ! -L "$1" ]; then [ -z "$(ls -A -- "$1")" ] || exit ${E_NOT_EMPTY}; exec rmdir -- "$1"; fi; [ -e "$1" ] || [ -L "$1" ] || exit ${E_MISSING}; exec rm -f -- "$1"`,
+  remove:
+    `if [ -d "$1" ] && [ ! -L "$1" ]; then [ -z "$(ls -A -- "$1")" ] || exit ${E_NOT_EMPTY}; exec rmdir ` +
+    `-- "$1"; fi; [ -e "$1" ] || [ -L "$1" ] || exit ${E_MISSING}; exec rm -f -- "$1"`,
   removeAll: `[ -e "$1" ] || [ -L "$1" ] || exit ${E_MISSING}; exec rm -rf -- "$1"`,
   // Read-only rootfs: tmpfs mounts are invisible to the archive API, so bytes go through exec.
   // A file over the limit ($2) is refused before a byte is sent; its size goes to stderr.
-  cat: `[ -e "$1" ] || exit ${E_MISSING}; [ -d "$1" ] && exit ${E_IS_DIR}; s=$(stat -L -c %s -- "$1") || exit 1; [ "$s" -gt "$2" ] && { echo "$s" >&2; exit ${E_TOO_BIG}; }; exec cat -- "$1"`,
+  cat:
+    `[ -e "$1" ] || exit ${E_MISSING}; [ -d "$1" ] && exit ${E_IS_DIR}; s=$(stat -L -c %s -- "$1") || exit ` +
+    `1; [ "$s" -gt "$2" ] && { echo "$s" >&2; exit ${E_TOO_BIG}; }; exec cat -- "$1"`,
   // An overwrite without a mode keeps the old one; a new file gets 0644 whatever the umask.
-  put: `[ -d "$1" ] && exit ${E_IS_DIR}; m=$2; [ -z "$m" ] && [ ! -e "$1" ] && m=644; d=$(dirname -- "$1"); [ -d "$d" ] || mkdir -p -- "$d" || exit 1; cat > "$1" || exit 1; [ -z "$m" ] || exec chmod "$m" -- "$1"`,
+  put:
+    `[ -d "$1" ] && exit ${E_IS_DIR}; m=$2; [ -z "$m" ] && [ ! -e "$1" ] && m=644; d=$(dirname -- "$1"); [ ` +
+    `-d "$d" ] || mkdir -p -- "$d" || exit 1; cat > "$1" || exit 1; [ -z "$m" ] || exec chmod "$m" -- "$1"`,
 } as const;
 
 const RECORD_RE = /^(\d+) ([0-9a-f]+) (-?\d+) (.*)$/s;

@@ -116,7 +116,8 @@ export function createDockerProvider(options: DockerProviderOptions): Provider {
     if (opts.readOnlyRootfs)
       throw new SbxError(
         'not_implemented',
-        `provider docker cannot ${what} with providers.docker.read_only_rootfs: writes live in tmpfs mounts, which a commit does not capture`,
+        `provider docker cannot ${what} with providers.docker.read_only_rootfs: writes live in tmpfs mounts, ` +
+          `which a commit does not capture`,
       );
   };
   const provider: Provider = {

@@ -20,10 +20,12 @@ export const TREE_SIGNAL = [
   'sig=$1; root=$2',
   'tree() {',
   // `read` rather than `$(cat …)`: no fork per process, so a kill stays quick on a busy /proc.
-  '  all=$(for f in /proc/[0-9]*/stat; do read -r l < "$f" 2>/dev/null || continue; p=${f#/proc/}; p=${p%/stat}; t=${l##*) }; set -- $t; echo "$p $2"; done)',
+  '  all=$(for f in /proc/[0-9]*/stat; do read -r l < "$f" 2>/dev/null || continue; p=${f#/proc/}; ' +
+    'p=${p%/stat}; t=${l##*) }; set -- $t; echo "$p $2"; done)',
   '  list=$root; queue=$root',
   '  while [ -n "$queue" ]; do next=',
-  '    for q in $queue; do for c in $(echo "$all" | while read -r a b; do [ "$b" = "$q" ] && echo "$a"; done); do list="$list $c"; next="$next $c"; done; done',
+  '    for q in $queue; do for c in $(echo "$all" | while read -r a b; do [ "$b" = "$q" ] && echo "$a"; done); ' +
+    'do list="$list $c"; next="$next $c"; done; done',
   '    queue=$next',
   '  done',
   '}',

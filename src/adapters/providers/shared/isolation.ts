@@ -161,7 +161,8 @@ export function guestScript(workdir: string, guest: Record<string, string>, argv
 export const GUEST_WRAPPER = [
   // The wrapper survives the signals meant for the command; one that comes before the command
   // started is remembered and ends the command as it would have (128 + its number).
-  "unset __sbx_s; trap '__sbx_s=130' INT; trap '__sbx_s=143' TERM; trap '__sbx_s=129' HUP; trap '__sbx_s=131' QUIT; trap '__sbx_s=138' USR1; trap '__sbx_s=140' USR2",
+  "unset __sbx_s; trap '__sbx_s=130' INT; trap '__sbx_s=143' TERM; trap '__sbx_s=129' HUP; trap '__sbx_s=131' " +
+    "QUIT; trap '__sbx_s=138' USR1; trap '__sbx_s=140' USR2",
   // Descriptors 5-7 carried the keeper's namespaces to nsenter (keeper.ts): never the command's.
   'exec 5<&- 6<&- 7<&- 4>&2 2>/dev/null',
   // As `sbx+status` the wrapper also writes its status on fd 3 (the tracer outlives the command
@@ -179,7 +180,8 @@ export const GUEST_WRAPPER = [
   '  *) set -f; IFS=:',
   '    for __sbx_x in $PATH; do',
   '      [ -n "$__sbx_x" ] || __sbx_x=.',
-  '      if [ -f "$__sbx_x/$__sbx_c" ] && [ -x "$__sbx_x/$__sbx_c" ]; then __sbx_p=$__sbx_x/$__sbx_c; break; elif [ -e "$__sbx_x/$__sbx_c" ]; then __sbx_d=1; fi',
+  '      if [ -f "$__sbx_x/$__sbx_c" ] && [ -x "$__sbx_x/$__sbx_c" ]; then __sbx_p=$__sbx_x/$__sbx_c; break; ' +
+    'elif [ -e "$__sbx_x/$__sbx_c" ]; then __sbx_d=1; fi',
   '    done',
   '    unset IFS; set +f ;;',
   '  esac',

@@ -23,7 +23,8 @@ export const CHANNEL = 'sbx_events';
 const LIVE_STATES = "('running', 'paused', 'unhealthy')";
 // A slot counts until its backstop expiry, and only while its replica's lease is live: a replica
 // that died mid-spawn stops holding capacity within one lease TTL.
-const SLOT_LIVE = `s.expires_at > $1 AND EXISTS (SELECT 1 FROM leases l WHERE l.resource_id = 'replica:' || s.holder_id AND l.expires_at > $1)`;
+const SLOT_LIVE =
+  `s.expires_at > $1 AND EXISTS (SELECT 1 FROM leases l WHERE l.resource_id = 'replica:' || ` + `s.holder_id AND l.expires_at > $1)`;
 
 // Live sandboxes from the trigger-kept counters minus the rows past their TTL (as SqlStore.countLive),
 // plus the slots of spawns still being created; in one round trip.

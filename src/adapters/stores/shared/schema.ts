@@ -144,7 +144,8 @@ const bump = (w: string, o: string, d: number, when: string, excluded: string) =
 
 /** A change that moves a live count: the live side of the state, the worker or the owner changed. */
 const moves = (LIVE_STATES: string) =>
-  `(OLD.state IN ${LIVE_STATES}) <> (NEW.state IN ${LIVE_STATES}) OR OLD.worker_id <> NEW.worker_id OR OLD.owner_id IS DISTINCT FROM NEW.owner_id`;
+  `(OLD.state IN ${LIVE_STATES}) <> (NEW.state IN ${LIVE_STATES}) OR OLD.worker_id <> NEW.worker_id OR ` +
+  `OLD.owner_id IS DISTINCT FROM NEW.owner_id`;
 const MOVES = moves(LIVE_STATES);
 
 /**

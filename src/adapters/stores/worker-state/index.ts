@@ -39,10 +39,13 @@ export function openWorkerState(path: string): WorkerState {
     gen: db.prepare<[string], { generation: number }>('SELECT generation FROM lease_generations WHERE resource_id = ?'),
     // Atomic: the row moves only forward.
     observe: db.prepare(
-      'INSERT INTO lease_generations (resource_id, generation) VALUES (?, ?) ON CONFLICT(resource_id) DO UPDATE SET generation = excluded.generation WHERE excluded.generation >= lease_generations.generation',
+      'INSERT INTO lease_generations (resource_id, generation) VALUES (?, ?) ON CONFLICT(resource_id) DO ' +
+        'UPDATE SET generation = excluded.generation WHERE excluded.generation >= lease_generations.generation',
     ),
     put: db.prepare(
-      'INSERT INTO runtimes (sandbox_id, provider, runtime_id, preview_token, network, egress) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(sandbox_id) DO UPDATE SET provider = excluded.provider, runtime_id = excluded.runtime_id, preview_token = excluded.preview_token, network = excluded.network, egress = excluded.egress',
+      'INSERT INTO runtimes (sandbox_id, provider, runtime_id, preview_token, network, egress) VALUES (?, ?, ' +
+        '?, ?, ?, ?) ON CONFLICT(sandbox_id) DO UPDATE SET provider = excluded.provider, runtime_id = ' +
+        'excluded.runtime_id, preview_token = excluded.preview_token, network = excluded.network, egress = excluded.egress',
     ),
     get: db.prepare<[string], Row>(
       'SELECT sandbox_id, provider, runtime_id, preview_token, network, egress FROM runtimes WHERE sandbox_id = ?',

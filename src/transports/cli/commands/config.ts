@@ -6,7 +6,8 @@ const lint: CommandSpec = {
   name: 'lint',
   summary: 'check the server configuration for security and consistency problems',
   description:
-    'Loads the configuration exactly as `sbx serve` would and prints every finding with its fix.\nExit 1 when a finding fails (with --production, exposure warnings fail); exit 3 when it does not load.',
+    'Loads the configuration exactly as `sbx serve` would and prints every finding with its fix.\nExit 1 when ' +
+    'a finding fails (with --production, exposure warnings fail); exit 3 when it does not load.',
   offline: true,
   options: [
     { flags: '--production', description: 'production rules: auth off, open CORS, weak keys, unverified TLS fail' },

@@ -29,7 +29,9 @@ interface DoctorState {
 function serverImageCheck(ctx: CliContext, state: DoctorState): Check {
   return {
     title: 'server default image',
-    fix: "let the server's engine pull it once (registry access), or spawn with --image NAME / set the server's defaults.image to an image its engine has",
+    fix:
+      "let the server's engine pull it once (registry access), or spawn with --image NAME / set the " +
+      "server's defaults.image to an image its engine has",
     async check() {
       if (!state.reachable) return { status: 'skip', detail: 'server not reachable' };
       if (!state.providers.some((p) => p.name === 'docker')) return { status: 'skip', detail: 'no docker provider runs on this server' };
@@ -140,7 +142,9 @@ function serverChecks(ctx: CliContext, state: DoctorState): Check[] {
   });
   checks.push({
     title: 'database',
-    fix: 'check the database the server uses (database.driver, database.dsn or database.path) and that it answers; the server recovers by itself once it does',
+    fix:
+      'check the database the server uses (database.driver, database.dsn or database.path) and that it ' +
+      'answers; the server recovers by itself once it does',
     async check() {
       let d;
       try {

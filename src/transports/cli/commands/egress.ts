@@ -25,7 +25,8 @@ export const egressCommand: CommandSpec = {
     else {
       const shown = s.egress ?? lists;
       ctx.out.line(
-        `${s.id} egress: allow ${shown.allow.length ? shown.allow.join(', ') : '(nothing)'}; deny ${shown.deny.length ? shown.deny.join(', ') : '(nothing)'}`,
+        `${s.id} egress: allow ${shown.allow.length ? shown.allow.join(', ') : '(nothing)'}; deny ` +
+          `${shown.deny.length ? shown.deny.join(', ') : '(nothing)'}`,
       );
     }
     return 0;

@@ -81,7 +81,8 @@ const put: CommandSpec = {
   async run(ctx, opts: { local: string; remote: string; mode?: string; recursive?: boolean }) {
     if (isRemote(opts.local) && !isRemote(opts.remote)) {
       throw new UsageError(
-        `put uploads LOCAL to SANDBOX_ID:/path: sbx files put ${opts.remote} ${opts.local} (to download use sbx files get ${opts.local} ${opts.remote})`,
+        `put uploads LOCAL to SANDBOX_ID:/path: sbx files put ${opts.remote} ${opts.local} (to download use ` +
+          `sbx files get ${opts.local} ${opts.remote})`,
       );
     }
     const { id, path } = remoteArg(opts.remote, 'sbx files put LOCAL SANDBOX_ID:/path');
@@ -136,7 +137,8 @@ const get: CommandSpec = {
   async run(ctx, opts: { remote: string; local?: string; recursive?: boolean }) {
     if (!isRemote(opts.remote) && opts.local !== undefined && isRemote(opts.local)) {
       throw new UsageError(
-        `get downloads SANDBOX_ID:/path to LOCAL: sbx files get ${opts.local} ${opts.remote} (to upload use sbx files put ${opts.remote} ${opts.local})`,
+        `get downloads SANDBOX_ID:/path to LOCAL: sbx files get ${opts.local} ${opts.remote} (to upload use ` +
+          `sbx files put ${opts.remote} ${opts.local})`,
       );
     }
     const { id, path } = remoteArg(opts.remote, 'sbx files get SANDBOX_ID:/path [LOCAL]');
@@ -287,7 +289,8 @@ const glob: CommandSpec = {
     if (opts.pattern !== undefined && opts.target.includes(':')) {
       const id = opts.target.slice(0, opts.target.indexOf(':'));
       throw new UsageError(
-        `glob takes the pattern once: sbx files glob ${id || 'SANDBOX_ID'} ${shellWord(opts.pattern)} (or sbx files glob ${shellWord(`${id || 'SANDBOX_ID'}:${opts.pattern}`)})`,
+        `glob takes the pattern once: sbx files glob ${id || 'SANDBOX_ID'} ${shellWord(opts.pattern)} (or sbx ` +
+          `files glob ${shellWord(`${id || 'SANDBOX_ID'}:${opts.pattern}`)})`,
       );
     }
     const { id, path: pattern } = opts.pattern !== undefined ? { id: opts.target, path: opts.pattern } : remoteArg(opts.target, form);

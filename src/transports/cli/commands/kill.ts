@@ -6,7 +6,8 @@ export const killCommand: CommandSpec = {
   name: 'kill',
   summary: 'kill a background process, or send it a signal with -s',
   description:
-    'Without -s the process is killed (SIGKILL to all of it) and the command waits until it ended.\nWith -s the signal is sent and the command returns at once.',
+    'Without -s the process is killed (SIGKILL to all of it) and the command waits until it ended.\nWith -s ' +
+    'the signal is sent and the command returns at once.',
   args: [
     { name: 'id', description: 'sandbox id (or a unique prefix of it)', required: true },
     { name: 'process', description: 'process id (p-…)', required: true },

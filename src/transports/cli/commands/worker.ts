@@ -117,7 +117,8 @@ export const workerCommand: CommandSpec = {
       return 1;
     }
     w.logger.info(
-      `sbx worker ${w.id} up: rpc ${w.rpcUrl ?? 'off (no --listen)'}, control plane ${w.controlPlane}, providers ${w.providers.join(', ') || 'none'}`,
+      `sbx worker ${w.id} up: rpc ${w.rpcUrl ?? 'off (no --listen)'}, control plane ${w.controlPlane}, ` +
+        `providers ${w.providers.join(', ') || 'none'}`,
     );
     await new Promise<void>((resolve) => {
       if (ctx.signal.aborted) return resolve();

@@ -80,7 +80,8 @@ export function manPage(commands: readonly CommandSpec[], globals: readonly Opti
       'sbx is one binary: `sbx serve` runs the control plane (HTTP API under /api/v1, store, providers, TTL reaper, event stream), ' +
         (commands.some((c) => c.name === 'worker') ? '`sbx worker` runs a remote worker, ' : '') +
         'and the other commands are clients of the HTTP API. ' +
-        'Output is human-readable by default; --json prints the API JSON on stdout. Errors are printed to stderr as one line starting with "sbx:".',
+        'Output is human-readable by default; --json prints the API JSON on stdout. Errors are printed to ' +
+        'stderr as one line starting with "sbx:".',
     ),
     '.SH GLOBAL OPTIONS',
     ...globals.map(optionItem),

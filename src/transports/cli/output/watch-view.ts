@@ -63,7 +63,10 @@ export function summarizeData(data: Record<string, unknown> | undefined, max = 1
 export function eventViewLine(ev: SbxEvent, c: ChalkInstance): string {
   const group = ev.type.split('.')[0] ?? '';
   const style = GROUP_STYLE[group]?.(c) ?? c.white;
-  return `${c.dim(`${ev.timestamp.slice(11, 19)} `)}${c.bold(style(ev.type.padEnd(20)))} ${(ev.sandbox_id ?? '-').padEnd(14)} ${c.dim(summarizeData(ev.data))}`;
+  return (
+    `${c.dim(`${ev.timestamp.slice(11, 19)} `)}${c.bold(style(ev.type.padEnd(20)))} ` +
+    `${(ev.sandbox_id ?? '-').padEnd(14)} ${c.dim(summarizeData(ev.data))}`
+  );
 }
 
 /**

@@ -198,7 +198,9 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
     },
     {
       title: 'local Docker engine',
-      fix: 'start dockerd, or point sbx at it (providers.docker.socket_path or host, DOCKER_HOST, docker context); without Docker, sbx serve falls back to proot or mock',
+      fix:
+        'start dockerd, or point sbx at it (providers.docker.socket_path or host, DOCKER_HOST, docker ' +
+        'context); without Docker, sbx serve falls back to proot or mock',
       async check() {
         const required = await dockerIsDefault();
         const e = await docker();
@@ -209,7 +211,9 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
     },
     {
       title: 'docker runtime',
-      fix: 'register the runtime with the engine (gVisor: apt-get install runsc, then add it under "runtimes" in /etc/docker/daemon.json), or unset providers.docker.runtime',
+      fix:
+        'register the runtime with the engine (gVisor: apt-get install runsc, then add it under "runtimes" ' +
+        'in /etc/docker/daemon.json), or unset providers.docker.runtime',
       async check() {
         const ready = await configAndEngine();
         if ('skip' in ready) return ready.skip;
@@ -249,7 +253,9 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
         return {
           status: 'warn',
           detail: `${image} is not present: pull not verified (the first docker spawn pulls it); ${hint}`,
-          fix: `without registry access spawn with --image NAME or set defaults.image to a local image${others.length > 0 ? ` (e.g. ${others[0]})` : ''}`,
+          fix:
+            `without registry access spawn with --image NAME or set defaults.image to a local ` +
+            `image${others.length > 0 ? ` (e.g. ${others[0]})` : ''}`,
         };
       },
     },
@@ -283,7 +289,9 @@ export function localChecks(ctx: CliContext, configFile: string | undefined): Ch
     },
     {
       title: 'E2B API',
-      fix: "E2B's SDKs send keys shaped e2b_<hex>: set auth.api_key to such a value (e.g. e2b_ followed by 40 hex digits), or set server.e2b: false",
+      fix:
+        "E2B's SDKs send keys shaped e2b_<hex>: set auth.api_key to such a value (e.g. e2b_ followed by 40 " +
+        'hex digits), or set server.e2b: false',
       async check() {
         const config = await load();
         if (!config) return { status: 'skip', detail: 'configuration does not load' };

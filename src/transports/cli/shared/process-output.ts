@@ -30,7 +30,8 @@ export async function printProcessOutput(ctx: CliContext, given: string, pid: st
       if (ctx.signal.aborted) throw err;
       if (!follow || !(err instanceof SbxError) || err.code !== 'unavailable' || ++failures > RETRIES) throw err;
       ctx.out.note(
-        `output stream broke off (${messageFor(err, { apiKey: Boolean(ctx.config.apiKey), adminKey: Boolean(ctx.config.adminKey) })}); resuming at byte ${offset}`,
+        `output stream broke off ` +
+          `(${messageFor(err, { apiKey: Boolean(ctx.config.apiKey), adminKey: Boolean(ctx.config.adminKey) })}); resuming at byte ${offset}`,
       );
       await new Promise((r) => setTimeout(r, RETRY_MS));
     }

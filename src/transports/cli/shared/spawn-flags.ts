@@ -36,7 +36,8 @@ export const RESOURCE_OPTIONS: readonly OptionSpec[] = [
   {
     flags: '--secret <name>',
     description:
-      'bind a secret: $NAME holds a placeholder the egress gateway swaps for the value (repeatable; needs --network filtered; see sbx secrets)',
+      'bind a secret: $NAME holds a placeholder the egress gateway swaps for the value (repeatable; needs ' +
+      '--network filtered; see sbx secrets)',
     kind: 'list',
   },
   { flags: '--auto-pause <duration>', description: 'pause after this long without activity, e.g. 10m (0s: never)', kind: 'duration' },

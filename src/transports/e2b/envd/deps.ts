@@ -16,7 +16,13 @@ import type { WatchEvent } from '../../../core/provider-port.js';
  * until the watch is wired: the filesystem service's watch methods then answer `unimplemented`.
  */
 export interface EnvdWatch {
-  watchFiles(caller: Caller, sandboxId: string, path: string, opts: { recursive: boolean }, signal: AbortSignal): Promise<AsyncIterable<WatchEvent>>;
+  watchFiles(
+    caller: Caller,
+    sandboxId: string,
+    path: string,
+    opts: { recursive: boolean },
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<WatchEvent>>;
 }
 
 /**

@@ -20,7 +20,8 @@ export const CORS_ALLOW_HEADERS = [
   'Last-Event-ID',
 ].join(', ');
 export const CORS_EXPOSE_HEADERS =
-  'X-Request-ID, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Content-Disposition, X-Log-Cursor, Link, Idempotent-Replayed';
+  'X-Request-ID, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, ' +
+  'Content-Disposition, X-Log-Cursor, Link, Idempotent-Replayed';
 /** Seconds a browser may cache a preflight answer. */
 export const CORS_MAX_AGE_S = 600;
 

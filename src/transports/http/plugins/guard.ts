@@ -5,9 +5,11 @@ import type { HttpDeps } from '../deps.js';
 import { isIpLiteralHost, isUnderDomain, normalizeHost } from '../../shared/host.js';
 
 export const ORIGIN_REFUSED =
-  "origin is not allowed: while auth is off the dev-box guard admits only localhost origins, this server's own origin and the origins listed in server.cors_allowed_origins";
+  "origin is not allowed: while auth is off the dev-box guard admits only localhost origins, this server's own " +
+  'origin and the origins listed in server.cors_allowed_origins';
 export const HOST_REFUSED =
-  "host name is not allowed: while auth is off the dev-box guard (against DNS rebinding) answers only IP addresses, localhost, this machine's host name and the names in server.allowed_hosts";
+  'host name is not allowed: while auth is off the dev-box guard (against DNS rebinding) answers only IP ' +
+  "addresses, localhost, this machine's host name and the names in server.allowed_hosts";
 
 /** What the guard admits, derived once from the deps (DESIGN.md §3 "Dev-box guard"). */
 export interface GuardRules {

@@ -12,7 +12,8 @@ export const EXEC_WS_PATH = '/api/v1/sandboxes/:id/exec/ws';
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
 
 const DESCRIPTION = [
-  'Upgrade to a WebSocket (JSON text frames). Client messages: `{type:"start", command, args, env, workdir, timeout, mode, tty, cols, rows, binary}`',
+  'Upgrade to a WebSocket (JSON text frames). Client messages: `{type:"start", command, args, env, workdir, ' +
+    'timeout, mode, tty, cols, rows, binary}`',
   '(first; a plain exec request without `type` is a start), `{type:"stdin", data, encoding?: "utf8"|"base64"}`, `{type:"stdin_eof"}`,',
   '`{type:"resize", cols, rows}`, `{type:"signal", signal}`. Server messages: `{type:"stdout"|"stderr", data}` (with `binary`, output that',
   'is not valid UTF-8 comes as `{type, data: <base64>, encoding:"base64"}`: an sbx extension for byte-exact output), then',

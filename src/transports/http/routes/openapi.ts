@@ -29,7 +29,8 @@ const SECURITY_SCHEMES = {
     in: 'header',
     name: 'X-Admin-API-Key',
     description:
-      'The admin key (auth.admin_api_key). On admin routes X-API-Key equal to it is accepted too; with no admin key set, admin routes take auth.api_key unless auth.admin_fallback_enabled is false',
+      'The admin key (auth.admin_api_key). On admin routes X-API-Key equal to it is accepted too; with no ' +
+      'admin key set, admin routes take auth.api_key unless auth.admin_fallback_enabled is false',
   },
   WorkerId: {
     type: 'apiKey',

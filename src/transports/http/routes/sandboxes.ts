@@ -150,7 +150,12 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
         tags: ['sandboxes'],
         summary: 'Fork a sandbox: new sandboxes with a copy of its filesystem',
         description:
-          "sbx extension (DESIGN.md §16): `count` (1–10) new sandboxes with the same owner, provider, shape, network, egress rules and volumes, on the same node, each starting from a copy of the filesystem at this moment (running processes are not carried). TTL the given one or the server default; metadata the given one or the parent's. Admission applies to each fork, all or nothing (429 and none made). Each fork emits `sandbox.created` with `forked_from` and shows `forked_from`. `Idempotency-Key` as on spawn. 501 for pool sandboxes and providers that cannot fork.",
+          'sbx extension (DESIGN.md §16): `count` (1–10) new sandboxes with the same owner, provider, shape, ' +
+          'network, egress rules and volumes, on the same node, each starting from a copy of the filesystem at this ' +
+          'moment (running processes are not carried). TTL the given one or the server default; metadata the given one ' +
+          "or the parent's. Admission applies to each fork, all or nothing (429 and none made). Each fork emits " +
+          '`sandbox.created` with `forked_from` and shows `forked_from`. `Idempotency-Key` as on spawn. 501 for pool ' +
+          'sandboxes and providers that cannot fork.',
         params: IdParams,
         headers: IdempotencyHeaders,
         body: ForkRequest,
@@ -171,7 +176,9 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
         tags: ['sandboxes'],
         summary: 'Pause a sandbox',
         description:
-          "sbx extension (DESIGN.md §16): state `paused`, every process frozen, memory kept (docker: the engine's pause; mock and proot: the cgroup freezer). 409 while an exec or stream is in flight; 501 where the provider cannot freeze and for pool sandboxes. The TTL keeps running. An exec, file, process call or WebSocket resumes it first.",
+          'sbx extension (DESIGN.md §16): state `paused`, every process frozen, memory kept (docker: the ' +
+          "engine's pause; mock and proot: the cgroup freezer). 409 while an exec or stream is in flight; 501 where the " +
+          'provider cannot freeze and for pool sandboxes. The TTL keeps running. An exec, file, process call or WebSocket resumes it first.',
         params: IdParams,
         response: { 200: Sandbox, ...errors, 409: ErrorBody, 501: ErrorBody },
       },
@@ -189,7 +196,8 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
         tags: ['sandboxes'],
         summary: 'Resume a paused sandbox',
         description:
-          'sbx extension (DESIGN.md §16): state `running` again; a running sandbox answers as is. With `on_expire: pause` it gets a fresh TTL.',
+          'sbx extension (DESIGN.md §16): state `running` again; a running sandbox answers as is. With ' +
+          '`on_expire: pause` it gets a fresh TTL.',
         params: IdParams,
         response: { 200: Sandbox, ...errors, 501: ErrorBody },
       },
@@ -207,7 +215,8 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
         tags: ['sandboxes'],
         summary: 'Replace the egress rules of a filtered sandbox',
         description:
-          'sbx extension (DESIGN.md §10): replaces both lists (an absent list is empty); applies to new connections at once and closes open ones the new lists no longer allow. 409 when the sandbox is not filtered.',
+          'sbx extension (DESIGN.md §10): replaces both lists (an absent list is empty); applies to new ' +
+          'connections at once and closes open ones the new lists no longer allow. 409 when the sandbox is not filtered.',
         params: IdParams,
         body: EgressUpdateRequest,
         response: { 200: Sandbox, ...errors, 409: ErrorBody },
@@ -225,7 +234,9 @@ export function sandboxRoutes(app: FastifyInstance, deps: HttpDeps): void {
       schema: {
         tags: ['sandboxes'],
         summary: 'Console log lines',
-        description: `The body is the spec's array of lines. sbx extension: the ${LOG_CURSOR_HEADER} header carries the number of the last line returned; pass it back as \`after\` to get only newer lines.`,
+        description:
+          `The body is the spec's array of lines. sbx extension: the ${LOG_CURSOR_HEADER} header ` +
+          `carries the number of the last line returned; pass it back as \`after\` to get only newer lines.`,
         params: IdParams,
         querystring: LogsQuery,
         response: { 200: Type.Array(Type.String()), ...errors },

@@ -272,7 +272,9 @@ export function forwardUpgrade(req: IncomingMessage, socket: Socket, head: Buffe
 export function writeRawError(socket: Socket, status: number, code: string, message: string, extra: Record<string, string> = {}): void {
   if (!socket.writable) return void socket.destroy();
   const body = JSON.stringify({ code, message });
-  let head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n`;
+  let head =
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json; ` +
+    `charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n`;
   for (const [k, v] of Object.entries(extra)) head += `${k}: ${v}\r\n`;
   socket.end(`${head}\r\n${body}`);
 }

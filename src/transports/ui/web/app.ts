@@ -168,7 +168,8 @@ function eventsView(): void {
     h(
       'li',
       {},
-      `${new Date(e.timestamp).toLocaleTimeString()}  ${e.type}${e.sandbox_id ? `  ${e.sandbox_id}` : ''}${e.owner_id ? `  owner=${e.owner_id}` : ''}`,
+      `${new Date(e.timestamp).toLocaleTimeString()}  ` +
+        `${e.type}${e.sandbox_id ? `  ${e.sandbox_id}` : ''}${e.owner_id ? `  owner=${e.owner_id}` : ''}`,
     );
   const render = () => {
     const q = filter.value.trim().toLowerCase();

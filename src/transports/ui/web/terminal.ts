@@ -100,7 +100,9 @@ export function terminalCard(id: string): HTMLElement {
         current = tty;
         mode.textContent = 'An interactive shell in a terminal: click the screen or Tab to it, then type. Escape then Tab leaves it.';
       } else
-        mode.textContent = `Line mode: the ${provider} provider has no terminal (tty), so a line is sent when you press Enter and the shell has no prompt or line editing.`;
+        mode.textContent =
+          `Line mode: the ${provider} provider has no terminal (tty), so a line is sent when ` +
+          `you press Enter and the shell has no prompt or line editing.`;
     })
     .catch(
       () =>

@@ -58,7 +58,8 @@ function refuseUnfiltered(deps: RpcServerDeps, provider: Provider): void {
   if (!provider.egress)
     throw new SbxError(
       'not_implemented',
-      `network "filtered" needs a provider that enforces egress rules (docker); provider ${provider.name} on worker ${deps.workerId} cannot`,
+      `network "filtered" needs a provider that enforces egress rules (docker); provider ${provider.name} on ` +
+        `worker ${deps.workerId} cannot`,
     );
   const why = provider.egress.unavailable();
   if (why !== null) throw new SbxError('not_implemented', `network "filtered" is not available on worker ${deps.workerId}: ${why}`);

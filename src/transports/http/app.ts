@@ -32,6 +32,7 @@ import { fileWatchRoutes } from './routes/file-watch.js';
 import { providerRoutes } from './routes/providers.js';
 import { quotaRoutes } from './routes/quotas.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
+import { sandboxExtensionRoutes } from './routes/sandbox-extensions.js';
 import { systemRoutes } from './routes/system.js';
 import { templateRoutes } from './routes/templates.js';
 import { snapshotRoutes } from './routes/snapshots.js';
@@ -174,6 +175,7 @@ export async function buildApp(deps: HttpDeps, opts: BuildAppOptions = {}): Prom
 
   systemRoutes(app, deps);
   sandboxRoutes(app, deps);
+  sandboxExtensionRoutes(app, deps);
   execRoutes(app, deps);
   execWsRoutes(app, deps);
   processRoutes(app, deps);

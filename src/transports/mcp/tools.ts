@@ -3,9 +3,7 @@
  * its name, what the agent is told, its argument schema and what it does through the typed client.
  * A new tool is one more entry; server.ts registers every entry the same way (errors → tool errors).
  */
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { Client } from '../../client/client.js';
 import type { ExecInput } from '../../client/types.js';
 import { OUTPUT_LIMIT, OutputCapture } from './capture.js';
 import {
@@ -22,36 +20,10 @@ import {
   ToolError,
 } from './values.js';
 
-/** What every tool gets besides its arguments: the client acting as the caller, and the result maker. */
-export interface ToolContext {
-  client: Client;
-  /** A result: the value as JSON text; with `text`, that text instead and the value as structuredContent too. */
-  ok(value: Json, text?: string): CallToolResult;
-}
+import { PROCESS_TOOLS } from './process-tools.js';
+import { defineTool, type ToolDef } from './tool-def.js';
 
-export interface ToolMeta {
-  title: string;
-  description: string;
-  readOnly?: boolean;
-  destructive?: boolean;
-}
-
-export interface ToolDef {
-  name: string;
-  meta: ToolMeta;
-  shape: z.ZodRawShape;
-  run(args: Record<string, unknown>, signal: AbortSignal, ctx: ToolContext): Promise<CallToolResult>;
-}
-
-/** One table entry, typed by its own schema. */
-function defineTool<S extends z.ZodRawShape>(
-  name: string,
-  meta: ToolMeta,
-  shape: S,
-  run: (args: z.infer<z.ZodObject<S>>, signal: AbortSignal, ctx: ToolContext) => Promise<CallToolResult>,
-): ToolDef {
-  return { name, meta, shape, run: run as ToolDef['run'] };
-}
+export type { ToolContext, ToolDef, ToolMeta } from './tool-def.js';
 
 export const TOOLS: readonly ToolDef[] = [
   defineTool(
@@ -332,106 +304,5 @@ export const TOOLS: readonly ToolDef[] = [
       return ok({ url: url.toString(), sandbox_id: s.id, port: a.port });
     },
   ),
-  defineTool(
-    'start_process',
-    {
-      title: 'Start a background process',
-      description:
-        'Start a long-running command (a server, a watcher) that goes on after this call; returns its process ' +
-        'id. Read its output with process_output, end it with stop_process. ' +
-        'command is a shell command line unless args is given.',
-    },
-    {
-      sandbox_id: sandboxId,
-      command: z.string().min(1).describe('shell command line, or the program when args is given'),
-      args: z.array(z.string()).optional().describe('arguments: run command directly with these (no shell)'),
-      workdir: z.string().min(1).optional(),
-      env: stringMap.optional(),
-      timeout: duration.optional().describe('kill it after this long (none by default)'),
-    },
-    async (a, signal, { client, ok }) => {
-      const p = await client.processes.start(
-        a.sandbox_id,
-        {
-          command: a.command,
-          args: a.args ?? [],
-          mode: a.args === undefined ? 'shell' : 'argv',
-          workdir: a.workdir,
-          env: a.env,
-          timeout: toDuration(a.timeout),
-        },
-        { signal },
-      );
-      return ok(p as unknown as Json);
-    },
-  ),
-  defineTool(
-    'process_output',
-    {
-      title: 'Background process output',
-      description:
-        `Output of a background process (stdout and stderr interleaved as written) from byte offset (default ` +
-        `0), at most ${OUTPUT_LIMIT / 1024} KiB per call; ` +
-        'pass next_offset to the next call to continue. state tells whether it still runs; exit_code is set once it ended.',
-      readOnly: true,
-    },
-    {
-      sandbox_id: sandboxId,
-      process_id: z.string().min(1).describe('process id from start_process (p-…)'),
-      offset: z.number().int().min(0).optional().describe('byte offset to read from (default 0)'),
-    },
-    async (a, signal, { client, ok }) => {
-      let offset = a.offset ?? 0;
-      const parts: Buffer[] = [];
-      let size = 0;
-      let more = false;
-      let dropped: number | undefined;
-      const ac = new AbortController();
-      const onAbort = () => ac.abort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      try {
-        for await (const c of client.processes.output(a.sandbox_id, a.process_id, { offset }, { signal: ac.signal })) {
-          if (c.stream === 'truncated') {
-            dropped = c.offset - offset;
-            offset = c.offset;
-          } else if (c.stream === 'stdout' || c.stream === 'stderr') {
-            const bytes = Buffer.from(c.data ?? '', c.encoding === 'base64' ? 'base64' : 'utf8');
-            const room = OUTPUT_LIMIT - size;
-            const take = bytes.subarray(0, Math.max(0, room));
-            parts.push(take);
-            size += take.length;
-            offset = c.offset + take.length;
-            if (take.length < bytes.length) {
-              more = true;
-              break;
-            }
-          }
-        }
-      } finally {
-        signal.removeEventListener('abort', onAbort);
-        ac.abort();
-      }
-      const info = await client.processes.get(a.sandbox_id, a.process_id, { signal });
-      const result: Json = {
-        process_id: info.id,
-        state: info.state,
-        exit_code: info.exit_code,
-        output: Buffer.concat(parts).toString('utf8'),
-        next_offset: offset,
-        more,
-      };
-      if (dropped !== undefined && dropped > 0) result.note = `${dropped} older bytes were dropped by the server before offset ${offset}`;
-      return ok(result);
-    },
-  ),
-  defineTool(
-    'stop_process',
-    {
-      title: 'Stop a background process',
-      description: 'Kill a background process (and its children); answers once it ended.',
-      destructive: true,
-    },
-    { sandbox_id: sandboxId, process_id: z.string().min(1).describe('process id from start_process (p-…)') },
-    async (a, signal, { client, ok }) => ok((await client.processes.kill(a.sandbox_id, a.process_id, { signal })) as unknown as Json),
-  ),
+  ...PROCESS_TOOLS,
 ];

@@ -36,61 +36,7 @@ const STREAM_ABOVE = 256 * 1024;
 export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
   const tags = ['files'];
 
-  // The write route in its own scope, where application/json bodies go to the streaming parser.
-  void app.register((scope, _opts, done) => {
-    scope.removeContentTypeParser(JSON_TYPE);
-    scope.addContentTypeParser(JSON_TYPE, streamedUploadParser(deps.bodyLimit));
-    // Whatever happened (a refused credential, a failed validation), an upload's spool goes with its request.
-    scope.addHook('onResponse', async (request) => void (await uploadOf(request.body)?.dispose()));
-    // Two forms on one route: the spec's JSON body, and (sbx extension) the raw bytes as an
-    // application/octet-stream body with path and mode in the query string. Fastify validates the
-    // body by media type; a body of any other type (or none) gets the JSON form's check, as before.
-    scope.post<P & { Body: WriteBody | Buffer; Querystring: WriteFileQuery }>(
-      BASE,
-      {
-        // JSON bodies stream into the sandbox: the in-flight budget holds a slice for them, not their length.
-        config: { [STREAMED_UPLOAD]: true },
-        schema: {
-          tags,
-          summary: 'Write a file (JSON, encoding base64 for binary; or raw application/octet-stream bytes with path and mode in the query)',
-          params: IdParams,
-          querystring: WriteFileQuery,
-          body: { content: { [JSON_TYPE]: { schema: WriteFileRequest }, [RAW_TYPE]: { schema: RawBytes } } },
-          response: { 200: StatusBody('written'), ...errors },
-        },
-        preValidation: async (request) => {
-          if (request.mediaType === JSON_TYPE || request.mediaType === RAW_TYPE) return;
-          const validate = request.compileValidationSchema(WriteFileRequest, 'body');
-          if (!validate(request.body)) {
-            throw Object.assign(new Error('invalid body'), {
-              statusCode: 400,
-              validation: validate.errors ?? [],
-              validationContext: 'body',
-            });
-          }
-        },
-      },
-      async (request) => {
-        const body = request.body;
-        if (Buffer.isBuffer(body)) {
-          await deps.files.write(request.params.id, request.query.path ?? '', body, request.query.mode, callerOf(request));
-          return { status: 'written' as const };
-        }
-        // A JSON body: its content streams into the sandbox as it arrives (file-upload.ts).
-        const upload = takeUpload(body);
-        if (upload) {
-          await upload.run((content, mode) =>
-            deps.files.writeStream(request.params.id, body.path, content, mode, callerOf(request), deps.inflight),
-          );
-          return { status: 'written' as const };
-        }
-        const bytes = decodeText(body.content, body.encoding, 'content');
-        await deps.files.write(request.params.id, body.path, bytes, body.mode, callerOf(request));
-        return { status: 'written' as const };
-      },
-    );
-    done();
-  });
+  writeRoute(app, deps, tags);
 
   app.get<P & { Querystring: { path: string } }>(
     BASE,
@@ -185,4 +131,62 @@ export function fileRoutes(app: FastifyInstance, deps: HttpDeps): void {
     },
     async (request) => deps.files.glob(request.params.id, request.query.pattern, callerOf(request)),
   );
+}
+
+/** The write route in its own scope, where application/json bodies go to the streaming parser. */
+function writeRoute(app: FastifyInstance, deps: HttpDeps, tags: string[]): void {
+  void app.register((scope, _opts, done) => {
+    scope.removeContentTypeParser(JSON_TYPE);
+    scope.addContentTypeParser(JSON_TYPE, streamedUploadParser(deps.bodyLimit));
+    // Whatever happened (a refused credential, a failed validation), an upload's spool goes with its request.
+    scope.addHook('onResponse', async (request) => void (await uploadOf(request.body)?.dispose()));
+    // Two forms on one route: the spec's JSON body, and (sbx extension) the raw bytes as an
+    // application/octet-stream body with path and mode in the query string. Fastify validates the
+    // body by media type; a body of any other type (or none) gets the JSON form's check, as before.
+    scope.post<P & { Body: WriteBody | Buffer; Querystring: WriteFileQuery }>(
+      BASE,
+      {
+        // JSON bodies stream into the sandbox: the in-flight budget holds a slice for them, not their length.
+        config: { [STREAMED_UPLOAD]: true },
+        schema: {
+          tags,
+          summary: 'Write a file (JSON, encoding base64 for binary; or raw application/octet-stream bytes with path and mode in the query)',
+          params: IdParams,
+          querystring: WriteFileQuery,
+          body: { content: { [JSON_TYPE]: { schema: WriteFileRequest }, [RAW_TYPE]: { schema: RawBytes } } },
+          response: { 200: StatusBody('written'), ...errors },
+        },
+        preValidation: async (request) => {
+          if (request.mediaType === JSON_TYPE || request.mediaType === RAW_TYPE) return;
+          const validate = request.compileValidationSchema(WriteFileRequest, 'body');
+          if (!validate(request.body)) {
+            throw Object.assign(new Error('invalid body'), {
+              statusCode: 400,
+              validation: validate.errors ?? [],
+              validationContext: 'body',
+            });
+          }
+        },
+      },
+      async (request) => {
+        const body = request.body;
+        if (Buffer.isBuffer(body)) {
+          await deps.files.write(request.params.id, request.query.path ?? '', body, request.query.mode, callerOf(request));
+          return { status: 'written' as const };
+        }
+        // A JSON body: its content streams into the sandbox as it arrives (file-upload.ts).
+        const upload = takeUpload(body);
+        if (upload) {
+          await upload.run((content, mode) =>
+            deps.files.writeStream(request.params.id, body.path, content, mode, callerOf(request), deps.inflight),
+          );
+          return { status: 'written' as const };
+        }
+        const bytes = decodeText(body.content, body.encoding, 'content');
+        await deps.files.write(request.params.id, body.path, bytes, body.mode, callerOf(request));
+        return { status: 'written' as const };
+      },
+    );
+    done();
+  });
 }

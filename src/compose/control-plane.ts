@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createProcessLogs } from '../adapters/system/process-logs.js';
@@ -29,6 +28,9 @@ import { AuditService } from '../core/audit/audit.js';
 import { StoreProbe } from '../core/observability/store-health.js';
 import type { CoreSettings } from '../core/settings.js';
 import { createLogger } from '../log/logger.js';
+import { egressVerdicts } from '../core/events/egress-verdicts.js';
+import { installationSecrets } from './installation.js';
+import { poolOf } from './pool.js';
 import { mountedTransports } from './http-mounts.js';
 import { buildApp } from '../transports/http/app.js';
 import type { HttpDeps } from '../transports/http/deps.js';
@@ -36,18 +38,16 @@ import { InflightBudget } from '../transports/http/inflight.js';
 import { startAuditPruner } from '../transports/http/plugins/audit.js';
 import { Idempotency } from '../core/sandboxes/idempotency.js';
 import { PreviewService } from '../core/sandboxes/preview.js';
-import { PoolProvider } from '../core/pool/pool-provider.js';
 import { previewOnlyServer } from '../transports/http/preview.js';
 import { newPreviewStats } from '../transports/shared/preview/proxy.js';
 import { type BuiltProviders, buildProviders } from './providers.js';
 import { startEgress, storeRules, type EgressHandle } from './egress.js';
-import type { VerdictRecord } from '../transports/egress/gateway.js';
 import { authSettings, coreSettings, maxInflightBytes, rateLimitSettings } from './settings.js';
 import { runtimeLabel, startReplication, type Replication } from './replicas.js';
 import { createRemote } from './remote.js';
 import { listenOn } from './listen.js';
 import { reconcileAtStart, startAutoPause, startLeaderTasks } from './background.js';
-import { isReplicaWorker, peerLiveness, refusePoolAcrossHosts, replicaRpcKey, replicaRpcRoutes } from './replica-rpc.js';
+import { isReplicaWorker, peerLiveness, replicaRpcKey, replicaRpcRoutes } from './replica-rpc.js';
 import { advertiseUrl } from '../config/advertise.js';
 import { REPLICA_CAPABILITY } from '../core/scheduler/workers.js';
 import { openStore } from './store.js';
@@ -103,17 +103,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
   let egress: EgressHandle | null = null;
   try {
     await store.migrate();
-    // Claimed, not read-then-written: replicas starting at once on a fresh store agree on one value.
-    const installationId = (await store.getMeta('installation_id')) || (await store.claimMeta('installation_id', ids.randomId(8)));
-    // Keys the derived owners (`key/…`, `ip/…`) so they cannot be reversed by guessing; never shown.
-    const ownerKey =
-      (await store.getMeta('derived_owner_key')) || (await store.claimMeta('derived_owner_key', randomBytes(32).toString('hex')));
-    // Preview tokens derive from it (DESIGN §9): every replica and restart agrees, none is stored per sandbox.
-    // Signs list cursors (DESIGN §13): every replica accepts every other's.
-    const cursorSecret =
-      (await store.getMeta('list_cursor_secret')) || (await store.claimMeta('list_cursor_secret', randomBytes(32).toString('hex')));
-    const previewSecret =
-      (await store.getMeta('preview_secret')) || (await store.claimMeta('preview_secret', randomBytes(32).toString('hex')));
+    const { installationId, ownerKey, cursorSecret, previewSecret } = await installationSecrets(store, ids);
     // Secrets (DESIGN §15): the key checked against the store's verifier before anything serves.
     const secrets = await openSecrets(config, store, opts.home ?? homedir(), clock);
 
@@ -135,43 +125,11 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     const replicaWorker = replicas.shared && config.server.local_worker !== false;
     let rpcUrl = replicaWorker ? advertiseUrl(config) : '';
     // Pool mode (DESIGN §8): the pool's provider is wrapped so its sandboxes are workspaces of shared runtimes.
-    let pool: PoolProvider | undefined;
-    if (settings.pool.enabled) {
-      if (replicaWorker) await refusePoolAcrossHosts(store, replicas, settings.hostname);
-      const base = built.providers.find((p) => p.name === settings.pool.provider);
-      if (!base) throw new Error(`pool.provider "${settings.pool.provider}" is not a provider this server runs`);
-      if (!base.workspace) throw new Error(`pool.provider "${settings.pool.provider}" cannot hold pool workspaces`);
-      pool = new PoolProvider(base, {
-        settings: settings.pool,
-        store,
-        overflow: settings.defaults.spawn_overflow,
-        queueTimeoutMs: settings.defaults.spawn_queue_timeout_ms,
-        runtimeName: () => `pool-${ids.randomId(6)}`,
-      });
-    }
+    const pool = settings.pool.enabled ? await poolOf(built.providers, settings, store, ids, replicaWorker ? replicas : null) : undefined;
     // Every provider call is timed and counted for diagnostics `operations` and the Prometheus histograms.
     for (const p of built.providers) providers.register(instrumentProvider(pool && p.name === pool.name ? pool : p, operations));
     // Each verdict counts (sbx_egress_connections_total); each denial is a network.denied event, visible as its sandbox is.
-    const egressStats = { allowed: 0, denied: 0, injections: 0 };
-    const egressVerdict = (v: VerdictRecord) => {
-      if (v.verdict === 'allowed') return void egressStats.allowed++;
-      egressStats.denied++;
-      const id = v.sandbox_id;
-      if (!id) return;
-      void store
-        .getSandbox(id)
-        .then((rec) => {
-          const data = { sandbox_id: id, host: v.host, port: v.port, reason: v.reason };
-          bus.publish({
-            type: 'network.denied',
-            sandbox_id: id,
-            ...(rec?.owner_id ? { owner_id: rec.owner_id } : {}),
-            ...(rec ? { worker_id: rec.worker_id } : {}),
-            data,
-          });
-        })
-        .catch(() => undefined);
-    };
+    const { stats: egressStats, onVerdict: egressVerdict } = egressVerdicts(store, bus);
     // Filtered sandboxes (DESIGN §10): the docker provider's network, firewall, DNS refuser and gateway.
     if (!pool)
       egress = await startEgress({

@@ -228,6 +228,15 @@ describe.skipIf(SKIP !== undefined)(
       const ok = await viaGateway('https://other.test/', both.other, bundleFile, both.pid);
       expect(ok.status, ok.err).toBe(200);
       expect((JSON.parse(ok.body) as Echo).headers.authorization).toBe(`Bearer ${OTHER_VALUE}`);
+      // The denial is on the sandbox's console (as network.denied is on its events), naming no value.
+      const deadline = Date.now() + 5_000;
+      let logs = '';
+      while (!logs.includes('(secret_not_allowed)') && Date.now() < deadline) {
+        logs = (await call(srv.url, 'GET', `/api/v1/sandboxes/${both.id}/logs?lines=200`, undefined, ALICE)).text;
+        if (!logs.includes('(secret_not_allowed)')) await new Promise((res) => setTimeout(res, 100));
+      }
+      expect(logs).toContain('denied other.test:443 (secret_not_allowed)');
+      expect(logs).not.toContain(VALUE);
       const foreign = await viaGateway('https://api.test/', placeholder, bundleFile, both.pid);
       expect(foreign.status, foreign.err).toBe(403);
       expect(foreign.body).not.toContain(VALUE);

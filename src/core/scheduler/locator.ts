@@ -323,7 +323,10 @@ export class RuntimeLocator {
     signal?: AbortSignal,
   ): Promise<Map<string, RuntimeStatus> | null> {
     const remote = this.deps.remote;
-    if (!remote?.statusBatch) return null;
+    // Replicas answer for their peers one sandbox at a time: a replica's batch would judge sandboxes
+    // another replica is still creating as gone (over-admission in test/replicas), so they keep the
+    // per-sandbox path until the batch learns the replica's in-flight spawns.
+    if (!remote?.statusBatch || worker.capabilities.includes(REPLICA_CAPABILITY)) return null;
     return remote.statusBatch(
       worker,
       recs.map((r) => ({ sandbox_id: r.id, provider: r.provider, runtime_id: r.runtime_id })),

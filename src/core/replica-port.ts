@@ -45,19 +45,21 @@ export interface EventJournalPort {
   /**
    * Appends events in the given order and announces them to every listener. Ids are assigned
    * under a lock held to commit, so ids commit in increasing order: a reader that has seen id N has
-   * seen every id below N that will ever exist.
+   * seen every id below N that will ever exist. Resolves with the entries as `after` reads them,
+   * oldest first, so the appender need not read back its own.
    */
-  append(replicaId: string, events: ReadonlyArray<{ timestamp: string; input: EventInput }>): Promise<number[]>;
+  append(replicaId: string, events: ReadonlyArray<{ timestamp: string; input: EventInput }>): Promise<JournalEntry[]>;
   /** Entries with id > `afterId`, oldest first, at most `limit`. */
   after(afterId: number, limit: number): Promise<JournalEntry[]>;
   /** The newest id, 0 when empty. */
   latestId(): Promise<number>;
   /**
-   * Calls `onAnnounce` whenever another append may be readable, and `onReconnect` after the
+   * Calls `onAnnounce` whenever another append may be readable (with the newest id it announces,
+   * when known), and `onReconnect` after the
    * listening connection was lost and is back (a reader catches up from the journal then). The
    * connection retries with backoff until `stop` is called.
    */
-  listen(onAnnounce: () => void, onReconnect: () => void): { stop(): Promise<void> };
+  listen(onAnnounce: (newestId: number | null) => void, onReconnect: () => void): { stop(): Promise<void> };
   /** Deletes entries older than the newest `keep`; returns how many. */
   prune(keep: number): Promise<number>;
 }

@@ -6,7 +6,7 @@
  * reconnect make sure nothing is missed. While the database is away, events wait in a bounded
  * outbox and are appended when it returns.
  */
-import type { EventJournalPort } from '../replica-port.js';
+import type { EventJournalPort, JournalEntry } from '../replica-port.js';
 import type { EventBus } from './bus.js';
 import type { EventInput } from './kinds.js';
 
@@ -54,7 +54,10 @@ export class JournalFeed {
     await this.pullNow();
     this.bus.setSink((timestamp, input) => this.enqueue({ timestamp, input }));
     this.listener = this.journal.listen(
-      () => this.pullSoon(),
+      // An announcement of what this replica already delivered (its own appends) needs no read.
+      (newest) => {
+        if (newest === null || newest > this.cursor) this.pullSoon();
+      },
       () => this.pullSoon(),
     );
     this.poll = setInterval(() => this.pullSoon(), POLL_MS);
@@ -100,8 +103,9 @@ export class JournalFeed {
     let failures = 0;
     while (this.outbox.length > 0 && !this.stopped) {
       const batch = this.outbox.slice(0, BATCH);
+      let appended: JournalEntry[];
       try {
-        await this.journal.append(this.replicaId, batch);
+        appended = await this.journal.append(this.replicaId, batch);
       } catch (err) {
         if (failures === 0)
           this.warn({ err: String(err), queued: this.outbox.length }, 'event journal unavailable; events wait in the outbox');
@@ -112,7 +116,23 @@ export class JournalFeed {
       // The outbox may have lost its oldest entries meanwhile (overflow): drop what was appended.
       const sent = new Set(batch);
       this.outbox = this.outbox.filter((p) => !sent.has(p));
-      await this.pullNow();
+      await this.afterAppend(appended);
+    }
+  }
+
+  /**
+   * Its own entries right after the cursor (no other replica appended in between: ids commit in
+   * order) are delivered as they are, without reading them back; otherwise the journal is read.
+   */
+  private async afterAppend(entries: JournalEntry[]): Promise<void> {
+    while (this.pulling !== null) await this.pulling;
+    // Already read (a pull ran meanwhile): nothing to do.
+    if (entries.length > 0 && entries[entries.length - 1]!.event.id <= this.cursor) return;
+    const contiguous = entries.length > 0 && entries.every((e, i) => e.event.id === this.cursor + 1 + i);
+    if (!contiguous || this.stopped) return this.pullNow();
+    for (const entry of entries) {
+      this.bus.deliver(entry.event);
+      this.cursor = entry.event.id;
     }
   }
 

@@ -63,6 +63,11 @@ export class WarmPool {
   private closed = false;
   /** Failures per shape in a row: a shape that cannot start waits longer before the next try. */
   private readonly failures = new Map<string, { n: number; until: number }>();
+  /**
+   * True when the last refill found no target and no warm runtime of this node: only a refill starts
+   * one, so until the next one none exists and a cold spawn has no room to make (no store read).
+   */
+  private noneWarm = false;
 
   constructor(private readonly deps: WarmDeps) {}
 
@@ -128,7 +133,7 @@ export class WarmPool {
    */
   async makeRoom(): Promise<void> {
     const max = this.deps.settings.defaults.max_sandboxes;
-    if (!this.enabled || max <= 0) return;
+    if (!this.enabled || max <= 0 || this.noneWarm) return;
     const warm = await this.deps.store.listWarm(this.workerId);
     if (warm.length === 0) return;
     const live = (await this.deps.store.countLive(this.deps.clock.now().toISOString(), [])).total;
@@ -220,6 +225,7 @@ export class WarmPool {
     this.readyCount.clear();
     for (const [k, n] of ready) this.readyCount.set(k, n);
     let total = [...ready.values()].reduce((a, b) => a + b, 0);
+    this.noneWarm = total === 0 && this.targets.size === 0;
     for (const [key, { shape, target }] of this.targets) {
       while (!this.closed && (ready.get(key) ?? 0) < target) {
         const fail = this.failures.get(key);

@@ -11,7 +11,10 @@ import type { LiveCounts } from '../../../core/ports.js';
 import type { EventJournalPort, JournalEntry, SharedState, SlotLedgerPort, SlotRequest } from '../../../core/replica-port.js';
 
 /** Runs `fn` in a transaction on one pooled connection (the driver's, so errors are redacted). */
-export type Transact = <T>(fn: (q: (sql: string, params?: unknown[]) => Promise<pg.QueryResult>) => Promise<T>) => Promise<T>;
+export type Transact = <T>(
+  fn: (q: (sql: string, params?: unknown[]) => Promise<pg.QueryResult>) => Promise<T>,
+  lead?: string,
+) => Promise<T>;
 export type Query = (sql: string, params?: unknown[]) => Promise<pg.QueryResult>;
 
 export const CHANNEL = 'sbx_events';
@@ -35,6 +38,10 @@ const COUNTS = `
     FROM live_counts c WHERE c.kind = 1 AND c.owner_id = ANY($2::text[])
   UNION ALL SELECT 'owner', s.owner_id, COUNT(*), NULL FROM admission_slots s WHERE s.owner_id = ANY($2::text[]) AND ${SLOT_LIVE} GROUP BY s.owner_id`;
 
+/** The slot stored and the counts before it, in one round trip (under the admission lock). */
+const RESERVE = `WITH slot AS (INSERT INTO admission_slots (id, owner_id, holder_id, expires_at) VALUES ($3, $4, $5, $6) RETURNING id)
+  ${COUNTS} UNION ALL SELECT 'reserved', NULL, 0, NULL FROM slot`;
+
 function countsFrom(rows: Array<Record<string, unknown>>): LiveCounts {
   const out: LiveCounts = { total: 0, next_expiry: null, by_owner: {} };
   for (const r of rows) {
@@ -45,6 +52,21 @@ function countsFrom(rows: Array<Record<string, unknown>>): LiveCounts {
     if (r.k === 'total' && r.next_expiry != null) out.next_expiry = String(r.next_expiry);
   }
   return out;
+}
+
+const ADMISSION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('sbx.admission:' || current_schema()))";
+const EVENTS_LOCK = "SELECT pg_advisory_xact_lock(hashtext('sbx.events:' || current_schema()))";
+// The ids, and the announcement of the newest (sent at commit) in the same statement.
+const APPEND = `WITH ins AS (
+      INSERT INTO events (replica_id, body) SELECT $1, b FROM unnest($2::text[]) WITH ORDINALITY AS t(b, n) ORDER BY n
+    RETURNING id, replica_id, body)
+  SELECT id, replica_id, body, (SELECT pg_notify($3, MAX(id)::text) FROM ins) AS announced FROM ins`;
+
+/** A journal row as every reader sees it (the appender too). */
+function entryOf(r: Record<string, unknown>): JournalEntry {
+  const body = JSON.parse(String(r.body)) as { timestamp: string } & EventInput;
+  const { timestamp, ...input } = body;
+  return { event: shapeEvent(Number(r.id), timestamp, input), replica_id: String(r.replica_id) };
 }
 
 class PgSlots implements SlotLedgerPort {
@@ -63,19 +85,17 @@ class PgSlots implements SlotLedgerPort {
     slot: SlotRequest,
     decide: (c: LiveCounts) => boolean,
   ): Promise<{ counts: LiveCounts; reserved: boolean }> {
+    // The lock travels with BEGIN and is held to commit: no other replica counts between this count
+    // and this decision. One statement stores the slot and counts: its snapshot is taken after the
+    // lock and does not see its own insert, so the counts are those before this slot; a refusal
+    // deletes the slot again before the lock is let go.
     return this.transact(async (q) => {
-      // Held to commit: no other replica counts between this count and this insert.
-      await q("SELECT pg_advisory_xact_lock(hashtext('sbx.admission:' || current_schema()))");
-      const counts = countsFrom((await q(COUNTS, [now, [...new Set(owners)]])).rows);
-      if (!decide(counts)) return { counts, reserved: false };
-      await q('INSERT INTO admission_slots (id, owner_id, holder_id, expires_at) VALUES ($1, $2, $3, $4)', [
-        slot.id,
-        slot.owner_id,
-        slot.holder_id,
-        slot.expires_at,
-      ]);
-      return { counts, reserved: true };
-    });
+      const params = [now, [...new Set(owners)], slot.id, slot.owner_id, slot.holder_id, slot.expires_at];
+      const counts = countsFrom((await q(RESERVE, params)).rows);
+      if (decide(counts)) return { counts, reserved: true };
+      await q('DELETE FROM admission_slots WHERE id = $1', [slot.id]);
+      return { counts, reserved: false };
+    }, ADMISSION_LOCK);
   }
 
   async drop(id: string): Promise<void> {
@@ -97,33 +117,23 @@ class PgJournal implements EventJournalPort {
     private readonly newClient: () => pg.Client,
   ) {}
 
-  append(replicaId: string, events: ReadonlyArray<{ timestamp: string; input: EventInput }>): Promise<number[]> {
+  append(replicaId: string, events: ReadonlyArray<{ timestamp: string; input: EventInput }>): Promise<JournalEntry[]> {
     if (events.length === 0) return Promise.resolve([]);
     // The id is the row's; the body is the rest of the event, in its documented key order.
     const bodies = events.map((e) => {
       const { id: _id, ...rest } = shapeEvent(0, e.timestamp, e.input);
       return JSON.stringify(rest);
     });
+    // Ids are drawn under the lock (sent with BEGIN), held to commit: ids become visible in increasing order.
     return this.transact(async (q) => {
-      // Ids are drawn under this lock, held to commit: ids become visible in increasing order.
-      await q("SELECT pg_advisory_xact_lock(hashtext('sbx.events:' || current_schema()))");
-      const res = await q(
-        'INSERT INTO events (replica_id, body) SELECT $1, b FROM unnest($2::text[]) WITH ORDINALITY AS t(b, n) ORDER BY n RETURNING id',
-        [replicaId, bodies],
-      );
-      const ids = res.rows.map((r) => Number(r.id)).sort((a, b) => a - b);
-      await q('SELECT pg_notify($1, $2)', [CHANNEL, String(ids[ids.length - 1])]);
-      return ids;
-    });
+      const res = await q(APPEND, [replicaId, bodies, CHANNEL]);
+      return res.rows.map((r) => entryOf(r)).sort((a, b) => a.event.id - b.event.id);
+    }, EVENTS_LOCK);
   }
 
   async after(afterId: number, limit: number): Promise<JournalEntry[]> {
     const res = await this.query('SELECT id, replica_id, body FROM events WHERE id > $1 ORDER BY id LIMIT $2', [afterId, limit]);
-    return res.rows.map((r) => {
-      const body = JSON.parse(String(r.body)) as { timestamp: string } & EventInput;
-      const { timestamp, ...input } = body;
-      return { event: shapeEvent(Number(r.id), timestamp, input), replica_id: String(r.replica_id) };
-    });
+    return res.rows.map((r) => entryOf(r));
   }
 
   async latestId(): Promise<number> {
@@ -136,7 +146,7 @@ class PgJournal implements EventJournalPort {
     return res.rowCount ?? 0;
   }
 
-  listen(onAnnounce: () => void, onReconnect: () => void): { stop(): Promise<void> } {
+  listen(onAnnounce: (newestId: number | null) => void, onReconnect: () => void): { stop(): Promise<void> } {
     let stopped = false;
     let client: pg.Client | null = null;
     let attempt = 0;
@@ -163,7 +173,10 @@ class PgJournal implements EventJournalPort {
       };
       c.on('error', onLost);
       c.on('end', onLost);
-      c.on('notification', () => onAnnounce());
+      c.on('notification', (n) => {
+        const id = Number(n.payload);
+        onAnnounce(Number.isSafeInteger(id) ? id : null);
+      });
       c.connect()
         .then(() => c.query(`LISTEN ${CHANNEL}`))
         .then(() => {

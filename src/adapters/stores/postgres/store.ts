@@ -21,15 +21,31 @@ const ACQUIRE_LEASE = `INSERT INTO leases (resource_id, holder_id, generation, e
 
 const LOCK_LEASE = 'SELECT resource_id, holder_id, generation, expires_at FROM leases WHERE resource_id = $1 FOR UPDATE';
 
-const numbered = new Map<string, string>();
+/** A statement as sent: `$n` placeholders, and the name it is prepared under on each connection. */
+interface Prepared {
+  text: string;
+  name?: string;
+}
 
-/** Rewrites `?` placeholders as `$1…$n` (our SQL has no `?` inside literals). */
-function pgSql(sql: string): string {
-  let out = numbered.get(sql);
+const prepared = new Map<string, Prepared>();
+/**
+ * Distinct statement texts prepared by name. Our statements are a fixed set plus a few shapes of
+ * list filters; past this bound a text is sent unnamed (parsed each time), so a long-running process
+ * never grows the server's per-connection statement cache without limit.
+ */
+const MAX_PREPARED = 256;
+
+/**
+ * Rewrites `?` placeholders as `$1…$n` (our SQL has no `?` inside literals) and names the
+ * statement: each pooled connection parses and plans it once, then only binds and executes.
+ */
+function pgStatement(sql: string): Prepared {
+  let out = prepared.get(sql);
   if (out === undefined) {
     let n = 0;
-    out = sql.replace(/\?/g, () => `$${++n}`);
-    numbered.set(sql, out);
+    const text = sql.replace(/\?/g, () => `$${++n}`);
+    out = prepared.size < MAX_PREPARED ? { text, name: `sbx_${prepared.size}` } : { text };
+    prepared.set(sql, out);
   }
   return out;
 }
@@ -51,7 +67,8 @@ export class PostgresDriver implements SqlDriver {
   private async exec(sql: string, params: unknown[], on: Queryable): Promise<{ rows: Row[]; rowCount: number | null }> {
     if (this.closed) throw unavailable('postgres store is closed');
     try {
-      return await on.query<Row>(pgSql(sql), params);
+      const st = pgStatement(sql);
+      return await on.query<Row>(st.name ? { name: st.name, text: st.text, values: params } : { text: st.text, values: params });
     } catch (err) {
       throw storeError(err, this.redact);
     }
@@ -79,17 +96,20 @@ export class PostgresDriver implements SqlDriver {
     return (await this.exec(sql, params, this.pool)) as QueryResult;
   }
 
-  /** `fn` in one transaction; its `q` runs statements on the transaction's connection. */
-  transact<T>(fn: (q: (sql: string, params?: unknown[]) => Promise<QueryResult>) => Promise<T>): Promise<T> {
-    return this.transaction((client) => fn(async (sql, params = []) => (await this.exec(sql, params, client)) as QueryResult));
+  /**
+   * `fn` in one transaction; its `q` runs statements on the transaction's connection. `lead`, a
+   * statement without parameters (a lock), travels with BEGIN in one round trip.
+   */
+  transact<T>(fn: (q: (sql: string, params?: unknown[]) => Promise<QueryResult>) => Promise<T>, lead?: string): Promise<T> {
+    return this.transaction((client) => fn(async (sql, params = []) => (await this.exec(sql, params, client)) as QueryResult), lead);
   }
 
-  private async transaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  private async transaction<T>(fn: (client: PoolClient) => Promise<T>, lead?: string): Promise<T> {
     const client = await this.connect();
     try {
-      await this.exec('BEGIN', [], client);
+      await this.begin(client, lead);
       const result = await fn(client);
-      await this.exec('COMMIT', [], client);
+      await this.simple('COMMIT', client);
       client.release();
       return result;
     } catch (err) {
@@ -99,6 +119,21 @@ export class PostgresDriver implements SqlDriver {
       );
       // A connection that could not roll back is broken: destroy it instead of pooling it.
       client.release(rolledBack ? undefined : true);
+      throw storeError(err, this.redact);
+    }
+  }
+
+  /** BEGIN, and `lead` with it as one simple-protocol message (no parameters, several statements). */
+  private begin(client: PoolClient, lead: string | undefined): Promise<void> {
+    return this.simple(lead ? `BEGIN; ${lead}` : 'BEGIN', client);
+  }
+
+  /** A statement without parameters over the simple protocol: one message, nothing to prepare. */
+  private async simple(sql: string, client: PoolClient): Promise<void> {
+    if (this.closed) throw unavailable('postgres store is closed');
+    try {
+      await client.query(sql);
+    } catch (err) {
       throw storeError(err, this.redact);
     }
   }
@@ -150,7 +185,7 @@ export class PostgresStore extends SqlStore {
     super(driver);
     this.shared = pgSharedState(
       (sql, params) => driver.query(sql, params),
-      (fn) => driver.transact(fn),
+      (fn, lead) => driver.transact(fn, lead),
       newClient,
     );
   }

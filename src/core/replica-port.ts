@@ -4,7 +4,7 @@
  * PostgreSQL supplies them; a store without them is one process's alone (SQLite).
  */
 import type { EventInput, SbxEvent } from './events/kinds.js';
-import type { LiveCounts } from './ports.js';
+import type { LiveCounts, SandboxRecord } from './ports.js';
 
 /** A granted admission slot, stored until its sandbox row is (or the spawn fails). */
 export interface SlotRequest {
@@ -31,6 +31,12 @@ export interface SlotLedgerPort {
   ): Promise<{ counts: LiveCounts; reserved: boolean }>;
   /** Drops one slot (committed or failed spawn). */
   drop(id: string): Promise<void>;
+  /**
+   * Stores a granted spawn's sandbox row and drops its slot in one step (one statement), so the
+   * slot is never counted next to its row nor neither counted. False (and the slot dropped) when a
+   * sandbox with this id exists.
+   */
+  insertSandbox(slotId: string, rec: SandboxRecord): Promise<boolean>;
   /** Drops every slot a replica holds (it starts afresh, so none of them is in flight). */
   dropHeldBy(holderId: string): Promise<number>;
 }

@@ -74,7 +74,7 @@ export class Admission {
   ) {
     const wake = () => this.wake();
     this.ledger = shared
-      ? new SharedLedger(shared.slots, clock, shared.replicaId, shared.slotId, wake)
+      ? new SharedLedger(shared.slots, store, clock, shared.replicaId, shared.slotId, wake)
       : new LocalLedger(store, clock, (fn) => this.serialize(fn), wake);
     this.queue = new SpawnQueue(
       () => settings.defaults.spawn_queue_timeout_ms,

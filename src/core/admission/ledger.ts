@@ -4,7 +4,8 @@
  * (`LocalLedger`); with replicas on one database they are rows counted and inserted under a lock
  * every replica takes (`SharedLedger`), so no two replicas can grant the same last slot.
  */
-import type { Clock, LiveCounts, SandboxStore, SlotLedgerPort } from '../ports.js';
+import { conflict } from '../errors.js';
+import type { Clock, LiveCounts, SandboxRecord, SandboxStore, SlotLedgerPort } from '../ports.js';
 
 /** Active sandboxes as a decision sees them. */
 export interface Counts {
@@ -21,6 +22,8 @@ export interface AdmissionTicket {
    * would over-admit).
    */
   commit<T>(store: () => Promise<T>): Promise<T>;
+  /** `commit` of storing `rec`, in as few steps as the ledger can (one statement with shared slots). */
+  insert(rec: SandboxRecord): Promise<void>;
   /** Gives the slot back (a failed spawn); a no-op once committed. */
   release(): void;
 }
@@ -99,16 +102,18 @@ export class LocalLedger implements Ledger {
         else this.pending.set(ownerId, n);
       }
     };
+    const commit = <T>(store: () => Promise<T>): Promise<T> =>
+      this.serialize(async () => {
+        const out = await store();
+        if (!released) {
+          released = true;
+          drop();
+        }
+        return out;
+      });
     return {
-      commit: <T>(store: () => Promise<T>): Promise<T> =>
-        this.serialize(async () => {
-          const out = await store();
-          if (!released) {
-            released = true;
-            drop();
-          }
-          return out;
-        }),
+      commit,
+      insert: (rec) => commit(() => this.store.insertSandbox(rec)),
       release: () => {
         if (released) return;
         released = true;
@@ -127,6 +132,7 @@ export class SharedLedger implements Ledger {
   readonly recheckMs = 1_000;
   constructor(
     private readonly slots: SlotLedgerPort,
+    private readonly store: SandboxStore,
     private readonly clock: Clock,
     private readonly holderId: string,
     private readonly slotId: () => string,
@@ -151,7 +157,7 @@ export class SharedLedger implements Ledger {
 
   grant(): AdmissionTicket {
     // No limit reads a count this spawn could change: nothing to store.
-    return { commit: (store) => store(), release: () => undefined };
+    return { commit: (store) => store(), insert: (rec) => this.store.insertSandbox(rec), release: () => undefined };
   }
 
   private ticket(id: string): AdmissionTicket {
@@ -167,6 +173,17 @@ export class SharedLedger implements Ledger {
           await drop();
         }
         return out;
+      },
+      // The row and the slot's drop in one statement: no window where both or neither count.
+      insert: async (rec: SandboxRecord): Promise<void> => {
+        if (released) {
+          await this.store.insertSandbox(rec);
+          return;
+        }
+        // A failed statement changed nothing: the slot stays for `release` to drop.
+        const stored = await this.slots.insertSandbox(id, rec);
+        released = true;
+        if (!stored) throw conflict(`sandbox "${rec.id}" already exists`);
       },
       release: () => {
         if (released) return;

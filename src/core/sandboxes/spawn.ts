@@ -172,9 +172,8 @@ async function createPlaced(
     };
     // Bindings first: the gateway never sees the sandbox without them (DESIGN.md §15).
     if (req.secrets.length > 0) await deps.secrets?.record(id, req.owner_id, req.secrets);
-    // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.commit).
-    const stored = rec;
-    await (ticket ? ticket.commit(() => store.insertSandbox(stored)) : store.insertSandbox(stored));
+    // The admission slot becomes the stored row in one serialized step (see AdmissionTicket.insert).
+    await (ticket ? ticket.insert(rec) : store.insertSandbox(rec));
   } catch (err) {
     // Never leave a runtime nobody knows about.
     const bound = target.local ? provider : locator.remoteProvider(target.worker, { id, provider: req.provider, runtime_id: runtimeId });

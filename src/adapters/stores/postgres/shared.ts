@@ -7,7 +7,9 @@ import pg from 'pg';
 import type { PoolClient } from 'pg';
 import { shapeEvent } from '../../../core/events/bus.js';
 import type { EventInput } from '../../../core/events/kinds.js';
-import type { LiveCounts } from '../../../core/ports.js';
+import type { LiveCounts, SandboxRecord } from '../../../core/ports.js';
+import { SQL } from '../shared/queries.js';
+import { sandboxValues } from '../shared/records.js';
 import type { EventJournalPort, JournalEntry, SharedState, SlotLedgerPort, SlotRequest } from '../../../core/replica-port.js';
 
 /** Runs `fn` in a transaction on one pooled connection (the driver's, so errors are redacted). */
@@ -37,6 +39,13 @@ const COUNTS = `
     c.n - (SELECT COUNT(*) FROM sandboxes x WHERE x.owner_id = c.owner_id AND x.state IN ${LIVE_STATES} AND x.expires_at <= $1), NULL
     FROM live_counts c WHERE c.kind = 1 AND c.owner_id = ANY($2::text[])
   UNION ALL SELECT 'owner', s.owner_id, COUNT(*), NULL FROM admission_slots s WHERE s.owner_id = ANY($2::text[]) AND ${SLOT_LIVE} GROUP BY s.owner_id`;
+
+/** A sandbox row stored and its admission slot dropped, in one statement. */
+const INSERT_WITH_SLOT = (() => {
+  let n = 0;
+  const insert = SQL.insertSandbox.replace(/\?/g, () => `$${++n}`);
+  return `WITH slot AS (DELETE FROM admission_slots WHERE id = $${n + 1}) ${insert}`;
+})();
 
 /** The slot stored and the counts before it, in one round trip (under the admission lock). */
 const RESERVE = `WITH slot AS (INSERT INTO admission_slots (id, owner_id, holder_id, expires_at) VALUES ($3, $4, $5, $6) RETURNING id)
@@ -100,6 +109,12 @@ class PgSlots implements SlotLedgerPort {
 
   async drop(id: string): Promise<void> {
     await this.query('DELETE FROM admission_slots WHERE id = $1', [id]);
+  }
+
+  async insertSandbox(slotId: string, rec: SandboxRecord): Promise<boolean> {
+    const values = sandboxValues(rec);
+    const res = await this.query(INSERT_WITH_SLOT, [...values, slotId]);
+    return (res.rowCount ?? 0) > 0;
   }
 
   async dropHeldBy(holderId: string): Promise<number> {

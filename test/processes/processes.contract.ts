@@ -155,13 +155,14 @@ export function processContract(
     await call(url, 'DELETE', `${base}/${noTty}`);
   }, 60_000);
 
-  // docker sizes an exec's terminal just after it starts (as `docker exec -t` does): the command asks after a second.
+  // docker sizes an exec's terminal just after it starts (as `docker exec -t` does), and a resize is
+  // applied by the engine after the call is answered: the command asks a second after each.
   it('pty: {cols, rows} runs it in a terminal of that size, resized by …/resize (501 where the provider has none)', async () => {
     const { url, spawn, tty, provider } = ctx();
     const sb = await spawn();
     const base = `/api/v1/sandboxes/${sb}/processes`;
     const started = await call(url, 'POST', base, {
-      command: 'sleep 1; stty size; read x; stty size',
+      command: 'sleep 1; stty size; read x; sleep 1; stty size',
       stdin: true,
       pty: { cols: 100, rows: 30 },
     });

@@ -54,7 +54,8 @@ export function sandboxExtensionRoutes(app: FastifyInstance, deps: HttpDeps): vo
         description:
           'sbx extension (DESIGN.md §16): state `paused`, every process frozen, memory kept (docker: the ' +
           "engine's pause; mock and proot: the cgroup freezer). 409 while an exec or stream is in flight; 501 where the " +
-          'provider cannot freeze and for pool sandboxes. The TTL keeps running. An exec, file, process call or WebSocket resumes it first.',
+          'provider cannot freeze and for pool sandboxes. The TTL keeps running. An exec, file, process call ' +
+          'or WebSocket resumes it first.',
         params: IdParams,
         response: { 200: Sandbox, ...errors, 409: ErrorBody, 501: ErrorBody },
       },

@@ -123,7 +123,8 @@ const rows = [
 
 console.log(`## admission
 
-Spawn admission in \`queue\` mode on the mock provider: ${REQUESTS} concurrent \`POST /api/v1/sandboxes\` against \`max_sandboxes=${CAPACITY}\` while a loop destroys sandboxes (${destroyed} destroyed).
+Spawn admission in \`queue\` mode on the mock provider: ${REQUESTS} concurrent \`POST /api/v1/sandboxes\`
+against \`max_sandboxes=${CAPACITY}\` while a loop destroys sandboxes (${destroyed} destroyed).
 
 | measure | value |
 |---|---|

@@ -38,7 +38,7 @@ if (!DSN) {
   console.log('## fleet\n\nSkipped: set SBX_TEST_POSTGRES_DSN (bash scripts/test-postgres-up.sh prints one).\n');
   process.exit(0);
 }
-const { mintWorkerToken } = await import(join(ROOT, 'dist', 'transports', 'http', 'worker-auth.js'));
+const { mintWorkerToken } = await import(join(ROOT, 'dist', 'transports', 'shared', 'worker-auth.js'));
 const { AUD_CONTROL_PLANE, WORKER_SCOPES } = await import(join(ROOT, 'dist', 'core', 'auth', 'worker-claims.js'));
 const { SANDBOX_COLUMNS, sandboxValues } = await import(join(ROOT, 'dist', 'adapters', 'stores', 'shared', 'records.js'));
 

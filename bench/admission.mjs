@@ -34,7 +34,7 @@ const { config } = await loadConfig({
 });
 const plane = await createControlPlane(config, { home: dir, logger: pino({ level: 'silent' }), reconcile: false });
 const url = await plane.listen();
-const { bus, store, admission } = plane.deps;
+const { bus, store, admission, locator } = plane.deps;
 
 // Exact concurrency from the bus: +1 once a sandbox is stored and announced, -1 once destroyed.
 const active = new Map();
@@ -94,7 +94,7 @@ const spawnPhaseMs = performance.now() - t0;
 await destroyer;
 sampling = false;
 await sampler;
-const stats = admission.stats();
+const stats = admission.stats({ ...locator.figures(), owner_quotas: 0 });
 await plane.close();
 rmSync(dir, { recursive: true, force: true });
 
@@ -123,7 +123,8 @@ const rows = [
 
 console.log(`## admission
 
-Spawn admission in \`queue\` mode on the mock provider: ${REQUESTS} concurrent \`POST /api/v1/sandboxes\` against \`max_sandboxes=${CAPACITY}\` while a loop destroys sandboxes (${destroyed} destroyed).
+Spawn admission in \`queue\` mode on the mock provider: ${REQUESTS} concurrent \`POST /api/v1/sandboxes\`
+against \`max_sandboxes=${CAPACITY}\` while a loop destroys sandboxes (${destroyed} destroyed).
 
 | measure | value |
 |---|---|

@@ -384,6 +384,6 @@ Targets, sbx / raw ≤ ${TARGET}× for file transfers:
 ${targets.join('\n')}
 
 Streamed exec of ${STREAM_MIB} MiB of stdout (median of ${STREAM_RUNS}, interleaved): sbx NDJSON over HTTP ${fmt(sa)} MiB/s
-(${(sa / sr).toFixed(2)}× raw), sbx binary frames over HTTP (what \`sbx exec\` uses) ${fmt(sf)} MiB/s (${(sf / sr).toFixed(2)}× raw; target ≥ 1.0),
-raw engine stream ${fmt(sr)} MiB/s.
+(${(sa / sr).toFixed(2)}× raw), sbx binary frames over HTTP (what \`sbx exec\` uses) ${fmt(sf)} MiB/s
+(${(sf / sr).toFixed(2)}× raw; target ≥ 1.0), raw engine stream ${fmt(sr)} MiB/s.
 `);

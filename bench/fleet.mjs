@@ -18,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort } from './lib/net.mjs';
+import { renderFleetSection } from './lib/fleet-section.mjs';
 import { writeSection } from './lib/sections.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -38,7 +39,7 @@ if (!DSN) {
   console.log('## fleet\n\nSkipped: set SBX_TEST_POSTGRES_DSN (bash scripts/test-postgres-up.sh prints one).\n');
   process.exit(0);
 }
-const { mintWorkerToken } = await import(join(ROOT, 'dist', 'transports', 'http', 'worker-auth.js'));
+const { mintWorkerToken } = await import(join(ROOT, 'dist', 'transports', 'shared', 'worker-auth.js'));
 const { AUD_CONTROL_PLANE, WORKER_SCOPES } = await import(join(ROOT, 'dist', 'core', 'auth', 'worker-claims.js'));
 const { SANDBOX_COLUMNS, sandboxValues } = await import(join(ROOT, 'dist', 'adapters', 'stores', 'shared', 'records.js'));
 
@@ -352,52 +353,7 @@ async function fleet(workers) {
 const results = [];
 for (const n of FLEETS) results.push(await fleet(n));
 
-const sat = (r) => {
-  // The load at which one control plane saturates: the first concurrency whose throughput gains
-  // under 10 % over the previous step.
-  for (let i = 1; i < r.load.length; i++) if (r.load[i].rate < r.load[i - 1].rate * 1.1) return r.load[i - 1];
-  return r.load[r.load.length - 1];
-};
-const fleetSection = `## fleet
-
-One \`sbx serve\` (pure control plane, PostgreSQL) with simulated workers (\`node bench/fleet.mjs\`): each
-worker has its own id and signed token, heartbeats over the real route and answers the real worker
-RPC from memory. ${LIVE.toLocaleString('en')} live sandboxes spread over the workers; ${SPAWNS} spawns a sample, each
-with an \`X-User-ID\` of 500 owners. Control plane on CPU 0, simulator on CPU 1${pinned ? '' : ' (not pinned: taskset missing or one CPU)'}; PostgreSQL shares both.
-One spawn at a time: placement = the control plane's own timing of its placement decision (reading
-the workers and their live counts, choosing; diagnostics \`scheduler.placement_p50_ms\`/\`_p99_ms\`);
-to the worker = request sent → the chosen worker's \`worker.spawn\` arrives (HTTP, admission with
-its transaction, placement, the lease). Writes per spawn = PostgreSQL row inserts, updates and
-deletes per spawn (\`pg_stat_user_tables\`). Target (DESIGN §13): placement p99 ≤ 20 ms at 1,000 workers.
-
-| workers | heartbeats/s | placement p50 / p99 ms | to the worker p50 / p99 ms | CPU ms per spawn | row writes per spawn | RSS MB | reconcile pass s (RPC calls) |
-|---|---|---|---|---|---|---|---|
-${results.map((r) => `| ${r.workers} | ${f(r.hbRate, 0)} | ${f(r.decide50)} / **${f(r.decide99)}** | ${f(r.place50)} / ${f(r.place99)} | ${f(r.cpuPerSpawnMs)} | ${f(r.writesPerSpawn)} | ${f(r.rss, 0)} | **${f(r.reconcile.passS)}** (${f(r.reconcile.callsPerPass, 0)}) |`).join('\n')}
-
-Reconcile pass = one pass of remote reconciliation over every live remote sandbox (${results.map((r) => r.reconcile.asked.toLocaleString('en')).join(' / ')}; each
-worker asked with \`worker.status_batch\`, up to 1,000 sandboxes a call), timed as ${PROBE_S} s of back-to-back passes
-(period 1 s) ÷ the passes completed. Target: within the 30 s period.
-
-Throughput as spawns in flight grow (spawns/s, p50 / p99 ms, control-plane CPU in cores):
-
-| workers | ${results[0].load.map((l) => `${l.conc} in flight`).join(' | ')} |
-|---|${results[0].load.map(() => '---').join('|')}|
-${results.map((r) => `| ${r.workers} | ${r.load.map((l) => `${f(l.rate, 0)}/s, ${f(l.p50)} / ${f(l.p99)}, ${f(l.cpu, 2)}`).join(' | ')} |`).join('\n')}
-
-Saturation: ${results.map((r) => `${r.workers} workers at about ${f(sat(r).rate, 0)} spawns/s (${sat(r).conc} in flight)`).join('; ')}.
-
-What a bigger fleet needs:
-- More spawns per second: one control plane spends the CPU per spawn above on one core, so it
-  saturates at the rate shown; replicas on one PostgreSQL (README "High availability") each add a
-  core. What they then share is one short transaction per spawn under the admission lock, and the
-  event journal's serialized appends.
-- Reconciliation asks each worker once per 1,000 of its sandboxes (\`worker.status_batch\`; one call
-  per sandbox only to a worker without it): a pass over ${LIVE.toLocaleString('en')} remote sandboxes takes
-  ${f(results[results.length - 1].reconcile.passS)} s at ${results[results.length - 1].workers} workers (one call per sandbox, before: about 68 s). What
-  grows with the fleet is the walk over the live rows in pages of 500 and one row update per change.
-- Past what one PostgreSQL writes (the row writes per spawn above, plus one per heartbeat): a
-  sharded store, or a scheduler such as Kubernetes placing runtimes with sbx as the API in front.
-`;
+const fleetSection = renderFleetSection({ results, live: LIVE, spawns: SPAWNS, probeS: PROBE_S, pinned });
 console.log(fleetSection);
 // SCALE.md keeps the section, beside bench:scale's figures.
 writeSection(

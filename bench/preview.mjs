@@ -157,6 +157,20 @@ stop.abort();
 const f = (x, d = 2) => x.toFixed(d);
 const addedP50 = median(small.proxied) - median(small.direct);
 const tput = median(big.proxied) / median(big.direct);
+/** A markdown table row (one line: a row cannot wrap). */
+const tableRow = (cells) => `| ${cells.join(' | ')} |`;
+const smallP50 = [
+  `small GET p50 (ms, n=${RUNS})`,
+  f(median(small.direct), 3),
+  f(median(small.proxied), 3),
+  `${f(median(small.proxied) / median(small.direct))} (added ${f(addedP50, 3)} ms)`,
+];
+const smallP99 = [
+  'small GET p99 (ms)',
+  f(pct(small.direct, 99), 3),
+  f(pct(small.proxied, 99), 3),
+  f(pct(small.proxied, 99) / pct(small.direct, 99)),
+];
 console.log(`## preview
 
 The live-preview proxy of \`sbx serve\` (mock provider, \`server.preview_domain\`) against fetching the
@@ -166,14 +180,15 @@ run. ${cpus().length} CPUs, Node ${process.version}. Targets (issue 13): through
 
 | measure | direct | through the proxy | proxy / direct |
 |---|---|---|---|
-| small GET p50 (ms, n=${RUNS}) | ${f(median(small.direct), 3)} | ${f(median(small.proxied), 3)} | ${f(median(small.proxied) / median(small.direct))} (added ${f(addedP50, 3)} ms) |
-| small GET p99 (ms) | ${f(pct(small.direct, 99), 3)} | ${f(pct(small.proxied, 99), 3)} | ${f(pct(small.proxied, 99) / pct(small.direct, 99))} |
+${tableRow(smallP50)}
+${tableRow(smallP99)}
 | 10 MiB GET (MiB/s median, n=${FILE_RUNS}) | ${f(median(big.direct), 0)} | ${f(median(big.proxied), 0)} | ${f(tput)} |
 | 16 concurrent small GETs (req/s) | ${f(rates.direct, 0)} | ${f(rates.proxied, 0)} | ${f(rates.proxied / rates.direct)} |
 
 The ceiling on this machine: a bare Node TCP relay (no HTTP, its own process) in front of the same
-server moves the 10 MiB GET at ${f(median(big.relayed), 0)} MiB/s, ${f(median(big.relayed) / median(big.direct))} of direct, in the same run: every byte
-through one more process costs about as much CPU as the client's own reading, and there are ${cpus().length} CPUs
+server moves the 10 MiB GET at ${f(median(big.relayed), 0)} MiB/s, ${f(median(big.relayed) / median(big.direct))} of direct, in the
+same run: every byte through one more process costs about as much CPU as the client's own reading,
+and there are ${cpus().length} CPUs
 for the client, the relay and the server.
 `);
 agent.destroy();

@@ -131,7 +131,8 @@ ${row(`streamed exec, 1.3 MiB of output, median of ${STREAM_RUNS}`, q(L.stream, 
 ${row(`10 MiB file write, median of ${FILE_RUNS}`, q(L.put, 50), q(R.put, 50), ms)}
 ${row(`10 MiB file read, median of ${FILE_RUNS}`, q(L.get, 50), q(R.get, 50), ms)}
 
-Throughput (median): write ${mibps(q(L.put, 50))} MiB/s local, ${mibps(q(R.put, 50))} MiB/s remote; read ${mibps(q(L.get, 50))} MiB/s local, ${mibps(q(R.get, 50))} MiB/s remote.
+Throughput (median): write ${mibps(q(L.put, 50))} MiB/s local, ${mibps(q(R.put, 50))} MiB/s remote;
+read ${mibps(q(L.get, 50))} MiB/s local, ${mibps(q(R.get, 50))} MiB/s remote.
 `);
 } catch (err) {
   log(String(err?.stack ?? err));

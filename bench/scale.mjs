@@ -219,15 +219,30 @@ const rowsOut = results.map(
     `**${f(r.rss, 0)}** | ${f(r.pageNone, 2)} | **${f(r.pageLive, 2)}** / ${f(r.pageDeep, 2)} | ${f(r.getNone, 2)} ` +
     `| ${f(r.getLive, 2)} | **${f(r.getLive / r.getNone)}** |`,
 );
+const k = `${LIVE / 1000}k`;
+const HEADS = [
+  'store',
+  'spawns/s, none live',
+  'spawns/s, 10,000 live',
+  'ratio',
+  `RSS MB at ${k}`,
+  'page of 100 p50 ms, none',
+  `at ${k}: first / deep`,
+  'GET one p50 ms, none',
+  `at ${k}`,
+  'ratio',
+];
 const section = `## scale
 
-One \`sbx serve\` (mock provider) as live sandboxes grow to ${LIVE.toLocaleString('en')}, on SQLite${DSN ? ' and PostgreSQL' : ''}; the live rows
-beyond its own spawns are written into its database as sandboxes of a simulated worker. Spawn rates
-are ${SPAWNS} spawns with 16 in flight, under a global and a per-owner cap (so every admission counts); after each bulk insert the run waits ${SETTLE_MS / 1000} s for the planners' statistics. ${cpus().length} CPUs, Node ${process.version}. Targets (DESIGN §13): spawn rate with 10,000 live ÷
+One \`sbx serve\` (mock provider) as live sandboxes grow to ${LIVE.toLocaleString('en')}, on SQLite${DSN ? ' and PostgreSQL' : ''};
+the live rows beyond its own spawns are written into its database as sandboxes of a simulated
+worker. Spawn rates are ${SPAWNS} spawns with 16 in flight, under a global and a per-owner cap (so
+every admission counts); after each bulk insert the run waits ${SETTLE_MS / 1000} s for the planners'
+statistics. ${cpus().length} CPUs, Node ${process.version}. Targets (DESIGN §13): spawn rate with 10,000 live ÷
 with none ≥ 0.8; RSS with 100,000 live ≤ 400 MB; a page of 100 at 100,000 live ≤ 10 ms p50; GET of one
 at 100,000 live ≤ 1.2 × at none.
 
-| store | spawns/s, none live | spawns/s, 10,000 live | ratio | RSS MB at ${LIVE / 1000}k | page of 100 p50 ms, none | at ${LIVE / 1000}k: first / deep | GET one p50 ms, none | at ${LIVE / 1000}k | ratio |
+| ${HEADS.join(' | ')} |
 |---|---|---|---|---|---|---|---|---|---|
 ${rowsOut.join('\n')}
 `;

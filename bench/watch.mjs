@@ -97,7 +97,10 @@ try {
   ac.abort();
   console.log(`## pause, fork, watch
 
-watch: a real server on docker with sbx-agent (\`node bench/watch.mjs\`, ${ITERATIONS} iterations after 3 warm-up, on a shared 2-core machine). Each iteration runs \`echo N > /w/fN\` through the exec API; "exec → event" is from sending that exec to the watch's \`write\` line arriving over NDJSON, so it includes starting the command. In ms.
+watch: a real server on docker with sbx-agent (\`node bench/watch.mjs\`, ${ITERATIONS} iterations after 3 warm-up,
+on a shared 2-core machine). Each iteration runs \`echo N > /w/fN\` through the exec API; "exec → event"
+is from sending that exec to the watch's \`write\` line arriving over NDJSON, so it includes starting
+the command. In ms.
 
 | measure | p50 | p95 |
 |---|---:|---:|

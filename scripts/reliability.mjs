@@ -88,9 +88,11 @@ function render(f) {
       'test:reliability` runs the same suite without writing this file.',
   );
   s.push('');
+  const took = run.seconds !== undefined ? `, ${run.seconds} s including the build` : '';
+  const providers = `docker ${run.docker === false ? 'skipped' : 'on'}, proot ${run.proot === false ? 'skipped' : 'on'}`;
   s.push(
     `Last run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, Node ${process.version}, ` +
-      `${process.platform}/${process.arch}${run.seconds !== undefined ? `, ${run.seconds} s including the build` : ''}; docker ${run.docker === false ? 'skipped' : 'on'}, proot ${run.proot === false ? 'skipped' : 'on'}; suite exit code ${run.suite_exit_code ?? '—'}.`,
+      `${process.platform}/${process.arch}${took}; ${providers}; suite exit code ${run.suite_exit_code ?? '—'}.`,
   );
   s.push('');
   const sec = (key, title, what, ok) => {
@@ -157,7 +159,8 @@ function render(f) {
     '20 sandboxes with a running exec each and 50 concurrent spawns in flight when serve is SIGKILL-ed; serve ' +
       'restarts on the same home (database, installation id) and gets 30 s to reconcile. A sandbox the API answered ' +
       '201 for must be running and usable (an exec answers) or destroyed with its runtime gone; every runtime ' +
-      '(container, mock directory) must belong to a running record; on mock no exec process may survive. Target: 0 orphans, 0 lost records.',
+      '(container, mock directory) must belong to a running record; on mock no exec process may survive. ' +
+      'Target: 0 orphans, 0 lost records.',
     (x) => !x.orphaned_runtimes && !x.orphaned_processes && !x.lost_records,
   );
   sec(

@@ -6,7 +6,10 @@ import { fileURLToPath } from 'node:url';
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'sbx.js');
 
-/** A process group rooted in `dir`: `start` runs `sbx args…` and waits for `ready` (30 s); it resolves with the first capture group (or the match). */
+/**
+ * A process group rooted in `dir`: `start` runs `sbx args…` and waits for `ready` (30 s); it
+ * resolves with the first capture group (or the match).
+ */
 export function processes(dir) {
   const procs = [];
   const cleanup = () => {

@@ -107,7 +107,11 @@ export const ExecWsResize = Type.Object(
 );
 export type ExecWsResize = Static<typeof ExecWsResize>;
 
-/** Client → server: a signal for every process of the command: SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 (the `SIG` prefix is optional). With a terminal, SIGINT and SIGQUIT act as ^C and ^\ (the foreground job gets them). */
+/**
+ * Client → server: a signal for every process of the command: SIGINT, SIGTERM, SIGKILL, SIGHUP,
+ * SIGQUIT, SIGUSR1, SIGUSR2 (the `SIG` prefix is optional). With a terminal, SIGINT and SIGQUIT act
+ * as ^C and ^\ (the foreground job gets them).
+ */
 export const ExecWsSignal = Type.Object(
   { type: Type.Literal('signal'), signal: Type.String({ minLength: 1, maxLength: 16 }) },
   { additionalProperties: false },

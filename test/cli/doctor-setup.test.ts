@@ -12,6 +12,9 @@ import { runSbx } from './run-sbx.js';
 
 type CheckRow = { title: string; status: string; detail: string; fix: string };
 
+/** One regular expression from parts written one after another (each part's source as written). */
+const joined = (...parts: RegExp[]) => new RegExp(parts.map((p) => p.source).join(''));
+
 const dirs: string[] = [];
 function tempDir(): string {
   const d = mkdtempSync(join(tmpdir(), 'sbx-doctor-setup-'));
@@ -92,7 +95,11 @@ describe('sbx doctor: isolation, Docker endpoint, auth', () => {
       detail: 'off: the API is open to whoever reaches the port (browser origins and Host names limited)',
     });
     expect(by['auth']!.fix).toMatch(
-      /^dev-box guard on: browser origins limited to localhost, .*; Host limited to IP addresses, localhost, .*; for anything beyond a dev box set auth\.enabled: true/,
+      joined(
+        /^dev-box guard on: browser origins limited to localhost, .*; /,
+        /Host limited to IP addresses, localhost, .*; /,
+        /for anything beyond a dev box set auth\.enabled: true/,
+      ),
     );
     expect(by['auth']!.fix).not.toContain('\n');
     const dir = tempDir();
@@ -112,7 +119,11 @@ describe('sbx doctor: isolation, Docker endpoint, auth', () => {
     expect(r.stdout).toMatch(/warn\s+local Docker engine\s+unix:\/\/\/nonexistent\/h\.sock \(DOCKER_HOST\): ENOENT/);
     expect(r.stdout).toMatch(/warn\s+auth\s+off: the API is open to whoever reaches the port/);
     expect(r.stdout).toMatch(
-      /\n! auth: dev-box guard on: browser origins limited to localhost, [^\n]+; Host limited to [^\n]+; for anything beyond a dev box set auth\.enabled: true[^\n]*\n/,
+      joined(
+        /\n! auth: dev-box guard on: browser origins limited to localhost, [^\n]+; /,
+        /Host limited to [^\n]+; /,
+        /for anything beyond a dev box set auth\.enabled: true[^\n]*\n/,
+      ),
     );
   });
 });
@@ -207,7 +218,11 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx doctor and spawn: th
       const t = await runSbx(argv, { env: { SBX_URL: server.url } });
       expect(t.code).toBe(1);
       expect(t.stderr).toMatch(
-        /could not be pulled: .*; edit the template's image to one the engine has \(sbx templates update unpullable --image NAME\); `sbx doctor` lists the images the engine has\n$/,
+        joined(
+          /could not be pulled: .*; /,
+          /edit the template's image to one the engine has \(sbx templates update unpullable --image NAME\); /,
+          /`sbx doctor` lists the images the engine has\n$/,
+        ),
       );
     }
     const res = await fetch(`${server.url}/api/v1/sandboxes`, {

@@ -22,10 +22,12 @@ const T = '2026-01-01T00:00:00.000Z';
 const LATER = '2030-01-01T00:00:00.000Z';
 
 /** Rows as an older sbx stored them. */
+const INSERT_SANDBOX = `INSERT INTO sandboxes
+     (id, state, provider, image, memory_mb, vcpus, created_at, updated_at, expires_at, metadata, owner_id, worker_id, runtime_id)`;
 const OLD_ROWS = [
-  `INSERT INTO sandboxes (id, state, provider, image, memory_mb, vcpus, created_at, updated_at, expires_at, metadata, owner_id, worker_id, runtime_id)
+  `${INSERT_SANDBOX}
      VALUES ('sb-old1', 'running', 'custom-http', 'img', 64, 1, '${T}', '${T}', '${LATER}', '{}', NULL, 'local', 'rt-1')`,
-  `INSERT INTO sandboxes (id, state, provider, image, memory_mb, vcpus, created_at, updated_at, expires_at, metadata, owner_id, worker_id, runtime_id)
+  `${INSERT_SANDBOX}
      VALUES ('sb-old2', 'running', 'mock', 'img', 64, 1, '${T}', '${T}', '${LATER}', '{}', NULL, 'local', 'rt-2')`,
   `INSERT INTO templates (name, provider, metadata, created_at, updated_at) VALUES ('tpl-old', 'custom-http', '{}', '${T}', '${T}')`,
   `INSERT INTO snapshots (name, provider, image, size_bytes, created_at, sandbox_id, worker_id)

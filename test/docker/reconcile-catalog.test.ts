@@ -1,4 +1,7 @@
-/** Startup reconciliation of docker snapshots and volumes: labelled leftovers without a record go, records of vanished ones are reported. */
+/**
+ * Startup reconciliation of docker snapshots and volumes: labelled leftovers without a record go,
+ * records of vanished ones are reported.
+ */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

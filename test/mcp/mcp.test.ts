@@ -388,9 +388,8 @@ describe('sbx mcp process behaviour', () => {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     child.stdin.write('this is not json\n');
-    child.stdin.write(
-      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`,
-    );
+    const params = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } };
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params })}\n`);
     for (let i = 0; i < 100 && !out.includes('"id":1'); i++) await new Promise((r) => setTimeout(r, 50));
     child.stdin.end();
     expect(await exited).toBe(0);

@@ -6,17 +6,24 @@
 import { describe, expect, it } from 'vitest';
 import { listenerOwnedBy, parseListeners } from '../../src/adapters/providers/docker/listeners.js';
 
-// `cat /proc/net/tcp /proc/net/tcp6` in a container at 172.17.0.5 (trailing columns cut).
-const TABLES = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:2382 00000000:0000 0A 00000000:00000000 00:00000000 00000000 10002        0 70957 1
-   1: 00000000:0BB8 00000000:0000 0A 00000000:00000000 00:00000000 00000000 10004        0 70958 1
-   2: 050011AC:0FA0 00000000:0000 0A 00000000:00000000 00:00000000 00000000 10005        0 70959 1
-   3: 050011AC:1F90 010011AC:C350 01 00000000:00000000 00:00000000 00000000 10009        0 70960 1
-  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 00000000000000000000000000000000:1B9E 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 10003        0 71029 1
-   1: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 10001        0 70804 1
-   2: 0000000000000000FFFF0000050011AC:1388 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 10006        0 70805 1
-`;
+// `cat /proc/net/tcp /proc/net/tcp6` in a container at 172.17.0.5 (trailing columns cut): the
+// header, then per socket its slot, local and remote address, state (0A: listening), the queue and
+// timer columns, uid, timeout, inode and reference count.
+const row = (sl: number, local: string, remote: string, st: string, uid: number, inode: number) =>
+  `   ${sl}: ${local} ${remote} ${st} 00000000:00000000 00:00000000 00000000 ${uid}        0 ${inode} 1`;
+const V6_ANY = '0'.repeat(32);
+const TABLES = [
+  '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+  row(0, '0100007F:2382', '00000000:0000', '0A', 10002, 70957),
+  row(1, '00000000:0BB8', '00000000:0000', '0A', 10004, 70958),
+  row(2, '050011AC:0FA0', '00000000:0000', '0A', 10005, 70959),
+  row(3, '050011AC:1F90', '010011AC:C350', '01', 10009, 70960),
+  `  sl  local_address${' '.repeat(25)}remote_address${' '.repeat(24)}st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode`,
+  row(0, `${V6_ANY}:1B9E`, `${V6_ANY}:0000`, '0A', 10003, 71029),
+  row(1, `${V6_ANY}:1F90`, `${V6_ANY}:0000`, '0A', 10001, 70804),
+  row(2, '0000000000000000FFFF0000050011AC:1388', `${V6_ANY}:0000`, '0A', 10006, 70805),
+  '',
+].join('\n');
 
 describe('docker pool listeners', () => {
   const listeners = parseListeners(TABLES);

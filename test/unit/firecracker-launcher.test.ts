@@ -23,7 +23,10 @@ describe('the default launcher', () => {
        const [flag, sock] = process.argv.slice(2);
        fs.writeFileSync('argv.json', JSON.stringify({ flag, sock, cwd: process.cwd() }));
        console.log('serial console line');
-       setTimeout(() => http.createServer((q, s) => { s.writeHead(200, {'content-type': 'application/json'}); s.end(JSON.stringify({ id: 'x', state: 'Not started', vmm_version: '1', app_name: 'Firecracker' })); }).listen(sock), 100);`,
+       setTimeout(() => http.createServer((q, s) => {
+         s.writeHead(200, {'content-type': 'application/json'});
+         s.end(JSON.stringify({ id: 'x', state: 'Not started', vmm_version: '1', app_name: 'Firecracker' }));
+       }).listen(sock), 100);`,
     );
     const binary = script(dir, 'firecracker', `exec ${process.execPath} ${js} "$@"`);
     const apiSocket = join(dir, 'api.sock');

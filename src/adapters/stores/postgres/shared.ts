@@ -30,7 +30,8 @@ const SLOT_LIVE =
 // plus the slots of spawns still being created; in one round trip.
 const COUNTS = `
   SELECT 'total' AS k, NULL AS owner_id,
-    (SELECT COALESCE(SUM(n), 0) FROM live_counts WHERE kind = 0) - (SELECT COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} AND expires_at <= $1) AS n,
+    (SELECT COALESCE(SUM(n), 0) FROM live_counts WHERE kind = 0)
+      - (SELECT COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} AND expires_at <= $1) AS n,
     (SELECT MIN(e) FROM (SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'running' AND expires_at > $1
       UNION ALL SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'paused' AND expires_at > $1
       UNION ALL SELECT MIN(expires_at) AS e FROM sandboxes WHERE state = 'unhealthy' AND expires_at > $1) AS t) AS next_expiry
@@ -38,7 +39,8 @@ const COUNTS = `
   UNION ALL SELECT 'owner', c.owner_id,
     c.n - (SELECT COUNT(*) FROM sandboxes x WHERE x.owner_id = c.owner_id AND x.state IN ${LIVE_STATES} AND x.expires_at <= $1), NULL
     FROM live_counts c WHERE c.kind = 1 AND c.owner_id = ANY($2::text[])
-  UNION ALL SELECT 'owner', s.owner_id, COUNT(*), NULL FROM admission_slots s WHERE s.owner_id = ANY($2::text[]) AND ${SLOT_LIVE} GROUP BY s.owner_id`;
+  UNION ALL SELECT 'owner', s.owner_id, COUNT(*), NULL FROM admission_slots s
+    WHERE s.owner_id = ANY($2::text[]) AND ${SLOT_LIVE} GROUP BY s.owner_id`;
 
 /** A sandbox row stored and its admission slot dropped, in one statement. */
 const INSERT_WITH_SLOT = (() => {

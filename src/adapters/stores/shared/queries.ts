@@ -50,7 +50,8 @@ export const SQL = {
   getTemplate: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates WHERE name = ?`,
   listTemplates: `SELECT ${list(TEMPLATE_COLUMNS)} FROM templates ORDER BY name`,
   updateTemplate: `UPDATE templates SET image = ?, memory_mb = ?, vcpus = ?, ttl = ?, provider = ?, metadata = ?, network = ?,
-    snapshot = ?, volumes = ?, warm = ?, egress = ?, secrets = ?, auto_pause = ?, on_expire = ?, updated_at = ? WHERE name = ? RETURNING ${list(TEMPLATE_COLUMNS)}`,
+    snapshot = ?, volumes = ?, warm = ?, egress = ?, secrets = ?, auto_pause = ?, on_expire = ?, updated_at = ?
+    WHERE name = ? RETURNING ${list(TEMPLATE_COLUMNS)}`,
   deleteTemplate: 'DELETE FROM templates WHERE name = ?',
 
   insertSnapshot: `INSERT INTO snapshots (${list(SNAPSHOT_COLUMNS)}) VALUES (${marks(SNAPSHOT_COLUMNS.length)})
@@ -136,7 +137,8 @@ export const COUNT_LIVE_BY_WORKER = `SELECT c.worker_id, c.n - COALESCE(p.n, 0) 
   WHERE c.kind = 2`;
 /** The same for one owner. Params: now, owner, owner. */
 export const COUNT_LIVE_BY_WORKER_FOR_OWNER = `SELECT c.worker_id, c.n - COALESCE(p.n, 0) AS n FROM live_counts c
-  LEFT JOIN (SELECT worker_id, COUNT(*) AS n FROM sandboxes WHERE ${PAST} AND owner_id = ? GROUP BY worker_id) p ON p.worker_id = c.worker_id
+  LEFT JOIN (SELECT worker_id, COUNT(*) AS n FROM sandboxes WHERE ${PAST} AND owner_id = ? GROUP BY worker_id) p
+    ON p.worker_id = c.worker_id
   WHERE c.kind = 3 AND c.owner_id = ?`;
 
 /**

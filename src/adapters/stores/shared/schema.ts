@@ -115,12 +115,16 @@ const LIVE_STATES = "('running', 'unhealthy')";
 export const LIVE_STATES_PAUSED = "('running', 'paused', 'unhealthy')";
 
 /** Seeds `live_counts` from the rows already stored (both dialects). */
-const seedLiveCounts = (LIVE_STATES: string) => `
-  INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 0, '', '', COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES};
-  INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 1, '', owner_id, COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} AND owner_id IS NOT NULL GROUP BY owner_id;
-  INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 2, worker_id, '', COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} GROUP BY worker_id;
-  INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT 3, worker_id, owner_id, COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES} AND owner_id IS NOT NULL GROUP BY worker_id, owner_id;
+const seedLiveCounts = (LIVE_STATES: string) => {
+  const insert = 'INSERT INTO live_counts (kind, worker_id, owner_id, n) SELECT';
+  const live = `COUNT(*) FROM sandboxes WHERE state IN ${LIVE_STATES}`;
+  return `
+  ${insert} 0, '', '', ${live};
+  ${insert} 1, '', owner_id, ${live} AND owner_id IS NOT NULL GROUP BY owner_id;
+  ${insert} 2, worker_id, '', ${live} GROUP BY worker_id;
+  ${insert} 3, worker_id, owner_id, ${live} AND owner_id IS NOT NULL GROUP BY worker_id, owner_id;
 `;
+};
 const SEED_LIVE_COUNTS = seedLiveCounts(LIVE_STATES);
 
 const LIVE_COUNTS_TABLE = (key: string) => `
@@ -148,6 +152,20 @@ const moves = (LIVE_STATES: string) =>
   `OLD.owner_id IS DISTINCT FROM NEW.owner_id`;
 const MOVES = moves(LIVE_STATES);
 
+/** The rows a new row (`NEW`, +1) or a gone one (`OLD`, -1) moves while in a `live` state. */
+const bumpNew = (live: string, excluded: string) => bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${live}`, excluded);
+const bumpOld = (live: string, excluded: string) => bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${live}`, excluded);
+
+/** The SQLite live-count triggers over `live` states (version 4: running, unhealthy; version 16: paused too). */
+const sqliteTriggers = (live: string) => `
+  CREATE TRIGGER sandboxes_live_insert AFTER INSERT ON sandboxes BEGIN${bumpNew(live, 'n + excluded.n')}
+  END;
+  CREATE TRIGGER sandboxes_live_update AFTER UPDATE OF state, worker_id, owner_id ON sandboxes
+    WHEN ${moves(live).replace('IS DISTINCT FROM', 'IS NOT')} BEGIN${bumpOld(live, 'n + excluded.n')}${bumpNew(live, 'n + excluded.n')}
+  END;
+  CREATE TRIGGER sandboxes_live_delete AFTER DELETE ON sandboxes BEGIN${bumpOld(live, 'n + excluded.n')}
+  END;`;
+
 /**
  * Version 3/4 (DESIGN.md §13): live sandboxes counted as they change, in total, per owner, per
  * worker and per worker and owner, so admission and placement read a row instead of counting
@@ -155,23 +173,16 @@ const MOVES = moves(LIVE_STATES);
  * readers subtract the rows still in a live state but past their TTL (an index range that the
  * reaper keeps short), so the counts stay exact at any moment.
  */
-export const SQLITE_LIVE_COUNTS = `${LIVE_COUNTS_TABLE('TEXT')}
-  CREATE TRIGGER sandboxes_live_insert AFTER INSERT ON sandboxes BEGIN${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${LIVE_STATES}`, 'n + excluded.n')}
-  END;
-  CREATE TRIGGER sandboxes_live_update AFTER UPDATE OF state, worker_id, owner_id ON sandboxes
-    WHEN ${MOVES.replace('IS DISTINCT FROM', 'IS NOT')} BEGIN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${LIVE_STATES}`, 'n + excluded.n')}${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${LIVE_STATES}`, 'n + excluded.n')}
-  END;
-  CREATE TRIGGER sandboxes_live_delete AFTER DELETE ON sandboxes BEGIN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${LIVE_STATES}`, 'n + excluded.n')}
-  END;
+export const SQLITE_LIVE_COUNTS = `${LIVE_COUNTS_TABLE('TEXT')}${sqliteTriggers(LIVE_STATES)}
 ${SEED_LIVE_COUNTS}`;
 
 export const POSTGRES_LIVE_COUNTS = `${LIVE_COUNTS_TABLE('TEXT COLLATE "C"')}
   -- The function finds live_counts by the schema it was created in, whatever the writer's search_path.
   CREATE FUNCTION sbx_live_counts() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
   BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${LIVE_STATES}`, 'live_counts.n + excluded.n')}
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN${bumpOld(LIVE_STATES, 'live_counts.n + excluded.n')}
     END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${LIVE_STATES}`, 'live_counts.n + excluded.n')}
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN${bumpNew(LIVE_STATES, 'live_counts.n + excluded.n')}
     END IF;
     RETURN NULL;
   END $fn$;
@@ -312,13 +323,14 @@ export const SANDBOX_ENV = `
  * under the other spelling (`custom-http`) — sandboxes, templates, snapshots, volumes, warm
  * runtimes and their shapes, and the providers workers advertised — take the canonical one.
  */
+const renameIn = (column: string) => `REPLACE(${column}, '"custom-http"', '"custom_http"')`;
 export const PROVIDER_NAMES = `
   UPDATE sandboxes SET provider = 'custom_http' WHERE provider = 'custom-http';
   UPDATE templates SET provider = 'custom_http' WHERE provider = 'custom-http';
   UPDATE snapshots SET provider = 'custom_http' WHERE provider = 'custom-http';
   UPDATE volumes SET provider = 'custom_http' WHERE provider = 'custom-http';
-  UPDATE warm_runtimes SET provider = 'custom_http', shape = REPLACE(shape, '"custom-http"', '"custom_http"') WHERE provider = 'custom-http';
-  UPDATE workers SET providers = REPLACE(providers, '"custom-http"', '"custom_http"') WHERE providers LIKE '%"custom-http"%';
+  UPDATE warm_runtimes SET provider = 'custom_http', shape = ${renameIn('shape')} WHERE provider = 'custom-http';
+  UPDATE workers SET providers = ${renameIn('providers')} WHERE providers LIKE '%"custom-http"%';
 `;
 
 /**
@@ -330,16 +342,6 @@ export const FORK_COLUMNS = `
   ALTER TABLE sandboxes ADD COLUMN fork TEXT;
   CREATE INDEX IF NOT EXISTS sandboxes_fork_idx ON sandboxes (fork) WHERE fork IS NOT NULL;
 `;
-/** The SQLite live-count triggers over `live` states (version 4: running, unhealthy; version 16: paused too). */
-const sqliteTriggers = (live: string) => `
-  CREATE TRIGGER sandboxes_live_insert AFTER INSERT ON sandboxes BEGIN${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${live}`, 'n + excluded.n')}
-  END;
-  CREATE TRIGGER sandboxes_live_update AFTER UPDATE OF state, worker_id, owner_id ON sandboxes
-    WHEN ${moves(live).replace('IS DISTINCT FROM', 'IS NOT')} BEGIN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${live}`, 'n + excluded.n')}${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${live}`, 'n + excluded.n')}
-  END;
-  CREATE TRIGGER sandboxes_live_delete AFTER DELETE ON sandboxes BEGIN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${live}`, 'n + excluded.n')}
-  END;`;
-
 /** Columns of version 16 (DESIGN.md §16): a sandbox's auto-pause, what its TTL does, and a template's. */
 const PAUSE_COLUMNS = `
   ALTER TABLE sandboxes ADD COLUMN auto_pause_ms BIGINT;
@@ -368,9 +370,9 @@ ${PAUSE_COLUMNS}`;
 export const POSTGRES_PAUSE = `
   CREATE OR REPLACE FUNCTION sbx_live_counts() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
   BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN${bump('OLD.worker_id', 'OLD.owner_id', -1, `OLD.state IN ${LIVE_STATES_PAUSED}`, 'live_counts.n + excluded.n')}
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN${bumpOld(LIVE_STATES_PAUSED, 'live_counts.n + excluded.n')}
     END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN${bump('NEW.worker_id', 'NEW.owner_id', 1, `NEW.state IN ${LIVE_STATES_PAUSED}`, 'live_counts.n + excluded.n')}
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN${bumpNew(LIVE_STATES_PAUSED, 'live_counts.n + excluded.n')}
     END IF;
     RETURN NULL;
   END $fn$;

@@ -29,10 +29,8 @@ export async function printProcessOutput(ctx: CliContext, given: string, pid: st
     } catch (err) {
       if (ctx.signal.aborted) throw err;
       if (!follow || !(err instanceof SbxError) || err.code !== 'unavailable' || ++failures > RETRIES) throw err;
-      ctx.out.note(
-        `output stream broke off ` +
-          `(${messageFor(err, { apiKey: Boolean(ctx.config.apiKey), adminKey: Boolean(ctx.config.adminKey) })}); resuming at byte ${offset}`,
-      );
+      const why = messageFor(err, { apiKey: Boolean(ctx.config.apiKey), adminKey: Boolean(ctx.config.adminKey) });
+      ctx.out.note(`output stream broke off (${why}); resuming at byte ${offset}`);
       await new Promise((r) => setTimeout(r, RETRY_MS));
     }
   }

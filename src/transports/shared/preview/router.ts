@@ -26,7 +26,10 @@ export interface PreviewRouterOptions {
   domain: string;
   /** Where a sandbox's port is reached; throws SbxError (404, 400, 502, 501) when it cannot be. */
   resolve(sandboxId: string, port: number): Promise<PreviewUpstream>;
-  /** `server.preview_auth` (or, on a worker, a token the control plane gave): the per-sandbox token is required for host-routed previews. */
+  /**
+   * `server.preview_auth` (or, on a worker, a token the control plane gave): the per-sandbox token
+   * is required for host-routed previews.
+   */
   token?: { required: boolean | ((sandboxId: string) => boolean); matches(sandboxId: string, given: string | undefined): boolean };
   /** True for an `Authorization` value that is an API credential of this service (dropped). */
   isApiCredential?(authorization: string): boolean;

@@ -178,7 +178,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker provider: hardeni
           await new Promise((r) => setTimeout(r, 1_500));
           // Backpressure reached the sandbox: the writer is still there, blocked, half its output unsent.
           const top = await docker.getContainer(rid).top();
-          blockedWriter = top.Processes.some((row) => row.join(' ').includes('head -c'));
+          blockedWriter = top.Processes.some((row: string[]) => row.join(' ').includes('head -c'));
         }
         if (chunks % 64 === 0) peak = Math.max(peak, process.memoryUsage().rss);
       } else if (ev.stream === 'exit') {

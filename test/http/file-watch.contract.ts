@@ -116,8 +116,7 @@ export function watchContract(ctx: () => WatchContext): void {
     const a = await openWatch(url, id, '/w');
     const b = await openWatch(url, id, '/');
     expect((await call(url, 'DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
-    const deadline = Date.now() + 10_000;
-    while (!(a.ended && b.ended) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await Promise.all([a.until(() => false), b.until(() => false)]);
     expect([a.ended, b.ended]).toEqual([true, true]);
   });
 }

@@ -4,9 +4,10 @@
  */
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE } from '../docker/engine.js';
+import { DOCKER_SKIP, dockerTitle, engineRun, removeInstallation, requireEngine, TEST_IMAGE } from '../docker/engine.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 import { readOutput, RestartablePlane } from './helpers.js';
 import { processContract } from './processes.contract.js';
 
@@ -39,18 +40,26 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('background processes on 
       const url = await plane.start();
       installations.push(plane.plane!.installationId);
       const sb = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+      // Two gates the test opens: the first while no control plane runs, the second after the restart.
+      const gate = (n: number) => `while [ ! -e /tmp/gate${n} ]; do sleep 0.05; done`;
       const p = await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, {
-        command: 'echo before; sleep 3; echo after; echo oops >&2; exit 5',
+        command: `echo before; ${gate(1)}; echo after; ${gate(2)}; echo oops >&2; exit 5`,
       });
       expect(p.status).toBe(201);
       const pid = p.body.id as string;
       const early = await readOutput(url, sb, pid, { follow: true, stopAfter: 7 });
       expect(early.bytes.toString()).toBe('before\n');
+      const container = (await plane.plane!.deps.store.getSandbox(sb))!.runtime_id!;
       await plane.stop();
-      // The process runs on while no control plane follows it.
-      await new Promise((r) => setTimeout(r, 1500));
+      // The process runs on while no control plane follows it: let it write its next line.
+      await engineRun(docker, container, 'touch /tmp/gate1');
+      await waitFor(
+        'the process writes on',
+        async () => (await engineRun(docker, container, `cat /tmp/.sbx-processes/${pid}/out`)).out === 'before\nafter\n',
+      );
       const again = await plane.start();
       expect((await call(again, 'GET', `/api/v1/sandboxes/${sb}/processes/${pid}`)).body.state).toBe('running');
+      await call(again, 'POST', `/api/v1/sandboxes/${sb}/exec`, { command: 'touch /tmp/gate2' });
       const rest = await readOutput(again, sb, pid, { follow: true, offset: early.next });
       const text = (s: string) =>
         rest.lines

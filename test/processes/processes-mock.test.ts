@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { RestartablePlane } from './helpers.js';
+import { RestartablePlane, readOutput } from './helpers.js';
 import { processContract } from './processes.contract.js';
 
 describe('background processes on mock', () => {
@@ -25,7 +25,8 @@ describe('background processes on mock', () => {
       const url = await plane.start();
       const sb = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
       const p = (await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, { command: 'echo hello; sleep 100' })).body.id as string;
-      await new Promise((r) => setTimeout(r, 500));
+      // Stopped once it runs: its first line is out.
+      expect((await readOutput(url, sb, p, { follow: true, stopAfter: 6 })).bytes.toString()).toBe('hello\n');
       await plane.stop();
       const again = await plane.start();
       const rec = (await call(again, 'GET', `/api/v1/sandboxes/${sb}/processes/${p}`)).body;

@@ -54,6 +54,22 @@ export function watchContract(ctx: () => WatchContext): void {
     flat.close();
   });
 
+  it('a new tree filled while its directories are being watched reports each entry created once', async () => {
+    const { url, spawn } = ctx();
+    const id = await spawn();
+    await call(url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/w/seed', content: '' });
+    const w = await openWatch(url, id, '/w');
+    // Entries land while the agent adds each new directory's watch and scans it: both see them.
+    const names = Array.from({ length: 300 }, (_, i) => `t/f${i}`);
+    const fill = `mkdir t && touch ${names.join(' ')} && mkdir -p t/a/b/c/d && echo > t/done`;
+    expect((await sh(url, id, fill, '/w')).body.exit_code).toBe(0);
+    await w.until((e) => e.some((x) => x.path === '/w/t/done'));
+    const creates = brief(w.events).filter((e) => e.startsWith('create '));
+    const want = ['/w/t', ...names.map((n) => `/w/${n}`), '/w/t/a', '/w/t/a/b', '/w/t/a/b/c', '/w/t/a/b/c/d', '/w/t/done'];
+    expect([...creates].sort()).toEqual(want.map((p) => `create ${p}`).sort());
+    w.close();
+  });
+
   it('refuses a path outside the sandbox (400), a file (400), a missing directory (404)', async () => {
     const { url, spawn } = ctx();
     const id = await spawn();

@@ -5,6 +5,7 @@
  */
 import { expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
+import type { ProviderServer } from '../helpers/provider-server.js';
 import { brief, openWatch } from '../helpers/watch.js';
 
 export interface WatchContext {
@@ -13,6 +14,13 @@ export interface WatchContext {
   /** Watches open on a sandbox, as the serving node counts them (undefined: not visible from here). */
   count?(id: string): number;
 }
+
+/** The contract's view of a fixture server: its URL, spawn, and the watches it counts. */
+export const watchTarget = (srv: ProviderServer): WatchContext => ({
+  url: srv.url,
+  spawn: () => srv.spawn(),
+  count: (id) => srv.plane.deps.files.watcher.count(id),
+});
 
 const sh = (url: string, id: string, command: string, workdir = '/') =>
   call(url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, workdir, timeout: '30s' });

@@ -1,22 +1,17 @@
 /** Pause and resume on mock (DESIGN.md §16): the cgroup freezer on the sandbox's PID namespace. */
 import { existsSync, readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { useProviderServer } from '../helpers/provider-server.js';
 import { startWs, stdoutOf } from '../helpers/ws.js';
-import { RestartablePlane } from '../processes/helpers.js';
 import { pauseContract, startCounter } from './pause.contract.js';
 
 describe('pause and resume on mock', () => {
-  let srv: TestServer;
-  beforeAll(async () => {
-    srv = await startTestServer();
-  });
-  afterAll(async () => srv?.close());
-
-  pauseContract(() => ({ url: srv.url, spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string }));
+  const server = useProviderServer('mock');
+  pauseContract(() => server());
 
   it('a WebSocket exec on a paused sandbox resumes it first; an open one makes a pause 409', async () => {
+    const srv = server();
     const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
     await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/pause`);
     const c = await startWs(srv.url, id, { command: 'echo via-ws' });
@@ -36,6 +31,7 @@ describe('pause and resume on mock', () => {
   }, 60_000);
 
   it('the freezer cgroup exists while the sandbox lives and is removed with it', async () => {
+    const srv = server();
     const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
     const dir = `/sys/fs/cgroup/freezer/sbx/${id}`;
     expect(existsSync(dir)).toBe(true);
@@ -49,7 +45,7 @@ describe('pause and resume on mock', () => {
   }, 60_000);
 
   it('after a restart a paused mock sandbox is running (its processes are gone with the old server)', async () => {
-    const plane = new RestartablePlane((dir) => ({ providers: { default: 'mock', mock: { root_dir: `${dir}/mock` } } }));
+    const plane = server().restartable();
     try {
       const url = await plane.start();
       const id = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;

@@ -2,43 +2,23 @@
  * Background processes on docker: detached (their own session in the container, output in files
  * there), so they outlive a control-plane restart and their exit is recorded afterwards.
  */
-import type Docker from 'dockerode';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DOCKER_SKIP, dockerTitle, engineRun, removeInstallation, requireEngine, TEST_IMAGE } from '../docker/engine.js';
+import { describe, expect, it } from 'vitest';
+import { engineRun } from '../docker/engine.js';
 import { call } from '../helpers/http.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { PROVIDER_SKIP, providerTitle, useProviderServer } from '../helpers/provider-server.js';
 import { waitFor } from '../helpers/wait.js';
-import { readOutput, RestartablePlane } from './helpers.js';
+import { readOutput } from './helpers.js';
 import { processContract } from './processes.contract.js';
 
-describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('background processes on docker'), () => {
-  let docker: Docker;
-  let srv: TestServer;
-  const installations: string[] = [];
-
-  beforeAll(async () => {
-    docker = await requireEngine();
-    srv = await startTestServer({ providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } });
-    installations.push(srv.plane.installationId);
-  }, 60_000);
-
-  afterAll(async () => {
-    await srv?.close();
-    for (const i of installations) await removeInstallation(docker, i);
-  });
-
-  processContract(() => ({
-    url: srv.url,
-    runner: 'detached',
-    tty: true,
-    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
-  }));
+describe.skipIf(PROVIDER_SKIP.docker !== undefined)(providerTitle('docker', 'background processes on docker'), () => {
+  const server = useProviderServer('docker');
+  processContract(() => ({ ...server(), runner: 'detached', tty: true }));
 
   it('a process outlives a control-plane restart; its output and exit code are recorded afterwards', async () => {
-    const plane = new RestartablePlane(() => ({ providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } }));
+    const docker = server().docker!;
+    const plane = server().restartable();
     try {
       const url = await plane.start();
-      installations.push(plane.plane!.installationId);
       const sb = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
       // Two gates the test opens: the first while no control plane runs, the second after the restart.
       const gate = (n: number) => `while [ ! -e /tmp/gate${n} ]; do sleep 0.05; done`;
@@ -79,6 +59,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('background processes on 
   }, 90_000);
 
   it('a process in a destroyed sandbox ends as killed, and its records go with the sandbox', async () => {
+    const srv = server();
     const sb = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
     const pid = (await call(srv.url, 'POST', `/api/v1/sandboxes/${sb}/processes`, { command: 'sleep 100' })).body.id as string;
     expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${sb}`)).status).toBe(200);

@@ -12,6 +12,7 @@ import { Client } from '../../src/client/index.js';
 import { freePort, hostRequest } from '../helpers/preview.js';
 import { PROVIDER_SKIP, providerTitle, startProviderServer } from '../helpers/provider-server.js';
 import type { TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 const DOMAIN = 'left.test';
 
@@ -29,14 +30,6 @@ function hostPids(argv: string[]): number[] {
     }
   }
   return out;
-}
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 interface SuiteOptions {
@@ -95,7 +88,7 @@ function suite(name: string, start: () => Promise<TestServer>, opts: SuiteOption
           });
           expect(late).toMatchObject({ exit_code: 0, stdout: 'ok\n' });
           let text = '';
-          await until(
+          await waitFor(
             'the late write lands in the sandbox',
             async () => {
               text = await client.files.read(box.id, '/workspace/late.txt').then(
@@ -112,7 +105,7 @@ function suite(name: string, start: () => Promise<TestServer>, opts: SuiteOption
         await client.destroy(box.id);
       }
       if (opts.hostPids)
-        await until('the sandbox processes gone after destroy', () => [...hostPids(detached), ...hostPids(plain)].length === 0, 5_000);
+        await waitFor('the sandbox processes gone after destroy', () => [...hostPids(detached), ...hostPids(plain)].length === 0, 5_000);
     });
 
     it.skipIf(name !== 'proot')('a sandbox that kills its own keeper gets one error, then a new keeper', async () => {
@@ -151,7 +144,7 @@ function suite(name: string, start: () => Promise<TestServer>, opts: SuiteOption
         expect(res).toMatchObject({ exit_code: 0, stdout: 'up\n' });
         const host = `${port}-${box.id}.${DOMAIN}`;
         let last: { status: number; body: Buffer } | null = null;
-        await until(
+        await waitFor(
           'the background server answers through the preview',
           async () => {
             last = await hostRequest(srv.url, host, '/index.html').catch(() => null);

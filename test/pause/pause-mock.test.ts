@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
 import { useProviderServer } from '../helpers/provider-server.js';
+import { waitFor } from '../helpers/wait.js';
 import { startWs, stdoutOf } from '../helpers/ws.js';
 import { pauseContract, startCounter } from './pause.contract.js';
 
@@ -21,8 +22,7 @@ describe('pause and resume on mock', () => {
     const open = await startWs(srv.url, id, { command: 'cat', mode: 'argv' });
     // The session is in flight once its command runs: wait for the echo of a first line.
     open.send({ type: 'stdin', data: 'ping\n' });
-    const until = Date.now() + 10_000;
-    while (!stdoutOf(open.seen).includes('ping') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the echo of the first line', () => stdoutOf(open.seen).includes('ping'));
     expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/pause`)).status).toBe(409);
     open.send({ type: 'stdin_eof' });
     await open.rest();

@@ -6,13 +6,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MASK (IN_CREATE | IN_MODIFY | IN_ATTRIB | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
@@ -121,6 +119,84 @@ static int under(const char *p, const char *dir) {
   return strncmp(p, dir, n) == 0 && (p[n] == 0 || p[n] == '/');
 }
 
+/*
+ * The scan window. A new directory is watched first, then scanned (its entries were made before
+ * its watch was in place): an entry made between the two is seen by the scan *and* queued by
+ * inotify. What a scan announces is remembered here, and the queued IN_CREATE / IN_MOVED_TO of a
+ * remembered path is not reported again. An entry leaving (IN_DELETE, IN_MOVED_FROM, its directory
+ * gone) is forgotten, so a later create of the same name is reported. The set empties once the
+ * inotify queue was found empty at least SEEN_WINDOW_MS after the first scan it holds (the kernel
+ * may queue a create just after the entry became visible to readdir), and holds SEEN_MAX paths at
+ * most (past that a scan's entries may be reported twice, never lost).
+ */
+#define SEEN_WINDOW_MS 1000
+#define SEEN_MAX 65536
+static char TOMB[1];
+
+static long long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static size_t seen_hash(const char *s) {
+  size_t h = 1469598103934665603ULL;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  return h;
+}
+
+/* The slot of `p`: where it is, or the empty slot where it would go (cap is a power of two, never full). */
+static char **seen_slot(Watch *w, const char *p) {
+  char **tomb = NULL;
+  for (size_t i = seen_hash(p) & (w->seen_cap - 1);; i = (i + 1) & (w->seen_cap - 1)) {
+    char **s = &w->seen[i];
+    if (!*s) return tomb ? tomb : s;
+    if (*s == TOMB) { if (!tomb) tomb = s; }
+    else if (!strcmp(*s, p)) return s;
+  }
+}
+
+static void seen_clear(Watch *w) {
+  for (size_t i = 0; i < w->seen_cap; i++)
+    if (w->seen[i] && w->seen[i] != TOMB) free(w->seen[i]);
+  free(w->seen);
+  w->seen = NULL;
+  w->seen_cap = w->seen_used = 0;
+}
+
+static void seen_add(Watch *w, const char *p) {
+  if (w->seen_used >= SEEN_MAX) return;
+  if ((w->seen_used + 1) * 2 > w->seen_cap) {
+    /* Grow (tombstones are dropped on the way). */
+    size_t cap = w->seen_cap ? w->seen_cap * 2 : 64;
+    char **old = w->seen;
+    size_t ocap = w->seen_cap;
+    if (!(w->seen = calloc(cap, sizeof *w->seen))) { w->seen = old; return; }
+    w->seen_cap = cap;
+    w->seen_used = 0;
+    for (size_t i = 0; i < ocap; i++)
+      if (old[i] && old[i] != TOMB) { *seen_slot(w, old[i]) = old[i]; w->seen_used++; }
+    free(old);
+  }
+  if (!w->seen_used) w->seen_ms = now_ms();
+  char **s = seen_slot(w, p);
+  if (*s && *s != TOMB) return;
+  char *d = strdup(p);
+  if (!d) return;
+  if (!*s) w->seen_used++;
+  *s = d;
+}
+
+/* Whether `p` was announced by a scan in this window; it is forgotten either way. */
+static int seen_take(Watch *w, const char *p) {
+  if (!w->seen_cap) return 0;
+  char **s = seen_slot(w, p);
+  if (!*s || *s == TOMB) return 0;
+  free(*s);
+  *s = TOMB;
+  return 1;
+}
+
 /* A directory left the tree: its watches and those under it go. */
 static void forget(Watch *w, const char *rel) {
   for (int i = 0; i < w->cap; i++)
@@ -128,6 +204,8 @@ static void forget(Watch *w, const char *rel) {
       inotify_rm_watch(w->ifd, i);
       drop_wd(w, i);
     }
+  for (size_t i = 0; i < w->seen_cap; i++)
+    if (w->seen[i] && w->seen[i] != TOMB && under(w->seen[i], rel)) { free(w->seen[i]); w->seen[i] = TOMB; }
 }
 
 /* A directory was renamed inside the tree: the paths of its watches follow. */
@@ -174,7 +252,7 @@ static int grow(Watch *w, const char *rel, int announce) {
       if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || internal(e->d_name)) continue;
       char *child = join(dir, e->d_name);
       if (!child) continue;
-      if (announce) emit(w, W_CREATE, child, NULL);
+      if (announce) { emit(w, W_CREATE, child, NULL); seen_add(w, child); }
       int isdir = e->d_type == DT_DIR;
       struct stat st;
       if (e->d_type == DT_UNKNOWN) isdir = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
@@ -221,6 +299,17 @@ static void flush_from(Watch *w) {
   w->from = NULL;
 }
 
+/*
+ * An entry appeared (created, or moved in from outside): reported, and a directory watched and
+ * scanned — unless a scan in this window announced it already (and queued its directory). 1 when
+ * the tree outgrew WATCH_MAX_DIRS.
+ */
+static int created(Watch *w, const char *path, int isdir) {
+  if (seen_take(w, path)) return 0;
+  emit(w, W_CREATE, path, NULL);
+  return isdir && w->recursive && grow(w, path, 1) == -EOVERFLOW;
+}
+
 /* One event; 1 when the watch has ended. */
 static int handle(Watch *w, const struct inotify_event *ev) {
   if (ev->mask & IN_Q_OVERFLOW) { flush_from(w); emit(w, W_OVERFLOW, "", NULL); return 1; }
@@ -246,6 +335,7 @@ static int handle(Watch *w, const struct inotify_event *ev) {
   if (!path) return 0;
   int temp = internal(ev->name);
   if (ev->mask & IN_MOVED_FROM) {
+    seen_take(w, path);
     w->from = path;
     w->from_dir = isdir;
     w->cookie = ev->cookie;
@@ -259,17 +349,12 @@ static int handle(Watch *w, const struct inotify_event *ev) {
       else { emit(w, W_RENAME, path, w->from); if (w->from_dir) moved(w, w->from, path); }
       free(w->from);
       w->from = NULL;
-    } else if (!temp) {
-      emit(w, W_CREATE, path, NULL);
-      if (isdir && w->recursive && grow(w, path, 1) == -EOVERFLOW) rc = 1;
-    }
+    } else if (!temp) rc = created(w, path, isdir);
   } else if (!temp) {
-    if (ev->mask & IN_CREATE) {
-      emit(w, W_CREATE, path, NULL);
-      if (isdir && w->recursive && grow(w, path, 1) == -EOVERFLOW) rc = 1;
-    } else if (ev->mask & IN_MODIFY) emit(w, W_WRITE, path, NULL);
+    if (ev->mask & IN_CREATE) rc = created(w, path, isdir);
+    else if (ev->mask & IN_MODIFY) emit(w, W_WRITE, path, NULL);
     else if (ev->mask & IN_ATTRIB) emit(w, W_CHMOD, path, NULL);
-    else if (ev->mask & IN_DELETE) emit(w, W_REMOVE, path, NULL);
+    else if (ev->mask & IN_DELETE) { seen_take(w, path); emit(w, W_REMOVE, path, NULL); }
   }
   free(path);
   if (rc) emit(w, W_OVERFLOW, "", NULL);
@@ -283,6 +368,7 @@ int watch_read(Watch *w) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       if (n < 0 && errno != EAGAIN) return 1;
+      if (w->seen_cap && now_ms() - w->seen_ms >= SEEN_WINDOW_MS) seen_clear(w);
       if (!w->from) return 0;
       /* A rename's two halves may straddle reads: wait a moment for the second. */
       struct pollfd pf = {w->ifd, POLLIN, 0};
@@ -307,68 +393,5 @@ void watch_close(Watch *w) {
   w->cap = w->ndirs = 0;
   free(w->from);
   w->from = NULL;
-}
-
-/* ---- host mode: frames [u32 LE length][u8 kind][path NUL][old path NUL] on stdout ---- */
-
-static void out_all(const unsigned char *p, size_t n) {
-  while (n > 0) {
-    ssize_t k = write(1, p, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) _exit(0); /* the host went away */
-    p += k;
-    n -= (size_t)k;
-  }
-}
-
-static void host_emit(void *ctx, int kind, const char *path, const char *old_path) {
-  (void)ctx;
-  size_t a = strlen(path), b = old_path ? strlen(old_path) : 0;
-  size_t len = 1 + a + 1 + b + 1;
-  unsigned char *f = malloc(4 + len);
-  if (!f) return;
-  f[0] = (unsigned char)len; f[1] = (unsigned char)(len >> 8); f[2] = (unsigned char)(len >> 16); f[3] = (unsigned char)(len >> 24);
-  f[4] = (unsigned char)kind;
-  memcpy(f + 5, path, a + 1);
-  if (old_path) memcpy(f + 6 + a, old_path, b + 1);
-  else f[6 + a] = 0;
-  out_all(f, 4 + len);
-  free(f);
-}
-
-static void host_fail(int err) {
-  unsigned char f[9] = {5, 0, 0, 0, W_FAILED, (unsigned char)err, (unsigned char)(err >> 8), 0, 0};
-  out_all(f, sizeof f);
-}
-
-int watch_main(int argc, char **argv) {
-  if (argc < 4 || argc > 5 || (argc == 5 && strcmp(argv[4], "--no-recursive"))) {
-    fprintf(stderr, "usage: sbx-agent --watch ROOT /PATH [--no-recursive]\n");
-    return 2;
-  }
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  signal(SIGPIPE, SIG_IGN);
-  const char *rel = argv[3];
-  if (rel[0] != '/') { host_fail(EINVAL); return 1; }
-  while (*rel == '/') rel++;
-  int rootfd = open(argv[2], O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (rootfd < 0) { host_fail(errno); return 1; }
-  Watch w;
-  int rc = watch_open(&w, rootfd, rel, argc != 5, host_emit, NULL);
-  if (rc == -EOVERFLOW) { host_emit(NULL, W_READY, "", NULL); host_emit(NULL, W_OVERFLOW, "", NULL); return 0; }
-  if (rc < 0) { host_fail(-rc); return 1; }
-  host_emit(NULL, W_READY, "", NULL);
-  /* Until the host closes our stdin (or the watch ends). */
-  for (;;) {
-    struct pollfd pf[2] = {{w.ifd, POLLIN, 0}, {0, POLLIN, 0}};
-    if (poll(pf, 2, -1) < 0 && errno != EINTR) break;
-    if (pf[1].revents) {
-      char junk[256];
-      ssize_t k = read(0, junk, sizeof junk);
-      if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) break;
-    }
-    if (pf[0].revents && watch_read(&w)) break;
-  }
-  watch_close(&w);
-  return 0;
+  seen_clear(w);
 }

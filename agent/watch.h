@@ -7,6 +7,7 @@
  */
 #ifndef SBX_AGENT_WATCH_H
 #define SBX_AGENT_WATCH_H
+#include <stddef.h>
 #include <stdint.h>
 
 #define WATCH_MAX_DIRS 4096
@@ -25,6 +26,10 @@ typedef struct {
   int from_dir;
   watch_emit_fn emit;
   void *ctx;
+  /* Entries a scan announced as created, since `seen_ms` (watch.c, "the scan window"): a hash set. */
+  char **seen;
+  size_t seen_cap, seen_used;
+  long long seen_ms;
 } Watch;
 
 /*

@@ -5,51 +5,15 @@
 // Usage: scripts/test-docker-up.sh && npm run build && node bench/warm.mjs
 // Env: BENCH_ITERATIONS (default 15), SBX_TEST_IMAGE.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Docker from 'dockerode';
-import { Client } from '../dist/index.js';
-import { processes } from './lib/procs.mjs';
+import { hardened, IMAGE, rawExec, removeLabelled, requireDocker, startDockerServe } from './lib/docker.mjs';
+import { fmt, median, pct } from './lib/stats.mjs';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 15);
-const IMAGE = process.env.SBX_TEST_IMAGE ?? 'sbx-test/busybox:latest';
-const SOCKET = process.env.SBX_TEST_DOCKER_SOCKET ?? '/var/run/docker.sock';
-const KEEPALIVE = `mkdir -p /workspace 2>/dev/null; trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`;
 const log = (m) => process.stderr.write(`bench warm: ${m}\n`);
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
-const median = (xs) => pct(xs, 50);
-const fmt = (ms) => (ms >= 100 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(1)} ms`);
 
-const docker = new Docker({ socketPath: SOCKET });
-try {
-  await docker.ping();
-  await docker.getImage(IMAGE).inspect();
-} catch {
-  console.log(`## warm\n\nSkipped: no docker engine on ${SOCKET} or image ${IMAGE} missing (run scripts/test-docker-up.sh).\n`);
-  process.exit(0);
-}
-
-const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-'));
-const procs = processes(dir);
-const url = await procs.start(
-  'serve',
-  ['serve', '--host', '127.0.0.1', '--port', '0'],
-  {
-    SVC_DATABASE_PATH: join(dir, 'serve', 'sbx.db'),
-    SVC_PROVIDERS_DEFAULT: 'docker',
-    SVC_PROVIDERS_DOCKER_SOCKET_PATH: SOCKET,
-    SVC_DEFAULTS_IMAGE: IMAGE,
-    SVC_DEFAULTS_MEMORY_MB: '256',
-    SVC_DEFAULTS_WARM: '2',
-    SVC_DEFAULTS_WARM_DESTROY_ON_SHUTDOWN: 'true',
-  },
-  /listening on (http:\/\/127\.0\.0\.1:\d+)/,
-);
-const client = new Client({ url });
+const docker = await requireDocker('## warm\n\n');
+const serve = await startDockerServe({ SVC_DEFAULTS_WARM: '2', SVC_DEFAULTS_WARM_DESTROY_ON_SHUTDOWN: 'true' });
+const client = serve.client;
 
 async function warmReady(n) {
   const end = Date.now() + 60_000;
@@ -73,32 +37,9 @@ async function sbxSpawnExec(body) {
 const rawLabel = `bench-warm-${randomBytes(4).toString('hex')}`;
 async function rawSpawnExec() {
   const t0 = performance.now();
-  const c = await docker.createContainer({
-    name: `sbx-raw-${randomBytes(5).toString('hex')}`,
-    Image: IMAGE,
-    Entrypoint: ['/bin/sh', '-c'],
-    Cmd: [KEEPALIVE],
-    WorkingDir: '/workspace',
-    Labels: { 'sbx.bench': rawLabel },
-    HostConfig: {
-      Memory: 256 * 2 ** 20,
-      MemorySwap: 256 * 2 ** 20,
-      NanoCpus: 1e9,
-      PidsLimit: 256,
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      NetworkMode: 'bridge',
-      Init: true,
-    },
-  });
+  const c = await docker.createContainer(hardened(rawLabel));
   await c.start();
-  const exec = await c.exec({ Cmd: ['true'], AttachStdout: true, AttachStderr: true });
-  const stream = await exec.start({ Detach: false, Tty: false });
-  await new Promise((resolve, reject) => {
-    stream.on('end', resolve);
-    stream.on('error', reject);
-    stream.resume();
-  });
+  await rawExec(c, ['true']);
   const ms = performance.now() - t0;
   return { ms, id: c.id };
 }
@@ -148,11 +89,6 @@ Target: warm spawn → first exec ≤ 30 ms p50 — ${median(warm) <= 30 ? 'met'
 goes through sbx-agent when it is built, else through an engine exec round trip).
 `);
 } finally {
-  for (const c of await docker.listContainers({ all: true, filters: { label: [`sbx.bench=${rawLabel}`] } }))
-    await docker
-      .getContainer(c.Id)
-      .remove({ force: true })
-      .catch(() => undefined);
-  await procs.stop();
-  procs.cleanup();
+  await removeLabelled(docker, rawLabel);
+  await serve.stop();
 }

@@ -139,7 +139,15 @@ export type ExecSignal = (typeof EXEC_SIGNALS)[number];
  * code then reports it, e.g. 130 for SIGINT), except SIGINT and SIGQUIT in a terminal, which act
  * as ^C and ^\ do (the terminal's foreground job gets them); `resize` is ignored without a terminal.
  */
-export type ExecControl = { type: 'resize'; cols: number; rows: number } | { type: 'signal'; signal: ExecSignal };
+export type ExecControl = ExecResize | { type: 'signal'; signal: ExecSignal };
+
+/** A terminal resize; the provider calls `applied` once the terminal has that size (or the resize failed). */
+export interface ExecResize {
+  type: 'resize';
+  cols: number;
+  rows: number;
+  applied?: () => void;
+}
 
 /**
  * What an exec yields: output chunks in order, then exactly one `exit` as the last item — except a

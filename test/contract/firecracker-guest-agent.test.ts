@@ -15,6 +15,7 @@ import { SbxError } from '../../src/core/errors.js';
 import type { ExecEvent, ExecSpec } from '../../src/core/provider-port.js';
 import { type GuestAgent, running, startGuestAgent } from '../helpers/guest-agent.js';
 import { tempDir } from '../helpers/tmp.js';
+import { waitFor } from '../helpers/wait.js';
 
 let agent: GuestAgent;
 let client: AgentClient;
@@ -78,14 +79,6 @@ const peakKb = () =>
       }
     })
     .reduce((a, kb) => a + kb, 0);
-
-async function until(what: string, check: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('firecracker guest agent (the built sbx-agent --unix) with the host client', () => {
   it('answers ping', async () => {
@@ -180,7 +173,7 @@ describe('firecracker guest agent (the built sbx-agent --unix) with the host cli
     expect(bg).toBeGreaterThan(0);
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(events[events.length - 1]).toEqual({ stream: 'exit', exit_code: 137 });
-    await until('the background sleep is killed', () => !running(bg));
+    await waitFor('the background sleep is killed', () => !running(bg), 5_000, 20);
 
     // The leader has exited, a background child still holds stdout (so no exit yet): a cancel kills it too.
     const ac2 = new AbortController();
@@ -193,7 +186,7 @@ describe('firecracker guest agent (the built sbx-agent --unix) with the host cli
       }
     }
     expect(orphan).toBeGreaterThan(0);
-    await until('the background child of an exited leader is killed', () => !running(orphan));
+    await waitFor('the background child of an exited leader is killed', () => !running(orphan), 5_000, 20);
   });
 
   it('exec: a signal control reaches the group; a dropped connection kills the command', async () => {
@@ -212,7 +205,7 @@ describe('firecracker guest agent (the built sbx-agent --unix) with the host cli
     const bg = Number(first!.data.toString().trim());
     expect(running(bg)).toBe(true);
     sock.destroy();
-    await until('the command of a dropped connection is killed', () => !running(bg));
+    await waitFor('the command of a dropped connection is killed', () => !running(bg), 5_000, 20);
   });
 
   it('exec: output waits for a slow reader; the agent holds a bounded window, not the stream', async () => {
@@ -350,7 +343,7 @@ describe('firecracker guest agent (the built sbx-agent --unix) with the host cli
     const done = closed(sock);
     sock.write(Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 0, 0, 0]), Buffer.from('x')]));
     await done;
-    await until('the command of a broken connection is killed', () => !running(bg));
+    await waitFor('the command of a broken connection is killed', () => !running(bg), 5_000, 20);
     // A well-formed frame with an op the agent does not know: an error answer, not a hang.
     const err = await failure(
       agent

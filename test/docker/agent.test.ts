@@ -3,28 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type Docker from 'dockerode';
 import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports.js';
 import { isSbxError } from '../../src/core/errors.js';
-import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE, testInstallationId, testProvider } from './engine.js';
+import {
+  DOCKER_SKIP,
+  dockerTitle,
+  engineRun,
+  removeInstallation,
+  requireEngine,
+  TEST_IMAGE,
+  testInstallationId,
+  testProvider,
+} from './engine.js';
 import { requireAgentBinary } from './agent-helpers.js';
-
-/** Runs a command through the engine (docker exec), as root unless `user`: the test's own hands in the container. */
-async function engineRun(docker: Docker, runtimeId: string, cmd: string, user?: string): Promise<{ out: string; code: number }> {
-  const exec = await docker
-    .getContainer(runtimeId)
-    .exec({ Cmd: ['/bin/sh', '-c', cmd], AttachStdout: true, AttachStderr: true, ...(user ? { User: user } : {}) });
-  const stream = await exec.start({ Detach: false, Tty: false });
-  const chunks: Buffer[] = [];
-  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
-  // Frames: 8-byte headers before each chunk; the payloads are what the tests read.
-  const raw = Buffer.concat(chunks);
-  let out = '';
-  for (let at = 0; at + 8 <= raw.length; ) {
-    const len = raw.readUInt32BE(at + 4);
-    out += raw.subarray(at + 8, at + 8 + len).toString();
-    at += 8 + len;
-  }
-  const info = await exec.inspect();
-  return { out, code: info.ExitCode ?? -1 };
-}
 
 async function run(
   p: Provider,

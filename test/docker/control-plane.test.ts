@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 import { DOCKER_SKIP, dockerTitle, EngineTap, requireEngine, TEST_IMAGE } from './engine.js';
 
 async function call(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
@@ -14,15 +15,6 @@ async function call(base: string, method: string, path: string, body?: unknown):
   });
   const text = await res.text();
   return { status: res.status, json: text ? JSON.parse(text) : undefined };
-}
-
-/** Polls until `check` holds (provider health is cached for two seconds). */
-async function eventually(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the docker provider'), () => {
@@ -217,11 +209,12 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('the control plane on the
     expect(spawn.status).toBe(500);
     expect(spawn.json.code).toBe('provider_error');
     expect((await call(srv.url, 'GET', '/api/v1/health')).status).toBe(200);
-    await eventually(async () => (await call(srv!.url, 'GET', '/api/v1/ready')).status === 503);
+    // Provider health is cached for two seconds.
+    await waitFor('not ready', async () => (await call(srv!.url, 'GET', '/api/v1/ready')).status === 503, 10_000, 200);
     expect((await call(srv.url, 'GET', '/api/v1/sandboxes')).status).toBe(200);
 
     await relay.open();
-    await eventually(async () => (await call(srv!.url, 'GET', '/api/v1/ready')).status === 200);
+    await waitFor('ready again', async () => (await call(srv!.url, 'GET', '/api/v1/ready')).status === 200, 10_000, 200);
     const again = await call(srv.url, 'POST', `/api/v1/sandboxes/${sb.id}/exec`, { command: 'echo back' });
     expect(again.json).toMatchObject({ exit_code: 0, stdout: 'back\n' });
   });

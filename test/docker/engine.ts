@@ -111,3 +111,23 @@ export class EngineTap {
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 }
+
+/** Runs a command through the engine (docker exec), as root unless `user`: the test's own hands in the container. */
+export async function engineRun(docker: Docker, runtimeId: string, cmd: string, user?: string): Promise<{ out: string; code: number }> {
+  const exec = await docker
+    .getContainer(runtimeId)
+    .exec({ Cmd: ['/bin/sh', '-c', cmd], AttachStdout: true, AttachStderr: true, ...(user ? { User: user } : {}) });
+  const stream = await exec.start({ Detach: false, Tty: false });
+  const chunks: Buffer[] = [];
+  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
+  // Frames: 8-byte headers before each chunk; the payloads are what the tests read.
+  const raw = Buffer.concat(chunks);
+  let out = '';
+  for (let at = 0; at + 8 <= raw.length; ) {
+    const len = raw.readUInt32BE(at + 4);
+    out += raw.subarray(at + 8, at + 8 + len).toString();
+    at += 8 + len;
+  }
+  const info = await exec.inspect();
+  return { out, code: info.ExitCode ?? -1 };
+}

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 import { DOCKER_SKIP, dockerTitle, EngineTap, requireEngine, TEST_IMAGE } from './engine.js';
 
 interface Answer {
@@ -148,7 +149,8 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('docker files through the
     const res = await fetch(srv.url + files('?path=/workspace/stream.bin'));
     expect(res.headers.get('content-length')).toBe('1048576');
     expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
-    await new Promise((r) => setTimeout(r, 50));
+    // Published once the body was sent.
+    await waitFor('the file.read event', () => reads().length > 0);
     expect(reads().map((e) => e.data?.size)).toEqual([1048576]);
 
     const ac = new AbortController();

@@ -12,12 +12,13 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+/** `b` over `a`, objects merged key by key (config overrides). */
+export function mergeOverrides(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...a };
   for (const [k, v] of Object.entries(b)) {
     out[k] =
       v && typeof v === 'object' && !Array.isArray(v) && typeof out[k] === 'object'
-        ? merge(out[k] as Record<string, unknown>, v as Record<string, unknown>)
+        ? mergeOverrides(out[k] as Record<string, unknown>, v as Record<string, unknown>)
         : v;
   }
   return out;
@@ -41,7 +42,7 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
   let plane: ControlPlane | undefined;
   let url: string;
   try {
-    const { config } = await loadConfig({ cwd: dir, home: dir, env: {}, overrides: merge(base, overrides) as never });
+    const { config } = await loadConfig({ cwd: dir, home: dir, env: {}, overrides: mergeOverrides(base, overrides) as never });
     const opts = typeof options === 'function' ? options(config) : options;
     plane = await createControlPlane(config, { logger: pino({ level: 'silent' }), ...opts, home: dir });
     url = await plane.listen();

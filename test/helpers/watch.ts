@@ -1,6 +1,6 @@
 /**
  * A file watch client for integration tests: opens `GET …/files/watch` on a real server and
- * collects the NDJSON events as they arrive; `until` waits (bounded) for a condition on them.
+ * collects the NDJSON events as they arrive; `until` waits (bounded) for a condition on them, or the end.
  */
 import { expect } from 'vitest';
 
@@ -17,7 +17,7 @@ export interface OpenWatch {
   error?: { code: string; message: string };
   events: WatchLine[];
   ended: boolean;
-  /** Waits until `pred(events)` holds, at most `ms`; then returns the events. */
+  /** Waits until `pred(events)` holds or the stream ended, at most `ms`; then returns the events. */
   until(pred: (events: WatchLine[]) => boolean, ms?: number): Promise<WatchLine[]>;
   close(): void;
 }
@@ -29,6 +29,10 @@ export async function openWatch(
   opts: { recursive?: boolean; headers?: Record<string, string> } = {},
 ): Promise<OpenWatch> {
   const ac = new AbortController();
+  const wakers = new Set<() => void>();
+  const wake = () => {
+    for (const f of [...wakers]) f();
+  };
   const q = new URLSearchParams({ path, ...(opts.recursive === false ? { recursive: 'false' } : {}) });
   const res = await fetch(`${base}/api/v1/sandboxes/${id}/files/watch?${q}`, { signal: ac.signal, headers: opts.headers });
   const w: OpenWatch = {
@@ -36,8 +40,20 @@ export async function openWatch(
     events: [],
     ended: false,
     async until(pred, ms = 10_000) {
-      const deadline = Date.now() + ms;
-      while (!pred(w.events) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      if (pred(w.events) || w.ended) return w.events;
+      // Woken by each event (and the end), at most `ms`.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => done(), ms);
+        const done = () => {
+          clearTimeout(timer);
+          wakers.delete(check);
+          resolve();
+        };
+        const check = () => {
+          if (pred(w.events) || w.ended) done();
+        };
+        wakers.add(check);
+      });
       return w.events;
     },
     close: () => ac.abort(),
@@ -60,11 +76,13 @@ export async function openWatch(
           buf = buf.slice(nl + 1);
           if (line.trim()) w.events.push(JSON.parse(line) as WatchLine);
         }
+        wake();
       }
     } catch {
       /* aborted */
     } finally {
       w.ended = true;
+      wake();
     }
   })();
   return w;

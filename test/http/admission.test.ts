@@ -2,8 +2,14 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SbxEvent } from '../../src/core/events/kinds.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits until the spawn queue holds `n` waiters. */
+const queued = (srv: TestServer, n: number) =>
+  waitFor(
+    `${n} spawns queued`,
+    () => srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 }).spawn_queue_depth === n,
+  );
 
 describe('admission in reject mode', () => {
   let srv: TestServer;
@@ -117,8 +123,7 @@ describe('admission in queue mode', () => {
     const first = await call(srv.url, 'POST', '/api/v1/sandboxes', {});
     expect(first.status).toBe(201);
     const waiting = call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'w1' });
-    await sleep(200);
-    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 }).spawn_queue_depth).toBe(1);
+    await queued(srv, 1);
     const destroyedAt = Date.now();
     expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${first.body.id}`)).status).toBe(200);
     const second = await waiting;
@@ -128,7 +133,7 @@ describe('admission in queue mode', () => {
     // Capacity is taken by the dequeued sandbox: one more waits and times out, a third overflows.
     const t0 = Date.now();
     const timedOut = call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'w2' });
-    await sleep(100);
+    await queued(srv, 1);
     const overflow = await call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'w3' });
     expect(overflow.status).toBe(429);
     expect(overflow.body).toMatchObject({ code: 'resource_limit', reason: 'spawn_queue_full' });
@@ -176,12 +181,10 @@ describe('admission in queue mode', () => {
       headers: { 'content-type': 'application/json' },
       body: '{}',
     }).catch(() => 'aborted');
-    await sleep(150);
-    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 }).spawn_queue_depth).toBe(1);
+    await queued(srv, 1);
     ac.abort();
     expect(await gone).toBe('aborted');
-    await sleep(100);
-    expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 }).spawn_queue_depth).toBe(0);
+    await queued(srv, 0);
     expect((await call(srv.url, 'GET', '/api/v1/sandboxes')).body).toHaveLength(1);
   });
 });
@@ -196,7 +199,7 @@ describe('queue mode: a quota raise releases a waiting owner', () => {
   it('resumes on PUT /quotas', async () => {
     expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'alice' })).status).toBe(201);
     const waiting = call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'alice' });
-    await sleep(150);
+    await queued(srv, 1);
     // Another owner is not held up behind alice.
     expect((await call(srv.url, 'POST', '/api/v1/sandboxes', {}, { 'X-User-ID': 'bob' })).status).toBe(201);
     expect(srv.plane.deps.admission.stats({ ...srv.plane.deps.locator.figures(), owner_quotas: 0 }).spawn_queue_depth).toBe(1);

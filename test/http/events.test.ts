@@ -3,6 +3,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { openSse, type SseFrame } from '../helpers/sse.js';
 
@@ -19,14 +20,6 @@ const kinds = (frames: SseFrame[], sandboxId?: string) =>
     .map((e) => e.event.type);
 const EVENT_KEY_ORDER = ['id', 'type', 'timestamp', 'sandbox_id', 'owner_id', 'worker_id', 'data'];
 const subscribers = async () => (await call(srv.url, 'GET', '/api/v1/diagnostics')).body.events.subscribers as number;
-
-async function waitFor(pred: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('GET /api/v1/events (SSE)', () => {
   it('streams spawn, exec and destroy as ordered frames with id, event and data', async () => {
@@ -189,7 +182,7 @@ describe('GET /api/v1/events (SSE)', () => {
       s.close();
       srv.plane.deps.eventStream = undefined;
     }
-    await waitFor(async () => (await subscribers()) === before);
+    await waitFor('the subscribers back', async () => (await subscribers()) === before, 5_000, 20);
   });
 
   it('drops a stalled client with a final comment and never delays spawns or other subscribers', async () => {
@@ -202,7 +195,7 @@ describe('GET /api/v1/events (SSE)', () => {
     stalled.pause(); // never reads a byte
     stalled.write(`GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n`);
     try {
-      await waitFor(async () => (await subscribers()) === before + 2);
+      await waitFor('two more subscribers', async () => (await subscribers()) === before + 2, 5_000, 20);
 
       // Flood the bus: far more than the socket buffers can take for a reader that never reads.
       const blob = 'x'.repeat(8 * 1024);
@@ -242,7 +235,7 @@ describe('GET /api/v1/events (SSE)', () => {
     const before = await subscribers();
     sock.write(`GET /api/v1/events?types=image.pull HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
     try {
-      await waitFor(async () => (await subscribers()) === before + 1);
+      await waitFor('one more subscriber', async () => (await subscribers()) === before + 1, 5_000, 20);
       const blob = 'y'.repeat(64 * 1024);
       for (let i = 0; i < 2000 && (await subscribers()) > before; i += 10) {
         for (let j = 0; j < 10; j++) srv.plane.deps.bus.publish({ type: 'image.pull', data: { image: 'drop', progress: blob } });

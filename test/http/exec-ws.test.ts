@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOCKER_SKIP, dockerTitle, requireEngine, TEST_IMAGE } from '../docker/engine.js';
 import { call } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { openWs, startWs, stderrOf, stdoutOf, UpgradeRefused, type WsClient } from '../helpers/ws.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 /** Reads messages until everything the session printed on stdout so far contains `text`. */
@@ -60,7 +60,9 @@ describe('WebSocket exec (mock provider)', () => {
   it('initial stdin in the start message; the command sees EOF only at stdin_eof', async () => {
     const c = await startWs(srv.url, id, { command: 'cat; echo "[eof]"', stdin: 'pre\n' });
     await waitStdout(c, 'pre\n');
-    await sleep(200);
+    // Still reading: a later line is echoed too (an EOF after the initial stdin would have ended cat).
+    c.send({ type: 'stdin', data: 'more\n' });
+    await waitStdout(c, 'pre\nmore\n');
     expect(c.seen.some((m) => m.type === 'exit')).toBe(false);
     c.send({ type: 'stdin_eof' });
     const rest = await c.rest();
@@ -159,10 +161,17 @@ describe('WebSocket exec (mock provider)', () => {
   });
 
   it('a client that disconnects kills the command', async () => {
-    const c = await startWs(srv.url, id, { command: 'echo go; sleep 1; touch /workspace/ws-late' });
+    const c = await startWs(srv.url, id, { command: 'echo $$ > /workspace/ws-pid; echo go; sleep 5; touch /workspace/ws-late' });
     await waitStdout(c, 'go');
     c.ws.terminate();
-    await sleep(2_000);
+    // Killed: the shell that would write the file is gone (well before its 5 s sleep ends).
+    const gone = async () =>
+      (
+        await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, {
+          command: 'kill -0 "$(cat /workspace/ws-pid)" 2>/dev/null || echo gone',
+        })
+      ).body.stdout === 'gone\n';
+    await waitFor('the disconnected command is killed', gone, 4_000);
     expect(await fileExists(srv, id, '/workspace/ws-late')).toBe(false);
   });
 
@@ -254,15 +263,22 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('WebSocket exec (docker p
     await waitStdout(c, 'tty-2', 10_000);
     await waitStdout(c, '27 91', 10_000);
     c.send({ type: 'resize', cols: 132, rows: 43 });
-    await sleep(300);
-    c.send({ type: 'stdin', data: 'stty size\n' });
-    await waitStdout(c, '43 132', 10_000);
+    // The resize has no answer on the socket: ask for the size until it shows.
+    await waitFor('the terminal resized', async () => {
+      c.send({ type: 'stdin', data: 'stty size\n' });
+      return waitStdout(c, '43 132', 500).then(
+        () => true,
+        () => false,
+      );
+    });
     // SIGINT reaches the foreground command; the interactive shell survives it, as after ^C.
-    c.send({ type: 'stdin', data: 'echo "sleep-$((2+3))"; sleep 30\n' });
+    c.send({ type: 'stdin', data: 'echo "sleep-$((2+3))"; sleep 31\n' });
     await waitStdout(c, 'sleep-5', 10_000);
-    await sleep(300);
+    const sleeping = async () =>
+      (await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'ps -o args | grep -c "^sleep 31$"' })).body.stdout;
+    await waitFor('the foreground sleep runs', async () => (await sleeping()) === '1\n');
     c.send({ type: 'signal', signal: 'SIGINT' });
-    await sleep(300);
+    await waitFor('the foreground sleep is interrupted', async () => (await sleeping()) === '0\n');
     c.send({ type: 'stdin', data: 'echo "after-$((40+2))"\n' });
     await waitStdout(c, 'after-42', 10_000);
     c.send({ type: 'stdin', data: 'exit 5\n' });

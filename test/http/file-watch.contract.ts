@@ -5,6 +5,7 @@
  */
 import { expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
+import type { ProviderServer } from '../helpers/provider-server.js';
 import { brief, openWatch } from '../helpers/watch.js';
 
 export interface WatchContext {
@@ -13,6 +14,13 @@ export interface WatchContext {
   /** Watches open on a sandbox, as the serving node counts them (undefined: not visible from here). */
   count?(id: string): number;
 }
+
+/** The contract's view of a fixture server: its URL, spawn, and the watches it counts. */
+export const watchTarget = (srv: ProviderServer): WatchContext => ({
+  url: srv.url,
+  spawn: () => srv.spawn(),
+  count: (id) => srv.plane.deps.files.watcher.count(id),
+});
 
 const sh = (url: string, id: string, command: string, workdir = '/') =>
   call(url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command, workdir, timeout: '30s' });
@@ -52,6 +60,22 @@ export function watchContract(ctx: () => WatchContext): void {
     expect(brief(flat.events)).toEqual(['create /w/a', 'write /w/top.txt']);
     deep.close();
     flat.close();
+  });
+
+  it('a new tree filled while its directories are being watched reports each entry created once', async () => {
+    const { url, spawn } = ctx();
+    const id = await spawn();
+    await call(url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/w/seed', content: '' });
+    const w = await openWatch(url, id, '/w');
+    // Entries land while the agent adds each new directory's watch and scans it: both see them.
+    const names = Array.from({ length: 300 }, (_, i) => `t/f${i}`);
+    const fill = `mkdir t && touch ${names.join(' ')} && mkdir -p t/a/b/c/d && echo > t/done`;
+    expect((await sh(url, id, fill, '/w')).body.exit_code).toBe(0);
+    await w.until((e) => e.some((x) => x.path === '/w/t/done'));
+    const creates = brief(w.events).filter((e) => e.startsWith('create '));
+    const want = ['/w/t', ...names.map((n) => `/w/${n}`), '/w/t/a', '/w/t/a/b', '/w/t/a/b/c', '/w/t/a/b/c/d', '/w/t/done'];
+    expect([...creates].sort()).toEqual(want.map((p) => `create ${p}`).sort());
+    w.close();
   });
 
   it('refuses a path outside the sandbox (400), a file (400), a missing directory (404)', async () => {
@@ -116,8 +140,7 @@ export function watchContract(ctx: () => WatchContext): void {
     const a = await openWatch(url, id, '/w');
     const b = await openWatch(url, id, '/');
     expect((await call(url, 'DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
-    const deadline = Date.now() + 10_000;
-    while (!(a.ended && b.ended) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await Promise.all([a.until(() => false), b.until(() => false)]);
     expect([a.ended, b.ended]).toEqual([true, true]);
   });
 }

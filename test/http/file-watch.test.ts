@@ -3,30 +3,19 @@
  * host-mode sbx-agent over the sandbox root, through a real server. Needs the agent binary
  * (`node scripts/build-agent.mjs`, part of `npm run build`).
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { PROVIDER_SKIP, providerTitle, useProviderServer } from '../helpers/provider-server.js';
 import { brief, openWatch } from '../helpers/watch.js';
-import { watchContract } from './file-watch.contract.js';
+import { watchContract, watchTarget } from './file-watch.contract.js';
 
 describe('file watch on mock', () => {
-  let srv: TestServer;
-  beforeAll(async () => {
-    srv = await startTestServer();
-  });
-  afterAll(async () => srv?.close());
-  watchContract(() => ({
-    url: srv.url,
-    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
-    count: (id) => srv.plane.deps.files.watcher.count(id),
-  }));
+  const server = useProviderServer('mock');
+  watchContract(() => watchTarget(server()));
 
   it('a tree of more than 4,096 directories gets overflow and the stream ends', async () => {
-    const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+    const srv = server();
+    const id = await srv.spawn();
     await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/files`, { path: '/big/seed', content: '' });
     const made = await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, {
       command: 'i=0; while [ $i -lt 4100 ]; do mkdir d$i; i=$((i+1)); done',
@@ -36,58 +25,27 @@ describe('file watch on mock', () => {
     expect(made.body.exit_code).toBe(0);
     const w = await openWatch(srv.url, id, '/big');
     expect(w.status).toBe(200);
-    await w.until((e) => e.length > 0);
-    const deadline = Date.now() + 10_000;
-    while (!w.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await w.until(() => false);
     expect(w.events.map((e) => e.type)).toEqual(['overflow']);
     expect(w.ended).toBe(true);
     expect(srv.plane.deps.files.watcher.count(id)).toBe(0);
   }, 60_000);
 });
 
-const prootOn = process.env.SBX_TEST_PROOT === '1';
-describe.skipIf(!prootOn)(`file watch on proot${prootOn ? '' : ' (skipped: SBX_TEST_PROOT is not 1)'}`, () => {
-  let srv: TestServer;
-  let dir: string;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'sbx-watch-proot-'));
-    const rootfs = join(dir, 'rootfs');
-    execFileSync('sh', [join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
-    srv = await startTestServer({ providers: { default: 'proot', proot: { rootfs } } });
-  }, 60_000);
-  afterAll(async () => {
-    const installation = srv?.plane.installationId;
-    await srv?.close();
-    if (installation)
-      for (const n of [`sbx-proot-${installation}`, `.sbx-proot-${installation}.sbx`])
-        rmSync(join(tmpdir(), n), { recursive: true, force: true });
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
-  watchContract(() => ({
-    url: srv.url,
-    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
-    count: (id) => srv.plane.deps.files.watcher.count(id),
-  }));
+describe.skipIf(PROVIDER_SKIP.proot !== undefined)(providerTitle('proot', 'file watch on proot'), () => {
+  const server = useProviderServer('proot');
+  watchContract(() => watchTarget(server()));
 });
 
 describe('file watch of pool sandboxes on mock', () => {
-  let srv: TestServer;
-  let dir: string;
+  const server = useProviderServer('mock', {
+    pool: { enabled: true, max_vms: 1, max_users_per_vm: 2 },
+    auth: { admin_api_key: 'pool-admin-key-0123456789' },
+  });
   const as = (user: string) => ({ 'x-user-id': user });
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'sbx-watch-pool-'));
-    srv = await startTestServer({
-      pool: { enabled: true, max_vms: 1, max_users_per_vm: 2 },
-      auth: { admin_api_key: 'pool-admin-key-0123456789' },
-      providers: { default: 'mock', mock: { root_dir: join(dir, 'mock') } },
-    });
-  });
-  afterAll(async () => {
-    await srv?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
 
   it('a tenant sees its own workspace only, with its own paths; another tenant’s changes never reach it', async () => {
+    const srv = server();
     const alice = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('alice'))).body.id as string;
     const bob = (await call(srv.url, 'POST', '/api/v1/sandboxes', {}, as('bob'))).body.id as string;
     const w = await openWatch(srv.url, alice, '/', { headers: as('alice') });

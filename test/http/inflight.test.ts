@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 let srv: TestServer;
 let id: string;
@@ -12,7 +13,6 @@ beforeAll(async () => {
 });
 afterAll(async () => srv?.close());
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const FILES = () => `/api/v1/sandboxes/${id}/files`;
 const upload = (path: string, size: number) => JSON.stringify({ path, content: 'u'.repeat(size) });
 
@@ -43,13 +43,15 @@ function heldUpload(body: string): Promise<{ sock: Socket; finish: () => Promise
   });
 }
 
-/** Waits until the server has taken the held request in (its headers were parsed). */
-const settle = () => sleep(150);
+/** Bytes the server holds for requests in flight now. */
+const inflight = () => srv.plane.deps.inflight!.inflight;
+/** Waits until the server holds more than `than` bytes: a held request was taken in (its headers parsed, its bytes counted). */
+const heldOver = (than: number) => waitFor(`more than ${than} bytes in flight`, () => inflight() > than);
 
 describe('in-flight byte budget (server.max_inflight_mb, issue 12.5)', () => {
   it('an upload that does not fit beside one in flight gets 503 unavailable with Retry-After; it succeeds afterwards', async () => {
     const first = await heldUpload(upload('/workspace/one.txt', 600_000));
-    await settle();
+    await heldOver(0);
     const second = await call(srv.url, 'POST', FILES(), upload('/workspace/two.txt', 600_000));
     expect(second.status).toBe(503);
     expect(second.body).toEqual({ code: 'unavailable', message: expect.stringContaining('server.max_inflight_mb') });
@@ -62,8 +64,11 @@ describe('in-flight byte budget (server.max_inflight_mb, issue 12.5)', () => {
   });
 
   it('uploads under the budget together all succeed', async () => {
-    const held = await Promise.all([heldUpload(upload('/workspace/a.txt', 300_000)), heldUpload(upload('/workspace/b.txt', 300_000))]);
-    await settle();
+    const a = await heldUpload(upload('/workspace/a.txt', 300_000));
+    await heldOver(0);
+    const one = inflight();
+    const held = [a, await heldUpload(upload('/workspace/b.txt', 300_000))];
+    await heldOver(one);
     const third = await call(srv.url, 'POST', FILES(), upload('/workspace/c.txt', 300_000));
     expect(third.status).toBe(200);
     const results = await Promise.all(held.map((h) => h.finish()));
@@ -104,10 +109,10 @@ describe('in-flight byte budget (server.max_inflight_mb, issue 12.5)', () => {
 
   it('a client that goes away mid-upload gives its bytes back', async () => {
     const gone = await heldUpload(upload('/workspace/gone.txt', 900_000));
-    await settle();
+    await heldOver(0);
     expect((await call(srv.url, 'POST', FILES(), upload('/workspace/x.txt', 300_000))).status).toBe(503);
     gone.sock.destroy();
-    await settle();
+    await waitFor('its bytes given back', () => inflight() === 0);
     expect((await call(srv.url, 'POST', FILES(), upload('/workspace/x.txt', 900_000))).status).toBe(200);
   });
 
@@ -128,7 +133,7 @@ describe('in-flight byte budget (server.max_inflight_mb, issue 12.5)', () => {
     // Each holds 200 kB of output (four copies of it against a 1 MiB budget) while it sleeps: two do not fit.
     const run = () => call(srv.url, 'POST', `/api/v1/sandboxes/${id}/exec`, { command: 'head -c 200000 /dev/zero; sleep 0.5' });
     const first = run();
-    await sleep(100);
+    await heldOver(0);
     const later = await Promise.all([run(), run()]);
     const statuses = [(await first).status, ...later.map((r) => r.status)];
     expect(statuses[0]).toBe(200);

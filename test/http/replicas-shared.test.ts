@@ -15,6 +15,7 @@ import { POSTGRES_DSN, dsnInSchema, sql } from '../helpers/postgres.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { openSse } from '../helpers/sse.js';
 import { openWs, stdoutOf } from '../helpers/ws.js';
+import { waitFor } from '../helpers/wait.js';
 import { startTestWorker } from '../helpers/worker.js';
 
 const SCHEMA = 'sbx_replicas_shared';
@@ -57,10 +58,10 @@ describe.skipIf(!POSTGRES_DSN)('replicas in one process on one schema', () => {
     expect(first.status).toBe(201);
     const started = Date.now();
     const queued = call(b.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' });
-    // Still waiting: the cap of 1 holds across both replicas.
-    await new Promise((r) => setTimeout(r, 1500));
-    const diag = await call(b.url, 'GET', '/api/v1/admin/diagnostics');
-    expect(diag.body.scheduler.spawn_queue_depth).toBe(1);
+    // Queued: the cap of 1 holds across both replicas.
+    const depth = async () => (await call(b.url, 'GET', '/api/v1/admin/diagnostics')).body.scheduler.spawn_queue_depth;
+    await waitFor('the spawn is queued on b', async () => (await depth()) === 1);
+    expect(await depth()).toBe(1);
     expect((await call(a.url, 'DELETE', `/api/v1/sandboxes/${first.body.id}`)).status).toBe(200);
     const second = await queued;
     expect(second.status).toBe(201);

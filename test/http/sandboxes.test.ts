@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { call } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
 
 let srv: TestServer;
 beforeAll(async () => {
@@ -141,7 +142,8 @@ describe('sandbox lifecycle (spec 4.1)', () => {
 
   it('prunes expired sandboxes and hides them at once', async () => {
     const a = (await call(srv.url, 'POST', '/api/v1/sandboxes', { ttl: '1s' })).body.id;
-    await new Promise((r) => setTimeout(r, 1100));
+    // Hidden at once when its TTL passes (before any reaper pass).
+    await waitFor('the sandbox expires', async () => (await call(srv.url, 'GET', `/api/v1/sandboxes/${a}`)).status === 404, 5_000, 50);
     expect((await call(srv.url, 'GET', `/api/v1/sandboxes/${a}`)).status).toBe(404);
     const res = await call(srv.url, 'DELETE', '/api/v1/sandboxes');
     expect(res.status).toBe(200);
@@ -155,7 +157,7 @@ describe('sandbox lifecycle (spec 4.1)', () => {
     const keep = (await call(srv.url, 'POST', '/api/v1/sandboxes', { ttl: '10m' })).body.id as string;
     const runtimeDir = join(srv.dir, 'mock', id);
     expect(existsSync(runtimeDir)).toBe(true);
-    await new Promise((r) => setTimeout(r, 1100));
+    await waitFor('the sandbox expires', async () => (await call(srv.url, 'GET', `/api/v1/sandboxes/${id}`)).status === 404, 5_000, 50);
     // The server's own 10 s reaper pass may have come first; either way exactly one pass did it.
     expect([0, 1]).toContain(await sandboxes.reap());
     expect(existsSync(runtimeDir)).toBe(false);

@@ -5,6 +5,7 @@ import { FileWriteScanner } from '../../src/transports/http/file-write-body.js';
 import { Base64Stream, type ByteSink, decodeChunks, rawText, tee, Utf8Stream } from '../../src/transports/http/upload-decoders.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 let srv: TestServer;
 let id: string;
@@ -253,7 +254,8 @@ describe('streamed JSON file writes (issue 12.5)', () => {
     expect(await rawPost(FILES(), split(body, [1000, 50_000, 100_000]), { cut: true })).toBeNull();
     const fresh = JSON.stringify({ path: '/workspace/new.txt', content: 'x'.repeat(100_000) });
     expect(await rawPost(FILES(), split(fresh, [10, 50_000]), { cut: true })).toBeNull();
-    await sleep(200);
+    // The server is done with both cut requests once it gave their bytes back.
+    await waitFor('the cut uploads released', () => srv.plane.deps.inflight!.inflight === 0);
     const back = await readBack('/workspace/keep.txt');
     expect(back.bytes.toString()).toBe('old content');
     expect((await readBack('/workspace/new.txt')).status).toBe(404);

@@ -1,22 +1,18 @@
 /** Pause and resume on mock (DESIGN.md §16): the cgroup freezer on the sandbox's PID namespace. */
 import { existsSync, readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { useProviderServer } from '../helpers/provider-server.js';
+import { waitFor } from '../helpers/wait.js';
 import { startWs, stdoutOf } from '../helpers/ws.js';
-import { RestartablePlane } from '../processes/helpers.js';
 import { pauseContract, startCounter } from './pause.contract.js';
 
 describe('pause and resume on mock', () => {
-  let srv: TestServer;
-  beforeAll(async () => {
-    srv = await startTestServer();
-  });
-  afterAll(async () => srv?.close());
-
-  pauseContract(() => ({ url: srv.url, spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string }));
+  const server = useProviderServer('mock');
+  pauseContract(() => server());
 
   it('a WebSocket exec on a paused sandbox resumes it first; an open one makes a pause 409', async () => {
+    const srv = server();
     const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
     await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/pause`);
     const c = await startWs(srv.url, id, { command: 'echo via-ws' });
@@ -26,8 +22,7 @@ describe('pause and resume on mock', () => {
     const open = await startWs(srv.url, id, { command: 'cat', mode: 'argv' });
     // The session is in flight once its command runs: wait for the echo of a first line.
     open.send({ type: 'stdin', data: 'ping\n' });
-    const until = Date.now() + 10_000;
-    while (!stdoutOf(open.seen).includes('ping') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the echo of the first line', () => stdoutOf(open.seen).includes('ping'));
     expect((await call(srv.url, 'POST', `/api/v1/sandboxes/${id}/pause`)).status).toBe(409);
     open.send({ type: 'stdin_eof' });
     await open.rest();
@@ -36,6 +31,7 @@ describe('pause and resume on mock', () => {
   }, 60_000);
 
   it('the freezer cgroup exists while the sandbox lives and is removed with it', async () => {
+    const srv = server();
     const id = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
     const dir = `/sys/fs/cgroup/freezer/sbx/${id}`;
     expect(existsSync(dir)).toBe(true);
@@ -49,7 +45,7 @@ describe('pause and resume on mock', () => {
   }, 60_000);
 
   it('after a restart a paused mock sandbox is running (its processes are gone with the old server)', async () => {
-    const plane = new RestartablePlane((dir) => ({ providers: { default: 'mock', mock: { root_dir: `${dir}/mock` } } }));
+    const plane = server().restartable();
     try {
       const url = await plane.start();
       const id = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { createControlPlane, type ControlPlane } from '../../src/compose/control-plane.js';
 import { loadConfig } from '../../src/config/index.js';
+import { mergeOverrides } from '../helpers/server.js';
 
 export interface OutputLine {
   stream: 'stdout' | 'stderr' | 'truncated' | 'exit';
@@ -20,7 +21,13 @@ export class RestartablePlane {
   plane: ControlPlane | undefined;
   url = '';
 
-  constructor(private readonly overrides: (dir: string) => Record<string, unknown>) {}
+  private installation: string | undefined;
+
+  /** `cleanup` removes what the provider made outside the directory (docker's containers), by installation id. */
+  constructor(
+    private readonly overrides: (dir: string) => Record<string, unknown>,
+    private readonly cleanup?: (installationId: string) => Promise<void>,
+  ) {}
 
   async start(): Promise<string> {
     const base = {
@@ -32,9 +39,10 @@ export class RestartablePlane {
       cwd: this.dir,
       home: this.dir,
       env: {},
-      overrides: merge(base, this.overrides(this.dir)) as never,
+      overrides: mergeOverrides(base, this.overrides(this.dir)) as never,
     });
     this.plane = await createControlPlane(config, { logger: pino({ level: 'silent' }), home: this.dir });
+    this.installation = this.plane.installationId;
     this.url = await this.plane.listen();
     return this.url;
   }
@@ -46,19 +54,9 @@ export class RestartablePlane {
 
   async remove(): Promise<void> {
     await this.stop();
+    if (this.installation) await this.cleanup?.(this.installation);
     rmSync(this.dir, { recursive: true, force: true });
   }
-}
-
-function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...a };
-  for (const [k, v] of Object.entries(b)) {
-    out[k] =
-      v && typeof v === 'object' && !Array.isArray(v) && typeof out[k] === 'object'
-        ? merge(out[k] as Record<string, unknown>, v as Record<string, unknown>)
-        : v;
-  }
-  return out;
 }
 
 /**

@@ -5,19 +5,16 @@
  * what was left; a preview of a server started in the background answers; destroy ends it all; the
  * server's environment and pid stay invisible. Mock always; proot and docker behind their flags.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../../src/client/index.js';
-import { DOCKER_SKIP, requireEngine, TEST_IMAGE } from '../docker/engine.js';
 import { freePort, hostRequest } from '../helpers/preview.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { PROVIDER_SKIP, providerTitle, startProviderServer } from '../helpers/provider-server.js';
+import type { TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 const DOMAIN = 'left.test';
-const prootOn = process.env.SBX_TEST_PROOT === '1';
 
 /** Host pids whose command line is exactly `argv` (zombies excluded). */
 function hostPids(argv: string[]): number[] {
@@ -33,14 +30,6 @@ function hostPids(argv: string[]): number[] {
     }
   }
   return out;
-}
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 interface SuiteOptions {
@@ -99,7 +88,7 @@ function suite(name: string, start: () => Promise<TestServer>, opts: SuiteOption
           });
           expect(late).toMatchObject({ exit_code: 0, stdout: 'ok\n' });
           let text = '';
-          await until(
+          await waitFor(
             'the late write lands in the sandbox',
             async () => {
               text = await client.files.read(box.id, '/workspace/late.txt').then(
@@ -116,7 +105,7 @@ function suite(name: string, start: () => Promise<TestServer>, opts: SuiteOption
         await client.destroy(box.id);
       }
       if (opts.hostPids)
-        await until('the sandbox processes gone after destroy', () => [...hostPids(detached), ...hostPids(plain)].length === 0, 5_000);
+        await waitFor('the sandbox processes gone after destroy', () => [...hostPids(detached), ...hostPids(plain)].length === 0, 5_000);
     });
 
     it.skipIf(name !== 'proot')('a sandbox that kills its own keeper gets one error, then a new keeper', async () => {
@@ -155,7 +144,7 @@ function suite(name: string, start: () => Promise<TestServer>, opts: SuiteOption
         expect(res).toMatchObject({ exit_code: 0, stdout: 'up\n' });
         const host = `${port}-${box.id}.${DOMAIN}`;
         let last: { status: number; body: Buffer } | null = null;
-        await until(
+        await waitFor(
           'the background server answers through the preview',
           async () => {
             last = await hostRequest(srv.url, host, '/index.html').catch(() => null);
@@ -186,40 +175,21 @@ function suite(name: string, start: () => Promise<TestServer>, opts: SuiteOption
   });
 }
 
-suite('mock', () => startTestServer({ server: { preview_domain: DOMAIN } }), { hostPids: true, bindAll: false, translated: false });
+const preview = { server: { preview_domain: DOMAIN } };
+suite('mock', () => startProviderServer('mock', preview), { hostPids: true, bindAll: false, translated: false });
 
-describe.skipIf(!prootOn)(`proot${prootOn ? '' : ' (skipped: SBX_TEST_PROOT is not 1)'}`, () => {
-  let dir: string;
-  afterAll(() => {
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
-  suite(
-    'proot',
-    async () => {
-      dir = mkdtempSync(join(tmpdir(), 'sbx-left-proot-'));
-      const rootfs = join(dir, 'rootfs');
-      execFileSync('sh', [join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh'), rootfs], { stdio: 'pipe' });
-      return startTestServer({ server: { preview_domain: DOMAIN }, providers: { default: 'proot', proot: { rootfs } } });
-    },
-    { hostPids: true, bindAll: false, translated: true },
-  );
+describe.skipIf(PROVIDER_SKIP.proot !== undefined)(providerTitle('proot', 'proot'), () => {
+  suite('proot', () => startProviderServer('proot', preview), { hostPids: true, bindAll: false, translated: true });
 });
 
-describe.skipIf(DOCKER_SKIP !== undefined)(`docker${DOCKER_SKIP ? ` (skipped: ${DOCKER_SKIP})` : ''}`, () => {
+describe.skipIf(PROVIDER_SKIP.docker !== undefined)(providerTitle('docker', 'docker'), () => {
   // Both exec paths: sbx-agent (the default) answers once the command exited and its output went
   // quiet, whatever it left holding the pipes; the engine's exec path without it.
   for (const agent of ['auto', 'off'] as const) {
-    suite(
-      `docker (agent ${agent})`,
-      async () => {
-        await requireEngine();
-        return startTestServer({
-          server: { preview_domain: DOMAIN },
-          providers: { default: 'docker', docker: { agent } },
-          defaults: { image: TEST_IMAGE, memory_mb: 64 },
-        });
-      },
-      { hostPids: false, bindAll: true, translated: true },
-    );
+    suite(`docker (agent ${agent})`, () => startProviderServer('docker', { ...preview, providers: { docker: { agent } } }), {
+      hostPids: false,
+      bindAll: true,
+      translated: true,
+    });
   }
 });

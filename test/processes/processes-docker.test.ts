@@ -2,55 +2,44 @@
  * Background processes on docker: detached (their own session in the container, output in files
  * there), so they outlive a control-plane restart and their exit is recorded afterwards.
  */
-import type Docker from 'dockerode';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE } from '../docker/engine.js';
+import { describe, expect, it } from 'vitest';
+import { engineRun } from '../docker/engine.js';
 import { call } from '../helpers/http.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { readOutput, RestartablePlane } from './helpers.js';
+import { PROVIDER_SKIP, providerTitle, useProviderServer } from '../helpers/provider-server.js';
+import { waitFor } from '../helpers/wait.js';
+import { readOutput } from './helpers.js';
 import { processContract } from './processes.contract.js';
 
-describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('background processes on docker'), () => {
-  let docker: Docker;
-  let srv: TestServer;
-  const installations: string[] = [];
-
-  beforeAll(async () => {
-    docker = await requireEngine();
-    srv = await startTestServer({ providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } });
-    installations.push(srv.plane.installationId);
-  }, 60_000);
-
-  afterAll(async () => {
-    await srv?.close();
-    for (const i of installations) await removeInstallation(docker, i);
-  });
-
-  processContract(() => ({
-    url: srv.url,
-    runner: 'detached',
-    tty: true,
-    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
-  }));
+describe.skipIf(PROVIDER_SKIP.docker !== undefined)(providerTitle('docker', 'background processes on docker'), () => {
+  const server = useProviderServer('docker');
+  processContract(() => ({ ...server(), runner: 'detached', tty: true }));
 
   it('a process outlives a control-plane restart; its output and exit code are recorded afterwards', async () => {
-    const plane = new RestartablePlane(() => ({ providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } }));
+    const docker = server().docker!;
+    const plane = server().restartable();
     try {
       const url = await plane.start();
-      installations.push(plane.plane!.installationId);
       const sb = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
+      // Two gates the test opens: the first while no control plane runs, the second after the restart.
+      const gate = (n: number) => `while [ ! -e /tmp/gate${n} ]; do sleep 0.05; done`;
       const p = await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, {
-        command: 'echo before; sleep 3; echo after; echo oops >&2; exit 5',
+        command: `echo before; ${gate(1)}; echo after; ${gate(2)}; echo oops >&2; exit 5`,
       });
       expect(p.status).toBe(201);
       const pid = p.body.id as string;
       const early = await readOutput(url, sb, pid, { follow: true, stopAfter: 7 });
       expect(early.bytes.toString()).toBe('before\n');
+      const container = (await plane.plane!.deps.store.getSandbox(sb))!.runtime_id!;
       await plane.stop();
-      // The process runs on while no control plane follows it.
-      await new Promise((r) => setTimeout(r, 1500));
+      // The process runs on while no control plane follows it: let it write its next line.
+      await engineRun(docker, container, 'touch /tmp/gate1');
+      await waitFor(
+        'the process writes on',
+        async () => (await engineRun(docker, container, `cat /tmp/.sbx-processes/${pid}/out`)).out === 'before\nafter\n',
+      );
       const again = await plane.start();
       expect((await call(again, 'GET', `/api/v1/sandboxes/${sb}/processes/${pid}`)).body.state).toBe('running');
+      await call(again, 'POST', `/api/v1/sandboxes/${sb}/exec`, { command: 'touch /tmp/gate2' });
       const rest = await readOutput(again, sb, pid, { follow: true, offset: early.next });
       const text = (s: string) =>
         rest.lines
@@ -70,6 +59,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('background processes on 
   }, 90_000);
 
   it('a process in a destroyed sandbox ends as killed, and its records go with the sandbox', async () => {
+    const srv = server();
     const sb = (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
     const pid = (await call(srv.url, 'POST', `/api/v1/sandboxes/${sb}/processes`, { command: 'sleep 100' })).body.id as string;
     expect((await call(srv.url, 'DELETE', `/api/v1/sandboxes/${sb}`)).status).toBe(200);

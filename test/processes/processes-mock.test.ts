@@ -1,31 +1,22 @@
 /** Background processes on the mock provider (attached: they end with the control plane). */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { RestartablePlane } from './helpers.js';
+import { useProviderServer } from '../helpers/provider-server.js';
+import { readOutput } from './helpers.js';
 import { processContract } from './processes.contract.js';
 
 describe('background processes on mock', () => {
-  let srv: TestServer;
-  beforeAll(async () => {
-    srv = await startTestServer();
-  });
-  afterAll(async () => srv?.close());
-
-  processContract(() => ({
-    url: srv.url,
-    runner: 'attached',
-    provider: 'mock',
-    spawn: async () => (await call(srv.url, 'POST', '/api/v1/sandboxes', {})).body.id as string,
-  }));
+  const server = useProviderServer('mock');
+  processContract(() => ({ ...server(), runner: 'attached' }));
 
   it('an attached process is recorded as killed when the control plane stops; its output stays readable', async () => {
-    const plane = new RestartablePlane((dir) => ({ providers: { default: 'mock', mock: { root_dir: `${dir}/mock` } } }));
+    const plane = server().restartable();
     try {
       const url = await plane.start();
       const sb = (await call(url, 'POST', '/api/v1/sandboxes', {})).body.id as string;
       const p = (await call(url, 'POST', `/api/v1/sandboxes/${sb}/processes`, { command: 'echo hello; sleep 100' })).body.id as string;
-      await new Promise((r) => setTimeout(r, 500));
+      // Stopped once it runs: its first line is out.
+      expect((await readOutput(url, sb, p, { follow: true, stopAfter: 6 })).bytes.toString()).toBe('hello\n');
       await plane.stop();
       const again = await plane.start();
       const rec = (await call(again, 'GET', `/api/v1/sandboxes/${sb}/processes/${p}`)).body;

@@ -155,14 +155,15 @@ export function processContract(
     await call(url, 'DELETE', `${base}/${noTty}`);
   }, 60_000);
 
-  // docker sizes an exec's terminal just after it starts (as `docker exec -t` does), and a resize is
-  // applied by the engine after the call is answered: the command asks a second after each.
+  // docker sizes an exec's terminal just after it starts (as `docker exec -t` does), before any input
+  // reaches the command, and …/resize answers once the terminal has the new size: the command asks
+  // for the size after a line of input each time, with no wait of its own.
   it('pty: {cols, rows} runs it in a terminal of that size, resized by …/resize (501 where the provider has none)', async () => {
     const { url, spawn, tty, provider } = ctx();
     const sb = await spawn();
     const base = `/api/v1/sandboxes/${sb}/processes`;
     const started = await call(url, 'POST', base, {
-      command: 'sleep 1; stty size; read x; sleep 1; stty size',
+      command: 'read x; stty size; read x; stty size',
       stdin: true,
       pty: { cols: 100, rows: 30 },
     });
@@ -173,12 +174,14 @@ export function processContract(
     }
     expect(started.status).toBe(201);
     const p = started.body.id as string;
+    const output = async () => (await readOutput(url, sb, p)).bytes.toString();
+    await call(url, 'POST', `${base}/${p}/stdin`, { data: 'go\r' });
     const until = Date.now() + 10_000;
-    while (!(await readOutput(url, sb, p)).bytes.toString().includes('30 100') && Date.now() < until)
-      await new Promise((r) => setTimeout(r, 100));
+    while (!(await output()).includes('30 100') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(await output()).toContain('30 100');
     expect((await call(url, 'POST', `${base}/${p}/resize`, { cols: 120, rows: 40 })).status).toBe(200);
     await call(url, 'POST', `${base}/${p}/stdin`, { data: 'go\r' });
     expect(await wait(url, sb, p)).toMatchObject({ state: 'exited', exit_code: 0 });
-    expect((await readOutput(url, sb, p)).bytes.toString()).toMatch(/30 100[\s\S]*40 120/);
+    expect(await output()).toMatch(/30 100[\s\S]*40 120/);
   }, 60_000);
 }

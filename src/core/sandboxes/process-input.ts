@@ -5,6 +5,8 @@ import { terminalSize } from './exec.js';
 
 /** Bytes of stdin a process may have queued and not yet taken (more → resource_limit, retry later). */
 export const MAX_PENDING_STDIN = 1024 * 1024;
+/** How long `…/resize` waits for the provider to apply the size before it answers anyway. */
+const RESIZE_WAIT_MS = 5_000;
 
 /**
  * How a background process is started beyond its exec request (DESIGN.md §14 fourth bullet, the
@@ -38,6 +40,7 @@ export class ProcessInput {
   readonly stdin: AsyncQueue<Uint8Array> | undefined;
   readonly controls = new AsyncQueue<ExecControl>();
   private pending = 0;
+  private readonly resizing = new Set<() => void>();
 
   constructor(
     readonly processId: string,
@@ -66,15 +69,29 @@ export class ProcessInput {
     this.stdin.end();
   }
 
-  resize(cols: number, rows: number): void {
+  /**
+   * Resolves once the provider applied the size (a command that asks after the answer sees it), the
+   * process ended, or RESIZE_WAIT_MS passed (a provider that does not report it).
+   */
+  async resize(cols: number, rows: number): Promise<void> {
     if (!this.pty) throw badRequest(`process ${this.processId} runs without a terminal: nothing to resize`);
     const size = terminalSize(cols, rows);
-    this.controls.push({ type: 'resize', cols: size.cols, rows: size.rows });
+    if (this.controls.isEnded) return;
+    let done = () => {};
+    const applied = new Promise<void>((resolve) => (done = resolve));
+    const timer = setTimeout(done, RESIZE_WAIT_MS);
+    this.resizing.add(done);
+    this.controls.push({ type: 'resize', cols: size.cols, rows: size.rows, applied: done });
+    await applied;
+    clearTimeout(timer);
+    this.resizing.delete(done);
   }
 
   /** The process ended: no more input. */
   end(): void {
     this.stdin?.end();
     this.controls.end();
+    for (const r of this.resizing) r();
+    this.resizing.clear();
   }
 }

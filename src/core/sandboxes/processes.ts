@@ -249,9 +249,9 @@ export class ProcessService {
     this.inputOf(await this.get(sandboxId, processId, caller)).close();
   }
 
-  /** Resizes the terminal of a process started with `pty`. */
+  /** Resizes the terminal of a process started with `pty`; answers once the provider applied it. */
   async resize(sandboxId: string, processId: string, cols: number, rows: number, caller: Caller): Promise<void> {
-    this.inputOf(await this.get(sandboxId, processId, caller)).resize(cols, rows);
+    await this.inputOf(await this.get(sandboxId, processId, caller)).resize(cols, rows);
   }
 
   /** Whether a running process was started with a terminal (its output is the terminal's). */

@@ -110,13 +110,8 @@ function pipe(source: AsyncIterable<WatchEvent>, clock: Clock, stop: AbortSignal
     done();
     notify();
   };
-  // A new directory's entries can be seen twice (by the scan of the new directory and by its
-  // watch's own event): a create repeating the one just passed on is the same change.
-  let lastCreate: string | null = null;
   const emit = (ev: WatchEvent) => {
     if (ended) return;
-    if (ev.type === 'create' && ev.path === lastCreate) return;
-    lastCreate = ev.type === 'create' ? ev.path : null;
     queue.push({ ...ev, ts: clock.now().toISOString() } as StampedWatchEvent);
     if (ev.type === 'overflow') return finish();
     if (queue.length >= MAX_LAG_EVENTS) {

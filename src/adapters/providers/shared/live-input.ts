@@ -70,7 +70,10 @@ export function pumpStdin(source: AsyncIterable<Uint8Array>, sink: StdinSink): P
   };
 }
 
-/** Applies every control request as it arrives until stopped; errors of one request are ignored. */
+/**
+ * Applies every control request as it arrives until stopped; errors of one request are ignored. A
+ * resize's `applied` is called once it was applied (or failed), so its caller can answer after it.
+ */
 export function consumeControls(controls: AsyncIterable<ExecControl>, apply: (c: ExecControl) => void | Promise<void>): Pump {
   const it = controls[Symbol.asyncIterator]();
   let stopped = false;
@@ -83,6 +86,8 @@ export function consumeControls(controls: AsyncIterable<ExecControl>, apply: (c:
           await apply(r.value);
         } catch {
           // A resize or signal that could not be delivered changes nothing else.
+        } finally {
+          if (r.value.type === 'resize') r.value.applied?.();
         }
       }
     } catch {

@@ -244,6 +244,10 @@ async function pumpControls(
 ): Promise<void> {
   for await (const c of controls) {
     if (finished()) return;
-    await send(c.type === 'resize' ? { type: 'resize', cols: c.cols, rows: c.rows } : { type: 'signal', signal: c.signal });
+    try {
+      await send(c.type === 'resize' ? { type: 'resize', cols: c.cols, rows: c.rows } : { type: 'signal', signal: c.signal });
+    } finally {
+      if (c.type === 'resize') c.applied?.();
+    }
   }
 }

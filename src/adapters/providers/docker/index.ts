@@ -32,6 +32,7 @@ function imageUid(imageUser: string): ContainerUser | undefined | null {
 /** Kernel filesystems: reads there stay with the engine paths (sizes of 0, endless files). */
 const KERNEL_FS = /^\/(proc|sys|dev)(\/|$)/;
 import { DockerEgress } from './egress.js';
+import type { CatalogMethods } from '../shared/provider-parts.js';
 
 export type { DockerProviderOptions, PullEvent } from './options.js';
 export { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX, containerName } from './containers.js';
@@ -152,20 +153,7 @@ function spawnOp(p: DockerParts): Provider['spawn'] {
 }
 
 /** Snapshots, fork images and volumes: images and volumes of this installation. */
-function catalogOps(
-  p: DockerParts,
-): Pick<
-  Provider,
-  | 'snapshot'
-  | 'deleteSnapshot'
-  | 'forkImage'
-  | 'deleteForkImage'
-  | 'createVolume'
-  | 'deleteVolume'
-  | 'listCatalog'
-  | 'listForkImages'
-  | 'volumeSizes'
-> {
+function catalogOps(p: DockerParts): CatalogMethods {
   const { snapshots, forks, volumes } = p;
   /** A commit takes the container's root filesystem; with a read-only one every write lives in tmpfs, which it does not take. */
   const refuseReadOnly = (what: string) => {

@@ -22,6 +22,7 @@ import {
   type WorkspaceSpec,
 } from '../../../core/ports.js';
 import { ConsoleRing } from '../shared/console-ring.js';
+import type { CatalogMethods } from '../shared/provider-parts.js';
 import { buildShellCommand } from '../../../shared/shell.js';
 import { type DirNode, MemoryFs, type Node } from './fs.js';
 import { BrokenPipe, bytesInput, EMPTY_INPUT, ExitShell, Kill, Killed, liveInput, type Output, type Streams } from './io.js';
@@ -202,21 +203,7 @@ function memorySpawn(st: MemoryState, spec: Parameters<Provider['spawn']>[0]): A
 }
 
 /** Snapshots, fork images and volumes: copies of trees in this process. */
-function memoryCatalog(
-  st: MemoryState,
-  get: (id: string) => Runtime,
-): Pick<
-  Provider,
-  | 'snapshot'
-  | 'deleteSnapshot'
-  | 'forkImage'
-  | 'deleteForkImage'
-  | 'createVolume'
-  | 'deleteVolume'
-  | 'volumeSizes'
-  | 'listCatalog'
-  | 'listForkImages'
-> {
+function memoryCatalog(st: MemoryState, get: (id: string) => Runtime): CatalogMethods {
   const { now, snapshots, forks, volumes } = st;
   return {
     async snapshot(id, name) {

@@ -18,6 +18,7 @@ import { ProcessesApi } from './processes.js';
 import { ProvidersApi, QuotasApi, TemplatesApi, WorkerFacingApi, WorkersApi } from './resources.js';
 import { VolumesApi } from './volumes.js';
 import { SecretsApi } from './secrets.js';
+import { PauseForkApi } from './pause-fork.js';
 import type {
   AdmissionDecision,
   AuditQuery,
@@ -75,6 +76,8 @@ export class Client {
   readonly worker: WorkerFacingApi;
   /** Background processes of a sandbox. */
   readonly processes: ProcessesApi;
+  /** Pause, resume and fork (DESIGN.md §16). */
+  readonly lifecycle: PauseForkApi;
   private readonly http: Http;
 
   constructor(opts: ClientOptions = {}) {
@@ -89,6 +92,7 @@ export class Client {
     this.secrets = new SecretsApi(this.http);
     this.worker = new WorkerFacingApi(this.http);
     this.processes = new ProcessesApi(this.http);
+    this.lifecycle = new PauseForkApi(this.http);
   }
 
   /**
@@ -111,18 +115,9 @@ export class Client {
     return this.http.json('POST', '/api/v1/sandboxes', { body: req, signal: opts.signal, headers: spawnHeaders(opts) });
   }
 
-  /**
-   * Forks a running sandbox (DESIGN.md §16): `count` (1–10) new sandboxes, each starting from a copy
-   * of its filesystem at this moment, on the same node; all or none. With `idempotencyKey` a retry
-   * answers the same forks.
-   */
-  async fork(id: string, req: ForkRequest = {}, opts: SpawnOptions = {}): Promise<Sandbox[]> {
-    const body = await this.http.json<{ sandboxes: Sandbox[] }>('POST', `/api/v1/sandboxes/${enc(id)}/fork`, {
-      body: req,
-      signal: opts.signal,
-      headers: spawnHeaders(opts),
-    });
-    return body.sandboxes;
+  /** Forks a running sandbox (DESIGN.md §16): see `lifecycle.fork`. */
+  fork(id: string, req: ForkRequest = {}, opts: SpawnOptions = {}): Promise<Sandbox[]> {
+    return this.lifecycle.fork(id, req, opts);
   }
 
   /** Admission preflight: would this spawn be admitted? Creates nothing. */
@@ -188,14 +183,14 @@ export class Client {
     });
   }
 
-  /** `POST …/pause` (DESIGN.md §16): every process frozen, memory kept; 409 while an exec or stream is in flight. */
+  /** `POST …/pause` (DESIGN.md §16): see `lifecycle.pause`. */
   pause(id: string, opts: RequestOptions = {}): Promise<Sandbox> {
-    return this.http.json('POST', `/api/v1/sandboxes/${enc(id)}/pause`, { signal: opts.signal });
+    return this.lifecycle.pause(id, opts);
   }
 
-  /** `POST …/resume` (DESIGN.md §16): running again (an exec, file or process call resumes it too). */
+  /** `POST …/resume` (DESIGN.md §16): see `lifecycle.resume`. */
   resume(id: string, opts: RequestOptions = {}): Promise<Sandbox> {
-    return this.http.json('POST', `/api/v1/sandboxes/${enc(id)}/resume`, { signal: opts.signal });
+    return this.lifecycle.resume(id, opts);
   }
 
   extend(id: string, ttl: string, opts: RequestOptions = {}): Promise<Sandbox> {

@@ -13,6 +13,7 @@ import { reconcileCatalog } from '../core/sandboxes/reconcile-catalog.js';
 import { reconcileRemote } from '../core/sandboxes/reconcile-remote.js';
 import type { SandboxService } from '../core/sandboxes/service.js';
 import type { RuntimeLocator } from '../core/scheduler/locator.js';
+import { AUDIT_EVERY_MS } from '../transports/http/plugins/audit.js';
 import type { Replication } from './replicas.js';
 
 export interface ReconcileStart {
@@ -80,7 +81,22 @@ export async function reconcileAtStart(o: ReconcileStart): Promise<{ cleanup: Pr
   return { cleanup, reconcileWorkers };
 }
 
-export interface LeaderTaskDeps {
+/**
+ * One background task of `sbx serve`. A leader task runs on one replica at a time (a lease,
+ * DESIGN §7; alone, this process leads them all) and stops with the replication; any other runs
+ * on every replica on a timer of its own. Either runs one pass at a time; a failed pass is logged.
+ */
+export interface BackgroundTask {
+  name: string;
+  /** Milliseconds between passes. */
+  every: number;
+  leader: boolean;
+  /** A pass at the start too, not only after the first period (local tasks; leader tasks always do). */
+  atStart?: boolean;
+  run(signal?: AbortSignal): Promise<unknown>;
+}
+
+export interface BackgroundDeps {
   replication: Replication;
   sandboxes: SandboxService;
   processes: ProcessService;
@@ -90,67 +106,70 @@ export interface LeaderTaskDeps {
   reconcileEveryMs: number;
   /** Replicas with local providers reap their own sandboxes on a timer of their own. */
   reapLocal: boolean;
-  /** Timers made here are pushed (the caller clears them on close). */
-  timers: NodeJS.Timeout[];
-  logger: Logger;
+  /** The local worker's heartbeat, or null for a node that is no worker. */
+  heartbeat: (() => Promise<void>) | null;
+  heartbeatEveryMs: number;
+  /** Admin audit pruning (`auth.admin_audit_retention`), or null when records are kept forever. */
+  pruneAudit: (() => Promise<unknown>) | null;
 }
 
-/** Leader tasks (DESIGN §7): on one replica at a time; alone, this process leads them all. */
-export function startLeaderTasks(o: LeaderTaskDeps): void {
-  const { replication, sandboxes, processes, logger, timers } = o;
+/** The background tasks of `sbx serve`, one table: what runs, how often, and whether one replica leads it. */
+export function backgroundTasks(o: BackgroundDeps): BackgroundTask[] {
+  const { replication, sandboxes, processes } = o;
   const { replicas } = replication;
-  const reaperEveryMs = replication.reaperEveryMs;
-  replicas.addTask({
-    name: 'reaper',
-    everyMs: reaperEveryMs,
-    run: async (signal) => {
-      // This node's own sandboxes are reaped below when replicas share the store.
-      await sandboxes.reap({ local: !replicas.shared, remote: true, signal });
-      await replication.pruneJournal();
-      await o.idempotency.prune();
+  const every = replication.reaperEveryMs;
+  const tasks: Array<BackgroundTask | false> = [
+    {
+      name: 'reaper',
+      every,
+      leader: true,
+      run: async (signal) => {
+        // This node's own sandboxes are reaped by `local-reaper` when replicas share the store.
+        await sandboxes.reap({ local: !replicas.shared, remote: true, signal });
+        await replication.pruneJournal();
+        await o.idempotency.prune();
+      },
     },
-  });
-  // Each replica forgets the processes (records and output) of its sandboxes that are gone.
-  timers.push(
-    setInterval(
-      () => void processes.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'sweeping background processes failed')),
-      reaperEveryMs,
-    ),
-  );
-  const reconcile = o.reconcileWorkers;
-  if (reconcile) replicas.addTask({ name: 'reconcile', everyMs: o.reconcileEveryMs, run: () => reconcile() });
-  let reaping = false;
-  const reapLocal = () => {
-    if (reaping) return;
-    reaping = true;
-    sandboxes
-      .reap({ local: true, remote: false })
-      .catch((err: unknown) => logger.warn({ err: String(err) }, 'reaper pass failed'))
-      .finally(() => (reaping = false));
+    o.reconcileWorkers !== null && { name: 'reconcile', every: o.reconcileEveryMs, leader: true, run: o.reconcileWorkers },
+    // Each replica forgets the processes (records and output) of its sandboxes that are gone.
+    { name: 'process-sweep', every, leader: false, run: () => processes.sweep() },
+    o.reapLocal && { name: 'local-reaper', every, leader: false, run: () => sandboxes.reap({ local: true, remote: false }) },
+    // In memory on this node: each replica watches the sandboxes whose traffic it serves (DESIGN §16).
+    { name: 'auto-pause', every: AUTO_PAUSE_EVERY_MS, leader: false, run: () => sandboxes.pauses.pauseIdle() },
+    o.heartbeat !== null && { name: 'heartbeat', every: o.heartbeatEveryMs, leader: false, run: o.heartbeat },
+    o.pruneAudit !== null && { name: 'audit-prune', every: AUDIT_EVERY_MS, leader: false, atStart: true, run: o.pruneAudit },
+  ];
+  return tasks.filter((t): t is BackgroundTask => t !== false);
+}
+
+/** Starts every task of the table in one loop; `stop` clears the local timers (leader tasks end with the replication). */
+export function startBackground(tasks: BackgroundTask[], replicas: Replication['replicas'], logger: Logger): { stop(): void } {
+  const timers: NodeJS.Timeout[] = [];
+  for (const task of tasks) {
+    if (task.leader) {
+      replicas.addTask({ name: task.name, everyMs: task.every, run: (signal) => task.run(signal) });
+      continue;
+    }
+    let running = false;
+    const pass = () => {
+      if (running) return;
+      running = true;
+      task
+        .run()
+        .catch((err: unknown) => logger.warn({ task: task.name, err: String(err) }, `${task.name} pass failed`))
+        .finally(() => (running = false));
+    };
+    if (task.atStart) pass();
+    const timer = setInterval(pass, task.every);
+    timer.unref();
+    timers.push(timer);
+  }
+  return {
+    stop: () => {
+      for (const t of timers) clearInterval(t);
+    },
   };
-  if (o.reapLocal) timers.push(setInterval(reapLocal, reaperEveryMs));
 }
 
 /** How often idle sandboxes are looked for (DESIGN.md §16): the auto-pause windows are whole seconds or more. */
 export const AUTO_PAUSE_EVERY_MS = 1_000;
-
-/**
- * The auto-pause task (DESIGN.md §16): watches the running sandboxes that have `auto_pause`, then
- * pauses those idle for their window, one pass at a time. In memory on this node: each replica
- * watches the sandboxes whose traffic it serves.
- */
-export async function startAutoPause(sandboxes: SandboxService, timers: NodeJS.Timeout[], logger: Logger): Promise<void> {
-  await sandboxes.pauses
-    .watchAtStart()
-    .catch((err: unknown) => logger.warn({ err: String(err) }, 'watching sandboxes for auto-pause failed'));
-  let passing = false;
-  const pass = () => {
-    if (passing) return;
-    passing = true;
-    sandboxes.pauses
-      .pauseIdle()
-      .catch((err: unknown) => logger.warn({ err: String(err) }, 'auto-pause pass failed'))
-      .finally(() => (passing = false));
-  };
-  timers.push(setInterval(pass, AUTO_PAUSE_EVERY_MS));
-}

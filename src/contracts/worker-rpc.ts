@@ -6,6 +6,11 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { FileInfo } from './files.js';
+import { CatalogName, Path, RpcTarget, Target } from './worker-rpc-target.js';
+import { FileWatchParams, ForkDeleteParams, ForkParams, PauseParams, StatusBatchParams } from './worker-rpc-extensions.js';
+
+export * from './worker-rpc-extensions.js';
+export { RpcTarget } from './worker-rpc-target.js';
 
 /** Largest file window in one `file_read`/`file_write` call (decoded bytes). */
 export const RPC_FILE_WINDOW_BYTES = 4 * 1024 * 1024;
@@ -163,19 +168,6 @@ export const RpcResponse = Type.Object({
 });
 export type RpcResponse = Static<typeof RpcResponse>;
 
-/** Every runtime method names its sandbox, provider and runtime. */
-const Target = {
-  sandbox_id: Type.String({ minLength: 1, maxLength: 128 }),
-  provider: Type.String({ minLength: 1, maxLength: 64 }),
-  runtime_id: Type.String({ minLength: 1, maxLength: 256 }),
-};
-export const RpcTarget = Type.Object(Target);
-export type RpcTarget = Static<typeof RpcTarget>;
-
-const Path = Type.String({ minLength: 1, maxLength: 4096 });
-/** Snapshot and volume names (DESIGN §10). */
-const CatalogName = Type.String({ pattern: '^[a-z0-9][a-z0-9_.-]{0,63}$' });
-
 /** Egress lists of a filtered sandbox (DESIGN §10): the API's limits, rules parsed again by the worker. */
 export const RpcEgressLists = Type.Object(
   {
@@ -239,28 +231,6 @@ export const StatusResult = Type.Object({
   error: Type.Optional(Type.String()),
 });
 export type StatusResult = Static<typeof StatusResult>;
-
-/** Most runtimes one `worker.status_batch` names; a longer list travels in several calls. */
-export const RPC_STATUS_BATCH = 1000;
-/**
- * `worker.status_batch` (DESIGN §7 reconciliation): `worker.status` of many runtimes in one call —
- * each judged exactly as `worker.status` judges it — so one call per worker per page covers its
- * sandboxes. A worker without it answers 501 `not_implemented` (unknown method) and is asked one
- * sandbox at a time.
- */
-export const StatusBatchParams = Type.Object({ sandboxes: Type.Array(RpcTarget, { minItems: 1, maxItems: RPC_STATUS_BATCH }) });
-export type StatusBatchParams = Static<typeof StatusBatchParams>;
-/** One status per named runtime, in the order asked; `error` when its provider failed or is not run here. */
-export const StatusBatchResult = Type.Object({
-  statuses: Type.Array(
-    Type.Object({
-      sandbox_id: Type.String(),
-      state: Type.Union([Type.Literal('running'), Type.Literal('paused'), Type.Literal('destroyed'), Type.Literal('error')]),
-      error: Type.Optional(Type.String()),
-    }),
-  ),
-});
-export type StatusBatchResult = Static<typeof StatusBatchResult>;
 
 /**
  * `worker.exec` and `worker.exec_stream`. `timeout` is a duration string ('' or absent: none; the
@@ -338,7 +308,6 @@ export const FileStatResult = Type.Object({ file: FileInfo });
 export const FileGlobParams = Type.Object({ ...Target, pattern: Type.String({ minLength: 1, maxLength: 4096 }) });
 export const FileGlobResult = Type.Object({ matches: Type.Array(Type.String()) });
 /** `worker.file_watch` (DESIGN §16): always streamed; each NDJSON `result` is one change `{type, path?, old_path?}`. */
-export const FileWatchParams = Type.Object({ ...Target, path: Path, recursive: Type.Boolean() });
 export const LogsParams = Type.Object({
   ...Target,
   lines: Type.Integer({ minimum: 0, maximum: 100_000 }),
@@ -364,10 +333,6 @@ export const SnapshotDeleteParams = Type.Object({
   image: Type.String({ minLength: 1, maxLength: 512 }),
 });
 /** `worker.fork` (DESIGN §16): copy the runtime's filesystem as fork image `fork`; its forks are `worker.spawn`s with `fork`. */
-export const ForkParams = Type.Object({ ...Target, fork: CatalogName });
-export const ForkResultRpc = Type.Object({ image: Type.String() });
-export type ForkResultRpc = Static<typeof ForkResultRpc>;
-export const ForkDeleteParams = Type.Object({ provider: Target.provider, fork: CatalogName });
 export const VolumeParams = Type.Object({ provider: Target.provider, name: CatalogName });
 export const VolumeSizesParams = Type.Object({ provider: Target.provider, names: Type.Array(CatalogName, { maxItems: 1000 }) });
 /** `worker.egress_update`: the new lists of a filtered sandbox this worker runs (a PUT …/egress). */
@@ -403,8 +368,8 @@ export const RPC_PARAMS = {
   'worker.egress_update': EgressUpdateParams,
   'worker.fork': ForkParams,
   'worker.fork_delete': ForkDeleteParams,
-  'worker.pause': RpcTarget,
-  'worker.resume': RpcTarget,
+  'worker.pause': PauseParams,
+  'worker.resume': PauseParams,
 } as const;
 
 /** HTTP status of each RPC error code (DESIGN.md §7): `timeout` is 504 here, not the API's 408. */

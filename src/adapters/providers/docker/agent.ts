@@ -3,12 +3,9 @@ import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, rmdirSync, rmSy
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { badRequest, SbxError } from '../../../core/errors.js';
-import type { ExecControl, ExecEvent, ExecSignal, ExecSpec } from '../../../core/ports.js';
-import { isLiveStdin } from '../shared/live-input.js';
-import { AgentConnection, Inbox, MAX_CHUNK, R, STAGE, T } from './agent-conn.js';
+import { AgentConnection } from './agent-conn.js';
 import { bounded, isNotFound } from './errors.js';
-import { deniedText, execArgv, notFoundText } from './exec.js';
-import { type ContainerUser, WORKDIR } from './options.js';
+import type { ContainerUser } from './options.js';
 
 /** Label with the token the container's agent says hello with (DESIGN §11, docs/agent.md). */
 export const LABEL_AGENT = 'sbx.agent_token';
@@ -16,9 +13,6 @@ export const LABEL_AGENT = 'sbx.agent_token';
 export const AGENT_BIN = '/.sbx/sbx-agent';
 export const AGENT_RUN = '/.sbx/run';
 const SOCKET_NAME = 'agent.sock';
-const MARKER = 'SBX_EXEC_ID';
-/** Unacknowledged stdin bytes to one command; the agent acknowledges what the command took. */
-const STDIN_WINDOW = 4 * MAX_CHUNK;
 const HELLO_TIMEOUT_MS = 1_000;
 /** After a failed connect, the engine paths serve this runtime for a while before the next try. */
 const RETRY_AFTER_MS = 5_000;
@@ -27,7 +21,6 @@ const RETRY_AFTER_MS = 5_000;
  * peer that ignores credit (a sandbox standing in for its agent): the connection is ended.
  */
 export const MAX_QUEUED = 8 * 1024 * 1024;
-const SIGNALS: Record<ExecSignal, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 };
 export const E = { ENOENT: 2, EACCES: 13, EPERM: 1, ENOTDIR: 20, EISDIR: 21, EFBIG: 27, EROFS: 30, ENOTSUP: 95 } as const;
 
 export interface AgentSettings {
@@ -185,202 +178,6 @@ export function cString(s: string): Buffer {
 
 export function agentGone(what: string): SbxError {
   return new SbxError('provider_error', `${what}: the sandbox agent went away`);
-}
-
-/** True when the agent can run this exec as the engine would (same user, no terminal). */
-export function agentCanExec(conn: AgentConnection, spec: ExecSpec): boolean {
-  if (spec.tty) return false;
-  if (spec.user && (spec.user.uid !== conn.hello.uid || spec.user.gid !== conn.hello.gid)) return false;
-  return true;
-}
-
-/** Most output bytes merged into one chunk (the agent sends its pipes' output 64 KiB at a time). */
-const MERGE_MAX = 1024 * 1024;
-
-/**
- * `first`'s payload joined with the output frames of the same stream already queued behind it (up
- * to MERGE_MAX): a busy stream travels in fewer, bigger chunks through every layer above (one
- * frame, one socket write, one credit each) while a quiet one goes out at once, as it came.
- */
-function mergeQueued(inbox: Inbox<Frame>, first: { type: number; payload: Buffer }): Buffer {
-  let parts: Buffer[] | undefined;
-  let size = first.payload.byteLength;
-  for (let next = inbox.peek(); next && !('lost' in next) && next.type === first.type; next = inbox.peek()) {
-    if (size + next.payload.byteLength > MERGE_MAX) break;
-    inbox.take();
-    (parts ??= [first.payload]).push(next.payload);
-    size += next.payload.byteLength;
-  }
-  return parts ? Buffer.concat(parts, size) : first.payload;
-}
-
-/**
- * One command through the agent, with the engine path's semantics: sbx's own texts for a command
- * that cannot start (127/126), a workdir error, stdin then EOF or live, signals to the whole tree,
- * output pulled with credit (a slow consumer slows the command), exit code last. An abort or an
- * early stop kills the tree. Throws AgentUnavailable when the agent could not even take it.
- */
-export async function* agentExec(
-  conn: AgentConnection,
-  spec: ExecSpec,
-  signal: AbortSignal,
-  onOutput?: (stream: 'stdout' | 'stderr', data: Uint8Array) => void,
-  onLost?: (marker: string) => Promise<void>,
-): AsyncGenerator<ExecEvent> {
-  if (signal.aborted) return;
-  const inbox = new Inbox<Frame>();
-  let stdinAcked = 0;
-  let stdinWake: (() => void) | undefined;
-  const id = conn.open({
-    frame: (type, payload) => {
-      if (type === R.STDIN_ACK) {
-        stdinAcked += payload.readUInt32LE(0);
-        const w = stdinWake;
-        stdinWake = undefined;
-        w?.();
-        return;
-      }
-      inbox.push({ type, payload });
-      if (inbox.bytes > MAX_QUEUED) conn.close();
-    },
-    lost: () => {
-      inbox.push({ lost: true });
-      stdinWake?.();
-    },
-  });
-  const argv = execArgv(spec);
-  const marker = `${MARKER}=${randomBytes(12).toString('hex')}`;
-  const env = [...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`), marker];
-  const live = isLiveStdin(spec.stdin);
-  const bytes = live ? undefined : (spec.stdin as Uint8Array | undefined);
-  const withStdin = live || (bytes !== undefined && bytes.byteLength > 0);
-  const workdir = spec.workdir ?? WORKDIR;
-  const head = Buffer.alloc(12);
-  head.writeUInt32LE(withStdin ? 1 : 0, 0);
-  head.writeUInt32LE(argv.length, 4);
-  head.writeUInt32LE(env.length, 8);
-  let finished = false;
-  let stopped = false;
-  let liveIt: AsyncIterator<Uint8Array> | undefined;
-  try {
-    if (!conn.alive || !conn.send(id, T.EXEC, head, cString(workdir), ...argv.map(cString), ...env.map(cString))) {
-      if (!conn.alive) throw new AgentUnavailable();
-    }
-    const first = await inbox.next();
-    if (!first || 'lost' in first) throw new AgentUnavailable();
-    if (first.type === R.ERROR) {
-      finished = true;
-      const stage = first.payload.readUInt32LE(0);
-      const errno = first.payload.readUInt32LE(4);
-      if (stage === STAGE.CHDIR) throw badRequest(`workdir ${workdir} is not an existing directory in the sandbox`);
-      if (stage !== STAGE.EXEC) throw new AgentUnavailable();
-      const name = argv[0]!;
-      const text =
-        errno === E.ENOENT
-          ? notFoundText(name)
-          : errno === E.EACCES || errno === E.EISDIR
-            ? deniedText(name)
-            : `sbx: cannot execute: ${name}\n`;
-      const data = Buffer.from(text);
-      onOutput?.('stderr', data);
-      yield { stream: 'stderr', data };
-      yield { stream: 'exit', exit_code: errno === E.ENOENT ? 127 : 126 };
-      return;
-    }
-    if (first.type !== R.STARTED) throw new AgentUnavailable();
-    // From here the command runs: losing the agent is an error of this exec, never a second run.
-    let grace: NodeJS.Timeout | undefined;
-    const onAbort = () => {
-      conn.send(id, T.SIGNAL, u32(SIGNALS.SIGKILL));
-      // The tree is killed; its output ends by itself, or is cut after a grace.
-      grace = setTimeout(() => inbox.push({ lost: true }), 1_000);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
-    const pumps: Array<Promise<void>> = [];
-    let sentIn = 0;
-    const feed = async (chunk: Uint8Array) => {
-      for (let at = 0; at < chunk.byteLength && conn.alive && !stopped; at += MAX_CHUNK) {
-        while (sentIn - stdinAcked > STDIN_WINDOW && conn.alive && !stopped) await new Promise<void>((r) => (stdinWake = r));
-        const part = chunk.subarray(at, at + MAX_CHUNK);
-        sentIn += part.byteLength;
-        if (!conn.send(id, T.STDIN, part)) await conn.drained();
-      }
-    };
-    if (live) {
-      const it = (spec.stdin as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
-      liveIt = it;
-      pumps.push(
-        (async () => {
-          try {
-            for (;;) {
-              const r = await it.next();
-              if (r.done || stopped || !conn.alive) break;
-              await feed(r.value);
-            }
-            conn.send(id, T.EOF);
-          } catch {
-            conn.send(id, T.EOF);
-          }
-        })(),
-      );
-    } else if (withStdin) {
-      pumps.push(feed(bytes!).then(() => void conn.send(id, T.EOF)));
-    }
-    if (spec.controls) {
-      const controls = spec.controls;
-      pumps.push(
-        (async () => {
-          try {
-            for await (const c of controls as AsyncIterable<ExecControl>) {
-              if (stopped || !conn.alive) break;
-              if (c.type === 'signal') conn.send(id, T.SIGNAL, u32(SIGNALS[c.signal]));
-            }
-          } catch {
-            // A controls stream that fails ends the controls, not the command.
-          }
-        })(),
-      );
-    }
-    try {
-      for (;;) {
-        const f = await inbox.next();
-        if (!f) continue;
-        if ('lost' in f) {
-          // The command outlives its agent: the engine kills what is left of it, then this exec fails.
-          if (!conn.alive) await onLost?.(marker);
-          if (signal.aborted) return;
-          throw agentGone('exec');
-        }
-        if (f.type === R.STDOUT || f.type === R.STDERR) {
-          if (signal.aborted) continue;
-          const stream = f.type === R.STDOUT ? 'stdout' : 'stderr';
-          const data = mergeQueued(inbox, f);
-          onOutput?.(stream, data);
-          yield { stream, data };
-          // Credit after the consumer took the chunk: a slow consumer holds the command's output back.
-          conn.send(id, T.CREDIT, u32(data.byteLength));
-        } else if (f.type === R.EXIT) {
-          finished = true;
-          if (signal.aborted) return;
-          yield { stream: 'exit', exit_code: f.payload.readInt32LE(0) };
-          return;
-        }
-      }
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-      clearTimeout(grace);
-      stopped = true;
-      stdinWake?.();
-      void liveIt?.return?.()?.catch(() => undefined);
-      void Promise.allSettled(pumps);
-    }
-  } finally {
-    stopped = true;
-    // The consumer stopped early, or the run failed: nothing of the command may keep running.
-    if (!finished) conn.send(id, T.CANCEL);
-    conn.release(id);
-  }
 }
 
 export function u32(n: number): Buffer {

@@ -1,7 +1,8 @@
 import type Docker from 'dockerode';
 import { SbxError } from '../../../core/errors.js';
 import type { ExecSpec } from '../../../core/ports.js';
-import { AgentUnavailable, type DockerAgents, agentExec } from './agent.js';
+import { AgentUnavailable, type DockerAgents } from './agent.js';
+import { agentExec } from './agent-exec.js';
 import { killMarkedViaEngine, streamExec } from './exec.js';
 
 export interface RunResult {

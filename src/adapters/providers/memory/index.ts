@@ -22,6 +22,7 @@ import {
   type WorkspaceSpec,
 } from '../../../core/ports.js';
 import { ConsoleRing } from '../shared/console-ring.js';
+import type { CatalogMethods } from '../shared/provider-parts.js';
 import { buildShellCommand } from '../../../shared/shell.js';
 import { type DirNode, MemoryFs, type Node } from './fs.js';
 import { BrokenPipe, bytesInput, EMPTY_INPUT, ExitShell, Kill, Killed, liveInput, type Output, type Streams } from './io.js';
@@ -59,12 +60,14 @@ interface Runtime {
 }
 
 export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider {
-  const now = opts.now ?? (() => Date.now());
-  const runtimes = new Map<string, Runtime>();
-  const snapshots = new Map<string, { fs: MemoryFs; image: string; created_at: string }>();
-  /** Fork images (DESIGN.md §16): a copy of a runtime's tree each. */
-  const forks = new Map<string, { fs: MemoryFs; image: string; created_at: string }>();
-  const volumes = new Map<string, { root: DirNode; created_at: string; users: number }>();
+  const st: MemoryState = {
+    now: opts.now ?? (() => Date.now()),
+    runtimes: new Map(),
+    snapshots: new Map(),
+    forks: new Map(),
+    volumes: new Map(),
+  };
+  const { runtimes, volumes } = st;
 
   const get = (id: string): Runtime => {
     const rt = runtimes.get(id);
@@ -82,47 +85,7 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
     config: () => ({ runtime: 'memory', network_mode: 'none' }),
     health: async () => ({ healthy: true, latency_ms: 0, runtime_count: runtimes.size }),
 
-    async spawn(spec) {
-      if (runtimes.has(spec.sandbox_id)) throw conflict(`runtime ${spec.sandbox_id} exists`);
-      if (spec.network && spec.network !== 'none')
-        throw new SbxError('not_implemented', `memory sandboxes have no network: network "${spec.network}" needs the docker provider`);
-      let fs = new MemoryFs(now);
-      if (spec.snapshot !== undefined) {
-        const snap = snapshots.get(spec.snapshot);
-        if (!snap) throw notFound(`snapshot ${spec.snapshot} not found`);
-        fs = snap.fs.clone();
-      }
-      if (spec.fork !== undefined) {
-        const copy = forks.get(spec.fork);
-        if (!copy) throw new SbxError('provider_error', `fork image ${spec.fork} is missing`);
-        fs = copy.fs.clone();
-      }
-      const mounted: string[] = [];
-      for (const v of spec.volumes ?? []) {
-        const vol = volumes.get(v.name);
-        if (!vol) throw notFound(`volume ${v.name} not found`);
-        const parent = fs.mkdirs(v.mount_path.slice(0, v.mount_path.lastIndexOf('/')) || '/');
-        parent.children.set(v.mount_path.slice(v.mount_path.lastIndexOf('/') + 1), vol.root);
-        mounted.push(v.name);
-      }
-      for (const name of mounted) volumes.get(name)!.users++;
-      const watchers = new Set<ChangeListener>();
-      fs.onChange = (c) => {
-        for (const w of watchers) w(c);
-      };
-      runtimes.set(spec.sandbox_id, {
-        id: spec.sandbox_id,
-        sandboxId: spec.sandbox_id,
-        fs,
-        ring: new ConsoleRing(),
-        execs: new Set(),
-        volumes: mounted,
-        watchers,
-        endWatches: new Set(),
-        paused: false,
-      });
-      return { runtime_id: spec.sandbox_id, network: 'none' };
-    },
+    spawn: async (spec) => memorySpawn(st, spec),
 
     async destroy(id) {
       const rt = runtimes.get(id);
@@ -174,6 +137,75 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
       return w;
     },
 
+    ...memoryCatalog(st, get),
+
+    workspace: (id, ws) => memoryWorkspace(provider, get, id, ws),
+
+    async close() {
+      for (const id of [...runtimes.keys()]) await provider.destroy(id);
+    },
+  };
+  return provider;
+}
+
+/** The provider's state: runtimes, and the snapshots, fork images and volumes they are made from. */
+interface MemoryState {
+  now: () => number;
+  runtimes: Map<string, Runtime>;
+  snapshots: Map<string, { fs: MemoryFs; image: string; created_at: string }>;
+  /** Fork images (DESIGN.md §16): a copy of a runtime's tree each. */
+  forks: Map<string, { fs: MemoryFs; image: string; created_at: string }>;
+  volumes: Map<string, { root: DirNode; created_at: string; users: number }>;
+}
+
+/** A runtime: a fresh tree, a snapshot's or a fork image's copy, with its volumes mounted. */
+function memorySpawn(st: MemoryState, spec: Parameters<Provider['spawn']>[0]): Awaited<ReturnType<Provider['spawn']>> {
+  const { now, runtimes, snapshots, forks, volumes } = st;
+  if (runtimes.has(spec.sandbox_id)) throw conflict(`runtime ${spec.sandbox_id} exists`);
+  if (spec.network && spec.network !== 'none')
+    throw new SbxError('not_implemented', `memory sandboxes have no network: network "${spec.network}" needs the docker provider`);
+  let fs = new MemoryFs(now);
+  if (spec.snapshot !== undefined) {
+    const snap = snapshots.get(spec.snapshot);
+    if (!snap) throw notFound(`snapshot ${spec.snapshot} not found`);
+    fs = snap.fs.clone();
+  }
+  if (spec.fork !== undefined) {
+    const copy = forks.get(spec.fork);
+    if (!copy) throw new SbxError('provider_error', `fork image ${spec.fork} is missing`);
+    fs = copy.fs.clone();
+  }
+  const mounted: string[] = [];
+  for (const v of spec.volumes ?? []) {
+    const vol = volumes.get(v.name);
+    if (!vol) throw notFound(`volume ${v.name} not found`);
+    const parent = fs.mkdirs(v.mount_path.slice(0, v.mount_path.lastIndexOf('/')) || '/');
+    parent.children.set(v.mount_path.slice(v.mount_path.lastIndexOf('/') + 1), vol.root);
+    mounted.push(v.name);
+  }
+  for (const name of mounted) volumes.get(name)!.users++;
+  const watchers = new Set<ChangeListener>();
+  fs.onChange = (c) => {
+    for (const w of watchers) w(c);
+  };
+  runtimes.set(spec.sandbox_id, {
+    id: spec.sandbox_id,
+    sandboxId: spec.sandbox_id,
+    fs,
+    ring: new ConsoleRing(),
+    execs: new Set(),
+    volumes: mounted,
+    watchers,
+    endWatches: new Set(),
+    paused: false,
+  });
+  return { runtime_id: spec.sandbox_id, network: 'none' };
+}
+
+/** Snapshots, fork images and volumes: copies of trees in this process. */
+function memoryCatalog(st: MemoryState, get: (id: string) => Runtime): CatalogMethods {
+  const { now, snapshots, forks, volumes } = st;
+  return {
     async snapshot(id, name) {
       if (snapshots.has(name)) throw conflict(`snapshot "${name}" already exists on this provider`);
       const fs = get(id).fs.clone();
@@ -207,14 +239,7 @@ export function createMemoryProvider(opts: MemoryProviderOptions = {}): Provider
       volumes: [...volumes].map(([name, v]): CatalogItem => ({ name, created_at: v.created_at })),
     }),
     listForkImages: async () => [...forks].map(([name, f]): CatalogItem => ({ name, image: f.image, created_at: f.created_at })),
-
-    workspace: (id, ws) => memoryWorkspace(provider, get, id, ws),
-
-    async close() {
-      for (const id of [...runtimes.keys()]) await provider.destroy(id);
-    },
   };
-  return provider;
 }
 
 /** Bytes in a tree (files only; links not followed). */

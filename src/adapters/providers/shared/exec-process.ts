@@ -1,9 +1,10 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { constants } from 'node:os';
 import { badRequest, providerError } from '../../../core/errors.js';
 import type { ExecControl, ExecEvent } from '../../../core/ports.js';
+import { HostProcess, KILLED_EXIT_CODE } from './host-process.js';
 import { consumeControls, isLiveStdin, type Pump, pumpStdin } from './live-input.js';
-import { groupMembers, killMembers, killTree, signalWhenReady, treeMembers } from './process-tree.js';
+
+export { KILLED_EXIT_CODE } from './host-process.js';
 
 export interface ProcessSpec {
   file: string;
@@ -58,64 +59,6 @@ export interface ProcessSpec {
   onEnd?: () => void;
 }
 
-/** Exit code reported for a command killed by SIGKILL (abort, early stop). */
-export const KILLED_EXIT_CODE = 128 + constants.signals.SIGKILL;
-/** Pause the child's pipes above this many queued bytes; resume below the low mark. */
-const HIGH_WATER = 1024 * 1024;
-const LOW_WATER = 256 * 1024;
-/**
- * After the command exits, keep reading until its pipes close, or until they stay quiet this long:
- * a background process (`server &`) may hold them open for good and must not hold the exec.
- */
-const QUIET_AFTER_EXIT_MS = 200;
-/** How often a guest keeper is looked at while an exec waits for it to start the command. */
-const KEEPER_CHECK_MS = 1_000;
-/** After a kill, end even if the exit is never observed (e.g. an unkillable process). */
-const KILL_GRACE_MS = 2_000;
-
-function signalExitCode(signal: NodeJS.Signals | null): number {
-  const n = signal ? constants.signals[signal] : undefined;
-  return n !== undefined ? 128 + n : KILLED_EXIT_CODE;
-}
-
-/**
- * The status channel (fd 3): `p <pid in the namespace>` when a guest keeper started the command,
- * then its status as a line of digits; its end.
- */
-function readStatus(stream: NodeJS.ReadableStream, on: { started(nsPid: number): void; status(code: number): void; end(): void }): void {
-  let text = '';
-  stream.on('data', (buf: Buffer) => {
-    text += buf.toString('latin1');
-    for (let nl = text.indexOf('\n'); nl >= 0 && text.length < 256; nl = text.indexOf('\n')) {
-      const line = text.slice(0, nl);
-      text = text.slice(nl + 1);
-      const started = /^p (\d{1,9})$/.exec(line);
-      if (started) on.started(Number(started[1]));
-      else if (/^\d{1,3}$/.test(line)) on.status(Number(line));
-    }
-  });
-  stream.on('error', () => undefined);
-  stream.on('end', () => on.end());
-}
-
-/**
- * After the exec: what the command left running may still hold its output. Read on (never
- * blocking it on a full pipe or killing it with SIGPIPE), without keeping the server up.
- */
-function keepReading(child: ChildProcessWithoutNullStreams, leftover: NonNullable<ProcessSpec['onLeftover']>): void {
-  for (const [name, stream] of [
-    ['stdout', child.stdout],
-    ['stderr', child.stderr],
-  ] as const) {
-    stream.removeAllListeners('data');
-    stream.on('data', (buf: Buffer) => leftover(name, buf));
-    stream.on('error', () => undefined);
-    stream.resume();
-    (stream as unknown as { unref?: () => void }).unref?.();
-  }
-  child.unref();
-}
-
 /** Rejects what the OS cannot pass to a process, as the caller's mistake rather than a crash. */
 function checkSpec(spec: ProcessSpec): void {
   if (spec.file.length === 0) throw badRequest('command is empty');
@@ -131,17 +74,8 @@ export function checkEnv(env: Record<string, string>): void {
   }
 }
 
-/**
- * Runs a host process in its own process group and yields its output in arrival order, then one
- * `exit` (a signal death is 128 + signo). Aborting the signal, or the consumer stopping early, kills
- * the whole group with SIGKILL. A slow consumer pauses the child's pipes instead of buffering.
- */
-export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): AsyncGenerator<ExecEvent, void, undefined> {
-  checkSpec(spec);
-  if (signal.aborted) {
-    yield { stream: 'exit', exit_code: KILLED_EXIT_CODE };
-    return;
-  }
+/** The child in its own process group: stdio pipes, plus the status channel (fd 3), the guest script (fd 4) and passed descriptors. */
+function startChild(spec: ProcessSpec): ChildProcessWithoutNullStreams {
   const extra: Array<'pipe' | 'ignore' | number> = spec.fds?.length ? ['ignore', 'ignore', ...spec.fds] : [];
   if (spec.statusFd || spec.guest) extra[0] = 'pipe';
   if (spec.guest) extra[1] = 'pipe';
@@ -152,96 +86,12 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
     stdio: ['pipe', 'pipe', 'pipe', ...extra],
   }) as ChildProcessWithoutNullStreams;
   if (child.pid !== undefined) spec.onSpawn?.(child.pid);
+  return child;
+}
 
-  const queue: ExecEvent[] = [];
-  let queuedBytes = 0;
-  let paused = false;
-  let exitCode: number | null = null;
-  let closed = false;
-  let spawnError: NodeJS.ErrnoException | null = null;
-  let killedAt: number | null = null;
-  let lastOutputAt = Date.now();
-  let notify: (() => void) | null = null;
-  const wake = () => {
-    const n = notify;
-    notify = null;
-    n?.();
-  };
-
-  // The command's host pid under a guest keeper (`p` on fd 3), resolved on first need.
-  let guestPid: number | null = null;
-  let guestRoot: Promise<number | null> | null = null;
-  const commandRoot = (): Promise<number | null> => {
-    if (!spec.guest || guestPid === null) return Promise.resolve(null);
-    guestRoot ??= spec.guest.hostPid(guestPid);
-    return guestRoot;
-  };
-  const killGroup = () => {
-    if (killedAt === null) killedAt = Date.now();
-    if (child.pid === undefined) return;
-    if (spec.guest) {
-      void commandRoot().then((root) => (root === null ? undefined : killTree(root)));
-    }
-    if (spec.killSpares) {
-      void killMembers(child.pid, spec.killSpares === 'init');
-      return;
-    }
-    try {
-      process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // ESRCH: the group is already gone.
-    }
-  };
-  const onData = (type: 'stdout' | 'stderr') => (buf: Buffer) => {
-    queue.push({ stream: type, data: buf });
-    queuedBytes += buf.length;
-    lastOutputAt = Date.now();
-    if (!paused && queuedBytes > HIGH_WATER) {
-      paused = true;
-      child.stdout.pause();
-      child.stderr.pause();
-    }
-    wake();
-  };
-  child.stdout.on('data', onData('stdout'));
-  child.stderr.on('data', onData('stderr'));
-  child.on('error', (err) => {
-    spawnError = err;
-    wake();
-  });
-  child.on('exit', (code, sig) => {
-    // A status the wrapper reported stands (the tracer's own code says nothing more); after a kill
-    // that spared the tracer, the tracer's clean exit is still a killed command.
-    // Under a guest keeper the launcher's exit says nothing of the command's (fd 3 does).
-    if (exitCode === null && !spec.guest)
-      exitCode = killedAt !== null && spec.killSpares ? KILLED_EXIT_CODE : (code ?? signalExitCode(sig));
-    lastOutputAt = Date.now();
-    wake();
-  });
-  child.on('close', () => {
-    closed = true;
-    wake();
-  });
-  const status = spec.statusFd || spec.guest ? (child.stdio[3] as NodeJS.ReadableStream | null) : null;
-  if (status)
-    readStatus(status, {
-      started: (nsPid) => {
-        if (spec.guest && guestPid === null) guestPid = nsPid;
-      },
-      status: (code) => {
-        if (exitCode !== null) return;
-        exitCode = code;
-        lastOutputAt = Date.now();
-        wake();
-      },
-      // Under a guest keeper, the channel's end without a status: the command was killed.
-      end: () => {
-        if (!spec.guest || exitCode !== null) return;
-        exitCode = KILLED_EXIT_CODE;
-        lastOutputAt = Date.now();
-        wake();
-      },
-    });
+/** The child's inputs: the guest script, stdin (bytes then EOF, or live), the controls' signals. */
+function startInputs(spec: ProcessSpec, proc: HostProcess): Pump[] {
+  const { child } = proc;
   if (spec.guest) {
     const script = child.stdio[4] as NodeJS.WritableStream;
     script.on('error', () => undefined);
@@ -255,95 +105,38 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
   } else {
     child.stdin.end(spec.stdin && spec.stdin.byteLength > 0 ? Buffer.from(spec.stdin) : undefined);
   }
-  if (spec.controls) {
-    pumps.push(
-      consumeControls(spec.controls, async (c) => {
-        if (c.type !== 'signal' || child.pid === undefined || exitCode !== null) return;
-        // A signal right after the start may come before the wrapper started the command: it waits
-        // for the command (briefly) instead of being lost.
-        const pgid = child.pid;
-        if (spec.guest) {
-          const tree = async () => {
-            const root = await commandRoot();
-            return root === null ? [] : treeMembers(root);
-          };
-          await (c.signal === 'SIGKILL' ? killTree((await commandRoot()) ?? -1) : signalWhenReady(tree, c.signal, running));
-          return;
-        }
-        if (spec.signalSpares && c.signal !== 'SIGKILL') {
-          await signalWhenReady(() => groupMembers(pgid, spec.signalSpares === 'init'), c.signal, running);
-          return;
-        }
-        try {
-          process.kill(-child.pid, c.signal);
-        } catch {
-          // ESRCH: the group is already gone.
-        }
-      }),
-    );
-  }
+  if (spec.controls) pumps.push(consumeControls(spec.controls, (c) => proc.signal(c)));
+  return pumps;
+}
 
-  const running = () => exitCode === null;
-  // Until the command started, a guest keeper is watched: one killed from inside starts nothing.
-  let keeperLost = false;
-  const guest = spec.guest;
-  const watch = guest
-    ? setInterval(() => {
-        if (guestPid !== null || exitCode !== null) return clearInterval(watch);
-        void guest.alive().then((up) => {
-          if (up || guestPid !== null) return;
-          keeperLost = true;
-          clearInterval(watch);
-          wake();
-        });
-      }, KEEPER_CHECK_MS)
-    : undefined;
+/**
+ * Runs a host process in its own process group and yields its output in arrival order, then one
+ * `exit` (a signal death is 128 + signo). Aborting the signal, or the consumer stopping early, kills
+ * the whole group with SIGKILL. A slow consumer pauses the child's pipes instead of buffering.
+ */
+export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): AsyncGenerator<ExecEvent, void, undefined> {
+  checkSpec(spec);
+  if (signal.aborted) {
+    yield { stream: 'exit', exit_code: KILLED_EXIT_CODE };
+    return;
+  }
+  const proc = new HostProcess(spec, startChild(spec));
+  const pumps = startInputs(spec, proc);
+  const watch = proc.watchKeeper();
   const onAbort = () => {
-    killGroup();
-    wake();
+    proc.killGroup();
+    proc.wake();
   };
   signal.addEventListener('abort', onAbort, { once: true });
-
   try {
-    for (;;) {
-      const ev = queue.shift();
-      if (ev) {
-        if (ev.stream !== 'exit') queuedBytes -= ev.data.byteLength;
-        if (paused && queuedBytes < LOW_WATER) {
-          paused = false;
-          child.stdout.resume();
-          child.stderr.resume();
-        }
-        yield ev;
-        continue;
-      }
-      if (spawnError || keeperLost) break;
-      if (exitCode !== null && closed) break;
-      let waitMs: number | undefined;
-      if (killedAt !== null) {
-        const left = killedAt + KILL_GRACE_MS - Date.now();
-        if (left <= 0) break;
-        waitMs = left;
-      }
-      if (exitCode !== null && !paused) {
-        const left = lastOutputAt + QUIET_AFTER_EXIT_MS - Date.now();
-        if (left <= 0) break;
-        waitMs = Math.min(waitMs ?? left, left);
-      }
-      let timer: NodeJS.Timeout | undefined;
-      await new Promise<void>((resolve) => {
-        notify = resolve;
-        if (waitMs !== undefined) timer = setTimeout(wake, waitMs);
-      });
-      clearTimeout(timer);
-    }
-    if (keeperLost && guest) {
-      killGroup();
-      await guest.lost();
+    for (let ev = await proc.next(); ev; ev = await proc.next()) yield ev;
+    if (proc.keeperLost && spec.guest) {
+      proc.killGroup();
+      await spec.guest.lost();
       throw providerError("the sandbox's keeper is gone (ended from inside): its processes were ended; the next exec starts a new one");
     }
-    if (spawnError && exitCode === null) {
-      const err: NodeJS.ErrnoException = spawnError;
+    const err = proc.spawnError;
+    if (err && proc.exitCode === null) {
       // Like a shell: a missing program is 127, one that cannot be executed is 126.
       if (!spec.launcher && (err.code === 'ENOENT' || err.code === 'EACCES')) {
         yield {
@@ -355,19 +148,12 @@ export async function* execProcess(spec: ProcessSpec, signal: AbortSignal): Asyn
       }
       throw providerError(`could not start the command (${err.code ?? 'unknown error'})`);
     }
-    yield { stream: 'exit', exit_code: exitCode ?? KILLED_EXIT_CODE };
+    yield { stream: 'exit', exit_code: proc.exitCode ?? KILLED_EXIT_CODE };
   } finally {
     clearInterval(watch);
     for (const p of pumps) p.stop();
     spec.onEnd?.();
     signal.removeEventListener('abort', onAbort);
-    if (exitCode === null) killGroup();
-    (status as { destroy?: () => void } | null)?.destroy?.();
-    child.stdin.destroy();
-    if (exitCode !== null && !closed && spec.onLeftover) keepReading(child, spec.onLeftover);
-    else {
-      child.stdout.destroy();
-      child.stderr.destroy();
-    }
+    proc.finish();
   }
 }

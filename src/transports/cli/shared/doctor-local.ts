@@ -160,165 +160,212 @@ function localProbes(ctx: CliContext, configFile: string | undefined) {
   return { load, loadError: () => loadError, docker, configAndEngine, wants, dockerIsDefault };
 }
 
+type Probes = ReturnType<typeof localProbes>;
+
+/** The `configuration` check. */
+function configurationCheck(p: Probes): Check {
+  return {
+    title: 'configuration',
+    fix: 'run `sbx config lint` for every finding and its fix',
+    async check() {
+      const config = await p.load();
+      if (!config)
+        return { status: 'fail', detail: `does not load: ${p.loadError()}`, fix: 'fix the keys named above (see `sbx config lint`)' };
+      const { lintConfig } = await import('../../../config/index.js');
+      const findings = lintConfig(config, { production: false });
+      const fails = findings.filter((f) => f.level === 'fail');
+      if (findings.length === 0) return { status: 'ok', detail: 'loads; no lint findings' };
+      const keys = findings.map((f) => f.key).join(', ');
+      return {
+        status: fails.length > 0 ? 'fail' : 'warn',
+        detail: `${fails.length} failure(s), ${findings.length - fails.length} warning(s): ${keys}`,
+      };
+    },
+  };
+}
+
+/** The `auth` check. */
+function authCheck(p: Probes): Check {
+  return {
+    title: 'auth',
+    fix: 'for anything beyond a dev box set auth.enabled: true with auth.api_key (see `sbx config lint --production`)',
+    async check() {
+      const config = await p.load();
+      if (!config) return { status: 'skip', detail: 'configuration does not load' };
+      if (config.auth.enabled) return { status: 'ok', detail: 'on: requests need an API key' };
+      const { describeGuard } = await import('../../../config/lint.js');
+      return {
+        status: 'warn',
+        detail: 'off: the API is open to whoever reaches the port (browser origins and Host names limited)',
+        fix: `${describeGuard(config)}; for anything beyond a dev box set auth.enabled: true with auth.api_key`,
+      };
+    },
+  };
+}
+
+/** The `local Docker engine` check. */
+function engineCheck(p: Probes): Check {
+  return {
+    title: 'local Docker engine',
+    fix:
+      'start dockerd, or point sbx at it (providers.docker.socket_path or host, DOCKER_HOST, docker ' +
+      'context); without Docker, sbx serve falls back to proot or mock',
+    async check() {
+      const required = await p.dockerIsDefault();
+      const e = await p.docker();
+      if (!e.endpoint) return { status: required ? 'fail' : 'warn', detail: `no usable endpoint: ${e.error}` };
+      if (e.pingError !== undefined) return { status: required ? 'fail' : 'warn', detail: `${e.endpoint.description}: ${e.pingError}` };
+      return { status: 'ok', detail: `${e.endpoint.description} answers ${e.answer}` };
+    },
+  };
+}
+
+/** The `docker runtime` check. */
+function runtimeCheck(p: Probes): Check {
+  return {
+    title: 'docker runtime',
+    fix:
+      'register the runtime with the engine (gVisor: apt-get install runsc, then add it under "runtimes" ' +
+      'in /etc/docker/daemon.json), or unset providers.docker.runtime',
+    async check() {
+      const ready = await p.configAndEngine();
+      if ('skip' in ready) return ready.skip;
+      const { config, endpoint } = ready;
+      let runtimes: string[];
+      try {
+        runtimes = await engineRuntimes(endpoint);
+      } catch (err) {
+        return { status: 'warn', detail: `cannot ask the engine for its runtimes (${errText(err)})` };
+      }
+      const wanted = config.providers.docker.runtime;
+      const gvisor = runtimes.includes('runsc') ? 'gVisor (runsc) available' : 'gVisor (runsc) not registered';
+      if (!wanted) return { status: 'ok', detail: `engine default; registered: ${runtimes.join(', ') || 'none'}; ${gvisor}` };
+      if (!runtimes.includes(wanted))
+        return {
+          status: 'fail',
+          detail: `providers.docker.runtime is ${wanted}, which the engine does not have (registered: ${runtimes.join(', ') || 'none'})`,
+        };
+      return { status: 'ok', detail: `${wanted}${wanted === 'runsc' ? ' (gVisor)' : ''}; registered: ${runtimes.join(', ')}` };
+    },
+  };
+}
+
+/** The `default image` check. */
+function imageCheck(p: Probes): Check {
+  return {
+    title: 'default image',
+    fix: 'let the engine pull it once (registry access), or spawn with --image NAME / set defaults.image to an image the engine has',
+    async check() {
+      const ready = await p.configAndEngine();
+      if ('skip' in ready) return ready.skip;
+      const { config, endpoint } = ready;
+      const image = config.defaults.image;
+      try {
+        if (await imagePresent(endpoint, image)) return { status: 'ok', detail: `${image} is present` };
+      } catch (err) {
+        return { status: 'warn', detail: `${image}: cannot ask the engine (${errText(err)}); pull not verified` };
+      }
+      const others = await localImages(endpoint, 3).catch(() => []);
+      const hint = others.length > 0 ? `images the engine has: ${others.join(', ')}` : 'the engine has no tagged images';
+      return {
+        status: 'warn',
+        detail: `${image} is not present: pull not verified (the first docker spawn pulls it); ${hint}`,
+        fix:
+          `without registry access spawn with --image NAME or set defaults.image to a local ` +
+          `image${others.length > 0 ? ` (e.g. ${others[0]})` : ''}`,
+      };
+    },
+  };
+}
+
+/** The `proot and rootfs` check. */
+function prootCheck(p: Probes, ctx: CliContext): Check {
+  return {
+    title: 'proot and rootfs',
+    fix: 'install proot (apt-get install proot) and set providers.proot.rootfs to a directory with /bin/sh',
+    async check() {
+      const config = await p.load();
+      const required = (await p.wants('proot')) === 'required';
+      const bin = findExecutable(config?.providers.proot.binary || 'proot', ctx.env.PATH);
+      const rootfs = config?.providers.proot.rootfs ?? '';
+      const hasRootfs = rootfs !== '' && existsSync(join(rootfs, 'bin', 'sh'));
+      if (bin && hasRootfs) return { status: 'ok', detail: `${bin}, rootfs ${rootfs}` };
+      const missing = [
+        bin ? undefined : 'proot binary not found',
+        hasRootfs ? undefined : rootfs ? `no /bin/sh under ${rootfs}` : 'providers.proot.rootfs not set',
+      ]
+        .filter(Boolean)
+        .join('; ');
+      return { status: required ? 'fail' : 'warn', detail: missing };
+    },
+  };
+}
+
+/** The `other providers` check. */
+function otherProvidersCheck(p: Probes): Check {
+  return {
+    title: 'other providers',
+    fix: 'see the provider named above; `sbx config lint` shows the keys',
+    async check() {
+      const config = await p.load();
+      if (!config) return { status: 'skip', detail: 'configuration does not load' };
+      return otherProviders(config);
+    },
+  };
+}
+
+/** The `E2B API` check. */
+function e2bCheck(p: Probes): Check {
+  return {
+    title: 'E2B API',
+    fix:
+      "E2B's SDKs send keys shaped e2b_<hex>: set auth.api_key to such a value (e.g. e2b_ followed by 40 " +
+      'hex digits), or set server.e2b: false',
+    async check() {
+      const config = await p.load();
+      if (!config) return { status: 'skip', detail: 'configuration does not load' };
+      if (!config.server.e2b) return { status: 'skip', detail: 'server.e2b is off' };
+      if (!config.auth.enabled) return { status: 'ok', detail: 'served under /e2b; auth is off, so any key the SDK sends passes' };
+      // The key itself is never printed: only whether it has the shape the SDKs send.
+      if (/^e2b_[0-9a-f]+$/.test(config.auth.api_key ?? ''))
+        return { status: 'ok', detail: 'served under /e2b; auth.api_key has the e2b_<hex> shape the SDKs send' };
+      return { status: 'warn', detail: "served under /e2b, but auth.api_key is not shaped e2b_<hex>, which E2B's SDKs expect" };
+    },
+  };
+}
+
+/** The `store path writable` check. */
+function storePathCheck(p: Probes): Check {
+  return {
+    title: 'store path writable',
+    fix: 'set database.path to a writable location, or fix the directory permissions',
+    async check() {
+      const config = await p.load();
+      if (!config) return { status: 'skip', detail: 'configuration does not load' };
+      if (config.database.driver !== 'sqlite') return { status: 'skip', detail: `${config.database.driver} (checked by the server)` };
+      const path = config.database.path;
+      const target = existsSync(path) ? path : existingAncestor(dirname(path));
+      try {
+        await access(target, constants.W_OK);
+        return { status: 'ok', detail: path };
+      } catch {
+        return { status: 'fail', detail: `${target} is not writable (database.path ${path})` };
+      }
+    },
+  };
+}
+
 export function localChecks(ctx: CliContext, configFile: string | undefined): Check[] {
-  const { load, loadError, docker, configAndEngine, wants, dockerIsDefault } = localProbes(ctx, configFile);
+  const p = localProbes(ctx, configFile);
   return [
-    {
-      title: 'configuration',
-      fix: 'run `sbx config lint` for every finding and its fix',
-      async check() {
-        const config = await load();
-        if (!config)
-          return { status: 'fail', detail: `does not load: ${loadError()}`, fix: 'fix the keys named above (see `sbx config lint`)' };
-        const { lintConfig } = await import('../../../config/index.js');
-        const findings = lintConfig(config, { production: false });
-        const fails = findings.filter((f) => f.level === 'fail');
-        if (findings.length === 0) return { status: 'ok', detail: 'loads; no lint findings' };
-        const keys = findings.map((f) => f.key).join(', ');
-        return {
-          status: fails.length > 0 ? 'fail' : 'warn',
-          detail: `${fails.length} failure(s), ${findings.length - fails.length} warning(s): ${keys}`,
-        };
-      },
-    },
-    {
-      title: 'auth',
-      fix: 'for anything beyond a dev box set auth.enabled: true with auth.api_key (see `sbx config lint --production`)',
-      async check() {
-        const config = await load();
-        if (!config) return { status: 'skip', detail: 'configuration does not load' };
-        if (config.auth.enabled) return { status: 'ok', detail: 'on: requests need an API key' };
-        const { describeGuard } = await import('../../../config/lint.js');
-        return {
-          status: 'warn',
-          detail: 'off: the API is open to whoever reaches the port (browser origins and Host names limited)',
-          fix: `${describeGuard(config)}; for anything beyond a dev box set auth.enabled: true with auth.api_key`,
-        };
-      },
-    },
-    {
-      title: 'local Docker engine',
-      fix:
-        'start dockerd, or point sbx at it (providers.docker.socket_path or host, DOCKER_HOST, docker ' +
-        'context); without Docker, sbx serve falls back to proot or mock',
-      async check() {
-        const required = await dockerIsDefault();
-        const e = await docker();
-        if (!e.endpoint) return { status: required ? 'fail' : 'warn', detail: `no usable endpoint: ${e.error}` };
-        if (e.pingError !== undefined) return { status: required ? 'fail' : 'warn', detail: `${e.endpoint.description}: ${e.pingError}` };
-        return { status: 'ok', detail: `${e.endpoint.description} answers ${e.answer}` };
-      },
-    },
-    {
-      title: 'docker runtime',
-      fix:
-        'register the runtime with the engine (gVisor: apt-get install runsc, then add it under "runtimes" ' +
-        'in /etc/docker/daemon.json), or unset providers.docker.runtime',
-      async check() {
-        const ready = await configAndEngine();
-        if ('skip' in ready) return ready.skip;
-        const { config, endpoint } = ready;
-        let runtimes: string[];
-        try {
-          runtimes = await engineRuntimes(endpoint);
-        } catch (err) {
-          return { status: 'warn', detail: `cannot ask the engine for its runtimes (${errText(err)})` };
-        }
-        const wanted = config.providers.docker.runtime;
-        const gvisor = runtimes.includes('runsc') ? 'gVisor (runsc) available' : 'gVisor (runsc) not registered';
-        if (!wanted) return { status: 'ok', detail: `engine default; registered: ${runtimes.join(', ') || 'none'}; ${gvisor}` };
-        if (!runtimes.includes(wanted))
-          return {
-            status: 'fail',
-            detail: `providers.docker.runtime is ${wanted}, which the engine does not have (registered: ${runtimes.join(', ') || 'none'})`,
-          };
-        return { status: 'ok', detail: `${wanted}${wanted === 'runsc' ? ' (gVisor)' : ''}; registered: ${runtimes.join(', ')}` };
-      },
-    },
-    {
-      title: 'default image',
-      fix: 'let the engine pull it once (registry access), or spawn with --image NAME / set defaults.image to an image the engine has',
-      async check() {
-        const ready = await configAndEngine();
-        if ('skip' in ready) return ready.skip;
-        const { config, endpoint } = ready;
-        const image = config.defaults.image;
-        try {
-          if (await imagePresent(endpoint, image)) return { status: 'ok', detail: `${image} is present` };
-        } catch (err) {
-          return { status: 'warn', detail: `${image}: cannot ask the engine (${errText(err)}); pull not verified` };
-        }
-        const others = await localImages(endpoint, 3).catch(() => []);
-        const hint = others.length > 0 ? `images the engine has: ${others.join(', ')}` : 'the engine has no tagged images';
-        return {
-          status: 'warn',
-          detail: `${image} is not present: pull not verified (the first docker spawn pulls it); ${hint}`,
-          fix:
-            `without registry access spawn with --image NAME or set defaults.image to a local ` +
-            `image${others.length > 0 ? ` (e.g. ${others[0]})` : ''}`,
-        };
-      },
-    },
-    {
-      title: 'proot and rootfs',
-      fix: 'install proot (apt-get install proot) and set providers.proot.rootfs to a directory with /bin/sh',
-      async check() {
-        const config = await load();
-        const required = (await wants('proot')) === 'required';
-        const bin = findExecutable(config?.providers.proot.binary || 'proot', ctx.env.PATH);
-        const rootfs = config?.providers.proot.rootfs ?? '';
-        const hasRootfs = rootfs !== '' && existsSync(join(rootfs, 'bin', 'sh'));
-        if (bin && hasRootfs) return { status: 'ok', detail: `${bin}, rootfs ${rootfs}` };
-        const missing = [
-          bin ? undefined : 'proot binary not found',
-          hasRootfs ? undefined : rootfs ? `no /bin/sh under ${rootfs}` : 'providers.proot.rootfs not set',
-        ]
-          .filter(Boolean)
-          .join('; ');
-        return { status: required ? 'fail' : 'warn', detail: missing };
-      },
-    },
-    {
-      title: 'other providers',
-      fix: 'see the provider named above; `sbx config lint` shows the keys',
-      async check() {
-        const config = await load();
-        if (!config) return { status: 'skip', detail: 'configuration does not load' };
-        return otherProviders(config);
-      },
-    },
-    {
-      title: 'E2B API',
-      fix:
-        "E2B's SDKs send keys shaped e2b_<hex>: set auth.api_key to such a value (e.g. e2b_ followed by 40 " +
-        'hex digits), or set server.e2b: false',
-      async check() {
-        const config = await load();
-        if (!config) return { status: 'skip', detail: 'configuration does not load' };
-        if (!config.server.e2b) return { status: 'skip', detail: 'server.e2b is off' };
-        if (!config.auth.enabled) return { status: 'ok', detail: 'served under /e2b; auth is off, so any key the SDK sends passes' };
-        // The key itself is never printed: only whether it has the shape the SDKs send.
-        if (/^e2b_[0-9a-f]+$/.test(config.auth.api_key ?? ''))
-          return { status: 'ok', detail: 'served under /e2b; auth.api_key has the e2b_<hex> shape the SDKs send' };
-        return { status: 'warn', detail: "served under /e2b, but auth.api_key is not shaped e2b_<hex>, which E2B's SDKs expect" };
-      },
-    },
-    {
-      title: 'store path writable',
-      fix: 'set database.path to a writable location, or fix the directory permissions',
-      async check() {
-        const config = await load();
-        if (!config) return { status: 'skip', detail: 'configuration does not load' };
-        if (config.database.driver !== 'sqlite') return { status: 'skip', detail: `${config.database.driver} (checked by the server)` };
-        const path = config.database.path;
-        const target = existsSync(path) ? path : existingAncestor(dirname(path));
-        try {
-          await access(target, constants.W_OK);
-          return { status: 'ok', detail: path };
-        } catch {
-          return { status: 'fail', detail: `${target} is not writable (database.path ${path})` };
-        }
-      },
-    },
+    configurationCheck(p),
+    authCheck(p),
+    engineCheck(p),
+    runtimeCheck(p),
+    imageCheck(p),
+    prootCheck(p, ctx),
+    otherProvidersCheck(p),
+    e2bCheck(p),
+    storePathCheck(p),
   ];
 }

@@ -4,7 +4,7 @@ import { realmOf } from '../realm.js';
 import type { Clock, Store } from '../../../core/ports.js';
 import type { HttpDeps } from '../deps.js';
 
-const AUDIT_EVERY_MS = 60 * 60_000;
+export const AUDIT_EVERY_MS = 60 * 60_000;
 const MAX_FIELD = 512;
 
 /**

@@ -89,87 +89,36 @@ async function statusBatch(
   return out;
 }
 
-function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): Provider {
-  const at = (runtimeId: string) => ({ sandbox_id: target.sandbox_id, provider: target.provider, runtime_id: runtimeId });
-  const call = <T>(method: string, params: Record<string, unknown>, signal?: AbortSignal, lease?: RpcLease | null) =>
-    rpc.call<T>(w, method, params, { signal, lease });
-  // Calls that change the sandbox carry its lease (DESIGN §7 "Fencing"): required by spawn, destroy
-  // and egress, sent when there is one by exec, file writes, moves, chmods, deletes and snapshots.
-  const fenced = fencedCalls(rpc, w, target);
+/** One remote sandbox's calls: its worker, its target, and the fenced calls that carry its lease. */
+interface Bound {
+  rpc: RpcClient;
+  w: WorkerRecord;
+  target: RemoteTarget;
+  at(runtimeId: string): { sandbox_id: string; provider: string; runtime_id: string };
+  call<T>(method: string, params: Record<string, unknown>, signal?: AbortSignal, lease?: RpcLease | null): Promise<T>;
+  fenced: ReturnType<typeof fencedCalls>;
+}
 
-  const readWindow = (runtimeId: string, path: string, offset: number, signal?: AbortSignal, maxBytes?: number) =>
-    call<FileReadResult>(
-      'worker.file_read',
-      { ...at(runtimeId), path, offset, length: RPC_FILE_WINDOW_BYTES, ...(maxBytes !== undefined ? { max_bytes: maxBytes } : {}) },
-      signal,
-    );
-
-  const openFile = async (runtimeId: string, path: string, signal?: AbortSignal, maxBytes?: number): Promise<OpenedFile> => {
-    const first = await readWindow(runtimeId, path, 0, signal, maxBytes);
-    const size = first.size;
-    async function* body(): AsyncGenerator<Uint8Array> {
-      let chunk = Buffer.from(first.content, 'base64');
-      let offset = chunk.byteLength;
-      let eof = first.eof;
-      if (chunk.byteLength > 0) yield chunk;
-      while (!eof && offset < size) {
-        const next = await readWindow(runtimeId, path, offset, signal);
-        chunk = Buffer.from(next.content, 'base64');
-        if (chunk.byteLength === 0 && !next.eof) throw new SbxError('provider_error', `worker ${w.id} returned an empty file window`);
-        offset += chunk.byteLength;
-        eof = next.eof;
-        if (chunk.byteLength > 0) yield chunk;
-      }
-      // The file changed size while read: what was read is what it is, never more than announced.
-      if (offset !== size) throw new SbxError('provider_error', `file ${path} changed while it was read`);
-    }
-    return { size, body: body() };
-  };
-
+function bound(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): Bound {
   return {
-    name: target.provider,
-    // A terminal only where the worker's provider has one (its heartbeat says `tty:<provider>`).
-    capabilities: ['spawn', 'exec', 'exec_stream', 'files', 'console', ...providerCapabilities(w, target.provider)],
-    config: () => ({ runtime: 'remote', worker_id: w.id }),
-    health: () => Promise.reject(new SbxError('not_implemented', 'the health of a remote provider is its worker heartbeat')),
+    rpc,
+    w,
+    target,
+    at: (runtimeId) => ({ sandbox_id: target.sandbox_id, provider: target.provider, runtime_id: runtimeId }),
+    call: <T>(method: string, params: Record<string, unknown>, signal?: AbortSignal, lease?: RpcLease | null) =>
+      rpc.call<T>(w, method, params, { signal, lease }),
+    // Calls that change the sandbox carry its lease (DESIGN §7 "Fencing"): required by spawn, destroy
+    // and egress, sent when there is one by exec, file writes, moves, chmods, deletes and snapshots.
+    fenced: fencedCalls(rpc, w, target),
+  };
+}
 
-    // DESIGN.md §10: a filtered sandbox's new lists go to the worker whose gateway enforces them.
-    remoteEgress: {
-      async update(runtimeId, lists, signal) {
-        await fenced.call('worker.egress_update', { ...at(runtimeId), egress: { allow: lists.allow, deny: lists.deny } }, signal, true);
-      },
-    },
-
-    // DESIGN.md §16: the worker's provider freezes or thaws the runtime; leased like a spawn.
-    async pause(runtimeId, signal) {
-      await fenced.call('worker.pause', at(runtimeId), signal, true);
-    },
-    async resume(runtimeId, signal) {
-      await fenced.call('worker.resume', at(runtimeId), signal, true);
-    },
-
-    async spawn(spec, signal) {
-      const params = {
-        sandbox_id: spec.sandbox_id,
-        provider: target.provider,
-        image: spec.image,
-        memory_mb: spec.memory_mb,
-        vcpus: spec.vcpus,
-        ttl: target.ttl ?? '',
-        metadata: spec.metadata,
-        owner_id: spec.owner_id,
-        ...(spec.preview_token ? { preview_token: spec.preview_token } : {}),
-        ...(spec.network ? { network: spec.network } : {}),
-        ...(spec.network === 'filtered' ? { egress: spec.egress ?? { allow: [], deny: [] } } : {}),
-        ...(spec.snapshot ? { snapshot: spec.snapshot } : {}),
-        ...(spec.fork ? { fork: spec.fork } : {}),
-        ...(spec.volumes?.length ? { volumes: spec.volumes } : {}),
-      };
-      const r = await fenced.call<SpawnResult>('worker.spawn', params, signal, true);
-      if (!r || typeof r.runtime_id !== 'string' || r.runtime_id === '') throw rpc.invalid(w);
-      return { runtime_id: r.runtime_id, ...(typeof r.network === 'string' && r.network !== '' ? { network: r.network } : {}) };
-    },
-    // Snapshots and volumes (DESIGN §10) are kept by the worker's own provider.
+/** Snapshots and volumes (DESIGN §10) are kept by the worker's own provider, fork images too (DESIGN §16). */
+function remoteCatalog(
+  b: Bound,
+): Pick<Provider, 'snapshot' | 'deleteSnapshot' | 'forkImage' | 'deleteForkImage' | 'createVolume' | 'deleteVolume' | 'volumeSizes'> {
+  const { rpc, w, target, at, call, fenced } = b;
+  return {
     async snapshot(runtimeId, name, signal) {
       const r = await fenced.call<SnapshotResultRpc>('worker.snapshot', { ...at(runtimeId), name }, signal, false);
       if (!r || typeof r.image !== 'string' || typeof r.size_bytes !== 'number') throw rpc.invalid(w);
@@ -201,25 +150,47 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
       );
       return r?.sizes ?? {};
     },
-    async destroy(runtimeId, signal) {
-      try {
-        await fenced.call('worker.destroy', at(runtimeId), signal, true);
-      } catch (err) {
-        if (err instanceof SbxError && err.code === 'not_found') return;
-        throw err;
+  };
+}
+
+/**
+ * Windowed files (at most RPC_FILE_WINDOW_BYTES a call): a large write is staged on the worker
+ * under an upload id and renamed at the last window; a read is pulled window by window.
+ */
+function remoteFiles(
+  b: Bound,
+): Pick<Provider, 'writeFile' | 'readFile' | 'openFile' | 'deleteFile' | 'listFiles' | 'moveFile' | 'chmod' | 'stat' | 'glob' | 'watch'> {
+  const { rpc, w, at, call, fenced } = b;
+  const readWindow = (runtimeId: string, path: string, offset: number, signal?: AbortSignal, maxBytes?: number) =>
+    call<FileReadResult>(
+      'worker.file_read',
+      { ...at(runtimeId), path, offset, length: RPC_FILE_WINDOW_BYTES, ...(maxBytes !== undefined ? { max_bytes: maxBytes } : {}) },
+      signal,
+    );
+
+  const openFile = async (runtimeId: string, path: string, signal?: AbortSignal, maxBytes?: number): Promise<OpenedFile> => {
+    const first = await readWindow(runtimeId, path, 0, signal, maxBytes);
+    const size = first.size;
+    async function* body(): AsyncGenerator<Uint8Array> {
+      let chunk = Buffer.from(first.content, 'base64');
+      let offset = chunk.byteLength;
+      let eof = first.eof;
+      if (chunk.byteLength > 0) yield chunk;
+      while (!eof && offset < size) {
+        const next = await readWindow(runtimeId, path, offset, signal);
+        chunk = Buffer.from(next.content, 'base64');
+        if (chunk.byteLength === 0 && !next.eof) throw new SbxError('provider_error', `worker ${w.id} returned an empty file window`);
+        offset += chunk.byteLength;
+        eof = next.eof;
+        if (chunk.byteLength > 0) yield chunk;
       }
-    },
-    async status(runtimeId, signal) {
-      const r = await call<StatusResult>('worker.status', at(runtimeId), signal);
-      const s = r && STATUS[r.state];
-      if (!s) throw rpc.invalid(w);
-      return s;
-    },
-    exec(runtimeId, spec, signal) {
-      return needsSocket(spec)
-        ? fenced.exec((lease) => execSocket(rpc, w, at(runtimeId), spec, signal, lease))
-        : fenced.exec((lease) => execStream(rpc, w, at(runtimeId), spec, signal, lease));
-    },
+      // The file changed size while read: what was read is what it is, never more than announced.
+      if (offset !== size) throw new SbxError('provider_error', `file ${path} changed while it was read`);
+    }
+    return { size, body: body() };
+  };
+
+  return {
     async writeFile(runtimeId, path, content, mode, signal) {
       const base = { ...at(runtimeId), path, ...(mode !== undefined ? { mode } : {}) };
       if (content.byteLength <= RPC_FILE_WINDOW_BYTES) {
@@ -265,6 +236,78 @@ function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): 
       return (await call<{ matches: string[] }>('worker.file_glob', { ...at(runtimeId), pattern }, signal)).matches;
     },
     watch: (runtimeId, path, opts, signal) => watchStream(rpc, w, at(runtimeId), path, opts.recursive, signal),
+  };
+}
+
+function remoteProvider(rpc: RpcClient, w: WorkerRecord, target: RemoteTarget): Provider {
+  const at = (runtimeId: string) => ({ sandbox_id: target.sandbox_id, provider: target.provider, runtime_id: runtimeId });
+  const b = bound(rpc, w, target);
+  const { call, fenced } = b;
+
+  return {
+    name: target.provider,
+    // A terminal only where the worker's provider has one (its heartbeat says `tty:<provider>`).
+    capabilities: ['spawn', 'exec', 'exec_stream', 'files', 'console', ...providerCapabilities(w, target.provider)],
+    config: () => ({ runtime: 'remote', worker_id: w.id }),
+    health: () => Promise.reject(new SbxError('not_implemented', 'the health of a remote provider is its worker heartbeat')),
+
+    // DESIGN.md §10: a filtered sandbox's new lists go to the worker whose gateway enforces them.
+    remoteEgress: {
+      async update(runtimeId, lists, signal) {
+        await fenced.call('worker.egress_update', { ...at(runtimeId), egress: { allow: lists.allow, deny: lists.deny } }, signal, true);
+      },
+    },
+
+    // DESIGN.md §16: the worker's provider freezes or thaws the runtime; leased like a spawn.
+    async pause(runtimeId, signal) {
+      await fenced.call('worker.pause', at(runtimeId), signal, true);
+    },
+    async resume(runtimeId, signal) {
+      await fenced.call('worker.resume', at(runtimeId), signal, true);
+    },
+
+    async spawn(spec, signal) {
+      const params = {
+        sandbox_id: spec.sandbox_id,
+        provider: target.provider,
+        image: spec.image,
+        memory_mb: spec.memory_mb,
+        vcpus: spec.vcpus,
+        ttl: target.ttl ?? '',
+        metadata: spec.metadata,
+        owner_id: spec.owner_id,
+        ...(spec.preview_token ? { preview_token: spec.preview_token } : {}),
+        ...(spec.network ? { network: spec.network } : {}),
+        ...(spec.network === 'filtered' ? { egress: spec.egress ?? { allow: [], deny: [] } } : {}),
+        ...(spec.snapshot ? { snapshot: spec.snapshot } : {}),
+        ...(spec.fork ? { fork: spec.fork } : {}),
+        ...(spec.volumes?.length ? { volumes: spec.volumes } : {}),
+      };
+      const r = await fenced.call<SpawnResult>('worker.spawn', params, signal, true);
+      if (!r || typeof r.runtime_id !== 'string' || r.runtime_id === '') throw rpc.invalid(w);
+      return { runtime_id: r.runtime_id, ...(typeof r.network === 'string' && r.network !== '' ? { network: r.network } : {}) };
+    },
+    async destroy(runtimeId, signal) {
+      try {
+        await fenced.call('worker.destroy', at(runtimeId), signal, true);
+      } catch (err) {
+        if (err instanceof SbxError && err.code === 'not_found') return;
+        throw err;
+      }
+    },
+    ...remoteCatalog(b),
+    async status(runtimeId, signal) {
+      const r = await call<StatusResult>('worker.status', at(runtimeId), signal);
+      const s = r && STATUS[r.state];
+      if (!s) throw rpc.invalid(w);
+      return s;
+    },
+    exec(runtimeId, spec, signal) {
+      return needsSocket(spec)
+        ? fenced.exec((lease) => execSocket(rpc, w, at(runtimeId), spec, signal, lease))
+        : fenced.exec((lease) => execStream(rpc, w, at(runtimeId), spec, signal, lease));
+    },
+    ...remoteFiles(b),
     /**
      * Previews of a remote sandbox go through its worker (DESIGN.md §9): its RPC listener at
      * `/rpc/preview/<sandbox_id>/<port>/…`, with this control plane's worker credentials and the

@@ -24,7 +24,7 @@ import { safeEqual } from '../../../core/auth/worker-credentials.js';
 import { SpawnSlots } from '../../../core/worker/capacity.js';
 import { authenticateRpc, requireScope } from './auth.js';
 import type { RpcServerDeps } from './deps.js';
-import { runOnRuntime } from './exec.js';
+import { runOnRuntime } from '../../../core/worker/exec.js';
 import { fenceCall, leaseHeader } from './fencing.js';
 import { UploadStaging } from './files.js';
 import { dispatch, execItems, runtimeOf } from './methods.js';

@@ -1,15 +1,15 @@
 /**
- * Running a command on one of this worker's runtimes: output as it comes, one exit last; a
- * `timeout` kills the command and ends with exit 124 and a note on stderr; a closed call (the
- * control plane went away, or its own deadline) kills it too. The control plane's core does the
- * limits, events and console capture: the worker only runs.
+ * Running a command on one of a worker's runtimes: output as it comes, one exit last; a timeout
+ * kills the command and ends with exit 124 and a note on stderr (the deadline is core's
+ * `startDeadline`, as a local exec's); a closed call (the control plane went away, or its own
+ * deadline) kills it too. The control plane's core does the limits, events and console capture:
+ * the worker only runs.
  */
-import { TIMEOUT_EXIT_CODE } from '../../../core/sandboxes/exec.js';
-import { parseDuration } from '../../../core/duration.js';
-import { formatDuration } from '../../../shared/duration.js';
-import { isAbortError, isSbxError, SbxError } from '../../../core/errors.js';
-import type { ExecSpec, Provider } from '../../../core/ports.js';
-import type { ExecItem } from '../../../core/sandboxes/exec.js';
+import { parseDuration } from '../duration.js';
+import { isAbortError, isSbxError, SbxError } from '../errors.js';
+import type { ExecSpec, Provider } from '../ports.js';
+import { type ExecItem, startDeadline, TIMEOUT_EXIT_CODE } from '../sandboxes/exec.js';
+import { formatDuration } from '../../shared/duration.js';
 
 /** A timeout string as milliseconds; '' or absent = none. */
 export function timeoutMs(timeout: string | undefined): number {
@@ -28,7 +28,13 @@ export async function* runOnRuntime(
   if (signal.aborted) onAbort();
   signal.addEventListener('abort', onAbort, { once: true });
   let timedOut = false;
-  const timer = limitMs > 0 ? setTimeout(() => ((timedOut = true), ac.abort(new Error('deadline'))), limitMs) : undefined;
+  const stopTimer =
+    limitMs > 0
+      ? startDeadline(limitMs, () => {
+          timedOut = true;
+          ac.abort(new Error('deadline'));
+        })
+      : undefined;
   const started = performance.now();
   let exitCode = -1;
   let finished = false;
@@ -47,14 +53,14 @@ export async function* runOnRuntime(
     const duration_ms = Math.round(performance.now() - started);
     finished = true;
     if (timedOut) {
-      yield { stream: 'stderr', data: Buffer.from(`sbx: command timed out after ${formatDuration(limitMs)}\n`) };
+      yield { stream: 'stderr', data: new TextEncoder().encode(`sbx: command timed out after ${formatDuration(limitMs)}\n`) };
       yield { stream: 'exit', exit_code: TIMEOUT_EXIT_CODE, duration_ms, timed_out: true };
       return;
     }
     if (ac.signal.aborted) throw new SbxError('unavailable', 'exec cancelled');
     yield { stream: 'exit', exit_code: exitCode, duration_ms, timed_out: false };
   } finally {
-    if (timer) clearTimeout(timer);
+    stopTimer?.();
     signal.removeEventListener('abort', onAbort);
     if (!finished && !ac.signal.aborted) ac.abort(new Error('consumer stopped'));
   }

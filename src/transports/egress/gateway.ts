@@ -430,8 +430,10 @@ export class EgressGateway {
       }
     }
     let up: { sock: Socket; address: Ip };
+    // A plain tunnel reads its upstream through UpstreamReads (http-relay.ts); an intercepted one reads it as TLS.
+    const reads = secrets && hello ? undefined : new UpstreamReads();
     try {
-      up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs);
+      up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs, reads?.options);
     } catch {
       this.record(sandboxId, shown, hp.port);
       return void sock.destroy();
@@ -463,6 +465,6 @@ export class EgressGateway {
     sock.setTimeout(this.idleMs, open.close);
     up.sock.setTimeout(this.idleMs, open.close);
     if (first.length > 0) up.sock.write(first);
-    relay(sock, up.sock, untrack);
+    relay(sock, up.sock, untrack, reads);
   }
 }

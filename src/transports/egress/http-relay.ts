@@ -144,10 +144,11 @@ function rewriteHead(text: string): { text: string; informational: boolean } | n
 }
 
 /**
- * Pipes `a` ↔ `b` until either side ends or fails, then closes both: Nagle off (each side's bytes
- * leave as they come) and backpressure by the streams' own pipe. `done` is called once.
+ * Relays `a` ↔ `b` until either side ends or fails, then closes both: Nagle off (each side's bytes
+ * leave as they come) and backpressure both ways. `a` is piped to `b`; `b` to `a` through its
+ * UpstreamReads when it was connected with them (`bReads`), else piped too. `done` is called once.
  */
-export function relay(a: Socket, b: Socket, done: () => void): void {
+export function relay(a: Socket, b: Socket, done: () => void, bReads?: UpstreamReads): void {
   let ended = false;
   const end = () => {
     if (ended) return;
@@ -163,7 +164,23 @@ export function relay(a: Socket, b: Socket, done: () => void): void {
     s.on('error', end);
   }
   a.pipe(b);
-  b.pipe(a);
+  if (!bReads) return void b.pipe(a);
+  writeReads(b, a, bReads);
+  b.once('end', () => a.end());
+}
+
+/** Each read of `from` written to `to` as it comes; `from` paused while `to` is full. */
+function writeReads(from: Socket, to: Socket, reads: UpstreamReads): void {
+  const resume = () => from.resume();
+  reads.take((chunk) => {
+    if (to.destroyed) return undefined;
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once('drain', resume);
+    }
+    return to.writableLength > 0 ? 'kept' : undefined;
+  });
+  from.resume();
 }
 
 /**
@@ -189,14 +206,5 @@ export function relayAnswer(up: Socket, client: Socket, done: () => void, reads:
     up.destroy();
     end();
   });
-  const resume = () => up.resume();
-  reads.take((chunk) => {
-    if (client.destroyed) return undefined;
-    if (!client.write(chunk)) {
-      up.pause();
-      client.once('drain', resume);
-    }
-    return client.writableLength > 0 ? 'kept' : undefined;
-  });
-  up.resume();
+  writeReads(up, client, reads);
 }

@@ -53,7 +53,7 @@ export class NetTransport implements Transport {
     socket.once('connect', () => clearTimeout(timer));
     socket.on('data', (d: Buffer) => res.feed(d));
     socket.once('end', () => res.end());
-    socket.once('error', (err: Error) => res.fail(err));
+    socket.on('error', (err: Error) => res.fail(err));
     socket.once('close', () => res.end());
     socket.setNoDelay(true);
     writeRequest(socket, head, req.body);

@@ -125,13 +125,23 @@ function fastExec() {
   };
 }
 
+/** Writes the cache by rename; where dist/ is not writable (a root-owned install) it gives up before serializing. */
 function saveCache(fs, cacheFile, header, script) {
   const tmp = `${cacheFile}.${process.pid}.tmp`;
+  let fd;
   try {
-    fs.writeFileSync(tmp, Buffer.concat([header, script.createCachedData()]));
+    fd = fs.openSync(tmp, 'wx', 0o644);
+  } catch {
+    return;
+  }
+  try {
+    fs.writeSync(fd, Buffer.concat([header, script.createCachedData()]));
+    fs.closeSync(fd);
+    fd = undefined;
     fs.renameSync(tmp, cacheFile);
   } catch {
     try {
+      if (fd !== undefined) fs.closeSync(fd);
       fs.unlinkSync(tmp);
     } catch {}
   }

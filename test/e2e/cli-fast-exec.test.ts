@@ -123,6 +123,8 @@ describe('sbx exec: the fast path and the full CLI', () => {
     ['no API key (125)', (i) => ['exec', i, 'true'], { SBX_API_KEY: '' }, undefined, 'fast'],
     ['wrong API key (125)', (i) => ['exec', '--api-key', 'wrong', i, 'true'], {}, undefined, 'fast'],
     ['--no-color and --user', (i) => ['--no-color', 'exec', '--user', 'alice', i, 'echo', 'x'], {}, undefined, 'fast'],
+    ['1.3 MB of output in many chunks', (i) => ['exec', i, 'seq', '1', '200000'], {}, undefined, 'fast'],
+    ['an API key node:http refuses (125)', (i) => ['exec', '--api-key', 'a\nb', i, 'true'], {}, undefined, 'fast'],
   ];
 
   it.each(cases)('%s: same stdout, stderr and exit code', async (_name, argv, env, stdin, expected) => {

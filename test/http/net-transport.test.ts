@@ -158,6 +158,25 @@ describe('NetTransport requests', () => {
     );
   });
 
+  it('an https URL goes through node:https: the server reads a TLS handshake, not a request line', async () => {
+    const first = new Promise<Buffer>((resolve) => {
+      const tls = createServer((sock) => {
+        sock.once('data', (d: Buffer) => {
+          resolve(d);
+          sock.destroy();
+          tls.close();
+        });
+      });
+      tls.listen(0, '127.0.0.1', () => {
+        const port = (tls.address() as { port: number }).port;
+        void net.request({ method: 'GET', url: `https://127.0.0.1:${port}/x`, headers: {} }).catch(() => undefined);
+      });
+    });
+    const bytes = await first;
+    // A TLS record of type handshake (22), version 3.x: a ClientHello.
+    expect([bytes[0], bytes[1]]).toEqual([0x16, 0x03]);
+  });
+
   it('POST without a body says Content-Length: 0; GET says nothing', async () => {
     await (await net.request({ method: 'POST', url: `${base}/empty-post`, headers: {} })).body.text();
     await (await net.request({ method: 'GET', url: `${base}/get`, headers: {} })).body.text();

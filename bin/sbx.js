@@ -78,7 +78,7 @@ if (major < 20 || (major === 20 && (minor < 18 || (minor === 18 && patch < 1))))
  * The fast path's entry (dist/cli-exec.cjs), or undefined in a tree built without it (tsc alone).
  * Compiled with V8's code cache of an earlier run (dist/cli-exec.cjs.cache): compiling the bundle and
  * the functions an exec runs costs ~3 ms a process otherwise (issue 33). The cache is used only when
- * its header names this very bundle file (size and mtime; V8 itself checks its version, flags and the
+ * its header names this very bundle file (size, mtime, inode; V8 itself checks its version, flags and the
  * source length) and is written anew, atomically, after an exec that ran its command when there was
  * none or V8 rejected it; any failure to read or write it is ignored.
  */

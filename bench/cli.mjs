@@ -6,7 +6,8 @@
 // image when SBX_BENCH_DOCKER_IMAGE or sbx-test/busybox:latest is there, else mock; temp SQLite,
 // temp HOME and an empty SBX_CONFIG). Also lists which heavy modules the light paths load.
 // Usage: npm run build && node bench/cli.mjs   (prints a markdown section on stdout; progress on stderr)
-// Env: BENCH_RUNS (default 20).
+// Env: BENCH_RUNS (default 20); BENCH_CLI_BASELINE: another build's bin/sbx.js (its dist/ beside it), whose
+// `--version` and `exec ID true` run as extra variants in the same rounds (before/after in one run).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ const SERVER_START_TIMEOUT_MS = 30_000;
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'sbx.js');
+const BASELINE = process.env.BENCH_CLI_BASELINE;
 const NODE = process.execPath;
 const HEAVY = /\/node_modules\/(fastify|better-sqlite3|dockerode|ink|react|pg|pino|undici|eventsource)\//;
 const REPORTED = ['fastify', 'better-sqlite3', 'dockerode', 'ink'];
@@ -147,6 +149,12 @@ try {
     { label: '`sbx exec ID true`', args: [BIN, '--url', url, 'exec', id, 'true'], code: 0 },
     ...(container
       ? [{ label: '`docker exec C true` (the same container)', cmd: 'docker', args: ['exec', container, 'true'], code: 0 }]
+      : []),
+    ...(BASELINE
+      ? [
+          { label: '`sbx --version`, before (BENCH_CLI_BASELINE)', args: [BASELINE, '--version'], code: 0 },
+          { label: '`sbx exec ID true`, before (BENCH_CLI_BASELINE)', args: [BASELINE, '--url', url, 'exec', id, 'true'], code: 0 },
+        ]
       : []),
   ];
 

@@ -6,7 +6,8 @@
 // the SNI check). No docker or namespaces: what differs between the rows is only the gateway's
 // relay. test/docker/egress.test.ts measures the same through a filtered docker sandbox.
 // Usage: npm run build && node bench/egress.mjs   (markdown on stdout)
-// Env: EGRESS_RUNS (fetches per row, default 15), EGRESS_DIST (another build's dist/, to compare).
+// Env: EGRESS_RUNS (fetches per row, default 15), EGRESS_DIST (another build's dist/ instead of this one),
+// EGRESS_BASELINE (another build's dist/ run beside this one, interleaved: its rows are marked "before").
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +33,8 @@ if (!existsSync(join(DIST, 'transports', 'egress', 'gateway.js')) || missing) {
   process.exit(0);
 }
 const { EgressGateway } = await import(join(DIST, 'transports', 'egress', 'gateway.js'));
+const BASELINE = process.env.EGRESS_BASELINE;
+const Baseline = BASELINE ? (await import(join(BASELINE, 'transports', 'egress', 'gateway.js'))).EgressGateway : null;
 
 const dir = mkdtempSync(join(tmpdir(), 'sbx-bench-egress-'));
 execFileSync(
@@ -55,7 +58,7 @@ execFileSync(
   ],
   { cwd: dir, stdio: 'ignore' },
 );
-const [httpPort, httpsPort, gwPort] = [await freePort(), await freePort(), await freePort()];
+const [httpPort, httpsPort, gwPort, basePort] = [await freePort(), await freePort(), await freePort(), await freePort()];
 const UPSTREAM = `
 const http = require('node:http'), https = require('node:https'), fs = require('node:fs');
 const big = Buffer.alloc(${SIZE}, 120);
@@ -66,14 +69,17 @@ http.createServer(body).listen(${httpPort}, '127.0.0.1', () =>
 const upstream = spawn(process.execPath, ['-e', UPSTREAM], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
 await new Promise((r) => upstream.stdout.once('data', r));
 
-const gateway = new EgressGateway({
+const gatewayOptions = (port) => ({
   host: '127.0.0.1',
-  port: gwPort,
+  port,
   sandboxFor: async () => 'sb-bench',
   rules: async () => ({ allow: ['up.test', '127.0.0.1'], deny: [] }),
   resolve: async (name) => (name === 'up.test' ? ['127.0.0.1'] : []),
 });
+const gateway = new EgressGateway(gatewayOptions(gwPort));
 await gateway.start();
+const baseline = Baseline ? new Baseline(gatewayOptions(basePort)) : null;
+await baseline?.start();
 
 /** curl's own total time (ms) for one 10 MiB fetch; the child runs beside this process's gateway. */
 function fetchMs(args) {
@@ -91,11 +97,18 @@ function fetchMs(args) {
   });
 }
 
+const cacert = ['--cacert', join(dir, 'cert.pem')];
 const rows = {
   direct: [`http://127.0.0.1:${httpPort}/big`],
   gateway: ['-x', `http://127.0.0.1:${gwPort}`, `http://up.test:${httpPort}/big`],
-  directTls: ['--cacert', join(dir, 'cert.pem'), '--resolve', `up.test:${httpsPort}:127.0.0.1`, `https://up.test:${httpsPort}/big`],
-  tunnel: ['-x', `http://127.0.0.1:${gwPort}`, '--cacert', join(dir, 'cert.pem'), `https://up.test:${httpsPort}/big`],
+  directTls: [...cacert, '--resolve', `up.test:${httpsPort}:127.0.0.1`, `https://up.test:${httpsPort}/big`],
+  tunnel: ['-x', `http://127.0.0.1:${gwPort}`, ...cacert, `https://up.test:${httpsPort}/big`],
+  ...(baseline
+    ? {
+        gatewayBase: ['-x', `http://127.0.0.1:${basePort}`, `http://up.test:${httpPort}/big`],
+        tunnelBase: ['-x', `http://127.0.0.1:${basePort}`, ...cacert, `https://up.test:${httpsPort}/big`],
+      }
+    : {}),
 };
 const times = Object.fromEntries(Object.keys(rows).map((k) => [k, []]));
 // CPU of this process (the gateway, and spawning curl) per fetch of each row.
@@ -112,11 +125,21 @@ try {
     }
 } finally {
   await gateway.close();
+  await baseline?.close();
   upstream.kill();
   rmSync(dir, { recursive: true, force: true });
 }
 const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const m = Object.fromEntries(Object.entries(times).map(([k, xs]) => [k, med(xs)]));
+const row = (label, direct, via, directCpu) =>
+  `| ${label} | ${m[direct].toFixed(1)} ms | ${m[via].toFixed(1)} ms | ${(m[via] / m[direct]).toFixed(2)}× | ` +
+  `${(cpu[via] - cpu[directCpu]).toFixed(1)} |`;
+const lines = [
+  ...(baseline ? [row('http, before (EGRESS_BASELINE)', 'direct', 'gatewayBase', 'direct')] : []),
+  row(baseline ? 'http, after' : 'http', 'direct', 'gateway', 'direct'),
+  ...(baseline ? [row('https (CONNECT tunnel), before', 'directTls', 'tunnelBase', 'directTls')] : []),
+  row(baseline ? 'https (CONNECT tunnel), after' : 'https (CONNECT tunnel)', 'directTls', 'tunnel', 'directTls'),
+];
 console.log(`## egress
 
 10 MiB fetched with the host's curl from an upstream on loopback: directly vs through the egress gateway
@@ -128,7 +151,6 @@ machine does not inflate.
 
 | transfer (10 MiB) | direct | through the gateway | gateway / direct | gateway CPU ms |
 | --- | --- | --- | --- | --- |
-| http | ${m.direct.toFixed(1)} ms | ${m.gateway.toFixed(1)} ms | ${(m.gateway / m.direct).toFixed(2)}× | ${(cpu.gateway - cpu.direct).toFixed(1)} |
-| https (CONNECT tunnel) | ${m.directTls.toFixed(1)} ms | ${m.tunnel.toFixed(1)} ms | ${(m.tunnel / m.directTls).toFixed(2)}× | ${(cpu.tunnel - cpu.directTls).toFixed(1)} |
+${lines.join('\n')}
 `);
 process.exit(0);

@@ -7,7 +7,8 @@
 // when it runs. Shared modules are one chunk each, so a class is one class on both sides of an
 // import(). The rest of dist/ (tsc's tree) stays for the package's library entry points.
 // A second bundle, dist/cli-exec.cjs, is the fast path of `sbx exec` (src/transports/cli/fast-exec.ts):
-// one CommonJS file with no chunks, so bin/sbx.js require()s it without starting the ES module loader.
+// one CommonJS file with no chunks, so bin/sbx.js loads it without starting the ES module loader (with
+// V8's code cache of an earlier run, dist/cli-exec.cjs.cache, which bin/sbx.js writes).
 import { mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +53,8 @@ try {
   // Chunks first (content-hashed names: an old entry keeps finding its own), then the entry.
   for (const name of readdirSync(join(stage, 'chunks'))) renameSync(join(stage, 'chunks', name), join(dist, 'chunks', name));
   renameSync(join(stage, 'cli-exec.cjs'), join(dist, 'cli-exec.cjs'));
+  // The V8 code cache bin/sbx.js keeps of the old bundle (its header would not match the new one anyway).
+  rmSync(join(dist, 'cli-exec.cjs.cache'), { force: true });
   renameSync(join(stage, 'cli.js'), join(dist, 'cli.js'));
 } finally {
   rmSync(stage, { recursive: true, force: true });

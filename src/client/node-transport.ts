@@ -79,7 +79,8 @@ function abortOn(signal: AbortSignal, request: ClientRequest): void {
   request.once('close', () => signal.removeEventListener('abort', onAbort));
 }
 
-function abortError(cause: unknown): Error {
+/** The AbortError of an aborted request (what `http.request`'s `signal` option throws). */
+export function abortError(cause: unknown): Error {
   return Object.assign(new Error('The operation was aborted', { cause }), { name: 'AbortError', code: 'ABORT_ERR' });
 }
 

@@ -6,7 +6,8 @@
  * runs fails here. Real server (auth on), real built bin, child processes.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../../src/client/client.js';
@@ -122,6 +123,8 @@ describe('sbx exec: the fast path and the full CLI', () => {
     ['no API key (125)', (i) => ['exec', i, 'true'], { SBX_API_KEY: '' }, undefined, 'fast'],
     ['wrong API key (125)', (i) => ['exec', '--api-key', 'wrong', i, 'true'], {}, undefined, 'fast'],
     ['--no-color and --user', (i) => ['--no-color', 'exec', '--user', 'alice', i, 'echo', 'x'], {}, undefined, 'fast'],
+    ['1.3 MB of output in many chunks', (i) => ['exec', i, 'seq', '1', '200000'], {}, undefined, 'fast'],
+    ['an API key node:http refuses (125)', (i) => ['exec', '--api-key', 'a\nb', i, 'true'], {}, undefined, 'fast'],
   ];
 
   it.each(cases)('%s: same stdout, stderr and exit code', async (_name, argv, env, stdin, expected) => {
@@ -207,6 +210,58 @@ describe('sbx exec: the fast path and the full CLI', () => {
       const code = await new Promise<number | null>((resolve) => shell.on('close', resolve));
       expect(code).toBe(0);
       expect(out.trim()).toBe('12000001');
+    }
+  });
+
+  it('Ctrl-C while the command runs: exit 130 on both paths', async () => {
+    for (const fast of [true, false]) {
+      const child = spawn(process.execPath, [BIN, 'exec', id, 'sh', '-c', 'echo started; sleep 30'], {
+        env: { PATH: process.env.PATH ?? '', HOME: home, SBX_URL: url, SBX_API_KEY: API_KEY, ...(fast ? {} : { SBX_CLI_FAST_PATH: '0' }) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      await new Promise<void>((resolve) =>
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('started')) resolve();
+        }),
+      );
+      child.kill('SIGINT');
+      const [code] = (await once(child, 'close')) as [number | null];
+      expect({ fast, code, out, stderr }).toEqual({ fast, code: 130, out: 'started\n', stderr: '' });
+    }
+  });
+
+  it('the code cache: written after a run, then used as is; one of another bundle or a broken one is ignored and replaced', async () => {
+    const bundle = join(ROOT, 'dist', 'cli-exec.cjs');
+    const cache = `${bundle}.cache`;
+    const e = { SBX_URL: url, SBX_API_KEY: API_KEY };
+    const header = () => {
+      const st = statSync(bundle);
+      return `${st.size}:${st.mtimeMs}:${st.ino}\n`;
+    };
+    const run = async () => {
+      const r = await runBin(['exec', id, 'echo', 'cached'], { fast: true, env: e });
+      expect({ code: r.code, out: r.stdout.toString(), path: r.path }).toEqual({ code: 0, out: 'cached\n', path: 'fast' });
+    };
+    rmSync(cache, { force: true });
+    await run();
+    const written = readFileSync(cache);
+    expect(written.subarray(0, header().length).toString()).toBe(header());
+    expect(written.length).toBeGreaterThan(header().length + 1000);
+    // Accepted: not written again.
+    const mtime = statSync(cache).mtimeMs;
+    await run();
+    expect(statSync(cache).mtimeMs).toBe(mtime);
+    // Broken data under the right header (V8 rejects it), and valid data of another bundle file: both replaced.
+    for (const stale of [Buffer.concat([Buffer.from(header()), Buffer.alloc(5000, 7)]), Buffer.concat([Buffer.from('1:2:3\n'), written])]) {
+      writeFileSync(cache, stale);
+      await run();
+      const now = readFileSync(cache);
+      expect(now.equals(stale)).toBe(false);
+      expect(now.subarray(0, header().length).toString()).toBe(header());
     }
   });
 });

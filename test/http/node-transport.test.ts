@@ -1,13 +1,17 @@
 /**
- * The client's Node transport (src/client/node-transport.ts) against a real node:http server on a
- * real port: whole bodies, chunked iteration, back-pressure, a `break`, a server that dies mid-body,
- * and cancellation by the request's signal before and during the response.
+ * The client's Node transports against a real node:http server on a real port: NodeTransport
+ * (src/client/node-transport.ts, node:http) and NetTransport (src/client/net-transport.ts, the
+ * `sbx exec` fast path's HTTP/1.1 on node:net) alike: whole bodies, chunked iteration,
+ * back-pressure, a `break`, a server that dies mid-body, and cancellation by the request's signal
+ * before and during the response. test/http/net-transport.test.ts covers NetTransport's framing.
  */
 import { once } from 'node:events';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { NetTransport } from '../../src/client/net-transport.js';
 import { NodeTransport } from '../../src/client/node-transport.js';
+import type { Transport } from '../../src/client/transport.js';
 
 const MiB = 1024 * 1024;
 const CHUNK = Buffer.alloc(64 * 1024, 0x61);
@@ -55,7 +59,10 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
 
 let server: Server;
 let base: string;
-const transport = new NodeTransport();
+const transports: Array<[string, Transport]> = [
+  ['NodeTransport', new NodeTransport()],
+  ['NetTransport', new NetTransport()],
+];
 
 beforeAll(async () => {
   server = createServer(handle);
@@ -64,12 +71,12 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
-  await transport.close();
+  for (const [, t] of transports) await t.close?.();
   server.closeAllConnections();
   server.close();
 });
 
-describe('NodeTransport', () => {
+describe.each(transports)('%s', (_name, transport) => {
   it('sends the body with its length and reads the whole answer (text and arrayBuffer)', async () => {
     const res = await transport.request({ method: 'POST', url: `${base}/echo`, headers: {}, body: 'héllo' });
     expect(res.status).toBe(200);

@@ -12,6 +12,7 @@ import { createServer as createHttp, request, type IncomingMessage, type Server 
 import { connect, createServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EgressGateway } from '../../src/transports/egress/gateway.js';
+import { UpstreamReads } from '../../src/transports/egress/http-relay.js';
 
 const BIG = randomBytes(3 * 1024 * 1024 + 17);
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -22,6 +23,27 @@ let silent: NetServer;
 let silentPort: number;
 const silentSockets = new Set<import('node:net').Socket>();
 let gw: EgressGateway;
+const STREAM = 48 * 1024 * 1024;
+const PIECE = 64 * 1024;
+/** The last /stream answer: bytes the upstream's socket has taken, and their hash. */
+let streamed = { written: 0, hash: createHash('sha256') };
+
+/** /stream: 48 MiB, each 64 KiB piece a different byte, written as fast as the reader takes them. */
+function pumpStream(res: import('node:http').ServerResponse): void {
+  streamed = { written: 0, hash: createHash('sha256') };
+  const s = streamed;
+  const pump = () => {
+    while (s.written < STREAM && !res.destroyed) {
+      const piece = Buffer.alloc(PIECE, (s.written / PIECE) % 251);
+      s.hash.update(piece);
+      s.written += PIECE;
+      if (!res.write(piece)) return void res.once('drain', pump);
+    }
+    res.end();
+  };
+  res.writeHead(200, { 'content-length': String(STREAM) });
+  pump();
+}
 const seen: Array<{ method: string; url: string; headers: IncomingMessage['headers']; body: Buffer }> = [];
 
 beforeAll(async () => {
@@ -32,6 +54,7 @@ beforeAll(async () => {
       const body = Buffer.concat(chunks);
       seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
       if (req.url === '/big') return res.end(BIG);
+      if (req.url === '/stream') return pumpStream(res);
       if (req.url === '/chunked') {
         res.setHeader('keep-alive', 'timeout=5');
         res.write('part one, ');
@@ -164,6 +187,47 @@ describe('http relay after the verdict', () => {
     expect(seen.slice(before).map((s) => s.url)).toEqual(['/first']);
   });
 
+  it('a client that stops reading holds the upstream back; every byte then arrives in order', async () => {
+    const s = connect(gw.port, '127.0.0.1');
+    s.write(`GET http://up.test:${upPort}/stream HTTP/1.1\r\nHost: up.test\r\n\r\n`);
+    const hash = createHash('sha256');
+    let head: Buffer | null = Buffer.alloc(0);
+    let body = 0;
+    const ended = new Promise<void>((resolve, reject) => {
+      s.on('end', resolve);
+      s.on('error', reject);
+    });
+    const first = new Promise<void>((resolve) => {
+      s.on('data', (d: Buffer) => {
+        if (head !== null) {
+          head = Buffer.concat([head, d]);
+          const at = head.indexOf('\r\n\r\n');
+          if (at < 0) return;
+          d = head.subarray(at + 4);
+          head = null;
+          s.pause();
+          resolve();
+        }
+        hash.update(d);
+        body += d.length;
+      });
+    });
+    await first;
+    // The upstream fills the buffers between it and the paused client, then waits (polled, bounded).
+    const deadline = Date.now() + 10_000;
+    let last = -1;
+    while (streamed.written !== last && Date.now() < deadline) {
+      last = streamed.written;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(streamed.written).toBe(last);
+    expect(streamed.written).toBeLessThan(STREAM / 2);
+    s.resume();
+    await ended;
+    expect(body).toBe(STREAM);
+    expect(hash.digest('hex')).toBe(streamed.hash.digest('hex'));
+  });
+
   it('an upstream that closes without an answer: 502, and the gateway keeps serving', async () => {
     const r = await via('/x', { port: silentPort });
     expect(r.status).toBe(502);
@@ -191,3 +255,41 @@ function rawExchange(head: string, body?: Buffer): Promise<string> {
     s.write(head);
   });
 }
+
+describe('UpstreamReads', () => {
+  /** One read as net does it: into the buffer the options give, then the callback. */
+  const readInto = (reads: UpstreamReads, text: string) => {
+    const buf = reads.options.onread.buffer();
+    buf.write(text);
+    reads.options.onread.callback(text.length, buf);
+    return buf;
+  };
+
+  it('reuses its buffer while the consumer lets go of each read; a kept read moves it to a new one', () => {
+    const reads = new UpstreamReads();
+    const got: string[] = [];
+    let keep = false;
+    reads.take((chunk) => {
+      got.push(chunk.toString());
+      return keep ? 'kept' : undefined;
+    });
+    const a = readInto(reads, 'one');
+    expect(reads.options.onread.buffer()).toBe(a);
+    keep = true;
+    readInto(reads, 'two');
+    const b = reads.options.onread.buffer();
+    expect(b).not.toBe(a);
+    expect(a.subarray(0, 3).toString()).toBe('two');
+    expect(got).toEqual(['one', 'two']);
+  });
+
+  it('reads while no consumer is set are copied and handed to the next consumer first, in order', () => {
+    const reads = new UpstreamReads();
+    readInto(reads, 'early');
+    readInto(reads, 'later');
+    const got: string[] = [];
+    reads.take((chunk) => void got.push(chunk.toString()));
+    readInto(reads, 'now');
+    expect(got).toEqual(['early', 'later', 'now']);
+  });
+});

@@ -5,6 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import { Client } from '../../client/client.js';
+import type { Transport } from '../../client/transport.js';
 import { type ClientConfig, type Env, type GlobalFlags, resolveClientConfig } from './client-config.js';
 import type { Output } from './output/output.js';
 import type { StreamOutput } from './output/stream-output.js';
@@ -43,6 +44,8 @@ export interface ContextInit<O extends StreamOutput = Output> {
   signal: AbortSignal;
   /** False for commands that never call the server (serve, completion…): the profile is not read. */
   useProfile: boolean;
+  /** How the client's requests travel; the client's default (NodeTransport) when absent. */
+  transport?: Transport;
 }
 
 /** Builds the context; `close()` releases the client's connections. */
@@ -60,7 +63,7 @@ export async function createContext<O extends StreamOutput>(init: ContextInit<O>
     signal: init.signal,
     config: cfg,
     get client(): Client {
-      client ??= new Client({ url: cfg.url, apiKey: cfg.apiKey, adminKey: cfg.adminKey, userId: cfg.user });
+      client ??= new Client({ url: cfg.url, apiKey: cfg.apiKey, adminKey: cfg.adminKey, userId: cfg.user, transport: init.transport });
       return client;
     },
     async close() {

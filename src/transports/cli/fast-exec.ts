@@ -7,9 +7,10 @@
  * command tree or chalk. Anything else (other commands, -i, -t, -d, --json, --help, an option or a
  * value it does not take as commander would) answers undefined and the full CLI runs as before.
  */
+import { NetTransport } from '../../client/net-transport.js';
 import type { GlobalFlags } from './client-config.js';
 import { type ExecFlags, runStreamedExec } from './commands/exec.js';
-import { StreamOutput } from './output/stream-output.js';
+import { type Sink, StreamOutput } from './output/stream-output.js';
 import { runInvocation } from './run-command.js';
 import { parseDurationFlag, parseKeyValue } from './shared/parse.js';
 
@@ -114,15 +115,51 @@ function execOption(argv: readonly string[], i: number, opts: ExecFlags): number
   return taken;
 }
 
+/** Where output goes: the process's streams, made on first use (bin/sbx.js passes its own). */
+export interface FastIo {
+  stdout(): Sink;
+  stderr(): Sink;
+}
+
+const PROCESS_IO: FastIo = { stdout: () => process.stdout, stderr: () => process.stderr };
+
+/**
+ * A sink that makes its stream on the first byte written (or the first question about it): a run
+ * that prints nothing never makes process.stdout, whose making loads node:stream for a pipe. An
+ * empty write (a flush) to a stream never made is done at once.
+ */
+function lazySink(open: () => Sink): Sink {
+  let sink: Sink | undefined;
+  return {
+    write(chunk, cb) {
+      if (sink === undefined && chunk.length === 0) {
+        cb?.();
+        return true;
+      }
+      sink ??= open();
+      return sink.write(chunk, cb);
+    },
+    once(event, listener) {
+      sink ??= open();
+      return sink.once?.(event, listener);
+    },
+    get isTTY() {
+      sink ??= open();
+      return sink.isTTY;
+    },
+  };
+}
+
 /**
  * Runs `sbx exec` for `argv` when it is a plain streamed exec; undefined (nothing done, nothing
  * printed) when the full CLI must run it.
  */
-export function fastExec(argv: readonly string[]): Promise<number> | undefined {
+export function fastExec(argv: readonly string[], io: FastIo = PROCESS_IO): Promise<number> | undefined {
   const run = parseFastExec(argv);
   if (!run) return undefined;
-  const out = new StreamOutput({ stdout: process.stdout, stderr: process.stderr, json: false });
-  return runInvocation({ out, flags: run.flags, env: process.env, cwd: process.cwd(), useProfile: true }, (ctx) =>
+  const out = new StreamOutput({ stdout: lazySink(io.stdout), stderr: lazySink(io.stderr), json: false });
+  const transport = new NetTransport();
+  return runInvocation({ out, flags: run.flags, env: process.env, cwd: process.cwd(), useProfile: true, transport }, (ctx) =>
     runStreamedExec(ctx, run.opts),
   );
 }

@@ -6,6 +6,7 @@
  */
 import { homedir } from 'node:os';
 import type { Readable } from 'node:stream';
+import type { Transport } from '../../client/transport.js';
 import type { Env, GlobalFlags } from './client-config.js';
 import { type CliContext, createContext, type StdinSource } from './context.js';
 import { exitCodeFor, messageFor } from './errors.js';
@@ -44,6 +45,8 @@ export interface Invocation<O extends StreamOutput> {
   useProfile: boolean;
   /** The command stops on a signal by itself and returns its own code (serve, follow modes). */
   stopsOnSignal?: boolean;
+  /** How the client's requests travel (the `sbx exec` fast path's own); the client's default when absent. */
+  transport?: Transport;
 }
 
 /**
@@ -73,6 +76,7 @@ export async function runInvocation<O extends StreamOutput>(
       stdin: stdinSource(inv.stdin),
       signal: inv.signal ?? cancel!.signal,
       useProfile: inv.useProfile,
+      transport: inv.transport,
     });
     const code = await run(ctx);
     return interrupted() ?? code;

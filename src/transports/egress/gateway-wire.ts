@@ -4,7 +4,7 @@
  * verdicts live in gateway.ts.
  */
 import type { ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect, type Socket, type TcpNetConnectOpts } from 'node:net';
 import { formatIp, type Ip } from '../../core/network/index.js';
 import { MAX_HELLO_BYTES, parseClientHello } from './client-hello.js';
 
@@ -88,12 +88,18 @@ export function readHello(sock: Socket, initial: Buffer, timeoutMs: number): Pro
 }
 
 /** Connects to the first address that answers, in order. */
-export function connectFirst(addresses: Ip[], port: number, timeoutMs: number): Promise<{ sock: Socket; address: Ip }> {
+export function connectFirst(
+  addresses: Ip[],
+  port: number,
+  timeoutMs: number,
+  /** More options of net.connect (the http relay's `onread`). */
+  extra: Pick<TcpNetConnectOpts, 'onread'> = {},
+): Promise<{ sock: Socket; address: Ip }> {
   return new Promise((resolve, reject) => {
     const attempt = (i: number) => {
       if (i >= addresses.length) return reject(new Error('no address answered'));
       const address = addresses[i]!;
-      const sock = connect({ host: formatIp(address), port, family: address.family });
+      const sock = connect({ host: formatIp(address), port, family: address.family, ...extra });
       const timer = setTimeout(() => sock.destroy(new Error('connect timeout')), timeoutMs);
       sock.once('connect', () => {
         clearTimeout(timer);

@@ -16,7 +16,7 @@ import {
 } from '../../core/network/index.js';
 import type { SecretSource } from '../../core/secrets/port.js';
 import { connectFirst, deny, normalizeSource, readHello, splitAuthority, type Hello } from './gateway-wire.js';
-import { readResponseHead, relay, relayAnswer, requestHead, sendBody } from './http-relay.js';
+import { readResponseHead, relay, relayAnswer, requestHead, sendBody, UpstreamReads } from './http-relay.js';
 import { plainHeaders } from './http-rewrite.js';
 import { intercept, secretsNaming, type InterceptHooks, type InterceptTls } from './intercept.js';
 import { hostResolver } from './resolver.js';
@@ -312,15 +312,16 @@ export class EgressGateway {
     // The headers as sent upstream (secrets injected where allowed), as a raw name/value list.
     const raw = Object.entries(sent.headers).flatMap(([k, v]) => (Array.isArray(v) ? v.flatMap((x) => [k, x]) : [k, v]));
     let up: { sock: Socket; address: Ip };
+    const reads = new UpstreamReads();
     try {
-      up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs);
+      up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs, reads.options);
     } catch {
       this.record(sandboxId, shown, hp.port);
       return deny(res, 502, `sbx egress: ${shown}:${hp.port} did not answer`);
     }
     this.record(sandboxId, shown, hp.port);
     const path = url.slice(/^http:\/\/[^/?#]*/i.exec(url)![0].length) || '/';
-    this.relayRequest(req, res, up, authority, path.startsWith('/') ? path : `/${path}`, raw, sandboxId, {
+    this.relayRequest(req, res, { ...up, reads }, authority, path.startsWith('/') ? path : `/${path}`, raw, sandboxId, {
       target,
       port: hp.port,
       address: up.address,
@@ -336,7 +337,7 @@ export class EgressGateway {
   private relayRequest(
     req: IncomingMessage,
     res: ServerResponse,
-    up: { sock: Socket; address: Ip },
+    up: { sock: Socket; address: Ip; reads: UpstreamReads },
     authority: string,
     path: string,
     raw: readonly string[],
@@ -367,7 +368,7 @@ export class EgressGateway {
     up.sock.setNoDelay(true);
     up.sock.write(requestHead(req, path, authority, raw));
     sendBody(req, up.sock);
-    void readResponseHead(up.sock).then((head) => {
+    void readResponseHead(up.sock, up.reads).then((head) => {
       if (finished || client.destroyed) return void up.sock.destroy();
       if (!head) {
         up.sock.destroy();
@@ -376,7 +377,7 @@ export class EgressGateway {
       }
       client.write(head.head);
       if (head.rest.length > 0) client.write(head.rest);
-      relayAnswer(up.sock, client, finish);
+      relayAnswer(up.sock, client, finish, up.reads);
     });
   }
 
@@ -429,8 +430,10 @@ export class EgressGateway {
       }
     }
     let up: { sock: Socket; address: Ip };
+    // A plain tunnel reads its upstream through UpstreamReads (http-relay.ts); an intercepted one reads it as TLS.
+    const reads = secrets && hello ? undefined : new UpstreamReads();
     try {
-      up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs);
+      up = await connectFirst(j.addresses, hp.port, this.connectTimeoutMs, reads?.options);
     } catch {
       this.record(sandboxId, shown, hp.port);
       return void sock.destroy();
@@ -462,6 +465,6 @@ export class EgressGateway {
     sock.setTimeout(this.idleMs, open.close);
     up.sock.setTimeout(this.idleMs, open.close);
     if (first.length > 0) up.sock.write(first);
-    relay(sock, up.sock, untrack);
+    relay(sock, up.sock, untrack, reads);
   }
 }

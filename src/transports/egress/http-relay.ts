@@ -2,9 +2,10 @@
  * The byte relay of the egress gateway after its verdict (DESIGN.md §10, §11 target): an allowed
  * absolute-form request goes to the upstream as one written head (origin-form path, `Host` from
  * the URI authority, `Connection: close`) and its body as is; the answer's head is read once,
- * rewritten (hop-by-hop headers out, `Connection: close` in) and everything after it is piped
- * socket to socket — no HTTP parsing, re-framing or per-chunk work on the body. CONNECT tunnels
- * use the same pipe (`relay`).
+ * rewritten (hop-by-hop headers out, `Connection: close` in) and everything after it is written
+ * to the client as read — no HTTP parsing, re-framing or per-chunk work on the body. The upstream
+ * socket is read through `UpstreamReads` (net's `onread`: large reads into a reused buffer, no
+ * stream events). CONNECT tunnels are piped both ways (`relay`).
  */
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
@@ -47,6 +48,47 @@ export function sendBody(req: IncomingMessage, up: Socket): void {
   req.once('end', () => up.write('0\r\n\r\n'));
 }
 
+/** Bytes per read of an upstream socket (UpstreamReads); a plain socket reads at most 64 KiB. */
+const READ_SIZE = 256 * 1024;
+
+/** Takes one read of the upstream; answers 'kept' when it still holds the bytes (a write pending). */
+type Consumer = (chunk: Buffer) => 'kept' | undefined | void;
+
+/**
+ * The reads of an upstream socket (pass `options` to net.connect): each read lands in one reused
+ * 256 KiB buffer and goes straight to the current consumer — no Buffer allocated, no stream event
+ * and no pipe bookkeeping per read, and up to four times the bytes a plain socket reads at once
+ * (the relay's CPU per 10 MiB fell from ~16 ms to ~5 ms in bench/egress.mjs). The socket emits no
+ * 'data' (its 'end', 'close', pause and resume work as usual). A consumer that still holds the
+ * bytes after its call (a client write that did not leave at once) says so, and the next read
+ * goes to a new buffer; bytes read while no consumer is set are copied and handed to the next.
+ */
+export class UpstreamReads {
+  private buf = Buffer.allocUnsafe(READ_SIZE);
+  private consumer: Consumer | undefined;
+  private readonly early: Buffer[] = [];
+  readonly options = {
+    onread: {
+      buffer: () => this.buf,
+      callback: (n: number, b: Uint8Array): boolean => {
+        this.read((b as Buffer).subarray(0, n));
+        return true;
+      },
+    },
+  };
+
+  private read(chunk: Buffer): void {
+    if (!this.consumer) this.early.push(Buffer.from(chunk));
+    else if (this.consumer(chunk) === 'kept') this.buf = Buffer.allocUnsafe(READ_SIZE);
+  }
+
+  /** Hands the reads to `consumer` from now on (undefined: keep them for the next one). */
+  take(consumer: Consumer | undefined): void {
+    this.consumer = consumer;
+    while (this.consumer && this.early.length > 0) this.consumer(this.early.shift()!);
+  }
+}
+
 export type ResponseHead = { head: string; rest: Buffer<ArrayBufferLike> };
 
 /**
@@ -55,18 +97,19 @@ export type ResponseHead = { head: string; rest: Buffer<ArrayBufferLike> };
  * 100-continue` itself). Null when the upstream closed, sent no HTTP answer, or a head larger than
  * MAX_RESPONSE_HEAD.
  */
-export function readResponseHead(up: Socket): Promise<ResponseHead | null> {
+export function readResponseHead(up: Socket, reads: UpstreamReads): Promise<ResponseHead | null> {
   return new Promise((resolve) => {
     let buf: Buffer<ArrayBufferLike> = Buffer.alloc(0);
     const finish = (v: ResponseHead | null) => {
-      up.removeListener('data', onData);
+      reads.take(undefined);
       up.removeListener('end', onEnd);
       up.removeListener('close', onEnd);
       up.pause();
       resolve(v);
     };
-    const onData = (chunk: Buffer) => {
-      buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+    const onData = (chunk: Buffer): void => {
+      // A copy: the read buffer is reused.
+      buf = Buffer.concat([buf, chunk]);
       for (;;) {
         const at = buf.indexOf('\r\n\r\n');
         if (at < 0) return void (buf.length > MAX_RESPONSE_HEAD && finish(null));
@@ -77,7 +120,7 @@ export function readResponseHead(up: Socket): Promise<ResponseHead | null> {
       }
     };
     const onEnd = () => finish(null);
-    up.on('data', onData);
+    reads.take(onData);
     up.once('end', onEnd);
     up.once('close', onEnd);
     up.resume();
@@ -101,10 +144,11 @@ function rewriteHead(text: string): { text: string; informational: boolean } | n
 }
 
 /**
- * Pipes `a` ↔ `b` until either side ends or fails, then closes both: Nagle off (each side's bytes
- * leave as they come) and backpressure by the streams' own pipe. `done` is called once.
+ * Relays `a` ↔ `b` until either side ends or fails, then closes both: Nagle off (each side's bytes
+ * leave as they come) and backpressure both ways. `a` is piped to `b`; `b` to `a` through its
+ * UpstreamReads when it was connected with them (`bReads`), else piped too. `done` is called once.
  */
-export function relay(a: Socket, b: Socket, done: () => void): void {
+export function relay(a: Socket, b: Socket, done: () => void, bReads?: UpstreamReads): void {
   let ended = false;
   const end = () => {
     if (ended) return;
@@ -120,11 +164,31 @@ export function relay(a: Socket, b: Socket, done: () => void): void {
     s.on('error', end);
   }
   a.pipe(b);
-  b.pipe(a);
+  if (!bReads) return void b.pipe(a);
+  writeReads(b, a, bReads);
+  b.once('end', () => a.end());
 }
 
-/** One-way: the upstream's answer body to the client, then the client's socket closed (the answer said `Connection: close`). */
-export function relayAnswer(up: Socket, client: Socket, done: () => void): void {
+/** Each read of `from` written to `to` as it comes; `from` paused while `to` is full. */
+function writeReads(from: Socket, to: Socket, reads: UpstreamReads): void {
+  const resume = () => from.resume();
+  reads.take((chunk) => {
+    if (to.destroyed) return undefined;
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once('drain', resume);
+    }
+    return to.writableLength > 0 ? 'kept' : undefined;
+  });
+  from.resume();
+}
+
+/**
+ * One-way: the upstream's answer body to the client, each read written as it comes (the upstream
+ * paused while the client's socket is full), then the client's socket closed (the answer said
+ * `Connection: close`).
+ */
+export function relayAnswer(up: Socket, client: Socket, done: () => void, reads: UpstreamReads): void {
   let ended = false;
   const end = () => {
     if (ended) return;
@@ -142,6 +206,5 @@ export function relayAnswer(up: Socket, client: Socket, done: () => void): void 
     up.destroy();
     end();
   });
-  up.pipe(client, { end: false });
-  up.resume();
+  writeReads(up, client, reads);
 }

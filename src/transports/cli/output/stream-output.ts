@@ -21,9 +21,6 @@ export interface StreamOutputOptions {
 
 export class StreamOutput {
   readonly json: boolean;
-  /** Whether stdout is a terminal (human-friendly output, `sbx spawn` summary). */
-  readonly isTTY: boolean;
-  readonly errIsTTY: boolean;
   protected readonly out: Sink;
   protected readonly err: Sink;
 
@@ -31,8 +28,15 @@ export class StreamOutput {
     this.out = opts.stdout;
     this.err = opts.stderr;
     this.json = opts.json;
-    this.isTTY = Boolean(opts.stdout.isTTY);
-    this.errIsTTY = Boolean(opts.stderr.isTTY);
+  }
+
+  /** Whether stdout is a terminal (human-friendly output, `sbx spawn` summary); asked only when needed (a lazy sink). */
+  get isTTY(): boolean {
+    return Boolean(this.out.isTTY);
+  }
+
+  get errIsTTY(): boolean {
+    return Boolean(this.err.isTTY);
   }
 
   /** Width of the terminal (for tables), or a generous default when piped. */

@@ -201,7 +201,9 @@ import { appendFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 register(${JSON.stringify(pathToFileURL(hooks).href)});
 const cache = createRequire(import.meta.url).cache;
-process.on('exit', () => appendFileSync(process.env.BENCH_MODULE_LOG, Object.keys(cache).map((f) => pathToFileURL(f).href + '\\n').join('')));
+process.on('exit', () =>
+  appendFileSync(process.env.BENCH_MODULE_LOG, Object.keys(cache).map((f) => pathToFileURL(f).href + '\\n').join('')),
+);
 `,
   );
   const loads = [];
@@ -250,7 +252,10 @@ process.on('exit', () => appendFileSync(process.env.BENCH_MODULE_LOG, Object.key
 
   console.log(`## cli
 
-Whole-process wall time of the CLI next to a bare Node start${container ? ' and `docker exec` into the same container' : ''}: medians and p90 of ${RUNS} interleaved runs each (round-robin, after one warm-up each), \`spawnSync\` timed with \`process.hrtime.bigint()\`. \`sbx\` talks to a real \`sbx serve\` child on ${docker ? 'docker' : 'the mock provider'}. Empty HOME and SBX_CONFIG.
+Whole-process wall time of the CLI next to a bare Node start${container ? ' and `docker exec` into the same container' : ''}:
+medians and p90 of ${RUNS} interleaved runs each (round-robin, after one warm-up each),
+\`spawnSync\` timed with \`process.hrtime.bigint()\`. \`sbx\` talks to a real
+\`sbx serve\` child on ${docker ? 'docker' : 'the mock provider'}. Empty HOME and SBX_CONFIG.
 
 | command | median ms | p90 ms | ratio to \`node -e 0\` |
 |---|---|---|---|

@@ -266,7 +266,8 @@ describe.skipIf(SKIP !== undefined)(dockerTitle(`egress on docker${NETNS_SKIP ? 
     const flood = `
       const net = require('node:net'); let c503 = 0, open = 0; const socks = [];
       for (let i = 0; i < 300; i++) { const s = net.connect(3128, '${gw}'); socks.push(s);
-        s.on('connect', () => open++); s.on('data', (d) => { if (String(d).startsWith('HTTP/1.1 503')) c503++; }); s.on('error', () => {}); }
+        s.on('connect', () => open++);
+        s.on('data', (d) => { if (String(d).startsWith('HTTP/1.1 503')) c503++; }); s.on('error', () => {}); }
       setTimeout(() => { console.log(JSON.stringify({ c503, open })); socks.forEach((s) => s.destroy()); }, 3000);`;
     const out = await inNs(a.pid, process.execPath, ['-e', flood]);
     const { c503 } = JSON.parse(out.stdout) as { c503: number };

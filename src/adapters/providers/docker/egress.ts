@@ -336,7 +336,10 @@ export class DockerEgress implements ProviderEgress {
   }
 }
 
-/** True when this process can listen on `address`: it is an address of sbx's network namespace (a bridge without ports is down, so interface listings miss it). */
+/**
+ * True when this process can listen on `address`: it is an address of sbx's network namespace (a bridge
+ * without ports is down, so interface listings miss it).
+ */
 function bindable(address: string): Promise<boolean> {
   return new Promise((resolve) => {
     const probe = createServer();

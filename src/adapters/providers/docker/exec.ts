@@ -38,11 +38,21 @@ const TERMINAL_KEYS: Partial<Record<ExecSignal, string>> = { SIGINT: '\x03', SIG
 const KILL_GRACE_MS = 1_000;
 
 // What runc (or gVisor's runsc) prints, as output with exit 126, when the working directory cannot be entered.
-const BAD_WORKDIR =
-  /^OCI runtime exec failed: (?:exec failed: .*chdir to cwd \("\/|executing processes for container: .* in sandbox: failed to find initial working directory "\/)/s;
+const BAD_WORKDIR = new RegExp(
+  [
+    '^OCI runtime exec failed: (?:exec failed: .*chdir to cwd \\("/',
+    '|executing processes for container: .* in sandbox: failed to find initial working directory "/)',
+  ].join(''),
+  's',
+);
 // What runc (or runsc) prints, as output with exit 126, when the command itself cannot be started.
-const EXEC_FAILED =
-  /^OCI runtime exec failed: (?:exec failed: .*exec: "(?:[^"\\]|\\.)*": |executing processes for container: executing command "(?:[^"\\]|\\.)*" in sandbox: )(.*)$/s;
+const EXEC_FAILED = new RegExp(
+  [
+    '^OCI runtime exec failed: (?:exec failed: .*exec: "(?:[^"\\\\]|\\\\.)*": ',
+    '|executing processes for container: executing command "(?:[^"\\\\]|\\\\.)*" in sandbox: )(.*)$',
+  ].join(''),
+  's',
+);
 // runsc's PATH search, like runc's, refuses relative entries: the shell then searches instead.
 const PATH_REFUSED = /not found in \$PATH|relative to current directory|error finding executable "(?:[^"\\]|\\.)*" in PATH/;
 

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_INT32, StringMap, Timestamp } from './common.js';
+import { E2bNetwork } from './e2b-catalog.js';
 
 /**
  * E2B's control-plane REST API under `/e2b` (DESIGN.md §14), shaped as E2B's published OpenAPI
@@ -35,7 +36,7 @@ export const E2bNewSandbox = Type.Object(
     autoPauseMemory: Type.Optional(Type.Boolean()),
     autoResume: Type.Optional(Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false })),
     allow_internet_access: Type.Optional(Type.Boolean()),
-    network: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    network: Type.Optional(E2bNetwork),
     mcp: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
     iam: Type.Optional(Type.Unknown()),
     volumeMounts: Type.Optional(Type.Array(VolumeMountE2b)),

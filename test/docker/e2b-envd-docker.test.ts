@@ -101,4 +101,36 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('E2B SDK envd plane on do
     await sbx.files.remove('/tmp/d');
     await expect(sbx.files.read('/tmp/d/1.txt')).rejects.toBeInstanceOf(NotFoundError);
   }, 60_000);
+
+  it('files are the calling user’s: the file and the directories the write made; root’s when asked; no symlink followed', async () => {
+    const owner = async (path: string) => (await sbx.commands.run(`stat -c %U:%G ${path}`, { user: 'root' })).stdout.trim();
+    await sbx.files.write('owned/deep/f.txt', 'mine');
+    expect(await owner('/home/user/owned')).toBe('user:user');
+    expect(await owner('/home/user/owned/deep')).toBe('user:user');
+    expect(await owner('/home/user/owned/deep/f.txt')).toBe('user:user');
+    // The user's commands can change what it wrote, as on E2B.
+    await sbx.commands.run('echo more >> owned/deep/f.txt');
+    expect(await sbx.files.read('owned/deep/f.txt')).toBe('minemore\n');
+    // Several files in one multipart upload; a world-writable sticky directory (/tmp).
+    await sbx.files.write([
+      { path: '/tmp/own/1.txt', data: 'one' },
+      { path: '/tmp/own/2.txt', data: 'two' },
+    ]);
+    expect(await owner('/tmp/own')).toBe('user:user');
+    expect(await owner('/tmp/own/2.txt')).toBe('user:user');
+    expect(await sbx.files.makeDir('/home/user/made/a')).toBe(true);
+    expect(await owner('/home/user/made')).toBe('user:user');
+    expect(await owner('/home/user/made/a')).toBe('user:user');
+    // Asked as root: root's. Where the user may not write (root's /etc), the user's write is refused, as on E2B.
+    await sbx.files.write('/tmp/rootfile.txt', 'r', { user: 'root' });
+    expect(await owner('/tmp/rootfile.txt')).toBe('root:root');
+    await expect(sbx.files.write('/etc/sbx-e2b.conf', 'x')).rejects.toThrow(/permission denied/);
+    await expect(sbx.files.makeDir('/etc/sbx-e2b-dir')).rejects.toThrow(/permission denied/);
+    // A symlink in the path (made by code in the sandbox) to a root directory gives the user nothing there.
+    await sbx.commands.run('ln -s /etc /home/user/etc-link');
+    await expect(sbx.files.write('/home/user/etc-link/via-link.txt', 'x')).rejects.toThrow(/permission denied/);
+    expect((await sbx.commands.run('ls /etc/via-link.txt /etc/sbx-e2b.conf 2>&1 || true', { user: 'root' })).stdout).toMatch(
+      /No such file[\s\S]*No such file/,
+    );
+  }, 60_000);
 });

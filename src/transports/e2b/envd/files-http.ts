@@ -6,6 +6,7 @@ import { SbxError } from '../../../core/errors.js';
 import type { EnvdDeps } from './deps.js';
 import { httpErrorOf } from './errors.js';
 import { ACCESS_TOKEN_HEADER, type EnvdTarget, resolveTarget } from './target.js';
+import { actsAs, writeAsUser } from './owner.js';
 import { accountOf, resolvePath, userOf } from './users.js';
 
 /** Multipart overhead allowed beyond the file size limit (part headers, boundaries). */
@@ -74,7 +75,8 @@ async function upload(
   if (/^multipart\/form-data/i.test(type)) return uploadMultipart(deps, t, body, type, path, account);
   if (!path) throw new SbxError('bad_request', 'path is required for a raw upload');
   const target = resolvePath(path, account);
-  await deps.files.writeStream(t.rec.id, target, body, () => undefined, t.caller);
+  if (actsAs(account)) await writeAsUser(deps, t, account, target, body);
+  else await deps.files.writeStream(t.rec.id, target, body, () => undefined, t.caller);
   return [writtenOf(target)];
 }
 
@@ -135,7 +137,9 @@ async function writeParts(
     const name = path ?? f.name;
     if (!name) throw new SbxError('bad_request', 'a file part needs a path (its filename) when the query has none');
     const target = resolvePath(name, account);
-    await deps.files.write(t.rec.id, target, new Uint8Array(await f.arrayBuffer()), undefined, t.caller);
+    const bytes = new Uint8Array(await f.arrayBuffer());
+    if (actsAs(account)) await writeAsUser(deps, t, account, target, bytes);
+    else await deps.files.write(t.rec.id, target, bytes, undefined, t.caller);
     out.push(writtenOf(target));
   }
   return out;

@@ -39,8 +39,6 @@ export interface EnvdDeps {
   /** Background processes: E2B's commands. Absent → the process service answers `unimplemented`. */
   processes?: ProcessService;
   watch?: EnvdWatch;
-  /** The server's in-flight byte budget: a multipart upload's bytes are held against it while parsed. */
-  budget?: { take(n: number): boolean; give(n: number): void };
   /** Installation secret: envd access tokens are derived from it (core/auth/access-token.ts). */
   installationSecret: string;
   /** Forwards a request to TCP `port` of a sandbox (the §9 preview upstream), for `E2b-Sandbox-Port` ≠ 49983. */

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { AuthSettings } from '../../../core/auth/settings.js';
 import type { SandboxRecord } from '../../../core/ports.js';
 import type { Caller } from '../../../core/sandboxes/caller.js';
@@ -43,6 +44,8 @@ export interface EnvdDeps {
   installationSecret: string;
   /** Forwards a request to TCP `port` of a sandbox (the §9 preview upstream), for `E2b-Sandbox-Port` ≠ 49983. */
   forwardPort?(req: IncomingMessage, res: ServerResponse, sandboxId: string, port: number, path: string): void;
+  /** The same for an upgrade (a WebSocket): the client's socket is spliced to the sandbox's port. */
+  forwardUpgrade?(req: IncomingMessage, socket: Socket, head: Buffer, sandboxId: string, port: number, path: string): void;
   /**
    * E2B's `autoResume` hook: called with the sandbox before every envd call. Pause (§16) wires it
    * to resume a paused sandbox first; until then every live sandbox is running and it is absent.

@@ -23,7 +23,7 @@ const VolumeMountE2b = Type.Object({ name: Type.String(), path: Type.String() },
 /**
  * `POST /e2b/sandboxes` and `/e2b/v2/sandboxes` (E2B's NewSandbox). Every field E2B's SDK may send
  * is named (an unknown one is a 400); the ones sbx cannot honour yet are refused with 400 by the
- * route when set to something other than "off" (autoPause, autoResume, mcp, network, volumeMounts, iam).
+ * route when set to something other than "off" (autoPauseMemory, mcp, iam, and the network options sbx cannot enforce).
  */
 export const E2bNewSandbox = Type.Object(
   {
@@ -87,6 +87,10 @@ export const E2bSandboxDetail = Type.Object(
     ...ListedFields,
     domain: Type.Union([Type.String(), Type.Null()]),
     lifecycle: Type.Object({ autoResume: Type.Boolean(), onTimeout: Type.Union([Type.Literal('kill'), Type.Literal('pause')]) }),
+    /** `false` for a sandbox without a network (sbx `none`). */
+    allowInternetAccess: Type.Optional(Type.Boolean()),
+    /** A filtered sandbox's egress, as E2B words it (deny everything, allow the list): to its owner and admins only. */
+    network: Type.Optional(Type.Object({ allowOut: Type.Array(Type.String()), denyOut: Type.Array(Type.String()) })),
   },
   { $id: 'E2bSandboxDetail' },
 );

@@ -53,6 +53,9 @@ describe('E2B network options and secrets', () => {
     // E2B's allow rules win over its deny rules: the other deny entries add nothing to "deny everything".
     expect(rec.egress).toEqual({ allow: ['pypi.org', '*.npmjs.org', '1.1.1.1', '8.8.8.0/24'], deny: [] });
 
+    // getInfo words it as E2B does, to the owner.
+    const info = await Sandbox.getInfo(sbx.sandboxId, sdk);
+    expect(info.network).toMatchObject({ allowOut: ['pypi.org', '*.npmjs.org', '1.1.1.1', '8.8.8.0/24'], denyOut: [ALL_TRAFFIC] });
     await sbx.updateNetwork({ denyOut: [ALL_TRAFFIC], allowOut: ['example.com'] });
     expect((await native(`/api/v1/sandboxes/${sbx.sandboxId}`)).egress).toEqual({ allow: ['example.com'], deny: [] });
     expect(changed).toContain(sbx.sandboxId);
@@ -65,6 +68,7 @@ describe('E2B network options and secrets', () => {
   it('allowInternetAccess false → none, or filtered with allowOut; allowOut alone → the default network', async () => {
     const closed = await Sandbox.create({ ...sdk, allowInternetAccess: false });
     expect((await native(`/api/v1/sandboxes/${closed.sandboxId}`)).network).toBe('none');
+    expect((await Sandbox.getInfo(closed.sandboxId, sdk)).allowInternetAccess).toBe(false);
     const someOut = await Sandbox.create({ ...sdk, allowInternetAccess: false, network: { allowOut: ['api.example.com'] } });
     const rec = await native(`/api/v1/sandboxes/${someOut.sandboxId}`);
     expect(rec.network).toBe('filtered');

@@ -107,9 +107,17 @@ export function presentListed(rec: SandboxRecord): E2bListedSandbox {
   };
 }
 
-/** E2B's SandboxDetail. The access token is not repeated here: `connect` hands it out to the owner. */
-export function presentDetail(deps: E2bDeps, request: FastifyRequest, rec: SandboxRecord): E2bSandboxDetail {
-  return { ...presentListed(rec), domain: domainFor(deps, request), lifecycle: { autoResume: false, onTimeout: 'kill' } };
+/**
+ * E2B's SandboxDetail. The access token is not repeated here: `connect` hands it out to the owner.
+ * A filtered sandbox's egress rules appear only to its owner and admins, as on the native API.
+ */
+export function presentDetail(deps: E2bDeps, request: FastifyRequest, rec: SandboxRecord, caller: Caller): E2bSandboxDetail {
+  const onTimeout = rec.on_expire === 'pause' ? 'pause' : 'kill';
+  const out: E2bSandboxDetail = { ...presentListed(rec), domain: domainFor(deps, request), lifecycle: { autoResume: false, onTimeout } };
+  if (rec.network === 'none') out.allowInternetAccess = false;
+  if (rec.network === 'filtered' && rec.egress && (caller.admin || caller.owner_id === rec.owner_id))
+    out.network = { allowOut: [...rec.egress.allow], denyOut: ['0.0.0.0/0', ...rec.egress.deny] };
+  return out;
 }
 
 /**

@@ -75,7 +75,7 @@ function lifecycleRoutes(scope: FastifyInstance, deps: E2bDeps): void {
   }
 
   scope.get<Id>('/sandboxes/:sandboxID', { schema: { hide, params: IdParams, response: { 200: E2bSandboxDetail } } }, async (request) =>
-    presentDetail(deps, request, await deps.sandboxes.refresh(request.params.sandboxID, deps.callerOf(request))),
+    presentDetail(deps, request, await deps.sandboxes.refresh(request.params.sandboxID, deps.callerOf(request)), deps.callerOf(request)),
   );
 
   // E2B answers 404 for a sandbox that is gone (the SDK's kill then returns false), 204 otherwise.

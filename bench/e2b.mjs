@@ -112,6 +112,16 @@ try {
 }
 
 const f = (n) => n.toFixed(2);
+const FILES_HEAD = [
+  '| provider | SDK write as user (ms) | SDK write as root | typed client write | user / client | root / client |',
+  ' SDK read | typed client read | read / client |\n|---|---|---|---|---|---|---|---|---|',
+].join('');
+const filesRow = (p, x) => {
+  const m = (xs) => pct(xs, 50);
+  const cells = [m(x.write), m(x.writeRoot), m(x.nativeWrite), m(x.write) / m(x.nativeWrite), m(x.writeRoot) / m(x.nativeWrite)];
+  cells.push(m(x.read), m(x.nativeRead), m(x.read) / m(x.nativeRead));
+  return `| ${p} | ${cells.map(f).join(' | ')} |`;
+};
 console.log(`## e2b
 
 \`commands.run('true')\` through E2B's own JS SDK (\`e2b\` ${JSON.parse((await import('node:fs')).readFileSync(join(ROOT, 'node_modules/e2b/package.json'), 'utf8')).version}, unmodified; envd plane under
@@ -131,9 +141,8 @@ client's \`files.write\`/\`files.read\`, interleaved, median of ${FILE_RUNS}. A 
 (a command of its uid copies the body in, so the file is the user's and its permissions apply, as on E2B);
 as \`root\`, and on providers whose images have no \`user\`, it is sbx's own file write.
 
-| provider | SDK write as user (ms) | SDK write as root | typed client write | user / client | root / client | SDK read | typed client read | read / client |
-|---|---|---|---|---|---|---|---|---|
-${rows.map(([p, { files: x }]) => `| ${p} | ${f(pct(x.write, 50))} | ${f(pct(x.writeRoot, 50))} | ${f(pct(x.nativeWrite, 50))} | ${f(pct(x.write, 50) / pct(x.nativeWrite, 50))} | ${f(pct(x.writeRoot, 50) / pct(x.nativeWrite, 50))} | ${f(pct(x.read, 50))} | ${f(pct(x.nativeRead, 50))} | ${f(pct(x.read, 50) / pct(x.nativeRead, 50))} |`).join('\n')}
+${FILES_HEAD}
+${rows.map(([p, r]) => filesRow(p, r.files)).join('\n')}
 
 Measured on ${new Date().toISOString().slice(0, 10)} with \`node bench/e2b.mjs\`.
 `);

@@ -4,7 +4,7 @@
 // the same sandbox, iterations interleaved so machine noise hits both alike. Mock provider, and
 // docker when the engine and the E2B test image (sbx-test/e2b, built by the docker envd test) exist.
 // Usage: npm run build && node bench/e2b.mjs   (markdown on stdout; progress on stderr)
-// Env: BENCH_RUNS (per path and provider, default 200).
+// Env: BENCH_RUNS (per path and provider, default 200), BENCH_FILE_RUNS (10 MiB writes and reads, default 10).
 import { existsSync, mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -15,6 +15,7 @@ import { processes } from './lib/procs.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const RUNS = Number(process.env.BENCH_RUNS ?? 200);
+const FILE_RUNS = Number(process.env.BENCH_FILE_RUNS ?? 10);
 const KEY = 'e2b_00112233445566778899aabbccddeeff00112233';
 const E2B_IMAGE = 'sbx-test/e2b:latest';
 const log = (m) => process.stderr.write(`bench e2b: ${m}\n`);
@@ -68,8 +69,30 @@ async function measure(provider, env) {
       native.push(performance.now() - t);
       if (r.exit_code !== 0) throw new Error(`native exec exit ${r.exit_code}`);
     }
+    // 10 MiB written and read: the SDK as `user` (on docker a command as that user writes it, so the
+    // file is the user's), as root (the engine's archive API), and the typed client.
+    const big = new Uint8Array(10 * 1024 * 1024).map((_, i) => (i * 7) & 0xff);
+    const files = { write: [], writeRoot: [], nativeWrite: [], read: [], nativeRead: [] };
+    for (let i = 0; i < FILE_RUNS; i++) {
+      let t = performance.now();
+      await sbx.files.write('/tmp/bench.bin', big.buffer);
+      files.write.push(performance.now() - t);
+      t = performance.now();
+      await sbx.files.write('/tmp/bench-root.bin', big.buffer, { user: 'root' });
+      files.writeRoot.push(performance.now() - t);
+      t = performance.now();
+      await client.files.write(sbx.sandboxId, '/tmp/bench-native.bin', big);
+      files.nativeWrite.push(performance.now() - t);
+      t = performance.now();
+      const got = await sbx.files.read('/tmp/bench.bin', { format: 'bytes' });
+      files.read.push(performance.now() - t);
+      if (got.byteLength !== big.byteLength) throw new Error(`read ${got.byteLength} bytes`);
+      t = performance.now();
+      await client.files.read(sbx.sandboxId, '/tmp/bench-native.bin');
+      files.nativeRead.push(performance.now() - t);
+    }
     await sbx.kill();
-    return { sdk, sdkRoot, native };
+    return { sdk, sdkRoot, native, files };
   } finally {
     await procs.stop();
     procs.cleanup();
@@ -89,6 +112,16 @@ try {
 }
 
 const f = (n) => n.toFixed(2);
+const FILES_HEAD = [
+  '| provider | SDK write as user (ms) | SDK write as root | typed client write | user / client | root / client |',
+  ' SDK read | typed client read | read / client |\n|---|---|---|---|---|---|---|---|---|',
+].join('');
+const filesRow = (p, x) => {
+  const m = (xs) => pct(xs, 50);
+  const cells = [m(x.write), m(x.writeRoot), m(x.nativeWrite), m(x.write) / m(x.nativeWrite), m(x.writeRoot) / m(x.nativeWrite)];
+  cells.push(m(x.read), m(x.nativeRead), m(x.read) / m(x.nativeRead));
+  return `| ${p} | ${cells.map(f).join(' | ')} |`;
+};
 console.log(`## e2b
 
 \`commands.run('true')\` through E2B's own JS SDK (\`e2b\` ${JSON.parse((await import('node:fs')).readFileSync(join(ROOT, 'node_modules/e2b/package.json'), 'utf8')).version}, unmodified; envd plane under
@@ -102,6 +135,14 @@ execs as the container's own user only, and goes through the engine's exec API; 
 | provider | SDK p50 (ms) | SDK p99 | SDK as root p50 | typed client p50 (ms) | typed client p99 | SDK / client (p50) | as root / client |
 |---|---|---|---|---|---|---|---|
 ${rows.map(([p, r]) => `| ${p} | ${f(pct(r.sdk, 50))} | ${f(pct(r.sdk, 99))} | ${f(pct(r.sdkRoot, 50))} | ${f(pct(r.native, 50))} | ${f(pct(r.native, 99))} | ${f(pct(r.sdk, 50) / pct(r.native, 50))} | ${f(pct(r.sdkRoot, 50) / pct(r.native, 50))} |`).join('\n')}
+
+10 MiB written and read through the SDK (\`files.write\` as \`user\`, as \`root\`; \`files.read\`) beside the typed
+client's \`files.write\`/\`files.read\`, interleaved, median of ${FILE_RUNS}. A write as \`user\` is done by that user
+(a command of its uid copies the body in, so the file is the user's and its permissions apply, as on E2B);
+as \`root\`, and on providers whose images have no \`user\`, it is sbx's own file write.
+
+${FILES_HEAD}
+${rows.map(([p, r]) => filesRow(p, r.files)).join('\n')}
 
 Measured on ${new Date().toISOString().slice(0, 10)} with \`node bench/e2b.mjs\`.
 `);

@@ -30,6 +30,7 @@ export function mountedTransports(deps: HttpDeps): RouteGroup[] {
         watch: d.files.watcher,
         ...(d.inflight ? { budget: d.inflight } : {}),
         ...(d.preview ? { forwardPort: (req, res, id, port, path) => previewRouter(d).forward(req, res, id, port, path) } : {}),
+        ...(d.preview ? { forwardUpgrade: (...a) => previewRouter(d).forwardUpgradeTo(...a) } : {}),
       }),
     );
   }

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_INT32, StringMap, Timestamp } from './common.js';
+import { E2bNetwork } from './e2b-catalog.js';
 
 /**
  * E2B's control-plane REST API under `/e2b` (DESIGN.md §14), shaped as E2B's published OpenAPI
@@ -22,7 +23,7 @@ const VolumeMountE2b = Type.Object({ name: Type.String(), path: Type.String() },
 /**
  * `POST /e2b/sandboxes` and `/e2b/v2/sandboxes` (E2B's NewSandbox). Every field E2B's SDK may send
  * is named (an unknown one is a 400); the ones sbx cannot honour yet are refused with 400 by the
- * route when set to something other than "off" (autoPause, autoResume, mcp, network, volumeMounts, iam).
+ * route when set to something other than "off" (autoPauseMemory, mcp, iam, and the network options sbx cannot enforce).
  */
 export const E2bNewSandbox = Type.Object(
   {
@@ -35,7 +36,7 @@ export const E2bNewSandbox = Type.Object(
     autoPauseMemory: Type.Optional(Type.Boolean()),
     autoResume: Type.Optional(Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false })),
     allow_internet_access: Type.Optional(Type.Boolean()),
-    network: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    network: Type.Optional(E2bNetwork),
     mcp: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
     iam: Type.Optional(Type.Unknown()),
     volumeMounts: Type.Optional(Type.Array(VolumeMountE2b)),
@@ -86,6 +87,10 @@ export const E2bSandboxDetail = Type.Object(
     ...ListedFields,
     domain: Type.Union([Type.String(), Type.Null()]),
     lifecycle: Type.Object({ autoResume: Type.Boolean(), onTimeout: Type.Union([Type.Literal('kill'), Type.Literal('pause')]) }),
+    /** `false` for a sandbox without a network (sbx `none`). */
+    allowInternetAccess: Type.Optional(Type.Boolean()),
+    /** A filtered sandbox's egress, as E2B words it (deny everything, allow the list): to its owner and admins only. */
+    network: Type.Optional(Type.Object({ allowOut: Type.Array(Type.String()), denyOut: Type.Array(Type.String()) })),
   },
   { $id: 'E2bSandboxDetail' },
 );

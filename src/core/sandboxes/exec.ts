@@ -26,6 +26,8 @@ export interface ExecCommand {
   tty?: { cols: number; rows: number };
   /** Resize and signal requests while the command runs. */
   controls?: AsyncIterable<ExecControl>;
+  /** Run as this uid/gid of the sandbox (E2B's calling user, DESIGN.md §14); absent: the runtime's own user. */
+  user?: { uid: number; gid: number };
 }
 
 /**
@@ -112,6 +114,7 @@ export class ExecService {
     };
     if (input.tty !== undefined) spec.tty = terminalSize(input.tty.cols, input.tty.rows);
     if (input.controls !== undefined) spec.controls = input.controls;
+    if (input.user !== undefined) spec.user = input.user;
     // `run` collects everything before answering: a backend with a one-shot call may use it (DESIGN §12).
     if (buffered) spec.buffered = true;
     if (spec.workdir !== undefined) await checkWorkdir(provider, runtimeId, spec.workdir, signal);

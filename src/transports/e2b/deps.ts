@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { AuthSettings } from '../../core/auth/settings.js';
+import type { SecretService } from '../../core/secrets/service.js';
 import type { Caller } from '../../core/sandboxes/caller.js';
 import type { SandboxService } from '../../core/sandboxes/service.js';
 import type { TemplateService } from '../../core/sandboxes/templates.js';
@@ -18,6 +19,8 @@ export interface E2bDeps {
   auth: AuthSettings;
   sandboxes: SandboxService;
   templates: TemplateService;
+  /** Owner-scoped secrets (DESIGN.md §15): E2B's `Secret` and the secrets a create's network rules use; absent → 501. */
+  secretService?: SecretService;
   /** Installation secret (shared by replicas through the store): signs list tokens, derives envd access tokens. */
   installationSecret: string;
   /** The caller of a request, as the native API derives it (X-User-ID, API key, address; admin credential). */

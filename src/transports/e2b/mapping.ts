@@ -11,7 +11,9 @@ import { accessTokenOf } from '../../core/auth/access-token.js';
 import { badRequest } from '../../core/errors.js';
 import type { SandboxRecord } from '../../core/ports.js';
 import type { SpawnInput } from '../../core/sandboxes/service.js';
+import type { Caller } from '../../core/sandboxes/caller.js';
 import type { E2bDeps } from './deps.js';
+import { networkChoiceOf } from './network.js';
 
 /** E2B's name for "the server's default template" (DESIGN.md §14): a spawn with the server defaults. */
 export const DEFAULT_TEMPLATE = 'base';
@@ -34,25 +36,27 @@ export function needsAccessToken(deps: E2bDeps, secure: boolean | undefined): bo
 }
 
 /**
- * E2B's create body → sbx's spawn input. What sbx cannot honour yet is refused with 400 (what E2B
- * answers for an option it does not take), never silently dropped: `autoPauseMemory`, `mcp`,
- * `network`, `volumeMounts`, `iam`.
+ * E2B's create body → sbx's spawn input. What sbx cannot honour is refused with 400 (what E2B
+ * answers for an option it does not take), never silently dropped: `autoPauseMemory`, `mcp`, `iam`
+ * and the network options `networkChoiceOf` refuses. `volumeMounts` mount sbx volumes (DESIGN.md §10).
  */
-export function spawnInputOf(deps: E2bDeps, body: E2bNewSandbox, ownerId: string | null): SpawnInput {
+export async function spawnInputOf(deps: E2bDeps, body: E2bNewSandbox, caller: Caller): Promise<SpawnInput> {
   if (body.autoPauseMemory !== undefined) throw badRequest('autoPauseMemory is not supported by this server');
   if (body.mcp != null) throw badRequest('mcp is not supported by this server');
-  if (body.network !== undefined) throw badRequest('network is not supported through /e2b yet: use the native API for egress rules');
-  if (body.volumeMounts !== undefined && body.volumeMounts.length > 0)
-    throw badRequest('volumeMounts are not supported through /e2b yet: use the native API for volumes');
   if (body.iam !== undefined) throw badRequest('iam is not supported by this server');
-  const input: SpawnInput = { owner_id: ownerId };
+  const input: SpawnInput = { owner_id: caller.owner_id };
   if (body.timeout !== undefined) input.ttl = `${body.timeout}s`;
   // E2B's autoPause: paused instead of killed at the timeout (DESIGN.md §16 `on_expire: pause`). A
   // paused sandbox is resumed by its next command or file call whatever `autoResume` says.
   if (body.autoPause === true) input.on_expire = 'pause';
   if (body.metadata !== undefined) input.metadata = body.metadata;
   if (body.envVars !== undefined) input.env = body.envVars;
-  if (body.allow_internet_access === false) input.network = 'none';
+  if (body.volumeMounts !== undefined && body.volumeMounts.length > 0)
+    input.volumes = body.volumeMounts.map((v) => ({ name: v.name, mount_path: v.path }));
+  const net = await networkChoiceOf(deps, caller, body.network, body.allow_internet_access);
+  if (net.network !== undefined) input.network = net.network;
+  if (net.egress !== undefined) input.egress = net.egress;
+  if (net.secrets !== undefined) input.secrets = net.secrets;
   if (needsAccessToken(deps, body.secure)) input.access_token_seed = randomBytes(16).toString('hex');
   return input;
 }
@@ -103,9 +107,17 @@ export function presentListed(rec: SandboxRecord): E2bListedSandbox {
   };
 }
 
-/** E2B's SandboxDetail. The access token is not repeated here: `connect` hands it out to the owner. */
-export function presentDetail(deps: E2bDeps, request: FastifyRequest, rec: SandboxRecord): E2bSandboxDetail {
-  return { ...presentListed(rec), domain: domainFor(deps, request), lifecycle: { autoResume: false, onTimeout: 'kill' } };
+/**
+ * E2B's SandboxDetail. The access token is not repeated here: `connect` hands it out to the owner.
+ * A filtered sandbox's egress rules appear only to its owner and admins, as on the native API.
+ */
+export function presentDetail(deps: E2bDeps, request: FastifyRequest, rec: SandboxRecord, caller: Caller): E2bSandboxDetail {
+  const onTimeout = rec.on_expire === 'pause' ? 'pause' : 'kill';
+  const out: E2bSandboxDetail = { ...presentListed(rec), domain: domainFor(deps, request), lifecycle: { autoResume: false, onTimeout } };
+  if (rec.network === 'none') out.allowInternetAccess = false;
+  if (rec.network === 'filtered' && rec.egress && (caller.admin || caller.owner_id === rec.owner_id))
+    out.network = { allowOut: [...rec.egress.allow], denyOut: ['0.0.0.0/0', ...rec.egress.deny] };
+  return out;
 }
 
 /**

@@ -17,9 +17,11 @@ import { conflict } from '../../core/errors.js';
 import type { SandboxRecord } from '../../core/ports.js';
 import { abortOnClose } from '../shared/request-signal.js';
 import type { E2bDeps } from './deps.js';
+import { e2bCatalogRoutes, isSnapshot } from './catalog.js';
 import { e2bListRoutes } from './list.js';
 import { presentDetail, presentE2bSandbox, spawnInputOf, templateOf } from './mapping.js';
 import { e2bErrorShape } from './scope.js';
+import { e2bSecretRoutes } from './secrets.js';
 
 /** The prefix E2B's SDK is pointed at: `E2B_API_URL=http://HOST:PORT/e2b`. */
 export const E2B_PREFIX = '/e2b';
@@ -42,6 +44,8 @@ export function e2bRoutes(app: FastifyInstance, deps: E2bDeps): void {
       lifecycleRoutes(scope, deps);
       timeRoutes(scope, deps);
       pauseRoutes(scope, deps);
+      e2bCatalogRoutes(scope, deps);
+      e2bSecretRoutes(scope, deps);
       done();
     },
     { prefix: E2B_PREFIX },
@@ -52,11 +56,15 @@ function lifecycleRoutes(scope: FastifyInstance, deps: E2bDeps): void {
   const create = async (request: FastifyRequest<{ Body: NewSandbox | undefined }>, reply: FastifyReply) => {
     const body = request.body ?? {};
     const caller = deps.callerOf(request);
-    const input = spawnInputOf(deps, body, caller.owner_id);
+    const input = await spawnInputOf(deps, body, caller);
     const template = templateOf(body);
     const signal = abortOnClose(reply);
-    const rec = template === null ? await deps.sandboxes.spawn(input, signal) : await deps.templates.spawn(template, input, signal);
-    return presentE2bSandbox(deps, request, rec);
+    if (template === null) return presentE2bSandbox(deps, request, await deps.sandboxes.spawn(input, signal));
+    // A templateID names an sbx template, else a snapshot taken through createSnapshot (DESIGN.md §10).
+    if (await isSnapshot(deps, template, caller)) {
+      return presentE2bSandbox(deps, request, await deps.sandboxes.spawn({ ...input, snapshot: template }, signal));
+    }
+    return presentE2bSandbox(deps, request, await deps.templates.spawn(template, input, signal));
   };
   for (const url of ['/sandboxes', '/v2/sandboxes']) {
     scope.post<{ Body: NewSandbox | undefined }>(
@@ -67,7 +75,7 @@ function lifecycleRoutes(scope: FastifyInstance, deps: E2bDeps): void {
   }
 
   scope.get<Id>('/sandboxes/:sandboxID', { schema: { hide, params: IdParams, response: { 200: E2bSandboxDetail } } }, async (request) =>
-    presentDetail(deps, request, await deps.sandboxes.refresh(request.params.sandboxID, deps.callerOf(request))),
+    presentDetail(deps, request, await deps.sandboxes.refresh(request.params.sandboxID, deps.callerOf(request)), deps.callerOf(request)),
   );
 
   // E2B answers 404 for a sandbox that is gone (the SDK's kill then returns false), 204 otherwise.

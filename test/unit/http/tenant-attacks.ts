@@ -53,6 +53,12 @@ export const NOT_SANDBOX_SCOPED: Record<string, string> = {
   'DELETE /mcp': 'ends an MCP session of the caller',
   'POST /e2b/sandboxes': "E2B create: spawns a sandbox of the caller's own",
   'POST /e2b/v2/sandboxes': "E2B create: spawns a sandbox of the caller's own",
+  ...Object.fromEntries(
+    ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'QUERY'].map((m) => [
+      `${m} /e2b/volumecontent/*`,
+      'E2B volume content: not served (501 for every call)',
+    ]),
+  ),
 };
 export const ADMIN_PREFIX = '/api/v1/admin/';
 
@@ -336,6 +342,63 @@ export const ATTACKS: Record<string, { tries: (v: Victim) => Attempt[]; verdict?
     tries: (v) => [{ method: 'POST', url: `/e2b/v2/sandboxes/${v.sandbox}/connect`, body: { timeout: 7200 } }],
     verdict: e2bRefused,
   },
+  // E2B's snapshots, volumes, network and secrets over sbx's (the same visibility, E2B's shapes).
+  'POST /e2b/sandboxes/:sandboxID/snapshots': {
+    tries: (v) => [{ method: 'POST', url: `/e2b/sandboxes/${v.sandbox}/snapshots`, body: { name: 'stolen-e2b' } }],
+    verdict: e2bRefused,
+  },
+  'PUT /e2b/sandboxes/:sandboxID/network': {
+    tries: (v) => [
+      { method: 'PUT', url: `/e2b/sandboxes/${v.sandbox}/network`, body: { denyOut: ['0.0.0.0/0'], allowOut: ['evil.test'] } },
+    ],
+    verdict: e2bRefused,
+  },
+  'GET /e2b/snapshots': {
+    tries: (v) => [
+      { method: 'GET', url: '/e2b/snapshots' },
+      { method: 'GET', url: `/e2b/snapshots?sandboxID=${v.sandbox}` },
+      { method: 'GET', url: `/e2b/snapshots?name=${v.snapshot}` },
+    ],
+    verdict: listsNothing((v) => v.snapshot),
+  },
+  'DELETE /e2b/templates/:templateID': { tries: (v) => [{ method: 'DELETE', url: `/e2b/templates/${v.snapshot}` }], verdict: e2bRefused },
+  'POST /e2b/volumes': {
+    tries: (v) => [{ method: 'POST', url: '/e2b/volumes', body: { name: v.volume } }],
+    verdict: (res) => expect([201, 404, 409]).toContain(res.status),
+  },
+  'GET /e2b/volumes': { tries: () => [{ method: 'GET', url: '/e2b/volumes' }], verdict: listsNothing((v) => v.volume) },
+  'GET /e2b/volumes/:volumeID': { tries: (v) => [{ method: 'GET', url: `/e2b/volumes/${v.volume}` }], verdict: e2bRefused },
+  'DELETE /e2b/volumes/:volumeID': { tries: (v) => [{ method: 'DELETE', url: `/e2b/volumes/${v.volume}` }], verdict: e2bRefused },
+  'POST /e2b/secrets': {
+    tries: () => [
+      { method: 'POST', url: '/e2b/secrets', body: { name: SECRET_NAME, value: 'attacker', metadata: { hosts: 'evil.test' } } },
+    ],
+    verdict: (res) => expect([201, 409]).toContain(res.status),
+  },
+  'GET /e2b/secrets': {
+    tries: () => [{ method: 'GET', url: '/e2b/secrets' }],
+    verdict: (res) => {
+      expect(res.status).toBe(200);
+      expect(res.text).not.toContain('alice');
+      expect(res.text).not.toContain(SECRET);
+    },
+  },
+  ...Object.fromEntries(
+    (
+      [
+        ['GET', undefined],
+        ['POST', { value: 'attacker', metadata: { hosts: 'evil.test' } }],
+        ['DELETE', undefined],
+      ] as const
+    ).map(([method, body]) => [
+      `${method} /e2b/secrets/:secretID`,
+      {
+        tries: () => [{ method, url: `/e2b/secrets/${SECRET_NAME}`, ...(body ? { body } : {}) }],
+        // 204: the attacker's own secret of that name (its POST made one); the victim's is checked intact after.
+        verdict: ((res, v) => (res.status === 204 ? expect(res.text).toBe('') : secretRefused(res, v))) as Verdict,
+      },
+    ]),
+  ),
   'POST /mcp': {
     // Every MCP tool that takes a sandbox or process, called as the other tenant.
     tries: (v) =>

@@ -164,7 +164,7 @@ for (const sc of scenarios) {
           try {
             if (sc.poolMode && res.status === 501 && /snapshots and volumes|volumes|snapshot/.test(res.text)) {
               // Pool mode has no snapshots or volumes for anyone (DESIGN §8): the owner gets the same 501.
-              expect(res.body.code).toBe('not_implemented');
+              expect(res.body.code).toBe(a.url.startsWith('/e2b/') ? 501 : 'not_implemented');
             } else (attack.verdict ?? refused)(res, v);
           } catch (err) {
             sc.totals.successes++;

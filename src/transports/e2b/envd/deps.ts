@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { AuthSettings } from '../../../core/auth/settings.js';
 import type { SandboxRecord } from '../../../core/ports.js';
 import type { Caller } from '../../../core/sandboxes/caller.js';
@@ -39,12 +40,12 @@ export interface EnvdDeps {
   /** Background processes: E2B's commands. Absent → the process service answers `unimplemented`. */
   processes?: ProcessService;
   watch?: EnvdWatch;
-  /** The server's in-flight byte budget: a multipart upload's bytes are held against it while parsed. */
-  budget?: { take(n: number): boolean; give(n: number): void };
   /** Installation secret: envd access tokens are derived from it (core/auth/access-token.ts). */
   installationSecret: string;
   /** Forwards a request to TCP `port` of a sandbox (the §9 preview upstream), for `E2b-Sandbox-Port` ≠ 49983. */
   forwardPort?(req: IncomingMessage, res: ServerResponse, sandboxId: string, port: number, path: string): void;
+  /** The same for an upgrade (a WebSocket): the client's socket is spliced to the sandbox's port. */
+  forwardUpgrade?(req: IncomingMessage, socket: Socket, head: Buffer, sandboxId: string, port: number, path: string): void;
   /**
    * E2B's `autoResume` hook: called with the sandbox before every envd call. Pause (§16) wires it
    * to resume a paused sandbox first; until then every live sandbox is running and it is absent.

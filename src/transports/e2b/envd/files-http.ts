@@ -1,15 +1,13 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { SbxError } from '../../../core/errors.js';
 import type { EnvdDeps } from './deps.js';
 import { httpErrorOf } from './errors.js';
 import { ACCESS_TOKEN_HEADER, type EnvdTarget, resolveTarget } from './target.js';
+import { boundaryOf, multipartParts } from './multipart.js';
+import { actsAs, writeAsUser } from './owner.js';
 import { accountOf, resolvePath, userOf } from './users.js';
-
-/** Multipart overhead allowed beyond the file size limit (part headers, boundaries). */
-const MULTIPART_SLACK = 1024 * 1024;
 
 /**
  * E2B's envd `/files` (DESIGN.md §14) over sbx's file API: `GET` streams a file's bytes, `POST`
@@ -74,10 +72,15 @@ async function upload(
   if (/^multipart\/form-data/i.test(type)) return uploadMultipart(deps, t, body, type, path, account);
   if (!path) throw new SbxError('bad_request', 'path is required for a raw upload');
   const target = resolvePath(path, account);
-  await deps.files.writeStream(t.rec.id, target, body, () => undefined, t.caller);
+  if (actsAs(account)) await writeAsUser(deps, t, account, target, body);
+  else await deps.files.writeStream(t.rec.id, target, body, () => undefined, t.caller);
   return [writtenOf(target)];
 }
 
+/**
+ * `multipart/form-data`: each `file` part written as it arrives (multipart.ts streams it, nothing is
+ * held whole), at the `path` query or else at its filename; other parts are read past.
+ */
 async function uploadMultipart(
   deps: EnvdDeps,
   t: EnvdTarget,
@@ -86,58 +89,18 @@ async function uploadMultipart(
   path: string | null,
   account: Awaited<ReturnType<typeof accountOf>>,
 ): Promise<Written[]> {
-  const max = deps.sandboxes.deps.settings.limits.max_file_bytes + MULTIPART_SLACK;
-  let size = 0;
-  let held = 0;
-  const tooLarge = () => new SbxError('payload_too_large', `a multipart upload is limited to ${max} bytes; send large files raw`);
-  // The parts are read whole (the SDK sends multipart only for data it already holds): each byte is
-  // held against the server's in-flight budget until the files are written.
-  const capped = Readable.from(
-    (async function* () {
-      for await (const chunk of body) {
-        size += chunk.byteLength;
-        if (size > max) throw tooLarge();
-        if (deps.budget && !deps.budget.take(chunk.byteLength))
-          throw new SbxError('unavailable', 'the server holds too much in-flight data right now; retry later (server.max_inflight_mb)');
-        held += chunk.byteLength;
-        yield chunk;
-      }
-    })(),
-  );
-  try {
-    return await writeParts(deps, t, capped, type, path, account);
-  } finally {
-    deps.budget?.give(held);
-  }
-}
-
-async function writeParts(
-  deps: EnvdDeps,
-  t: EnvdTarget,
-  body: Readable,
-  type: string,
-  path: string | null,
-  account: Awaited<ReturnType<typeof accountOf>>,
-): Promise<Written[]> {
-  let form: FormData;
-  try {
-    form = await new Response(Readable.toWeb(body) as ReadableStream, { headers: { 'content-type': type } }).formData();
-  } catch (err) {
-    const cause = (err as { cause?: unknown }).cause;
-    if (cause instanceof SbxError) throw cause;
-    throw err instanceof SbxError ? err : new SbxError('bad_request', 'the multipart body could not be read');
-  }
-  const files = form.getAll('file').filter((v): v is File => typeof v !== 'string');
-  if (files.length === 0) throw new SbxError('bad_request', 'no `file` part in the multipart body');
-  if (path && files.length > 1) throw new SbxError('bad_request', 'several files are written at their own names: leave out path');
   const out: Written[] = [];
-  for (const f of files) {
-    const name = path ?? f.name;
+  for await (const part of multipartParts(body, boundaryOf(type))) {
+    if (part.name !== 'file') continue;
+    if (path && out.length > 0) throw new SbxError('bad_request', 'several files are written at their own names: leave out path');
+    const name = path ?? part.filename;
     if (!name) throw new SbxError('bad_request', 'a file part needs a path (its filename) when the query has none');
     const target = resolvePath(name, account);
-    await deps.files.write(t.rec.id, target, new Uint8Array(await f.arrayBuffer()), undefined, t.caller);
+    if (actsAs(account)) await writeAsUser(deps, t, account, target, part.body);
+    else await deps.files.writeStream(t.rec.id, target, part.body, () => undefined, t.caller);
     out.push(writtenOf(target));
   }
+  if (out.length === 0) throw new SbxError('bad_request', 'no `file` part in the multipart body');
   return out;
 }
 

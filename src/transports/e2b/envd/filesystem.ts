@@ -6,6 +6,7 @@ import { isSbxError, SbxError } from '../../../core/errors.js';
 import type { FileInfo } from '../../../core/ports.js';
 import type { EnvdDeps } from './deps.js';
 import { toConnectError } from './errors.js';
+import { actsAs, makeDirAsUser, moveAsUser, removeAsUser } from './owner.js';
 import { type EntryInfoSchema, FileType, type Filesystem } from './gen/filesystem/filesystem_pb.js';
 import type { EnvdTarget } from './target.js';
 import { accountOf, resolvePath, userOf } from './users.js';
@@ -46,14 +47,20 @@ export function filesystemService(deps: EnvdDeps, resolve: Resolve): ServiceImpl
       const t = await resolve(ctx);
       const path = await pathOf(t, ctx, req.path);
       if (await exists(deps, t, path)) throw new ConnectError(`${path} already exists`, Code.AlreadyExists);
-      await makeDir(deps, t, path);
+      const account = await accountOf(deps, t, userOf(ctx.requestHeader.get('authorization')));
+      if (actsAs(account)) await makeDirAsUser(deps, t, account, path);
+      else await makeDir(deps, t, path);
       return { entry: entryOf(await deps.files.stat(t.rec.id, path, t.caller)) };
     }),
     move: guard(async (req, ctx: HandlerContext) => {
       const t = await resolve(ctx);
       const from = await pathOf(t, ctx, req.source);
       const to = await pathOf(t, ctx, req.destination);
-      await deps.files.move(t.rec.id, from, to, t.caller);
+      const account = await accountOf(deps, t, userOf(ctx.requestHeader.get('authorization')));
+      if (actsAs(account)) {
+        await deps.files.stat(t.rec.id, from, t.caller);
+        await moveAsUser(deps, t, account, from, to);
+      } else await deps.files.move(t.rec.id, from, to, t.caller);
       return { entry: entryOf(await deps.files.stat(t.rec.id, to, t.caller)) };
     }),
     listDir: guard(async (req, ctx: HandlerContext) => {
@@ -65,7 +72,9 @@ export function filesystemService(deps: EnvdDeps, resolve: Resolve): ServiceImpl
       const t = await resolve(ctx);
       const path = await pathOf(t, ctx, req.path);
       await deps.files.stat(t.rec.id, path, t.caller);
-      await deps.files.remove(t.rec.id, path, true, t.caller);
+      const account = await accountOf(deps, t, userOf(ctx.requestHeader.get('authorization')));
+      if (actsAs(account)) await removeAsUser(deps, t, account, path);
+      else await deps.files.remove(t.rec.id, path, true, t.caller);
       return {};
     }),
     ...watchService(deps, resolve, pathOf),

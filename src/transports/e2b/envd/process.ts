@@ -15,6 +15,7 @@ import {
 } from './gen/process/process_pb.js';
 import { keepaliveMs, withKeepalive } from './keepalive.js';
 import { pidOf, processByPid } from './pids.js';
+import { ProcessTags } from './tags.js';
 import type { EnvdTarget } from './target.js';
 import { accountOf, userOf } from './users.js';
 
@@ -28,6 +29,8 @@ type Resolve = (ctx: HandlerContext) => Promise<EnvdTarget>;
  * process's log as it is written; the process outlives a client that goes away.
  */
 export function processService(deps: EnvdDeps, resolve: Resolve): Partial<ServiceImpl<typeof Process>> {
+  const tags = new ProcessTags();
+  const selected = (t: EnvdTarget, sel: ProcessSelector | undefined) => select(svc(), tags, t, sel);
   const svc = (): ProcessService => {
     if (!deps.processes) throw new SbxError('not_implemented', 'processes are not available on this server');
     return deps.processes;
@@ -44,13 +47,14 @@ export function processService(deps: EnvdDeps, resolve: Resolve): Partial<Servic
   return {
     async *start(req, ctx) {
       const { t, rec } = await guard(startProcess)(deps, svc(), req, ctx, resolve);
+      if (req.tag !== undefined) tags.set(t.rec.id, rec.id, req.tag);
       yield { event: { event: { case: 'start', value: { pid: pidOf(rec.id) } } } };
       for await (const event of events(svc(), t, rec, ctx)) yield { event };
     },
     async *connect(req, ctx) {
       const { t, rec } = await guard(async () => {
         const t = await resolve(ctx);
-        const rec = await selected(svc(), t, req.process);
+        const rec = await selected(t, req.process);
         if (rec.state !== 'running') throw new SbxError('not_found', `process with pid ${pidOf(rec.id)} has ended`);
         return { t, rec };
       })();
@@ -60,11 +64,16 @@ export function processService(deps: EnvdDeps, resolve: Resolve): Partial<Servic
     list: guard(async (_req, ctx: HandlerContext) => {
       const t = await resolve(ctx);
       const running = (await svc().list(t.rec.id, t.caller)).filter((p) => p.state === 'running');
-      return { processes: running.map((p) => ({ pid: pidOf(p.id), config: configOf(p) })) };
+      return {
+        processes: running.map((p) => {
+          const tag = tags.tagOf(p);
+          return { pid: pidOf(p.id), config: configOf(p), ...(tag !== undefined ? { tag } : {}) };
+        }),
+      };
     }),
     sendInput: guard(async (req, ctx: HandlerContext) => {
       const t = await resolve(ctx);
-      const rec = await selected(svc(), t, req.process);
+      const rec = await selected(t, req.process);
       const input = req.input?.input;
       if (input?.case === 'stdin' || input?.case === 'pty') await svc().writeStdin(t.rec.id, rec.id, input.value, t.caller);
       return {};
@@ -73,7 +82,7 @@ export function processService(deps: EnvdDeps, resolve: Resolve): Partial<Servic
       const t = await resolve(ctx);
       let rec: ProcessRecord | null = null;
       for await (const r of reqs) {
-        if (r.event.case === 'start') rec = await selected(svc(), t, r.event.value.process);
+        if (r.event.case === 'start') rec = await selected(t, r.event.value.process);
         else if (r.event.case === 'data') {
           if (!rec) throw new SbxError('bad_request', 'the first message of StreamInput must be its start');
           const input = r.event.value.input?.input;
@@ -84,13 +93,13 @@ export function processService(deps: EnvdDeps, resolve: Resolve): Partial<Servic
     }),
     closeStdin: guard(async (req, ctx: HandlerContext) => {
       const t = await resolve(ctx);
-      const rec = await selected(svc(), t, req.process);
+      const rec = await selected(t, req.process);
       await svc().closeStdin(t.rec.id, rec.id, t.caller);
       return {};
     }),
     sendSignal: guard(async (req, ctx: HandlerContext) => {
       const t = await resolve(ctx);
-      const rec = await selected(svc(), t, req.process);
+      const rec = await selected(t, req.process);
       if (rec.state !== 'running') throw new SbxError('not_found', `process with pid ${pidOf(rec.id)} has ended`);
       if (req.signal === Signal.SIGKILL) await svc().kill(t.rec.id, rec.id, t.caller);
       else await svc().signal(t.rec.id, rec.id, signalOf(req.signal), t.caller);
@@ -98,7 +107,7 @@ export function processService(deps: EnvdDeps, resolve: Resolve): Partial<Servic
     }),
     update: guard(async (req, ctx: HandlerContext) => {
       const t = await resolve(ctx);
-      const rec = await selected(svc(), t, req.process);
+      const rec = await selected(t, req.process);
       const size = req.pty?.size;
       if (size) await svc().resize(t.rec.id, rec.id, size.cols, size.rows, t.caller);
       return {};
@@ -116,7 +125,7 @@ async function startProcess(
   const t = await resolve(ctx);
   const cfg = req.process;
   if (!cfg || cfg.cmd === '') throw new SbxError('bad_request', 'process.cmd is required');
-  if (req.tag !== undefined) throw new SbxError('bad_request', 'process tags are not supported by this server: select processes by pid');
+  if (req.tag !== undefined) ProcessTags.check(req.tag);
   const account = await accountOf(deps, t, userOf(ctx.requestHeader.get('authorization')));
   // The sandbox's env (E2B's create `envVars`) under every command, then the user's, then the call's.
   const env: Record<string, string> = { ...t.rec.env };
@@ -178,11 +187,16 @@ function endOf(item: Extract<ProcessOutputItem, { stream: 'exit' }>): MessageIni
   return { exitCode: code ?? -1, exited, status, ...(item.state === 'timeout' ? { error: 'the command reached its timeout' } : {}) };
 }
 
-async function selected(processes: ProcessService, t: EnvdTarget, sel: ProcessSelector | undefined): Promise<ProcessRecord> {
+async function select(
+  processes: ProcessService,
+  tags: ProcessTags,
+  t: EnvdTarget,
+  sel: ProcessSelector | undefined,
+): Promise<ProcessRecord> {
   const s = sel?.selector;
   if (s?.case === 'pid') return processByPid(processes, t, s.value);
-  if (s?.case === 'tag') throw new SbxError('bad_request', 'process tags are not supported by this server: select processes by pid');
-  throw new SbxError('bad_request', 'process.pid is required');
+  if (s?.case === 'tag') return tags.find(processes, t, s.value);
+  throw new SbxError('bad_request', 'process.pid or process.tag is required');
 }
 
 function signalOf(s: Signal): ExecSignal {

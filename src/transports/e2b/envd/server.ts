@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { HandlerContext } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { SbxError } from '../../../core/errors.js';
@@ -59,6 +60,36 @@ export function envdHandler(deps: EnvdDeps): (req: IncomingMessage, res: ServerR
     if (bare === '/health') return void health(deps, req, res, id);
     if (bare === '/files') return void serveFiles(deps, req, res, id);
     rpc(req, res);
+  };
+}
+
+/**
+ * An upgrade (a WebSocket) under `/e2b/sandbox`: to the sandbox's own port named by `E2b-Sandbox-Port`
+ * once the access token is checked, spliced by the preview proxy; envd itself (49983) has none → 404.
+ */
+export function envdUpgradeHandler(deps: EnvdDeps): (req: IncomingMessage, socket: Socket, head: Buffer) => void {
+  return (req, socket, head) => {
+    const id = headerOf(req, SANDBOX_ID_HEADER) ?? null;
+    const portText = headerOf(req, SANDBOX_PORT_HEADER);
+    const port = portText === undefined ? ENVD_PORT : Number(portText);
+    const path = (req.url ?? '/').slice(ENVD_PREFIX.length) || '/';
+    const refuse = (err: unknown) => {
+      const e = httpErrorOf(err);
+      const text = JSON.stringify(e.body);
+      socket.end(
+        `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+          `content-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+      );
+    };
+    socket.on('error', () => socket.destroy());
+    if (!Number.isInteger(port) || port < 1 || port > 65535) return refuse(new SbxError('bad_request', 'port must be between 1 and 65535'));
+    if (port === ENVD_PORT) return refuse(new SbxError('not_found', 'envd serves no WebSocket: upgrades go to the sandbox’s own ports'));
+    void resolveTarget(deps, id, headerOf(req, ACCESS_TOKEN_HEADER))
+      .then((t) => {
+        if (!deps.forwardUpgrade) throw new SbxError('not_implemented', 'ports other than envd (49983) are not forwarded by this server');
+        deps.forwardUpgrade(req, socket, head, t.rec.id, port, path.startsWith('/') ? path : `/${path}`);
+      }, refuse)
+      .catch(refuse);
   };
 }
 

@@ -108,6 +108,18 @@ export class PreviewRouter {
     );
   }
 
+  /** As `forward`, for an upgrade (a WebSocket through E2B's `E2b-Sandbox-Port`, DESIGN.md §14): the sockets are spliced. */
+  forwardUpgradeTo(req: IncomingMessage, socket: Socket, head: Buffer, sandboxId: string, port: number, path: string): void {
+    const match: Match = { sandboxId, port, path, via: 'path' };
+    void this.opts.resolve(sandboxId, port).then(
+      (upstream) => forwardUpgrade(req, socket, head, upstream, this.forwardOptions(req, match)),
+      (err: unknown) => {
+        const f = failure(err);
+        writeRawError(socket, f.status, f.code, f.message);
+      },
+    );
+  }
+
   /** Serves one preview upgrade (WebSocket). */
   upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
     void this.route(req).then(

@@ -122,9 +122,15 @@ const filesRow = (p, x) => {
   cells.push(m(x.read), m(x.nativeRead), m(x.read) / m(x.nativeRead));
   return `| ${p} | ${cells.map(f).join(' | ')} |`;
 };
+const commandRow = (p, r) => {
+  const cells = [p, f(pct(r.sdk, 50)), f(pct(r.sdk, 99)), f(pct(r.sdkRoot, 50)), f(pct(r.native, 50)), f(pct(r.native, 99))];
+  cells.push(f(pct(r.sdk, 50) / pct(r.native, 50)), f(pct(r.sdkRoot, 50) / pct(r.native, 50)));
+  return `| ${cells.join(' | ')} |`;
+};
+const sdkVersion = JSON.parse((await import('node:fs')).readFileSync(join(ROOT, 'node_modules/e2b/package.json'), 'utf8')).version;
 console.log(`## e2b
 
-\`commands.run('true')\` through E2B's own JS SDK (\`e2b\` ${JSON.parse((await import('node:fs')).readFileSync(join(ROOT, 'node_modules/e2b/package.json'), 'utf8')).version}, unmodified; envd plane under
+\`commands.run('true')\` through E2B's own JS SDK (\`e2b\` ${sdkVersion}, unmodified; envd plane under
 \`/e2b/sandbox\`, Connect over HTTP/1.1) beside \`client.exec(id, {command: 'true'})\` of sbx's typed client on
 the same sandbox of one \`sbx serve\`, interleaved, ${RUNS} runs each after 10 warm-up runs. ${cpus().length} CPUs, Node ${process.version}.
 An SDK command is an sbx background process (so \`list\`, \`connect\`, stdin and \`kill\` work on it) run as
@@ -134,7 +140,7 @@ execs as the container's own user only, and goes through the engine's exec API; 
 
 | provider | SDK p50 (ms) | SDK p99 | SDK as root p50 | typed client p50 (ms) | typed client p99 | SDK / client (p50) | as root / client |
 |---|---|---|---|---|---|---|---|
-${rows.map(([p, r]) => `| ${p} | ${f(pct(r.sdk, 50))} | ${f(pct(r.sdk, 99))} | ${f(pct(r.sdkRoot, 50))} | ${f(pct(r.native, 50))} | ${f(pct(r.native, 99))} | ${f(pct(r.sdk, 50) / pct(r.native, 50))} | ${f(pct(r.sdkRoot, 50) / pct(r.native, 50))} |`).join('\n')}
+${rows.map(([p, r]) => commandRow(p, r)).join('\n')}
 
 10 MiB written and read through the SDK (\`files.write\` as \`user\`, as \`root\`; \`files.read\`) beside the typed
 client's \`files.write\`/\`files.read\`, interleaved, median of ${FILE_RUNS}. A write as \`user\` is done by that user

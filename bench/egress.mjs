@@ -64,7 +64,9 @@ const http = require('node:http'), https = require('node:https'), fs = require('
 const big = Buffer.alloc(${SIZE}, 120);
 const body = (req, res) => res.end(req.url === '/big' ? big : 'ok');
 http.createServer(body).listen(${httpPort}, '127.0.0.1', () =>
-  https.createServer({ key: fs.readFileSync('key.pem'), cert: fs.readFileSync('cert.pem') }, body).listen(${httpsPort}, '127.0.0.1', () => process.stdout.write('ready\\n')));
+  https
+    .createServer({ key: fs.readFileSync('key.pem'), cert: fs.readFileSync('cert.pem') }, body)
+    .listen(${httpsPort}, '127.0.0.1', () => process.stdout.write('ready\\n')));
 `;
 const upstream = spawn(process.execPath, ['-e', UPSTREAM], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
 await new Promise((r) => upstream.stdout.once('data', r));

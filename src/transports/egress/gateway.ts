@@ -18,7 +18,7 @@ import type { SecretSource } from '../../core/secrets/port.js';
 import { connectFirst, deny, normalizeSource, readHello, splitAuthority, type Hello } from './gateway-wire.js';
 import { readResponseHead, relay, relayAnswer, requestHead, sendBody } from './http-relay.js';
 import { plainHeaders } from './http-rewrite.js';
-import { intercept, secretsNaming, type InterceptHooks, type InterceptTls } from './intercept.js';
+import { intercept, secretsNaming, TlsSessions, type InterceptHooks, type InterceptTls } from './intercept.js';
 import { hostResolver } from './resolver.js';
 
 /**
@@ -91,6 +91,8 @@ export class EgressGateway {
   /** Client sockets a request was taken from: their one answer closes them (a relayed one is raw bytes). */
   private readonly taken = new WeakSet<Socket>();
   private readonly resolver: (name: string) => Promise<string[]>;
+  /** TLS sessions with upstreams of intercepted tunnels, resumed by the next tunnel to the same host. */
+  private readonly sessions = new TlsSessions();
   private readonly max: number;
   private readonly idleMs: number;
   private readonly maxLookups: number;
@@ -255,6 +257,7 @@ export class EgressGateway {
     return {
       secrets: () => secrets!.forSandbox(sandboxId),
       tls: interception!,
+      sessions: this.sessions,
       idleMs: this.idleMs,
       connectTimeoutMs: this.connectTimeoutMs,
       onRefused: () => this.record(sandboxId, shown, port, 'secret_not_allowed'),

@@ -191,6 +191,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       onEgress: (d) => {
         egressStats.allowed += d.allowed;
         egressStats.denied += d.denied;
+        egressStats.injections += d.injections ?? 0;
       },
     });
     const idempotency = new Idempotency(store, clock, (id) => store.getSandbox(id));

@@ -104,10 +104,9 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
   try {
     await store.migrate();
     const { installationId, ownerKey, cursorSecret, previewSecret } = await installationSecrets(store, ids);
-    // Secrets (DESIGN §15): the key checked against the store's verifier before anything serves.
-    const secrets = await openSecrets(config, store, opts.home ?? homedir(), clock);
-
     const bus = new EventBus(clock);
+    // Secrets (DESIGN §15): the key checked against the store's verifier before anything serves.
+    const secrets = await openSecrets(config, store, opts.home ?? homedir(), clock, bus);
     // Before anything publishes: with replicas, every event goes through the shared journal.
     replication = await startReplication({ config, store, bus, clock, ids, logger });
     const { replicas } = replication;

@@ -103,8 +103,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('snapshots and forks of a
   let parent: string;
   let parentToken: string;
   /** What sbx sets in a filtered sandbox (proxy and CA variables) — with a value, not a bare name that unsets it. */
-  const SET_BY_SBX =
-    /^(HTTP_PROXY|HTTPS_PROXY|http_proxy|https_proxy|NO_PROXY|no_proxy|SSL_CERT_FILE|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE)=/;
+  const SET_BY_SBX = /^(HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|SSL_CERT_FILE|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE)=/;
   const api = (method: string, path: string, body?: unknown) => call(srv.url, method, path, body, ALICE);
   const exec = async (sandbox: string, command: string) => {
     const res = await api('POST', `/api/v1/sandboxes/${sandbox}/exec`, { command, timeout: '60s' });
@@ -133,7 +132,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('snapshots and forks of a
     if (installation) await removeTaggedRules(filteredNames({ installationId: installation }).ruleTag).catch(() => undefined);
   });
 
-  it('a snapshot image holds no CA variable, proxy or placeholder; a sandbox from it gets them only when filtered with secrets', async () => {
+  it('a snapshot image holds no CA variable, proxy or placeholder; only a filtered sandbox with secrets from it gets them', async () => {
     const name = `sec-snap-${parent.slice(-8).toLowerCase()}`;
     const snap = await api('POST', `/api/v1/sandboxes/${parent}/snapshot`, { name });
     expect(snap.status, snap.text).toBe(201);

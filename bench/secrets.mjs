@@ -30,6 +30,8 @@ async function gatewayChild(dist, dir) {
   const { NodeCa } = await import(join(dist, 'adapters', 'system', 'tls-ca.js'));
   const { EgressGateway } = await import(join(dist, 'transports', 'egress', 'gateway.js'));
   const { parseRule } = await import(join(dist, 'core', 'network', 'index.js'));
+  // The upstream trust as compose makes it (with the gateway's cipher order where the build has one).
+  const { GATEWAY_CIPHERS } = await import(join(dist, 'transports', 'egress', 'intercept.js'));
   const upCa = await NodeCa.open(join(dir, 'upstream-ca'), 'bench upstream CA');
   const nodeCa = await NodeCa.open(join(dir, 'node-ca'));
   let injected = 0;
@@ -45,7 +47,10 @@ async function gatewayChild(dist, dir) {
         { name: 'API_TOKEN', placeholder: PH, value: 'tok-bench-value', hosts: [parseRule('api.test')], allowPlainHttp: false },
       ],
     },
-    interception: { leaf: (h) => nodeCa.leaf(h), upstream: tls.createSecureContext({ ca: upCa.certPem }) },
+    interception: {
+      leaf: (h) => nodeCa.leaf(h),
+      upstream: tls.createSecureContext({ ca: upCa.certPem, ...(GATEWAY_CIPHERS ? { ciphers: GATEWAY_CIPHERS } : {}) }),
+    },
     onInjection: () => void injected++,
   });
   await gw.start();

@@ -12,7 +12,7 @@
  * cannot be verified gets every request answered 502 (and a console line).
  */
 import type { Socket } from 'node:net';
-import { createSecureContext, connect as tlsConnect, type SecureContext, TLSSocket } from 'node:tls';
+import { createSecureContext, DEFAULT_CIPHERS, connect as tlsConnect, type SecureContext, TLSSocket } from 'node:tls';
 import { formatIp, ruleMatches, type Ip, type Target } from '../../core/network/index.js';
 import type { BoundSecret, SecretSource } from '../../core/secrets/port.js';
 import type { Hello } from './gateway-wire.js';
@@ -110,11 +110,24 @@ export async function secretsNaming(
   }
 }
 
+/**
+ * The gateway's cipher order on both of its legs: Node's default list with AES-128-GCM (TLS 1.3's
+ * mandatory suite) first, as the client-facing server's preference and the upstream's offer — it
+ * costs a third less to encrypt than AES-256-GCM, and the gateway encrypts every byte twice.
+ */
+export const GATEWAY_CIPHERS = `TLS_AES_128_GCM_SHA256:${DEFAULT_CIPHERS.split(':')
+  .filter((c) => c !== 'TLS_AES_128_GCM_SHA256')
+  .join(':')}`;
+
 /** Server contexts by leaf: made once per leaf (parsing its key is the costly part of a handshake's setup). */
 const serverContexts = new WeakMap<LeafPem, SecureContext>();
 function serverContext(leaf: LeafPem): SecureContext {
   let ctx = serverContexts.get(leaf);
-  if (!ctx) serverContexts.set(leaf, (ctx = createSecureContext({ key: leaf.keyPem, cert: leaf.certPem })));
+  if (!ctx)
+    serverContexts.set(
+      leaf,
+      (ctx = createSecureContext({ key: leaf.keyPem, cert: leaf.certPem, ciphers: GATEWAY_CIPHERS, honorCipherOrder: true })),
+    );
   return ctx;
 }
 

@@ -2,9 +2,9 @@
 // Secrets injection at the egress gateway (DESIGN.md §15): the same HTTPS requests through an
 // intercepted tunnel (TLS terminated with the node CA's leaf, Authorization placeholder replaced,
 // a second TLS connection to the upstream) vs through a plain CONNECT tunnel of the same gateway
-// (bytes relayed, TLS end to end). The gateway (from dist/) runs in a process of its own, as it does
-// in `sbx serve`; the client (the sandbox's side) and the upstream (node:https, loopback) share this
-// one. Iterations are interleaved; with BENCH_BEFORE_DIST (another build's dist/) a second gateway
+// (bytes relayed, TLS end to end). The gateway (from dist/), the client (the sandbox's side) and the
+// upstream (node:https, loopback) share this process; BENCH_GATEWAY=process runs the gateway in a
+// process of its own, as in `sbx serve`. Iterations are interleaved; with BENCH_BEFORE_DIST (another build's dist/) a second gateway
 // from that build runs beside it, interleaved too, so before and after come from one run.
 // Usage: npm run build && node bench/secrets.mjs   (markdown on stdout; progress on stderr)
 // Env: BENCH_FILE_RUNS (10 MiB transfers per path and direction, default 7), BENCH_SMALL (small
@@ -27,6 +27,16 @@ else await main();
 
 /** The gateway process: a gateway from `dist`, its CA in `dir`; answers `stats` with its CPU time and injections. */
 async function gatewayChild(dist, dir) {
+  const g = await startGateway(dist, dir);
+  process.on('message', (m) => {
+    if (m === 'stats') process.send(g.stats());
+    if (m === 'exit') void g.close().then(() => process.exit(0));
+  });
+  process.send({ port: g.port });
+}
+
+/** A gateway from `dist` with its CA in `dir`, as compose sets one up for secrets. */
+async function startGateway(dist, dir) {
   const { NodeCa } = await import(join(dist, 'adapters', 'system', 'tls-ca.js'));
   const { EgressGateway } = await import(join(dist, 'transports', 'egress', 'gateway.js'));
   const { parseRule } = await import(join(dist, 'core', 'network', 'index.js'));
@@ -54,17 +64,14 @@ async function gatewayChild(dist, dir) {
     onInjection: () => void injected++,
   });
   await gw.start();
-  process.on('message', (m) => {
-    if (m === 'stats') process.send({ cpu: process.cpuUsage(), injected });
-    if (m === 'exit') void gw.close().then(() => process.exit(0));
-  });
-  process.send({ port: gw.port });
+  return { port: gw.port, stats: () => ({ cpu: process.cpuUsage(), injected }), close: () => gw.close() };
 }
 
 async function main() {
   const FILE_RUNS = Number(process.env.BENCH_FILE_RUNS ?? 7);
   const SMALL = Number(process.env.BENCH_SMALL ?? 1000);
   const MIB10 = 10 * 1024 * 1024;
+  const IN_PROCESS = process.env.BENCH_GATEWAY !== 'process';
   const log = (m) => process.stderr.write(`bench secrets: ${m}\n`);
   const dists = [['after', join(ROOT, 'dist')]];
   if (process.env.BENCH_BEFORE_DIST) dists.unshift(['before', process.env.BENCH_BEFORE_DIST]);
@@ -113,18 +120,23 @@ async function main() {
 
   const gateways = [];
   for (const [label, d] of dists) {
+    if (IN_PROCESS) {
+      const g = await startGateway(d, dir);
+      gateways.push({ label, port: g.port, stats: async () => g.stats(), exit: () => g.close() });
+      continue;
+    }
     const child = fork(fileURLToPath(import.meta.url), ['--gateway', d, dir], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       execArgv: process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [],
     });
     const [{ port }] = await once(child, 'message');
-    gateways.push({ label, child, port });
+    const stats = async () => {
+      child.send('stats');
+      return (await once(child, 'message'))[0];
+    };
+    gateways.push({ label, port, stats, exit: () => child.send('exit') });
   }
-  const stats = async (g) => {
-    g.child.send('stats');
-    const [s] = await once(g.child, 'message');
-    return s;
-  };
+  const stats = (g) => g.stats();
 
   /** A tunnel to host through a gateway, TLS to the client trusting `ca`; HTTP/1.1 over it with keep-alive. */
   async function tunnel(gwPort, host, ca) {
@@ -227,20 +239,21 @@ async function main() {
   const injected = [];
   for (const g of gateways) {
     injected.push(`${g.label}: ${(await stats(g)).injected}`);
-    g.child.send('exit');
+    await g.exit();
   }
   upstream.close();
 
   const ms = (x) => `${x.toFixed(1)} ms`;
   const head = gateways.map(
-    (g) => `${g.label}: tunnel | ${g.label}: intercepted | ${g.label}: ratio | ${g.label}: gateway CPU, tunnel → intercepted`,
+    (g) =>
+      `${g.label}: tunnel | ${g.label}: intercepted | ${g.label}: ratio | ${g.label}: CPU, tunnel → intercepted | ${g.label}: CPU ratio`,
   );
   const cells = (r) =>
     r
       .map(
         (x) =>
           `${ms(x.tunnel.ms)} | ${ms(x.intercepted.ms)} | **${(x.intercepted.ms / x.tunnel.ms).toFixed(2)}×** | ` +
-          `${ms(x.tunnel.cpu)} → ${ms(x.intercepted.cpu)}`,
+          `${ms(x.tunnel.cpu)} → ${ms(x.intercepted.cpu)} | **${(x.intercepted.cpu / x.tunnel.cpu).toFixed(2)}×**`,
       )
       .join(' | ');
   console.log(`## secrets
@@ -248,13 +261,17 @@ async function main() {
 HTTPS through the egress gateway with a secret injected (the tunnel intercepted: TLS terminated
 with a leaf of the node's CA, the Authorization placeholder replaced, a TLS connection of the
 gateway's own to the upstream) vs the same requests through a plain CONNECT tunnel of the same
-gateway (TLS end to end, bytes relayed). The gateway in its own Node process (as in \`sbx serve\`),
-client and upstream (node:https) in another, loopback, 2 shared cores; \`node bench/secrets.mjs\`.
-Wall-time medians of ${FILE_RUNS} for the 10 MiB rows (the small GETs: 5 rounds, the median × 5); gateway CPU is the gateway process's
+gateway (TLS end to end, bytes relayed). ${
+    IN_PROCESS
+      ? 'Gateway, client and upstream (node:https) in one Node process'
+      : 'The gateway in its own Node process (as in `sbx serve`), client and upstream (node:https) in another'
+  }, loopback, 2 shared cores;
+\`${IN_PROCESS ? '' : 'BENCH_GATEWAY=process '}node bench/secrets.mjs\`. Wall-time medians of ${FILE_RUNS} for the 10 MiB rows (the small GETs: 5
+rounds, the median × 5); CPU is ${IN_PROCESS ? "the one process's (client, upstream and gateway)" : "the gateway process's"}
 user+system time per request (mean). Injections counted: ${injected.join(', ')}.
 
 | request | ${head.join(' | ')} |
-| --- | ${head.map(() => '--- | --- | --- | ---').join(' | ')} |
+| --- | ${head.map(() => '--- | --- | --- | --- | ---').join(' | ')} |
 ${rows.map(([l, r]) => `| ${l} | ${cells(r)} |`).join('\n')}
 `);
   process.exit(0);

@@ -7,10 +7,11 @@
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { forwardPairs, injectSecrets, pairsOf, strictRefusal, type HeaderPair } from './http-rewrite.js';
+import { forwardRaw, forwardRawList, injectSecrets, pairsOf, strictRefusal } from './http-rewrite.js';
 import type { TunnelCtx } from './intercept.js';
 
-const flat = (pairs: readonly HeaderPair[]) => pairs.flat() as unknown as Record<string, string>;
+/** node:http takes a raw list (`[name, value, …]`) where its types say a record. */
+const asHeaders = (raw: string[]) => raw as unknown as Record<string, string>;
 
 function plainAnswer(res: ServerResponse, status: number, text: string): void {
   if (res.headersSent) return void res.destroy();
@@ -60,18 +61,24 @@ async function forward(c: TunnelCtx, agent: Agent, failed: boolean, req: Incomin
     agent,
     host: c.shown,
     port: c.port,
+    // The agent's one connection is made already: no server name to work out per request (not in the option's type).
+    ...({ servername: '' } as object),
     method: req.method,
     path: url,
     setHost: false,
-    headers: flat([['Host', host[1]], ...forwardPairs(rw.pairs)]),
+    headers: asHeaders(forwardRaw(rw.pairs, ['Host', host[1]])),
   });
   upstream.on('response', (ures) => {
-    res.writeHead(ures.statusCode ?? 502, ures.statusMessage, flat(forwardPairs(pairsOf(ures.rawHeaders))));
+    res.writeHead(ures.statusCode ?? 502, ures.statusMessage, asHeaders(forwardRawList(ures.rawHeaders)));
     ures.pipe(res);
   });
   upstream.on('error', () => plainAnswer(res, 502, `sbx egress: the upstream ${c.shown}:${c.port} failed`));
   res.once('close', () => {
     if (!res.writableFinished) upstream.destroy();
   });
-  req.pipe(upstream);
+  // A request without a body (no Content-Length, no Transfer-Encoding) is sent whole at once.
+  if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+    upstream.end();
+    req.resume();
+  } else req.pipe(upstream);
 }

@@ -45,6 +45,9 @@ async function startGateway(dist, dir) {
   const upCa = await NodeCa.open(join(dir, 'upstream-ca'), 'bench upstream CA');
   const nodeCa = await NodeCa.open(join(dir, 'node-ca'));
   let injected = 0;
+  const bound = Promise.resolve([
+    { name: 'API_TOKEN', placeholder: PH, value: 'tok-bench-value', hosts: [parseRule('api.test')], allowPlainHttp: false },
+  ]);
   const gw = new EgressGateway({
     host: '127.0.0.1',
     port: 0,
@@ -52,11 +55,8 @@ async function startGateway(dist, dir) {
     // 127.0.0.0/8 opens loopback for the bench (a CIDR inside the special range).
     rules: async () => ({ allow: ['api.test', 'plain.test', '127.0.0.0/8'], deny: [] }),
     resolve: async () => ['127.0.0.1'],
-    secrets: {
-      forSandbox: async () => [
-        { name: 'API_TOKEN', placeholder: PH, value: 'tok-bench-value', hosts: [parseRule('api.test')], allowPlainHttp: false },
-      ],
-    },
+    // One answer kept, as the control plane's source keeps it (≤ 1 s).
+    secrets: { forSandbox: () => bound },
     interception: {
       leaf: (h) => nodeCa.leaf(h),
       upstream: tls.createSecureContext({ ca: upCa.certPem, ...(GATEWAY_CIPHERS ? { ciphers: GATEWAY_CIPHERS } : {}) }),

@@ -244,6 +244,7 @@ async function main() {
   upstream.close();
 
   const ms = (x) => `${x.toFixed(1)} ms`;
+  const cpuOf = IN_PROCESS ? "the one process's (client, upstream and gateway)" : "the gateway process's";
   const head = gateways.map(
     (g) =>
       `${g.label}: tunnel | ${g.label}: intercepted | ${g.label}: ratio | ${g.label}: CPU, tunnel → intercepted | ${g.label}: CPU ratio`,
@@ -266,8 +267,8 @@ gateway (TLS end to end, bytes relayed). ${
       ? 'Gateway, client and upstream (node:https) in one Node process'
       : 'The gateway in its own Node process (as in `sbx serve`), client and upstream (node:https) in another'
   }, loopback, 2 shared cores;
-\`${IN_PROCESS ? '' : 'BENCH_GATEWAY=process '}node bench/secrets.mjs\`. Wall-time medians of ${FILE_RUNS} for the 10 MiB rows (the small GETs: 5
-rounds, the median × 5); CPU is ${IN_PROCESS ? "the one process's (client, upstream and gateway)" : "the gateway process's"}
+\`${IN_PROCESS ? '' : 'BENCH_GATEWAY=process '}node bench/secrets.mjs\`. Wall-time medians of ${FILE_RUNS} for the 10 MiB rows
+(the small GETs: 5 rounds, the median × 5); CPU is ${cpuOf}
 user+system time per request (mean). Injections counted: ${injected.join(', ')}.
 
 | request | ${head.join(' | ')} |

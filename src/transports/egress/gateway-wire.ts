@@ -19,9 +19,8 @@ export function refuseTunnel(sock: Socket, status: 400 | 403 | 502, text: string
   if (!sock.writable) return void sock.destroy();
   const reason = status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Bad Gateway';
   const body = `${text}\r\n`;
-  sock.end(
-    `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  const head = `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: text/plain\r\n`;
+  sock.end(`${head}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }
 
 /** `host[:port]` or `[v6][:port]`; the port 1–65535 without leading zeros. `defaultPort` null: required. */

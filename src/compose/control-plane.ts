@@ -80,8 +80,8 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
     await store.migrate();
     const installation = await installationSecrets(store, ids);
     // Secrets (DESIGN §15): the key checked against the store's verifier before anything serves.
-    const secrets = await openSecrets(config, store, home, clock);
     const bus = new EventBus(clock);
+    const secrets = await openSecrets(config, store, home, clock, bus);
     // Before anything publishes: with replicas, every event goes through the shared journal.
     replication = await startReplication({ config, store, bus, clock, ids, logger });
     const b: PlaneBase = { config, store, bus, clock, ids, logger, home, replication, installation, secrets };

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import type { SbxConfig } from '../config/index.js';
-import type { InterceptTls } from '../transports/egress/intercept.js';
+import { GATEWAY_CIPHERS, type InterceptTls } from '../transports/egress/intercept.js';
 
 /** Where distributions keep the host's CA bundle, first match wins. */
 export const HOST_CA_BUNDLES = [
@@ -44,7 +44,7 @@ export function upstreamTrust(extraFile: string) {
       throw new Error(`providers.docker.egress_ca_file: ${extraFile} holds no PEM certificate`);
     ca.push(text);
   }
-  return createSecureContext({ ca });
+  return createSecureContext({ ca, ciphers: GATEWAY_CIPHERS });
 }
 
 /** The node's CA directory under the data dir. */

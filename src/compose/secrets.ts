@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import type { SbxConfig } from '../config/index.js';
 import type { Clock, LeaseStore, MetaStore, SandboxStore, SecretStore } from '../core/ports.js';
 import { MIN_KEY_CHARS, SecretCipher } from '../core/secrets/cipher.js';
-import { SecretService } from '../core/secrets/service.js';
+import { SecretService, type SecretServiceDeps } from '../core/secrets/service.js';
 import { expandHome } from './store.js';
 
 const VERIFIER = 'secrets_key_verifier';
@@ -57,6 +57,7 @@ export async function openSecrets(
   store: SecretStore & MetaStore & Pick<SandboxStore, 'getSandbox'> & Pick<LeaseStore, 'getLease'>,
   home: string,
   clock: Clock,
+  events?: SecretServiceDeps['events'],
 ): Promise<SecretService> {
   const material = await keyMaterial(config, store, home);
   const cipher = material === null ? null : new SecretCipher(material);
@@ -69,5 +70,5 @@ export async function openSecrets(
           "(the store's verifier differs): every replica needs the same key",
       );
   }
-  return new SecretService({ store, clock, cipher });
+  return new SecretService({ store, clock, cipher, ...(events ? { events } : {}) });
 }

@@ -154,6 +154,7 @@ export async function planeServices(b: PlaneBase, p: PlaneProviders, egressStats
     onEgress: (d) => {
       egressStats.allowed += d.allowed;
       egressStats.denied += d.denied;
+      egressStats.injections += d.injections ?? 0;
     },
   });
   const idempotency = new Idempotency(store, clock, (id) => store.getSandbox(id));

@@ -1,8 +1,8 @@
 /**
  * Egress enforcement on a worker (DESIGN.md §10): the same network, firewall, refusing DNS and
  * gateway as in `serve`, with the rules the control plane sent (`worker.spawn`, then each
- * `worker.egress_update`) kept in the worker's state. Verdicts are counted (cumulative, kept in the
- * state across restarts, sent with each heartbeat); denials wait in a bounded queue for
+ * `worker.egress_update`) kept in the worker's state. Verdicts and secret injections (§15) are
+ * counted (cumulative, kept in the state across restarts, sent with each heartbeat); denials wait in a bounded queue for
  * `POST /api/v1/worker/events`.
  */
 import type { Logger } from 'pino';
@@ -55,14 +55,19 @@ const num = (text: string | null) => {
 
 export async function startWorkerEgress(deps: WorkerEgressDeps): Promise<WorkerEgress> {
   const { state } = deps;
-  const counts = { allowed: num(state.getMeta('egress_allowed')), denied: num(state.getMeta('egress_denied')) };
+  const counts = {
+    allowed: num(state.getMeta('egress_allowed')),
+    denied: num(state.getMeta('egress_denied')),
+    injections: num(state.getMeta('egress_injections')),
+  };
   let queue: Denial[] = [];
   let dropped = 0;
   let saved = { ...counts };
   const save = () => {
-    if (saved.allowed === counts.allowed && saved.denied === counts.denied) return;
+    if (saved.allowed === counts.allowed && saved.denied === counts.denied && saved.injections === counts.injections) return;
     state.setMeta('egress_allowed', String(counts.allowed));
     state.setMeta('egress_denied', String(counts.denied));
+    state.setMeta('egress_injections', String(counts.injections));
     saved = { ...counts };
   };
   let handle: EgressHandle | null = null;
@@ -78,6 +83,8 @@ export async function startWorkerEgress(deps: WorkerEgressDeps): Promise<WorkerE
       if (!rt || rt.network !== 'filtered') return null;
       return rt.egress ?? { allow: [], deny: [] };
     },
+    // Requests sent on with a secret injected (DESIGN §15): counted with the verdicts, sent in the heartbeat.
+    onInjection: () => void counts.injections++,
     onVerdict: (v) => {
       if (v.verdict === 'allowed') return void counts.allowed++;
       counts.denied++;

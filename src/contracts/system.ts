@@ -53,7 +53,12 @@ export const WorkerCapacity = Type.Object({
 
 /** A worker's egress gateway verdicts so far (DESIGN §10), cumulative. */
 export const EgressCounts = Type.Object(
-  { allowed: Type.Integer({ minimum: 0 }), denied: Type.Integer({ minimum: 0 }) },
+  {
+    allowed: Type.Integer({ minimum: 0 }),
+    denied: Type.Integer({ minimum: 0 }),
+    /** Requests sent on with a secret injected (DESIGN §15); absent from older workers. */
+    injections: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
   {
     additionalProperties: false,
     description: "sbx extension: verdicts of the worker's egress gateway for filtered sandboxes, counted since it first started",

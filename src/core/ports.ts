@@ -165,6 +165,8 @@ export interface WorkerRecord {
 export interface EgressCounts {
   allowed: number;
   denied: number;
+  /** Requests sent on with a secret's value injected (DESIGN §15); absent from older workers. */
+  injections?: number;
 }
 
 export interface LeaseRecord {

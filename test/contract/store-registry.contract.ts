@@ -104,6 +104,15 @@ export function registryContract(ctx: ContractContext): void {
       expect(await ctx.store.getWorker('w-unknown')).toBeNull();
     });
 
+    it("round-trips the egress gateway's counts with the secret injections (DESIGN §10, §15); older rows have none", async () => {
+      const counted = await ctx.store.upsertWorker(worker('w-egress', { egress: { allowed: 9, denied: 2, injections: 4 } }));
+      expect(counted.egress).toEqual({ allowed: 9, denied: 2, injections: 4 });
+      expect((await ctx.store.getWorker('w-egress'))?.egress).toEqual({ allowed: 9, denied: 2, injections: 4 });
+      await ctx.store.upsertWorker(worker('w-egress', { egress: { allowed: 10, denied: 2 } }));
+      expect((await ctx.store.getWorker('w-egress'))?.egress).toEqual({ allowed: 10, denied: 2 });
+      await ctx.store.deleteWorker('w-egress');
+    });
+
     it('keeps created_at on a later heartbeat and replaces the rest', async () => {
       await ctx.store.upsertWorker(worker('w1', { created_at: at(0) }));
       const later = await ctx.store.upsertWorker(

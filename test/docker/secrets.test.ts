@@ -3,7 +3,9 @@
  * holds only its placeholder — in the environment of its commands and of every process
  * (`/proc/* /environ`), in no file of its root filesystem, not in `docker inspect`, not in its
  * console — while the control plane's SecretSource gives the gateway the value for that
- * placeholder. Two sandboxes get different placeholders. Needs root and docker: SBX_TEST_DOCKER=1.
+ * placeholder. Two sandboxes get different placeholders. A snapshot or fork image carries neither
+ * the CA variables, the proxy nor a placeholder: a sandbox made from it gets them only when it is
+ * itself filtered with secrets (its own bundle, fresh placeholders). Needs root and docker: SBX_TEST_DOCKER=1.
  */
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -92,5 +94,89 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('secrets in docker sandbo
     expect(logs.text).not.toContain(VALUE);
     const listed = await call(srv.url, 'GET', '/api/v1/secrets', undefined, ALICE);
     expect(listed.text).not.toContain(VALUE);
+  });
+});
+
+describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('snapshots and forks of a filtered sandbox with secrets'), () => {
+  let docker: Docker;
+  let srv: TestServer;
+  let parent: string;
+  let parentToken: string;
+  /** What sbx sets in a filtered sandbox (proxy and CA variables) — with a value, not a bare name that unsets it. */
+  const SET_BY_SBX = /^(HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|SSL_CERT_FILE|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE)=/;
+  const api = (method: string, path: string, body?: unknown) => call(srv.url, method, path, body, ALICE);
+  const exec = async (sandbox: string, command: string) => {
+    const res = await api('POST', `/api/v1/sandboxes/${sandbox}/exec`, { command, timeout: '60s' });
+    expect(res.status, res.text).toBe(200);
+    return res.body as { exit_code: number; stdout: string; stderr: string };
+  };
+  const imageEnv = async (image: string) => ((await docker.getImage(image).inspect()).Config?.Env ?? []) as string[];
+
+  beforeAll(async () => {
+    docker = await requireEngine();
+    srv = await startTestServer({ providers: { default: 'docker' }, defaults: { image: TEST_IMAGE, memory_mb: 64 } });
+    const made = await api('POST', '/api/v1/secrets', { name: 'API_TOKEN', value: VALUE, hosts: ['api.example.com'] });
+    expect(made.status, made.text).toBe(201);
+    const res = await api('POST', '/api/v1/sandboxes', { egress: { allow: ['api.example.com'] }, secrets: ['API_TOKEN'] });
+    expect(res.status, res.text).toBe(201);
+    parent = res.body.id;
+    parentToken = (await exec(parent, 'printf %s "$API_TOKEN"')).stdout;
+    expect(parentToken).toMatch(/^sbx_secret_[0-9a-f]{32}$/);
+    expect((await exec(parent, 'printf %s "$SSL_CERT_FILE"')).stdout).toBe('/etc/sbx/ca-bundle.crt');
+  }, 120_000);
+
+  afterAll(async () => {
+    const installation = srv?.plane.installationId;
+    if (docker && installation) await removeInstallation(docker, installation);
+    await srv?.close();
+    if (installation) await removeTaggedRules(filteredNames({ installationId: installation }).ruleTag).catch(() => undefined);
+  });
+
+  it('a snapshot image holds no CA variable, proxy or placeholder; only a filtered sandbox with secrets from it gets them', async () => {
+    const name = `sec-snap-${parent.slice(-8).toLowerCase()}`;
+    const snap = await api('POST', `/api/v1/sandboxes/${parent}/snapshot`, { name });
+    expect(snap.status, snap.text).toBe(201);
+    const env = await imageEnv(snap.body.image);
+    expect(env.filter((e) => SET_BY_SBX.test(e))).toEqual([]);
+    expect(env.join('\n')).not.toContain('sbx_secret_');
+    // The image's own variables stay.
+    for (const e of await imageEnv(TEST_IMAGE)) expect(env).toContain(e);
+
+    const plain = await api('POST', '/api/v1/sandboxes', { snapshot: name, network: 'none' });
+    expect(plain.status, plain.text).toBe(201);
+    const plainEnv = (await exec(plain.body.id, 'env')).stdout.split('\n');
+    expect(plainEnv.filter((e) => SET_BY_SBX.test(e))).toEqual([]);
+    expect(plainEnv.join('\n')).not.toContain('sbx_secret_');
+
+    const filtered = await api('POST', '/api/v1/sandboxes', {
+      snapshot: name,
+      egress: { allow: ['api.example.com'] },
+      secrets: ['API_TOKEN'],
+    });
+    expect(filtered.status, filtered.text).toBe(201);
+    const token = (await exec(filtered.body.id, 'printf %s "$API_TOKEN"')).stdout;
+    expect(token).toMatch(/^sbx_secret_[0-9a-f]{32}$/);
+    expect(token).not.toBe(parentToken);
+    const ca = await exec(filtered.body.id, 'printf "%s\n" "$SSL_CERT_FILE" "$HTTPS_PROXY"; grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"');
+    const [caFile, proxy, certs] = ca.stdout.trim().split('\n');
+    expect(caFile).toBe('/etc/sbx/ca-bundle.crt');
+    expect(proxy).toMatch(/^http:\/\/[0-9.]+:[0-9]+$/);
+    expect(Number(certs)).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a fork gets its own placeholder and bundle; its fork image holds neither', async () => {
+    const res = await api('POST', `/api/v1/sandboxes/${parent}/fork`, {});
+    expect(res.status, res.text).toBe(201);
+    const child = res.body.sandboxes[0].id as string;
+    const token = (await exec(child, 'printf %s "$API_TOKEN"')).stdout;
+    expect(token).toMatch(/^sbx_secret_[0-9a-f]{32}$/);
+    expect(token).not.toBe(parentToken);
+    const bound = await srv.plane.deps.secretService!.forSandbox(child);
+    expect(bound.map((b) => [b.name, b.placeholder, b.value])).toEqual([['API_TOKEN', token, VALUE]]);
+    expect((await exec(child, 'grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"')).stdout.trim()).not.toBe('0');
+    const image = (await docker.getContainer(`sbx-${child}`).inspect()).Image;
+    const env = await imageEnv(image);
+    expect(env.filter((e) => SET_BY_SBX.test(e))).toEqual([]);
+    expect(env.join('\n')).not.toContain('sbx_secret_');
   });
 });

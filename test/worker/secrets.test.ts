@@ -108,6 +108,31 @@ describe('secrets fetched by workers', () => {
     expect(value).toBe(`${VALUE}-rotated`);
   });
 
+  it('injections counted by workers reach sbx_egress_secret_injections_total through heartbeats (a restart counts from zero)', async () => {
+    const metric = async () => {
+      const text = (await call(cp.url, 'GET', '/api/v1/metrics/prometheus')).text;
+      const m = /^sbx_egress_secret_injections_total (\d+)$/m.exec(text);
+      expect(m, 'the counter is exported').not.toBeNull();
+      return Number(m![1]);
+    };
+    const beat = (egress: Record<string, number>) =>
+      call(cp.url, 'POST', '/api/v1/worker/w4/heartbeat', { hostname: 'h4', providers: [], egress }, as('w4'));
+    const base = await metric();
+    expect((await beat({ allowed: 3, denied: 0, injections: 2 })).status).toBe(200);
+    const saved = await beat({ allowed: 5, denied: 1, injections: 6 });
+    expect(saved.body.egress).toEqual({ allowed: 5, denied: 1, injections: 6 });
+    expect(await metric()).toBe(base + 6);
+    // The same counts again add nothing; an older worker's heartbeat (no injections) neither.
+    await beat({ allowed: 5, denied: 1, injections: 6 });
+    await beat({ allowed: 6, denied: 1 });
+    expect(await metric()).toBe(base + 6);
+    // Counts that went down: the worker's gateway started over.
+    await beat({ allowed: 1, denied: 0, injections: 1 });
+    expect(await metric()).toBe(base + 7);
+    expect((await beat({ allowed: 1, denied: 0, injections: -1 })).status).toBe(400);
+    await call(cp.url, 'DELETE', '/api/v1/admin/workers/w4');
+  });
+
   it('fails closed: a failing fetch throws, and plain http to another host is never used', async () => {
     const failing = workerSecretSource({
       controlPlanes: ['https://cp.example'],

@@ -30,6 +30,9 @@ export const EVENT_KINDS = [
   'network.denied',
   'sandbox.paused',
   'sandbox.resumed',
+  'secret.created',
+  'secret.updated',
+  'secret.deleted',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

@@ -69,8 +69,12 @@ export class WorkerService {
     if (input.egress && this.opts.onEgress) {
       const before = prev?.egress ?? { allowed: 0, denied: 0 };
       const since = (now: number, then: number) => (now >= then ? now - then : now);
-      const delta = { allowed: since(input.egress.allowed, before.allowed), denied: since(input.egress.denied, before.denied) };
-      if (delta.allowed > 0 || delta.denied > 0) this.opts.onEgress(delta);
+      const delta = {
+        allowed: since(input.egress.allowed, before.allowed),
+        denied: since(input.egress.denied, before.denied),
+        injections: since(input.egress.injections ?? 0, before.injections ?? 0),
+      };
+      if (delta.allowed > 0 || delta.denied > 0 || delta.injections > 0) this.opts.onEgress(delta);
     }
     // Placement reads the registry at most once a second; a worker that joined or changed shows at once.
     if (!prev || placementView(prev) !== placementView(saved)) this.opts.locator?.forgetWorkers();

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { validateOwnerId } from '../admission/owner.js';
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
+import type { EventBus } from '../events/bus.js';
 import { parseRule } from '../network/rules.js';
 import type { Clock, LeaseStore, SandboxStore } from '../ports.js';
 import type { Caller } from '../sandboxes/caller.js';
@@ -31,6 +32,8 @@ export interface SecretServiceDeps {
   clock: Clock;
   /** Null: no key here (PostgreSQL without `auth.secrets_key`): creates and new values answer 503, nothing decrypts. */
   cipher: SecretCipher | null;
+  /** `secret.created|updated|deleted` go here: name, owner and fingerprint, never the value. */
+  events?: Pick<EventBus, 'publish'>;
 }
 
 /** A binding a spawn makes: the variable `name` holds `placeholder` inside the sandbox. */
@@ -111,6 +114,7 @@ export class SecretService implements SecretSource {
       updated_at: now,
     };
     await this.deps.store.insertSecret(rec);
+    this.publish('secret.created', rec);
     return view(rec);
   }
 
@@ -146,14 +150,27 @@ export class SecretService implements SecretSource {
     const rec = await this.deps.store.updateSecret(owner, name, patch);
     if (!rec) throw notFound(`secret ${name} not found`);
     this.cache.clear();
+    this.publish('secret.updated', rec);
     return view(rec);
   }
 
   async remove(caller: Caller, rawName: string, ownerQuery?: string): Promise<void> {
     const owner = this.ownerOf(caller, ownerQuery);
     const name = checkSecretName(rawName);
-    if (!(await this.deps.store.deleteSecret(owner, name))) throw notFound(`secret ${name} not found`);
+    const rec = await this.deps.store.getSecret(owner, name);
+    if (!rec || !(await this.deps.store.deleteSecret(owner, name))) throw notFound(`secret ${name} not found`);
     this.cache.clear();
+    this.publish('secret.deleted', rec);
+  }
+
+  /** An event of a secret's change: its name, owner and fingerprint (a keyed hash) — never the value or its ciphertext. */
+  private publish(type: 'secret.created' | 'secret.updated' | 'secret.deleted', rec: SecretRecord): void {
+    const owner = rec.owner_key === '' ? null : rec.owner_key;
+    this.deps.events?.publish({
+      type,
+      ...(owner ? { owner_id: owner } : {}),
+      data: { name: rec.name, owner, fingerprint: rec.fingerprint },
+    });
   }
 
   /**

@@ -14,6 +14,15 @@ export function deny(res: ServerResponse, status: number, text: string): void {
   res.end(`${text}\n`);
 }
 
+/** A CONNECT refused before its tunnel: the answer, then the socket closed. */
+export function refuseTunnel(sock: Socket, status: 400 | 403 | 502, text: string): void {
+  if (!sock.writable) return void sock.destroy();
+  const reason = status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Bad Gateway';
+  const body = `${text}\r\n`;
+  const head = `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: text/plain\r\n`;
+  sock.end(`${head}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
+
 /** `host[:port]` or `[v6][:port]`; the port 1–65535 without leading zeros. `defaultPort` null: required. */
 export function splitAuthority(text: string, defaultPort: number | null): { host: string; port: number } | null {
   if (text === '' || text.includes('@')) return null;

@@ -1,33 +1,21 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import {
-  compileLists,
-  judgeAddress,
-  judgeName,
-  ownAddresses,
-  parseTarget,
-  passingAddresses,
-  type DenyReason,
-  type EgressLists,
-  type Ip,
-  type ParsedLists,
-  type Rule,
-  type Target,
-} from '../../core/network/index.js';
+import { parseTarget, type DenyReason, type EgressLists, type Ip } from '../../core/network/index.js';
 import type { SecretSource } from '../../core/secrets/port.js';
-import { connectFirst, deny, normalizeSource, readHello, splitAuthority, type Hello } from './gateway-wire.js';
+import { Verdicts, type Judgeable } from './gateway-verdicts.js';
+import { connectFirst, deny, normalizeSource, readHello, refuseTunnel, splitAuthority, type Hello } from './gateway-wire.js';
 import { readResponseHead, relay, relayAnswer, requestHead, sendBody, UpstreamReads } from './http-relay.js';
 import { plainHeaders } from './http-rewrite.js';
-import { intercept, secretsNaming, type InterceptHooks, type InterceptTls } from './intercept.js';
+import { intercept, secretsNaming, TlsSessions, type InterceptHooks, type InterceptTls } from './intercept.js';
 import { hostResolver } from './resolver.js';
 
 /**
  * The egress gateway (DESIGN.md §10): what filtered sandboxes reach instead of the network. An
  * HTTP proxy for absolute-form requests (each judged; `Host` rewritten from the URI) and CONNECT
  * (judged; unless the matching rule names the port, the first bytes must be a TLS ClientHello
- * whose SNI equals the CONNECT host). It knows the sandbox by the source address, reads its rules
- * from the store per connection (cached ≤ 1 s), resolves names itself (resolver.ts) and connects only to the
- * resolved addresses that pass, in order, with no second lookup. Malformed input gets 400 and the
+ * whose SNI equals the CONNECT host; a host one of the sandbox's secrets names is intercepted:
+ * intercept.ts). It knows the sandbox by the source address and judges with gateway-verdicts.ts
+ * (lists per connection, names resolved by itself, only passing addresses). Malformed input gets 400 and the
  * gateway stays up; more than 256 connections from one sandbox get 503; idle tunnels close after
  * 10 minutes.
  */
@@ -69,38 +57,33 @@ export interface GatewayOptions {
   onNotice?(sandboxId: string, line: string): void;
 }
 
-interface Open {
-  target: Target;
-  port: number;
-  address: Ip | null;
-  sniChecked: boolean;
+interface Open extends Judgeable {
   close(): void;
 }
-
-type Judged = { ok: true; addresses: Ip[]; rule: Rule } | { ok: false; reason: DenyReason };
-
-const RULES_TTL_MS = 1_000;
 
 export class EgressGateway {
   private server: Server | null = null;
   private readonly perSource = new Map<string, number>();
-  private readonly rulesCache = new Map<string, { at: number; lists: Promise<ParsedLists | null> }>();
   private readonly open = new Map<string, Set<Open>>();
-  private readonly lookups = new Map<string, number>();
   private readonly sockets = new Set<Socket>();
   /** Client sockets a request was taken from: their one answer closes them (a relayed one is raw bytes). */
   private readonly taken = new WeakSet<Socket>();
-  private readonly resolver: (name: string) => Promise<string[]>;
+  private readonly verdicts: Verdicts;
+  /** TLS sessions with upstreams of intercepted tunnels, resumed by the next tunnel to the same host. */
+  private readonly sessions = new TlsSessions();
   private readonly max: number;
   private readonly idleMs: number;
-  private readonly maxLookups: number;
   private readonly connectTimeoutMs: number;
 
   constructor(private readonly opts: GatewayOptions) {
-    this.resolver = opts.resolve ?? hostResolver();
+    this.verdicts = new Verdicts({
+      rules: opts.rules,
+      resolve: opts.resolve ?? hostResolver(),
+      maxLookups: opts.maxLookups ?? 8,
+      ...(opts.ownAddresses ? { ownAddresses: opts.ownAddresses } : {}),
+    });
     this.max = opts.maxConnectionsPerSandbox ?? 256;
     this.idleMs = opts.idleMs ?? 10 * 60_000;
-    this.maxLookups = opts.maxLookups ?? 8;
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
   }
 
@@ -142,34 +125,11 @@ export class EgressGateway {
    * is judged again; what the new lists no longer allow is closed.
    */
   async changed(sandboxId: string): Promise<void> {
-    this.rulesCache.delete(sandboxId);
+    this.verdicts.forget(sandboxId);
     const set = this.open.get(sandboxId);
     if (!set || set.size === 0) return;
-    const lists = await this.lists(sandboxId);
-    for (const o of [...set]) {
-      if (!lists || !this.stillAllowed(o, lists)) o.close();
-    }
-  }
-
-  private stillAllowed(o: Open, lists: ParsedLists): boolean {
-    const own = this.own();
-    let rule: Rule;
-    if (o.target.kind === 'name') {
-      const v = judgeName(o.target.name, o.port, lists);
-      if (v.verdict === 'denied') return false;
-      rule = v.rule;
-      if (o.address && judgeAddress(o.address, o.port, lists, own, v.rule).verdict === 'denied') return false;
-    } else {
-      const v = judgeAddress(o.target.ip, o.port, lists, own);
-      if (v.verdict === 'denied') return false;
-      rule = v.rule;
-    }
-    // A tunnel let through without an SNI check needs a rule that still names its port.
-    return o.sniChecked || rule.port !== null;
-  }
-
-  private own(): Ip[] {
-    return ownAddresses(this.opts.ownAddresses?.() ?? []);
+    const lists = await this.verdicts.lists(sandboxId);
+    for (const o of [...set]) if (!this.verdicts.stillAllowed(o, lists)) o.close();
   }
 
   private accept(sock: Socket): void {
@@ -204,57 +164,13 @@ export class EgressGateway {
     }
   }
 
-  private lists(sandboxId: string): Promise<ParsedLists | null> {
-    const now = Date.now();
-    const hit = this.rulesCache.get(sandboxId);
-    if (hit && now - hit.at < RULES_TTL_MS) return hit.lists;
-    const lists = this.opts.rules(sandboxId).then(
-      (l) => (l ? compileLists(l) : null),
-      () => null,
-    );
-    this.rulesCache.set(sandboxId, { at: now, lists });
-    if (this.rulesCache.size > 10_000) this.rulesCache.clear();
-    return lists;
-  }
-
-  /** The verdict on host:port for a sandbox, with the addresses to try in order. */
-  private async judge(sandboxId: string, target: Target, port: number): Promise<Judged> {
-    const lists = await this.lists(sandboxId);
-    if (!lists) return { ok: false, reason: 'no_rule' };
-    const own = this.own();
-    if (target.kind === 'ip') {
-      const v = judgeAddress(target.ip, port, lists, own);
-      return v.verdict === 'allowed' ? { ok: true, addresses: [target.ip], rule: v.rule } : { ok: false, reason: v.reason };
-    }
-    const v = judgeName(target.name, port, lists);
-    if (v.verdict === 'denied') return { ok: false, reason: v.reason };
-    const inFlight = this.lookups.get(sandboxId) ?? 0;
-    if (inFlight >= this.maxLookups) return { ok: false, reason: 'limit' };
-    this.lookups.set(sandboxId, inFlight + 1);
-    let texts: string[];
-    try {
-      texts = await this.resolver(target.name);
-    } catch {
-      texts = [];
-    } finally {
-      const left = (this.lookups.get(sandboxId) ?? 1) - 1;
-      if (left <= 0) this.lookups.delete(sandboxId);
-      else this.lookups.set(sandboxId, left);
-    }
-    const ips = texts.flatMap((t) => {
-      const p = parseTarget(t.includes(':') ? `[${t}]` : t);
-      return p && p.kind === 'ip' ? [p.ip] : [];
-    });
-    const { passing, reason } = passingAddresses(ips, port, lists, own, v.rule);
-    return passing.length > 0 ? { ok: true, addresses: passing, rule: v.rule } : { ok: false, reason };
-  }
-
   /** What an intercepted tunnel of this sandbox reports through and reads from. */
   private hooks(sandboxId: string, shown: string, port: number): InterceptHooks {
     const { secrets, interception, onInjection, onNotice } = this.opts;
     return {
       secrets: () => secrets!.forSandbox(sandboxId),
       tls: interception!,
+      sessions: this.sessions,
       idleMs: this.idleMs,
       connectTimeoutMs: this.connectTimeoutMs,
       onRefused: () => this.record(sandboxId, shown, port, 'secret_not_allowed'),
@@ -296,7 +212,7 @@ export class EgressGateway {
       return deny(res, 403, 'sbx egress: denied (no_rule): not a host name or IP address');
     }
     const shown = target.kind === 'name' ? target.name : hp.host;
-    const j = await this.judge(sandboxId, target, hp.port);
+    const j = await this.verdicts.judge(sandboxId, target, hp.port);
     if (!j.ok) {
       this.record(sandboxId, shown, hp.port, j.reason);
       return deny(res, 403, `sbx egress: denied (${j.reason}): ${shown}:${hp.port}`);
@@ -384,15 +300,7 @@ export class EgressGateway {
   /** CONNECT host:port. */
   private async tunnel(req: IncomingMessage, sock: Socket, head: Buffer): Promise<void> {
     const source = normalizeSource(sock.remoteAddress ?? '');
-    const refuse = (status: number, text: string) => {
-      if (sock.writable)
-        sock.end(
-          `HTTP/1.1 ${status} ` +
-            `${status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Bad Gateway'}\r\nConnection: ` +
-            `close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(text) + 2}\r\n\r\n${text}\r\n`,
-        );
-      else sock.destroy();
-    };
+    const refuse = (status: 400 | 403 | 502, text: string) => refuseTunnel(sock, status, text);
     const hp = /^[^/?#@\s]+$/.test(req.url ?? '') ? splitAuthority(req.url!, null) : null;
     if (!hp) return refuse(400, 'sbx egress: CONNECT needs host:port');
     const sandboxId = await this.opts.sandboxFor(source);
@@ -406,7 +314,7 @@ export class EgressGateway {
       return refuse(403, 'sbx egress: denied (no_rule): not a host name or IP address');
     }
     const shown = target.kind === 'name' ? target.name : hp.host;
-    const j = await this.judge(sandboxId, target, hp.port);
+    const j = await this.verdicts.judge(sandboxId, target, hp.port);
     if (!j.ok) {
       this.record(sandboxId, shown, hp.port, j.reason);
       return refuse(403, `sbx egress: denied (${j.reason}): ${shown}:${hp.port}`);

@@ -137,6 +137,20 @@ export function forwardPairs(pairs: readonly HeaderPair[]): HeaderPair[] {
   return pairs.filter(([k]) => !HOP.test(k) && !k.startsWith(':'));
 }
 
+/** As `forwardPairs`, as one raw list (`[name, value, …]`, what node:http takes) after `front`: one pass, one array. */
+export function forwardRaw(pairs: readonly HeaderPair[], front: readonly string[] = []): string[] {
+  const out = [...front];
+  for (const [k, v] of pairs) if (!HOP.test(k) && !k.startsWith(':')) out.push(k, v);
+  return out;
+}
+
+/** As `forwardRaw`, from a raw list (`rawHeaders`). */
+export function forwardRawList(raw: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) if (!HOP.test(raw[i]!) && !raw[i]!.startsWith(':')) out.push(raw[i]!, raw[i + 1]!);
+  return out;
+}
+
 /**
  * The headers of a plain-HTTP proxy request as they go on (proxy and hop headers dropped, `Host`
  * set by the caller), with the placeholders of secrets that allow plain HTTP replaced; any other

@@ -147,6 +147,61 @@ describe('secrets API', () => {
   });
 });
 
+describe('secret events', () => {
+  /** The event stream as `user` sees it (replayed from the start), once `until` shows up (bounded). */
+  const stream = async (user: string, until: string) => {
+    const res = await u.inject({
+      method: 'GET',
+      url: '/api/v1/events',
+      headers: { 'last-event-id': '0', ...as(user) },
+      payloadAsStream: true,
+    });
+    const body = res.stream();
+    let text = '';
+    body.on('data', (c: Buffer) => (text += c.toString()));
+    for (let i = 0; i < 50 && !text.includes(until); i++) await new Promise((r) => setImmediate(r));
+    body.destroy();
+    return text;
+  };
+
+  it('secret.created, .updated and .deleted carry name, owner and fingerprint, never the value; other owners see none', async () => {
+    const value = 'event-value-7a3c5e9b1d';
+    const made = await create('kate', { name: 'EVENTED', value, hosts: ['k.test'] });
+    expect(made.status, made.text).toBe(201);
+    const put = await u.req('PUT', '/api/v1/secrets/EVENTED', { value: `${value}-rotated` }, as('kate'));
+    expect(put.status).toBe(200);
+    expect((await u.req('DELETE', '/api/v1/secrets/EVENTED', undefined, as('kate'))).status).toBe(200);
+    const events = u.plane.deps.bus.since(0).filter((e) => e.type.startsWith('secret.') && e.data?.name === 'EVENTED');
+    expect(events.map((e) => [e.type, e.owner_id, e.data])).toEqual([
+      ['secret.created', 'kate', { name: 'EVENTED', owner: 'kate', fingerprint: made.body.fingerprint }],
+      ['secret.updated', 'kate', { name: 'EVENTED', owner: 'kate', fingerprint: put.body.fingerprint }],
+      ['secret.deleted', 'kate', { name: 'EVENTED', owner: 'kate', fingerprint: put.body.fingerprint }],
+    ]);
+    expect(put.body.fingerprint).not.toBe(made.body.fingerprint);
+    expect(JSON.stringify(u.plane.deps.bus.since(0))).not.toContain(value);
+    // Through the event stream: the owner sees the three, another owner none of them.
+    const own = await stream('kate', 'event: secret.deleted');
+    expect(own).toContain('event: secret.created');
+    expect(own).toContain('event: secret.updated');
+    expect(own).toContain('event: secret.deleted');
+    expect(own).not.toContain(value);
+    expect((await create('leo', { name: 'LEO_OWN', value: 'leo-value-1', hosts: ['l.test'] })).status).toBe(201);
+    const other = await stream('leo', 'LEO_OWN');
+    expect(other).toContain('LEO_OWN');
+    expect(other).not.toContain('EVENTED');
+    // A failed change publishes nothing.
+    const before = u.plane.deps.bus.since(0).length;
+    expect((await u.req('DELETE', '/api/v1/secrets/EVENTED', undefined, as('kate'))).status).toBe(404);
+    expect((await create('kate', { name: 'bad name', value, hosts: ['k.test'] })).status).toBe(400);
+    expect(
+      u.plane.deps.bus
+        .since(0)
+        .slice(before)
+        .filter((e) => e.type.startsWith('secret.')),
+    ).toEqual([]);
+  });
+});
+
 describe('binding secrets to sandboxes', () => {
   beforeAll(async () => {
     expect((await create('hank', { name: 'TOKEN', value: 'hank-token-value', hosts: ['api.example.com'] })).status).toBe(201);

@@ -7,6 +7,11 @@ import { isNotFound } from './errors.js';
 import type { ResolvedOptions } from './options.js';
 import { CA_BUNDLE_PATH, CA_VARS, TrustBundles } from './trust-bundle.js';
 
+/** The proxy variables of a filtered sandbox (DESIGN.md §10). */
+const PROXY_VARS = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'NO_PROXY', 'no_proxy'] as const;
+/** Every variable sbx sets in a filtered sandbox's container: never carried into a snapshot or fork image (§15). */
+export const FILTERED_ENV_VARS: readonly string[] = [...PROXY_VARS, ...CA_VARS];
+
 /** Label on the filtered network: which installation made it. */
 const LABEL_INSTALLATION = 'sbx.installation';
 /** Capabilities that would let a sandbox forge packets or change its own routes. */
@@ -249,14 +254,7 @@ export class DockerEgress implements ProviderEgress {
   async createOptions(sandboxId: string): Promise<FilteredCreate> {
     const net = await this.up();
     const proxy = `http://${net.gateway}:${this.port}`;
-    const env = [
-      `HTTP_PROXY=${proxy}`,
-      `HTTPS_PROXY=${proxy}`,
-      `http_proxy=${proxy}`,
-      `https_proxy=${proxy}`,
-      'NO_PROXY=localhost,127.0.0.1',
-      'no_proxy=localhost,127.0.0.1',
-    ];
+    const env = PROXY_VARS.map((v) => `${v}=${v.toLowerCase() === 'no_proxy' ? 'localhost,127.0.0.1' : proxy}`);
     const bundles = this.bundles;
     if (!bundles) return { networkMode: net.name, dns: [net.gateway], env, mounts: [] };
     const path = await bundles.make(sandboxId);

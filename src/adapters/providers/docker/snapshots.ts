@@ -2,6 +2,7 @@ import type Docker from 'dockerode';
 import { badRequest, conflict, isAbortError, SbxError } from '../../../core/errors.js';
 import type { SnapshotResult } from '../../../core/ports.js';
 import { LABEL_INSTALLATION } from './containers.js';
+import { FILTERED_ENV_VARS } from './egress.js';
 import { bounded, call, isNotFound, toSbxError } from './errors.js';
 
 /** Label naming the snapshot an image holds. */
@@ -68,12 +69,14 @@ export class DockerSnapshots {
     const ref = kind.image(name);
     // The tag is this name's: an image already there (another installation's, or left over) is not overwritten.
     if (await this.labels(ref, signal)) throw conflict(`${what} "${name}" already exists on the docker engine (image ${ref})`);
+    const env = await this.imageEnv(runtimeId, signal);
     try {
       await this.docker.getContainer(runtimeId).commit({
         // Query and body apart (docker-modem): the body is the image config merged over the container's.
         _query: { container: runtimeId, repo: `${kind.repo}/${name}`, tag: 'latest', pause: true, comment: `sbx ${what} ${name}` },
         // The other kind's label emptied: a snapshot of a fork (or a fork of a sandbox from a snapshot) is listed as one kind only.
         _body: {
+          ...(env.length > 0 ? { Env: env } : {}),
           Labels: {
             [LABEL_INSTALLATION]: this.installationId,
             [KINDS[what === 'fork' ? 'snapshot' : 'fork'].label]: '',
@@ -93,6 +96,28 @@ export class DockerSnapshots {
       signal,
     );
     return { image: ref, size_bytes: Number(info.Size ?? 0), kernel: null };
+  }
+
+  /**
+   * The variables a filtered sandbox got from sbx (proxy, CA bundle: DESIGN.md §15 — the bundle is
+   * mounted, never in the image) as the committed image must hold them: the value its own image
+   * had, else the bare name, which the engine keeps out of every process's environment (a commit
+   * merges the container's variables into the image, so leaving one out would keep sbx's value).
+   * Empty for a container that has none of them.
+   */
+  private async imageEnv(runtimeId: string, signal?: AbortSignal): Promise<string[]> {
+    const what = `${this.what} of ${runtimeId}`;
+    const c = await call(
+      what,
+      (s) => this.docker.getContainer(runtimeId).inspect({ abortSignal: s } as Docker.ContainerInspectOptions),
+      signal,
+    );
+    const keyOf = (e: string) => (e.includes('=') ? e.slice(0, e.indexOf('=')) : e);
+    const set = new Set((c.Config?.Env ?? []).map(keyOf).filter((k: string) => FILTERED_ENV_VARS.includes(k)));
+    if (set.size === 0) return [];
+    const image = await call(what, (s) => this.docker.getImage(c.Image).inspect({ abortSignal: s } as Docker.ImageInspectOptions), signal);
+    const own = new Map((image.Config?.Env ?? []).filter((e: string) => e.includes('=')).map((e: string) => [keyOf(e), e] as const));
+    return [...set].map((k) => own.get(k) ?? k);
   }
 
   /**

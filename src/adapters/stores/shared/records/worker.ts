@@ -47,5 +47,7 @@ export function workerFromRow(r: Row): WorkerRecord {
 function capacityAndEgress(stored: WorkerCapacity & { egress?: EgressCounts }): Pick<WorkerRecord, 'capacity' | 'egress'> {
   const { egress, ...capacity } = stored;
   const ok = egress && Number.isSafeInteger(egress.allowed) && Number.isSafeInteger(egress.denied);
-  return ok ? { capacity, egress: { allowed: egress.allowed, denied: egress.denied } } : { capacity };
+  if (!ok) return { capacity };
+  const injections = Number.isSafeInteger(egress.injections) ? { injections: egress.injections } : {};
+  return { capacity, egress: { allowed: egress.allowed, denied: egress.denied, ...injections } };
 }

@@ -42,23 +42,35 @@ const SERVER = `
 const fs = require('node:fs'), http = require('node:http'), http2 = require('node:http2'), tls = require('node:tls');
 const [addr, dir] = process.argv.slice(2);
 const ctx = (n) => tls.createSecureContext({ key: fs.readFileSync(dir + '/' + n + '.key'), cert: fs.readFileSync(dir + '/' + n + '.crt') });
-const names = { 'api.test': ctx('api.test'), 'other.test': ctx('other.test'), 'plain.test': ctx('plain.test'), 'bad.test': ctx('bad.test') };
+const names = {
+  'api.test': ctx('api.test'), 'other.test': ctx('other.test'), 'plain.test': ctx('plain.test'), 'bad.test': ctx('bad.test'),
+};
 const handler = (req, res) => {
   if (req.url.startsWith('/big/')) {
     const total = Number(req.url.slice(5)); const chunk = Buffer.alloc(65536, 120); let sent = 0;
     res.setHeader('content-length', String(total));
-    const pump = () => { while (sent < total) { const n = Math.min(chunk.length, total - sent); sent += n; if (!res.write(chunk.subarray(0, n))) return res.once('drain', pump); } res.end(); };
+    const pump = () => {
+      while (sent < total) {
+        const n = Math.min(chunk.length, total - sent); sent += n;
+        if (!res.write(chunk.subarray(0, n))) return res.once('drain', pump);
+      }
+      res.end();
+    };
     return pump();
   }
   let n = 0;
   req.on('data', (d) => (n += d.length));
   req.on('end', () => {
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ version: req.httpVersion, method: req.method, url: req.url, headers: req.headers, port: req.socket.remotePort, bytes: n }));
+    res.end(JSON.stringify({
+      version: req.httpVersion, method: req.method, url: req.url, headers: req.headers, port: req.socket.remotePort, bytes: n,
+    }));
   });
 };
 const byIp = { key: fs.readFileSync(dir + '/ip.key'), cert: fs.readFileSync(dir + '/ip.crt') }; // no SNI: the IP's certificate
-http2.createSecureServer({ ...byIp, allowHTTP1: true, ALPNProtocols: ['h2', 'http/1.1'], SNICallback: (n, cb) => cb(null, names[n] || names['api.test']) }, handler).listen(443, addr, () => {
+http2.createSecureServer({
+  ...byIp, allowHTTP1: true, ALPNProtocols: ['h2', 'http/1.1'], SNICallback: (n, cb) => cb(null, names[n] || names['api.test']),
+}, handler).listen(443, addr, () => {
   http.createServer(handler).listen(80, addr, () => process.stdout.write('ready\\n'));
 });
 `;

@@ -42,7 +42,10 @@ const [addr, dir] = process.argv.slice(2);
 const ctx = (n) => tls.createSecureContext({ key: fs.readFileSync(dir + '/' + n + '.key'), cert: fs.readFileSync(dir + '/' + n + '.crt') });
 const names = { 'api.test': ctx('api.test'), 'other.test': ctx('other.test'), 'plain.test': ctx('plain.test') };
 const api = names['api.test'];
-https.createServer({ key: fs.readFileSync(dir + '/api.test.key'), cert: fs.readFileSync(dir + '/api.test.crt'), SNICallback: (n, cb) => cb(null, names[n] || api) }, (req, res) => {
+https.createServer({
+  key: fs.readFileSync(dir + '/api.test.key'), cert: fs.readFileSync(dir + '/api.test.crt'),
+  SNICallback: (n, cb) => cb(null, names[n] || api),
+}, (req, res) => {
   res.setHeader('content-type', 'application/json');
   res.end(JSON.stringify({ host: req.headers.host, url: req.url, headers: req.headers }));
 }).listen(443, addr, () => process.stdout.write('ready\\n'));

@@ -15,7 +15,7 @@ import { RateLimiter } from '../core/admission/rate-limiter.js';
 import { EventBus } from '../core/events/bus.js';
 import { instrumentProvider } from '../core/observability/instrument.js';
 import { OperationStats } from '../core/observability/operations.js';
-import type { Clock, IdSource, Store } from '../core/ports.js';
+import type { Clock, IdSource, Store } from '../core/ports/index.js';
 import { ProviderRegistry } from '../core/providers/registry.js';
 import { ExecService } from '../core/sandboxes/exec.js';
 import { FileService } from '../core/sandboxes/files.js';

@@ -19,7 +19,7 @@ import type { WorkerCredentials } from '../core/auth/settings.js';
 import { AUD_CONTROL_PLANE, WORKER_SCOPES } from '../core/auth/worker-claims.js';
 import { parseDuration } from '../core/duration.js';
 import { EventBus } from '../core/events/bus.js';
-import type { Clock, Provider } from '../core/ports.js';
+import type { Clock, Provider } from '../core/ports/index.js';
 import type { WorkerState } from '../core/scheduler/worker-state-port.js';
 import { createLogger } from '../log/logger.js';
 import { mintWorkerToken } from '../transports/shared/worker-auth.js';

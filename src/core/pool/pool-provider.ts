@@ -27,7 +27,7 @@ import type {
   PoolUidStore,
   WatchEvent,
   WorkspaceOps,
-} from '../ports.js';
+} from '../ports/index.js';
 import { tenantEvents, workspacePath } from './workspace.js';
 
 export interface PoolSettings {

@@ -2,7 +2,7 @@ import { parseDuration } from '../duration.js';
 import { formatDuration } from '../../shared/duration.js';
 import { badRequest, isAbortError, isSbxError, SbxError } from '../errors.js';
 import { reportExecFailure } from '../events/failures.js';
-import type { ExecControl, ExecSpec, Provider, SandboxRecord } from '../ports.js';
+import type { ExecControl, ExecSpec, Provider, SandboxRecord } from '../ports/index.js';
 import type { Caller } from './caller.js';
 import { CappedOutput } from './exec-output.js';
 import { sandboxPath } from './paths.js';

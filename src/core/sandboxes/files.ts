@@ -1,5 +1,5 @@
 import { SbxError } from '../errors.js';
-import type { ConsoleLog, ConsoleQuery, FileInfo, OpenedFile } from '../ports.js';
+import type { ConsoleLog, ConsoleQuery, FileInfo, OpenedFile } from '../ports/index.js';
 import type { Caller } from './caller.js';
 import type { ByteBudget } from './exec.js';
 import { parseOctalMode, sandboxGlob, sandboxPath } from './paths.js';

@@ -15,7 +15,7 @@
 import { parseDuration } from '../duration.js';
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import type { AdmissionTicket } from '../admission/admission.js';
-import type { Provider, SandboxRecord } from '../ports.js';
+import type { Provider, SandboxRecord } from '../ports/index.js';
 import type { Caller } from './caller.js';
 import { cannot } from './snapshots.js';
 import type { ResolvedSpawn, SandboxService } from './service.js';

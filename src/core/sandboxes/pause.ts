@@ -5,7 +5,7 @@
  * (`ensureRunning`), the auto-pause pass and the pause at the TTL of `on_expire: pause`.
  */
 import { conflict, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
-import type { Provider, SandboxRecord } from '../ports.js';
+import type { Provider, SandboxRecord } from '../ports/index.js';
 import type { Caller } from './caller.js';
 import { ActivityTracker } from './activity.js';
 import { sandboxPages } from './pages.js';

@@ -6,7 +6,7 @@
 import { createHmac } from 'node:crypto';
 import { safeEqual } from '../auth/worker-credentials.js';
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
-import type { PreviewUpstream, SandboxRecord, WorkerStore } from '../ports.js';
+import type { PreviewUpstream, SandboxRecord, WorkerStore } from '../ports/index.js';
 import { ownerVisible, type Caller } from './caller.js';
 import type { SandboxService } from './service.js';
 

@@ -13,7 +13,7 @@ import type {
   ProcessState,
   ProcessStore,
   Provider,
-} from '../ports.js';
+} from '../ports/index.js';
 import type { Caller } from './caller.js';
 import { checkStartOptions, ProcessInput, type ProcessStartOptions } from './process-input.js';
 import { checkWorkdir, commandEnv, startDeadline, type ExecCommand, type ExecService } from './exec.js';

@@ -3,7 +3,7 @@
  * a provider reports stopped or missing, are torn down; remote sandboxes past their TTL go to their
  * workers. Rows are read in keyset pages, past-TTL ones by the expires_at index.
  */
-import type { RuntimeStatus, SandboxRecord } from '../ports.js';
+import type { RuntimeStatus, SandboxRecord } from '../ports/index.js';
 import { sandboxPages } from './pages.js';
 import type { SandboxService } from './service.js';
 

@@ -12,7 +12,7 @@
 import { sandboxPages } from './pages.js';
 import { isSbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore, WorkerRecord, WorkerStore } from '../ports.js';
+import type { Clock, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore, WorkerRecord, WorkerStore } from '../ports/index.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
 
 export interface RemoteReconcileDeps {

@@ -15,7 +15,7 @@ import type {
   SnapshotStore,
   VolumeMount,
   VolumeStore,
-} from '../ports.js';
+} from '../ports/index.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
 import type { CoreSettings } from '../settings.js';
 import { ownerVisible, type Caller } from './caller.js';

@@ -6,7 +6,7 @@
  * without a snapshot, never a snapshot nobody knows about. Kept until deleted.
  */
 import { badRequest, conflict, notFound, SbxError, unavailable } from '../errors.js';
-import type { Provider, SnapshotRecord, SnapshotStore } from '../ports.js';
+import type { Provider, SnapshotRecord, SnapshotStore } from '../ports/index.js';
 import { ownerVisible, type Caller } from './caller.js';
 import type { SandboxService } from './service.js';
 

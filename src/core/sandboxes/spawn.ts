@@ -9,7 +9,7 @@ import { formatDuration } from '../../shared/duration.js';
 import { badRequest, isSbxError, SbxError } from '../errors.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { AdmissionTicket } from '../admission/admission.js';
-import type { Provider, SandboxRecord } from '../ports.js';
+import type { Provider, SandboxRecord } from '../ports/index.js';
 import type { Target } from '../scheduler/locator.js';
 import type { SandboxDeps, ResolvedSpawn } from './service.js';
 import { asProviderError } from './service.js';

@@ -2,7 +2,7 @@ import { isAbortError, isSbxError, SbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { Clock, Provider, SandboxRecord, SandboxStore } from '../ports.js';
+import type { Clock, Provider, SandboxRecord, SandboxStore } from '../ports/index.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
 
 interface TeardownDeps {

@@ -5,7 +5,7 @@
  */
 import { badRequest, conflict, isSbxError, notFound, unavailable } from '../errors.js';
 import { canonicalProviderName } from '../providers/registry.js';
-import type { Provider, VolumeMount, VolumeRecord, VolumeStore } from '../ports.js';
+import type { Provider, VolumeMount, VolumeRecord, VolumeStore } from '../ports/index.js';
 import { ownerVisible, type Caller } from './caller.js';
 import { sandboxPath } from './paths.js';
 import type { SandboxService } from './service.js';

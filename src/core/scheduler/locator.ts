@@ -16,7 +16,7 @@ import type {
   SandboxStore,
   WorkerRecord,
   WorkerStore,
-} from '../ports.js';
+} from '../ports/index.js';
 import { place, PLACEMENT_STALE_AFTER_MS, providerCapabilities, remoteDefaultProvider, type PlacementRequest } from './placement.js';
 import type { RemoteTarget, RemoteWorkers } from './remote-port.js';
 import { PlacementReservations, type PlacementRead, type PlacementSlot } from './reservations.js';

@@ -2,7 +2,7 @@
  * Worker placement (DESIGN.md §7 "Placement"): a pure decision — the registry, the live counts and
  * the request in, the chosen worker (or why none) out. No store, no clock reads: callers pass both.
  */
-import type { WorkerRecord } from '../ports.js';
+import type { WorkerRecord } from '../ports/index.js';
 
 /** A worker whose last heartbeat is older than this is stale and never placed on. */
 export const PLACEMENT_STALE_AFTER_MS = 2 * 60_000;

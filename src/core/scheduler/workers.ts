@@ -1,7 +1,7 @@
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import { canonicalProviderName } from '../providers/registry.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, EgressCounts, SandboxStore, WorkerCapacity, WorkerRecord, WorkerStore } from '../ports.js';
+import type { Clock, EgressCounts, SandboxStore, WorkerCapacity, WorkerRecord, WorkerStore } from '../ports/index.js';
 import type { RuntimeLocator } from './locator.js';
 import type { RemoteWorkers } from './remote-port.js';
 import { publishWorkerEvents, type WorkerDenial } from './worker-events.js';

@@ -10,7 +10,7 @@ import type { RateLimitStats } from '../../core/admission/rate-limiter.js';
 import type { EventBus } from '../../core/events/bus.js';
 import type { OperationStats } from '../../core/observability/operations.js';
 import type { AuditService } from '../../core/audit/audit.js';
-import type { Clock } from '../../core/ports.js';
+import type { Clock } from '../../core/ports/index.js';
 import type { StoreProbe } from '../../core/observability/store-health.js';
 import type { ProviderRegistry } from '../../core/providers/registry.js';
 import type { ExecService } from '../../core/sandboxes/exec.js';

@@ -5,7 +5,7 @@
  * ever paths for this sandbox's own watch, checked to be absolute, and bounded by core.
  */
 import { SbxError } from '../../../core/errors.js';
-import type { WatchEvent } from '../../../core/ports.js';
+import type { WatchEvent } from '../../../core/ports/index.js';
 import { AsyncQueue } from '../../../core/async-queue.js';
 import { decodeWatchPayload, watchRefusal } from '../shared/host-watch.js';
 import { cString, u32 } from './agent.js';

@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, rmdirSync, rmSy
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { badRequest, SbxError } from '../../../core/errors.js';
-import type { ExecControl, ExecEvent, ExecSignal, ExecSpec } from '../../../core/ports.js';
+import type { ExecControl, ExecEvent, ExecSignal, ExecSpec } from '../../../core/ports/index.js';
 import { isLiveStdin } from '../shared/live-input.js';
 import { AgentConnection, Inbox, MAX_CHUNK, R, STAGE, T } from './agent-conn.js';
 import { bounded, isNotFound } from './errors.js';

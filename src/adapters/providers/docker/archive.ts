@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import { badRequest, isAbortError, isSbxError, notFound, SbxError } from '../../../core/errors.js';
-import type { OpenedFile } from '../../../core/ports.js';
+import type { OpenedFile } from '../../../core/ports/index.js';
 import { fileTooLarge } from '../../../core/sandboxes/files.js';
 import { bounded, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 

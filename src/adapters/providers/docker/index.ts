@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 import { SbxError, unavailable } from '../../../core/errors.js';
-import type { ExecEvent, ExecSpec, Provider } from '../../../core/ports.js';
+import type { ExecEvent, ExecSpec, Provider } from '../../../core/ports/index.js';
 import { DockerConsole } from './console.js';
 import { Containers } from './containers.js';
 import { killMarkedViaEngine, streamExec } from './exec.js';
@@ -14,7 +14,7 @@ import { AgentUnavailable, DockerAgents, LABEL_AGENT, agentCanExec, agentExec } 
 import { agentOpen, agentStat, agentWrite } from './agent-files.js';
 import { agentWatch } from './agent-watch.js';
 import { LABEL_SANDBOX } from './containers.js';
-import type { OpenedFile } from '../../../core/ports.js';
+import type { OpenedFile } from '../../../core/ports/index.js';
 import { readAll } from '../../../core/sandboxes/files.js';
 
 /** The uid (and gid) of an image's `User`: undefined for root, null when only a name is known. */

@@ -4,7 +4,7 @@
  * modification times behave as the host-backed providers' do (FileInfo of the Provider port).
  */
 import { badRequest, notFound } from '../../../core/errors.js';
-import type { FileInfo } from '../../../core/ports.js';
+import type { FileInfo } from '../../../core/ports/index.js';
 import { fileTooLarge } from '../../../core/sandboxes/files.js';
 import { MAX_NAME_BYTES } from '../../../core/sandboxes/paths.js';
 import { formatMode } from '../shared/file-mode.js';

@@ -1,7 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { badRequest, providerError } from '../../../core/errors.js';
-import type { ExecControl, ExecEvent } from '../../../core/ports.js';
+import type { ExecControl, ExecEvent } from '../../../core/ports/index.js';
 import { consumeControls, isLiveStdin, type Pump, pumpStdin } from './live-input.js';
 import { groupMembers, killMembers, killTree, signalWhenReady, treeMembers } from './process-tree.js';
 

@@ -3,7 +3,7 @@ import { constants, type Stats } from 'node:fs';
 import { chmod, open, readdir, rename, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, posix } from 'node:path';
 import { badRequest, notFound, SbxError } from '../../../core/errors.js';
-import type { FileInfo } from '../../../core/ports.js';
+import type { FileInfo } from '../../../core/ports/index.js';
 import { fileTooLarge } from '../../../core/sandboxes/files.js';
 import { MAX_NAME_BYTES } from '../../../core/sandboxes/paths.js';
 import { formatMode } from './file-mode.js';

@@ -19,7 +19,7 @@ import type {
   VolumeRecord,
   WorkerCapacity,
   WorkerRecord,
-} from '../../../core/ports.js';
+} from '../../../core/ports/index.js';
 
 export type Row = Record<string, unknown>;
 

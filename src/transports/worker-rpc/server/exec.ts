@@ -8,7 +8,7 @@ import { TIMEOUT_EXIT_CODE } from '../../../core/sandboxes/exec.js';
 import { parseDuration } from '../../../core/duration.js';
 import { formatDuration } from '../../../shared/duration.js';
 import { isAbortError, isSbxError, SbxError } from '../../../core/errors.js';
-import type { ExecSpec, Provider } from '../../../core/ports.js';
+import type { ExecSpec, Provider } from '../../../core/ports/index.js';
 import type { ExecItem } from '../../../core/sandboxes/exec.js';
 
 /** A timeout string as milliseconds; '' or absent = none. */

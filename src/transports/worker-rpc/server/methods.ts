@@ -9,7 +9,7 @@ import { formatDuration } from '../../../shared/duration.js';
 import { badRequest, notFound, SbxError, unavailable } from '../../../core/errors.js';
 import { parseEgress } from '../../../core/network/rules.js';
 import { canonicalProviderName } from '../../../core/providers/registry.js';
-import type { ExecSpec, Provider } from '../../../core/ports.js';
+import type { ExecSpec, Provider } from '../../../core/ports/index.js';
 import { CappedOutput } from '../../../core/sandboxes/exec-output.js';
 import { sandboxGlob, sandboxPath } from '../../../core/sandboxes/paths.js';
 import type { ExecItem } from '../../../core/sandboxes/exec.js';

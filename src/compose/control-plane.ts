@@ -49,7 +49,7 @@ import { listenOn } from './listen.js';
 import { reconcileAtStart, startAutoPause, startLeaderTasks } from './background.js';
 import { isReplicaWorker, peerLiveness, replicaRpcKey, replicaRpcRoutes } from './replica-rpc.js';
 import { advertiseUrl } from '../config/advertise.js';
-import { REPLICA_CAPABILITY } from '../core/scheduler/workers.js';
+import { REPLICA_CAPABILITY } from '../core/scheduler/placement.js';
 import { openStore } from './store.js';
 import { openSecrets } from './secrets.js';
 

@@ -14,7 +14,7 @@ import { badRequest } from '../core/errors.js';
 import type { Clock, Store, WorkerRecord } from '../core/ports/index.js';
 import type { ProviderRegistry } from '../core/providers/registry.js';
 import type { Replicas } from '../core/replicas/replicas.js';
-import { REPLICA_CAPABILITY } from '../core/scheduler/workers.js';
+import { REPLICA_CAPABILITY } from '../core/scheduler/placement.js';
 import { authenticateWorker } from '../transports/shared/worker-auth.js';
 import { mountRpc } from '../transports/worker-rpc/server/app.js';
 

@@ -13,7 +13,7 @@
  * whose counter is used up takes no one new and goes with its last tenant.
  */
 import { notFound, SbxError, unavailable } from '../errors.js';
-import { bytesOnce, collectBytes } from '../sandboxes/files.js';
+import { bytesOnce, collectBytes } from '../sandboxes/file-bytes.js';
 import type {
   ConsoleLog,
   ExecEvent,
@@ -28,18 +28,8 @@ import type {
   WatchEvent,
   WorkspaceOps,
 } from '../ports/index.js';
+import type { PoolSettings } from '../settings.js';
 import { tenantEvents, workspacePath } from './workspace.js';
-
-export interface PoolSettings {
-  enabled: boolean;
-  max_vms: number;
-  max_users_per_vm: number;
-  image: string;
-  memory_mb: number;
-  vcpus: number;
-  /** The provider runtimes are made on. */
-  provider: string;
-}
 
 export interface PoolOptions {
   settings: PoolSettings;

@@ -6,13 +6,13 @@
  * sandbox, never a leaked lease.
  */
 import { formatDuration } from '../../shared/duration.js';
-import { badRequest, isSbxError, SbxError } from '../errors.js';
+import { asProviderError, badRequest, isSbxError, SbxError } from '../errors.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { AdmissionTicket } from '../admission/admission.js';
 import type { Provider, SandboxRecord } from '../ports/index.js';
 import type { Target } from '../scheduler/locator.js';
-import type { SandboxDeps, ResolvedSpawn } from './service.js';
-import { asProviderError } from './service.js';
+import type { SandboxDeps } from './deps.js';
+import type { ResolvedSpawn } from './spawn-request.js';
 
 /** Spawn failures because the chosen worker did not answer: placed once more, elsewhere. */
 const SILENT = new WeakSet<object>();

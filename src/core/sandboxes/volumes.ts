@@ -6,9 +6,9 @@
 import { badRequest, conflict, isSbxError, notFound, unavailable } from '../errors.js';
 import { canonicalProviderName } from '../providers/registry.js';
 import type { Provider, VolumeMount, VolumeRecord, VolumeStore } from '../ports/index.js';
-import { ownerVisible, type Caller } from './caller.js';
+import type { Caller, OwnerRule } from './caller.js';
+import type { SandboxDeps } from './deps.js';
 import { sandboxPath } from './paths.js';
-import type { SandboxService } from './service.js';
 import { cannot, checkCatalogName } from './snapshots.js';
 
 /** Most volumes one sandbox mounts. */
@@ -19,16 +19,23 @@ const RESERVED = ['/proc', '/sys', '/dev'];
 /** A volume with its size (null: the provider cannot tell). */
 export type VolumeView = VolumeRecord & { size_bytes: number | null };
 
+/** What volumes read and write: their records, the providers that hold them (here or a worker's), events, the clock. */
+export type VolumeDeps = { store: VolumeStore } & Pick<SandboxDeps, 'bus' | 'clock' | 'settings' | 'providers' | 'locator'>;
+
 export class VolumeService {
   /** Names being created by this process. */
   private readonly creating = new Set<string>();
   /** Volumes of spawns under way here (not yet stored, so the store cannot tell they are mounted). */
   private readonly spawning = new Map<string, number>();
 
+  private readonly store: VolumeStore;
+
   constructor(
-    private readonly store: VolumeStore,
-    private readonly sandboxes: SandboxService,
-  ) {}
+    private readonly deps: VolumeDeps,
+    private readonly ownerRule: OwnerRule,
+  ) {
+    this.store = deps.store;
+  }
 
   /**
    * Makes the volume on `providerName` (default: the default provider): on this node when it runs
@@ -37,7 +44,7 @@ export class VolumeService {
    */
   async create(rawName: unknown, providerName: string | undefined, caller: Caller, signal?: AbortSignal): Promise<VolumeView> {
     const name = checkCatalogName('volume', rawName);
-    const { providers, settings, clock, locator } = this.sandboxes.deps;
+    const { providers, settings, clock, locator } = this.deps;
     const chosen = providerName !== undefined ? canonicalProviderName(providerName) : await locator.spawnProvider(undefined);
     if (!providers.has(chosen) && !(await locator.knownProvider(chosen)))
       throw badRequest(`unknown provider "${chosen}" (available here: ${providers.names().join(', ') || 'none'})`);
@@ -73,7 +80,7 @@ export class VolumeService {
         if (!(isSbxError(err) && err.code === 'conflict')) await provider.deleteVolume?.(name).catch(() => undefined);
         throw err;
       }
-      this.sandboxes.deps.bus.publish({ type: 'volume.created', owner_id: rec.owner_id ?? undefined, data: { name, provider: chosen } });
+      this.deps.bus.publish({ type: 'volume.created', owner_id: rec.owner_id ?? undefined, data: { name, provider: chosen } });
       return { ...rec, size_bytes: (await this.sizes(provider, [name]))[name] ?? null };
     } finally {
       this.creating.delete(name);
@@ -119,7 +126,7 @@ export class VolumeService {
       throw conflict(`volume ${name} is mounted by sandbox ${users.join(', ')}: destroy ${users.length > 1 ? 'them' : 'it'} first`);
     await (await this.providerOf(rec)).deleteVolume?.(rec.name, signal);
     if (await this.store.deleteVolume(rec.name)) {
-      this.sandboxes.deps.bus.publish({
+      this.deps.bus.publish({
         type: 'volume.deleted',
         owner_id: rec.owner_id ?? undefined,
         data: { name: rec.name, provider: rec.provider },
@@ -179,12 +186,12 @@ export class VolumeService {
   }
 
   private workerOf(rec: VolumeRecord): string {
-    return rec.worker_id ?? this.sandboxes.deps.settings.worker_id;
+    return rec.worker_id ?? this.deps.settings.worker_id;
   }
 
   /** The provider holding a volume: this node's, or its worker's over the RPC. */
   private async providerOf(rec: VolumeRecord): Promise<Provider> {
-    const { providers, locator, settings } = this.sandboxes.deps;
+    const { providers, locator, settings } = this.deps;
     const worker = this.workerOf(rec);
     if (worker === settings.worker_id) {
       if (!providers.has(rec.provider))
@@ -215,6 +222,6 @@ export class VolumeService {
   }
 
   private visible(rec: VolumeRecord, caller: Caller): boolean {
-    return !this.sandboxes.deps.settings.enforce_ownership || ownerVisible(rec.owner_id, caller);
+    return this.ownerRule(rec.owner_id, caller);
   }
 }

@@ -11,7 +11,7 @@ import { isSbxError, SbxError } from '../errors.js';
 import type { Clock, IdSource, Provider, SandboxStore, TemplateStore, WarmRecord, WarmStore } from '../ports/index.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { CoreSettings } from '../settings.js';
-import type { ResolvedSpawn, SpawnInput } from './service.js';
+import type { ResolvedSpawn, SpawnInput } from './spawn-request.js';
 
 export interface WarmShape {
   provider: string;

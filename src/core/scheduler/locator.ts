@@ -17,10 +17,16 @@ import type {
   WorkerRecord,
   WorkerStore,
 } from '../ports/index.js';
-import { place, PLACEMENT_STALE_AFTER_MS, providerCapabilities, remoteDefaultProvider, type PlacementRequest } from './placement.js';
+import {
+  place,
+  PLACEMENT_STALE_AFTER_MS,
+  providerCapabilities,
+  REPLICA_CAPABILITY,
+  remoteDefaultProvider,
+  type PlacementRequest,
+} from './placement.js';
 import type { RemoteTarget, RemoteWorkers } from './remote-port.js';
 import { PlacementReservations, type PlacementRead, type PlacementSlot } from './reservations.js';
-import { REPLICA_CAPABILITY } from './workers.js';
 
 /** The worker id of a lone node (DESIGN §7); a replica's local worker has its replica id. */
 export const LOCAL_WORKER_ID = 'local';

@@ -10,7 +10,7 @@ import {
 import { accessTokenOf } from '../../core/auth/access-token.js';
 import { badRequest } from '../../core/errors.js';
 import type { SandboxRecord } from '../../core/ports/index.js';
-import type { SpawnInput } from '../../core/sandboxes/service.js';
+import type { SpawnInput } from '../../core/sandboxes/spawn-request.js';
 import type { E2bDeps } from './deps.js';
 
 /** E2B's name for "the server's default template" (DESIGN.md §14): a spawn with the server defaults. */

@@ -5,7 +5,7 @@ import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import { badRequest, isAbortError, isSbxError, notFound, SbxError } from '../../../core/errors.js';
 import type { OpenedFile } from '../../../core/ports/index.js';
-import { fileTooLarge } from '../../../core/sandboxes/files.js';
+import { fileTooLarge } from '../../../core/sandboxes/file-bytes.js';
 import { bounded, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 
 const MAX_LINK_HOPS = 16;

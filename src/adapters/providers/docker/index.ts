@@ -15,7 +15,7 @@ import { agentOpen, agentStat, agentWrite } from './agent-files.js';
 import { agentWatch } from './agent-watch.js';
 import { LABEL_SANDBOX } from './containers.js';
 import type { OpenedFile } from '../../../core/ports/index.js';
-import { readAll } from '../../../core/sandboxes/files.js';
+import { readAll } from '../../../core/sandboxes/file-bytes.js';
 
 /** The uid (and gid) of an image's `User`: undefined for root, null when only a name is known. */
 function imageUid(imageUser: string): ContainerUser | undefined | null {

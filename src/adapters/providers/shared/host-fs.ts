@@ -4,7 +4,7 @@ import { chmod, open, readdir, rename, rmdir, stat, unlink, type FileHandle } fr
 import { basename, dirname, join, posix } from 'node:path';
 import { badRequest, notFound, SbxError } from '../../../core/errors.js';
 import type { FileInfo } from '../../../core/ports/index.js';
-import { fileTooLarge } from '../../../core/sandboxes/files.js';
+import { fileTooLarge } from '../../../core/sandboxes/file-bytes.js';
 import { MAX_NAME_BYTES } from '../../../core/sandboxes/paths.js';
 import { formatMode } from './file-mode.js';
 import { planGlob } from './glob.js';

@@ -178,7 +178,7 @@ export async function createControlPlane(config: SbxConfig, opts: ControlPlaneOp
       secrets,
       forkSecrets: secrets,
     });
-    preview = new PreviewService(sandboxes, store, {
+    preview = new PreviewService(sandboxes, {
       domain: config.server.preview_domain,
       auth: config.server.preview_auth,
       secret: previewSecret,

@@ -13,7 +13,7 @@
  * ones no live record names (reconcile-catalog.ts).
  */
 import { parseDuration } from '../duration.js';
-import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
+import { badRequest, notFound, SbxError } from '../errors.js';
 import type { AdmissionTicket } from '../admission/admission.js';
 import type { Provider, SandboxRecord } from '../ports/index.js';
 import type { Caller } from './caller.js';
@@ -194,15 +194,9 @@ export class ForkService {
 
   /** The provider holding a fork image: the forks' provider on their node, or their worker over the RPC. */
   private async holderOf(rec: SandboxRecord): Promise<Provider> {
-    const { providers, locator } = this.deps;
-    if (locator.isLocal(rec)) {
-      if (!providers.has(rec.provider))
-        throw unavailable(`provider "${rec.provider}" that holds fork image ${rec.fork} is not configured on this server`);
-      return providers.get(rec.provider);
-    }
-    const w = await locator.workerOf(rec);
-    if (!w) throw notFound(`worker ${rec.worker_id} that holds fork image ${rec.fork} is not registered`);
-    return locator.remoteProvider(w, { id: rec.id, provider: rec.provider, runtime_id: null });
+    const holder = await this.deps.locator.holder(rec, `fork image ${rec.fork}`);
+    if (!holder) throw notFound(`worker ${rec.worker_id} that holds fork image ${rec.fork} is not registered`);
+    return holder;
   }
 }
 

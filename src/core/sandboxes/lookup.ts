@@ -6,7 +6,6 @@
  */
 import { notFound, SbxError, unavailable } from '../errors.js';
 import type { Clock, SandboxRecord, SandboxStore } from '../ports/index.js';
-import type { ProviderRegistry } from '../providers/registry.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
 import type { Caller, OwnerRule } from './caller.js';
 
@@ -15,8 +14,7 @@ export const GONE = new Set(['destroyed', 'expired']);
 export interface LookupDeps {
   store: Pick<SandboxStore, 'getSandbox'>;
   clock: Clock;
-  providers: Pick<ProviderRegistry, 'has'>;
-  locator: Pick<RuntimeLocator, 'isLocal'>;
+  locator: Pick<RuntimeLocator, 'providerMissing'>;
   /** Operator-facing warnings that no caller receives. */
   warn?: (fields: Record<string, unknown>, message: string) => void;
 }
@@ -52,7 +50,7 @@ export class SandboxLookup {
 
   /** A live sandbox with a runtime on a provider this server does not run: nothing here can reach it. */
   stranded(rec: SandboxRecord): boolean {
-    return this.deps.locator.isLocal(rec) && !GONE.has(rec.state) && rec.runtime_id !== null && !this.deps.providers.has(rec.provider);
+    return !GONE.has(rec.state) && rec.runtime_id !== null && this.deps.locator.providerMissing(rec);
   }
 
   /** Warns once per sandbox that it is stranded (the reaper and prune leave it alone). */

@@ -205,8 +205,7 @@ export class PauseService {
     if (this.lookup.destroying(rec.id)) throw notFound(`sandbox ${rec.id} not found`);
     const updated = await this.deps.store.updateSandbox(rec.id, patch);
     if (!updated || GONE.has(updated.state)) throw notFound(`sandbox ${rec.id} not found`);
-    if (patch.expires_at && !this.deps.locator.isLocal(updated))
-      await this.deps.locator.renew(updated, await this.deps.locator.workerOf(updated));
+    if (patch.expires_at) await this.deps.locator.expiryMoved(updated);
     this.watch(updated);
     const ms = performance.now() - started;
     this.resumeMs.push(ms);

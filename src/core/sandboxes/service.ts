@@ -2,7 +2,7 @@ import { formatDuration } from '../../shared/duration.js';
 import { parseDuration } from '../duration.js';
 import { badRequest, conflict, notFound, SbxError } from '../errors.js';
 import { parseEgress } from '../network/rules.js';
-import type { Provider, RuntimeStatus, SandboxRecord, SandboxStore } from '../ports/index.js';
+import type { Provider, SandboxRecord, SandboxStore } from '../ports/index.js';
 import { ownershipRule, type Caller } from './caller.js';
 import type { ListPosition } from './cursor.js';
 import type { SandboxDeps } from './deps.js';
@@ -104,16 +104,10 @@ export class SandboxService {
   async refresh(id: string, caller: Caller): Promise<SandboxRecord> {
     const rec = await this.get(id, caller);
     const { locator, store, bus, clock } = this.deps;
-    if (locator.isLocal(rec) || rec.state !== 'running' || !rec.runtime_id || this.destroying(id)) return rec;
-    const worker = await locator.workerOf(rec);
-    if (!worker) return rec;
-    let status: RuntimeStatus;
-    try {
-      status = await locator.remoteProvider(worker, rec).status(rec.runtime_id, AbortSignal.timeout(REMOTE_STATUS_TIMEOUT_MS));
-    } catch {
-      return rec;
-    }
-    if (status === 'running' || status === 'paused') return rec;
+    if (rec.state !== 'running' || !rec.runtime_id || this.destroying(id)) return rec;
+    // Null for this node's sandbox, a worker gone from the registry or one that does not answer.
+    const status = await locator.remoteStatus(rec, REMOTE_STATUS_TIMEOUT_MS);
+    if (status === null || status === 'running' || status === 'paused') return rec;
     const common = { sandbox_id: rec.id, owner_id: rec.owner_id ?? undefined, worker_id: rec.worker_id };
     const now = clock.now().toISOString();
     if (status === 'stopped') {
@@ -122,7 +116,7 @@ export class SandboxService {
       return updated ?? rec;
     }
     await store.updateSandbox(rec.id, { state: 'destroyed', updated_at: now });
-    await locator.release(rec).catch(() => false);
+    await locator.leases.release(rec).catch(() => false);
     bus.publish({ type: 'sandbox.destroyed', ...common, data: { reason: 'runtime_lost' } });
     throw notFound(`sandbox ${id} not found`);
   }
@@ -180,7 +174,7 @@ export class SandboxService {
     const updated = await this.deps.store.updateSandbox(id, this.pauses.ttlPatch(rec, now, ttlMs));
     if (!updated || GONE.has(updated.state) || this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     // A remote sandbox's lease follows its expiry (TTL + 5 min), then the worker hears of it.
-    if (!this.deps.locator.isLocal(updated)) await this.deps.locator.renew(updated, await this.deps.locator.workerOf(updated));
+    await this.deps.locator.expiryMoved(updated);
     return updated;
   }
 
@@ -200,14 +194,8 @@ export class SandboxService {
     if (this.destroying(id)) throw notFound(`sandbox ${id} not found`);
     const updated = await this.deps.store.updateSandbox(id, { egress: lists, updated_at: this.deps.clock.now().toISOString() });
     if (!updated || GONE.has(updated.state)) throw notFound(`sandbox ${id} not found`);
-    if (this.deps.locator.isLocal(updated)) {
-      if (this.deps.providers.has(updated.provider)) this.deps.providers.get(updated.provider).egress?.changed(id);
-    } else if (updated.runtime_id) {
-      // A remote sandbox's gateway is its worker's: the lists go there (the store has them already,
-      // so a worker that misses this call gets them again with the next PUT; an error says so).
-      const remote = await this.deps.locator.provider(updated);
-      await remote.remoteEgress?.update(updated.runtime_id, lists, AbortSignal.timeout(30_000));
-    }
+    // This node's provider closes what the lists no longer allow; a remote sandbox's worker gets them.
+    await this.deps.locator.egressChanged(updated, lists);
     return updated;
   }
 

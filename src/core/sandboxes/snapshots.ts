@@ -136,7 +136,7 @@ export class SnapshotService {
       throw badRequest(`snapshot ${name} was taken on provider ${rec.provider}; a spawn from it cannot ask for provider ${provider}`);
     }
     // Spawns from it run where it is kept (placement pins them there).
-    if (rec.worker_id === this.deps.settings.worker_id && !this.deps.providers.has(rec.provider)) {
+    if (this.deps.locator.providerMissing(rec)) {
       throw unavailable(`provider "${rec.provider}" that holds snapshot ${name} is not configured on this server`);
     }
     return rec;
@@ -144,15 +144,10 @@ export class SnapshotService {
 
   /** The provider holding a snapshot: this node's, or its worker's over the RPC. */
   private async providerOf(rec: SnapshotRecord): Promise<Provider> {
-    const { providers, locator, settings } = this.deps;
-    if (rec.worker_id === settings.worker_id) {
-      if (!providers.has(rec.provider))
-        throw unavailable(`provider "${rec.provider}" that holds snapshot ${rec.name} is not configured on this server`);
-      return providers.get(rec.provider);
-    }
-    const w = await locator.workerOf({ worker_id: rec.worker_id });
-    if (!w) throw unavailable(`worker ${rec.worker_id} that holds snapshot ${rec.name} is not registered`);
-    return locator.remoteProvider(w, { id: rec.sandbox_id, provider: rec.provider, runtime_id: null });
+    const item = { worker_id: rec.worker_id, provider: rec.provider, id: rec.sandbox_id };
+    const holder = await this.deps.locator.holder(item, `snapshot ${rec.name}`);
+    if (!holder) throw unavailable(`worker ${rec.worker_id} that holds snapshot ${rec.name} is not registered`);
+    return holder;
   }
 
   private visible(rec: SnapshotRecord, caller: Caller): boolean {

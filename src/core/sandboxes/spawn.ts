@@ -85,12 +85,12 @@ async function createPlaced(
   if (target.local) {
     provider = deps.providers.get(req.provider);
   } else {
-    await locator.acquire(id, workerId, req.ttl_ms);
+    await locator.leases.acquire(id, workerId, req.ttl_ms);
     leased = true;
     provider = locator.remoteProvider(target.worker, { id, provider: req.provider, runtime_id: null }, formatDuration(req.ttl_ms));
   }
   const release = async () => {
-    if (leased) await locator.release({ id, worker_id: workerId }).catch(() => undefined);
+    if (leased) await locator.leases.release({ id, worker_id: workerId }).catch(() => undefined);
   };
 
   let runtimeId: string;

@@ -49,17 +49,8 @@ export class VolumeService {
     if (!providers.has(chosen) && !(await locator.knownProvider(chosen)))
       throw badRequest(`unknown provider "${chosen}" (available here: ${providers.names().join(', ') || 'none'})`);
     if (settings.pool.enabled) throw cannot(chosen, 'mount volumes into pool sandboxes', 'they share one runtime with other users');
-    let provider: Provider;
-    let workerId = settings.worker_id;
-    if (providers.has(chosen)) {
-      provider = providers.get(chosen);
-    } else {
-      // A volume takes no sandbox slot on its worker.
-      const target = await locator.place({ provider: chosen, owner_id: caller.owner_id }, { reserve: false });
-      if (target.local) throw unavailable(`provider "${chosen}" runs nowhere that can hold volumes`);
-      workerId = target.worker.id;
-      provider = locator.remoteProvider(target.worker, { id: `volume-${name}`, provider: chosen, runtime_id: null });
-    }
+    // Here when this node runs the provider, else a worker placement picks (no sandbox slot taken there).
+    const { provider, worker_id: workerId } = await locator.volumeHome(chosen, caller.owner_id, name);
     if (!provider.createVolume) throw cannot(chosen, 'make volumes');
     const taken = () => conflict(`volume "${name}" already exists`);
     if ((await this.store.getVolume(name)) || this.creating.has(name)) throw taken();
@@ -191,16 +182,11 @@ export class VolumeService {
 
   /** The provider holding a volume: this node's, or its worker's over the RPC. */
   private async providerOf(rec: VolumeRecord): Promise<Provider> {
-    const { providers, locator, settings } = this.deps;
     const worker = this.workerOf(rec);
-    if (worker === settings.worker_id) {
-      if (!providers.has(rec.provider))
-        throw unavailable(`provider "${rec.provider}" that holds volume ${rec.name} is not configured on this server`);
-      return providers.get(rec.provider);
-    }
-    const w = await locator.workerOf({ worker_id: worker });
-    if (!w) throw unavailable(`worker ${worker} that holds volume ${rec.name} is not registered`);
-    return locator.remoteProvider(w, { id: `volume-${rec.name}`, provider: rec.provider, runtime_id: null });
+    const item = { worker_id: worker, provider: rec.provider, id: `volume-${rec.name}` };
+    const holder = await this.deps.locator.holder(item, `volume ${rec.name}`);
+    if (!holder) throw unavailable(`worker ${worker} that holds volume ${rec.name} is not registered`);
+    return holder;
   }
 
   /** Marks the volumes of a spawn under way until `release` (a delete meanwhile is a conflict). */

@@ -21,7 +21,7 @@ import type { LeaseService } from '../../core/scheduler/leases.js';
 import type { RuntimeLocator } from '../../core/scheduler/locator.js';
 import type { WorkerService } from '../../core/scheduler/workers.js';
 import type { CoreSettings } from '../../core/settings.js';
-import type { PoolStatusView } from '../../core/pool/pool-provider.js';
+import type { PoolStatusView } from '../../core/pool/slots.js';
 import type { PreviewService } from '../../core/sandboxes/preview.js';
 import type { PreviewStats } from '../shared/preview/proxy.js';
 import type { InflightBudget } from './inflight.js';

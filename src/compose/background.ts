@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { EventBus } from '../core/events/bus.js';
-import type { Clock, Store } from '../core/ports.js';
+import type { Clock, Store } from '../core/ports/index.js';
 import type { ProviderRegistry } from '../core/providers/registry.js';
 import type { Idempotency } from '../core/sandboxes/idempotency.js';
 import type { ProcessService } from '../core/sandboxes/processes.js';

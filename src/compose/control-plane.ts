@@ -6,7 +6,7 @@ import type { SbxConfig } from '../config/index.js';
 import { secretValues } from '../config/index.js';
 import { EventBus } from '../core/events/bus.js';
 import { egressVerdicts } from '../core/events/egress-verdicts.js';
-import type { Clock, IdSource, Store } from '../core/ports.js';
+import type { Clock, IdSource, Store } from '../core/ports/index.js';
 import type { CoreSettings } from '../core/settings.js';
 import { createLogger } from '../log/logger.js';
 import { tryParseDuration } from '../shared/duration.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { SbxConfig } from '../config/index.js';
 import type { EgressLists } from '../core/network/rules.js';
-import type { Provider, SandboxStore } from '../core/ports.js';
+import type { Provider, SandboxStore } from '../core/ports/index.js';
 import type { SecretSource } from '../core/secrets/port.js';
 import type { FilteredNetwork } from '../adapters/providers/docker/egress.js';
 import type { VerdictRecord } from '../transports/egress/gateway.js';

@@ -4,7 +4,7 @@
  * starting at once on a fresh store agree on one value. Never shown.
  */
 import { randomBytes } from 'node:crypto';
-import type { IdSource, Store } from '../core/ports.js';
+import type { IdSource, Store } from '../core/ports/index.js';
 
 export interface InstallationSecrets {
   installationId: string;

@@ -3,7 +3,7 @@
  * runtimes. Refused where it cannot hold: a provider this server does not run or that has no
  * workspaces, and replicas on several hosts (a pool's runtimes live on one).
  */
-import type { IdSource, Provider, Store } from '../core/ports.js';
+import type { IdSource, Provider, Store } from '../core/ports/index.js';
 import { PoolProvider } from '../core/pool/pool-provider.js';
 import type { Replicas } from '../core/replicas/replicas.js';
 import type { CoreSettings } from '../core/settings.js';

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { systemClock } from '../adapters/system/clock-ids.js';
 import { ConfigError, loadConfig, secretValues } from '../config/index.js';
 import { EventBus } from '../core/events/bus.js';
-import type { Provider } from '../core/ports.js';
+import type { Provider } from '../core/ports/index.js';
 import { createLogger } from '../log/logger.js';
 import { buildProviderServer } from '../transports/provider-server/app.js';
 import { buildProviders } from './providers.js';

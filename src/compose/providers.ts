@@ -8,7 +8,7 @@ import { PROVIDER_CATALOGUE, wantedProviders, type FactoryContext } from '../ada
 import { parseDuration } from '../core/duration.js';
 import { type DockerEndpoint, resolveDockerEndpoint } from '../config/docker-endpoint.js';
 import type { EventBus } from '../core/events/bus.js';
-import type { Provider } from '../core/ports.js';
+import type { Provider } from '../core/ports/index.js';
 import { NO_PROVIDER, NO_PROVIDER_MESSAGE } from '../core/providers/registry.js';
 
 export interface BuiltProviders {

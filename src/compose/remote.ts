@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { SbxConfig } from '../config/index.js';
-import type { WorkerRecord } from '../core/ports.js';
+import type { WorkerRecord } from '../core/ports/index.js';
 import type { RemoteWorkers } from '../core/scheduler/remote-port.js';
 import type { authSettings } from './settings.js';
 

@@ -11,10 +11,10 @@ import type { Logger } from 'pino';
 import { replicaWorkerState } from '../adapters/stores/worker-state/replica.js';
 import { AUD_REPLICA_RPC } from '../core/auth/worker-claims.js';
 import { badRequest } from '../core/errors.js';
-import type { Clock, Store, WorkerRecord } from '../core/ports.js';
+import type { Clock, Store, WorkerRecord } from '../core/ports/index.js';
 import type { ProviderRegistry } from '../core/providers/registry.js';
 import type { Replicas } from '../core/replicas/replicas.js';
-import { REPLICA_CAPABILITY } from '../core/scheduler/workers.js';
+import { REPLICA_CAPABILITY } from '../core/scheduler/placement.js';
 import { authenticateWorker } from '../transports/shared/worker-auth.js';
 import { mountRpc } from '../transports/worker-rpc/server/app.js';
 

@@ -11,7 +11,7 @@ import type { SharedAdmission } from '../core/admission/admission.js';
 import { tryParseDuration } from '../shared/duration.js';
 import type { EventBus } from '../core/events/bus.js';
 import { JournalFeed } from '../core/events/journal-feed.js';
-import type { Clock, IdSource, Store } from '../core/ports.js';
+import type { Clock, IdSource, Store } from '../core/ports/index.js';
 import { Replicas } from '../core/replicas/replicas.js';
 
 /** Journal entries kept: far more than any replica's replay history. */

@@ -7,7 +7,7 @@
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { SbxConfig } from '../config/index.js';
-import type { Clock, LeaseStore, MetaStore, SandboxStore, SecretStore } from '../core/ports.js';
+import type { Clock, LeaseStore, MetaStore, SandboxStore, SecretStore } from '../core/ports/index.js';
 import { MIN_KEY_CHARS, SecretCipher } from '../core/secrets/cipher.js';
 import { SecretService, type SecretServiceDeps } from '../core/secrets/service.js';
 import { expandHome } from './store.js';

@@ -17,7 +17,7 @@ import type { EgressStats } from '../core/events/egress-verdicts.js';
 import { instrumentProvider } from '../core/observability/instrument.js';
 import { OperationStats } from '../core/observability/operations.js';
 import { StoreProbe } from '../core/observability/store-health.js';
-import type { Clock, IdSource, Provider, Store } from '../core/ports.js';
+import type { Clock, IdSource, Provider, Store } from '../core/ports/index.js';
 import { ProviderRegistry } from '../core/providers/registry.js';
 import { ExecService } from '../core/sandboxes/exec.js';
 import { FileService } from '../core/sandboxes/files.js';
@@ -30,7 +30,8 @@ import { WarmPool } from '../core/sandboxes/warm.js';
 import type { openSecrets } from './secrets.js';
 import { LeaseService } from '../core/scheduler/leases.js';
 import { RuntimeLocator } from '../core/scheduler/locator.js';
-import { REPLICA_CAPABILITY, WorkerService } from '../core/scheduler/workers.js';
+import { REPLICA_CAPABILITY } from '../core/scheduler/placement.js';
+import { WorkerService } from '../core/scheduler/workers.js';
 import type { CoreSettings } from '../core/settings.js';
 import type { HttpDeps } from '../transports/http/deps.js';
 import { InflightBudget } from '../transports/http/inflight.js';
@@ -141,7 +142,7 @@ export async function planeServices(b: PlaneBase, p: PlaneProviders, egressStats
     secrets,
     forkSecrets: secrets,
   });
-  preview = new PreviewService(sandboxes, store, {
+  preview = new PreviewService(sandboxes, {
     domain: config.server.preview_domain,
     auth: config.server.preview_auth,
     secret: b.installation.previewSecret,

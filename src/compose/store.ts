@@ -1,6 +1,6 @@
 import { isAbsolute, join, resolve } from 'node:path';
 import type { SbxConfig } from '../config/index.js';
-import type { Store } from '../core/ports.js';
+import type { Store } from '../core/ports/index.js';
 
 /** Expands a leading `~` against the given home directory; `:memory:` (a private in-memory SQLite store) stays as it is. */
 export function expandHome(path: string, home: string): string {

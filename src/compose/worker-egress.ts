@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { WorkerEventsRequest } from '../client/types.js';
 import type { SbxConfig } from '../config/index.js';
-import type { EgressCounts, Provider } from '../core/ports.js';
+import type { EgressCounts, Provider } from '../core/ports/index.js';
 import type { WorkerState } from '../core/scheduler/worker-state-port.js';
 import { startEgress, type EgressHandle } from './egress.js';
 import type { SecretSource } from '../core/secrets/port.js';

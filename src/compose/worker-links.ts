@@ -9,7 +9,7 @@ import { Client } from '../client/client.js';
 import type { SbxConfig } from '../config/index.js';
 import type { WorkerCredentials } from '../core/auth/settings.js';
 import { AUD_CONTROL_PLANE, WORKER_SCOPES } from '../core/auth/worker-claims.js';
-import type { Clock } from '../core/ports.js';
+import type { Clock } from '../core/ports/index.js';
 import { mintWorkerToken } from '../transports/shared/worker-auth.js';
 import { authSettings } from './settings.js';
 import type { WorkerEgress } from './worker-egress.js';

@@ -16,7 +16,7 @@ import type { SbxConfig } from '../config/index.js';
 import { secretValues } from '../config/index.js';
 import { parseDuration } from '../core/duration.js';
 import { EventBus } from '../core/events/bus.js';
-import type { Clock, Provider } from '../core/ports.js';
+import type { Clock, Provider } from '../core/ports/index.js';
 import type { WorkerState } from '../core/scheduler/worker-state-port.js';
 import type { SecretSource } from '../core/secrets/port.js';
 import { createLogger } from '../log/logger.js';

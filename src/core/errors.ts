@@ -55,6 +55,12 @@ export function isSbxError(err: unknown): err is SbxError {
   return err instanceof SbxError;
 }
 
+/** Keeps typed SbxErrors; anything else becomes a generic provider_error (no backend text leaks). */
+export function asProviderError(err: unknown, message: string): SbxError {
+  if (isSbxError(err)) return err;
+  return new SbxError('provider_error', message);
+}
+
 /** True for errors coming from an AbortSignal (cancel or deadline). */
 export function isAbortError(err: unknown): boolean {
   return (

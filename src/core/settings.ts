@@ -1,5 +1,3 @@
-import type { PoolSettings } from './pool/pool-provider.js';
-
 /**
  * What core needs to know of the configuration, already parsed (durations in ms).
  * compose/ derives it from the validated config.
@@ -50,4 +48,16 @@ export interface CoreSettings {
   pool: PoolSettings;
   /** Pool mode or auth.enforce_ownership: sandboxes with an owner are private to it. */
   enforce_ownership: boolean;
+}
+
+/** Pool mode (DESIGN.md §8): shared runtimes and the shape of their tenants. */
+export interface PoolSettings {
+  enabled: boolean;
+  max_vms: number;
+  max_users_per_vm: number;
+  image: string;
+  memory_mb: number;
+  vcpus: number;
+  /** The provider runtimes are made on. */
+  provider: string;
 }

@@ -1,6 +1,6 @@
 /** `sbx spawn --network filtered --allow … --deny …` and `sbx egress ID` (DESIGN.md §10), in process against a real server. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Provider, SpawnSpec } from '../../src/core/ports.js';
+import type { Provider, SpawnSpec } from '../../src/core/ports/index.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { sbxAt } from './run-sbx.js';
 

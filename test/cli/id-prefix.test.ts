@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomIds } from '../../src/adapters/system/clock-ids.js';
-import type { IdSource } from '../../src/core/ports.js';
+import type { IdSource } from '../../src/core/ports/index.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { sbxAt } from './run-sbx.js';
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentClient } from '../../src/adapters/providers/firecracker/agent-client.js';
 import { encodeFrame, FrameReader } from '../../src/adapters/providers/firecracker/agent-protocol.js';
 import { SbxError } from '../../src/core/errors.js';
-import type { ExecEvent, ExecSpec } from '../../src/core/provider-port.js';
+import type { ExecEvent, ExecSpec } from '../../src/core/ports/index.js';
 import { type GuestAgent, running, startGuestAgent } from '../helpers/guest-agent.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';

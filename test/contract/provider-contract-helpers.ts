@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { SbxError, type ErrorCode } from '../../src/core/errors.js';
-import type { ExecEvent, ExecSpec } from '../../src/core/ports.js';
+import type { ExecEvent, ExecSpec } from '../../src/core/ports/index.js';
 
 /** Helpers of the Provider contract suite (provider.contract.ts). */
 

@@ -15,7 +15,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomHttpProvider } from '../../src/adapters/providers/custom-http/index.js';
 import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
-import type { Provider } from '../../src/core/ports.js';
+import type { Provider } from '../../src/core/ports/index.js';
 import { buildProviderServer } from '../../src/transports/provider-server/app.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createCustomHttpProvider } from '../../src/adapters/providers/custom-http/index.js';
 import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
 import { SbxError } from '../../src/core/errors.js';
-import type { Provider } from '../../src/core/ports.js';
+import type { Provider } from '../../src/core/ports/index.js';
 import { buildProviderServer } from '../../src/transports/provider-server/app.js';
 import { collect, never, sh } from './provider-contract-helpers.js';
 

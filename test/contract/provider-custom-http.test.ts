@@ -12,7 +12,7 @@ import { describe } from 'vitest';
 import { createCustomHttpProvider } from '../../src/adapters/providers/custom-http/index.js';
 import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
 import { createProotProvider } from '../../src/adapters/providers/proot/index.js';
-import type { Provider } from '../../src/core/ports.js';
+import type { Provider } from '../../src/core/ports/index.js';
 import { buildProviderServer } from '../../src/transports/provider-server/app.js';
 import {
   DOCKER_SKIP,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports.js';
+import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports/index.js';
 import type { ProviderFixture } from './provider.contract.js';
 import { collect, never, within } from './provider-contract-helpers.js';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Provider } from '../../src/core/ports.js';
+import type { Provider } from '../../src/core/ports/index.js';
 import { expectSbxError } from './provider-contract-helpers.js';
 import type { ContractOptions, ProviderFixture } from './provider.contract.js';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
 import { createProotProvider } from '../../src/adapters/providers/proot/index.js';
-import type { ExecSpec, Provider, SpawnSpec } from '../../src/core/ports.js';
+import type { ExecSpec, Provider, SpawnSpec } from '../../src/core/ports/index.js';
 
 const prootOn = process.env.SBX_TEST_PROOT === '1';
 const script = join(import.meta.dirname, '..', '..', 'scripts', 'make-rootfs.sh');

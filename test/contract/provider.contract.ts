@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SbxError, type ErrorCode } from '../../src/core/errors.js';
-import type { ExecControl, ExecSpec, FileInfo, Provider } from '../../src/core/ports.js';
+import type { ExecControl, ExecSpec, FileInfo, Provider } from '../../src/core/ports/index.js';
 import { collect, type Collected, expectSbxError, LiveChunks, never, sh, sleep, within } from './provider-contract-helpers.js';
 
 /** What a provider test file hands the contract: a ready provider, an image it can spawn, and a teardown. */

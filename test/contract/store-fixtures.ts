@@ -1,4 +1,4 @@
-import type { AuditRecord, SandboxRecord, Store, TemplateRecord } from '../../src/core/ports.js';
+import type { AuditRecord, SandboxRecord, Store, TemplateRecord } from '../../src/core/ports/index.js';
 
 /** What a store factory hands the contract: a fresh, empty location. */
 export interface StoreHarness {

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../../src/adapters/stores/postgres/index.js';
 import { SbxError } from '../../src/core/errors.js';
-import type { Store } from '../../src/core/ports.js';
+import type { Store } from '../../src/core/ports/index.js';
 import { runStoreContract } from './store.contract.js';
 import { at, sandbox, when } from './store-fixtures.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ProcessRecord } from '../../src/core/ports.js';
+import type { ProcessRecord } from '../../src/core/ports/index.js';
 import { at, type ContractContext } from './store-fixtures.js';
 
 const proc = (id: string, over: Partial<ProcessRecord> = {}): ProcessRecord => ({

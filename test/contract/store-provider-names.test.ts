@@ -15,7 +15,7 @@ import { createPostgresStore } from '../../src/adapters/stores/postgres/index.js
 import { MIGRATIONS as PG_MIGRATIONS } from '../../src/adapters/stores/postgres/migrations.js';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
 import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../src/adapters/stores/sqlite/migrations.js';
-import type { Store } from '../../src/core/ports.js';
+import type { Store } from '../../src/core/ports/index.js';
 
 const BEFORE = 11;
 const T = '2026-01-01T00:00:00.000Z';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { WorkerRecord } from '../../src/core/ports.js';
+import type { WorkerRecord } from '../../src/core/ports/index.js';
 import { at, type ContractContext } from './store-fixtures.js';
 
 const THIRTY_DAYS_MS = 30 * 24 * 3600_000; // beyond 32-bit integers

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SecretRecord } from '../../src/core/ports.js';
+import type { SecretRecord } from '../../src/core/ports/index.js';
 import { at, template, type ContractContext } from './store-fixtures.js';
 
 const secret = (owner: string, name: string, over: Partial<SecretRecord> = {}): SecretRecord => ({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SbxError } from '../../src/core/errors.js';
-import type { SnapshotRecord, VolumeRecord } from '../../src/core/ports.js';
+import type { SnapshotRecord, VolumeRecord } from '../../src/core/ports/index.js';
 import { at, sandbox, template, type ContractContext } from './store-fixtures.js';
 
 const snap = (name: string, over: Partial<SnapshotRecord> = {}): SnapshotRecord => ({

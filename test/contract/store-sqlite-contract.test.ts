@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
-import type { Store } from '../../src/core/ports.js';
+import type { Store } from '../../src/core/ports/index.js';
 import { runStoreContract } from './store.contract.js';
 
 runStoreContract('sqlite', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { WarmRecord } from '../../src/core/ports.js';
+import type { WarmRecord } from '../../src/core/ports/index.js';
 import { at, type ContractContext } from './store-fixtures.js';
 
 const warm = (id: string, over: Partial<WarmRecord> = {}): WarmRecord => ({

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type Docker from 'dockerode';
-import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports.js';
+import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports/index.js';
 import { isSbxError } from '../../src/core/errors.js';
 import {
   DOCKER_SKIP,

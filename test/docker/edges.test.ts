@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SbxError } from '../../src/core/errors.js';
-import type { ExecSpec, Provider } from '../../src/core/ports.js';
+import type { ExecSpec, Provider } from '../../src/core/ports/index.js';
 import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE, testInstallationId, testProvider } from './engine.js';
 
 const never = new AbortController().signal;

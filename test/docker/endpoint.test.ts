@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createDockerProvider, LABEL_INSTALLATION } from '../../src/adapters/providers/docker/index.js';
 import { runServe } from '../../src/transports/cli/commands/serve.js';
 import { DockerEndpointError, resolveDockerEndpoint, type DockerEndpoint } from '../../src/config/docker-endpoint.js';
-import type { Provider } from '../../src/core/ports.js';
+import type { Provider } from '../../src/core/ports/index.js';
 import { collect, never } from '../contract/provider-contract-helpers.js';
 import { call } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { createDockerProvider, LABEL_INSTALLATION } from '../../src/adapters/providers/docker/index.js';
 import type { DockerProviderOptions } from '../../src/adapters/providers/docker/index.js';
-import type { Provider } from '../../src/core/ports.js';
+import type { Provider } from '../../src/core/ports/index.js';
 
 /** Docker suites are mandatory with SBX_TEST_DOCKER=1 and skipped (with this reason) without it. */
 export const DOCKER_SKIP =

@@ -9,7 +9,7 @@ import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
 import { EventBus } from '../../src/core/events/bus.js';
-import type { Provider, Store } from '../../src/core/ports.js';
+import type { Provider, Store } from '../../src/core/ports/index.js';
 import { reconcileCatalog } from '../../src/core/sandboxes/reconcile-catalog.js';
 import { DOCKER_SKIP, dockerTitle, removeInstallation, requireEngine, TEST_IMAGE, testInstallationId, testProvider } from './engine.js';
 

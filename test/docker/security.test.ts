@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_INSTALLATION, LABEL_OWNER, LABEL_SANDBOX } from '../../src/adapters/providers/docker/index.js';
 import type { PullEvent } from '../../src/adapters/providers/docker/index.js';
 import { SbxError } from '../../src/core/errors.js';
-import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports.js';
+import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports/index.js';
 import {
   DOCKER_SKIP,
   dockerTitle,

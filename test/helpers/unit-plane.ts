@@ -14,7 +14,7 @@ import { vi } from 'vitest';
 import { createMemoryProvider } from '../../src/adapters/providers/memory/index.js';
 import { createControlPlane, type ControlPlane } from '../../src/compose/control-plane.js';
 import { loadConfig } from '../../src/config/index.js';
-import type { Provider } from '../../src/core/ports.js';
+import type { Provider } from '../../src/core/ports/index.js';
 
 /**
  * Fakes the timers, Date and performance.now (the stopwatch of periodic tasks), not nextTick,

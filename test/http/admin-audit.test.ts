@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuditRecord } from '../../src/core/ports.js';
+import type { AuditRecord } from '../../src/core/ports/index.js';
 import { pruneAudit, startAuditPruner } from '../../src/transports/http/plugins/audit.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

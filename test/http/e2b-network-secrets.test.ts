@@ -1,6 +1,6 @@
 import { ALL_TRAFFIC, Sandbox, type SandboxOpts, Secret, SecretNotFoundError } from 'e2b';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Provider, SpawnSpec } from '../../src/core/ports.js';
+import type { Provider, SpawnSpec } from '../../src/core/ports/index.js';
 import { envdSdkFor, type EnvdSdk } from '../helpers/e2b-sdk.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

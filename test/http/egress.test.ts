@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Provider, SpawnSpec } from '../../src/core/ports.js';
+import type { Provider, SpawnSpec } from '../../src/core/ports/index.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 

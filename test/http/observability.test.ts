@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SbxError } from '../../src/core/errors.js';
 import { instrumentProvider } from '../../src/core/observability/instrument.js';
-import type { ConsoleLog, ExecEvent, FileInfo, Provider, ProviderHealth, RuntimeStatus, SpawnResult } from '../../src/core/ports.js';
+import type { ConsoleLog, ExecEvent, FileInfo, Provider, ProviderHealth, RuntimeStatus, SpawnResult } from '../../src/core/ports/index.js';
 import { call } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 

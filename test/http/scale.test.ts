@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../../src/client/index.js';
-import type { SandboxRecord } from '../../src/core/ports.js';
+import type { SandboxRecord } from '../../src/core/ports/index.js';
 import { lsCommand } from '../../src/transports/cli/commands/ls.js';
 import { runCommand } from '../../src/transports/cli/run-command.js';
 import { fakeCli } from '../helpers/cli-context.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimiter, type RateLimitSettings } from '../../src/core/admission/rate-limiter.js';
-import type { Clock } from '../../src/core/ports.js';
+import type { Clock } from '../../src/core/ports/index.js';
 
 /** A Clock the test advances by hand, so refill and eviction are exact. */
 class StepClock implements Clock {

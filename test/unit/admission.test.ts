@@ -6,7 +6,7 @@ import { QuotaService } from '../../src/core/admission/quotas.js';
 import { SbxError } from '../../src/core/errors.js';
 import { EventBus } from '../../src/core/events/bus.js';
 import type { SbxEvent } from '../../src/core/events/kinds.js';
-import type { SandboxRecord, Store } from '../../src/core/ports.js';
+import type { SandboxRecord, Store } from '../../src/core/ports/index.js';
 import type { CoreSettings } from '../../src/core/settings.js';
 
 // Unit tier: the waits below run on fake timers that jump to the next timer when nothing else is

@@ -14,7 +14,7 @@ import { Admission } from '../../src/core/admission/admission.js';
 import { SbxError } from '../../src/core/errors.js';
 import { EventBus } from '../../src/core/events/bus.js';
 import type { SbxEvent } from '../../src/core/events/kinds.js';
-import type { Clock, IdSource, Store } from '../../src/core/ports.js';
+import type { Clock, IdSource, Store } from '../../src/core/ports/index.js';
 import { ProviderRegistry } from '../../src/core/providers/registry.js';
 import { ANONYMOUS } from '../../src/core/sandboxes/caller.js';
 import { ExecService } from '../../src/core/sandboxes/exec.js';

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { AsyncQueue } from '../../src/core/async-queue.js';
 import { badRequest } from '../../src/core/errors.js';
-import type { ExecControl } from '../../src/core/ports.js';
+import type { ExecControl } from '../../src/core/ports/index.js';
 import type { ExecCommand, ExecItem } from '../../src/core/sandboxes/exec.js';
 import { InteractiveExec, type SessionSink } from '../../src/core/sandboxes/exec-session.js';
 import { execCommand, ExecFramer, execFrames } from '../../src/transports/shared/exec-framing.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirecrackerProvider } from '../../src/adapters/providers/firecracker/index.js';
 import { SbxError } from '../../src/core/errors.js';
-import type { ExecEvent, ExecSpec } from '../../src/core/ports.js';
+import type { ExecEvent, ExecSpec } from '../../src/core/ports/index.js';
 import { fakeLauncher } from '../helpers/firecracker-fake-vm.js';
 import { tempDir } from '../helpers/tmp.js';
 

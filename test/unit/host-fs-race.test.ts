@@ -8,7 +8,7 @@ import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
 import { createProotProvider } from '../../src/adapters/providers/proot/index.js';
 import { HostFs } from '../../src/adapters/providers/shared/host-fs.js';
 import { SbxError } from '../../src/core/errors.js';
-import type { Provider } from '../../src/core/ports.js';
+import type { Provider } from '../../src/core/ports/index.js';
 
 /*
  * Issue 12, point 1: a process inside a host-backed sandbox swaps a directory (and a file) for a

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMockProvider } from '../../src/adapters/providers/mock/index.js';
 import { createProotProvider } from '../../src/adapters/providers/proot/index.js';
 import { probeIsolation } from '../../src/adapters/providers/shared/isolation.js';
-import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports.js';
+import type { ExecEvent, ExecSpec, Provider } from '../../src/core/ports/index.js';
 import { collect, never, within } from '../contract/provider-contract-helpers.js';
 
 /**

@@ -9,7 +9,7 @@ import { createProotProvider } from '../../src/adapters/providers/proot/index.js
 import { markerDir } from '../../src/adapters/providers/shared/host-markers.js';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
 import { EventBus } from '../../src/core/events/bus.js';
-import type { Provider, Store } from '../../src/core/ports.js';
+import type { Provider, Store } from '../../src/core/ports/index.js';
 import { reconcileSandboxes } from '../../src/core/sandboxes/reconcile.js';
 import { within } from '../contract/provider-contract-helpers.js';
 

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SbxError } from '../../src/core/errors.js';
-import type { Provider } from '../../src/core/ports.js';
+import type { Provider } from '../../src/core/ports/index.js';
 import { createHostedProvider } from '../../src/adapters/providers/hosted/index.js';
 import { exitCodeOf } from '../../src/adapters/providers/hosted/exec.js';
 import { modeBits } from '../../src/adapters/providers/hosted/files.js';

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createMemoryProvider } from '../../src/adapters/providers/memory/index.js';
-import type { ExecSpec, Provider } from '../../src/core/ports.js';
+import type { ExecSpec, Provider } from '../../src/core/ports/index.js';
 import { collect, never, sh } from '../contract/provider-contract-helpers.js';
 
 let p: Provider;

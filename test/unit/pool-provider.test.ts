@@ -5,8 +5,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createMemoryProvider } from '../../src/adapters/providers/memory/index.js';
-import { parsePoolId, POOL_UID_SPAN, PoolProvider, type PoolOptions } from '../../src/core/pool/pool-provider.js';
-import type { PoolUidStore, Provider, SandboxRecord } from '../../src/core/ports.js';
+import { PoolProvider, type PoolOptions } from '../../src/core/pool/pool-provider.js';
+import { parsePoolId, POOL_UID_SPAN } from '../../src/core/pool/slots.js';
+import type { PoolUidStore, Provider, SandboxRecord } from '../../src/core/ports/index.js';
 
 let n = 0;
 let base: Provider;

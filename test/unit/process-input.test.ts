@@ -4,7 +4,7 @@
  * bounded wait for a provider that does not tell. Fake timers; no process, no port.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ExecControl } from '../../src/core/ports.js';
+import type { ExecControl } from '../../src/core/ports/index.js';
 import { consumeControls } from '../../src/adapters/providers/shared/live-input.js';
 import { ProcessInput } from '../../src/core/sandboxes/process-input.js';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SbxError } from '../../src/core/errors.js';
-import type { ExecEvent } from '../../src/core/ports.js';
+import type { ExecEvent } from '../../src/core/ports/index.js';
 import { ConsoleRing } from '../../src/adapters/providers/shared/console-ring.js';
 import { execProcess } from '../../src/adapters/providers/shared/exec-process.js';
 import { formatMode, parseMode } from '../../src/adapters/providers/shared/file-mode.js';

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
 import { replicaWorkerState } from '../../src/adapters/stores/worker-state/replica.js';
 import { runtimeLabel } from '../../src/compose/replicas.js';
-import type { SandboxRecord, Store } from '../../src/core/ports.js';
+import type { SandboxRecord, Store } from '../../src/core/ports/index.js';
 
 let store: Store;
 beforeEach(async () => {

@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteStore } from '../../src/adapters/stores/sqlite/index.js';
-import type { Store } from '../../src/core/ports.js';
+import type { Store } from '../../src/core/ports/index.js';
 import { Replicas } from '../../src/core/replicas/replicas.js';
 
 // Unit tier: the waits below run on fake timers that jump to the next timer when nothing else is

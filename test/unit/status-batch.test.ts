@@ -15,7 +15,7 @@ import { openWorkerState } from '../../src/adapters/stores/worker-state/index.js
 import { RPC_LEASE_POLICY, RPC_PARAMS, RPC_SCOPE, RPC_STATUS_BATCH } from '../../src/contracts/worker-rpc.js';
 import { SbxError } from '../../src/core/errors.js';
 import { EventBus } from '../../src/core/events/bus.js';
-import type { Clock, Provider, RuntimeStatus, SandboxRecord, Store, WorkerRecord } from '../../src/core/ports.js';
+import type { Clock, Provider, RuntimeStatus, SandboxRecord, Store, WorkerRecord } from '../../src/core/ports/index.js';
 import { ProviderRegistry } from '../../src/core/providers/registry.js';
 import { reconcileRemote, STATUS_BATCH } from '../../src/core/sandboxes/reconcile-remote.js';
 import { RuntimeLocator } from '../../src/core/scheduler/locator.js';

@@ -12,7 +12,7 @@ import {
   watchRefusal,
 } from '../../src/adapters/providers/shared/watch-decoder.js';
 import { SbxError } from '../../src/core/errors.js';
-import type { WatchEvent } from '../../src/core/ports.js';
+import type { WatchEvent } from '../../src/core/ports/index.js';
 
 /** A payload as the agent writes it: kind, path NUL, old path NUL. */
 const payload = (kind: number, path = '', old?: string) =>

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Worker } from '../../src/compose/worker.js';
-import type { WorkerRecord } from '../../src/core/ports.js';
+import type { WorkerRecord } from '../../src/core/ports/index.js';
 import { rpcToken } from '../../src/transports/worker-rpc/client/credentials.js';
 import { createRemoteWorkers } from '../../src/transports/worker-rpc/client/remote-provider.js';
 import { runWithRequestId } from '../../src/transports/shared/request-context.js';

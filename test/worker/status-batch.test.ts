@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Worker } from '../../src/compose/worker.js';
 import { AUD_RPC } from '../../src/core/auth/worker-claims.js';
-import type { WorkerRecord } from '../../src/core/ports.js';
+import type { WorkerRecord } from '../../src/core/ports/index.js';
 import { mintWorkerToken } from '../../src/transports/shared/worker-auth.js';
 import { createRemoteWorkers } from '../../src/transports/worker-rpc/client/remote-provider.js';
 import { call } from '../helpers/http.js';

@@ -10,7 +10,7 @@
  * Adapters never import config: the settings are described here structurally, and SbxConfig's
  * `providers` group fits that shape.
  */
-import type { Provider, ProviderHealth } from '../../core/ports.js';
+import type { Provider, ProviderHealth } from '../../core/ports/index.js';
 import { canonicalProviderName as canonical } from '../../core/providers/registry.js';
 
 /** `required`: run it (unhealthy when unusable); `auto`: run it when usable; `off`: never. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Clock, IdSource } from '../../core/ports.js';
+import type { Clock, IdSource } from '../../core/ports/index.js';
 
 export const systemClock: Clock = { now: () => new Date() };
 

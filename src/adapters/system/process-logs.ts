@@ -1,6 +1,6 @@
 import { mkdir, open, readdir, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { OutputChunk, OutputStream, ProcessLog, ProcessLogs } from '../../core/ports.js';
+import type { OutputChunk, OutputStream, ProcessLog, ProcessLogs } from '../../core/ports/index.js';
 
 /**
  * Background processes' output logs on this host's disk (DESIGN.md §10): one directory per

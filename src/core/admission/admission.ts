@@ -1,7 +1,7 @@
 import { formatDuration } from '../../shared/duration.js';
 import { SbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, QuotaStore, SandboxStore, SlotLedgerPort } from '../ports.js';
+import type { Clock, QuotaStore, SandboxStore, SlotLedgerPort } from '../ports/index.js';
 import type { CoreSettings } from '../settings.js';
 import { LocalLedger, SharedLedger, type AdmissionTicket, type Counts, type Ledger } from './ledger.js';
 import { SpawnQueue, type Waiter } from './queue.js';

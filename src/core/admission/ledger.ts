@@ -5,7 +5,7 @@
  * every replica takes (`SharedLedger`), so no two replicas can grant the same last slot.
  */
 import { conflict } from '../errors.js';
-import type { Clock, LiveCounts, SandboxRecord, SandboxStore, SlotLedgerPort } from '../ports.js';
+import type { Clock, LiveCounts, SandboxRecord, SandboxStore, SlotLedgerPort } from '../ports/index.js';
 
 /** Active sandboxes as a decision sees them. */
 export interface Counts {

@@ -2,7 +2,7 @@ import { parseDuration } from '../duration.js';
 import { formatDuration, isWholeSeconds } from '../../shared/duration.js';
 import { badRequest, notFound } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, QuotaRecord, QuotaStore } from '../ports.js';
+import type { Clock, QuotaRecord, QuotaStore } from '../ports/index.js';
 import type { Admission } from './admission.js';
 import { validateOwnerId } from './owner.js';
 

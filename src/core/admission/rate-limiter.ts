@@ -1,5 +1,5 @@
 import { formatDuration } from '../../shared/duration.js';
-import type { Clock } from '../ports.js';
+import type { Clock } from '../ports/index.js';
 
 export type RateLimitKeyBy = 'owner' | 'api_key' | 'ip';
 

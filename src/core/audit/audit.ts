@@ -1,4 +1,4 @@
-import type { AuditFilter, AuditRecord, Store } from '../ports.js';
+import type { AuditFilter, AuditRecord, Store } from '../ports/index.js';
 
 /** Admin audit history (DESIGN.md §3): the one writer records, admins query. */
 export class AuditService {

@@ -1,4 +1,4 @@
-import type { Clock } from '../ports.js';
+import type { Clock } from '../ports/index.js';
 import type { EventInput, EventKind, SbxEvent } from './kinds.js';
 
 export type EventListener = (event: SbxEvent) => void;

@@ -3,7 +3,7 @@
  * (`sbx_egress_connections_total`), each denial is a `network.denied` event, visible as its
  * sandbox is (owner and worker from the sandbox's record).
  */
-import type { SandboxStore } from '../ports.js';
+import type { SandboxStore } from '../ports/index.js';
 import type { EventBus } from './bus.js';
 
 /** One verdict of a gateway (this node's, or a worker's sent in a batch). */

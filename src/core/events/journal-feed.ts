@@ -6,7 +6,7 @@
  * reconnect make sure nothing is missed. While the database is away, events wait in a bounded
  * outbox and are appended when it returns.
  */
-import type { EventJournalPort, JournalEntry } from '../replica-port.js';
+import type { EventJournalPort, JournalEntry } from '../ports/index.js';
 import type { EventBus } from './bus.js';
 import type { EventInput } from './kinds.js';
 

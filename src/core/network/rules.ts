@@ -37,7 +37,10 @@ export interface ParsedLists {
 export const MAX_RULES = 64;
 export const MAX_RULE_CHARS = 253;
 
-/** Why the gateway refused; `secret_not_allowed`: a secret's placeholder bound for a host outside its secret's hosts, or not this sandbox's (DESIGN §15). */
+/**
+ * Why the gateway refused; `secret_not_allowed`: a secret's placeholder bound for a host outside its
+ * secret's hosts, or not this sandbox's (DESIGN §15).
+ */
 export type DenyReason = 'no_rule' | 'deny_rule' | 'special_address' | 'sni_mismatch' | 'dns_failed' | 'limit' | 'secret_not_allowed';
 
 const LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;

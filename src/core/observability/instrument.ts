@@ -1,5 +1,5 @@
 import { isAbortError, isSbxError } from '../errors.js';
-import type { ExecEvent, ExecSpec, Provider } from '../ports.js';
+import type { ExecEvent, ExecSpec, Provider } from '../ports/index.js';
 import { isProviderFailure, RUNTIME_OPERATIONS, type OperationStats } from './operations.js';
 
 /** Provider methods measured, with the operation name they are reported under. */

@@ -1,4 +1,4 @@
-import type { SandboxTally, Store } from '../ports.js';
+import type { SandboxTally, Store } from '../ports/index.js';
 
 /** The store's health as readers report it; latency is in milliseconds, unrounded. */
 export interface StoreHealth {

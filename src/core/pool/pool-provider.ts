@@ -13,7 +13,7 @@
  * whose counter is used up takes no one new and goes with its last tenant.
  */
 import { notFound, SbxError, unavailable } from '../errors.js';
-import { bytesOnce, collectBytes } from '../sandboxes/files.js';
+import { bytesOnce, collectBytes } from '../sandboxes/file-bytes.js';
 import type {
   ConsoleLog,
   ExecEvent,
@@ -21,85 +21,34 @@ import type {
   Provider,
   RuntimeInfo,
   RuntimeStatus,
-  SandboxStore,
   SpawnResult,
   SpawnSpec,
-  PoolUidStore,
   WatchEvent,
   WorkspaceOps,
-} from '../ports.js';
+} from '../ports/index.js';
+import { parsePoolId, PoolSlots, poolId, type PoolStatusView, type SlotOptions } from './slots.js';
 import { tenantEvents, workspacePath } from './workspace.js';
 
-export interface PoolSettings {
-  enabled: boolean;
-  max_vms: number;
-  max_users_per_vm: number;
-  image: string;
-  memory_mb: number;
-  vcpus: number;
-  /** The provider runtimes are made on. */
-  provider: string;
-}
-
-export interface PoolOptions {
-  settings: PoolSettings;
-  store: Pick<SandboxStore, 'listSandboxes'> & PoolUidStore;
+export interface PoolOptions extends SlotOptions {
   /** `queue` waits up to `queueTimeoutMs` for a slot when the pool is full; `reject` answers 503. */
   overflow: 'reject' | 'queue';
   queueTimeoutMs: number;
-  /** A fresh id for a shared runtime (labels it). */
-  runtimeName(): string;
 }
 
 /** First uid of pool tenants: slot n runs as 10000 + n. */
 export const POOL_UID_BASE = 10_000;
-/** Uid offsets a runtime may give (10000 … 59999): one whose counter reaches this takes no new tenant. */
-export const POOL_UID_SPAN = 50_000;
-const PREFIX = 'pool:';
-const LIVE = ['running', 'paused', 'unhealthy', 'error'] as const;
-
-interface Shared {
-  /** The base provider's runtime id. */
-  runtime: string;
-  /** slot (uid offset) → sandbox id. */
-  slots: Map<number, string>;
-  /** Its uid counter is used up: no new tenant; destroyed with its last one. */
-  retired?: boolean;
-}
-
-/** A logical sandbox's runtime id, parsed; null for a runtime of its own (not a pool one). */
-export function parsePoolId(runtimeId: string): { slot: number; sandbox_id: string; runtime: string } | null {
-  if (!runtimeId.startsWith(PREFIX)) return null;
-  const [slot, sandbox, ...rest] = runtimeId.slice(PREFIX.length).split(':');
-  const runtime = rest.join(':');
-  if (!/^\d+$/.test(slot ?? '') || !sandbox || !runtime) return null;
-  return { slot: Number(slot), sandbox_id: sandbox, runtime };
-}
-
-const poolId = (slot: number, sandboxId: string, runtime: string) => `${PREFIX}${slot}:${sandboxId}:${runtime}`;
-
-export interface PoolStatusView {
-  vms: number;
-  total_users: number;
-  runtimes: Array<{ runtime_id: string; users: number }>;
-}
 
 export class PoolProvider implements Provider {
   readonly name: string;
   readonly capabilities: readonly string[];
-  /** Shared runtimes, oldest first. */
-  private readonly shared: Shared[] = [];
-  private loaded: Promise<void> | null = null;
-  /** Serializes slot choice and runtime creation. */
-  private lock: Promise<unknown> = Promise.resolve();
-  private creating = 0;
-  private readonly waiters = new Set<() => void>();
-
+  /** Which runtime holds which tenant: the slot bookkeeping. */
+  private readonly slots: PoolSlots;
   constructor(
     private readonly base: Provider,
     private readonly opts: PoolOptions,
   ) {
     this.name = base.name;
+    this.slots = new PoolSlots(base, opts);
     // A tenant's background processes stay attached: the in-sandbox process directory is per runtime, not per tenant.
     this.capabilities = base.capabilities.filter((c) => c !== 'detach');
     if (!base.workspace) throw new Error(`provider ${base.name} cannot back a pool (no workspaces)`);
@@ -112,74 +61,19 @@ export class PoolProvider implements Provider {
     return this.base.health(signal);
   }
 
-  /** Live shared runtimes and workspaces (GET /api/v1/pool/status). */
-  async view(): Promise<PoolStatusView> {
-    await this.load();
-    return {
-      vms: this.shared.length,
-      total_users: this.shared.reduce((n, s) => n + s.slots.size, 0),
-      runtimes: this.shared.map((s) => ({ runtime_id: s.runtime, users: s.slots.size })),
-    };
-  }
-
-  /** Slot assignments from the store: every live logical sandbox names its slot and runtime. */
-  private load(): Promise<void> {
-    this.loaded ??= (async () => {
-      const rows = await this.opts.store.listSandboxes({ states: [...LIVE] });
-      for (const r of rows) {
-        const p = r.runtime_id ? parsePoolId(r.runtime_id) : null;
-        if (!p) continue;
-        let s = this.shared.find((x) => x.runtime === p.runtime);
-        if (!s) this.shared.push((s = { runtime: p.runtime, slots: new Map() }));
-        s.slots.set(p.slot, p.sandbox_id);
-      }
-    })().catch((err: unknown) => {
-      this.loaded = null;
-      throw err;
-    });
-    return this.loaded;
-  }
-
-  private locked<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.lock.then(fn, fn);
-    this.lock = run.catch(() => undefined);
-    return run;
-  }
-
   async spawn(spec: SpawnSpec, signal?: AbortSignal): Promise<SpawnResult> {
     if (spec.network)
       throw new SbxError('not_implemented', "pool sandboxes share their runtime's network: a network per spawn needs pool mode off");
-    await this.load();
     const { max_users_per_vm: perVm } = this.opts.settings;
     const deadline = performance.now() + (this.opts.overflow === 'queue' ? this.opts.queueTimeoutMs : 0);
     for (;;) {
-      const claimed = await this.locked(async () => {
-        for (const s of [...this.shared]) {
-          if (s.retired || s.slots.size >= perVm) continue;
-          const slot = await this.nextSlot(s);
-          if (slot === null) continue;
-          s.slots.set(slot, spec.sandbox_id);
-          return { shared: s, slot };
-        }
-        // Retired runtimes still count: they run until their last tenant leaves.
-        if (this.shared.length + this.creating >= this.opts.settings.max_vms) return null;
-        this.creating++;
-        try {
-          const s = await this.newRuntime(signal);
-          const slot = await this.nextSlot(s);
-          if (slot === null) throw new SbxError('provider_error', 'a new pool runtime got no uid for its first workspace');
-          s.slots.set(slot, spec.sandbox_id);
-          return { shared: s, slot };
-        } finally {
-          this.creating--;
-        }
-      });
+      const claimed = await this.slots.claim(spec.sandbox_id, signal);
       if (claimed) {
         const id = poolId(claimed.slot, spec.sandbox_id, claimed.shared.runtime);
         try {
           await this.ws(id).prepare(signal);
         } catch (err) {
-          await this.release(id).catch(() => undefined);
+          await this.slots.release(id).catch(() => undefined);
           throw err;
         }
         return { runtime_id: id };
@@ -189,122 +83,30 @@ export class PoolProvider implements Provider {
         const { max_vms } = this.opts.settings;
         throw unavailable(`the pool is full: ${max_vms} shared runtime(s) with ${perVm} workspace(s) each are in use`);
       }
-      await this.slotFreed(left, signal);
+      await this.slots.slotFreed(left, signal);
     }
-  }
-
-  /** A new shared runtime (its uid counter starts at its first workspace). */
-  private async newRuntime(signal?: AbortSignal): Promise<Shared> {
-    const { runtime_id } = await this.base.spawn(
-      {
-        sandbox_id: this.opts.runtimeName(),
-        image: this.opts.settings.image,
-        memory_mb: this.opts.settings.memory_mb,
-        vcpus: this.opts.settings.vcpus,
-        metadata: { 'sbx.pool': 'shared' },
-        owner_id: null,
-      },
-      signal,
-    );
-    const s: Shared = { runtime: runtime_id, slots: new Map() };
-    this.shared.push(s);
-    return s;
-  }
-
-  /**
-   * The runtime's next uid offset from the store's counter, or null once the counter is used up
-   * (the runtime retires). Offsets at or below one in use (slots stored before the counter existed)
-   * are skipped, so two tenants never share one. A runtime left with no tenant by a failure goes.
-   */
-  private async nextSlot(s: Shared): Promise<number | null> {
-    const floor = Math.max(-1, ...s.slots.keys());
-    for (;;) {
-      let slot: number;
-      try {
-        slot = await this.opts.store.takePoolUid(s.runtime);
-      } catch (err) {
-        if (s.slots.size === 0) await this.release(null, s).catch(() => undefined);
-        throw err;
-      }
-      if (slot >= POOL_UID_SPAN) {
-        s.retired = true;
-        if (s.slots.size === 0) await this.release(null, s).catch(() => undefined);
-        return null;
-      }
-      if (slot > floor) return slot;
-    }
-  }
-
-  /** Resolves when a slot may have been freed, after `ms`, or on abort. */
-  private slotFreed(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.waiters.add(done);
-      signal?.addEventListener('abort', done, { once: true });
-    });
-  }
-
-  /**
-   * Frees a slot (`id` null: none, `shared` names the runtime); a runtime left without workspaces
-   * is destroyed and its uid counter forgotten.
-   */
-  private async release(id: string | null, shared?: Shared, signal?: AbortSignal): Promise<void> {
-    const p = id ? parsePoolId(id)! : null;
-    const s = shared ?? this.shared.find((x) => x.runtime === p?.runtime);
-    if (s && p && s.slots.get(p.slot) === p.sandbox_id) s.slots.delete(p.slot);
-    if (s && s.slots.size === 0) {
-      this.shared.splice(this.shared.indexOf(s), 1);
-      try {
-        await this.base.destroy(s.runtime, signal);
-      } catch (err) {
-        // Still there: kept in the pool view so the next pass (reaper, reconciliation) sees it.
-        if (!this.shared.includes(s)) this.shared.push(s);
-        throw err;
-      }
-      await this.opts.store.forgetPoolRuntime(s.runtime).catch(() => undefined);
-    }
-    for (const wake of [...this.waiters]) wake();
   }
 
   async destroy(runtimeId: string, signal?: AbortSignal): Promise<void> {
     const p = parsePoolId(runtimeId);
     if (!p) return this.base.destroy(runtimeId, signal);
-    await this.load();
-    const s = this.shared.find((x) => x.runtime === p.runtime);
-    if (!s || s.slots.get(p.slot) !== p.sandbox_id) return; // already gone: idempotent
+    if (!(await this.slots.holds(p))) return; // already gone: idempotent
     if ((await this.base.status(p.runtime, signal)) === 'running') await this.ws(runtimeId).remove(signal);
-    await this.locked(() => this.release(runtimeId, undefined, signal));
+    await this.slots.locked(() => this.slots.release(runtimeId, undefined, signal));
   }
 
   async status(runtimeId: string, signal?: AbortSignal): Promise<RuntimeStatus> {
     const p = parsePoolId(runtimeId);
     if (!p) return this.base.status(runtimeId, signal);
-    await this.load();
-    const s = this.shared.find((x) => x.runtime === p.runtime);
-    if (!s || s.slots.get(p.slot) !== p.sandbox_id) return 'missing';
+    if (!(await this.slots.holds(p))) return 'missing';
     return this.base.status(p.runtime, signal);
   }
 
   /** The base runtimes, a shared one expanded into its workspaces (reaper, reconciliation). */
   async listRuntimes(signal?: AbortSignal): Promise<RuntimeInfo[]> {
     if (!this.base.listRuntimes) return [];
-    await this.load();
-    const out: RuntimeInfo[] = [];
-    for (const rt of await this.base.listRuntimes(signal)) {
-      const s = this.shared.find((x) => x.runtime === rt.runtime_id);
-      if (!s) {
-        out.push(rt);
-        continue;
-      }
-      for (const [slot, sandbox] of s.slots) out.push({ ...rt, runtime_id: poolId(slot, sandbox, s.runtime), sandbox_id: sandbox });
-    }
-    return out;
+    await this.slots.load();
+    return this.slots.expand(await this.base.listRuntimes(signal));
   }
 
   /** The workspace of a logical sandbox (its runtime id names it). */
@@ -318,9 +120,7 @@ export class PoolProvider implements Provider {
   private async live(runtimeId: string): Promise<WorkspaceOps> {
     const p = parsePoolId(runtimeId);
     if (!p) throw notFound(`runtime ${runtimeId} is not a pool workspace`);
-    await this.load();
-    const s = this.shared.find((x) => x.runtime === p.runtime);
-    if (!s || s.slots.get(p.slot) !== p.sandbox_id) throw notFound(`sandbox ${p.sandbox_id} has no workspace`);
+    if (!(await this.slots.holds(p))) throw notFound(`sandbox ${p.sandbox_id} has no workspace`);
     return this.ws(runtimeId);
   }
 
@@ -416,6 +216,11 @@ export class PoolProvider implements Provider {
     if (!ws.listenerOwned || !(await ws.listenerOwned(port, upstream.host, signal)))
       throw new SbxError('bad_gateway', `nothing is listening on port ${port} of sandbox ${p.sandbox_id}`);
     return { ...upstream, shared: true };
+  }
+
+  /** Live shared runtimes and workspaces (GET /api/v1/pool/status). */
+  view(): Promise<PoolStatusView> {
+    return this.slots.view();
   }
 
   close(): Promise<void> {

@@ -1,5 +1,5 @@
 import { SbxError } from '../errors.js';
-import type { WatchEvent, WorkspaceSpec } from '../ports.js';
+import type { WatchEvent, WorkspaceSpec } from '../ports/index.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 

@@ -1,5 +1,5 @@
 import { notFound, unavailable } from '../errors.js';
-import type { Clock, Provider, ProviderHealth } from '../ports.js';
+import type { Clock, Provider, ProviderHealth } from '../ports/index.js';
 
 export interface ProviderStatus extends ProviderHealth {
   name: string;

@@ -7,7 +7,7 @@
  * before any other replica can take it over (a lease not renewed within its TTL is treated as lost).
  * On a store of one process's own (SQLite) the replica is simply the leader of everything.
  */
-import type { Clock, LeaseStore } from '../ports.js';
+import type { Clock, LeaseStore } from '../ports/index.js';
 
 export interface LeaderTask {
   name: string;

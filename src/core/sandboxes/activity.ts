@@ -5,7 +5,7 @@
  * been in flight for that long. GETs and lists are not activity. Time comes from the Clock port,
  * so a fake clock drives it in tests.
  */
-import type { Clock } from '../ports.js';
+import type { Clock } from '../ports/index.js';
 
 interface Entry {
   inflight: number;

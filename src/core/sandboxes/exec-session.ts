@@ -9,7 +9,7 @@
  */
 import { AsyncQueue } from '../async-queue.js';
 import { badRequest, isSbxError, SbxError } from '../errors.js';
-import type { ExecControl } from '../ports.js';
+import type { ExecControl } from '../ports/index.js';
 import type { ExecCommand, ExecItem } from './exec.js';
 
 /** A client message, already validated and decoded by the transport. */

@@ -1,13 +1,13 @@
 import { parseDuration } from '../duration.js';
 import { formatDuration } from '../../shared/duration.js';
-import { badRequest, isAbortError, isSbxError, SbxError } from '../errors.js';
+import { asProviderError, badRequest, isAbortError, isSbxError, SbxError } from '../errors.js';
 import { reportExecFailure } from '../events/failures.js';
-import type { ExecControl, ExecSpec, Provider, SandboxRecord } from '../ports.js';
+import type { ExecControl, ExecSpec, Provider, SandboxRecord } from '../ports/index.js';
 import type { Caller } from './caller.js';
 import { CappedOutput } from './exec-output.js';
 import { sandboxPath } from './paths.js';
 import { isSandboxGone } from './runtime-guard.js';
-import { asProviderError, type SandboxService } from './service.js';
+import type { SandboxService } from './service.js';
 
 /**
  * The command core runs for an exec request (the API's ExecRequest after decoding; the client

@@ -13,13 +13,17 @@
  * ones no live record names (reconcile-catalog.ts).
  */
 import { parseDuration } from '../duration.js';
-import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
+import { badRequest, notFound, SbxError } from '../errors.js';
 import type { AdmissionTicket } from '../admission/admission.js';
-import type { Provider, SandboxRecord } from '../ports.js';
+import type { Provider, SandboxRecord } from '../ports/index.js';
 import type { Caller } from './caller.js';
+import type { SandboxDeps } from './deps.js';
+import type { Teardown } from './pause.js';
+import type { ResolveRuntime } from './runtimes.js';
 import { cannot } from './snapshots.js';
-import type { ResolvedSpawn, SandboxService } from './service.js';
 import { createSandbox } from './spawn.js';
+import type { ResolvedSpawn } from './spawn-request.js';
+import type { VolumeService } from './volumes.js';
 
 /** At most this many forks per request. */
 export const MAX_FORKS = 10;
@@ -35,16 +39,6 @@ export interface ForkInput {
   ttl?: string;
   /** The forks' metadata; default the parent's. */
   metadata?: Record<string, string>;
-}
-
-/**
- * Where a fork's secret bindings are copied (DESIGN.md §15): the secrets service binds the
- * parent's secrets to the fork with placeholders of its own before the fork starts, and drops them
- * again when the fork could not be made.
- */
-export interface ForkSecretsHook {
-  copyBindings(parentId: string, childId: string, signal?: AbortSignal): Promise<void>;
-  dropBindings(childId: string): Promise<void>;
 }
 
 /** A provider that can hold a runtime still (DESIGN.md §16 pause: docker's engine pause, the cgroup freezer). */
@@ -83,19 +77,26 @@ export class ForkService {
   /** Fork images being made by this process: never removed as unused while their forks are still coming. */
   private readonly making = new Set<string>();
 
-  constructor(private readonly sandboxes: SandboxService) {}
+  constructor(
+    private readonly deps: SandboxDeps,
+    /** The running parent, with its provider. */
+    private readonly resolveRuntime: ResolveRuntime,
+    /** Holds the parent's volumes while its forks are made. */
+    private readonly volumes: Pick<VolumeService, 'hold'>,
+    private readonly teardown: Teardown,
+  ) {}
 
   /** Forks the sandbox `count` times; answers the forks in creation order, or makes none. */
   async fork(parentId: string, input: ForkInput, caller: Caller, signal?: AbortSignal): Promise<SandboxRecord[]> {
     const count = checkForkCount(input.count);
-    const { deps } = this.sandboxes;
+    const { deps } = this;
     // Ownership and liveness as for every sandbox operation (404 for another tenant's).
-    const { rec } = await this.sandboxes.resolveRuntime(parentId, caller);
+    const { rec } = await this.resolveRuntime(parentId, caller);
     if (deps.settings.pool.enabled) throw cannot(rec.provider, 'fork pool sandboxes', 'they share one runtime with other users');
     const provider = await deps.locator.provider(rec);
     if (!provider.forkImage) throw cannot(rec.provider, 'fork sandboxes');
     const req = this.forkRequest(rec, input);
-    const unhold = this.sandboxes.volumes.hold(req.volumes);
+    const unhold = this.volumes.hold(req.volumes);
     const tickets: AdmissionTicket[] = [];
     try {
       // Every fork's slot before anything is made: count 3 with room for 2 makes none.
@@ -109,9 +110,9 @@ export class ForkService {
 
   /** The forks of one request again from its first fork's id (an idempotent retry's answer), or null. */
   async replay(firstId: string): Promise<SandboxRecord[] | null> {
-    const first = await this.sandboxes.deps.store.getSandbox(firstId);
+    const first = await this.deps.store.getSandbox(firstId);
     if (!first?.fork) return null;
-    return this.sandboxes.deps.store.sandboxesOfFork(first.fork);
+    return this.deps.store.sandboxesOfFork(first.fork);
   }
 
   /**
@@ -125,7 +126,7 @@ export class ForkService {
 
   /** Removes fork image `name` from `holder` when no sandbox started from it is still alive. */
   private async dropIfUnused(holder: Provider, name: string): Promise<void> {
-    const users = await this.sandboxes.deps.store.sandboxesOfFork(name);
+    const users = await this.deps.store.sandboxesOfFork(name);
     if (users.some((u) => u.state !== 'destroyed')) return;
     await holder.deleteForkImage?.(name, AbortSignal.timeout(DELETE_TIMEOUT_MS));
   }
@@ -138,7 +139,7 @@ export class ForkService {
     tickets: AdmissionTicket[],
     signal?: AbortSignal,
   ): Promise<SandboxRecord[]> {
-    const { deps } = this.sandboxes;
+    const { deps } = this;
     const name = forkName(deps.ids.randomId(12));
     this.making.add(name);
     const made: SandboxRecord[] = [];
@@ -149,7 +150,7 @@ export class ForkService {
       for (const ticket of tickets) made.push(await createSandbox(deps, forkReq, signal, ticket));
       return made;
     } catch (err) {
-      for (const child of made) await this.sandboxes.teardown(child, 'fork_failed').catch(() => undefined);
+      for (const child of made) await this.teardown(child, 'fork_failed').catch(() => undefined);
       throw err;
     } finally {
       this.making.delete(name);
@@ -160,7 +161,7 @@ export class ForkService {
 
   /** The parent's spawn request as its forks repeat it: what the record keeps, pinned to its worker. */
   private forkRequest(rec: SandboxRecord, input: ForkInput): ResolvedSpawn {
-    const d = this.sandboxes.deps.settings.defaults;
+    const d = this.deps.settings.defaults;
     const ttl_ms = input.ttl !== undefined ? parseDuration(input.ttl, 'ttl') : d.ttl_ms;
     if (ttl_ms <= 0) throw badRequest('ttl must be positive');
     const metadata = input.metadata ?? rec.metadata;
@@ -193,15 +194,9 @@ export class ForkService {
 
   /** The provider holding a fork image: the forks' provider on their node, or their worker over the RPC. */
   private async holderOf(rec: SandboxRecord): Promise<Provider> {
-    const { providers, locator } = this.sandboxes.deps;
-    if (locator.isLocal(rec)) {
-      if (!providers.has(rec.provider))
-        throw unavailable(`provider "${rec.provider}" that holds fork image ${rec.fork} is not configured on this server`);
-      return providers.get(rec.provider);
-    }
-    const w = await locator.workerOf(rec);
-    if (!w) throw notFound(`worker ${rec.worker_id} that holds fork image ${rec.fork} is not registered`);
-    return locator.remoteProvider(w, { id: rec.id, provider: rec.provider, runtime_id: null });
+    const holder = await this.deps.locator.holder(rec, `fork image ${rec.fork}`);
+    if (!holder) throw notFound(`worker ${rec.worker_id} that holds fork image ${rec.fork} is not registered`);
+    return holder;
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { badRequest, conflict, notFound, SbxError } from '../errors.js';
-import type { Clock, IdempotencyStore, SandboxRecord } from '../ports.js';
+import type { Clock, IdempotencyStore, SandboxRecord } from '../ports/index.js';
 
 /** How long a key answers with its first result. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;

@@ -4,7 +4,7 @@
  */
 import { parseDuration } from '../duration.js';
 import { badRequest, SbxError } from '../errors.js';
-import type { Provider } from '../ports.js';
+import type { Provider } from '../ports/index.js';
 import type { CoreSettings } from '../settings.js';
 
 export interface Lifecycle {

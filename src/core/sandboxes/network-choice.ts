@@ -5,7 +5,7 @@
 import { badRequest, SbxError } from '../errors.js';
 import { parseEgress, type EgressLists } from '../network/rules.js';
 import type { CoreSettings } from '../settings.js';
-import type { SpawnInput } from './service.js';
+import type { SpawnInput } from './spawn-request.js';
 /** A network a spawn or template may name (DESIGN.md §10): `none`, `bridge` or `filtered`. */
 export function parseNetwork(network: string): 'none' | 'bridge' | 'filtered' {
   if (network !== 'none' && network !== 'bridge' && network !== 'filtered')

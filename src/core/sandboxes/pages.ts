@@ -1,4 +1,4 @@
-import type { SandboxFilter, SandboxRecord, SandboxStore } from '../ports.js';
+import type { SandboxFilter, SandboxRecord, SandboxStore } from '../ports/index.js';
 
 /** Rows per page when a background pass walks sandboxes (DESIGN.md §13). */
 export const PAGE_ROWS = 500;

@@ -5,17 +5,23 @@
  * (`ensureRunning`), the auto-pause pass and the pause at the TTL of `on_expire: pause`.
  */
 import { conflict, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
-import type { Provider, SandboxRecord } from '../ports.js';
+import type { Provider, SandboxRecord } from '../ports/index.js';
 import type { Caller } from './caller.js';
 import { ActivityTracker } from './activity.js';
+import type { SandboxDeps } from './deps.js';
+import { GONE, providerNotConfigured, type SandboxLookup } from './lookup.js';
 import { sandboxPages } from './pages.js';
-import type { SandboxService } from './service.js';
 import { expiryFrom } from './spawn.js';
 
 /** Bound on one provider pause or resume (docker's freeze, the freezer reaching FROZEN, a worker's RPC). */
 const PAUSE_TIMEOUT_MS = 30_000;
 const DEFAULT_PAUSED_TTL_MS = 24 * 3_600_000;
-const GONE = new Set(['destroyed', 'expired']);
+
+/** What pausing reads and writes: the records, the locator that reaches runtimes, events, the clock. */
+export type PauseDeps = Pick<SandboxDeps, 'store' | 'bus' | 'clock' | 'settings' | 'locator' | 'warn'>;
+
+/** A sandbox's teardown (Teardowns.run): `retry: false` tries once. */
+export type Teardown = (rec: SandboxRecord, reason: string, retry?: boolean) => Promise<void>;
 
 export type PauseReason = 'requested' | 'auto_pause' | 'on_expire';
 export type ResumeReason = 'requested' | 'activity';
@@ -28,13 +34,17 @@ export class PauseService {
   /** Milliseconds each resume took (for diagnostics and the benchmark); the last 100. */
   readonly resumeMs: number[] = [];
 
-  constructor(private readonly s: SandboxService) {
-    this.activity = new ActivityTracker(s.deps.clock);
+  constructor(
+    private readonly deps: PauseDeps,
+    private readonly lookup: SandboxLookup,
+    private readonly teardown: Teardown,
+  ) {
+    this.activity = new ActivityTracker(deps.clock);
   }
 
   /** `POST …/pause`: 409 while an exec or stream is in flight; an already paused sandbox answers as is. */
   async pause(caller: Caller, id: string): Promise<SandboxRecord> {
-    await this.s.get(id, caller);
+    await this.lookup.get(id, caller);
     this.refusePool();
     return this.serialized(id, async () => {
       const cur = await this.current(id);
@@ -49,7 +59,7 @@ export class PauseService {
 
   /** `POST …/resume`: a running sandbox answers as is. */
   async resume(caller: Caller, id: string): Promise<SandboxRecord> {
-    await this.s.get(id, caller);
+    await this.lookup.get(id, caller);
     this.refusePool();
     return this.resumeIfPaused(id, 'requested');
   }
@@ -70,7 +80,7 @@ export class PauseService {
    */
   async watchAtStart(): Promise<number> {
     let n = 0;
-    for await (const rec of sandboxPages(this.s.deps.store, { states: ['running'] })) {
+    for await (const rec of sandboxPages(this.deps.store, { states: ['running'] })) {
       if (!rec.auto_pause_ms) continue;
       this.watch(rec);
       n++;
@@ -90,8 +100,8 @@ export class PauseService {
   async pauseIdle(): Promise<number> {
     let n = 0;
     for (const id of this.activity.idle()) {
-      const rec = await this.s.deps.store.getSandbox(id);
-      if (!rec || rec.state !== 'running' || this.s.pastTtl(rec) || this.s.destroying(id)) {
+      const rec = await this.deps.store.getSandbox(id);
+      if (!rec || rec.state !== 'running' || this.lookup.pastTtl(rec) || this.lookup.destroying(id)) {
         this.activity.unwatch(id);
         continue;
       }
@@ -105,7 +115,7 @@ export class PauseService {
       } catch (err) {
         // A provider that cannot pause never will: stop watching. Others are tried next pass.
         if (isSbxError(err) && (err.code === 'not_implemented' || err.code === 'not_found')) this.activity.unwatch(id);
-        this.s.deps.warn?.({ sandbox_id: id, err: isSbxError(err) ? err.message : String(err) }, 'auto-pause failed');
+        this.deps.warn?.({ sandbox_id: id, err: isSbxError(err) ? err.message : String(err) }, 'auto-pause failed');
       }
     }
     return n;
@@ -123,19 +133,19 @@ export class PauseService {
         return this.doPause(cur, 'on_expire');
       });
     } catch (err) {
-      if (isSbxError(err) && err.code === 'not_implemented') await this.s.teardown(rec, 'expired', false);
+      if (isSbxError(err) && err.code === 'not_implemented') await this.teardown(rec, 'expired', false);
       else throw err;
     }
   }
 
   private refusePool(): void {
-    if (this.s.deps.settings.pool.enabled)
+    if (this.deps.settings.pool.enabled)
       throw new SbxError('not_implemented', 'pool sandboxes share one runtime with other users: pausing one would freeze its neighbours');
   }
 
   private async current(id: string): Promise<SandboxRecord> {
-    const rec = await this.s.deps.store.getSandbox(id);
-    if (!rec || GONE.has(rec.state) || this.s.pastTtl(rec) || this.s.destroying(id)) throw notFound(`sandbox ${id} not found`);
+    const rec = await this.deps.store.getSandbox(id);
+    if (!rec || GONE.has(rec.state) || this.lookup.pastTtl(rec) || this.lookup.destroying(id)) throw notFound(`sandbox ${id} not found`);
     return rec;
   }
 
@@ -157,10 +167,9 @@ export class PauseService {
   }
 
   private async provider(rec: SandboxRecord): Promise<{ provider: Provider; runtimeId: string }> {
-    if (this.s.stranded(rec))
-      throw unavailable(`sandbox ${rec.id} runs on provider "${rec.provider}", which is not configured on this server`);
+    if (this.lookup.stranded(rec)) throw providerNotConfigured(rec);
     if (!rec.runtime_id) throw unavailable(`sandbox ${rec.id} has no runtime`);
-    const provider = await this.s.deps.locator.provider(rec, PAUSE_TIMEOUT_MS);
+    const provider = await this.deps.locator.provider(rec, PAUSE_TIMEOUT_MS);
     return { provider, runtimeId: rec.runtime_id };
   }
 
@@ -168,13 +177,13 @@ export class PauseService {
     const { provider, runtimeId } = await this.provider(rec);
     if (!provider.pause) throw new SbxError('not_implemented', `provider ${rec.provider} cannot pause sandboxes`);
     await provider.pause(runtimeId, AbortSignal.timeout(PAUSE_TIMEOUT_MS));
-    const now = this.s.deps.clock.now().toISOString();
+    const now = this.deps.clock.now().toISOString();
     // Racing a destroy: the record is not written back to life.
-    if (this.s.destroying(rec.id)) throw notFound(`sandbox ${rec.id} not found`);
-    const updated = await this.s.deps.store.updateSandbox(rec.id, { state: 'paused', updated_at: now });
+    if (this.lookup.destroying(rec.id)) throw notFound(`sandbox ${rec.id} not found`);
+    const updated = await this.deps.store.updateSandbox(rec.id, { state: 'paused', updated_at: now });
     if (!updated || GONE.has(updated.state)) throw notFound(`sandbox ${rec.id} not found`);
     this.activity.unwatch(rec.id);
-    this.s.deps.bus.publish({
+    this.deps.bus.publish({
       type: 'sandbox.paused',
       sandbox_id: rec.id,
       owner_id: rec.owner_id ?? undefined,
@@ -189,20 +198,19 @@ export class PauseService {
     const { provider, runtimeId } = await this.provider(rec);
     if (!provider.resume) throw new SbxError('not_implemented', `provider ${rec.provider} cannot resume sandboxes`);
     await provider.resume(runtimeId, AbortSignal.timeout(PAUSE_TIMEOUT_MS));
-    const now = this.s.deps.clock.now();
+    const now = this.deps.clock.now();
     // `on_expire: pause`: a resume gives a fresh TTL, and the paused life after it.
     const fresh = rec.on_expire === 'pause' && rec.ttl_ms ? this.ttlPatch(rec, now, rec.ttl_ms) : {};
     const patch: Partial<SandboxRecord> = { ...fresh, state: 'running', updated_at: now.toISOString() };
-    if (this.s.destroying(rec.id)) throw notFound(`sandbox ${rec.id} not found`);
-    const updated = await this.s.deps.store.updateSandbox(rec.id, patch);
+    if (this.lookup.destroying(rec.id)) throw notFound(`sandbox ${rec.id} not found`);
+    const updated = await this.deps.store.updateSandbox(rec.id, patch);
     if (!updated || GONE.has(updated.state)) throw notFound(`sandbox ${rec.id} not found`);
-    if (patch.expires_at && !this.s.deps.locator.isLocal(updated))
-      await this.s.deps.locator.renew(updated, await this.s.deps.locator.workerOf(updated));
+    if (patch.expires_at) await this.deps.locator.expiryMoved(updated);
     this.watch(updated);
     const ms = performance.now() - started;
     this.resumeMs.push(ms);
     if (this.resumeMs.length > 100) this.resumeMs.shift();
-    this.s.deps.bus.publish({
+    this.deps.bus.publish({
       type: 'sandbox.resumed',
       sandbox_id: rec.id,
       owner_id: rec.owner_id ?? undefined,
@@ -228,6 +236,6 @@ export class PauseService {
 
   /** `defaults.paused_ttl` in ms. */
   pausedTtlMs(): number {
-    return this.s.deps.settings.defaults.paused_ttl_ms ?? DEFAULT_PAUSED_TTL_MS;
+    return this.deps.settings.defaults.paused_ttl_ms ?? DEFAULT_PAUSED_TTL_MS;
   }
 }

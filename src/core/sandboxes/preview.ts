@@ -6,7 +6,7 @@
 import { createHmac } from 'node:crypto';
 import { safeEqual } from '../auth/worker-credentials.js';
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
-import type { PreviewUpstream, SandboxRecord, WorkerStore } from '../ports.js';
+import type { PreviewUpstream, SandboxRecord } from '../ports/index.js';
 import { ownerVisible, type Caller } from './caller.js';
 import type { SandboxService } from './service.js';
 
@@ -30,7 +30,6 @@ export class PreviewService {
 
   constructor(
     private readonly sandboxes: SandboxService,
-    private readonly workers: Pick<WorkerStore, 'listWorkers' | 'getWorker'>,
     readonly settings: PreviewSettings,
   ) {}
 
@@ -94,16 +93,6 @@ export class PreviewService {
    * remote-owned sandbox, else `server.preview_domain`. One worker listing per call.
    */
   async domains(recs: readonly SandboxRecord[]): Promise<(rec: SandboxRecord) => string> {
-    const local = this.settings.domain;
-    const { locator } = this.sandboxes.deps;
-    if (recs.every((r) => locator.isLocal(r))) return () => local;
-    const byWorker = new Map<string, string>();
-    if (recs.length === 1) {
-      const w = await this.workers.getWorker(recs[0]!.worker_id);
-      if (w?.capacity.preview_domain) byWorker.set(w.id, w.capacity.preview_domain);
-    } else {
-      for (const w of await this.workers.listWorkers()) if (w.capacity.preview_domain) byWorker.set(w.id, w.capacity.preview_domain);
-    }
-    return (rec) => (locator.isLocal(rec) ? local : (byWorker.get(rec.worker_id) ?? local));
+    return this.sandboxes.deps.locator.previewDomains(recs, this.settings.domain);
   }
 }

@@ -1,6 +1,6 @@
 import { AsyncQueue } from '../async-queue.js';
 import { badRequest, conflict, SbxError } from '../errors.js';
-import type { ExecControl, Provider } from '../ports.js';
+import type { ExecControl, Provider } from '../ports/index.js';
 import { terminalSize } from './exec.js';
 
 /** Bytes of stdin a process may have queued and not yet taken (more → resource_limit, retry later). */

@@ -7,7 +7,7 @@
  * Layout in the sandbox: `/tmp/.sbx-processes/<id>/` holds `pid` (the process group leader),
  * `out` and `err` (its output), and `exit` (its status, written when it ends).
  */
-import type { ExecSpec, Provider } from '../ports.js';
+import type { ExecSpec, Provider } from '../ports/index.js';
 import { concat } from './exec.js';
 import { shellQuote as quote } from '../../shared/shell.js';
 

@@ -1,4 +1,4 @@
-import { badRequest, conflict, isAbortError, isSbxError, notFound, SbxError, unavailable } from '../errors.js';
+import { badRequest, conflict, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type {
   Clock,
@@ -6,43 +6,24 @@ import type {
   ExecSpec,
   IdSource,
   OutputChunk,
-  OutputStream,
-  ProcessLog,
   ProcessLogs,
   ProcessRecord,
   ProcessState,
   ProcessStore,
-  Provider,
-} from '../ports.js';
+} from '../ports/index.js';
 import type { Caller } from './caller.js';
-import { checkStartOptions, ProcessInput, type ProcessStartOptions } from './process-input.js';
-import { checkWorkdir, commandEnv, startDeadline, type ExecCommand, type ExecService } from './exec.js';
+import { checkWorkdir, commandEnv, type ExecCommand, type ExecService } from './exec.js';
 import { sandboxPath } from './paths.js';
-import { buildShellCommand } from '../../shared/shell.js';
-import {
-  cleanupScript,
-  drainScript,
-  followScript,
-  launchScript,
-  runScript,
-  shellSpec,
-  signalScript,
-  statusScript,
-} from './process-scripts.js';
+import { checkStartOptions, ProcessInput, type ProcessStartOptions } from './process-input.js';
+import { LiveProcesses, programOf } from './process-live.js';
 import type { SandboxService } from './service.js';
 
 /** Running background processes per sandbox (more → resource_limit). */
 export const MAX_RUNNING_PER_SANDBOX = 32;
 /** Bytes of output one read of the log returns at most. */
 const READ_BYTES = 256 * 1024;
-/** Bound on the short helper execs (launch, drain, status, signal) in a detached process's sandbox. */
-const SCRIPT_TIMEOUT_MS = 30_000;
-/** Pause before following a detached process again after its follower failed. */
-const RETRY_MS = 1_000;
 /** How long a kill waits for the process to end before it answers with the record as it is. */
 const KILL_WAIT_MS = 10_000;
-/** An attached process that ignores SIGKILL's delivery (a provider that cannot signal) is cut off after this. */
-const KILL_GRACE_MS = 2_000;
 
 /** One item of a process's output: bytes at an offset, where dropped bytes resume, or the end. */
 export type ProcessOutputItem =
@@ -63,22 +44,6 @@ export interface ProcessDeps {
   warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
-interface Live {
-  rec: ProcessRecord;
-  log: ProcessLog;
-  /** Aborted on shutdown: stops following (a detached process runs on). */
-  ac: AbortController;
-  /** An attached process's live input: stdin (when started with it), resize and signals. */
-  input?: ProcessInput;
-  waiters: Set<() => void>;
-  /** Set by a kill or the deadline: the state the process ends in. */
-  ending?: 'killed' | 'timeout';
-  stopTimer?: () => void;
-  done?: Promise<void>;
-}
-
-const INTERNAL: Caller = { owner_id: null, admin: true };
-
 /**
  * Background processes (DESIGN.md §10): commands that run on after the request that started them,
  * with their output kept (16 MiB per process) and read from any byte offset, so a client that
@@ -88,10 +53,21 @@ const INTERNAL: Caller = { owner_id: null, admin: true };
  * `resume()`. Elsewhere it is an exec this service holds open, ended by a shutdown.
  */
 export class ProcessService {
-  private readonly live = new Map<string, Live>();
-  private closed = false;
+  /** The processes this replica follows. */
+  private readonly live: LiveProcesses;
 
-  constructor(private readonly deps: ProcessDeps) {}
+  constructor(private readonly deps: ProcessDeps) {
+    this.live = new LiveProcesses({
+      ...deps,
+      resolveRuntime: (id, caller, opts) => deps.sandboxes.resolveRuntime(id, caller, opts),
+      sandboxOf: (id) => deps.sandboxes.deps.store.getSandbox(id),
+    });
+  }
+
+  /** Stops following: detached processes run on (and are resumed by the next start), attached ones end. */
+  close(): Promise<void> {
+    return this.live.close();
+  }
 
   async start(sandboxId: string, input: ExecCommand, caller: Caller, opts: ProcessStartOptions = {}): Promise<ProcessRecord> {
     if (typeof input.command !== 'string' || input.command.length === 0) throw badRequest('command is required');
@@ -134,7 +110,7 @@ export class ProcessService {
     if (opts.user) spec.user = opts.user;
     if (rec.runner === 'detached') {
       try {
-        await this.launch(provider, runtimeId, rec, spec);
+        await this.live.launch(provider, runtimeId, rec, spec);
       } catch (err) {
         // Nothing half-made: no record, no log.
         await this.deps.store.deleteProcess(rec.id).catch(() => false);
@@ -143,15 +119,15 @@ export class ProcessService {
         throw err;
       }
     }
-    const live = this.track(rec, log);
+    const live = this.live.track(rec, log);
     if (rec.runner === 'attached') {
       // A terminal always takes input (what is typed at it).
       live.input = new ProcessInput(rec.id, opts.stdin === true || opts.pty !== undefined, opts.pty !== undefined);
       if (live.input.stdin) spec.stdin = live.input.stdin;
       if (opts.pty) spec.tty = opts.pty;
     }
-    live.done = rec.runner === 'detached' ? this.follow(live) : this.runAttached(live, provider, runtimeId, spec);
-    this.publish(rec, 'process.started', { program: programOf(rec) });
+    live.done = rec.runner === 'detached' ? this.live.follow(live) : this.live.runAttached(live, provider, runtimeId, spec);
+    this.live.publish(rec, 'process.started', { program: programOf(rec) });
     return rec;
   }
 
@@ -220,8 +196,8 @@ export class ProcessService {
               return;
             }
             if (!query.follow) return;
-            await self.waitForOutput(now, 1_000);
-            if (self.closed) return;
+            await self.live.waitForOutput(now, 1_000);
+            if (self.live.closed) return;
           }
         } finally {
           ended();
@@ -234,8 +210,8 @@ export class ProcessService {
   /** Sends a signal to every process of the command. */
   async signal(sandboxId: string, processId: string, signal: ExecSignal, caller: Caller): Promise<ProcessRecord> {
     const rec = await this.get(sandboxId, processId, caller);
-    const live = this.running(rec);
-    await this.deliver(live, signal);
+    const live = this.live.running(rec);
+    await this.live.deliver(live, signal);
     return live.rec;
   }
 
@@ -260,7 +236,7 @@ export class ProcessService {
   }
 
   private inputOf(rec: ProcessRecord): ProcessInput {
-    const live = this.running(rec);
+    const live = this.live.running(rec);
     if (!live.input) throw conflict(`process ${rec.id} was started without stdin or a terminal`);
     return live.input;
   }
@@ -269,9 +245,9 @@ export class ProcessService {
   async kill(sandboxId: string, processId: string, caller: Caller): Promise<ProcessRecord> {
     const rec = await this.get(sandboxId, processId, caller);
     if (rec.state !== 'running') return rec;
-    const live = this.running(rec);
+    const live = this.live.running(rec);
     live.ending ??= 'killed';
-    await this.deliver(live, 'SIGKILL');
+    await this.live.deliver(live, 'SIGKILL');
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([live.done, new Promise((r) => (timer = setTimeout(r, KILL_WAIT_MS)))]);
     clearTimeout(timer);
@@ -284,15 +260,15 @@ export class ProcessService {
    */
   async resume(): Promise<void> {
     for (const rec of await this.deps.store.listProcesses({ states: ['running'], holder: this.deps.holder })) {
-      if (this.live.has(rec.id)) continue;
+      if (this.live.get(rec.id)) continue;
       const log = await this.deps.logs.open(rec.id, true);
       if (rec.runner !== 'detached' || !log) {
         await log?.close();
-        await this.end(rec, 'killed', null);
+        await this.live.end(rec, 'killed', null);
         continue;
       }
-      const live = this.track(rec, log);
-      live.done = this.follow(live);
+      const live = this.live.track(rec, log);
+      live.done = this.live.follow(live);
     }
   }
 
@@ -301,7 +277,7 @@ export class ProcessService {
     let removed = 0;
     const gone = new Map<string, boolean>();
     for (const rec of await this.deps.store.listProcesses()) {
-      if (rec.holder !== this.deps.holder || this.live.has(rec.id)) continue;
+      if (rec.holder !== this.deps.holder || this.live.get(rec.id)) continue;
       let isGone = gone.get(rec.sandbox_id);
       if (isGone === undefined) {
         const sb = await this.deps.sandboxes.deps.store.getSandbox(rec.sandbox_id);
@@ -314,204 +290,4 @@ export class ProcessService {
     }
     return removed;
   }
-
-  /** Stops following: detached processes run on (and are resumed by the next start), attached ones end. */
-  async close(): Promise<void> {
-    this.closed = true;
-    const all = [...this.live.values()];
-    for (const live of all) {
-      live.stopTimer?.();
-      live.ac.abort(new Error('shutting down'));
-      for (const w of live.waiters) w();
-    }
-    await Promise.allSettled(all.map((l) => l.done));
-  }
-
-  // ---------------------------------------------------------------- running
-
-  private track(rec: ProcessRecord, log: ProcessLog): Live {
-    const live: Live = { rec, log, ac: new AbortController(), waiters: new Set() };
-    this.live.set(rec.id, live);
-    if (rec.deadline_at !== null) {
-      const left = Date.parse(rec.deadline_at) - this.deps.clock.now().getTime();
-      live.stopTimer = startDeadline(Math.max(0, left), () => {
-        live.ending ??= 'timeout';
-        void this.deliver(live, 'SIGKILL').catch(() => undefined);
-      });
-    }
-    return live;
-  }
-
-  private running(rec: ProcessRecord): Live {
-    const live = this.live.get(rec.id);
-    if (live) return live;
-    if (rec.state !== 'running') throw conflict(`process ${rec.id} has ended (${rec.state})`);
-    throw unavailable(`process ${rec.id} is followed by replica ${rec.holder}; ask that replica`);
-  }
-
-  private async deliver(live: Live, signal: ExecSignal): Promise<void> {
-    if (live.rec.runner === 'attached') {
-      live.input?.controls.push({ type: 'signal', signal });
-      if (signal === 'SIGKILL') setTimeout(() => live.ac.abort(new Error('killed')), KILL_GRACE_MS).unref?.();
-      return;
-    }
-    const { provider, runtimeId } = await this.deps.sandboxes.resolveRuntime(live.rec.sandbox_id, INTERNAL);
-    await runScript(provider, runtimeId, signalScript(live.rec.id, signal.replace(/^SIG/, '')));
-  }
-
-  private async launch(provider: Provider, runtimeId: string, rec: ProcessRecord, spec: ExecSpec): Promise<void> {
-    const argv = spec.mode === 'argv' ? [spec.command, ...spec.args] : ['sh', '-c', buildShellCommand(spec.command, spec.args)];
-    const script = launchScript(rec.id, argv);
-    const r = await runScript(provider, runtimeId, script, { env: spec.env, workdir: spec.workdir });
-    if (r.code === 0) return;
-    if (r.code === 120) throw new SbxError('provider_error', 'cannot start a background process: /tmp in the sandbox is not writable');
-    throw new SbxError('provider_error', `cannot start a background process (exit ${r.code}): the image needs sh, setsid and tail`);
-  }
-
-  /** Follows a detached process until it ends, reconnecting while its sandbox lives. */
-  private async follow(live: Live): Promise<void> {
-    const id = live.rec.id;
-    let warned = false;
-    while (!live.ac.signal.aborted) {
-      let target: { provider: Provider; runtimeId: string };
-      try {
-        // A follower is no activity: it never wakes a paused sandbox (it waits for the resume).
-        target = await this.deps.sandboxes.resolveRuntime(live.rec.sandbox_id, INTERNAL, { resume: false });
-      } catch (err) {
-        if (isSbxError(err) && err.code === 'not_found') return this.finish(live, 'killed', null);
-        await pause(RETRY_MS, live.ac.signal);
-        continue;
-      }
-      try {
-        await this.copy(live, target.provider.exec(target.runtimeId, shellSpec(followScript(id, live.log.counts)), live.ac.signal));
-        if (live.ac.signal.aborted) return;
-        await this.copy(
-          live,
-          target.provider.exec(target.runtimeId, shellSpec(drainScript(id, live.log.counts)), AbortSignal.timeout(SCRIPT_TIMEOUT_MS)),
-        );
-        const status = (await runScript(target.provider, target.runtimeId, statusScript(id))).stdout.trim();
-        if (status === 'running') continue;
-        const m = /^exit (\d+)$/.exec(status);
-        await runScript(target.provider, target.runtimeId, cleanupScript(id)).catch(() => undefined);
-        return this.finish(live, m ? 'exited' : 'killed', m ? Number(m[1]) : null);
-      } catch (err) {
-        if (live.ac.signal.aborted) return;
-        if (!warned)
-          this.deps.warn?.(
-            { process_id: id, sandbox_id: live.rec.sandbox_id, err: isSbxError(err) ? err.message : String(err) },
-            'following a background process failed; retrying',
-          );
-        warned = true;
-        await pause(RETRY_MS, live.ac.signal);
-      }
-    }
-  }
-
-  private async runAttached(live: Live, provider: Provider, runtimeId: string, spec: ExecSpec): Promise<void> {
-    const input = live.input ?? new ProcessInput(live.rec.id, false, false);
-    live.input = input;
-    let code: number | null = null;
-    try {
-      for await (const ev of provider.exec(runtimeId, { ...spec, controls: input.controls }, live.ac.signal)) {
-        if (ev.stream === 'exit') code = ev.exit_code;
-        else await this.append(live, ev.stream, ev.data);
-      }
-    } catch (err) {
-      if (!live.ac.signal.aborted && !isAbortError(err))
-        this.deps.warn?.({ process_id: live.rec.id, err: isSbxError(err) ? err.message : String(err) }, 'background process failed');
-    } finally {
-      input.end();
-    }
-    await this.finish(live, live.ac.signal.aborted && !live.ending ? 'killed' : code === null ? 'killed' : 'exited', code);
-  }
-
-  private async copy(live: Live, events: AsyncIterable<{ stream: string; data?: Uint8Array }>): Promise<void> {
-    for await (const ev of events) {
-      if ((ev.stream === 'stdout' || ev.stream === 'stderr') && ev.data && ev.data.byteLength > 0)
-        await this.append(live, ev.stream, ev.data);
-    }
-  }
-
-  private async append(live: Live, stream: OutputStream, data: Uint8Array): Promise<void> {
-    await live.log.append(stream, data);
-    this.wake(live);
-  }
-
-  private wake(live: Live): void {
-    const waiters = [...live.waiters];
-    live.waiters.clear();
-    for (const w of waiters) w();
-  }
-
-  private waitForOutput(live: Live | null, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        live?.waiters.delete(done);
-        resolve();
-      }
-      live?.waiters.add(done);
-    });
-  }
-
-  private async finish(live: Live, state: ProcessState, code: number | null): Promise<void> {
-    live.stopTimer?.();
-    const final: ProcessState = live.ending ?? state;
-    try {
-      live.rec = await this.end(live.rec, final, code);
-    } finally {
-      this.live.delete(live.rec.id);
-      this.wake(live);
-      await live.log.close().catch(() => undefined);
-    }
-  }
-
-  private async end(rec: ProcessRecord, state: ProcessState, code: number | null): Promise<ProcessRecord> {
-    const patch = { state, exit_code: code, ended_at: this.deps.clock.now().toISOString() };
-    const updated = (await this.deps.store.updateProcess(rec.id, patch)) ?? { ...rec, ...patch };
-    this.publish(updated, 'process.ended', { program: programOf(updated), state, exit_code: code });
-    return updated;
-  }
-
-  private publish(rec: ProcessRecord, type: 'process.started' | 'process.ended', data: Record<string, unknown>): void {
-    const sb = this.deps.sandboxes;
-    void sb.deps.store
-      .getSandbox(rec.sandbox_id)
-      .then((s) =>
-        this.deps.bus.publish({
-          type,
-          sandbox_id: rec.sandbox_id,
-          owner_id: s?.owner_id ?? undefined,
-          worker_id: s?.worker_id,
-          data: { process_id: rec.id, ...data },
-        }),
-      )
-      .catch(() => undefined);
-  }
-}
-
-/** Event data names the program only: arguments and env may carry secrets. */
-function programOf(rec: ProcessRecord): string {
-  if (rec.mode === 'argv') return rec.command;
-  return (
-    rec.command
-      .trim()
-      .split(/\s+/)
-      .find((t) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(t)) ?? ''
-  );
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }

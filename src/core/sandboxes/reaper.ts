@@ -3,9 +3,11 @@
  * a provider reports stopped or missing, are torn down; remote sandboxes past their TTL go to their
  * workers. Rows are read in keyset pages, past-TTL ones by the expires_at index.
  */
-import type { RuntimeStatus, SandboxRecord } from '../ports.js';
+import type { RuntimeStatus, SandboxRecord } from '../ports/index.js';
+import type { SandboxDeps } from './deps.js';
+import type { SandboxLookup } from './lookup.js';
 import { sandboxPages } from './pages.js';
-import type { SandboxService } from './service.js';
+import type { Teardown } from './pause.js';
 
 /** Bound on the reaper's runtime status probe, so one wedged backend cannot stall a pass. */
 const STATUS_TIMEOUT_MS = 10_000;
@@ -16,8 +18,17 @@ export interface ReapOptions {
   signal?: AbortSignal;
 }
 
+/** What the reaper reads and writes: records, this node's providers, the locator, events, the clock. */
+export type ReaperDeps = Pick<SandboxDeps, 'store' | 'clock' | 'settings' | 'locator' | 'providers' | 'bus'>;
+
 export class Reaper {
-  constructor(private readonly s: SandboxService) {}
+  constructor(
+    private readonly deps: ReaperDeps,
+    private readonly lookup: SandboxLookup,
+    private readonly teardown: Teardown,
+    /** `on_expire: pause` at the TTL (PauseService.pauseAtExpiry). */
+    private readonly pauseAtExpiry: (rec: SandboxRecord) => Promise<void>,
+  ) {}
 
   /**
    * `local`: this node's own sandboxes (where its local worker runs); `remote`: past-TTL sandboxes
@@ -25,7 +36,7 @@ export class Reaper {
    */
   async reap(opts: ReapOptions = {}): Promise<number> {
     const { local = true, remote = true, signal } = opts;
-    const now = this.s.deps.clock.now().getTime();
+    const now = this.deps.clock.now().getTime();
     await this.pauseDue(now, local, remote, signal);
     let n = local ? await this.reapLocal(now, signal) : 0;
     if (remote && !signal?.aborted) n += await this.reapRemote(now, signal);
@@ -34,9 +45,9 @@ export class Reaper {
 
   private async reapLocal(now: number, signal?: AbortSignal): Promise<number> {
     // Page by page: a pass holds at most one page of records however many sandboxes live.
-    const rows = sandboxPages(this.s.deps.store, {
+    const rows = sandboxPages(this.deps.store, {
       states: ['running', 'paused', 'unhealthy', 'error', 'expired'],
-      worker_id: this.s.deps.settings.worker_id,
+      worker_id: this.deps.settings.worker_id,
     });
     let n = 0;
     // A provider that did not answer once is not asked again this pass: each try may take the full timeout.
@@ -45,8 +56,8 @@ export class Reaper {
     const listings = new Map<string, Promise<Map<string, RuntimeStatus> | null>>();
     for await (const rec of rows) {
       if (signal?.aborted) break;
-      if (this.s.stranded(rec)) {
-        this.s.warnStranded(rec);
+      if (this.lookup.stranded(rec)) {
+        this.lookup.warnStranded(rec);
         continue;
       }
       let reason: string;
@@ -56,7 +67,7 @@ export class Reaper {
         reason = 'runtime_lost';
       else continue;
       try {
-        await this.s.teardown(rec, reason, false);
+        await this.teardown(rec, reason, false);
         n++;
       } catch {
         // provider down: the record stays and the next pass tries again
@@ -72,15 +83,15 @@ export class Reaper {
   private async reapRemote(now: number, signal?: AbortSignal): Promise<number> {
     let n = 0;
     // Past their TTL only, by the expires_at index.
-    for await (const rec of sandboxPages(this.s.deps.store, {
+    for await (const rec of sandboxPages(this.deps.store, {
       states: ['running', 'paused', 'unhealthy', 'error', 'expired'],
       expires_by: new Date(now).toISOString(),
     })) {
       if (signal?.aborted) break;
-      if (this.s.deps.locator.isLocal(rec)) continue;
+      if (this.deps.locator.isLocal(rec)) continue;
       if (rec.state !== 'expired' && Date.parse(rec.expires_at) > now) continue;
       try {
-        await this.s.teardown(rec, 'expired', false);
+        await this.teardown(rec, 'expired', false);
         n++;
       } catch {
         // worker unreachable: tried again next pass
@@ -96,18 +107,18 @@ export class Reaper {
    */
   private async pauseDue(now: number, local: boolean, remote: boolean, signal?: AbortSignal): Promise<void> {
     if (!local && !remote) return;
-    for await (const rec of sandboxPages(this.s.deps.store, { states: ['running'], pause_due_by: new Date(now).toISOString() })) {
+    for await (const rec of sandboxPages(this.deps.store, { states: ['running'], pause_due_by: new Date(now).toISOString() })) {
       if (signal?.aborted) break;
-      const mine = this.s.deps.locator.isLocal(rec) ? local : remote;
-      if (!mine || Date.parse(rec.expires_at) <= now || this.s.stranded(rec)) continue;
-      await this.s.pauses.pauseAtExpiry(rec).catch(() => undefined);
+      const mine = this.deps.locator.isLocal(rec) ? local : remote;
+      if (!mine || Date.parse(rec.expires_at) <= now || this.lookup.stranded(rec)) continue;
+      await this.pauseAtExpiry(rec).catch(() => undefined);
     }
   }
 
   /** True when the provider's runtime listing shows this sandbox's runtime stopped or absent. */
   private async listedGone(rec: SandboxRecord, listings: Map<string, Promise<Map<string, RuntimeStatus> | null>>): Promise<boolean> {
     if (!rec.runtime_id) return false;
-    const provider = this.s.deps.providers.get(rec.provider);
+    const provider = this.deps.providers.get(rec.provider);
     if (!provider.listRuntimes) return false;
     let listing = listings.get(rec.provider);
     if (!listing) {
@@ -129,10 +140,10 @@ export class Reaper {
   private async markLost(rec: SandboxRecord, silent: Set<string>): Promise<boolean> {
     const status = await this.runtimeStatus(rec, silent);
     if (status === null || status === 'running' || status === 'paused') return false;
-    const current = await this.s.deps.store.getSandbox(rec.id);
+    const current = await this.deps.store.getSandbox(rec.id);
     if (!current || current.state !== 'running') return false;
-    await this.s.deps.store.updateSandbox(rec.id, { state: 'error', updated_at: this.s.deps.clock.now().toISOString() });
-    this.s.deps.bus.publish({
+    await this.deps.store.updateSandbox(rec.id, { state: 'error', updated_at: this.deps.clock.now().toISOString() });
+    this.deps.bus.publish({
       type: 'sandbox.error',
       sandbox_id: rec.id,
       owner_id: rec.owner_id ?? undefined,
@@ -153,7 +164,7 @@ export class Reaper {
     if (!rec.runtime_id) return 'missing';
     if (silent.has(rec.provider)) return null;
     try {
-      return await this.s.deps.providers.get(rec.provider).status(rec.runtime_id, AbortSignal.timeout(STATUS_TIMEOUT_MS));
+      return await this.deps.providers.get(rec.provider).status(rec.runtime_id, AbortSignal.timeout(STATUS_TIMEOUT_MS));
     } catch {
       silent.add(rec.provider); // the backend is down, not the sandbox
       return null;

@@ -8,7 +8,7 @@
  * failed) is removed past the same grace period.
  */
 import type { EventBus } from '../events/bus.js';
-import type { Clock, Provider, SandboxStore, SnapshotStore, VolumeStore } from '../ports.js';
+import type { Clock, Provider, SandboxStore, SnapshotStore, VolumeStore } from '../ports/index.js';
 import type { ReconcileAction } from './reconcile.js';
 
 export interface CatalogReconcileDeps {

@@ -12,7 +12,7 @@
 import { sandboxPages } from './pages.js';
 import { isSbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore, WorkerRecord, WorkerStore } from '../ports.js';
+import type { Clock, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore, WorkerRecord, WorkerStore } from '../ports/index.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
 
 export interface RemoteReconcileDeps {
@@ -57,7 +57,7 @@ export async function reconcileRemote(deps: RemoteReconcileDeps): Promise<Remote
     const current = await store.getSandbox(rec.id);
     if (!current || current.state !== rec.state) return;
     await store.updateSandbox(rec.id, { state, updated_at: clock.now().toISOString() });
-    if (state === 'expired' || state === 'destroyed') await locator.release(rec).catch(() => false);
+    if (state === 'expired' || state === 'destroyed') await locator.leases.release(rec).catch(() => false);
     actions.push({ action, sandbox_id: rec.id, worker_id: rec.worker_id, reason });
     bus.publish({
       type: 'reconcile.action',

@@ -1,5 +1,5 @@
 import type { EventBus } from '../events/bus.js';
-import type { Clock, Provider, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore, WarmStore } from '../ports.js';
+import type { Clock, Provider, RuntimeStatus, SandboxRecord, SandboxState, SandboxStore, WarmStore } from '../ports/index.js';
 
 export interface ReconcileDeps {
   store: SandboxStore;

@@ -2,7 +2,7 @@ import { isAbortError, isSbxError, notFound, type SbxError } from '../errors.js'
 import type { EventBus } from '../events/bus.js';
 import { reportExecProviderFault, reportProviderFailure } from '../events/failures.js';
 import { isProviderFailure, RUNTIME_OPERATIONS } from '../observability/operations.js';
-import type { Clock, ExecSpec, OpenedFile, Provider, SandboxRecord, SandboxStore } from '../ports.js';
+import type { Clock, ExecSpec, OpenedFile, Provider, SandboxRecord, SandboxStore } from '../ports/index.js';
 
 interface GuardDeps {
   store: SandboxStore;

@@ -6,9 +6,10 @@
  * without a snapshot, never a snapshot nobody knows about. Kept until deleted.
  */
 import { badRequest, conflict, notFound, SbxError, unavailable } from '../errors.js';
-import type { Provider, SnapshotRecord, SnapshotStore } from '../ports.js';
-import { ownerVisible, type Caller } from './caller.js';
-import type { SandboxService } from './service.js';
+import type { Provider, SnapshotRecord, SnapshotStore } from '../ports/index.js';
+import type { Caller, OwnerRule } from './caller.js';
+import type { SandboxDeps } from './deps.js';
+import type { ResolveRuntime } from './runtimes.js';
 
 /** Names of snapshots and volumes: they become image and directory names, so a narrow alphabet. */
 const CATALOG_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
@@ -40,20 +41,28 @@ class Reservations {
   }
 }
 
+/** What snapshots read and write: their records, the providers that hold them (here or a worker's), events, the clock. */
+export type SnapshotDeps = { store: SnapshotStore } & Pick<SandboxDeps, 'bus' | 'clock' | 'settings' | 'providers' | 'locator'>;
+
 export class SnapshotService {
   private readonly creating = new Reservations();
+  private readonly store: SnapshotStore;
 
   constructor(
-    private readonly store: SnapshotStore,
-    private readonly sandboxes: SandboxService,
-  ) {}
+    private readonly deps: SnapshotDeps,
+    /** The running sandbox a snapshot is taken of, with its provider. */
+    private readonly resolveRuntime: ResolveRuntime,
+    private readonly ownerRule: OwnerRule,
+  ) {
+    this.store = deps.store;
+  }
 
   /** Saves the sandbox's filesystem as `name`; ownership and liveness as for every sandbox operation. */
   async create(sandboxId: string, rawName: unknown, caller: Caller, signal?: AbortSignal): Promise<SnapshotRecord> {
     const name = checkCatalogName('snapshot', rawName);
     const taken = () => conflict(`snapshot "${name}" already exists`);
-    const { rec, provider, runtimeId } = await this.sandboxes.resolveRuntime(sandboxId, caller);
-    if (this.sandboxes.deps.settings.pool.enabled)
+    const { rec, provider, runtimeId } = await this.resolveRuntime(sandboxId, caller);
+    if (this.deps.settings.pool.enabled)
       throw cannot(rec.provider, 'take snapshots of pool sandboxes', 'they share one runtime with other users');
     if (!provider.snapshot) throw cannot(rec.provider, 'take snapshots');
     if (await this.store.getSnapshot(name)) throw taken();
@@ -66,7 +75,7 @@ export class SnapshotService {
         image: made.image,
         kernel: made.kernel ?? null,
         size_bytes: made.size_bytes,
-        created_at: this.sandboxes.deps.clock.now().toISOString(),
+        created_at: this.deps.clock.now().toISOString(),
         owner_id: rec.owner_id,
         sandbox_id: rec.id,
         worker_id: rec.worker_id,
@@ -79,7 +88,7 @@ export class SnapshotService {
         throw err;
       }
       const data = { name, provider: snap.provider, image: snap.image, size_bytes: snap.size_bytes };
-      this.sandboxes.deps.bus.publish({
+      this.deps.bus.publish({
         type: 'snapshot.created',
         sandbox_id: rec.id,
         owner_id: rec.owner_id ?? undefined,
@@ -108,7 +117,7 @@ export class SnapshotService {
     const rec = await this.get(name, caller);
     await (await this.providerOf(rec)).deleteSnapshot?.(rec.name, rec.image, signal);
     if (await this.store.deleteSnapshot(rec.name)) {
-      this.sandboxes.deps.bus.publish({
+      this.deps.bus.publish({
         type: 'snapshot.deleted',
         owner_id: rec.owner_id ?? undefined,
         data: { name: rec.name, provider: rec.provider },
@@ -127,7 +136,7 @@ export class SnapshotService {
       throw badRequest(`snapshot ${name} was taken on provider ${rec.provider}; a spawn from it cannot ask for provider ${provider}`);
     }
     // Spawns from it run where it is kept (placement pins them there).
-    if (rec.worker_id === this.sandboxes.deps.settings.worker_id && !this.sandboxes.deps.providers.has(rec.provider)) {
+    if (this.deps.locator.providerMissing(rec)) {
       throw unavailable(`provider "${rec.provider}" that holds snapshot ${name} is not configured on this server`);
     }
     return rec;
@@ -135,18 +144,13 @@ export class SnapshotService {
 
   /** The provider holding a snapshot: this node's, or its worker's over the RPC. */
   private async providerOf(rec: SnapshotRecord): Promise<Provider> {
-    const { providers, locator, settings } = this.sandboxes.deps;
-    if (rec.worker_id === settings.worker_id) {
-      if (!providers.has(rec.provider))
-        throw unavailable(`provider "${rec.provider}" that holds snapshot ${rec.name} is not configured on this server`);
-      return providers.get(rec.provider);
-    }
-    const w = await locator.workerOf({ worker_id: rec.worker_id });
-    if (!w) throw unavailable(`worker ${rec.worker_id} that holds snapshot ${rec.name} is not registered`);
-    return locator.remoteProvider(w, { id: rec.sandbox_id, provider: rec.provider, runtime_id: null });
+    const item = { worker_id: rec.worker_id, provider: rec.provider, id: rec.sandbox_id };
+    const holder = await this.deps.locator.holder(item, `snapshot ${rec.name}`);
+    if (!holder) throw unavailable(`worker ${rec.worker_id} that holds snapshot ${rec.name} is not registered`);
+    return holder;
   }
 
   private visible(rec: SnapshotRecord, caller: Caller): boolean {
-    return !this.sandboxes.deps.settings.enforce_ownership || ownerVisible(rec.owner_id, caller);
+    return this.ownerRule(rec.owner_id, caller);
   }
 }

@@ -6,13 +6,13 @@
  * sandbox, never a leaked lease.
  */
 import { formatDuration } from '../../shared/duration.js';
-import { badRequest, isSbxError, SbxError } from '../errors.js';
+import { asProviderError, badRequest, isSbxError, SbxError } from '../errors.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { AdmissionTicket } from '../admission/admission.js';
-import type { Provider, SandboxRecord } from '../ports.js';
+import type { Provider, SandboxRecord } from '../ports/index.js';
 import type { Target } from '../scheduler/locator.js';
-import type { SandboxDeps, ResolvedSpawn } from './service.js';
-import { asProviderError } from './service.js';
+import type { SandboxDeps } from './deps.js';
+import type { ResolvedSpawn } from './spawn-request.js';
 
 /** Spawn failures because the chosen worker did not answer: placed once more, elsewhere. */
 const SILENT = new WeakSet<object>();
@@ -85,12 +85,12 @@ async function createPlaced(
   if (target.local) {
     provider = deps.providers.get(req.provider);
   } else {
-    await locator.acquire(id, workerId, req.ttl_ms);
+    await locator.leases.acquire(id, workerId, req.ttl_ms);
     leased = true;
     provider = locator.remoteProvider(target.worker, { id, provider: req.provider, runtime_id: null }, formatDuration(req.ttl_ms));
   }
   const release = async () => {
-    if (leased) await locator.release({ id, worker_id: workerId }).catch(() => undefined);
+    if (leased) await locator.leases.release({ id, worker_id: workerId }).catch(() => undefined);
   };
 
   let runtimeId: string;

@@ -2,7 +2,7 @@ import { isAbortError, isSbxError, SbxError } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import { reportProviderFailure } from '../events/failures.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { Clock, Provider, SandboxRecord, SandboxStore } from '../ports.js';
+import type { Clock, Provider, SandboxRecord, SandboxStore } from '../ports/index.js';
 import type { RuntimeLocator } from '../scheduler/locator.js';
 
 interface TeardownDeps {
@@ -97,7 +97,7 @@ export class Teardowns {
     this.leftToReaper.delete(rec.id);
     const wasLive = rec.state !== 'destroyed';
     await store.updateSandbox(rec.id, { state: 'destroyed', updated_at: clock.now().toISOString() });
-    await this.deps.locator.releaseLocal(rec);
+    await this.deps.locator.leases.releaseLocal(rec);
     if (wasLive) {
       bus.publish({ type: 'sandbox.destroyed', sandbox_id: rec.id, owner_id: owner, worker_id: rec.worker_id, data: { reason } });
     }
@@ -130,7 +130,7 @@ export class Teardowns {
     }
     const wasLive = rec.state !== 'destroyed';
     await store.updateSandbox(rec.id, { state: 'destroyed', updated_at: clock.now().toISOString() });
-    await locator.release(rec).catch(() => false);
+    await locator.leases.release(rec).catch(() => false);
     if (wasLive)
       bus.publish({ type: 'sandbox.destroyed', sandbox_id: rec.id, owner_id: owner, worker_id: rec.worker_id, data: { reason } });
   }

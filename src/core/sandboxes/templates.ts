@@ -1,7 +1,7 @@
 import { parseDuration } from '../duration.js';
 import { badRequest, notFound, SbxError } from '../errors.js';
 import { canonicalProviderName } from '../providers/registry.js';
-import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports.js';
+import type { Clock, SandboxRecord, TemplateRecord, TemplateStore } from '../ports/index.js';
 import { networkWithEgress } from './network-choice.js';
 import { checkBindingNames } from '../secrets/rules.js';
 import type { SandboxService } from './service.js';

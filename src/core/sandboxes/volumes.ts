@@ -5,10 +5,10 @@
  */
 import { badRequest, conflict, isSbxError, notFound, unavailable } from '../errors.js';
 import { canonicalProviderName } from '../providers/registry.js';
-import type { Provider, VolumeMount, VolumeRecord, VolumeStore } from '../ports.js';
-import { ownerVisible, type Caller } from './caller.js';
+import type { Provider, VolumeMount, VolumeRecord, VolumeStore } from '../ports/index.js';
+import type { Caller, OwnerRule } from './caller.js';
+import type { SandboxDeps } from './deps.js';
 import { sandboxPath } from './paths.js';
-import type { SandboxService } from './service.js';
 import { cannot, checkCatalogName } from './snapshots.js';
 
 /** Most volumes one sandbox mounts. */
@@ -19,16 +19,23 @@ const RESERVED = ['/proc', '/sys', '/dev'];
 /** A volume with its size (null: the provider cannot tell). */
 export type VolumeView = VolumeRecord & { size_bytes: number | null };
 
+/** What volumes read and write: their records, the providers that hold them (here or a worker's), events, the clock. */
+export type VolumeDeps = { store: VolumeStore } & Pick<SandboxDeps, 'bus' | 'clock' | 'settings' | 'providers' | 'locator'>;
+
 export class VolumeService {
   /** Names being created by this process. */
   private readonly creating = new Set<string>();
   /** Volumes of spawns under way here (not yet stored, so the store cannot tell they are mounted). */
   private readonly spawning = new Map<string, number>();
 
+  private readonly store: VolumeStore;
+
   constructor(
-    private readonly store: VolumeStore,
-    private readonly sandboxes: SandboxService,
-  ) {}
+    private readonly deps: VolumeDeps,
+    private readonly ownerRule: OwnerRule,
+  ) {
+    this.store = deps.store;
+  }
 
   /**
    * Makes the volume on `providerName` (default: the default provider): on this node when it runs
@@ -37,22 +44,13 @@ export class VolumeService {
    */
   async create(rawName: unknown, providerName: string | undefined, caller: Caller, signal?: AbortSignal): Promise<VolumeView> {
     const name = checkCatalogName('volume', rawName);
-    const { providers, settings, clock, locator } = this.sandboxes.deps;
+    const { providers, settings, clock, locator } = this.deps;
     const chosen = providerName !== undefined ? canonicalProviderName(providerName) : await locator.spawnProvider(undefined);
     if (!providers.has(chosen) && !(await locator.knownProvider(chosen)))
       throw badRequest(`unknown provider "${chosen}" (available here: ${providers.names().join(', ') || 'none'})`);
     if (settings.pool.enabled) throw cannot(chosen, 'mount volumes into pool sandboxes', 'they share one runtime with other users');
-    let provider: Provider;
-    let workerId = settings.worker_id;
-    if (providers.has(chosen)) {
-      provider = providers.get(chosen);
-    } else {
-      // A volume takes no sandbox slot on its worker.
-      const target = await locator.place({ provider: chosen, owner_id: caller.owner_id }, { reserve: false });
-      if (target.local) throw unavailable(`provider "${chosen}" runs nowhere that can hold volumes`);
-      workerId = target.worker.id;
-      provider = locator.remoteProvider(target.worker, { id: `volume-${name}`, provider: chosen, runtime_id: null });
-    }
+    // Here when this node runs the provider, else a worker placement picks (no sandbox slot taken there).
+    const { provider, worker_id: workerId } = await locator.volumeHome(chosen, caller.owner_id, name);
     if (!provider.createVolume) throw cannot(chosen, 'make volumes');
     const taken = () => conflict(`volume "${name}" already exists`);
     if ((await this.store.getVolume(name)) || this.creating.has(name)) throw taken();
@@ -73,7 +71,7 @@ export class VolumeService {
         if (!(isSbxError(err) && err.code === 'conflict')) await provider.deleteVolume?.(name).catch(() => undefined);
         throw err;
       }
-      this.sandboxes.deps.bus.publish({ type: 'volume.created', owner_id: rec.owner_id ?? undefined, data: { name, provider: chosen } });
+      this.deps.bus.publish({ type: 'volume.created', owner_id: rec.owner_id ?? undefined, data: { name, provider: chosen } });
       return { ...rec, size_bytes: (await this.sizes(provider, [name]))[name] ?? null };
     } finally {
       this.creating.delete(name);
@@ -119,7 +117,7 @@ export class VolumeService {
       throw conflict(`volume ${name} is mounted by sandbox ${users.join(', ')}: destroy ${users.length > 1 ? 'them' : 'it'} first`);
     await (await this.providerOf(rec)).deleteVolume?.(rec.name, signal);
     if (await this.store.deleteVolume(rec.name)) {
-      this.sandboxes.deps.bus.publish({
+      this.deps.bus.publish({
         type: 'volume.deleted',
         owner_id: rec.owner_id ?? undefined,
         data: { name: rec.name, provider: rec.provider },
@@ -179,21 +177,16 @@ export class VolumeService {
   }
 
   private workerOf(rec: VolumeRecord): string {
-    return rec.worker_id ?? this.sandboxes.deps.settings.worker_id;
+    return rec.worker_id ?? this.deps.settings.worker_id;
   }
 
   /** The provider holding a volume: this node's, or its worker's over the RPC. */
   private async providerOf(rec: VolumeRecord): Promise<Provider> {
-    const { providers, locator, settings } = this.sandboxes.deps;
     const worker = this.workerOf(rec);
-    if (worker === settings.worker_id) {
-      if (!providers.has(rec.provider))
-        throw unavailable(`provider "${rec.provider}" that holds volume ${rec.name} is not configured on this server`);
-      return providers.get(rec.provider);
-    }
-    const w = await locator.workerOf({ worker_id: worker });
-    if (!w) throw unavailable(`worker ${worker} that holds volume ${rec.name} is not registered`);
-    return locator.remoteProvider(w, { id: `volume-${rec.name}`, provider: rec.provider, runtime_id: null });
+    const item = { worker_id: worker, provider: rec.provider, id: `volume-${rec.name}` };
+    const holder = await this.deps.locator.holder(item, `volume ${rec.name}`);
+    if (!holder) throw unavailable(`worker ${worker} that holds volume ${rec.name} is not registered`);
+    return holder;
   }
 
   /** Marks the volumes of a spawn under way until `release` (a delete meanwhile is a conflict). */
@@ -215,6 +208,6 @@ export class VolumeService {
   }
 
   private visible(rec: VolumeRecord, caller: Caller): boolean {
-    return !this.sandboxes.deps.settings.enforce_ownership || ownerVisible(rec.owner_id, caller);
+    return this.ownerRule(rec.owner_id, caller);
   }
 }

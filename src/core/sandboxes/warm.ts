@@ -8,10 +8,10 @@
  * needs the room. A spawn claims one in one store statement, so no two spawns share one.
  */
 import { isSbxError, SbxError } from '../errors.js';
-import type { Clock, IdSource, Provider, SandboxStore, TemplateStore, WarmRecord, WarmStore } from '../ports.js';
+import type { Clock, IdSource, Provider, SandboxStore, TemplateStore, WarmRecord, WarmStore } from '../ports/index.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { CoreSettings } from '../settings.js';
-import type { ResolvedSpawn, SpawnInput } from './service.js';
+import type { ResolvedSpawn, SpawnInput } from './spawn-request.js';
 
 export interface WarmShape {
   provider: string;

@@ -1,5 +1,5 @@
 import { badRequest, isAbortError, resourceLimit, SbxError } from '../errors.js';
-import type { Clock, WatchEvent } from '../ports.js';
+import type { Clock, WatchEvent } from '../ports/index.js';
 import type { Caller } from './caller.js';
 import { sandboxPath } from './paths.js';
 import type { SandboxService } from './service.js';

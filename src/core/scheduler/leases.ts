@@ -1,4 +1,4 @@
-import type { Clock, LeaseRecord, LeaseResult, Store } from '../ports.js';
+import type { Clock, LeaseRecord, LeaseResult, Store } from '../ports/index.js';
 
 /**
  * Worker leases (spec Part 5): a worker renews only a lease it holds and that has not expired; the

@@ -4,30 +4,17 @@
  * which answers an ordinary Provider either way, so services never branch on `worker_id`.
  */
 import { LatencyWindow } from './latency.js';
-import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
+import { SbxError, unavailable } from '../errors.js';
+import type { EgressLists } from '../network/rules.js';
 import type { ProviderRegistry, ProviderStatus } from '../providers/registry.js';
-import type {
-  Clock,
-  LeaseRecord,
-  LeaseStore,
-  Provider,
-  RuntimeStatus,
-  SandboxRecord,
-  SandboxStore,
-  WorkerRecord,
-  WorkerStore,
-} from '../ports.js';
-import { place, PLACEMENT_STALE_AFTER_MS, providerCapabilities, remoteDefaultProvider, type PlacementRequest } from './placement.js';
+import type { Clock, LeaseStore, Provider, RuntimeStatus, SandboxRecord, SandboxStore, WorkerRecord, WorkerStore } from '../ports/index.js';
+import { place, PLACEMENT_STALE_AFTER_MS, REPLICA_CAPABILITY, type PlacementRequest } from './placement.js';
 import type { RemoteTarget, RemoteWorkers } from './remote-port.js';
 import { PlacementReservations, type PlacementRead, type PlacementSlot } from './reservations.js';
-import { REPLICA_CAPABILITY } from './workers.js';
+import { capableCandidates, localWorkerRow } from './candidates.js';
+import { ProviderOffers } from './offers.js';
+import { SandboxLeases } from './sandbox-leases.js';
 
-/** The worker id of a lone node (DESIGN §7); a replica's local worker has its replica id. */
-export const LOCAL_WORKER_ID = 'local';
-/** A lease outlives its sandbox's expiry by this much (DESIGN.md §3 "Timers"). */
-export const LEASE_GRACE_MS = 5 * 60_000;
-/** A remote call renews the lease first when it would expire within this long of the call's start. */
-const RENEW_HORIZON_MS = 60_000;
 /** How long placement reuses one read of the worker registry. */
 const WORKERS_TTL_MS = 1_000;
 
@@ -70,7 +57,18 @@ export class RuntimeLocator {
   /** Spawns placed on remote workers and not yet stored (counted by placement). */
   readonly reservations = new PlacementReservations();
 
-  constructor(readonly deps: LocatorDeps) {}
+  /** Leases of remote sandboxes: acquire, renew, release. */
+  readonly leases: SandboxLeases;
+  private readonly offers: ProviderOffers;
+
+  constructor(readonly deps: LocatorDeps) {
+    this.leases = new SandboxLeases(deps);
+    this.offers = new ProviderOffers(
+      deps,
+      () => this.workers(),
+      (w) => this.fresh(w),
+    );
+  }
 
   /** The last placement and how long placements take (diagnostics `scheduler`). */
   figures(): {
@@ -117,69 +115,18 @@ export class RuntimeLocator {
   }
 
   /** The provider a spawn uses: the one named, else the default (here, or what workers offer). */
-  async spawnProvider(named: string | undefined): Promise<string> {
-    const { providers } = this.deps;
-    if (named !== undefined) {
-      if (!(await this.knownProvider(named))) {
-        const offered = await this.offeredProviders();
-        throw badRequest(`unknown provider "${named}" (available: ${offered.join(', ') || 'none'})`);
-      }
-      return named;
-    }
-    if (this.deps.localWorker && providers.has(providers.defaultProviderName)) return providers.defaultProviderName;
-    const workers = await this.workers();
-    const remote = remoteDefaultProvider(providers.defaultProviderName, workers, this.deps.clock.now(), this.deps.workerId);
-    if (remote !== null && (await this.knownProvider(remote))) return remote;
-    if (!this.deps.localWorker)
-      throw unavailable('no online worker offers a provider: start one with `sbx worker --control-plane URL --listen ADDR`');
-    // Nothing anywhere: the registry says why and how to get one (503).
-    return providers.defaultProvider;
+  spawnProvider(named: string | undefined): Promise<string> {
+    return this.offers.spawnProvider(named);
   }
 
   /** True when this node or a registered worker runs the provider. */
-  async knownProvider(name: string): Promise<boolean> {
-    if (this.deps.localWorker && this.deps.providers.has(name)) return true;
-    return (await this.workers()).some((w) => w.id !== this.deps.workerId && w.providers.includes(name));
+  knownProvider(name: string): Promise<boolean> {
+    return this.offers.knownProvider(name);
   }
 
-  /** Provider names this node or any registered worker runs, sorted. */
-  async offeredProviders(): Promise<string[]> {
-    const names = new Set(this.deps.localWorker ? this.deps.providers.names() : []);
-    for (const w of await this.workers()) if (w.id !== this.deps.workerId) for (const p of w.providers) names.add(p);
-    return [...names].sort();
-  }
-
-  /**
-   * Provider list items for this node's providers and, beside them, for every provider that an
-   * online, fresh remote worker advertises (DESIGN.md §7: healthy when one healthy worker has it —
-   * workers advertise only their healthy providers). A remote item's `last_checked` is the newest
-   * heartbeat that advertised it; its latency is not measured from here (0).
-   */
-  async providerStatuses(fresh = false): Promise<ProviderStatus[]> {
-    const local = this.deps.localWorker ? await this.deps.providers.statuses(fresh) : [];
-    const seen = new Set(local.map((p) => p.name));
-    const remote = new Map<string, { at: string; capabilities: Set<string> }>();
-    for (const w of await this.workers()) {
-      if (w.id === this.deps.workerId || w.status !== 'online' || !this.fresh(w)) continue;
-      for (const name of w.providers) {
-        if (seen.has(name)) continue;
-        const cur = remote.get(name) ?? { at: w.last_heartbeat, capabilities: new Set<string>() };
-        if (w.last_heartbeat > cur.at) cur.at = w.last_heartbeat;
-        for (const c of w.capabilities) cur.capabilities.add(c);
-        // Per provider (`tty:docker`): what this provider really has on that worker.
-        for (const c of providerCapabilities(w, name)) cur.capabilities.add(c);
-        remote.set(name, cur);
-      }
-    }
-    const items: ProviderStatus[] = [...remote].map(([name, r]) => ({
-      name,
-      healthy: true,
-      default: name === this.deps.providers.defaultProviderName,
-      latency_ms: 0,
-      last_checked: r.at,
-      capabilities: [...r.capabilities].sort(),
-    }));
-    return [...local, ...items].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  /** Provider list items of this node's providers and of those fresh online workers advertise (ProviderOffers). */
+  providerStatuses(fresh = false): Promise<ProviderStatus[]> {
+    return this.offers.providerStatuses(fresh);
   }
 
   /**
@@ -216,14 +163,14 @@ export class RuntimeLocator {
     const mine = addCounts(counts.by_worker_for_owner, pending.by_worker_for_owner);
     // This node takes part by configuration, not by its registry row (heartbeats may lag a start).
     let candidates = remote;
-    if (this.deps.localWorker && !this.localRemoved) candidates.push(this.localRow(now));
+    if (this.deps.localWorker && !this.localRemoved) candidates.push(localWorkerRow(this.deps.workerId, this.deps.providers.names(), now));
     if (req.worker_id !== undefined) {
       const pinned = req.worker_id;
       candidates = candidates.filter((w) => w.id === pinned);
       if (candidates.length === 0)
         throw unavailable(`worker ${pinned}, which keeps the snapshot, volumes or fork image this sandbox needs, is not available`);
     }
-    if (req.capability !== undefined) candidates = this.capable(candidates, req);
+    if (req.capability !== undefined) candidates = capableCandidates(candidates, req, this.deps.providers, this.deps.workerId);
     const choice = place(req, {
       workers: candidates,
       local_id: this.deps.workerId,
@@ -241,46 +188,6 @@ export class RuntimeLocator {
     const why = this.deps.remote ? this.deps.remote.unreachableReason(worker) : 'this server has no worker RPC client';
     if (why !== null) throw new SbxError('remote_worker_rpc_unavailable', why);
     return reserve ? { local: false, worker, slot: this.reservations.hold(worker.id, req.owner_id) } : { local: false, worker };
-  }
-
-  /**
-   * The candidates that can take a spawn needing `req.capability` (a filtered spawn: DESIGN §10):
-   * this node when its provider enforces egress now, a worker when it advertises the capability.
-   * None → 501 with why this node cannot (or that no worker can), before any runtime exists.
-   */
-  private capable(candidates: WorkerRecord[], req: PlacementRequest): WorkerRecord[] {
-    const cap = req.capability!;
-    let localWhy: string | null = null;
-    const out = candidates.filter((w) => {
-      if (w.id !== this.deps.workerId) return w.capabilities.includes(cap);
-      if (!this.deps.providers.has(req.provider)) return false;
-      const egress = this.deps.providers.get(req.provider).egress;
-      const why = egress ? egress.unavailable() : null;
-      if (!egress) localWhy = `network "filtered" needs a provider that enforces egress rules (docker); provider ${req.provider} cannot`;
-      else if (why !== null) localWhy = `network "filtered" is not available here: ${why}`;
-      return localWhy === null;
-    });
-    if (out.length > 0) return out;
-    throw new SbxError(
-      'not_implemented',
-      localWhy ?? `network "filtered" is not available: no worker running provider ${req.provider} enforces egress rules`,
-    );
-  }
-
-  private localRow(now: Date): WorkerRecord {
-    const at = now.toISOString();
-    const names = this.deps.providers.names();
-    return {
-      id: this.deps.workerId,
-      hostname: '',
-      status: 'online',
-      providers: names,
-      capabilities: [],
-      capacity: { max_sandboxes: 0, max_sandboxes_per_owner: 0 },
-      last_heartbeat: at,
-      created_at: at,
-      updated_at: at,
-    };
   }
 
   /** Records that a worker's RPC did not answer: no spawns go to it until it heartbeats again. */
@@ -342,7 +249,7 @@ export class RuntimeLocator {
       provider: rec.provider,
       runtime_id: rec.runtime_id,
       lease: () =>
-        worker.capabilities.includes(REPLICA_CAPABILITY) ? this.replicaLease(rec.id, worker.id) : this.deps.store.getLease(rec.id),
+        worker.capabilities.includes(REPLICA_CAPABILITY) ? this.leases.replicaLease(rec.id, worker.id) : this.deps.store.getLease(rec.id),
     };
     if (ttl !== undefined) target.ttl = ttl;
     return remote.provider(worker, target);
@@ -357,80 +264,93 @@ export class RuntimeLocator {
     if (this.isLocal(rec)) return this.deps.providers.get(rec.provider);
     const worker = await this.workerOf(rec);
     if (!worker) throw unavailable(`sandbox ${rec.id} is on worker ${rec.worker_id}, which is no longer registered`);
-    await this.renewBefore(rec, worker, callMs);
+    await this.leases.renewBefore(rec, worker, callMs);
     return this.remoteProvider(worker, rec);
   }
 
-  /**
-   * A sandbox another replica spawned through its own API has no lease (a local spawn takes none),
-   * and one whose TTL was extended there may have outlived its lease: forwarded calls carry one
-   * like any remote call (DESIGN §7 fencing), so a live one is taken for the owning replica.
-   */
-  private async replicaLease(sandboxId: string, workerId: string): Promise<LeaseRecord | null> {
-    const now = this.deps.clock.now();
-    const lease = await this.deps.store.getLease(sandboxId);
-    if (lease && lease.holder_id === workerId && Date.parse(lease.expires_at) > now.getTime() + RENEW_HORIZON_MS) return lease;
-    const rec = await this.deps.store.getSandbox(sandboxId);
-    const ttlMs = Math.max(0, rec ? Date.parse(rec.expires_at) - now.getTime() : 0) + LEASE_GRACE_MS;
-    return this.deps.store.acquireLease(sandboxId, workerId, ttlMs, now);
-  }
-
-  /** Gives back the lease of a sandbox this replica ran (taken when another replica forwarded a call to it). */
-  async releaseLocal(rec: Pick<SandboxRecord, 'id' | 'worker_id'>): Promise<void> {
-    if (this.deps.workerId !== LOCAL_WORKER_ID) await this.deps.store.releaseLease(rec.id, rec.worker_id).catch(() => false);
+  /** Kept on this node by a provider this server does not run (a sandbox's runtime, a snapshot): nothing here reaches it. */
+  providerMissing(item: Pick<SandboxRecord, 'worker_id' | 'provider'>): boolean {
+    return this.isLocal(item) && !this.deps.providers.has(item.provider);
   }
 
   /**
-   * Renews a remote sandbox's lease when a call of `callMs` starting now could outlive it (spec 4.11
-   * rule 1: the control plane renews before long operations pass the expiry). Best effort.
+   * The provider holding a snapshot, volume or fork image kept on `worker_id`: this node's (503
+   * naming `what` when it is not configured here) or the worker's over the RPC; null when that
+   * worker is no longer registered. `id` names the remote target (a sandbox id or `volume-NAME`).
    */
-  async renewBefore(rec: SandboxRecord, worker: WorkerRecord, callMs: number): Promise<void> {
-    const lease = await this.deps.store.getLease(rec.id);
-    if (!lease || lease.holder_id !== rec.worker_id) return;
-    const until = this.deps.clock.now().getTime() + callMs + RENEW_HORIZON_MS;
-    if (Date.parse(lease.expires_at) > until) return;
-    await this.renew(rec, worker, until).catch(() => undefined);
-  }
-
-  /** Acquires the lease of a new remote sandbox for its worker: TTL + 5 min. */
-  async acquire(sandboxId: string, workerId: string, ttlMs: number): Promise<LeaseRecord> {
-    const lease = await this.deps.store.acquireLease(sandboxId, workerId, ttlMs + LEASE_GRACE_MS, this.deps.clock.now());
-    if (!lease) throw new SbxError('conflict', `sandbox ${sandboxId} is leased by another worker`);
-    return lease;
-  }
-
-  /** Releases a remote sandbox's lease (its holder is the owning worker); false when there was none. */
-  release(rec: Pick<SandboxRecord, 'id' | 'worker_id'>): Promise<boolean> {
-    return this.deps.store.releaseLease(rec.id, rec.worker_id);
-  }
-
-  /**
-   * Renews a remote sandbox's lease to its expiry + 5 min in the store, then tells the worker
-   * (`worker.renew_lease`). A lease that expired or was taken answers `conflict`; a worker that
-   * does not answer is logged, not fatal: the store is the authority and the next renewal tells it.
-   */
-  async renew(rec: SandboxRecord, worker: WorkerRecord | null, atLeastUntil = 0): Promise<LeaseRecord> {
-    const now = this.deps.clock.now();
-    const ttlMs = Math.max(0, Date.parse(rec.expires_at) - now.getTime(), atLeastUntil - now.getTime()) + LEASE_GRACE_MS;
-    const result = await this.deps.store.renewLease(rec.id, rec.worker_id, ttlMs, now);
-    if (!result.ok) {
-      if (result.reason === 'not_found') throw notFound(`lease ${rec.id} not found`);
-      throw new SbxError(
-        'conflict',
-        result.reason === 'expired' ? `lease ${rec.id} has expired` : `lease ${rec.id} is held by another worker`,
-      );
+  async holder(item: { worker_id: string; provider: string; id: string }, what: string): Promise<Provider | null> {
+    if (this.isLocal(item)) {
+      if (!this.deps.providers.has(item.provider))
+        throw unavailable(`provider "${item.provider}" that holds ${what} is not configured on this server`);
+      return this.deps.providers.get(item.provider);
     }
-    if (worker && this.deps.remote) {
-      try {
-        await this.deps.remote.renewLease(worker, result.lease, AbortSignal.timeout(10_000));
-      } catch (err) {
-        this.deps.warn?.(
-          { sandbox_id: rec.id, worker_id: worker.id, code: (err as SbxError).code },
-          'worker did not confirm the lease renewal',
-        );
-      }
+    const w = await this.workerOf(item);
+    return w ? this.remoteProvider(w, { id: item.id, provider: item.provider, runtime_id: null }) : null;
+  }
+
+  /**
+   * Where a new volume of `provider` is made: this node when it runs the provider, else a worker
+   * placement picks (no sandbox slot is taken there); 503 when none can hold it.
+   */
+  async volumeHome(provider: string, ownerId: string | null, name: string): Promise<{ provider: Provider; worker_id: string }> {
+    if (this.deps.providers.has(provider)) return { provider: this.deps.providers.get(provider), worker_id: this.deps.workerId };
+    const target = await this.place({ provider, owner_id: ownerId }, { reserve: false });
+    if (target.local) throw unavailable(`provider "${provider}" runs nowhere that can hold volumes`);
+    const remote = this.remoteProvider(target.worker, { id: `volume-${name}`, provider, runtime_id: null });
+    return { provider: remote, worker_id: target.worker.id };
+  }
+
+  /**
+   * A remote sandbox's runtime status as its worker reports it within `timeoutMs`; null for a
+   * sandbox of this node or without a runtime, one whose worker left the registry, or no answer.
+   */
+  async remoteStatus(rec: SandboxRecord, timeoutMs: number): Promise<RuntimeStatus | null> {
+    if (this.isLocal(rec) || !rec.runtime_id) return null;
+    const worker = await this.workerOf(rec);
+    if (!worker) return null;
+    try {
+      return await this.remoteProvider(worker, rec).status(rec.runtime_id, AbortSignal.timeout(timeoutMs));
+    } catch {
+      return null;
     }
-    return result.lease;
+  }
+
+  /**
+   * After a sandbox's expiry moved (extend, the resume of an `on_expire: pause` sandbox): a remote
+   * sandbox's lease follows it (TTL + 5 min) and its worker hears of it; this node's need nothing.
+   */
+  async expiryMoved(rec: SandboxRecord): Promise<void> {
+    if (!this.isLocal(rec)) await this.leases.renew(rec, await this.workerOf(rec));
+  }
+
+  /**
+   * New egress lists of a filtered sandbox (DESIGN.md §10): this node's provider closes the open
+   * connections they no longer allow; a remote sandbox's lists go to its worker's gateway (the
+   * store has them already, so a worker that misses this call gets them with the next PUT).
+   */
+  async egressChanged(rec: SandboxRecord, lists: EgressLists): Promise<void> {
+    if (this.isLocal(rec)) {
+      if (this.deps.providers.has(rec.provider)) this.deps.providers.get(rec.provider).egress?.changed(rec.id);
+    } else if (rec.runtime_id) {
+      const remote = await this.provider(rec);
+      await remote.remoteEgress?.update(rec.runtime_id, lists, AbortSignal.timeout(30_000));
+    }
+  }
+
+  /**
+   * The preview domain each sandbox shows (spec 2.1): its worker's advertised domain for a remote
+   * sandbox, else `local` (`server.preview_domain`). At most one worker listing per call.
+   */
+  async previewDomains(recs: readonly SandboxRecord[], local: string): Promise<(rec: SandboxRecord) => string> {
+    if (recs.every((r) => this.isLocal(r))) return () => local;
+    const byWorker = new Map<string, string>();
+    if (recs.length === 1) {
+      const w = await this.deps.store.getWorker(recs[0]!.worker_id);
+      if (w?.capacity.preview_domain) byWorker.set(w.id, w.capacity.preview_domain);
+    } else {
+      for (const w of await this.deps.store.listWorkers()) if (w.capacity.preview_domain) byWorker.set(w.id, w.capacity.preview_domain);
+    }
+    return (rec) => (this.isLocal(rec) ? local : (byWorker.get(rec.worker_id) ?? local));
   }
 }
 

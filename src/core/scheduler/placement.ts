@@ -2,7 +2,13 @@
  * Worker placement (DESIGN.md §7 "Placement"): a pure decision — the registry, the live counts and
  * the request in, the chosen worker (or why none) out. No store, no clock reads: callers pass both.
  */
-import type { WorkerRecord } from '../ports.js';
+import type { WorkerRecord } from '../ports/index.js';
+
+/**
+ * The capability a replica's local worker row carries (DESIGN §7): other replicas call it with
+ * replica tokens, and no `sbx worker` may heartbeat, renew or report under such an id or claim it.
+ */
+export const REPLICA_CAPABILITY = 'replica';
 
 /** A worker whose last heartbeat is older than this is stale and never placed on. */
 export const PLACEMENT_STALE_AFTER_MS = 2 * 60_000;

@@ -4,8 +4,7 @@
  * as an ordinary Provider bound to that sandbox, so lifecycle, exec, files and logs have no
  * local/remote branches.
  */
-import type { LeaseRecord, RuntimeStatus, WorkerRecord } from '../ports.js';
-import type { Provider } from '../provider-port.js';
+import type { LeaseRecord, Provider, RuntimeStatus, WorkerRecord } from '../ports/index.js';
 
 /** The sandbox a bound remote provider serves. */
 export interface RemoteTarget {

@@ -4,7 +4,7 @@
  * does not run is dropped and counted: a worker speaks only for its own sandboxes.
  */
 import type { EventBus } from '../events/bus.js';
-import type { SandboxRecord, SandboxStore } from '../ports.js';
+import type { SandboxRecord, SandboxStore } from '../ports/index.js';
 
 export interface WorkerDenial {
   type: 'network.denied';

@@ -1,18 +1,13 @@
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import { canonicalProviderName } from '../providers/registry.js';
 import type { EventBus } from '../events/bus.js';
-import type { Clock, EgressCounts, SandboxStore, WorkerCapacity, WorkerRecord, WorkerStore } from '../ports.js';
+import type { Clock, EgressCounts, SandboxStore, WorkerCapacity, WorkerRecord, WorkerStore } from '../ports/index.js';
 import type { RuntimeLocator } from './locator.js';
 import type { RemoteWorkers } from './remote-port.js';
+import { REPLICA_CAPABILITY } from './placement.js';
 import { publishWorkerEvents, type WorkerDenial } from './worker-events.js';
 
 export const STALE_AFTER_MS = 2 * 60_000;
-/**
- * The capability a replica's local worker row carries (DESIGN §7): other replicas call it with
- * replica tokens, and no `sbx worker` may heartbeat, renew or report under such an id or claim it.
- */
-export const REPLICA_CAPABILITY = 'replica';
-
 export interface HeartbeatInput {
   hostname: string;
   status?: string;

@@ -9,7 +9,7 @@ import { validateOwnerId } from '../admission/owner.js';
 import { badRequest, notFound, SbxError, unavailable } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import { parseRule } from '../network/rules.js';
-import type { Clock, LeaseStore, SandboxStore } from '../ports.js';
+import type { Clock, LeaseStore, SandboxStore } from '../ports/index.js';
 import type { Caller } from '../sandboxes/caller.js';
 import type { SecretCipher } from './cipher.js';
 import { PLACEHOLDER_PREFIX, type BoundSecret, type SecretSource } from './port.js';

@@ -7,7 +7,7 @@
  */
 import { parseDuration } from '../duration.js';
 import { isAbortError, isSbxError, SbxError } from '../errors.js';
-import type { ExecSpec, Provider } from '../ports.js';
+import type { ExecSpec, Provider } from '../ports/index.js';
 import { type ExecItem, startDeadline, TIMEOUT_EXIT_CODE } from '../sandboxes/exec.js';
 import { formatDuration } from '../../shared/duration.js';
 

@@ -4,7 +4,7 @@
  * their destroy. The worker RPC server (transports/worker-rpc/server) is its transport.
  */
 import { notFound, SbxError } from '../errors.js';
-import type { Provider } from '../ports.js';
+import type { Provider } from '../ports/index.js';
 import { canonicalProviderName } from '../providers/registry.js';
 import type { WorkerState } from '../scheduler/worker-state-port.js';
 

@@ -5,7 +5,7 @@
  */
 import { badRequest, SbxError, unavailable } from '../errors.js';
 import { type EgressLists, parseEgress } from '../network/rules.js';
-import type { Provider } from '../ports.js';
+import type { Provider } from '../ports/index.js';
 import { sandboxPath } from '../sandboxes/paths.js';
 import type { SpawnSlots } from './capacity.js';
 import { providerNamed, type WorkerRuntimesDeps } from './runtimes.js';

@@ -15,7 +15,7 @@ import {
 } from '../../contracts/e2b-catalog.js';
 import { E2B_NEXT_TOKEN_HEADER } from '../../contracts/e2b.js';
 import { badRequest, SbxError } from '../../core/errors.js';
-import type { SnapshotRecord } from '../../core/ports.js';
+import type { SnapshotRecord } from '../../core/ports/index.js';
 import type { Caller } from '../../core/sandboxes/caller.js';
 import { abortOnClose } from '../shared/request-signal.js';
 import type { E2bDeps } from './deps.js';

@@ -4,7 +4,7 @@ import type { SecretService } from '../../core/secrets/service.js';
 import type { Caller } from '../../core/sandboxes/caller.js';
 import type { SandboxService } from '../../core/sandboxes/service.js';
 import type { TemplateService } from '../../core/sandboxes/templates.js';
-import type { Clock } from '../../core/ports.js';
+import type { Clock } from '../../core/ports/index.js';
 import type { CoreSettings } from '../../core/settings.js';
 
 /**

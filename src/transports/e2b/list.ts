@@ -9,7 +9,7 @@ import {
   type E2bListV2Query as ListV2Query,
 } from '../../contracts/e2b.js';
 import { badRequest } from '../../core/errors.js';
-import type { SandboxRecord } from '../../core/ports.js';
+import type { SandboxRecord } from '../../core/ports/index.js';
 import type { Caller } from '../../core/sandboxes/caller.js';
 import { decodeCursor, encodeCursor, type ListPosition } from '../../core/sandboxes/cursor.js';
 import type { E2bDeps } from './deps.js';

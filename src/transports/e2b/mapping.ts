@@ -9,8 +9,8 @@ import {
 } from '../../contracts/e2b.js';
 import { accessTokenOf } from '../../core/auth/access-token.js';
 import { badRequest } from '../../core/errors.js';
-import type { SandboxRecord } from '../../core/ports.js';
-import type { SpawnInput } from '../../core/sandboxes/service.js';
+import type { SandboxRecord } from '../../core/ports/index.js';
+import type { SpawnInput } from '../../core/sandboxes/spawn-request.js';
 import type { Caller } from '../../core/sandboxes/caller.js';
 import type { E2bDeps } from './deps.js';
 import { networkChoiceOf } from './network.js';

@@ -14,7 +14,7 @@ import {
   type E2bNewSandbox as NewSandbox,
 } from '../../contracts/e2b.js';
 import { conflict } from '../../core/errors.js';
-import type { SandboxRecord } from '../../core/ports.js';
+import type { SandboxRecord } from '../../core/ports/index.js';
 import { abortOnClose } from '../shared/request-signal.js';
 import type { E2bDeps } from './deps.js';
 import { e2bCatalogRoutes, isSnapshot } from './catalog.js';

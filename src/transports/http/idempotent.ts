@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { parseIdempotencyKey, requestHash } from '../../core/sandboxes/idempotency.js';
-import type { SandboxRecord } from '../../core/ports.js';
+import type { SandboxRecord } from '../../core/ports/index.js';
 import type { Caller } from '../../core/sandboxes/caller.js';
 import type { HttpDeps } from './deps.js';
 import { presentOne, presentSandboxes } from './presenters.js';

@@ -1,6 +1,6 @@
 import { formatDuration } from '../../shared/duration.js';
 import { withoutCredentials } from '../../core/url-credentials.js';
-import type { SandboxRecord, TemplateRecord, WorkerRecord } from '../../core/ports.js';
+import type { SandboxRecord, TemplateRecord, WorkerRecord } from '../../core/ports/index.js';
 import type { Sandbox } from '../../contracts/sandboxes.js';
 import type { Template } from '../../contracts/templates.js';
 import type { Worker } from '../../contracts/system.js';

@@ -12,7 +12,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import * as C from '../../contracts/custom-http.js';
 import { safeEqual } from '../../core/auth/worker-credentials.js';
 import { badRequest, isSbxError, SbxError } from '../../core/errors.js';
-import { EXEC_SIGNALS, type FileInfo, type Provider } from '../../core/ports.js';
+import { EXEC_SIGNALS, type FileInfo, type Provider } from '../../core/ports/index.js';
 import { handleExec, type LiveExec } from './exec.js';
 
 export interface ProviderServerOptions {

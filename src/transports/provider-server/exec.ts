@@ -10,7 +10,7 @@ import type { FastifyReply } from 'fastify';
 import { NDJSON, type ExecLine, type ExecRequest } from '../../contracts/custom-http.js';
 import { AsyncQueue } from '../../core/async-queue.js';
 import { isSbxError, SbxError } from '../../core/errors.js';
-import type { ExecControl, ExecEvent, ExecSpec, Provider } from '../../core/ports.js';
+import type { ExecControl, ExecEvent, ExecSpec, Provider } from '../../core/ports/index.js';
 
 /** Chunks of live stdin a backend holds before it answers the next one (flow control). */
 const STDIN_WINDOW = 16;

@@ -18,7 +18,7 @@ import {
   type ExecWsStart as StartMessage,
 } from '../../contracts/exec.js';
 import { badRequest } from '../../core/errors.js';
-import { EXEC_SIGNALS, type ExecSignal } from '../../core/ports.js';
+import { EXEC_SIGNALS, type ExecSignal } from '../../core/ports/index.js';
 import type { ExecCommand } from '../../core/sandboxes/exec.js';
 import { InteractiveExec, type ExecStarter, type SessionMessage } from '../../core/sandboxes/exec-session.js';
 import { execCommand, ExecFramer, type ExecFrame } from './exec-framing.js';

@@ -5,7 +5,7 @@
  * placeholder in every command's environment, the fingerprint, and the control plane's SecretSource.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { SpawnSpec } from '../../../src/core/ports.js';
+import type { SpawnSpec } from '../../../src/core/ports/index.js';
 import { PLACEHOLDER_PATTERN } from '../../../src/core/secrets/port.js';
 import { fakeClock, startUnitPlane, type UnitPlane } from '../../helpers/unit-plane.js';
 

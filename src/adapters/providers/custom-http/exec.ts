@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { ExecLine, ExecResponse, NDJSON, STATUS_CODES, type ExecRequest } from '../../../contracts/custom-http.js';
 import { SbxError, type ErrorCode } from '../../../core/errors.js';
-import type { ExecControl, ExecEvent, ExecSpec } from '../../../core/ports.js';
+import type { ExecControl, ExecEvent, ExecSpec } from '../../../core/ports/index.js';
 import type { HttpCaller } from './http.js';
 
 /** Longest NDJSON line accepted (one chunk of output, maybe base64). */

@@ -31,7 +31,7 @@ import type {
   RuntimeStatus,
   SpawnResult,
   SpawnSpec,
-} from '../../../core/ports.js';
+} from '../../../core/ports/index.js';
 import { execOverHttp } from './exec.js';
 import { discard, HttpCaller, publicUrl, type Answer } from './http.js';
 

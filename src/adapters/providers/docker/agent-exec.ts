@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { badRequest } from '../../../core/errors.js';
-import type { ExecControl, ExecEvent, ExecSignal, ExecSpec } from '../../../core/ports.js';
+import type { ExecControl, ExecEvent, ExecSignal, ExecSpec } from '../../../core/ports/index.js';
 import { isLiveStdin } from '../shared/live-input.js';
 import { AgentUnavailable, agentGone, cString, E, type Frame, MAX_QUEUED, u32 } from './agent.js';
 import { type AgentConnection, Inbox, MAX_CHUNK, R, STAGE, T } from './agent-conn.js';

@@ -5,8 +5,8 @@
  */
 import { posix } from 'node:path';
 import { badRequest, notFound, SbxError } from '../../../core/errors.js';
-import type { FileInfo, OpenedFile } from '../../../core/ports.js';
-import { fileTooLarge } from '../../../core/sandboxes/files.js';
+import type { FileInfo, OpenedFile } from '../../../core/ports/index.js';
+import { fileTooLarge } from '../../../core/sandboxes/file-bytes.js';
 import { formatMode } from '../shared/file-mode.js';
 import { AgentUnavailable, agentGone, cString, E, type Frame, MAX_QUEUED, u32 } from './agent.js';
 import { type AgentConnection, Inbox, MAX_CHUNK, R, T } from './agent-conn.js';

@@ -5,7 +5,7 @@
  * ever paths for this sandbox's own watch, checked to be absolute (shared/watch-decoder.ts), and bounded by core.
  */
 import { SbxError } from '../../../core/errors.js';
-import type { WatchEvent } from '../../../core/ports.js';
+import type { WatchEvent } from '../../../core/ports/index.js';
 import { WatchStream } from '../shared/watch-decoder.js';
 import { cString, u32 } from './agent.js';
 import { type AgentConnection, R, T } from './agent-conn.js';

@@ -4,8 +4,8 @@ import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import { badRequest, isAbortError, isSbxError, notFound, SbxError } from '../../../core/errors.js';
-import type { OpenedFile } from '../../../core/ports.js';
-import { fileTooLarge } from '../../../core/sandboxes/files.js';
+import type { OpenedFile } from '../../../core/ports/index.js';
+import { fileTooLarge } from '../../../core/sandboxes/file-bytes.js';
 import { bounded, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 
 const MAX_LINK_HOPS = 16;

@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import type { ConsoleLog, ConsoleQuery } from '../../../core/ports.js';
+import type { ConsoleLog, ConsoleQuery } from '../../../core/ports/index.js';
 import { ConsoleRing } from '../shared/console-ring.js';
 import { call } from './errors.js';
 import { demuxBuffer } from './frames.js';

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { badRequest, isAbortError, notFound, SbxError } from '../../../core/errors.js';
-import type { PreviewUpstream, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import type { PreviewUpstream, ProviderHealth, RuntimeInfo, RuntimeStatus, SpawnResult, SpawnSpec } from '../../../core/ports/index.js';
 import { putDirectory } from './archive.js';
 import { bounded, call, engineMessage, isNotFound, statusOf, toSbxError } from './errors.js';
 import type { ImageCache } from './images.js';

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import type Docker from 'dockerode';
 import { SbxError } from '../../../core/errors.js';
-import type { ProviderEgress } from '../../../core/ports.js';
+import type { ProviderEgress } from '../../../core/ports/index.js';
 import { LABEL_INSTALLATION as CONTAINER_INSTALLATION } from './containers.js';
 import { isNotFound } from './errors.js';
 import type { ResolvedOptions } from './options.js';

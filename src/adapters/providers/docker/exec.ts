@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Duplex, Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import type { ExecControl, ExecEvent, ExecSignal, ExecSpec } from '../../../core/ports.js';
+import type { ExecControl, ExecEvent, ExecSignal, ExecSpec } from '../../../core/ports/index.js';
 import { consumeControls, isLiveStdin, type Pump, pumpStdin } from '../shared/live-input.js';
 import { buildShellCommand } from '../../../shared/shell.js';
 import { badRequest, isAbortError, isSbxError, SbxError } from '../../../core/errors.js';

@@ -1,8 +1,8 @@
 import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import { badRequest, isSbxError, notFound, SbxError } from '../../../core/errors.js';
-import type { FileInfo, OpenedFile } from '../../../core/ports.js';
-import { bytesOnce, fileTooLarge, readAll } from '../../../core/sandboxes/files.js';
+import type { FileInfo, OpenedFile } from '../../../core/ports/index.js';
+import { bytesOnce, fileTooLarge, readAll } from '../../../core/sandboxes/file-bytes.js';
 import { formatMode } from '../shared/file-mode.js';
 import { planGlob } from '../shared/glob.js';
 import { existingMode, OPEN_TIMEOUT_MS, openViaArchive, type Owner, statViaArchive, writeViaArchive } from './archive.js';

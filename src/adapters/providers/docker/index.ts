@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 import { SbxError, unavailable } from '../../../core/errors.js';
-import type { ExecEvent, ExecSpec, Provider } from '../../../core/ports.js';
+import type { ExecEvent, ExecSpec, Provider } from '../../../core/ports/index.js';
 import { DockerConsole } from './console.js';
 import { Containers } from './containers.js';
 import { killMarkedViaEngine, streamExec } from './exec.js';
@@ -15,8 +15,8 @@ import { agentCanExec, agentExec } from './agent-exec.js';
 import { agentOpen, agentStat, agentWrite } from './agent-files.js';
 import { agentWatch } from './agent-watch.js';
 import { LABEL_SANDBOX } from './containers.js';
-import type { OpenedFile } from '../../../core/ports.js';
-import { readAll } from '../../../core/sandboxes/files.js';
+import type { OpenedFile } from '../../../core/ports/index.js';
+import { readAll } from '../../../core/sandboxes/file-bytes.js';
 
 /** The uid (and gid) of an image's `User`: undefined for root, null when only a name is known. */
 function imageUid(imageUser: string): ContainerUser | undefined | null {

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { SbxError } from '../../../core/errors.js';
-import type { ExecSpec } from '../../../core/ports.js';
+import type { ExecSpec } from '../../../core/ports/index.js';
 import { AgentUnavailable, type DockerAgents } from './agent.js';
 import { agentExec } from './agent-exec.js';
 import { killMarkedViaEngine, streamExec } from './exec.js';

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { badRequest, conflict, isAbortError, SbxError } from '../../../core/errors.js';
-import type { SnapshotResult } from '../../../core/ports.js';
+import type { SnapshotResult } from '../../../core/ports/index.js';
 import { LABEL_INSTALLATION } from './containers.js';
 import { FILTERED_ENV_VARS } from './egress.js';
 import { bounded, call, isNotFound, toSbxError } from './errors.js';

@@ -10,7 +10,7 @@ import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import { SbxError } from '../../../core/errors.js';
 import { workspacePath } from '../../../core/pool/workspace.js';
-import type { FileInfo, Provider, WorkspaceOps, WorkspaceSpec } from '../../../core/ports.js';
+import type { FileInfo, Provider, WorkspaceOps, WorkspaceSpec } from '../../../core/ports/index.js';
 import { putDirectory } from './archive.js';
 import { DockerFiles } from './files.js';
 import type { DockerAgents } from './agent.js';

@@ -4,7 +4,7 @@
  */
 import type { Socket } from 'node:net';
 import { ERROR_CODES, SbxError, type ErrorCode } from '../../../core/errors.js';
-import type { ExecEvent, ExecSpec, FileInfo, OpenedFile } from '../../../core/ports.js';
+import type { ExecEvent, ExecSpec, FileInfo, OpenedFile } from '../../../core/ports/index.js';
 import { planGlob } from '../shared/glob.js';
 import { buildShellCommand } from '../../../shared/shell.js';
 import { chunks, encodeFrame, type Frame, FrameReader } from './agent-protocol.js';

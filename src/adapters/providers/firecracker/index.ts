@@ -21,7 +21,7 @@ import type {
   RuntimeStatus,
   SpawnResult,
   SpawnSpec,
-} from '../../../core/ports.js';
+} from '../../../core/ports/index.js';
 import type { VsockConnect } from './agent-protocol.js';
 import { missingOnHost, type SpawnProcess } from './launcher.js';
 import { buildSnapshot, copyDisk, deleteSnapshotFiles, SNAPSHOT_IMAGE_PREFIX } from './snapshots.js';

@@ -6,7 +6,7 @@
 import { readFile, rm, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SbxError, notFound } from '../../../core/errors.js';
-import type { SpawnResult, SpawnSpec } from '../../../core/ports.js';
+import type { SpawnResult, SpawnSpec } from '../../../core/ports/index.js';
 import { ConsoleRing } from '../shared/console-ring.js';
 import { AgentClient } from './agent-client.js';
 import { AGENT_VSOCK_PORT, connectVsock } from './agent-protocol.js';

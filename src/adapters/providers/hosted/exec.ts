@@ -1,5 +1,5 @@
 import { badRequest, isSbxError, SbxError } from '../../../core/errors.js';
-import type { ExecControl, ExecEvent, ExecSpec } from '../../../core/ports.js';
+import type { ExecControl, ExecEvent, ExecSpec } from '../../../core/ports/index.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { launcherEnv, wrapperArgv } from '../shared/isolation.js';
 import { isLiveStdin } from '../shared/live-input.js';

@@ -1,5 +1,5 @@
 import { badRequest, isSbxError, SbxError } from '../../../core/errors.js';
-import type { FileInfo, OpenedFile } from '../../../core/ports.js';
+import type { FileInfo, OpenedFile } from '../../../core/ports/index.js';
 import { formatMode } from '../shared/file-mode.js';
 import { planGlob } from '../shared/glob.js';
 import type { Envd } from './envd.js';

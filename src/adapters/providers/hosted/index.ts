@@ -11,7 +11,7 @@ import type {
   RuntimeStatus,
   SpawnResult,
   SpawnSpec,
-} from '../../../core/ports.js';
+} from '../../../core/ports/index.js';
 import { ConsoleRing } from '../shared/console-ring.js';
 import { HostedApi } from './api.js';
 import { Envd } from './envd.js';

@@ -4,8 +4,8 @@
  * modification times behave as the host-backed providers' do (FileInfo of the Provider port).
  */
 import { badRequest, notFound } from '../../../core/errors.js';
-import type { FileInfo } from '../../../core/ports.js';
-import { fileTooLarge } from '../../../core/sandboxes/files.js';
+import type { FileInfo } from '../../../core/ports/index.js';
+import { fileTooLarge } from '../../../core/sandboxes/file-bytes.js';
 import { MAX_NAME_BYTES } from '../../../core/sandboxes/paths.js';
 import { formatMode } from '../shared/file-mode.js';
 import { planGlob } from '../shared/glob.js';

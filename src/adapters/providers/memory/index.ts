@@ -20,7 +20,7 @@ import {
   type RuntimeInfo,
   type WorkspaceOps,
   type WorkspaceSpec,
-} from '../../../core/ports.js';
+} from '../../../core/ports/index.js';
 import { ConsoleRing } from '../shared/console-ring.js';
 import type { CatalogMethods } from '../shared/provider-parts.js';
 import { buildShellCommand } from '../../../shared/shell.js';

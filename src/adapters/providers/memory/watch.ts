@@ -5,7 +5,7 @@
  */
 import { AsyncQueue } from '../../../core/async-queue.js';
 import { badRequest, notFound } from '../../../core/errors.js';
-import type { WatchEvent } from '../../../core/ports.js';
+import type { WatchEvent } from '../../../core/ports/index.js';
 import type { FsChange, MemoryFs } from './fs.js';
 
 export type ChangeListener = (change: FsChange) => void;

@@ -15,7 +15,7 @@ import type {
   RuntimeStatus,
   SpawnResult,
   SpawnSpec,
-} from '../../../core/ports.js';
+} from '../../../core/ports/index.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { copyTree, HostCatalog } from '../shared/host-catalog.js';
 import { HostRuntimes, isRuntimeId } from '../shared/host-runtimes.js';

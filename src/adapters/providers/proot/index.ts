@@ -19,7 +19,7 @@ import type {
   RuntimeStatus,
   SpawnResult,
   SpawnSpec,
-} from '../../../core/ports.js';
+} from '../../../core/ports/index.js';
 import { checkEnv } from '../shared/exec-process.js';
 import { copyTree, HostCatalog } from '../shared/host-catalog.js';
 import type { HostMount } from '../shared/host-fs/mounted.js';

@@ -1,4 +1,4 @@
-import type { ConsoleLog, ConsoleQuery } from '../../../core/ports.js';
+import type { ConsoleLog, ConsoleQuery } from '../../../core/ports/index.js';
 import { Utf8Decoder } from '../../../core/utf8.js';
 
 const DEFAULT_MAX_LINES = 1000;

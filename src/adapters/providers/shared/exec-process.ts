@@ -1,6 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { badRequest, providerError } from '../../../core/errors.js';
-import type { ExecControl, ExecEvent } from '../../../core/ports.js';
+import type { ExecControl, ExecEvent } from '../../../core/ports/index.js';
 import { HostProcess, KILLED_EXIT_CODE } from './host-process.js';
 import { consumeControls, isLiveStdin, type Pump, pumpStdin } from './live-input.js';
 

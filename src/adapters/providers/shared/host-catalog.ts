@@ -3,7 +3,7 @@ import { lstat, mkdir, readdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { conflict, providerError, SbxError } from '../../../core/errors.js';
-import type { CatalogItem, Provider, SnapshotResult } from '../../../core/ports.js';
+import type { CatalogItem, Provider, SnapshotResult } from '../../../core/ports/index.js';
 import { HostFs } from './host-fs.js';
 import { copyTreeByHandle, type CopyLimits } from './host-fs/copy.js';
 

@@ -1,6 +1,6 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { constants } from 'node:os';
-import type { ExecControl, ExecEvent } from '../../../core/ports.js';
+import type { ExecControl, ExecEvent } from '../../../core/ports/index.js';
 import type { ProcessSpec } from './exec-process.js';
 import { groupMembers, killMembers, killTree, signalWhenReady, treeMembers } from './process-tree.js';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { conflict, notFound, SbxError } from '../../../core/errors.js';
-import type { ConsoleLog, ConsoleQuery, ExecEvent, RuntimeInfo, RuntimeStatus, WatchEvent } from '../../../core/ports.js';
+import type { ConsoleLog, ConsoleQuery, ExecEvent, RuntimeInfo, RuntimeStatus, WatchEvent } from '../../../core/ports/index.js';
 import { ConsoleRing } from './console-ring.js';
 import { execProcess, type ProcessSpec } from './exec-process.js';
 import { HostFs } from './host-fs.js';

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { SbxError } from '../../../core/errors.js';
-import type { WatchEvent } from '../../../core/ports.js';
+import type { WatchEvent } from '../../../core/ports/index.js';
 import { sbxPackage } from '../../../package-root.js';
 import { frameSplitter, WatchStream } from './watch-decoder.js';
 

@@ -9,7 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isSbxError, SbxError } from '../../../core/errors.js';
 import { workspacePath } from '../../../core/pool/workspace.js';
-import type { ExecEvent, ExecSpec, WorkspaceOps, WorkspaceSpec } from '../../../core/ports.js';
+import type { ExecEvent, ExecSpec, WorkspaceOps, WorkspaceSpec } from '../../../core/ports/index.js';
 import { HostFs } from './host-fs.js';
 import type { HostRuntimes } from './host-runtimes.js';
 

@@ -1,4 +1,4 @@
-import type { ExecControl } from '../../../core/ports.js';
+import type { ExecControl } from '../../../core/ports/index.js';
 
 /** What a stdin pump writes to: a child's stdin pipe, a hijacked engine stream. */
 export interface StdinSink {

@@ -7,7 +7,7 @@
  */
 import { AsyncQueue } from '../../../core/async-queue.js';
 import { badRequest, notFound, SbxError } from '../../../core/errors.js';
-import type { WatchEvent } from '../../../core/ports.js';
+import type { WatchEvent } from '../../../core/ports/index.js';
 
 const KINDS: Record<number, WatchEvent['type']> = { 1: 'create', 2: 'write', 3: 'remove', 4: 'rename', 5: 'chmod', 6: 'overflow' };
 const READY = 0;

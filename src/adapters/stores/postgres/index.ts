@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { badRequest } from '../../../core/errors.js';
-import type { Store } from '../../../core/ports.js';
+import type { Store } from '../../../core/ports/index.js';
 import { makeRedactor, storeError } from './errors.js';
 import { PostgresStore } from './store.js';
 

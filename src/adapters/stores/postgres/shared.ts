@@ -7,10 +7,10 @@ import pg from 'pg';
 import type { PoolClient } from 'pg';
 import { shapeEvent } from '../../../core/events/bus.js';
 import type { EventInput } from '../../../core/events/kinds.js';
-import type { LiveCounts, SandboxRecord } from '../../../core/ports.js';
+import type { LiveCounts, SandboxRecord } from '../../../core/ports/index.js';
 import { SQL } from '../shared/queries.js';
 import { sandboxValues } from '../shared/records.js';
-import type { EventJournalPort, JournalEntry, SharedState, SlotLedgerPort, SlotRequest } from '../../../core/replica-port.js';
+import type { EventJournalPort, JournalEntry, SharedState, SlotLedgerPort, SlotRequest } from '../../../core/ports/index.js';
 
 /** Runs `fn` in a transaction on one pooled connection (the driver's, so errors are redacted). */
 export type Transact = <T>(

@@ -1,12 +1,12 @@
 import type pg from 'pg';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import { unavailable } from '../../../core/errors.js';
-import type { LeaseRecord, LeaseResult } from '../../../core/ports.js';
+import type { LeaseRecord, LeaseResult } from '../../../core/ports/index.js';
 import { SQL } from '../shared/queries.js';
 import { leaseFromRow, renewRefusal, type Row } from '../shared/records.js';
 import type { SqlDriver } from '../sql/driver.js';
 import { SqlStore } from '../sql/store.js';
-import type { SharedState } from '../../../core/replica-port.js';
+import type { SharedState } from '../../../core/ports/index.js';
 import { storeError } from './errors.js';
 import { pgSharedState } from './shared.js';
 import { LATEST_VERSION, applyMigrations } from './migrations.js';

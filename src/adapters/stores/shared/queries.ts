@@ -4,7 +4,7 @@
  * on byte order of ids and ISO timestamps: SQLite's default, `COLLATE "C"` columns in PostgreSQL.
  */
 import { badRequest } from '../../../core/errors.js';
-import type { AuditFilter, SandboxFilter } from '../../../core/ports.js';
+import type { AuditFilter, SandboxFilter } from '../../../core/ports/index.js';
 import {
   AUDIT_COLUMNS,
   LEASE_COLUMNS,

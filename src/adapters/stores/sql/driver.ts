@@ -1,4 +1,4 @@
-import type { LeaseRecord, LeaseResult } from '../../../core/ports.js';
+import type { LeaseRecord, LeaseResult } from '../../../core/ports/index.js';
 import type { Row } from '../shared/records.js';
 
 /**

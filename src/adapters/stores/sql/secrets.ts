@@ -1,5 +1,5 @@
 import { conflict } from '../../../core/errors.js';
-import type { BoundSecretRow, SecretBinding, SecretRecord, SecretStore } from '../../../core/ports.js';
+import type { BoundSecretRow, SecretBinding, SecretRecord, SecretStore } from '../../../core/ports/index.js';
 import type { Row } from '../shared/records.js';
 import type { SqlDriver } from './driver.js';
 

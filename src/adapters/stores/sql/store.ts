@@ -22,7 +22,7 @@ import type {
   VolumeRecord,
   TemplateRecord,
   WorkerRecord,
-} from '../../../core/ports.js';
+} from '../../../core/ports/index.js';
 import {
   TALLY_SANDBOXES,
   COUNT_LIVE,

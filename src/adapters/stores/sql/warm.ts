@@ -1,4 +1,4 @@
-import type { WarmRecord } from '../../../core/ports.js';
+import type { WarmRecord } from '../../../core/ports/index.js';
 import type { Row } from '../shared/records.js';
 import type { SqlDriver } from './driver.js';
 

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Store } from '../../../core/ports.js';
+import type { Store } from '../../../core/ports/index.js';
 import { SqliteStore } from './store.js';
 
 export interface SqliteStoreOptions {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { unavailable } from '../../../core/errors.js';
-import type { LeaseRecord, LeaseResult } from '../../../core/ports.js';
+import type { LeaseRecord, LeaseResult } from '../../../core/ports/index.js';
 import { SQL } from '../shared/queries.js';
 import { leaseFromRow, mayAcquire, renewRefusal, type Row } from '../shared/records.js';
 import type { SqlDriver } from '../sql/driver.js';

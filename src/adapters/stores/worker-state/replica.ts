@@ -7,7 +7,7 @@
  * only reach this replica's own runtimes.
  */
 import type { EgressLists } from '../../../core/network/rules.js';
-import type { LeaseStore, SandboxStore } from '../../../core/ports.js';
+import type { LeaseStore, SandboxStore } from '../../../core/ports/index.js';
 import type { WorkerRuntime, WorkerState } from '../../../core/scheduler/worker-state-port.js';
 
 const LIVE = new Set(['running', 'paused', 'unhealthy', 'error']);

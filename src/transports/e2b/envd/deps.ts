@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AuthSettings } from '../../../core/auth/settings.js';
-import type { SandboxRecord } from '../../../core/ports.js';
+import type { SandboxRecord } from '../../../core/ports/index.js';
 import type { Caller } from '../../../core/sandboxes/caller.js';
 import type { ExecService } from '../../../core/sandboxes/exec.js';
 import type { FileService } from '../../../core/sandboxes/files.js';
@@ -9,8 +9,8 @@ import type { ProcessService } from '../../../core/sandboxes/processes.js';
 import type { SandboxService } from '../../../core/sandboxes/service.js';
 import type { CoreSettings } from '../../../core/settings.js';
 
-export type { WatchEvent } from '../../../core/provider-port.js';
-import type { WatchEvent } from '../../../core/provider-port.js';
+export type { WatchEvent } from '../../../core/ports/index.js';
+import type { WatchEvent } from '../../../core/ports/index.js';
 
 /**
  * The narrow face of sbx's file watch the envd plane needs (DESIGN.md §16 `watchFiles`). Absent

@@ -3,7 +3,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import { isSbxError, SbxError } from '../../../core/errors.js';
-import type { FileInfo } from '../../../core/ports.js';
+import type { FileInfo } from '../../../core/ports/index.js';
 import type { EnvdDeps } from './deps.js';
 import { toConnectError } from './errors.js';
 import { actsAs, makeDirAsUser, moveAsUser, removeAsUser } from './owner.js';

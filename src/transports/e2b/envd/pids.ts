@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { notFound } from '../../../core/errors.js';
-import type { ProcessRecord } from '../../../core/ports.js';
+import type { ProcessRecord } from '../../../core/ports/index.js';
 import type { ProcessService } from '../../../core/sandboxes/processes.js';
 import type { EnvdTarget } from './target.js';
 

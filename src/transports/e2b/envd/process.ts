@@ -1,7 +1,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { SbxError } from '../../../core/errors.js';
-import { EXEC_SIGNALS, type ExecSignal, type ProcessRecord } from '../../../core/ports.js';
+import { EXEC_SIGNALS, type ExecSignal, type ProcessRecord } from '../../../core/ports/index.js';
 import type { ProcessOutputItem, ProcessService } from '../../../core/sandboxes/processes.js';
 import type { EnvdDeps } from './deps.js';
 import { toConnectError } from './errors.js';

@@ -1,5 +1,5 @@
 import { SbxError } from '../../../core/errors.js';
-import type { ProcessRecord } from '../../../core/ports.js';
+import type { ProcessRecord } from '../../../core/ports/index.js';
 import type { ProcessService } from '../../../core/sandboxes/processes.js';
 import type { EnvdTarget } from './target.js';
 

@@ -1,6 +1,6 @@
 import { accessTokenMatches, accessTokenOf } from '../../../core/auth/access-token.js';
 import { notFound, SbxError } from '../../../core/errors.js';
-import type { SandboxRecord } from '../../../core/ports.js';
+import type { SandboxRecord } from '../../../core/ports/index.js';
 import type { Caller } from '../../../core/sandboxes/caller.js';
 import type { EnvdDeps } from './deps.js';
 

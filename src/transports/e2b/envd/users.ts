@@ -1,5 +1,5 @@
 import { isSbxError } from '../../../core/errors.js';
-import { readAll } from '../../../core/sandboxes/files.js';
+import { readAll } from '../../../core/sandboxes/file-bytes.js';
 import type { EnvdDeps } from './deps.js';
 import type { EnvdTarget } from './target.js';
 

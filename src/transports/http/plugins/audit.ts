@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { realmOf } from '../realm.js';
-import type { Clock, Store } from '../../../core/ports.js';
+import type { Clock, Store } from '../../../core/ports/index.js';
 import type { HttpDeps } from '../deps.js';
 
 export const AUDIT_EVERY_MS = 60 * 60_000;

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { AUDIT_CSV_COLUMNS, AuditQuery, AuditRecord, WorkerDeleted, type AuditQuery as AuditQueryT } from '../../../contracts/admin.js';
 import { ErrorBody } from '../../../contracts/common.js';
 import { HeartbeatRequest, Worker, type HeartbeatRequest as HeartbeatBody } from '../../../contracts/system.js';
-import type { AuditRecord as AuditRow } from '../../../core/ports.js';
+import type { AuditRecord as AuditRow } from '../../../core/ports/index.js';
 import { STALE_AFTER_MS } from '../../../core/scheduler/workers.js';
 import type { HttpDeps } from '../deps.js';
 import { presentWorker } from '../presenters.js';

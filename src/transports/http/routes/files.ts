@@ -15,7 +15,7 @@ import {
   WriteFileRequest,
   type WriteFileRequest as WriteBody,
 } from '../../../contracts/files.js';
-import { readAll } from '../../../core/sandboxes/files.js';
+import { readAll } from '../../../core/sandboxes/file-bytes.js';
 import { callerOf } from '../caller.js';
 import { decodeText } from '../../shared/encoding.js';
 import type { HttpDeps } from '../deps.js';

@@ -12,7 +12,7 @@ import {
   TerminalSize,
 } from '../../../contracts/processes.js';
 import { SbxError } from '../../../core/errors.js';
-import type { ProcessRecord } from '../../../core/ports.js';
+import type { ProcessRecord } from '../../../core/ports/index.js';
 import type { ProcessOutputItem } from '../../../core/sandboxes/processes.js';
 import { execSignal } from '../../shared/exec-socket.js';
 import { callerOf } from '../caller.js';

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { ErrorBody, StatusBody } from '../../../contracts/common.js';
 import { SnapshotSummary } from '../../../contracts/system.js';
 import { CreateSnapshotRequest } from '../../../contracts/volumes.js';
-import type { SnapshotRecord } from '../../../core/ports.js';
+import type { SnapshotRecord } from '../../../core/ports/index.js';
 import { callerOf } from '../caller.js';
 import type { HttpDeps } from '../deps.js';
 import { abortOnClose } from '../../shared/request-signal.js';

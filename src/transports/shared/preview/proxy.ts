@@ -8,7 +8,7 @@ import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerRespon
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream';
-import type { PreviewUpstream } from '../../../core/ports.js';
+import type { PreviewUpstream } from '../../../core/ports/index.js';
 
 /** Counters of preview traffic (metrics `sbx_preview_*`). */
 export interface PreviewStats {

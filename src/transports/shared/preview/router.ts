@@ -9,7 +9,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { isSbxError, SbxError } from '../../../core/errors.js';
-import type { PreviewUpstream } from '../../../core/ports.js';
+import type { PreviewUpstream } from '../../../core/ports/index.js';
 import { STATUS_BY_CODE } from '../../../contracts/errors.js';
 import { isUnderDomain, normalizeDomain, normalizeHost } from '../host.js';
 import { forwardRequest, forwardUpgrade, sendPreviewError, writeRawError, type ForwardOptions, type PreviewStats } from './proxy.js';

@@ -7,7 +7,7 @@
  */
 import type { RpcLease } from '../../../contracts/worker-rpc.js';
 import { isSbxError, SbxError } from '../../../core/errors.js';
-import type { ExecEvent, WorkerRecord } from '../../../core/ports.js';
+import type { ExecEvent, WorkerRecord } from '../../../core/ports/index.js';
 import type { RemoteTarget } from '../../../core/scheduler/remote-port.js';
 import type { RpcClient } from './rpc-client.js';
 

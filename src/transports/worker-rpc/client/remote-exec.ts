@@ -9,7 +9,7 @@ import WebSocket from 'ws';
 import { RPC_EXEC_WS_PATH, RPC_LEASE_HEADER, type RpcLease } from '../../../contracts/worker-rpc.js';
 import { AsyncQueue } from '../../../core/async-queue.js';
 import { SbxError } from '../../../core/errors.js';
-import type { ExecEvent, ExecSpec, WorkerRecord } from '../../../core/ports.js';
+import type { ExecEvent, ExecSpec, WorkerRecord } from '../../../core/ports/index.js';
 import { errorFrom, type RpcClient } from './rpc-client.js';
 
 export interface ExecTarget {

@@ -25,7 +25,7 @@ import type {
   Provider,
   RuntimeStatus,
   WorkerRecord,
-} from '../../../core/ports.js';
+} from '../../../core/ports/index.js';
 import { providerCapabilities } from '../../../core/scheduler/placement.js';
 import type { RemoteRuntime, RemoteTarget, RemoteWorkers } from '../../../core/scheduler/remote-port.js';
 import { fencedCalls } from './fenced.js';

@@ -4,7 +4,7 @@
  * (its headers came); a garbage line ends it as an invalid answer, a dropped link just ends it;
  * aborting the signal closes the call, which ends the watch on the worker.
  */
-import { WATCH_EVENT_TYPES, type WatchEvent, type WorkerRecord } from '../../../core/ports.js';
+import { WATCH_EVENT_TYPES, type WatchEvent, type WorkerRecord } from '../../../core/ports/index.js';
 import { errorFrom, type RpcClient } from './rpc-client.js';
 import type { ExecTarget } from './remote-exec.js';
 

@@ -11,7 +11,7 @@ import { Agent, request } from 'undici';
 import { RPC_PATH, RPC_STREAM_HEADER, type RpcLease } from '../../../contracts/worker-rpc.js';
 import type { WorkerCredentials } from '../../../core/auth/settings.js';
 import { ERROR_CODES, isAbortError, SbxError, type ErrorCode } from '../../../core/errors.js';
-import type { WorkerRecord } from '../../../core/ports.js';
+import type { WorkerRecord } from '../../../core/ports/index.js';
 import { currentRequestId } from '../../shared/request-context.js';
 import { hasRpcCredential, replicaToken, rpcToken } from './credentials.js';
 

@@ -14,7 +14,7 @@ import type { WebSocket } from 'ws';
 import * as C from '../../../contracts/worker-rpc.js';
 import { parseDuration } from '../../../core/duration.js';
 import { badRequest, isSbxError, SbxError } from '../../../core/errors.js';
-import type { ExecSpec } from '../../../core/ports.js';
+import type { ExecSpec } from '../../../core/ports/index.js';
 import { sandboxPath } from '../../../core/sandboxes/paths.js';
 import { execFrames, type ExecFrame } from '../../shared/exec-framing.js';
 import { serveExecSocket } from '../../shared/exec-socket.js';

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { WorkerCredentials } from '../../../core/auth/settings.js';
 import type { WorkerIdentity } from '../../../core/auth/worker-claims.js';
-import type { Clock, Provider } from '../../../core/ports.js';
+import type { Clock, Provider } from '../../../core/ports/index.js';
 import type { PreviewStats } from '../../shared/preview/proxy.js';
 import type { WorkerState } from '../../../core/scheduler/worker-state-port.js';
 

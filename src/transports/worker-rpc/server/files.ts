@@ -9,7 +9,7 @@ import { appendFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RPC_FILE_WINDOW_BYTES, type FileReadParams, type FileWriteParams } from '../../../contracts/worker-rpc.js';
 import { badRequest, SbxError, unavailable } from '../../../core/errors.js';
-import type { Provider } from '../../../core/ports.js';
+import type { Provider } from '../../../core/ports/index.js';
 
 const STALE_MS = 10 * 60_000;
 const MAX_STAGED_BYTES = 1024 * 1024 * 1024;

@@ -8,7 +8,7 @@
 import type { Static } from '@sinclair/typebox';
 import type * as C from '../../../contracts/worker-rpc.js';
 import { notFound, SbxError } from '../../../core/errors.js';
-import type { ExecSpec } from '../../../core/ports.js';
+import type { ExecSpec } from '../../../core/ports/index.js';
 import { CappedOutput } from '../../../core/sandboxes/exec-output.js';
 import type { ExecItem } from '../../../core/sandboxes/exec.js';
 import { sandboxGlob, sandboxPath } from '../../../core/sandboxes/paths.js';

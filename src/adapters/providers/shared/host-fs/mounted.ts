@@ -1,5 +1,5 @@
 import { badRequest } from '../../../../core/errors.js';
-import type { FileInfo } from '../../../../core/ports.js';
+import type { FileInfo } from '../../../../core/ports/index.js';
 import { HostFs } from '../host-fs.js';
 
 /** A volume directory seen at `guest` (absolute, normalized) inside a sandbox. */

@@ -1,5 +1,5 @@
 /** Admin audit rows. */
-import type { AuditRecord } from '../../../../core/ports.js';
+import type { AuditRecord } from '../../../../core/ports/index.js';
 import { type Row, str, num } from './values.js';
 
 export const AUDIT_COLUMNS = [

@@ -1,5 +1,5 @@
 /** Snapshot and volume rows (DESIGN.md §10). */
-import type { SnapshotRecord, VolumeRecord } from '../../../../core/ports.js';
+import type { SnapshotRecord, VolumeRecord } from '../../../../core/ports/index.js';
 import { type Row, str, strOrNull, num } from './values.js';
 
 export const SNAPSHOT_COLUMNS = [

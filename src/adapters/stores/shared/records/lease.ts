@@ -1,6 +1,6 @@
 /** Lease rows and the lease rules both stores apply (spec 3.3). */
 import { badRequest } from '../../../../core/errors.js';
-import type { LeaseRecord, LeaseResult } from '../../../../core/ports.js';
+import type { LeaseRecord, LeaseResult } from '../../../../core/ports/index.js';
 import { type Row, str, num } from './values.js';
 
 export const LEASE_COLUMNS = ['resource_id', 'holder_id', 'generation', 'expires_at'] as const;

@@ -1,5 +1,5 @@
 /** Owner quota rows. */
-import type { QuotaRecord } from '../../../../core/ports.js';
+import type { QuotaRecord } from '../../../../core/ports/index.js';
 import { type Row, str, num } from './values.js';
 
 export const QUOTA_COLUMNS = ['owner_id', 'max_sandboxes', 'max_ttl_ms', 'max_exec_timeout_ms', 'created_at', 'updated_at'] as const;

@@ -1,6 +1,6 @@
 /** Sandbox rows: columns, values, patches and the record back. */
 import type { EgressLists } from '../../../../core/network/rules.js';
-import type { SandboxRecord, SandboxState, VolumeMount } from '../../../../core/ports.js';
+import type { SandboxRecord, SandboxState, VolumeMount } from '../../../../core/ports/index.js';
 import { type Row, str, strOrNull, num, json } from './values.js';
 
 export const SANDBOX_COLUMNS = [

@@ -1,6 +1,6 @@
 /** Template rows. */
 import type { EgressLists } from '../../../../core/network/rules.js';
-import type { TemplateRecord, VolumeMount } from '../../../../core/ports.js';
+import type { TemplateRecord, VolumeMount } from '../../../../core/ports/index.js';
 import { egressText, volumesText } from './sandbox.js';
 import { type Row, str, strOrNull, numOrNull, json } from './values.js';
 

@@ -1,5 +1,5 @@
 /** Worker rows: capacity and egress counts in one JSON column. */
-import type { EgressCounts, WorkerCapacity, WorkerRecord } from '../../../../core/ports.js';
+import type { EgressCounts, WorkerCapacity, WorkerRecord } from '../../../../core/ports/index.js';
 import { type Row, str, json } from './values.js';
 
 export const WORKER_COLUMNS = [

@@ -3,8 +3,8 @@
  * reservations counted across replicas, and an event journal every replica reads in one order.
  * PostgreSQL supplies them; a store without them is one process's alone (SQLite).
  */
-import type { EventInput, SbxEvent } from './events/kinds.js';
-import type { LiveCounts, SandboxRecord } from './ports.js';
+import type { EventInput, SbxEvent } from '../events/kinds.js';
+import type { LiveCounts, SandboxRecord } from './sandbox-store.js';
 
 /** A granted admission slot, stored until its sandbox row is (or the spawn fails). */
 export interface SlotRequest {

@@ -1,4 +1,4 @@
-/** Warm runtimes (DESIGN.md §11): started ahead of demand, claimed by a spawn of their shape. Re-exported by ports.ts. */
+/** Warm runtimes (DESIGN.md §11): started ahead of demand, claimed by a spawn of their shape. Re-exported by ports/index.ts. */
 
 export interface WarmRecord {
   /** The sandbox id the runtime was made for; the spawn that claims it gets this id. */

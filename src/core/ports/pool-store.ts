@@ -1,4 +1,4 @@
-/** Pool tenants' uids (DESIGN.md §8): a counter per shared runtime, kept in the store. Re-exported by ports.ts. */
+/** Pool tenants' uids (DESIGN.md §8): a counter per shared runtime, kept in the store. Re-exported by ports/index.ts. */
 
 export interface PoolUidStore {
   /**

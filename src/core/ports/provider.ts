@@ -1,9 +1,9 @@
 /**
  * The Provider port: what core asks of a runtime backend (docker, proot, mock, later remote
  * workers). Every method is asynchronous and takes an AbortSignal; exec streams as an
- * AsyncIterable of events. Re-exported by ports.ts, the one import site for every port.
+ * AsyncIterable of events. Re-exported by ports/index.ts, the one import site for every port.
  */
-import type { EgressLists } from './network/rules.js';
+import type { EgressLists } from '../network/rules.js';
 
 export interface SpawnSpec {
   sandbox_id: string;

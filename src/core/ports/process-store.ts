@@ -1,6 +1,6 @@
 /**
  * Background processes (DESIGN.md §10): their records (a Store role) and their output logs (kept
- * on the disk of the process that follows them). Re-exported by ports.ts.
+ * on the disk of the process that follows them). Re-exported by ports/index.ts.
  */
 
 export type ProcessState = 'running' | 'exited' | 'killed' | 'timeout';

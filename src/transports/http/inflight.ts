@@ -24,6 +24,7 @@ export const STREAMED_UPLOAD_BYTES = 2 * 1024 * 1024;
 export class InflightBudget {
   private used = 0;
   private readonly relief = new MemoryRelief();
+  private readonly givers = new Set<() => void>();
 
   constructor(readonly capacity: number) {}
 
@@ -41,6 +42,13 @@ export class InflightBudget {
     this.used = Math.max(0, this.used - n);
     // Emptied after a burst: hand the memory the burst grew back to the system.
     if (this.used === 0) this.relief.idle();
+    for (const f of this.givers) f();
+  }
+
+  /** Calls `f` after every give (what waits for room listens to); returns the unsubscribe. */
+  onGive(f: () => void): () => void {
+    this.givers.add(f);
+    return () => this.givers.delete(f);
   }
 
   /** Bytes held now (the `sbx_inflight_bytes` figure). */

@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
@@ -6,8 +5,8 @@ import { ErrorBody } from '../../../contracts/common.js';
 import { ExecRequest, ExecResult, type ExecRequest as ExecBody } from '../../../contracts/exec.js';
 import { EXEC_BINARY_MEDIA_TYPE } from '../../../contracts/exec-frames.js';
 import { SbxError } from '../../../core/errors.js';
-import type { BufferedExecResult, ByteBudget, ExecItem } from '../../../core/sandboxes/exec.js';
-import type { InflightBudget } from '../inflight.js';
+import type { BufferedExecResult, ExecItem } from '../../../core/sandboxes/exec.js';
+import { outputBudget } from '../output-budget.js';
 import { callerOf } from '../caller.js';
 import { encodeOutput } from '../../shared/encoding.js';
 import { execCommand, execFrames } from '../../shared/exec-framing.js';
@@ -37,7 +36,7 @@ export function execRoutes(app: FastifyInstance, deps: HttpDeps): void {
       const binary = request.body.binary === true;
       if (!request.body.stream) {
         // The output it collects counts against the in-flight budget until the answer is sent.
-        const result = await deps.exec.run(request.params.id, input, caller, signal, answerBudget(reply.raw, deps.inflight));
+        const result = await deps.exec.run(request.params.id, input, caller, signal, outputBudget(reply.raw, deps.inflight));
         const body = bufferedBody(result, binary);
         // DESIGN.md §3: 408 whose body adds what ran until the deadline.
         if (result.timed_out) throw new SbxError('timeout', `command timed out after ${body.duration}`, { ...body });
@@ -90,70 +89,6 @@ async function failFast<T>(items: AsyncIterable<T>, ms: number): Promise<AsyncIt
           return it.return ? it.return() : Promise.resolve({ done: true as const, value: undefined });
         },
       };
-    },
-  };
-}
-
-/**
- * Copies of buffered output alive at once while the answer is built: the chunks, their join, the
- * text of each stream and the serialized JSON body.
- */
-const OUTPUT_COPIES = 4;
-
-interface Holder {
-  seq: number;
-  held: number;
-  done: boolean;
-}
-/** Buffered execs holding output, per budget, in start order. */
-const holders = new WeakMap<InflightBudget, Set<Holder>>();
-let nextSeq = 0;
-const WAIT_STEP_MS = 20;
-
-/**
- * The in-flight budget as one buffered exec sees it: each byte of output held costs its copies,
- * and everything is given back once the answer is sent (or the client is gone), not when the
- * command ends. When the budget is full, the newest buffered exec gives way (503, its command
- * killed, its bytes back) while older ones wait for room, so the oldest always finish.
- */
-function answerBudget(res: ServerResponse, budget: InflightBudget | undefined): ByteBudget | undefined {
-  if (!budget) return undefined;
-  let all = holders.get(budget);
-  if (!all) holders.set(budget, (all = new Set()));
-  const group = all;
-  const me: Holder = { seq: nextSeq++, held: 0, done: false };
-  group.add(me);
-  const release = () => {
-    if (me.done) return;
-    me.done = true;
-    group.delete(me);
-    budget.give(me.held);
-    me.held = 0;
-  };
-  res.once('close', release);
-  const newest = () => ![...group].some((h) => h.seq > me.seq);
-  const tryTake = (m: number) => {
-    if (me.done || !budget.take(m)) return me.done;
-    me.held += m;
-    return true;
-  };
-  return {
-    take(n) {
-      const m = n * OUTPUT_COPIES;
-      if (tryTake(m)) return true;
-      return (async () => {
-        for (;;) {
-          if (newest()) {
-            release();
-            return false;
-          }
-          await new Promise((r) => setTimeout(r, WAIT_STEP_MS));
-          if (tryTake(m)) return true;
-        }
-      })();
-    },
-    give() {
-      // given back on close
     },
   };
 }

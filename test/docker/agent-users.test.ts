@@ -86,7 +86,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx-agent: execs as anot
       'POST /containers/ID/exec',
       'POST /exec/ID/start',
     ]);
-    expect(first.stdout).toMatch(/^\/\.sbx\/sbx-agent \/\.sbx\/run\/u1000-1000\.[0-9a-f]{12}\/agent\.sock $/m);
+    expect(first.stdout).toMatch(/^\/\.sbx\/sbx-agent \/\.sbx\/run\/u1000-1000\.[0-9a-f]{12}\/agent\.sock --once $/m);
     // Later execs as that user cost the engine nothing.
     const again = await run(p, rid, `id -u; id -g; touch /tmp/made-by-1000; stat -c "%u:%g" /tmp/made-by-1000; ${PARENT}`, { user: USER });
     expect(tap.take()).toEqual([]);
@@ -131,6 +131,31 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx-agent: execs as anot
     expect((await run(p, rid, `id -u; ${PARENT}`, { user: USER })).stdout).toContain(`1000\n/.sbx/sbx-agent ${sock} `);
     await p.destroy(rid, AbortSignal.timeout(30_000));
     expect(existsSync(join(stateDir, 'agents', mine!))).toBe(false);
+  });
+
+  it('a user agent serves one connection: when sbx closes it, or kills it, nothing is left and the next exec starts a fresh one', async () => {
+    const rid = await spawn('once');
+    const q = testProvider(installationId, { agent: 'auto', agentBinary: requireAgentBinary(), agentDir: join(stateDir, 'agents') });
+    const agentUids = async (want: string) => {
+      let out = '';
+      for (const end = Date.now() + 10_000; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
+        out = (await engineRun(docker, rid, AGENT_UIDS)).out;
+        if (out === want) break;
+      }
+      return out;
+    };
+    expect((await run(q, rid, `id -u; ${PARENT}`, { user: USER })).stdout).toMatch(/^1000\n\/\.sbx\/sbx-agent .*u1000-1000/);
+    expect(await agentUids('0 1000 ')).toBe('0 1000 ');
+    await q.close?.();
+    // Its connection closed: the user agent exited (its commands killed with it).
+    expect(await agentUids('0 ')).toBe('0 ');
+    // Killed from inside (as a pool tenant's release does): the next exec as that user gets a new one.
+    await run(p, rid, 'sleep 60 & true', { user: USER });
+    await engineRun(docker, rid, 'kill -9 -1', '1000:1000');
+    expect(await agentUids('0 ')).toBe('0 ');
+    const again = await run(p, rid, `id -u; ${PARENT}`, { user: USER });
+    expect(again.stdout).toMatch(/^1000\n\/\.sbx\/sbx-agent .*u1000-1000/);
+    expect(await agentUids('0 1000 ')).toBe('0 1000 ');
   });
 
   it(`at most ${MAX_USER_AGENTS} user agents per container, then the engine; a user agent that cannot start falls back`, async () => {

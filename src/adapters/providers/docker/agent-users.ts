@@ -13,9 +13,10 @@ import { bounded } from './errors.js';
  * as that user take its connection. Anything failing leaves the engine path serving, as before.
  */
 
-/** Most user agents alive in one container, and most ever started in it: beyond, the engine serves. */
+/** Most user agents alive in one container: beyond, the engine serves. */
 export const MAX_USER_AGENTS = 4;
-const MAX_STARTS = 16;
+/** Failed starts for one user after which its execs stay with the engine in this container. */
+const MAX_FAILURES = 3;
 /** The engine exec, the socket appearing and the hello together. */
 const START_TIMEOUT_MS = 3_000;
 const RETRY_AFTER_MS = 5_000;
@@ -29,11 +30,11 @@ interface UserAgent {
   conn?: AgentConnection;
   starting?: Promise<AgentConnection | undefined>;
   retryAt?: number;
+  failures: number;
 }
 
 interface RuntimeUsers {
   agents: Map<string, UserAgent>;
-  starts: number;
 }
 
 /** The user agents of one provider's containers, keyed by runtime then `uid:gid`. */
@@ -56,22 +57,30 @@ export class UserAgents {
     if (process.getuid?.() !== 0 || !Number.isInteger(user.uid) || !Number.isInteger(user.gid) || user.uid < 0 || user.gid < 0)
       return undefined;
     let rt = this.runtimes.get(runtimeId);
-    if (!rt) this.runtimes.set(runtimeId, (rt = { agents: new Map(), starts: 0 }));
+    if (!rt) this.runtimes.set(runtimeId, (rt = { agents: new Map() }));
     const key = `${user.uid}:${user.gid}`;
     let ua = rt.agents.get(key);
     if (ua?.conn?.alive) return ua.conn;
     if (ua?.starting !== undefined) return ua.starting;
-    if (ua?.retryAt !== undefined && Date.now() < ua.retryAt) return undefined;
+    if (ua && (ua.failures >= MAX_FAILURES || (ua.retryAt !== undefined && Date.now() < ua.retryAt))) return undefined;
     const live = [...rt.agents.values()].filter((a) => a.conn?.alive || a.starting !== undefined).length;
-    if (live >= MAX_USER_AGENTS || rt.starts >= MAX_STARTS) return undefined;
-    if (!ua) rt.agents.set(key, (ua = {}));
-    rt.starts++;
+    if (live >= MAX_USER_AGENTS) return undefined;
+    if (!ua) rt.agents.set(key, (ua = { failures: 0 }));
     const state = ua;
-    state.starting = this.start(runtimeId, dir, user, state).finally(() => (state.starting = undefined));
+    const users = rt;
+    state.starting = this.start(runtimeId, dir, user, state, () => {
+      if (users.agents.get(key) === state) users.agents.delete(key);
+    }).finally(() => (state.starting = undefined));
     return state.starting;
   }
 
-  private async start(runtimeId: string, dir: string, user: ExecUserId, ua: UserAgent): Promise<AgentConnection | undefined> {
+  private async start(
+    runtimeId: string,
+    dir: string,
+    user: ExecUserId,
+    ua: UserAgent,
+    gone: () => void,
+  ): Promise<AgentConnection | undefined> {
     const token = randomBytes(18).toString('hex');
     const name = `u${user.uid}-${user.gid}.${token.slice(0, 12)}`;
     const hostDir = join(dir, name);
@@ -81,7 +90,8 @@ export class UserAgents {
     try {
       userDir(dir, hostDir, user);
       const exec = await this.docker.getContainer(runtimeId).exec({
-        Cmd: [this.binaryInContainer, `${this.runInContainer}/${name}/agent.sock`],
+        // --once: it serves this one connection and exits when it closes (or when none came in 10 s).
+        Cmd: [this.binaryInContainer, `${this.runInContainer}/${name}/agent.sock`, '--once'],
         Env: [`SBX_AGENT_TOKEN=${token}`],
         User: `${user.uid}:${user.gid}`,
         WorkingDir: '/',
@@ -102,6 +112,7 @@ export class UserAgents {
     } catch {
       conn?.close();
       rmSync(hostDir, { recursive: true, force: true });
+      ua.failures++;
       ua.retryAt = Date.now() + RETRY_AFTER_MS;
       return undefined;
     } finally {
@@ -110,10 +121,14 @@ export class UserAgents {
     const c = conn;
     ua.conn = c;
     ua.retryAt = undefined;
+    ua.failures = 0;
     c.onClose(() => {
-      // Its agent died (a pool tenant's release kills every process of its uid): the next exec
-      // as that user starts a fresh one, in a fresh directory.
-      if (ua.conn === c) ua.conn = undefined;
+      // Its agent died (a pool tenant's release kills every process of its uid) or this end closed
+      // (the agent then exits): the next exec as that user starts a fresh one, in a fresh directory.
+      if (ua.conn === c) {
+        ua.conn = undefined;
+        gone();
+      }
       rmSync(hostDir, { recursive: true, force: true });
     });
     return c;

@@ -133,7 +133,7 @@ describe.skipIf(DOCKER_SKIP !== undefined)(dockerTitle('sbx-agent: execs as anot
     expect(existsSync(join(stateDir, 'agents', mine!))).toBe(false);
   });
 
-  it('a user agent serves one connection: when sbx closes it, or kills it, nothing is left and the next exec starts a fresh one', async () => {
+  it('a user agent serves one connection: closed by sbx or killed, nothing is left; the next exec starts a fresh one', async () => {
     const rid = await spawn('once');
     const q = testProvider(installationId, { agent: 'auto', agentBinary: requireAgentBinary(), agentDir: join(stateDir, 'agents') });
     const agentUids = async (want: string) => {

@@ -84,6 +84,8 @@ static Conn conns[MAX_CONNS];
 static int root_fd = -1; /* "/": where watches walk from (watch.c) */
 static Stream streams[MAX_STREAMS];
 static int listen_fd = -1, chld_pipe[2];
+/* --once (a user agent, docs/agent.md): serve one connection, exit when it closes (or none comes in 10 s). */
+static int once_mode, served;
 /* Output pipes of commands already answered, still held by what they left running. */
 static int drains[MAX_DRAINS];
 
@@ -462,6 +464,8 @@ static void drop_conn(int ci) {
   free(conns[ci].out);
   memset(&conns[ci], 0, sizeof conns[ci]);
   conns[ci].fd = -1;
+  /* Its commands were killed above; whatever already exited is not waited for. */
+  if (once_mode) _exit(0);
 }
 
 static void conn_input(int ci) {
@@ -558,8 +562,9 @@ int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--watch") == 0) return watch_main(argc, argv);
   /* The firecracker guest agent: a second mode of the same program (guest.c). */
   if (argc >= 2 && strncmp(argv[1], "--", 2) == 0) return guest_main(argc, argv);
-  if (argc != 2) {
-    fprintf(stderr, "usage: sbx-agent SOCKET (token in SBX_AGENT_TOKEN)\n       sbx-agent --vsock-guest [--port N] | --unix PATH\n");
+  once_mode = argc == 3 && strcmp(argv[2], "--once") == 0;
+  if (argc != 2 && !once_mode) {
+    fprintf(stderr, "usage: sbx-agent SOCKET [--once] (token in SBX_AGENT_TOKEN)\n       sbx-agent --vsock-guest [--port N] | --unix PATH\n");
     return 2;
   }
   const char *t = getenv("SBX_AGENT_TOKEN");
@@ -599,6 +604,7 @@ int main(int argc, char **argv) {
   /* Bound under a temp name, then renamed: the host never sees a socket nobody listens on. */
   if (r || listen(listen_fd, 16) || rename(tmp, argv[1])) return 1;
   if ((root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) return 1;
+  if (once_mode) alarm(10); /* not inherited by the commands (fork clears it) */
   for (int i = 0; i < MAX_CONNS; i++) conns[i].fd = -1;
   for (int i = 0; i < MAX_DRAINS; i++) drains[i] = -1;
 
@@ -670,7 +676,9 @@ int main(int argc, char **argv) {
         int slot = -1;
         for (int k = 0; k < MAX_CONNS; k++)
           if (conns[k].fd < 0) { slot = k; break; }
-        if (slot < 0) { close(fd); continue; }
+        if (slot < 0 || (once_mode && served)) { close(fd); continue; }
+        if (once_mode) alarm(0);
+        served = 1;
         conns[slot].fd = fd;
         unsigned char b[12];
         put32(b, VERSION);

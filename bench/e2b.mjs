@@ -135,8 +135,8 @@ console.log(`## e2b
 the same sandbox of one \`sbx serve\`, interleaved, ${RUNS} runs each after 10 warm-up runs. ${cpus().length} CPUs, Node ${process.version}.
 An SDK command is an sbx background process (so \`list\`, \`connect\`, stdin and \`kill\` work on it) run as
 \`/bin/bash -l -c true\` as the image's \`user\`: a process record, an output log and a login shell more
-than a bare exec of \`true\`. On docker a command as \`user\` (uid 1000) cannot use sbx-agent, which runs
-execs as the container's own user only, and goes through the engine's exec API; as \`root\` it takes the agent.
+than a bare exec of \`true\`. On docker a command as \`root\` takes the container's sbx-agent, one as \`user\`
+(uid 1000) a second agent started as that user on its first exec (docs/agent.md), not the engine's exec API.
 
 | provider | SDK p50 (ms) | SDK p99 | SDK as root p50 | typed client p50 (ms) | typed client p99 | SDK / client (p50) | as root / client |
 |---|---|---|---|---|---|---|---|

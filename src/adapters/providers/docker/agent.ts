@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { badRequest, SbxError } from '../../../core/errors.js';
 import { AgentConnection } from './agent-conn.js';
+import { type ExecUserId, UserAgents } from './agent-users.js';
 import { bounded, isNotFound } from './errors.js';
 import type { ContainerUser } from './options.js';
 
@@ -43,11 +44,15 @@ interface RuntimeAgent {
 /** The agents of one docker provider's containers: spawn-time setup, one connection per container. */
 export class DockerAgents {
   private readonly runtimes = new Map<string, RuntimeAgent>();
+  /** Agents for execs as another user than the container's (agent-users.ts). */
+  readonly users: UserAgents;
 
   constructor(
     private readonly docker: Docker,
     private readonly settings: AgentSettings,
-  ) {}
+  ) {
+    this.users = new UserAgents(docker, AGENT_BIN, AGENT_RUN);
+  }
 
   /** One directory per container: the sandbox id and the start of its token (a second spawn of an id never shares it). */
   private dirOf(sandboxId: string, token: string): string {
@@ -111,6 +116,17 @@ export class DockerAgents {
     return state.connecting;
   }
 
+  /**
+   * The connection an exec as `user` goes through: the container's agent for its own user, that
+   * user's agent (started on first use) for another; undefined: the engine path serves.
+   */
+  async forExec(runtimeId: string, user: ExecUserId | undefined): Promise<AgentConnection | undefined> {
+    const main = await this.get(runtimeId);
+    if (!main || !user || (user.uid === main.hello.uid && user.gid === main.hello.gid)) return main;
+    const dir = this.runtimes.get(runtimeId)?.where?.dir;
+    return dir ? this.users.get(runtimeId, dir, user) : undefined;
+  }
+
   private async connect(runtimeId: string, st: RuntimeAgent): Promise<AgentConnection | undefined> {
     if (st.where === undefined) {
       try {
@@ -149,6 +165,7 @@ export class DockerAgents {
     const st = this.runtimes.get(runtimeId);
     this.runtimes.delete(runtimeId);
     st?.conn?.close();
+    this.users.forget(runtimeId);
     const dir = st?.where?.dir ?? (where?.sandboxId && where.token ? this.dirOf(where.sandboxId, where.token) : undefined);
     if (dir) rmSync(dir, { recursive: true, force: true });
     try {
@@ -166,6 +183,7 @@ export class DockerAgents {
   close(): void {
     for (const st of this.runtimes.values()) st.conn?.close();
     this.runtimes.clear();
+    this.users.close();
   }
 }
 

@@ -191,7 +191,7 @@ function execOp(p: DockerParts): Provider['exec'] {
     [Symbol.asyncIterator]: async function* () {
       const cap = p.console_.capture(runtimeId);
       try {
-        const conn = agents && !spec.tty && !signal.aborted ? await agents.get(runtimeId) : undefined;
+        const conn = agents && !spec.tty && !signal.aborted ? await agents.forExec(runtimeId, spec.user) : undefined;
         if (conn && agentCanExec(conn, spec)) {
           try {
             yield* agentExec(conn, spec, signal, cap.onOutput, (marker) => killMarkedViaEngine(docker, runtimeId, marker, spec.user));

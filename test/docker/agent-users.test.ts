@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_USER_AGENTS } from '../../src/adapters/providers/docker/agent-users.js';
-import type { ExecSpec, Provider } from '../../src/core/ports.js';
+import type { ExecSpec, Provider } from '../../src/core/ports/index.js';
 import { requireAgentBinary } from './agent-helpers.js';
 import { ensureE2bImage } from './e2b-image.js';
 import {

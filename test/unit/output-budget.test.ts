@@ -39,7 +39,9 @@ describe('buffered exec output in the in-flight budget', () => {
     const newer = outputBudget(newerRes, budget)!;
     expect(older.take(20)).toBe(true); // 80
     expect(newer.take(2)).toBe(true); // 88
-    return expect(Promise.resolve(newer.take(10))).resolves.toBe(false).then(() => expect(budget.inflight).toBe(80));
+    return expect(Promise.resolve(newer.take(10)))
+      .resolves.toBe(false)
+      .then(() => expect(budget.inflight).toBe(80));
   });
 
   it('room given back by another request (an upload) wakes a waiting exec', async () => {

@@ -12,7 +12,7 @@ import ts from 'typescript';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SOURCES = [
   'src/core/errors.ts',
-  'src/core/ports.ts',
+  'src/core/ports',
   'src/adapters/stores/shared',
   'src/adapters/stores/sql',
   'src/adapters/stores/sqlite',

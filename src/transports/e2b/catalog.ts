@@ -158,7 +158,12 @@ function volumeRoutes(scope: FastifyInstance, deps: E2bDeps): void {
     },
   );
   // E2B's volume content API (a volume's files without a sandbox): sbx has none; mount the volume in a sandbox.
-  scope.all('/volumecontent/*', { schema: { hide } }, async () => {
-    throw new SbxError('not_implemented', 'volume content is not served by this server: mount the volume in a sandbox and use its files');
+  scope.route({
+    method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    url: '/volumecontent/*',
+    schema: { hide },
+    handler: async () => {
+      throw new SbxError('not_implemented', 'volume content is not served by this server: mount the volume in a sandbox and use its files');
+    },
   });
 }

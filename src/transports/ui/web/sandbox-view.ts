@@ -10,10 +10,15 @@ export async function sandboxView(id: string): Promise<void> {
   // Once destroyed (here or elsewhere) the view asks nothing more about the sandbox.
   let gone = false;
   const info = h('dl', { class: 'row' });
+  // Reads can answer out of order (the first one beside the view's other loads, a refresh after an
+  // event): only the newest read is shown, so a stale `running` never covers a later `paused`.
+  let reads = 0;
   const showInfo = async () => {
     if (gone) return;
+    const read = ++reads;
     try {
       const s: ShownSandbox = await api().get(id);
+      if (read !== reads || gone) return;
       const pairs: Array<[string, string]> = [
         ['State', s.state],
         ['Owner', s.owner_id ?? '—'],
@@ -36,7 +41,7 @@ export async function sandboxView(id: string): Promise<void> {
         ]),
       );
     } catch (e) {
-      info.replaceChildren(h('p', { class: 'err' }, errText(e)));
+      if (read === reads) info.replaceChildren(h('p', { class: 'err' }, errText(e)));
     }
   };
   const preview = previewCard(id);
@@ -49,6 +54,10 @@ export async function sandboxView(id: string): Promise<void> {
     if (pending) refresh.cancel();
   });
   destroy.disabled = true;
+  // Pause and Resume too: a first read still on its way (the file list, its watch, the processes)
+  // would resume the sandbox right after a pause, as any file or process call does (DESIGN.md §16).
+  const pausing = pauseButtons(id);
+  for (const b of pausing) b.disabled = true;
   main.replaceChildren(
     h('p', {}, h('a', { href: '#/sandboxes' }, '← all sandboxes')),
     h(
@@ -56,7 +65,7 @@ export async function sandboxView(id: string): Promise<void> {
       { class: 'card' },
       h('h2', {}, 'Sandbox ', h('code', { id: 'sandbox-id' }, id)),
       info,
-      h('div', { class: 'row' }, snapshotButton(id), ...pauseButtons(id), destroy),
+      h('div', { class: 'row' }, snapshotButton(id), ...pausing, destroy),
     ),
     execCard(id),
     terminalCard(id),
@@ -77,6 +86,7 @@ export async function sandboxView(id: string): Promise<void> {
   });
   await Promise.all([showInfo(), files.load(), logs.load(), procs.load()]);
   destroy.disabled = false;
+  for (const b of pausing) b.disabled = false;
 }
 
 /** Exec console: the client's streamed exec, output shown as it comes, then the exit record. */
@@ -322,7 +332,7 @@ function destroyButton(id: string, destroying: (pending: boolean) => void): HTML
 }
 
 /** Pause and Resume (DESIGN.md §16); the view's state follows the `sandbox.paused` / `sandbox.resumed` events. */
-function pauseButtons(id: string): HTMLElement[] {
+function pauseButtons(id: string): HTMLButtonElement[] {
   const act = (verb: 'pause' | 'resume') => async () => {
     try {
       const s = verb === 'pause' ? await api().pause(id) : await api().resume(id);

@@ -2,6 +2,7 @@ import { Sandbox } from 'e2b';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envdSdkFor } from '../helpers/e2b-sdk.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * envd's multipart `/files` upload streams (DESIGN.md §14): each part is written into the sandbox as
@@ -50,9 +51,7 @@ describe('E2B multipart uploads stream', () => {
     push(part('/workspace/first.bin', big));
     // The next boundary ends the first part; the second part's body is not sent yet.
     push(Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="file"; filename="/workspace/second.txt"\r\n\r\nsec`));
-    const deadline = Date.now() + 20_000;
-    while (!(await exists('/workspace/first.bin')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(await exists('/workspace/first.bin')).toBe(true);
+    await waitFor('the first part written while the body is still open', () => exists('/workspace/first.bin'), 20_000);
     expect(await exists('/workspace/second.txt')).toBe(false);
     push(Buffer.from(`ond\r\n--${B}--\r\n`));
     push(null);

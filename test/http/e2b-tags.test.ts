@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Process } from '../../src/transports/e2b/envd/gen/process/process_pb.js';
 import { envdSdkFor } from '../helpers/e2b-sdk.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * E2B's process tags (DESIGN.md §14) over the envd plane with a Connect client on the published
@@ -82,9 +83,7 @@ describe('E2B process tags', () => {
     await connected.return?.();
 
     await rpc.sendSignal({ process: { selector: { case: 'tag', value: 'worker-1' } }, signal: 9 });
-    const until = Date.now() + 10_000;
-    while ((await rpc.list({})).processes.length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    expect((await rpc.list({})).processes).toEqual([]);
+    await waitFor('the killed process gone from the list', async () => (await rpc.list({})).processes.length === 0);
     await expect(rpc.sendSignal({ process: { selector: { case: 'tag', value: 'worker-1' } }, signal: 9 })).rejects.toThrow(
       /no running process/,
     );

@@ -6,6 +6,7 @@
 import { expect, it } from 'vitest';
 import { call } from '../helpers/http.js';
 import { readOutput } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** 5 s of output on both streams, then exit 7. */
 const TALKER = 'i=0; while [ $i -lt 50 ]; do i=$((i+1)); echo "out line $i"; echo "err line $i" >&2; sleep 0.1; done; exit 7';
@@ -176,9 +177,7 @@ export function processContract(
     const p = started.body.id as string;
     const output = async () => (await readOutput(url, sb, p)).bytes.toString();
     await call(url, 'POST', `${base}/${p}/stdin`, { data: 'go\r' });
-    const until = Date.now() + 10_000;
-    while (!(await output()).includes('30 100') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    expect(await output()).toContain('30 100');
+    await waitFor('the terminal size printed', async () => (await output()).includes('30 100'));
     expect((await call(url, 'POST', `${base}/${p}/resize`, { cols: 120, rows: 40 })).status).toBe(200);
     await call(url, 'POST', `${base}/${p}/stdin`, { data: 'go\r' });
     expect(await wait(url, sb, p)).toMatchObject({ state: 'exited', exit_code: 0 });
